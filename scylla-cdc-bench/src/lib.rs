@@ -1,0 +1,1 @@
+//! Benchmark programs live in `src/bin/`.

@@ -1,0 +1,2 @@
+//! Print a table's CDC log.
+fn main() {}

@@ -1,0 +1,1 @@
+//! An embedded ScyllaDB-compatible cluster.

@@ -1,0 +1,1 @@
+//! Read a ScyllaDB table's Change Data Capture log.
