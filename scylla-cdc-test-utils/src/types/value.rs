@@ -1,0 +1,1 @@
+//! CQL values and their wire codec (in progress).
