@@ -1,1 +1,7 @@
-//! (in progress)
+//! Nodes, shards and the token ring of the embedded cluster.
+//!
+//! - [`partitioner`]: Murmur3 and CDC partitioners, the Scylla sharder.
+//! - [`ring`]: each node's vnode tokens and the ring they form (ownership, vnode ranges).
+
+pub(crate) mod partitioner;
+pub(crate) mod ring;
