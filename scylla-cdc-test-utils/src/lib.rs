@@ -18,3 +18,5 @@ pub(crate) mod frame;
 pub(crate) mod schema;
 pub(crate) mod server;
 pub(crate) mod storage;
+
+pub use cluster::faults::{FaultError, FaultOpcode, FaultReaction, FaultRule};
