@@ -8,8 +8,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use scylla_cql::Consistency as DConsistency;
 use scylla_cql::frame::protocol_features::ProtocolFeatures;
-use scylla_cql::frame::request::batch::{Batch as DBatch, BatchStatement as DBatchStatement, BatchType};
+use scylla_cql::frame::request::batch::{
+    Batch as DBatch, BatchStatement as DBatchStatement, BatchType,
+};
 use scylla_cql::frame::request::execute::ExecuteV2;
 use scylla_cql::frame::request::query::{PagingState, Query as DQuery, QueryParameters};
 use scylla_cql::frame::request::register::Register as DRegister;
@@ -22,17 +25,16 @@ use scylla_cql::frame::response::event::{
     EventV2, SchemaChangeEvent, SchemaChangeType as DChangeType, StatusChangeEvent,
     TopologyChangeEvent,
 };
+use scylla_cql::frame::response::result::cow_bytes::CowBytes;
 use scylla_cql::frame::response::result::{
     CollectionType, ColumnType, NativeType, Result as DResult, UserDefinedType,
 };
-use scylla_cql::frame::response::result::cow_bytes::CowBytes;
 use scylla_cql::frame::response::{ResponseOpcode, ResponseV2};
 use scylla_cql::frame::server_event_type::EventType;
 use scylla_cql::frame::types::SerialConsistency;
 use scylla_cql::frame::{SerializedRequest, parse_response_body_extensions};
 use scylla_cql::serialize::row::SerializedValues;
 use scylla_cql::value::{CqlValue, MaybeUnset, Row};
-use scylla_cql::Consistency as DConsistency;
 
 use crate::types::{CqlType, UserType};
 
@@ -153,9 +155,26 @@ fn driver_type(t: &CqlType) -> ColumnType<'static> {
 
 fn every_type() -> Vec<CqlType> {
     let natives = [
-        "ascii", "bigint", "blob", "boolean", "counter", "date", "decimal", "double",
-        "duration", "float", "inet", "int", "smallint", "text", "time", "timestamp",
-        "timeuuid", "tinyint", "uuid", "varint",
+        "ascii",
+        "bigint",
+        "blob",
+        "boolean",
+        "counter",
+        "date",
+        "decimal",
+        "double",
+        "duration",
+        "float",
+        "inet",
+        "int",
+        "smallint",
+        "text",
+        "time",
+        "timestamp",
+        "timeuuid",
+        "tinyint",
+        "uuid",
+        "varint",
     ];
     let mut types: Vec<CqlType> = natives
         .iter()
@@ -232,13 +251,22 @@ fn options_startup_register_prepare_auth() {
 
     let mut options = HashMap::new();
     options.insert(Cow::Borrowed("CQL_VERSION"), Cow::Borrowed("4.0.0"));
-    options.insert(Cow::Borrowed("DRIVER_NAME"), Cow::Borrowed("ScyllaDB Rust Driver"));
+    options.insert(
+        Cow::Borrowed("DRIVER_NAME"),
+        Cow::Borrowed("ScyllaDB Rust Driver"),
+    );
     options.insert(
         Cow::Borrowed(KEY_LWT_ADD_METADATA_MARK),
         Cow::Borrowed("LWT_OPTIMIZATION_META_BIT_MASK=2147483648"),
     );
     options.insert(Cow::Borrowed(KEY_RATE_LIMIT_ERROR), Cow::Borrowed(""));
-    let (_, r) = decode_ours(&driver_frame(&DStartup { options: options.clone() }, 1, false));
+    let (_, r) = decode_ours(&driver_frame(
+        &DStartup {
+            options: options.clone(),
+        },
+        1,
+        false,
+    ));
     let Request::Startup(got) = r else {
         panic!("not a startup: {r:?}")
     };
@@ -356,7 +384,10 @@ fn query_with_every_parameter() {
         let Request::Query { query, params } = r else {
             panic!("not a query: {r:?}")
         };
-        assert_eq!(query, "INSERT INTO ks.t (a, b, c, d, e) VALUES (?, ?, ?, ?, ?)");
+        assert_eq!(
+            query,
+            "INSERT INTO ks.t (a, b, c, d, e) VALUES (?, ?, ?, ?, ?)"
+        );
         assert_eq!(
             params,
             QueryParams {
@@ -404,7 +435,9 @@ fn query_unpaged_without_values() {
 #[test]
 fn execute_with_values_and_skip_metadata() {
     let values = driver_values();
-    let id = [0xdeu8, 0xad, 0xbe, 0xef, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
+    let id = [
+        0xdeu8, 0xad, 0xbe, 0xef, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+    ];
     let e = ExecuteV2 {
         id: CowBytes::from(&id[..]),
         result_metadata_id: None,
@@ -521,7 +554,11 @@ fn many_driver_frames_split_at_every_byte() {
                 got.push((f.stream, decode_request(f.opcode, f.body).unwrap().name()));
             }
         }
-        assert_eq!(got, vec![(1, "OPTIONS"), (2, "PREPARE"), (3, "QUERY")], "split {split}");
+        assert_eq!(
+            got,
+            vec![(1, "OPTIONS"), (2, "PREPARE"), (3, "QUERY")],
+            "split {split}"
+        );
         assert!(buf.is_empty());
     }
 }
@@ -538,13 +575,22 @@ fn ready_supported_and_auth_messages() {
     let options = vec![
         ("SCYLLA_SHARD".to_string(), vec!["2".to_string()]),
         ("SCYLLA_NR_SHARDS".to_string(), vec!["3".to_string()]),
-        ("SCYLLA_SHARDING_IGNORE_MSB".to_string(), vec!["12".to_string()]),
-        ("SCYLLA_SHARD_AWARE_PORT".to_string(), vec!["19042".to_string()]),
+        (
+            "SCYLLA_SHARDING_IGNORE_MSB".to_string(),
+            vec!["12".to_string()],
+        ),
+        (
+            "SCYLLA_SHARD_AWARE_PORT".to_string(),
+            vec!["19042".to_string()],
+        ),
         (
             KEY_LWT_ADD_METADATA_MARK.to_string(),
             vec!["LWT_OPTIMIZATION_META_BIT_MASK=2147483648".to_string()],
         ),
-        (KEY_RATE_LIMIT_ERROR.to_string(), vec!["ERROR_CODE=61440".to_string()]),
+        (
+            KEY_RATE_LIMIT_ERROR.to_string(),
+            vec!["ERROR_CODE=61440".to_string()],
+        ),
         ("CQL_VERSION".to_string(), vec!["3.3.1".to_string()]),
         ("COMPRESSION".to_string(), vec![]),
     ];
@@ -553,7 +599,10 @@ fn ready_supported_and_auth_messages() {
     let ResponseV2::Supported(s) = r else {
         panic!("not supported")
     };
-    assert_eq!(s.options, options.iter().cloned().collect::<HashMap<_, _>>());
+    assert_eq!(
+        s.options,
+        options.iter().cloned().collect::<HashMap<_, _>>()
+    );
     let features = ProtocolFeatures::parse_from_supported(&s.options);
     assert_eq!(features.rate_limit_error, Some(61440));
     assert_eq!(features.lwt_optimization_meta_bit_mask, Some(LWT_MARK_MASK));
@@ -751,7 +800,10 @@ fn every_error_code_with_its_fields() {
     }
     for (kind, expected) in cases {
         let msg = format!("message for {kind:?}");
-        let frame = encode(&Response::Error(CqlError::new(kind.clone(), msg.clone())), 42);
+        let frame = encode(
+            &Response::Error(CqlError::new(kind.clone(), msg.clone())),
+            42,
+        );
         let (r, _) = driver_decode(&frame, 42);
         let ResponseV2::Error(e) = r else {
             panic!("not an error")
@@ -772,7 +824,13 @@ fn rate_limit_error_without_the_extension_is_a_config_error() {
         "rate limited",
     );
     let mut out = BytesMut::new();
-    encode_response(&mut out, 1, &Extensions::default(), &[], &Response::Error(err));
+    encode_response(
+        &mut out,
+        1,
+        &Extensions::default(),
+        &[],
+        &Response::Error(err),
+    );
     let opcode = ResponseOpcode::try_from(out[4]).unwrap();
     let r = ResponseV2::deserialize(
         &ProtocolFeatures::default(),
@@ -984,9 +1042,7 @@ fn topology_and_status_events() {
                 )
                 | (
                     TopologyChangeType::RemovedNode,
-                    ResponseV2::Event(EventV2::TopologyChange(TopologyChangeEvent::RemovedNode(
-                        a,
-                    ))),
+                    ResponseV2::Event(EventV2::TopologyChange(TopologyChangeEvent::RemovedNode(a))),
                 ) => assert_eq!(a, addr),
                 (c, r) => panic!("{c:?} decoded as {r:?}"),
             }
@@ -1038,7 +1094,13 @@ fn prepared_with_pk_indexes_lwt_flag_and_metadata() {
             result_metadata: Some(result.clone()),
         };
         let mut out = BytesMut::new();
-        encode_response(&mut out, 7, &ext, &[], &Response::Prepared(Arc::new(p.clone())));
+        encode_response(
+            &mut out,
+            7,
+            &ext,
+            &[],
+            &Response::Prepared(Arc::new(p.clone())),
+        );
         let (r, _) = driver_decode(&out, 7);
         let ResponseV2::Result(DResult::Prepared(got)) = r else {
             panic!("not prepared")
@@ -1052,7 +1114,11 @@ fn prepared_with_pk_indexes_lwt_flag_and_metadata() {
         assert_eq!(pm.flags & 0x0001, 0x0001, "global table spec");
         assert_eq!(pm.col_count, 3);
         // The driver sorts by bind index and keeps the key position in `sequence`.
-        let pk: Vec<(u16, u16)> = pm.pk_indexes.iter().map(|p| (p.index, p.sequence)).collect();
+        let pk: Vec<(u16, u16)> = pm
+            .pk_indexes
+            .iter()
+            .map(|p| (p.index, p.sequence))
+            .collect();
         assert_eq!(pk, vec![(1, 1), (2, 0)]);
         for (spec, ours) in pm.col_specs.iter().zip(&vars) {
             assert_eq!(spec.table_spec().ks_name(), "ks");
@@ -1146,8 +1212,16 @@ fn rows_metadata_carries_every_type() {
         assert_eq!(spec.table_spec().table_name(), "all_types");
         assert_eq!(spec.typ(), &driver_type(t), "column {i}: {t}");
     }
-    let decoded: Vec<Row> = rows.rows_iter::<Row>().unwrap().map(|r| r.unwrap()).collect();
-    assert!(decoded.iter().all(|r| r.columns.iter().all(Option::is_none)));
+    let decoded: Vec<Row> = rows
+        .rows_iter::<Row>()
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(
+        decoded
+            .iter()
+            .all(|r| r.columns.iter().all(Option::is_none))
+    );
 }
 
 #[test]
@@ -1187,7 +1261,11 @@ fn rows_with_values_paging_state_and_per_column_specs() {
     let specs = rows.metadata().col_specs();
     assert_eq!(specs[2].table_spec().ks_name(), "other");
     assert_eq!(specs[2].table_spec().table_name(), "u");
-    let decoded: Vec<Row> = rows.rows_iter::<Row>().unwrap().map(|r| r.unwrap()).collect();
+    let decoded: Vec<Row> = rows
+        .rows_iter::<Row>()
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
     assert_eq!(decoded.len(), 10);
     for (i, row) in decoded.iter().enumerate() {
         let i = i as i32;
@@ -1234,7 +1312,11 @@ fn rows_with_no_metadata_and_the_owned_rows_response() {
     };
     assert!(!paging.finished());
     let rows = raw.deserialize_metadata().unwrap();
-    let decoded: Vec<Row> = rows.rows_iter::<Row>().unwrap().map(|r| r.unwrap()).collect();
+    let decoded: Vec<Row> = rows
+        .rows_iter::<Row>()
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
     assert_eq!(decoded[0].columns[0], Some(CqlValue::Int(5)));
 }
 

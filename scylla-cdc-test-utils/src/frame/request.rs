@@ -470,13 +470,15 @@ mod tests {
     #[test]
     fn execute_has_no_result_metadata_id() {
         let body = Bytes::from_static(&[0, 2, 0xde, 0xad, 0, 6, 0x01, 0, 1, 0, 0, 0, 1, 5]);
-        let Request::Execute { id, params } = decode_request(opcode::EXECUTE, body).unwrap()
-        else {
+        let Request::Execute { id, params } = decode_request(opcode::EXECUTE, body).unwrap() else {
             panic!("not an execute");
         };
         assert_eq!(&id[..], &[0xde, 0xad]);
         assert_eq!(params.consistency, Consistency::LocalQuorum);
-        assert_eq!(params.values, vec![BoundValue::Value(Bytes::from_static(&[5]))]);
+        assert_eq!(
+            params.values,
+            vec![BoundValue::Value(Bytes::from_static(&[5]))]
+        );
     }
 
     #[test]

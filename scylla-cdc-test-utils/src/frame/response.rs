@@ -309,6 +309,8 @@ pub(crate) enum StatusChangeType {
 }
 
 /// A pushed event (EVENT frame on stream -1).
+// The variants are named after the protocol's event types, which all end in "CHANGE".
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Event {
     /// A node joined or left; `addr` is its rpc address and CQL port.
@@ -669,7 +671,13 @@ mod tests {
     #[test]
     fn header_has_response_version_stream_opcode_and_length() {
         let mut out = BytesMut::new();
-        encode_response(&mut out, 0x1234, &Extensions::default(), &[], &Response::Ready);
+        encode_response(
+            &mut out,
+            0x1234,
+            &Extensions::default(),
+            &[],
+            &Response::Ready,
+        );
         assert_eq!(&out[..], &[0x84, 0, 0x12, 0x34, 0x02, 0, 0, 0, 0]);
         encode_response(&mut out, 1, &Extensions::default(), &[], &Response::Void);
         assert_eq!(&out[9..], &[0x84, 0, 0, 1, 0x08, 0, 0, 0, 4, 0, 0, 0, 1]);
@@ -712,7 +720,10 @@ mod tests {
     fn global_spec_only_when_all_columns_share_a_table() {
         let a = ColumnSpec::new("ks", "t", "a", CqlType::Int);
         let b = ColumnSpec::new("ks", "u", "b", CqlType::Int);
-        assert_eq!(global_table_spec(&[a.clone(), a.clone()]), Some(("ks", "t")));
+        assert_eq!(
+            global_table_spec(&[a.clone(), a.clone()]),
+            Some(("ks", "t"))
+        );
         assert_eq!(global_table_spec(&[a, b]), None);
         assert_eq!(global_table_spec(&[]), None);
     }

@@ -122,7 +122,9 @@ impl Reader {
     pub(crate) fn read_long_string(&mut self, what: &str) -> Result<String, ProtocolViolation> {
         let len = self.read_int(what)?;
         let len = usize::try_from(len).map_err(|_| {
-            ProtocolViolation::new(format!("Negative length {len} for the [long string] {what}"))
+            ProtocolViolation::new(format!(
+                "Negative length {len} for the [long string] {what}"
+            ))
         })?;
         let raw = self.take(len, what)?;
         utf8(raw, what)
@@ -160,7 +162,10 @@ impl Reader {
     }
 
     /// `[string list]`: a `[short]` count then that many `[string]`.
-    pub(crate) fn read_string_list(&mut self, what: &str) -> Result<Vec<String>, ProtocolViolation> {
+    pub(crate) fn read_string_list(
+        &mut self,
+        what: &str,
+    ) -> Result<Vec<String>, ProtocolViolation> {
         let n = self.read_short(what)?;
         // Each element takes at least 2 bytes: never pre-allocate more than the input allows.
         let mut out = Vec::with_capacity(usize::from(n).min(self.remaining() / 2));
@@ -241,10 +246,15 @@ impl Reader {
     }
 
     /// `[consistency]`: a `[short]` code; an unknown code is an error.
-    pub(crate) fn read_consistency(&mut self, what: &str) -> Result<Consistency, ProtocolViolation> {
+    pub(crate) fn read_consistency(
+        &mut self,
+        what: &str,
+    ) -> Result<Consistency, ProtocolViolation> {
         let code = self.read_short(what)?;
         Consistency::from_code(code).ok_or_else(|| {
-            ProtocolViolation::new(format!("Unknown code {code} for a consistency level ({what})"))
+            ProtocolViolation::new(format!(
+                "Unknown code {code} for a consistency level ({what})"
+            ))
         })
     }
 }
@@ -461,7 +471,11 @@ mod tests {
 
     #[test]
     fn long_string_rejects_negative_length() {
-        assert!(reader(&[0xff, 0xff, 0xff, 0xff]).read_long_string("q").is_err());
+        assert!(
+            reader(&[0xff, 0xff, 0xff, 0xff])
+                .read_long_string("q")
+                .is_err()
+        );
     }
 
     #[test]
@@ -484,7 +498,10 @@ mod tests {
 
     #[test]
     fn bytes_negative_length_is_null() {
-        assert_eq!(reader(&[0xff, 0xff, 0xff, 0xff]).read_bytes("b").unwrap(), None);
+        assert_eq!(
+            reader(&[0xff, 0xff, 0xff, 0xff]).read_bytes("b").unwrap(),
+            None
+        );
         assert_eq!(reader(&[0x80, 0, 0, 0]).read_bytes("b").unwrap(), None);
     }
 
@@ -542,7 +559,11 @@ mod tests {
         assert_eq!(r.read_inet("i").unwrap(), v6);
         assert_eq!(r.read_consistency("c").unwrap(), Consistency::LocalQuorum);
         assert!(reader(&[0, 11]).read_consistency("c").is_err());
-        assert!(reader(&[5, 1, 2, 3, 4, 5, 0, 0, 0, 1]).read_inet("i").is_err());
+        assert!(
+            reader(&[5, 1, 2, 3, 4, 5, 0, 0, 0, 1])
+                .read_inet("i")
+                .is_err()
+        );
     }
 
     #[test]
@@ -565,7 +586,10 @@ mod tests {
         put_long_string(&mut out, "q");
         assert_eq!(
             &out[..],
-            &[0, 3, b'a', b'b', b'c', 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 2, b'd', b'e', 0, 0, 0, 1, b'q']
+            &[
+                0, 3, b'a', b'b', b'c', 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 2, b'd', b'e', 0, 0, 0, 1,
+                b'q'
+            ]
         );
     }
 }
