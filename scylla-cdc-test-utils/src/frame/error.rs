@@ -13,6 +13,7 @@ use super::wire::{put_consistency, put_int, put_short_bytes, put_string, put_str
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub(crate) struct ProtocolViolation {
+    /// The message sent to the client.
     message: String,
 }
 

@@ -65,6 +65,7 @@ pub(crate) struct FrameError {
 }
 
 impl FrameError {
+    /// An error after which the next frame can be read.
     fn recoverable(stream: i16, message: String) -> Self {
         FrameError {
             stream,
@@ -74,6 +75,7 @@ impl FrameError {
         }
     }
 
+    /// An error after which the connection must be closed.
     fn fatal(stream: i16, message: String, reply_version: u8) -> Self {
         FrameError {
             stream,
@@ -189,6 +191,7 @@ pub(crate) fn try_decode_frame(buf: &mut BytesMut) -> Result<Option<RequestFrame
     }))
 }
 
+/// The message Cassandra uses for an unsupported version, naming the one served.
 fn unsupported_version_message(version: u8) -> String {
     format!(
         "Invalid or unsupported protocol version ({version}); supported versions are \

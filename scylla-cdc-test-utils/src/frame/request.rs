@@ -26,13 +26,21 @@ pub(crate) mod opcode {
     pub(crate) const AUTH_RESPONSE: u8 = 0x0F;
 }
 
+/// Query flag: values follow.
 const FLAG_VALUES: u8 = 0x01;
+/// Query flag: the client asks for ROWS without column specs.
 const FLAG_SKIP_METADATA: u8 = 0x02;
+/// Query flag: a page size follows.
 const FLAG_PAGE_SIZE: u8 = 0x04;
+/// Query flag: a paging state follows.
 const FLAG_PAGING_STATE: u8 = 0x08;
+/// Query and batch flag: a serial consistency follows.
 const FLAG_SERIAL_CONSISTENCY: u8 = 0x10;
+/// Query and batch flag: a default timestamp follows.
 const FLAG_DEFAULT_TIMESTAMP: u8 = 0x20;
+/// Query flag: each value is preceded by its bind-marker name.
 const FLAG_NAMES_FOR_VALUES: u8 = 0x40;
+/// Every flag QUERY and EXECUTE may carry.
 const QUERY_FLAGS: u8 = FLAG_VALUES
     | FLAG_SKIP_METADATA
     | FLAG_PAGE_SIZE
@@ -40,6 +48,7 @@ const QUERY_FLAGS: u8 = FLAG_VALUES
     | FLAG_SERIAL_CONSISTENCY
     | FLAG_DEFAULT_TIMESTAMP
     | FLAG_NAMES_FOR_VALUES;
+/// Every flag BATCH may carry (named values are refused, see CASSANDRA-10246).
 const BATCH_FLAGS: u8 = FLAG_SERIAL_CONSISTENCY | FLAG_DEFAULT_TIMESTAMP;
 
 /// A decoded client request.
@@ -214,6 +223,7 @@ pub(crate) fn decode_request(op: u8, body: Bytes) -> Result<Request, ProtocolVio
     Ok(request)
 }
 
+/// The name of a response opcode, which a client must never send.
 fn server_opcode_name(op: u8) -> Option<&'static str> {
     Some(match op {
         0x00 => "ERROR",
@@ -228,6 +238,7 @@ fn server_opcode_name(op: u8) -> Option<&'static str> {
     })
 }
 
+/// Reads `<query_parameters>` (spec §4.1.4), shared by QUERY and EXECUTE.
 fn read_query_params(r: &mut Reader) -> Result<QueryParams, ProtocolViolation> {
     let consistency = r.read_consistency("the consistency")?;
     let flags = r.read_byte("the query flags")?;
@@ -290,6 +301,7 @@ fn read_query_params(r: &mut Reader) -> Result<QueryParams, ProtocolViolation> {
     })
 }
 
+/// Reads a BATCH body (spec §4.1.7).
 fn read_batch(r: &mut Reader) -> Result<BatchRequest, ProtocolViolation> {
     let kind = match r.read_byte("the batch type")? {
         0 => BatchKind::Logged,

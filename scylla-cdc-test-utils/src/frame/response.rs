@@ -249,6 +249,7 @@ pub(crate) struct SchemaChange {
 }
 
 impl SchemaChange {
+    /// Writes change type, target and the target's names (shared by RESULT and EVENT).
     fn put(&self, out: &mut BytesMut) {
         put_string(out, self.change.as_str());
         match &self.target {
@@ -587,6 +588,7 @@ fn global_table_spec(columns: &[ColumnSpec]) -> Option<(&str, &str)> {
         .then_some((first.keyspace.as_str(), first.table.as_str()))
 }
 
+/// A count as an `[int]`, saturated (counts never come near `i32::MAX` in practice).
 fn count_i32(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
@@ -635,6 +637,8 @@ pub(crate) fn put_result_metadata(
     }
 }
 
+/// Writes the body of a Prepared result after its kind: id, variables metadata (with the
+/// LWT mark when negotiated), then result metadata or NO_METADATA.
 fn put_prepared(out: &mut BytesMut, p: &Prepared, ext: &Extensions) {
     put_short_bytes(out, &p.id);
     let vars = &p.metadata.variables;

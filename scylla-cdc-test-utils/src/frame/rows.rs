@@ -49,13 +49,21 @@ pub(crate) enum RowsWriterError {
 /// partial frame from `out`, so an error can be sent instead.
 #[derive(Debug)]
 pub(crate) struct RowsWriter<'a> {
+    /// The connection's output buffer.
     out: &'a mut BytesMut,
+    /// Offset of this frame's header in `out`.
     frame_start: usize,
+    /// Offset of the `rows_count` placeholder.
     rows_count_at: usize,
+    /// Cells per row.
     columns: usize,
+    /// Cells written in the current row.
     cells_in_row: usize,
+    /// Rows ended.
     rows: usize,
+    /// The first misuse seen; `finish` reports it.
     error: Option<RowsWriterError>,
+    /// Set by `finish`: the drop must not remove the frame.
     done: bool,
 }
 
@@ -98,12 +106,14 @@ impl<'a> RowsWriter<'a> {
         }
     }
 
+    /// Records the first error.
     fn fail(&mut self, e: RowsWriterError) {
         if self.error.is_none() {
             self.error = Some(e);
         }
     }
 
+    /// Counts a cell of the current row and flags a row with too many.
     fn count_cell(&mut self) {
         self.cells_in_row += 1;
         if self.cells_in_row > self.columns {

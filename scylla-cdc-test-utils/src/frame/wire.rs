@@ -40,7 +40,9 @@ impl BoundValue {
 /// one notation or fails with a [`ProtocolViolation`] naming what could not be read.
 #[derive(Debug, Clone)]
 pub(crate) struct Reader {
+    /// The whole body.
     buf: Bytes,
+    /// Offset of the next unread byte.
     pos: usize,
 }
 
@@ -84,6 +86,7 @@ impl Reader {
         Ok(self.buf.slice(start..self.pos))
     }
 
+    /// Consumes exactly `N` bytes into an array.
     fn take_array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], ProtocolViolation> {
         let s = self.take(N, what)?;
         let mut a = [0u8; N];
@@ -259,12 +262,14 @@ impl Reader {
     }
 }
 
+/// The error for a notation cut short by the end of the body.
 fn truncated(what: &str, needed: usize, have: usize) -> ProtocolViolation {
     ProtocolViolation::new(format!(
         "Not enough bytes to read {what}: needed {needed}, {have} left in the frame body"
     ))
 }
 
+/// Validates and copies a UTF-8 string.
 fn utf8(raw: &[u8], what: &str) -> Result<String, ProtocolViolation> {
     match std::str::from_utf8(raw) {
         Ok(s) => Ok(s.to_owned()),
