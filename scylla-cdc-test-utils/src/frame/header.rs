@@ -1,0 +1,340 @@
+//! Frame splitting: the 9-byte v4 header, the request header flags and the body limit.
+//!
+//! [`try_decode_frame`] takes complete frames off the front of the connection's read buffer.
+//! Errors found in the header are [`FrameError`]s that carry the stream id to answer on and
+//! whether the connection can go on (the body length was trusted and skipped) or must be
+//! closed after the ERROR frame (the byte stream can no longer be followed).
+
+use bytes::{Buf, Bytes, BytesMut};
+
+use super::error::CqlError;
+use super::response::{Extensions, finish_frame, start_frame_with_version};
+use super::wire::Reader;
+
+/// Size of a v3+ frame header.
+pub(crate) const HEADER_LEN: usize = 9;
+/// Largest request body accepted (256 MiB, Cassandra's default native transport limit).
+pub(crate) const MAX_BODY_LEN: usize = 256 * 1024 * 1024;
+/// The only protocol version served.
+pub(crate) const PROTOCOL_VERSION: u8 = 4;
+
+/// Header flag: the body is compressed.
+pub(crate) const FLAG_COMPRESSION: u8 = 0x01;
+/// Header flag: tracing requested (requests) / tracing id present (responses).
+pub(crate) const FLAG_TRACING: u8 = 0x02;
+/// Header flag: a custom payload (`[bytes map]`) precedes the body.
+pub(crate) const FLAG_CUSTOM_PAYLOAD: u8 = 0x04;
+/// Header flag: a warnings `[string list]` precedes the body (responses only).
+pub(crate) const FLAG_WARNING: u8 = 0x08;
+
+/// One request frame taken off the wire: header fields and the body (zero-copy).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RequestFrame {
+    /// Stream id to answer on.
+    pub stream: i16,
+    /// Request opcode, not yet validated (see [`super::decode_request`]).
+    pub opcode: u8,
+    /// Header flags as sent (tracing is accepted and ignored).
+    pub flags: u8,
+    /// The body after the custom payload, if any.
+    pub body: Bytes,
+}
+
+impl RequestFrame {
+    /// Whether the client asked for tracing (never honoured: no trace id is returned,
+    /// which drivers accept).
+    pub(crate) fn tracing(&self) -> bool {
+        self.flags & FLAG_TRACING != 0
+    }
+}
+
+/// A header-level error: send its ERROR frame ([`FrameError::write_response`]), then close
+/// the connection unless [`FrameError::can_continue`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct FrameError {
+    /// Stream id of the offending frame (the ERROR goes there).
+    pub stream: i16,
+    /// Message of the Protocol error.
+    pub message: String,
+    /// Whether the connection must be closed after the ERROR frame.
+    pub fatal: bool,
+    /// Protocol version to write the ERROR frame in (the client's own for v1–v3, so it can
+    /// read the answer; 4 otherwise).
+    reply_version: u8,
+}
+
+impl FrameError {
+    /// An error after which the next frame can be read.
+    fn recoverable(stream: i16, message: String) -> Self {
+        FrameError {
+            stream,
+            message,
+            fatal: false,
+            reply_version: PROTOCOL_VERSION,
+        }
+    }
+
+    /// An error after which the connection must be closed.
+    fn fatal(stream: i16, message: String, reply_version: u8) -> Self {
+        FrameError {
+            stream,
+            message,
+            fatal: true,
+            reply_version,
+        }
+    }
+
+    /// Whether the connection stays usable after the ERROR frame.
+    pub(crate) fn can_continue(&self) -> bool {
+        !self.fatal
+    }
+
+    /// The Protocol error to answer with.
+    pub(crate) fn to_cql_error(&self) -> CqlError {
+        CqlError::protocol(self.message.clone())
+    }
+
+    /// Appends the complete ERROR frame (Protocol error, on [`FrameError::stream`]).
+    pub(crate) fn write_response(&self, out: &mut BytesMut) {
+        let start = start_frame_with_version(out, self.reply_version, self.stream, 0x00, &[]);
+        self.to_cql_error().put_body(out, &Extensions::default());
+        finish_frame(out, start, self.reply_version);
+    }
+}
+
+/// Takes one complete request frame off the front of `buf`.
+///
+/// `Ok(None)`: more bytes are needed (nothing is consumed). `Ok(Some(frame))`: the frame's
+/// bytes were removed from `buf`. `Err(e)`: answer with `e`'s ERROR frame; when
+/// `e.can_continue()` the frame's bytes were removed and the next frame can be read,
+/// otherwise the connection must be closed (and `buf` is left as it was).
+pub(crate) fn try_decode_frame(buf: &mut BytesMut) -> Result<Option<RequestFrame>, FrameError> {
+    let Some(&version_byte) = buf.first() else {
+        return Ok(None);
+    };
+    let version = version_byte & 0x7F;
+    if version == 1 || version == 2 {
+        // v1/v2 headers are 8 bytes with a one-byte stream id.
+        let Some(&stream) = buf.get(2) else {
+            return Ok(None);
+        };
+        if buf.len() < 8 {
+            return Ok(None);
+        }
+        return Err(FrameError::fatal(
+            i16::from(stream as i8),
+            unsupported_version_message(version),
+            version,
+        ));
+    }
+    let Some(header) = buf.get(..HEADER_LEN) else {
+        return Ok(None);
+    };
+    let flags = header[1];
+    let stream = i16::from_be_bytes([header[2], header[3]]);
+    let opcode = header[4];
+    let length = u32::from_be_bytes([header[5], header[6], header[7], header[8]]);
+
+    if version != PROTOCOL_VERSION {
+        let reply = if version == 3 { 3 } else { PROTOCOL_VERSION };
+        return Err(FrameError::fatal(
+            stream,
+            unsupported_version_message(version),
+            reply,
+        ));
+    }
+    if version_byte & 0x80 != 0 {
+        return Err(FrameError::fatal(
+            stream,
+            "Wrong protocol direction (expected REQUEST, got RESPONSE)".to_string(),
+            PROTOCOL_VERSION,
+        ));
+    }
+    let length = usize::try_from(length).unwrap_or(usize::MAX);
+    if length > MAX_BODY_LEN {
+        return Err(FrameError::fatal(
+            stream,
+            format!(
+                "Request is too big: length {length} exceeds maximum allowed length {MAX_BODY_LEN}"
+            ),
+            PROTOCOL_VERSION,
+        ));
+    }
+    if buf.len() - HEADER_LEN < length {
+        return Ok(None);
+    }
+
+    buf.advance(HEADER_LEN);
+    let mut body = buf.split_to(length).freeze();
+
+    if flags & FLAG_COMPRESSION != 0 {
+        return Err(FrameError::recoverable(
+            stream,
+            "Received a compressed frame, but no compression was negotiated (the server \
+             supports none)"
+                .to_string(),
+        ));
+    }
+    if flags & FLAG_CUSTOM_PAYLOAD != 0 {
+        let mut r = Reader::new(body.clone());
+        if let Err(e) = r.read_bytes_map("the custom payload") {
+            return Err(FrameError::recoverable(stream, e.message().to_string()));
+        }
+        body.advance(body.len() - r.remaining());
+    }
+    Ok(Some(RequestFrame {
+        stream,
+        opcode,
+        flags,
+        body,
+    }))
+}
+
+/// The message Cassandra uses for an unsupported version, naming the one served.
+fn unsupported_version_message(version: u8) -> String {
+    format!(
+        "Invalid or unsupported protocol version ({version}); supported versions are \
+         ({PROTOCOL_VERSION}/v{PROTOCOL_VERSION})"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BufMut;
+
+    fn frame(version: u8, flags: u8, stream: i16, opcode: u8, body: &[u8]) -> BytesMut {
+        let mut b = BytesMut::new();
+        b.put_u8(version);
+        b.put_u8(flags);
+        b.put_i16(stream);
+        b.put_u8(opcode);
+        b.put_u32(body.len() as u32);
+        b.extend_from_slice(body);
+        b
+    }
+
+    #[test]
+    fn splits_consecutive_frames_and_waits_for_more() {
+        let mut buf = frame(4, 0, 7, 0x05, &[]);
+        buf.extend_from_slice(&frame(4, 0, 8, 0x09, b"\0\0\0\x01x"));
+        buf.extend_from_slice(&frame(4, 0, 9, 0x05, &[])[..5]);
+        let a = try_decode_frame(&mut buf).unwrap().unwrap();
+        assert_eq!((a.stream, a.opcode, a.body.len()), (7, 0x05, 0));
+        let b = try_decode_frame(&mut buf).unwrap().unwrap();
+        assert_eq!((b.stream, b.opcode), (8, 0x09));
+        assert_eq!(&b.body[..], b"\0\0\0\x01x");
+        assert_eq!(try_decode_frame(&mut buf).unwrap(), None);
+        assert_eq!(buf.len(), 5, "an incomplete frame is left in the buffer");
+    }
+
+    #[test]
+    fn truncated_frames_need_more_bytes() {
+        let full = frame(4, 0, 1, 0x07, b"\0\0\0\x02ab\0\x01\0");
+        for cut in 0..full.len() {
+            let mut buf = BytesMut::from(&full[..cut]);
+            assert_eq!(try_decode_frame(&mut buf).unwrap(), None, "cut at {cut}");
+            assert_eq!(buf.len(), cut);
+        }
+    }
+
+    #[test]
+    fn unsupported_versions_are_fatal_with_the_supported_version_named() {
+        for v in [3u8, 5, 6, 0x42] {
+            let mut buf = frame(v, 0, 3, 0x05, &[]);
+            let e = try_decode_frame(&mut buf).unwrap_err();
+            assert!(!e.can_continue());
+            assert_eq!(e.stream, 3);
+            assert_eq!(
+                e.message,
+                format!(
+                    "Invalid or unsupported protocol version ({v}); supported versions are (4/v4)"
+                )
+            );
+            let mut out = BytesMut::new();
+            e.write_response(&mut out);
+            let expected_version = if v == 3 { 0x83 } else { 0x84 };
+            assert_eq!(&out[..5], &[expected_version, 0, 0, 3, 0x00]);
+            assert_eq!(&out[9..13], &[0, 0, 0, 0x0A]);
+        }
+    }
+
+    #[test]
+    fn v2_headers_are_eight_bytes() {
+        let mut buf = BytesMut::from(&[0x02u8, 0, 5, 0x05, 0, 0, 0, 0][..7]);
+        assert_eq!(try_decode_frame(&mut buf).unwrap(), None);
+        buf.put_u8(0);
+        let e = try_decode_frame(&mut buf).unwrap_err();
+        assert_eq!((e.stream, e.fatal), (5, true));
+        let mut out = BytesMut::new();
+        e.write_response(&mut out);
+        assert_eq!(&out[..4], &[0x82, 0, 5, 0x00]);
+        let len = u32::from_be_bytes([out[4], out[5], out[6], out[7]]) as usize;
+        assert_eq!(out.len(), 8 + len);
+    }
+
+    #[test]
+    fn response_direction_is_fatal() {
+        let mut buf = frame(0x84, 0, 1, 0x02, &[]);
+        let e = try_decode_frame(&mut buf).unwrap_err();
+        assert!(e.fatal);
+        assert!(e.message.contains("direction"));
+    }
+
+    #[test]
+    fn oversized_body_is_fatal_without_waiting() {
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&[4, 0, 0, 9, 0x07]);
+        buf.put_u32((MAX_BODY_LEN + 1) as u32);
+        let e = try_decode_frame(&mut buf).unwrap_err();
+        assert!(e.fatal);
+        assert_eq!(e.stream, 9);
+        assert!(e.message.contains("too big"), "{}", e.message);
+        let mut ok = BytesMut::new();
+        ok.extend_from_slice(&[4, 0, 0, 9, 0x07]);
+        ok.put_u32(MAX_BODY_LEN as u32);
+        assert_eq!(try_decode_frame(&mut ok).unwrap(), None);
+    }
+
+    #[test]
+    fn compressed_frames_are_refused_but_skipped() {
+        let mut buf = frame(4, FLAG_COMPRESSION, 4, 0x07, b"garbage");
+        buf.extend_from_slice(&frame(4, 0, 5, 0x05, &[]));
+        let e = try_decode_frame(&mut buf).unwrap_err();
+        assert!(e.can_continue());
+        assert_eq!(e.stream, 4);
+        let next = try_decode_frame(&mut buf).unwrap().unwrap();
+        assert_eq!(next.stream, 5);
+    }
+
+    #[test]
+    fn tracing_flag_is_accepted() {
+        let mut buf = frame(4, FLAG_TRACING, 1, 0x05, &[]);
+        let f = try_decode_frame(&mut buf).unwrap().unwrap();
+        assert!(f.tracing());
+        assert!(f.body.is_empty());
+    }
+
+    #[test]
+    fn custom_payload_is_skipped() {
+        // [bytes map] {"k": "\x01\x02"} then a PREPARE body.
+        let mut body = vec![0, 1, 0, 1, b'k', 0, 0, 0, 2, 1, 2];
+        body.extend_from_slice(b"\0\0\0\x01q");
+        let mut buf = frame(4, FLAG_CUSTOM_PAYLOAD, 2, 0x09, &body);
+        let f = try_decode_frame(&mut buf).unwrap().unwrap();
+        assert_eq!(&f.body[..], b"\0\0\0\x01q");
+
+        let mut bad = frame(4, FLAG_CUSTOM_PAYLOAD, 2, 0x09, &[0, 3, 0]);
+        bad.extend_from_slice(&frame(4, 0, 6, 0x05, &[]));
+        let e = try_decode_frame(&mut bad).unwrap_err();
+        assert!(e.can_continue());
+        assert_eq!(try_decode_frame(&mut bad).unwrap().unwrap().stream, 6);
+    }
+
+    #[test]
+    fn negative_streams_are_passed_through() {
+        let mut buf = frame(4, 0, -1, 0x05, &[]);
+        assert_eq!(try_decode_frame(&mut buf).unwrap().unwrap().stream, -1);
+    }
+}
