@@ -1,12 +1,40 @@
 //! An embedded, in-process ScyllaDB-compatible cluster for tests, demos and benchmarks.
 //!
 //! The cluster speaks the CQL native protocol v4 on loopback addresses (node *i* on its own
-//! `127.x.y.i`), so the official `scylla` driver, or any other CQL driver, uses it exactly as
-//! it would use a real ScyllaDB cluster: token- and shard-aware routing, prepared statements,
-//! paging, schema metadata, events, and the CDC log with its stream generations.
+//! `127.x.y.i`, every node on the same port plus a shard-aware port), so the official
+//! `scylla` driver, or any other CQL driver, uses it exactly as it would use a real ScyllaDB
+//! cluster: token- and shard-aware routing, prepared statements, paging, schema metadata,
+//! events, and the CDC log with its stream generations.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use scylla_cdc_test_utils::EmbeddedCluster;
+//!
+//! let cluster = EmbeddedCluster::builder().nodes(3).shards_per_node(2).start().await?;
+//! println!("contact point: {}", cluster.contact_point());
+//! cluster.stop_node(2).await?;
+//! cluster.start_node(2).await?;
+//! cluster.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Many clusters can run at once in one process (each gets its own `127.x.y.0/24` range and
+//! free ports). The cluster keeps everything in memory and runs until
+//! [`EmbeddedCluster::shutdown`] or until it is dropped.
 // Modules are being integrated one by one; until every one is wired into the server some
 // of their items are not used yet.
 #![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use rand::SeedableRng;
+use tokio::sync::{Mutex, broadcast};
+use uuid::Uuid;
 
 pub mod types;
 
@@ -20,3 +48,343 @@ pub(crate) mod server;
 pub(crate) mod storage;
 
 pub use cluster::faults::{FaultError, FaultOpcode, FaultReaction, FaultRule};
+
+use cluster::{ClusterConfig, ClusterCore, NodeInfo, Topology};
+use frame::{Event, StatusChangeType};
+use server::NodeServer;
+use server::listen::{self, AddressPlan};
+
+/// Errors of the embedded cluster's control API.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterError {
+    /// A listener could not be bound.
+    #[error("cannot bind {what}: {source}")]
+    Bind {
+        /// What was being bound.
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The builder was given settings that cannot work.
+    #[error("invalid cluster configuration: {0}")]
+    Config(String),
+    /// There is no node with this index.
+    #[error("there is no node {0} (nodes are numbered from 1)")]
+    NoSuchNode(usize),
+    /// The node is already stopped.
+    #[error("node {0} is already stopped")]
+    NodeStopped(usize),
+    /// The node is already running.
+    #[error("node {0} is already running")]
+    NodeRunning(usize),
+}
+
+/// Configures and starts an [`EmbeddedCluster`].
+#[derive(Debug, Clone)]
+pub struct ClusterBuilder {
+    nodes: usize,
+    shards_per_node: u32,
+    vnodes_per_node: usize,
+    port: u16,
+    shard_aware_port: u16,
+    address: Option<Ipv4Addr>,
+    credentials: Option<(String, String)>,
+    generation_delay: Duration,
+    default_cdc_ttl: u32,
+    seed: Option<u64>,
+}
+
+impl Default for ClusterBuilder {
+    fn default() -> Self {
+        ClusterBuilder {
+            nodes: 1,
+            shards_per_node: 2,
+            vnodes_per_node: 16,
+            port: 0,
+            shard_aware_port: 0,
+            address: None,
+            credentials: None,
+            generation_delay: Duration::from_secs(2),
+            default_cdc_ttl: 86400,
+            seed: None,
+        }
+    }
+}
+
+impl ClusterBuilder {
+    /// Number of nodes (default 1).
+    pub fn nodes(mut self, n: usize) -> Self {
+        self.nodes = n;
+        self
+    }
+
+    /// Shards per node (default 2).
+    pub fn shards_per_node(mut self, n: u32) -> Self {
+        self.shards_per_node = n;
+        self
+    }
+
+    /// Vnode tokens per node (default 16; Scylla's default is 256).
+    pub fn vnodes_per_node(mut self, n: usize) -> Self {
+        self.vnodes_per_node = n;
+        self
+    }
+
+    /// CQL port of every node (default 0: any free port).
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// Shard-aware port of every node (default 0: any free port).
+    pub fn shard_aware_port(mut self, port: u16) -> Self {
+        self.shard_aware_port = port;
+        self
+    }
+
+    /// Address of node 1; node *i* gets the address *i − 1* above it (default: a free
+    /// random `127.x.y.1`).
+    pub fn address(mut self, address: Ipv4Addr) -> Self {
+        self.address = Some(address);
+        self
+    }
+
+    /// Requires PasswordAuthenticator credentials on every connection.
+    pub fn credentials(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.credentials = Some((user.into(), password.into()));
+        self
+    }
+
+    /// Delay between a node joining and the start of the CDC generation it causes (default
+    /// 2 s; real Scylla uses about 65 s).
+    pub fn generation_delay(mut self, delay: Duration) -> Self {
+        self.generation_delay = delay;
+        self
+    }
+
+    /// Default `ttl` of the `cdc` table option, in seconds (default 86400, as Scylla).
+    pub fn default_cdc_ttl(mut self, seconds: u32) -> Self {
+        self.default_cdc_ttl = seconds;
+        self
+    }
+
+    /// Seed of the random choices (tokens, stream ids) for reproducible layouts.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Starts the cluster; returns once every node accepts connections.
+    pub async fn start(self) -> Result<EmbeddedCluster, ClusterError> {
+        if self.nodes == 0 || self.nodes > 250 {
+            return Err(ClusterError::Config(format!(
+                "a cluster needs 1 to 250 nodes, not {}",
+                self.nodes
+            )));
+        }
+        if self.shards_per_node == 0 || self.shards_per_node > 256 {
+            return Err(ClusterError::Config(format!(
+                "a node needs 1 to 256 shards, not {}",
+                self.shards_per_node
+            )));
+        }
+        if self.vnodes_per_node == 0 || self.vnodes_per_node > 4096 {
+            return Err(ClusterError::Config(format!(
+                "a node needs 1 to 4096 vnodes, not {}",
+                self.vnodes_per_node
+            )));
+        }
+        let (plan, listeners) =
+            listen::bind_cluster(self.nodes, self.address, self.port, self.shard_aware_port)
+                .await
+                .map_err(|source| ClusterError::Bind {
+                    what: format!("{} nodes", self.nodes),
+                    source,
+                })?;
+        let mut rng = match self.seed {
+            Some(seed) => rand::rngs::StdRng::seed_from_u64(seed),
+            None => rand::rngs::StdRng::from_entropy(),
+        };
+        let mut tokens: Vec<Vec<i64>> = Vec::new();
+        let mut nodes = Vec::new();
+        for index in 1..=self.nodes {
+            let t = cluster::ring::random_tokens(&mut rng, self.vnodes_per_node, &tokens);
+            tokens.push(t.clone());
+            nodes.push(NodeInfo {
+                index,
+                ip: plan
+                    .node_ip(index)
+                    .ok_or(ClusterError::NoSuchNode(index))?
+                    .into(),
+                host_id: Uuid::from_u128(rand::Rng::r#gen(&mut rng)),
+                tokens: t,
+                shards: self.shards_per_node,
+                up: true,
+            });
+        }
+        let config = ClusterConfig {
+            shards_per_node: self.shards_per_node,
+            vnodes_per_node: self.vnodes_per_node,
+            ignore_msb: cluster::partitioner::DEFAULT_IGNORE_MSB,
+            credentials: self.credentials,
+            generation_delay: self.generation_delay,
+            default_cdc_ttl: self.default_cdc_ttl,
+        };
+        let (events, _) = broadcast::channel(1024);
+        let core = Arc::new(ClusterCore {
+            db: exec::Database::new(&config),
+            config,
+            plan,
+            topology: RwLock::new(Arc::new(Topology::new(nodes))),
+            events,
+            faults: Default::default(),
+            stats: Default::default(),
+        });
+        let servers = listeners
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| Some(NodeServer::spawn(core.clone(), i + 1, l)))
+            .collect();
+        Ok(EmbeddedCluster {
+            core,
+            servers: Mutex::new(servers),
+        })
+    }
+}
+
+/// A running embedded cluster.
+///
+/// Dropping it stops every node (without waiting); [`EmbeddedCluster::shutdown`] stops them
+/// and waits until every connection is closed.
+pub struct EmbeddedCluster {
+    core: Arc<ClusterCore>,
+    servers: Mutex<Vec<Option<NodeServer>>>,
+}
+
+impl std::fmt::Debug for EmbeddedCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedCluster")
+            .field("contact_point", &self.contact_point())
+            .field("nodes", &self.core.topology().nodes.len())
+            .finish()
+    }
+}
+
+impl EmbeddedCluster {
+    /// A builder with the defaults: 1 node, 2 shards, 16 vnodes, free ports.
+    pub fn builder() -> ClusterBuilder {
+        ClusterBuilder::default()
+    }
+
+    /// The CQL endpoint of node 1.
+    pub fn contact_point(&self) -> SocketAddr {
+        self.core
+            .node_endpoint(1)
+            .expect("node 1 always has an address")
+    }
+
+    /// The CQL endpoints of every node, in node order.
+    pub fn node_addresses(&self) -> Vec<SocketAddr> {
+        let n = self.core.topology().nodes.len();
+        (1..=n).filter_map(|i| self.core.node_endpoint(i)).collect()
+    }
+
+    /// The shard-aware port of every node.
+    pub fn shard_aware_port(&self) -> u16 {
+        self.core.plan.shard_aware_port
+    }
+
+    /// Stops node `index` (1-based): it closes its listeners and every connection, and other
+    /// nodes announce it DOWN. Its data stays (all nodes share one store).
+    pub async fn stop_node(&self, index: usize) -> Result<(), ClusterError> {
+        let mut servers = self.servers.lock().await;
+        let slot = index
+            .checked_sub(1)
+            .and_then(|i| servers.get_mut(i))
+            .ok_or(ClusterError::NoSuchNode(index))?;
+        let server = slot.take().ok_or(ClusterError::NodeStopped(index))?;
+        self.set_node_up(index, false);
+        server.stop().await;
+        if let Some(addr) = self.core.node_endpoint(index) {
+            self.core.publish(Event::StatusChange {
+                change: StatusChangeType::Down,
+                addr,
+            });
+        }
+        Ok(())
+    }
+
+    /// Starts node `index` again on the same address and ports; other nodes announce it UP.
+    pub async fn start_node(&self, index: usize) -> Result<(), ClusterError> {
+        let mut servers = self.servers.lock().await;
+        let slot = index
+            .checked_sub(1)
+            .and_then(|i| servers.get_mut(i))
+            .ok_or(ClusterError::NoSuchNode(index))?;
+        if slot.is_some() {
+            return Err(ClusterError::NodeRunning(index));
+        }
+        let plan: AddressPlan = self.core.plan;
+        let ip = plan.node_ip(index).ok_or(ClusterError::NoSuchNode(index))?;
+        let listeners = listen::bind_node(ip, plan.port, plan.shard_aware_port)
+            .await
+            .map_err(|source| ClusterError::Bind {
+                what: format!("node {index} at {ip}"),
+                source,
+            })?;
+        *slot = Some(NodeServer::spawn(self.core.clone(), index, listeners));
+        self.set_node_up(index, true);
+        if let Some(addr) = self.core.node_endpoint(index) {
+            self.core.publish(Event::StatusChange {
+                change: StatusChangeType::Up,
+                addr,
+            });
+        }
+        Ok(())
+    }
+
+    fn set_node_up(&self, index: usize, up: bool) {
+        let mut topology = self.core.topology.write();
+        let mut t = (**topology).clone();
+        if let Some(node) = index.checked_sub(1).and_then(|i| t.nodes.get_mut(i)) {
+            node.up = up;
+        }
+        *topology = Arc::new(t);
+    }
+
+    /// Adds a fault-injection rule (checked in the order added; the first match wins).
+    pub fn add_fault(&self, rule: FaultRule) {
+        self.core.faults.add(rule);
+    }
+
+    /// Removes every fault-injection rule.
+    pub fn clear_faults(&self) {
+        self.core.faults.clear();
+    }
+
+    /// Statement requests (QUERY, EXECUTE, BATCH) received so far per `(node, shard)`.
+    pub fn request_counts(&self) -> BTreeMap<(usize, u32), u64> {
+        self.core.stats.snapshot()
+    }
+
+    /// Resets the request counters.
+    pub fn reset_request_counts(&self) {
+        self.core.stats.reset();
+    }
+
+    /// Stops every node and waits until every connection is closed.
+    pub async fn shutdown(self) {
+        let servers: Vec<NodeServer> = self.servers.lock().await.drain(..).flatten().collect();
+        for server in servers {
+            server.stop().await;
+        }
+    }
+}
+
+impl Drop for EmbeddedCluster {
+    fn drop(&mut self) {
+        listen::release_prefix(self.core.plan.prefix);
+    }
+}

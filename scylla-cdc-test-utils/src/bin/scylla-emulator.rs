@@ -1,1 +1,2 @@
+//! `scylla-emulator`: runs an embedded ScyllaDB-compatible cluster as its own process.
 fn main() {}

@@ -1,9 +1,165 @@
-//! Nodes, shards and the token ring of the embedded cluster.
+//! Nodes, shards and the token ring of the embedded cluster, and the state all nodes share.
+//!
+//! [`ClusterCore`] is what every node's server holds: the configuration, the
+//! [`Topology`] (nodes with their host ids, tokens, shard counts and up/down state, and
+//! the [`ring::Ring`] they form), the database (`exec::Database`: schema, data, prepared
+//! statements, CDC generations), the event broadcast that registered control connections
+//! forward, the fault-injection rules and per-(node, shard) request counters.
 //!
 //! - [`partitioner`]: Murmur3 and CDC partitioners, the Scylla sharder.
-//! - [`faults`]: fault-injection rules checked against every request.
 //! - [`ring`]: each node's vnode tokens and the ring they form (ownership, vnode ranges).
+//! - [`faults`]: fault-injection rules checked against every request.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::broadcast;
+use uuid::Uuid;
+
+use crate::exec::Database;
+use crate::frame::Event;
+use crate::server::listen::AddressPlan;
 
 pub(crate) mod faults;
 pub(crate) mod partitioner;
 pub(crate) mod ring;
+
+/// Data center name every node reports (Scylla's default).
+pub(crate) const DATACENTER: &str = "datacenter1";
+/// Rack name every node reports (Scylla's default).
+pub(crate) const RACK: &str = "rack1";
+/// Cluster name in `system.local`.
+pub(crate) const CLUSTER_NAME: &str = "Embedded Scylla Cluster";
+/// Release version reported in `system.local`/`system.peers` (a Scylla-compatible CQL server).
+pub(crate) const RELEASE_VERSION: &str = "3.0.8";
+
+/// Settings fixed when the cluster starts.
+#[derive(Debug, Clone)]
+pub(crate) struct ClusterConfig {
+    /// Shards per node.
+    pub(crate) shards_per_node: u32,
+    /// Vnode tokens per node.
+    pub(crate) vnodes_per_node: usize,
+    /// `ignore_msb` of the sharder.
+    pub(crate) ignore_msb: u32,
+    /// Credentials required by the PasswordAuthenticator, if any.
+    pub(crate) credentials: Option<(String, String)>,
+    /// Delay between a node joining and the new CDC generation's timestamp.
+    pub(crate) generation_delay: Duration,
+    /// Default `ttl` of the `cdc` table option.
+    pub(crate) default_cdc_ttl: u32,
+}
+
+/// One node of the cluster.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeInfo {
+    /// 1-based index.
+    pub(crate) index: usize,
+    /// Loopback address (rpc, broadcast and listen address).
+    pub(crate) ip: IpAddr,
+    /// Host id, stable for the node's life.
+    pub(crate) host_id: Uuid,
+    /// Vnode tokens, sorted.
+    pub(crate) tokens: Vec<i64>,
+    /// Number of shards.
+    pub(crate) shards: u32,
+    /// Whether the node currently accepts connections.
+    pub(crate) up: bool,
+}
+
+/// The nodes and the ring they form.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Topology {
+    /// Nodes in index order (node `i` at position `i - 1`).
+    pub(crate) nodes: Vec<NodeInfo>,
+    /// The token ring over all nodes.
+    pub(crate) ring: ring::Ring,
+}
+
+impl Topology {
+    /// Builds the ring from the nodes' tokens.
+    pub(crate) fn new(nodes: Vec<NodeInfo>) -> Topology {
+        let tokens: Vec<Vec<i64>> = nodes.iter().map(|n| n.tokens.clone()).collect();
+        Topology {
+            ring: ring::Ring::new(&tokens),
+            nodes,
+        }
+    }
+
+    /// Node `index` (1-based).
+    pub(crate) fn node(&self, index: usize) -> Option<&NodeInfo> {
+        index.checked_sub(1).and_then(|i| self.nodes.get(i))
+    }
+
+    /// Number of nodes that are up.
+    pub(crate) fn live_nodes(&self) -> usize {
+        self.nodes.iter().filter(|n| n.up).count()
+    }
+}
+
+/// Requests counted per (node, shard), to check token- and shard-aware routing.
+#[derive(Debug, Default)]
+pub(crate) struct RequestStats {
+    counts: Mutex<std::collections::HashMap<(usize, u32), Arc<AtomicU64>>>,
+}
+
+impl RequestStats {
+    /// Counts one statement request (QUERY, EXECUTE or BATCH) on `(node, shard)`.
+    pub(crate) fn record(&self, node: usize, shard: u32) {
+        let counter = self.counts.lock().entry((node, shard)).or_default().clone();
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A snapshot of every counter.
+    pub(crate) fn snapshot(&self) -> std::collections::BTreeMap<(usize, u32), u64> {
+        self.counts
+            .lock()
+            .iter()
+            .map(|(k, v)| (*k, v.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    /// Resets every counter to zero.
+    pub(crate) fn reset(&self) {
+        self.counts.lock().clear();
+    }
+}
+
+/// State shared by every node of a running cluster.
+pub(crate) struct ClusterCore {
+    /// Fixed settings.
+    pub(crate) config: ClusterConfig,
+    /// Where nodes listen.
+    pub(crate) plan: AddressPlan,
+    /// Nodes and ring.
+    pub(crate) topology: RwLock<Arc<Topology>>,
+    /// Schema, data, prepared statements, CDC state.
+    pub(crate) db: Database,
+    /// Events for registered connections.
+    pub(crate) events: broadcast::Sender<Event>,
+    /// Fault-injection rules.
+    pub(crate) faults: faults::FaultRules,
+    /// Request counters.
+    pub(crate) stats: RequestStats,
+}
+
+impl ClusterCore {
+    /// A snapshot of the topology.
+    pub(crate) fn topology(&self) -> Arc<Topology> {
+        self.topology.read().clone()
+    }
+
+    /// The CQL endpoint of node `index`.
+    pub(crate) fn node_endpoint(&self, index: usize) -> Option<SocketAddr> {
+        self.plan.node_addr(index)
+    }
+
+    /// Publishes an event to every registered connection (no-op without listeners).
+    pub(crate) fn publish(&self, event: Event) {
+        // An error only means nobody is registered right now.
+        let _ = self.events.send(event);
+    }
+}

@@ -1,5 +1,102 @@
 //! The network side of the embedded cluster: listeners, connections, request dispatch.
 //!
+//! Each node runs a [`NodeServer`]: two accept loops (the regular CQL port, where
+//! connections are spread over shards round-robin, and the shard-aware port, where the shard
+//! is the client's source port modulo the shard count) and one task per connection
+//! ([`connection`]). Stopping a node closes its listeners and every connection, and waits
+//! until they are gone.
+//!
 //! - [`listen`]: loopback address plans and binding of each node's two listeners.
+//! - [`connection`]: the per-connection protocol state machine.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::cluster::ClusterCore;
+
+pub(crate) mod connection;
 pub(crate) mod listen;
+
+/// A running node's listeners and connections.
+pub(crate) struct NodeServer {
+    shutdown: watch::Sender<bool>,
+    accept_tasks: Vec<JoinHandle<()>>,
+    /// Yields `None` once every connection task (each holds a sender) has finished.
+    alive: mpsc::Receiver<()>,
+}
+
+impl NodeServer {
+    /// Starts serving node `node` (1-based) on its listeners.
+    pub(crate) fn spawn(
+        cluster: Arc<ClusterCore>,
+        node: usize,
+        listeners: listen::NodeListeners,
+    ) -> NodeServer {
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let (alive_tx, alive) = mpsc::channel(1);
+        let round_robin = Arc::new(AtomicU32::new(0));
+        let shards = cluster.config.shards_per_node.max(1);
+        let regular = accept_loop(
+            listeners.cql,
+            cluster.clone(),
+            node,
+            shutdown_rx.clone(),
+            alive_tx.clone(),
+            move |_| round_robin.fetch_add(1, Ordering::Relaxed) % shards,
+        );
+        let shard_aware = accept_loop(
+            listeners.shard_aware,
+            cluster,
+            node,
+            shutdown_rx,
+            alive_tx,
+            move |peer_port| u32::from(peer_port) % shards,
+        );
+        NodeServer {
+            shutdown,
+            accept_tasks: vec![regular, shard_aware],
+            alive,
+        }
+    }
+
+    /// Closes the listeners and every connection, and waits until all are gone.
+    pub(crate) async fn stop(mut self) {
+        let _ = self.shutdown.send(true);
+        for task in self.accept_tasks.drain(..) {
+            let _ = task.await;
+        }
+        while self.alive.recv().await.is_some() {}
+    }
+}
+
+fn accept_loop(
+    listener: TcpListener,
+    cluster: Arc<ClusterCore>,
+    node: usize,
+    mut shutdown: watch::Receiver<bool>,
+    alive: mpsc::Sender<()>,
+    shard_for: impl Fn(u16) -> u32 + Send + 'static,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((stream, peer)) = accepted else { continue };
+                    let shard = shard_for(peer.port());
+                    let cluster = cluster.clone();
+                    let shutdown = shutdown.clone();
+                    let alive = alive.clone();
+                    tokio::spawn(async move {
+                        connection::serve(stream, peer, cluster, node, shard, shutdown).await;
+                        drop(alive);
+                    });
+                }
+                _ = shutdown.changed() => break,
+            }
+        }
+    })
+}

@@ -1,0 +1,566 @@
+//! One client connection: the CQL v4 handshake, authentication, event registration, fault
+//! injection and request dispatch.
+//!
+//! The reader half decodes every complete frame in its buffer and handles it inline (the
+//! executor is synchronous and never waits), appending the response to an output buffer;
+//! after each read the buffer goes to the writer task, which coalesces queued buffers into
+//! few socket writes. Requests a fault rule delays are handled on their own task, so later
+//! requests on the same connection are answered first, each on its own stream id. A
+//! connection registered for events gets a forwarder task that copies matching cluster
+//! events into the same writer queue.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+use tracing::{debug, trace};
+
+use crate::cluster::ClusterCore;
+use crate::cluster::faults::{FaultError, FaultOpcode, FaultReaction, RequestInfo};
+use crate::exec::ConnState;
+use crate::frame::{
+    self, Consistency, CqlError, ErrorKind, Extensions, Request, RequestFrame, Response, WriteType,
+};
+
+/// The authenticator class name announced in AUTHENTICATE.
+const PASSWORD_AUTHENTICATOR: &str = "org.apache.cassandra.auth.PasswordAuthenticator";
+
+/// Read buffer growth step.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Before STARTUP: only OPTIONS and STARTUP are allowed.
+    Handshake,
+    /// AUTHENTICATE was sent; waiting for AUTH_RESPONSE.
+    Authenticating,
+    /// Ready for requests.
+    Ready,
+}
+
+/// A connection being served.
+pub(crate) struct Connection {
+    cluster: Arc<ClusterCore>,
+    node: usize,
+    shard: u32,
+    peer: SocketAddr,
+    phase: Phase,
+    state: ConnState,
+    out_tx: mpsc::UnboundedSender<Bytes>,
+    events_registered: bool,
+    /// Dropped when the connection ends, which stops its event forwarder.
+    _closed: watch::Sender<()>,
+    closed_rx: watch::Receiver<()>,
+}
+
+/// What the reader should do after handling a frame.
+enum Next {
+    Continue,
+    Close,
+}
+
+/// Serves one accepted connection until the client closes it, a fatal protocol error
+/// occurs, a fault drops it, or the node shuts down.
+pub(crate) async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    cluster: Arc<ClusterCore>,
+    node: usize,
+    shard: u32,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let (mut reader, mut writer) = stream.into_split();
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Bytes>();
+
+    let writer_task = tokio::spawn(async move {
+        let mut batch = BytesMut::new();
+        while let Some(first) = out_rx.recv().await {
+            batch.clear();
+            batch.extend_from_slice(&first);
+            while let Ok(more) = out_rx.try_recv() {
+                batch.extend_from_slice(&more);
+                if batch.len() > 4 * 1024 * 1024 {
+                    break;
+                }
+            }
+            if writer.write_all(&batch).await.is_err() {
+                break;
+            }
+        }
+        let _ = writer.shutdown().await;
+    });
+
+    let (closed_tx, closed_rx) = watch::channel(());
+    let mut conn = Connection {
+        _closed: closed_tx,
+        closed_rx,
+        node,
+        shard,
+        peer,
+        phase: Phase::Handshake,
+        state: ConnState::new(node, shard),
+        out_tx,
+        events_registered: false,
+        cluster,
+    };
+    debug!(node, shard, %peer, "connection opened");
+
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut out = BytesMut::new();
+    'serve: loop {
+        if buf.capacity() - buf.len() < 1024 {
+            buf.reserve(READ_CHUNK);
+        }
+        tokio::select! {
+            read = reader.read_buf(&mut buf) => {
+                match read {
+                    Ok(0) | Err(_) => break 'serve,
+                    Ok(_) => {}
+                }
+            }
+            _ = shutdown.changed() => break 'serve,
+        }
+        loop {
+            match frame::try_decode_frame(&mut buf) {
+                Ok(None) => break,
+                Ok(Some(f)) => {
+                    if let Next::Close = conn.handle_frame(f, &mut out) {
+                        conn.flush(&mut out);
+                        break 'serve;
+                    }
+                }
+                Err(e) => {
+                    e.write_response(&mut out);
+                    if !e.can_continue() {
+                        conn.flush(&mut out);
+                        break 'serve;
+                    }
+                }
+            }
+        }
+        conn.flush(&mut out);
+    }
+    debug!(node, shard, %peer, "connection closed");
+    drop(conn);
+    // The writer ends once every sender (this connection, its event forwarder, delayed
+    // requests) is gone, after flushing what they queued. When the node shuts down, do not
+    // wait for a client that may not be reading.
+    let shutting_down = *shutdown.borrow() || shutdown.has_changed().is_err();
+    if shutting_down {
+        writer_task.abort();
+    } else {
+        let _ = writer_task.await;
+    }
+}
+
+impl Connection {
+    fn flush(&self, out: &mut BytesMut) {
+        if !out.is_empty() {
+            let _ = self.out_tx.send(out.split().freeze());
+        }
+    }
+
+    fn respond(&self, out: &mut BytesMut, stream: i16, response: &Response) {
+        frame::encode_response(out, stream, &self.state.ext, &[], response);
+    }
+
+    fn handle_frame(&mut self, f: RequestFrame, out: &mut BytesMut) -> Next {
+        let stream = f.stream;
+        let opcode = f.opcode;
+        let request = match frame::decode_request(opcode, f.body) {
+            Ok(r) => r,
+            Err(v) => {
+                self.respond(out, stream, &Response::Error(v.into()));
+                return Next::Continue;
+            }
+        };
+        trace!(
+            node = self.node,
+            shard = self.shard,
+            stream,
+            opcode,
+            "request"
+        );
+        match (self.phase, request) {
+            (_, Request::Options) => {
+                if let Some(reaction) = self.fault(FaultOpcode::Options, None, None) {
+                    return self.react(reaction, stream, out, Request::Options);
+                }
+                let supported = self.supported();
+                self.respond(out, stream, &Response::Supported(supported));
+            }
+            (Phase::Handshake, Request::Startup(options)) => {
+                if let Some(reaction) = self.fault(FaultOpcode::Startup, None, None) {
+                    return self.react(reaction, stream, out, Request::Startup(options));
+                }
+                if let Some(c) = options.iter().find(|(k, _)| k == "COMPRESSION") {
+                    let error =
+                        CqlError::protocol(format!("Unknown compression algorithm: {}", c.1));
+                    self.respond(out, stream, &Response::Error(error));
+                    return Next::Continue;
+                }
+                self.state.ext = Extensions::from_startup(&options);
+                if self.cluster.config.credentials.is_some() {
+                    self.phase = Phase::Authenticating;
+                    self.respond(
+                        out,
+                        stream,
+                        &Response::Authenticate(PASSWORD_AUTHENTICATOR.into()),
+                    );
+                } else {
+                    self.phase = Phase::Ready;
+                    self.respond(out, stream, &Response::Ready);
+                }
+            }
+            (Phase::Authenticating, Request::AuthResponse { token }) => {
+                if self.credentials_match(token.as_deref()) {
+                    self.phase = Phase::Ready;
+                    self.respond(out, stream, &Response::AuthSuccess(None));
+                } else {
+                    let error = CqlError::new(
+                        ErrorKind::AuthenticationError,
+                        "Username and/or password are incorrect",
+                    );
+                    self.respond(out, stream, &Response::Error(error));
+                }
+            }
+            (Phase::Ready, Request::Register { events }) => {
+                if let Some(reaction) = self.fault(FaultOpcode::Register, None, None) {
+                    return self.react(reaction, stream, out, Request::Register { events });
+                }
+                for e in &events {
+                    if !matches!(
+                        e.as_str(),
+                        "TOPOLOGY_CHANGE" | "STATUS_CHANGE" | "SCHEMA_CHANGE"
+                    ) {
+                        let error = CqlError::protocol(format!("Invalid value '{e}' for Type"));
+                        self.respond(out, stream, &Response::Error(error));
+                        return Next::Continue;
+                    }
+                }
+                self.register_events(events);
+                self.respond(out, stream, &Response::Ready);
+            }
+            (
+                Phase::Ready,
+                request @ (Request::Query { .. }
+                | Request::Prepare { .. }
+                | Request::Execute { .. }
+                | Request::Batch(_)),
+            ) => {
+                let fault_op = match &request {
+                    Request::Query { .. } => FaultOpcode::Query,
+                    Request::Prepare { .. } => FaultOpcode::Prepare,
+                    Request::Execute { .. } => FaultOpcode::Execute,
+                    _ => FaultOpcode::Batch,
+                };
+                if !matches!(request, Request::Prepare { .. }) {
+                    self.cluster.stats.record(self.node, self.shard);
+                }
+                if self.cluster.faults.len() > 0 {
+                    let (text, table) = self.cluster.db.describe_request(&self.state, &request);
+                    let table_ref = table.as_ref().map(|(k, t)| (k.as_str(), t.as_str()));
+                    if let Some(reaction) = self.fault(fault_op, text.as_deref(), table_ref) {
+                        return self.react(reaction, stream, out, request);
+                    }
+                }
+                self.execute(stream, request, out);
+            }
+            (Phase::Handshake, other) => {
+                let error = CqlError::protocol(format!(
+                    "Unexpected message {}, expecting STARTUP or OPTIONS",
+                    request_name(&other)
+                ));
+                self.respond(out, stream, &Response::Error(error));
+            }
+            (Phase::Authenticating, other) => {
+                let error = CqlError::protocol(format!(
+                    "Unexpected message {}, expecting AUTH_RESPONSE",
+                    request_name(&other)
+                ));
+                self.respond(out, stream, &Response::Error(error));
+            }
+            (Phase::Ready, other) => {
+                let error = CqlError::protocol(format!(
+                    "Unexpected message {}, the connection is already established",
+                    request_name(&other)
+                ));
+                self.respond(out, stream, &Response::Error(error));
+            }
+        }
+        Next::Continue
+    }
+
+    /// Runs a statement request and appends its response (publishing schema changes).
+    fn execute(&mut self, stream: i16, request: Request, out: &mut BytesMut) {
+        let topology = self.cluster.topology();
+        let outcome = self.cluster.db.handle(
+            &self.cluster,
+            &topology,
+            &mut self.state,
+            stream,
+            request,
+            out,
+        );
+        if let Some(change) = outcome.schema_change {
+            self.cluster.publish(frame::Event::SchemaChange(change));
+        }
+    }
+
+    fn fault(
+        &self,
+        opcode: FaultOpcode,
+        statement: Option<&str>,
+        table: Option<(&str, &str)>,
+    ) -> Option<FaultReaction> {
+        self.cluster.faults.check(&RequestInfo {
+            node: self.node,
+            shard: self.shard,
+            opcode,
+            statement,
+            table,
+        })
+    }
+
+    /// Applies a fault reaction to a request.
+    fn react(
+        &mut self,
+        reaction: FaultReaction,
+        stream: i16,
+        out: &mut BytesMut,
+        request: Request,
+    ) -> Next {
+        debug!(
+            node = self.node,
+            shard = self.shard,
+            stream,
+            ?reaction,
+            "fault injected"
+        );
+        match reaction {
+            FaultReaction::DropConnection => Next::Close,
+            FaultReaction::Error(e) => {
+                let consistency = request_consistency(&request);
+                self.respond(out, stream, &Response::Error(fault_error(e, consistency)));
+                Next::Continue
+            }
+            FaultReaction::Delay(delay) => {
+                // Answer later, on its own task, so the connection keeps serving.
+                let cluster = self.cluster.clone();
+                let mut state = self.state.clone();
+                let tx = self.out_tx.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    let mut out = BytesMut::new();
+                    match request {
+                        Request::Options => {
+                            let conn_supported = supported_options(&cluster, state.shard);
+                            frame::encode_response(
+                                &mut out,
+                                stream,
+                                &state.ext,
+                                &[],
+                                &Response::Supported(conn_supported),
+                            );
+                        }
+                        Request::Startup(_) | Request::Register { .. } => {
+                            frame::encode_response(
+                                &mut out,
+                                stream,
+                                &state.ext,
+                                &[],
+                                &Response::Ready,
+                            );
+                        }
+                        request => {
+                            let topology = cluster.topology();
+                            let outcome = cluster
+                                .db
+                                .handle(&cluster, &topology, &mut state, stream, request, &mut out);
+                            if let Some(change) = outcome.schema_change {
+                                cluster.publish(frame::Event::SchemaChange(change));
+                            }
+                        }
+                    }
+                    let _ = tx.send(out.freeze());
+                });
+                Next::Continue
+            }
+        }
+    }
+
+    fn credentials_match(&self, token: Option<&[u8]>) -> bool {
+        let Some((user, password)) = &self.cluster.config.credentials else {
+            return true;
+        };
+        // PLAIN SASL: [authzid] 0x00 user 0x00 password
+        let Some(token) = token else { return false };
+        let mut parts = token.split(|b| *b == 0);
+        let _authzid = parts.next();
+        let (Some(u), Some(p), None) = (parts.next(), parts.next(), parts.next()) else {
+            return false;
+        };
+        u == user.as_bytes() && p == password.as_bytes()
+    }
+
+    fn supported(&self) -> Vec<(String, Vec<String>)> {
+        supported_options(&self.cluster, self.shard)
+    }
+
+    /// Starts forwarding cluster events of the registered types to this connection.
+    fn register_events(&mut self, types: Vec<String>) {
+        if self.events_registered {
+            return;
+        }
+        self.events_registered = true;
+        let mut rx = self.cluster.events.subscribe();
+        let tx = self.out_tx.clone();
+        let mut closed = self.closed_rx.clone();
+        tokio::spawn(async move {
+            loop {
+                let received = tokio::select! {
+                    r = rx.recv() => r,
+                    _ = closed.changed() => break,
+                };
+                match received {
+                    Ok(event) => {
+                        if types.iter().any(|t| t == event.type_name()) {
+                            let mut out = BytesMut::new();
+                            frame::encode_event(&mut out, &event);
+                            if tx.send(out.freeze()).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
+    }
+}
+
+/// The SUPPORTED options of a connection to shard `shard`: the Scylla sharding keys and
+/// extensions a real node announces (no compression; no tablets routing, no metadata ids:
+/// see the driver contract §1.2, §3.6).
+pub(crate) fn supported_options(cluster: &ClusterCore, shard: u32) -> Vec<(String, Vec<String>)> {
+    let one = |k: &str, v: String| (k.to_string(), vec![v]);
+    vec![
+        one("CQL_VERSION", "3.3.1".into()),
+        one(
+            frame::KEY_LWT_ADD_METADATA_MARK,
+            format!("{}={}", frame::KEY_LWT_MASK_PARAM, frame::LWT_MARK_MASK),
+        ),
+        one(
+            "SCYLLA_NR_SHARDS",
+            cluster.config.shards_per_node.to_string(),
+        ),
+        one(
+            "SCYLLA_PARTITIONER",
+            "org.apache.cassandra.dht.Murmur3Partitioner".into(),
+        ),
+        one(
+            frame::KEY_RATE_LIMIT_ERROR,
+            format!("ERROR_CODE={}", frame::RATE_LIMIT_ERROR_CODE),
+        ),
+        one("SCYLLA_SHARD", shard.to_string()),
+        one(
+            "SCYLLA_SHARDING_ALGORITHM",
+            "biased-token-round-robin".into(),
+        ),
+        one(
+            "SCYLLA_SHARDING_IGNORE_MSB",
+            cluster.config.ignore_msb.to_string(),
+        ),
+        one(
+            "SCYLLA_SHARD_AWARE_PORT",
+            cluster.plan.shard_aware_port.to_string(),
+        ),
+    ]
+}
+
+fn request_name(request: &Request) -> &'static str {
+    match request {
+        Request::Startup(_) => "STARTUP",
+        Request::Options => "OPTIONS",
+        Request::Query { .. } => "QUERY",
+        Request::Prepare { .. } => "PREPARE",
+        Request::Execute { .. } => "EXECUTE",
+        Request::Batch(_) => "BATCH",
+        Request::Register { .. } => "REGISTER",
+        Request::AuthResponse { .. } => "AUTH_RESPONSE",
+    }
+}
+
+fn request_consistency(request: &Request) -> Consistency {
+    match request {
+        Request::Query { params, .. } | Request::Execute { params, .. } => params.consistency,
+        Request::Batch(b) => b.consistency,
+        _ => Consistency::One,
+    }
+}
+
+/// The ERROR a fault answers with, with plausible code-specific fields.
+fn fault_error(error: FaultError, consistency: Consistency) -> CqlError {
+    let required = match consistency {
+        Consistency::Any | Consistency::One | Consistency::LocalOne => 1,
+        Consistency::Two => 2,
+        _ => 2,
+    };
+    match error {
+        FaultError::Overloaded => CqlError::new(
+            ErrorKind::Overloaded,
+            "Too many in flight hints: injected fault",
+        ),
+        FaultError::ReadTimeout => CqlError::new(
+            ErrorKind::ReadTimeout {
+                consistency,
+                received: 0,
+                block_for: required,
+                data_present: false,
+            },
+            "Operation timed out for a read - received only 0 responses from the replicas (injected fault)",
+        ),
+        FaultError::WriteTimeout => CqlError::new(
+            ErrorKind::WriteTimeout {
+                consistency,
+                received: 0,
+                block_for: required,
+                write_type: WriteType::Simple,
+            },
+            "Operation timed out for a write - received only 0 responses from the replicas (injected fault)",
+        ),
+        FaultError::Unavailable => CqlError::new(
+            ErrorKind::Unavailable {
+                consistency,
+                required,
+                alive: 0,
+            },
+            format!(
+                "Cannot achieve consistency level for cl {}. Requires {required}, alive 0 (injected fault)",
+                consistency.name()
+            ),
+        ),
+        FaultError::ServerError => CqlError::server("Internal server error (injected fault)"),
+        FaultError::IsBootstrapping => CqlError::new(
+            ErrorKind::IsBootstrapping,
+            "Cannot read from a bootstrapping node (injected fault)",
+        ),
+        FaultError::ReadFailure => CqlError::new(
+            ErrorKind::ReadFailure {
+                consistency,
+                received: 0,
+                block_for: required,
+                num_failures: 1,
+                data_present: false,
+            },
+            "Operation failed for a read (injected fault)",
+        ),
+        FaultError::Invalid => CqlError::invalid("Invalid request (injected fault)"),
+    }
+}
