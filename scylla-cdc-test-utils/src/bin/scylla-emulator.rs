@@ -1,2 +1,171 @@
 //! `scylla-emulator`: runs an embedded ScyllaDB-compatible cluster as its own process.
-fn main() {}
+//!
+//! Prints exactly one line `ready <node1-address>:<port>` on stdout once every node accepts
+//! connections, then reads commands from stdin, one per line, answering each with `ok` or
+//! `error: <reason>`:
+//!
+//! - `stop-node <i>` / `start-node <i>`: stop or restart node *i* (1-based);
+//! - `add-node`: add a node (answers `ok <generation timestamp ms>`);
+//! - `split-tablets <ks>.<table>`: double a tablet table's tablets (answers `ok <timestamp ms>`);
+//! - `fault <rule>` / `clear-faults`: add a fault-injection rule (see `FaultRule::parse`) or
+//!   remove them all;
+//! - `stats`: print request counts per node and shard.
+//!
+//! Runs until SIGINT or SIGTERM, or until stdin is closed after a `shutdown` command.
+
+use std::net::Ipv4Addr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use scylla_cdc_test_utils::{EmbeddedCluster, FaultRule};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// An embedded, in-process ScyllaDB-compatible cluster (CQL native protocol v4).
+#[derive(Debug, Parser)]
+#[command(name = "scylla-emulator", version)]
+struct Args {
+    /// Number of nodes.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=250))]
+    nodes: u16,
+    /// Shards per node.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+    shards: u32,
+    /// Vnode tokens per node.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    vnodes: u16,
+    /// CQL port of every node (0 = any free port).
+    #[arg(long, default_value_t = 9042)]
+    port: u16,
+    /// Shard-aware port of every node (default: port + 10000, or any free port with --port 0).
+    #[arg(long)]
+    shard_aware_port: Option<u16>,
+    /// Address of node 1; node i listens on the address i - 1 above it.
+    #[arg(long, default_value = "127.0.0.1")]
+    address: Ipv4Addr,
+    /// Username required by the PasswordAuthenticator (with --password).
+    #[arg(long, requires = "password")]
+    username: Option<String>,
+    /// Password required by the PasswordAuthenticator (with --username).
+    #[arg(long, requires = "username")]
+    password: Option<String>,
+    /// Seconds between a node joining and the start of its CDC generation.
+    #[arg(long, default_value_t = 65.0)]
+    generation_delay: f64,
+    /// Default `ttl` (seconds) of the `cdc` table option.
+    #[arg(long, default_value_t = 86400)]
+    cdc_ttl: u32,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    if !(args.generation_delay.is_finite() && args.generation_delay >= 0.0) {
+        eprintln!("error: --generation-delay must be a non-negative number of seconds");
+        return ExitCode::from(2);
+    }
+    let shard_aware_port = args.shard_aware_port.unwrap_or(if args.port == 0 {
+        0
+    } else {
+        args.port.saturating_add(10000)
+    });
+    let mut builder = EmbeddedCluster::builder()
+        .nodes(usize::from(args.nodes))
+        .shards_per_node(args.shards)
+        .vnodes_per_node(usize::from(args.vnodes))
+        .port(args.port)
+        .shard_aware_port(shard_aware_port)
+        .address(args.address)
+        .generation_delay(Duration::from_secs_f64(args.generation_delay))
+        .default_cdc_ttl(args.cdc_ttl);
+    if let (Some(user), Some(password)) = (args.username, args.password) {
+        builder = builder.credentials(user, password);
+    }
+    let cluster = match builder.start().await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("ready {}", cluster.contact_point());
+
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdin_open = true;
+    let mut terminate =
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: cannot listen for SIGTERM: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => break,
+            _ = terminate.recv() => break,
+            line = lines.next_line(), if stdin_open => match line {
+                Ok(Some(line)) => {
+                    let line = line.trim();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    if line == "shutdown" {
+                        println!("ok");
+                        break;
+                    }
+                    match run_command(&cluster, line).await {
+                        Ok(reply) if reply.is_empty() => println!("ok"),
+                        Ok(reply) => println!("ok {reply}"),
+                        Err(reason) => println!("error: {reason}"),
+                    }
+                }
+                // stdin closed (e.g. started in the background): keep serving until a signal.
+                Ok(None) | Err(_) => stdin_open = false,
+            },
+        }
+    }
+    cluster.shutdown().await;
+    ExitCode::SUCCESS
+}
+
+async fn run_command(cluster: &EmbeddedCluster, line: &str) -> Result<String, String> {
+    let (command, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let rest = rest.trim();
+    let node_index = || -> Result<usize, String> {
+        rest.parse::<usize>()
+            .map_err(|_| format!("`{command}` needs a node number, not `{rest}`"))
+    };
+    match command {
+        "stop-node" => cluster
+            .stop_node(node_index()?)
+            .await
+            .map(|()| String::new())
+            .map_err(|e| e.to_string()),
+        "start-node" => cluster
+            .start_node(node_index()?)
+            .await
+            .map(|()| String::new())
+            .map_err(|e| e.to_string()),
+        "fault" => {
+            let rule = FaultRule::parse(rest)?;
+            cluster.add_fault(rule);
+            Ok(String::new())
+        }
+        "clear-faults" => {
+            cluster.clear_faults();
+            Ok(String::new())
+        }
+        "stats" => Ok(cluster
+            .request_counts()
+            .iter()
+            .map(|((node, shard), n)| format!("{node}/{shard}={n}"))
+            .collect::<Vec<_>>()
+            .join(" ")),
+        _ => Err(format!("unknown command `{command}`")),
+    }
+}
