@@ -553,7 +553,10 @@ mod tests {
             vec![(K::Float, "123e4567"), (K::Minus, "-"), (K::Ident, "e89b")]
         );
         // A uuid glued to more identifier characters is not a uuid.
-        assert!(lex_err("123e4567-e89b-12d3-a456-426614174000x").contains("invalid numeric"));
+        assert_eq!(
+            lex("123e4567-e89b-12d3-a456-426614174000x").first(),
+            Some(&(K::Float, "123e4567"))
+        );
     }
 
     #[test]

@@ -150,6 +150,36 @@ struct Mark {
     depth: usize,
 }
 
+/// The selectors with their own syntax among `word(...)` calls.
+#[derive(Clone, Copy)]
+enum SpecialSelector {
+    /// `COUNT(*)`
+    CountAll,
+    /// `CAST(s AS t)`
+    Cast,
+    /// `WRITETIME(c)`
+    WriteTime,
+    /// `TTL(c)`
+    Ttl,
+}
+
+/// The parameterised type constructors.
+#[derive(Clone, Copy)]
+enum Generic {
+    /// `list<T>`
+    List,
+    /// `set<T>`
+    Set,
+    /// `frozen<T>`
+    Frozen,
+    /// `map<K, V>`
+    Map,
+    /// `tuple<...>`
+    Tuple,
+    /// `vector<T, N>`
+    Vector,
+}
+
 /// Which `USING` parameters a statement accepts.
 #[derive(Clone, Copy)]
 struct UsingAllowed {
@@ -365,14 +395,6 @@ impl<'a> Parser<'a> {
     /// Leaves one nesting level.
     fn leave(&mut self) {
         self.depth = self.depth.saturating_sub(1);
-    }
-
-    /// Runs `f` one nesting level deeper.
-    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
-        self.enter()?;
-        let result = f(self);
-        self.leave();
-        result
     }
 
     /// The current position, to return to with [`Parser::reset`].
@@ -666,88 +688,107 @@ impl<'a> Parser<'a> {
     }
 
     /// A selector with its `.field` / `[key]` suffixes.
+    ///
+    /// Recursive paths (selector, term, type) keep their frames small: each step is a
+    /// function with few locals, because unoptimised builds give every local its own slot.
     fn selector(&mut self) -> PResult<Selector> {
-        self.nested(|p| {
-            let mut selector = p.selector_base()?;
-            loop {
-                if p.eat(TokenKind::Dot) {
-                    let field = p.ident("field name")?;
-                    selector = Selector::Field {
-                        selector: Box::new(selector),
-                        field,
-                    };
-                } else if p.eat(TokenKind::LBracket) {
-                    let key = p.term()?;
-                    p.expect(TokenKind::RBracket)?;
-                    selector = Selector::Element {
-                        selector: Box::new(selector),
-                        key,
-                    };
-                } else {
-                    return Ok(selector);
-                }
-            }
+        self.enter()?;
+        let result = self.selector_inner();
+        self.leave();
+        result
+    }
+
+    /// A selector with its suffixes, inside the depth guard.
+    fn selector_inner(&mut self) -> PResult<Selector> {
+        let mut selector = self.selector_base()?;
+        loop {
+            selector = match self.kind_at(0) {
+                TokenKind::Dot => self.field_selector(selector)?,
+                TokenKind::LBracket => self.element_selector(selector)?,
+                _ => return Ok(selector),
+            };
+        }
+    }
+
+    /// `.field` after `selector`.
+    fn field_selector(&mut self, selector: Selector) -> PResult<Selector> {
+        self.expect(TokenKind::Dot)?;
+        let field = self.ident("field name")?;
+        Ok(Selector::Field {
+            selector: Box::new(selector),
+            field,
+        })
+    }
+
+    /// `[key]` after `selector`.
+    fn element_selector(&mut self, selector: Selector) -> PResult<Selector> {
+        self.expect(TokenKind::LBracket)?;
+        let key = self.term()?;
+        self.expect(TokenKind::RBracket)?;
+        Ok(Selector::Element {
+            selector: Box::new(selector),
+            key,
         })
     }
 
     /// A selector without suffixes.
     fn selector_base(&mut self) -> PResult<Selector> {
-        let tok = self.peek();
-        let is_name = self.ident_at(0);
-        if is_name && self.kind_at(1) == TokenKind::LParen {
-            let word = self.text(tok);
-            let special = tok.kind == TokenKind::Ident;
-            if special && word.eq_ignore_ascii_case("COUNT") && self.kind_at(2) == TokenKind::Star {
-                self.advance();
-                self.advance();
-                self.advance();
-                self.expect(TokenKind::RParen)?;
-                return Ok(Selector::CountAll);
-            }
-            if special && word.eq_ignore_ascii_case("CAST") {
-                self.advance();
-                self.advance();
-                let selector = self.selector()?;
-                self.expect_kw("AS")?;
-                let ty = self.type_expr()?;
-                self.expect(TokenKind::RParen)?;
-                return Ok(Selector::Cast {
-                    selector: Box::new(selector),
-                    ty,
-                });
-            }
-            if special
-                && (word.eq_ignore_ascii_case("WRITETIME") || word.eq_ignore_ascii_case("TTL"))
-            {
-                self.advance();
-                self.advance();
-                let column = self.ident("column name")?;
-                self.expect(TokenKind::RParen)?;
-                return Ok(if word.eq_ignore_ascii_case("TTL") {
-                    Selector::Ttl(column)
-                } else {
-                    Selector::WriteTime(column)
-                });
-            }
-            let name = QualifiedName::unqualified(self.ident("function name")?);
-            return self.selector_call(name);
+        if !self.ident_at(0) {
+            return self.term().map(Selector::Term);
         }
-        if is_name
-            && self.kind_at(1) == TokenKind::Dot
-            && self.ident_at(2)
-            && self.kind_at(3) == TokenKind::LParen
-        {
-            let name = self.qualified_name("function name")?;
-            return self.selector_call(name);
+        match self.kind_at(1) {
+            TokenKind::LParen => match self.special_selector() {
+                Some(SpecialSelector::CountAll) => {
+                    self.advance();
+                    self.advance();
+                    self.advance();
+                    self.expect(TokenKind::RParen)?;
+                    Ok(Selector::CountAll)
+                }
+                Some(SpecialSelector::Cast) => self.cast_selector(),
+                Some(SpecialSelector::WriteTime) => self.column_function().map(Selector::WriteTime),
+                Some(SpecialSelector::Ttl) => self.column_function().map(Selector::Ttl),
+                None => self.function_selector(),
+            },
+            TokenKind::Dot if self.ident_at(2) && self.kind_at(3) == TokenKind::LParen => {
+                self.function_selector()
+            }
+            _ => self.ident("column name").map(Selector::Column),
         }
-        if is_name {
-            return Ok(Selector::Column(self.ident("column name")?));
-        }
-        Ok(Selector::Term(self.term()?))
     }
 
-    /// The argument list of a function selector, after its name.
-    fn selector_call(&mut self, name: QualifiedName) -> PResult<Selector> {
+    /// Which special form a `word(` at the current token starts, if any.
+    fn special_selector(&self) -> Option<SpecialSelector> {
+        let tok = self.peek();
+        if tok.kind != TokenKind::Ident {
+            return None;
+        }
+        let word = self.text(tok);
+        if word.eq_ignore_ascii_case("COUNT") && self.kind_at(2) == TokenKind::Star {
+            Some(SpecialSelector::CountAll)
+        } else if word.eq_ignore_ascii_case("CAST") {
+            Some(SpecialSelector::Cast)
+        } else if word.eq_ignore_ascii_case("WRITETIME") {
+            Some(SpecialSelector::WriteTime)
+        } else if word.eq_ignore_ascii_case("TTL") {
+            Some(SpecialSelector::Ttl)
+        } else {
+            None
+        }
+    }
+
+    /// `word(column)`: the column of `WRITETIME(c)` / `TTL(c)`.
+    fn column_function(&mut self) -> PResult<String> {
+        self.advance();
+        self.expect(TokenKind::LParen)?;
+        let column = self.ident("column name")?;
+        self.expect(TokenKind::RParen)?;
+        Ok(column)
+    }
+
+    /// `name(args)` / `ks.name(args)` where the arguments are selectors.
+    fn function_selector(&mut self) -> PResult<Selector> {
+        let name = self.qualified_name("function name")?;
         self.expect(TokenKind::LParen)?;
         let mut args = Vec::new();
         if !self.eat(TokenKind::RParen) {
@@ -760,6 +801,17 @@ impl<'a> Parser<'a> {
             self.expect(TokenKind::RParen)?;
         }
         Ok(Selector::Function { name, args })
+    }
+
+    /// `CAST(selector AS type)`
+    fn cast_selector(&mut self) -> PResult<Selector> {
+        self.advance();
+        self.expect(TokenKind::LParen)?;
+        let selector = Box::new(self.selector()?);
+        self.expect_kw("AS")?;
+        let ty = self.type_expr()?;
+        self.expect(TokenKind::RParen)?;
+        Ok(Selector::Cast { selector, ty })
     }
 
     /// `INSERT INTO ...`
@@ -1296,57 +1348,58 @@ impl<'a> Parser<'a> {
 
     /// A term.
     fn term(&mut self) -> PResult<Term> {
-        self.nested(Self::term_inner)
+        self.enter()?;
+        let result = self.term_inner();
+        self.leave();
+        result
     }
 
     /// A term, inside the depth guard.
     fn term_inner(&mut self) -> PResult<Term> {
-        let tok = self.peek();
-        match tok.kind {
-            TokenKind::Question | TokenKind::Colon => Ok(Term::Marker(self.bind_marker()?)),
+        match self.kind_at(0) {
+            TokenKind::Question | TokenKind::Colon => self.bind_marker().map(Term::Marker),
             TokenKind::LBracket => {
                 self.advance();
-                let mut items = Vec::new();
-                if !self.eat(TokenKind::RBracket) {
-                    loop {
-                        items.push(self.term()?);
-                        if !self.eat(TokenKind::Comma) {
-                            break;
-                        }
-                    }
-                    self.expect(TokenKind::RBracket)?;
-                }
-                Ok(Term::List(items))
+                self.terms_until(TokenKind::RBracket, true).map(Term::List)
             }
             TokenKind::LBrace => self.brace_term(),
             TokenKind::LParen => self.paren_term(),
-            TokenKind::Ident | TokenKind::QuotedIdent if !self.term_word_at(0) => {
-                let is_call = self.ident_at(0)
-                    && (self.kind_at(1) == TokenKind::LParen
-                        || (self.kind_at(1) == TokenKind::Dot
-                            && self.ident_at(2)
-                            && self.kind_at(3) == TokenKind::LParen));
-                if !is_call {
-                    return Err(self.mismatch(
-                        "a value (a constant, a bind marker, a collection or a function call)",
-                    ));
-                }
-                let name = self.qualified_name("function name")?;
-                self.expect(TokenKind::LParen)?;
-                let mut args = Vec::new();
-                if !self.eat(TokenKind::RParen) {
-                    loop {
-                        args.push(self.term()?);
-                        if !self.eat(TokenKind::Comma) {
-                            break;
-                        }
-                    }
-                    self.expect(TokenKind::RParen)?;
-                }
-                Ok(Term::FunctionCall { name, args })
-            }
-            _ => Ok(Term::Literal(self.constant()?)),
+            TokenKind::Ident | TokenKind::QuotedIdent if !self.term_word_at(0) => self.call_term(),
+            _ => self.constant().map(Term::Literal),
         }
+    }
+
+    /// Comma-separated terms up to and including `close` (none at all if `allow_empty`).
+    fn terms_until(&mut self, close: TokenKind, allow_empty: bool) -> PResult<Vec<Term>> {
+        let mut items = Vec::new();
+        if allow_empty && self.eat(close) {
+            return Ok(items);
+        }
+        loop {
+            items.push(self.term()?);
+            if !self.eat(TokenKind::Comma) {
+                break;
+            }
+        }
+        self.expect(close)?;
+        Ok(items)
+    }
+
+    /// A function call term: `name(args)` or `ks.name(args)`.
+    fn call_term(&mut self) -> PResult<Term> {
+        let is_call = self.ident_at(0)
+            && (self.kind_at(1) == TokenKind::LParen
+                || (self.kind_at(1) == TokenKind::Dot
+                    && self.ident_at(2)
+                    && self.kind_at(3) == TokenKind::LParen));
+        if !is_call {
+            return Err(self
+                .mismatch("a value (a constant, a bind marker, a collection or a function call)"));
+        }
+        let name = self.qualified_name("function name")?;
+        self.expect(TokenKind::LParen)?;
+        let args = self.terms_until(TokenKind::RParen, true)?;
+        Ok(Term::FunctionCall { name, args })
     }
 
     /// `?` or `:name`, numbered in order of appearance.
@@ -1363,6 +1416,12 @@ impl<'a> Parser<'a> {
         Ok(BindMarker { index, name })
     }
 
+    /// Whether a UDT field name followed by `:` starts `ahead` tokens on (as opposed to a
+    /// map key).
+    fn udt_field_at(&self, ahead: usize) -> bool {
+        self.ident_at(ahead) && self.kind_at(ahead + 1) == TokenKind::Colon
+    }
+
     /// A term starting with `{`: empty collection, set, map or UDT value.
     fn brace_term(&mut self) -> PResult<Term> {
         self.expect(TokenKind::LBrace)?;
@@ -1370,70 +1429,77 @@ impl<'a> Parser<'a> {
             return Ok(Term::EmptyCollection);
         }
         // `{name: ...}` with an identifier key is a UDT value; any other key is a term.
-        let is_udt = self.ident_at(0)
-            && self.kind_at(1) == TokenKind::Colon
-            && !(self.kind_at(0) == TokenKind::Ident
-                && ["TRUE", "FALSE", "NULL", "NAN", "INFINITY"]
-                    .iter()
-                    .any(|k| k.eq_ignore_ascii_case(self.text(self.peek()))));
-        if is_udt {
-            let mut fields = Vec::new();
-            loop {
-                let field = self.ident("field name")?;
-                self.expect(TokenKind::Colon)?;
-                fields.push((field, self.term()?));
-                if !self.eat(TokenKind::Comma) {
-                    break;
-                }
-            }
-            self.expect(TokenKind::RBrace)?;
-            return Ok(Term::Udt(fields));
+        if self.udt_field_at(0) {
+            return self.udt_fields().map(Term::Udt);
         }
         let first = self.term()?;
         if self.eat(TokenKind::Colon) {
-            let mut entries = vec![(first, self.term()?)];
-            while self.eat(TokenKind::Comma) {
-                let key = self.term()?;
-                self.expect(TokenKind::Colon)?;
-                entries.push((key, self.term()?));
-            }
-            self.expect(TokenKind::RBrace)?;
-            return Ok(Term::Map(entries));
+            self.map_entries(first).map(Term::Map)
+        } else {
+            self.set_items(first).map(Term::Set)
         }
-        let mut items = vec![first];
-        while self.eat(TokenKind::Comma) {
-            items.push(self.term()?);
+    }
+
+    /// The `field: term, ...}` of a UDT value.
+    fn udt_fields(&mut self) -> PResult<Vec<(String, Term)>> {
+        let mut fields = Vec::new();
+        loop {
+            let field = self.ident("field name")?;
+            self.expect(TokenKind::Colon)?;
+            fields.push((field, self.term()?));
+            if !self.eat(TokenKind::Comma) {
+                break;
+            }
         }
         self.expect(TokenKind::RBrace)?;
-        Ok(Term::Set(items))
+        Ok(fields)
+    }
+
+    /// The rest of a map literal after `{first_key:`.
+    fn map_entries(&mut self, first_key: Term) -> PResult<Vec<(Term, Term)>> {
+        let first_value = self.term()?;
+        let mut entries = vec![(first_key, first_value)];
+        while self.eat(TokenKind::Comma) {
+            let key = self.term()?;
+            self.expect(TokenKind::Colon)?;
+            entries.push((key, self.term()?));
+        }
+        self.expect(TokenKind::RBrace)?;
+        Ok(entries)
+    }
+
+    /// The rest of a set literal after `{first`.
+    fn set_items(&mut self, first: Term) -> PResult<Vec<Term>> {
+        let mut items = vec![first];
+        if self.eat(TokenKind::Comma) {
+            items.append(&mut self.terms_until(TokenKind::RBrace, false)?);
+        } else {
+            self.expect(TokenKind::RBrace)?;
+        }
+        Ok(items)
     }
 
     /// A term starting with `(`: a cast `(type) term` or a tuple `(t1, t2, ...)`.
     fn paren_term(&mut self) -> PResult<Term> {
-        // A cast needs a type name right after `(`; a name followed by `(` is a function
-        // call inside a tuple instead.
+        // A cast needs a type right after `(`; a name followed by `(` is a function call
+        // inside a tuple instead.
         if self.type_start_at(1) {
             let mark = self.mark();
             self.advance();
-            if let Ok(ty) = self.type_expr()
-                && self.eat(TokenKind::RParen)
-                && self.at_term_start()
-            {
-                let term = self.term()?;
-                return Ok(Term::Cast {
-                    ty,
-                    term: Box::new(term),
-                });
+            if let Some(ty) = self.cast_prefix() {
+                let term = Box::new(self.term()?);
+                return Ok(Term::Cast { ty, term });
             }
             self.reset(mark);
         }
         self.expect(TokenKind::LParen)?;
-        let mut items = vec![self.term()?];
-        while self.eat(TokenKind::Comma) {
-            items.push(self.term()?);
-        }
-        self.expect(TokenKind::RParen)?;
-        Ok(Term::Tuple(items))
+        self.terms_until(TokenKind::RParen, false).map(Term::Tuple)
+    }
+
+    /// The `type)` of a cast, if that is what follows and a term comes after it.
+    fn cast_prefix(&mut self) -> Option<TypeExpr> {
+        let ty = self.type_expr().ok()?;
+        (self.eat(TokenKind::RParen) && self.at_term_start()).then_some(ty)
     }
 
     /// A constant, optionally negative.
@@ -1534,7 +1600,10 @@ impl<'a> Parser<'a> {
 
     /// A type expression.
     fn type_expr(&mut self) -> PResult<TypeExpr> {
-        self.nested(Self::type_inner)
+        self.enter()?;
+        let result = self.type_inner();
+        self.leave();
+        result
     }
 
     /// A type expression, inside the depth guard.
@@ -1548,71 +1617,86 @@ impl<'a> Parser<'a> {
                     '\'',
                 )))
             }
-            TokenKind::QuotedIdent => Ok(TypeExpr::UserDefined(self.qualified_name("type")?)),
-            TokenKind::Ident => {
-                let word = self.text(tok);
-                if self.kind_at(1) == TokenKind::Lt {
-                    let generic = word.to_ascii_lowercase();
-                    if matches!(
-                        generic.as_str(),
-                        "list" | "set" | "map" | "frozen" | "tuple" | "vector"
-                    ) {
-                        self.advance();
-                        self.advance();
-                        let ty = self.generic_type(&generic)?;
-                        self.expect(TokenKind::Gt)?;
-                        return Ok(ty);
-                    }
-                }
-                if let Some(native) = CqlType::from_native_name(word) {
+            TokenKind::QuotedIdent => self.qualified_name("type").map(TypeExpr::UserDefined),
+            TokenKind::Ident if self.kind_at(1) == TokenKind::Lt => self.generic_type(),
+            TokenKind::Ident => match CqlType::from_native_name(self.text(tok)) {
+                Some(native) => {
                     self.advance();
-                    return Ok(TypeExpr::Native(native));
+                    Ok(TypeExpr::Native(native))
                 }
-                Ok(TypeExpr::UserDefined(self.qualified_name("type")?))
-            }
+                None => self.qualified_name("type").map(TypeExpr::UserDefined),
+            },
             _ => Err(self.mismatch("a type")),
         }
     }
 
-    /// The parameters of `generic<...>` (after `<`, before `>`).
-    fn generic_type(&mut self, generic: &str) -> PResult<TypeExpr> {
-        Ok(match generic {
-            "list" => TypeExpr::List(Box::new(self.type_expr()?)),
-            "set" => TypeExpr::Set(Box::new(self.type_expr()?)),
-            "frozen" => TypeExpr::Frozen(Box::new(self.type_expr()?)),
-            "map" => {
-                let key = self.type_expr()?;
-                self.expect(TokenKind::Comma)?;
-                let value = self.type_expr()?;
-                TypeExpr::Map(Box::new(key), Box::new(value))
-            }
-            "tuple" => {
-                let mut elems = vec![self.type_expr()?];
-                while self.eat(TokenKind::Comma) {
-                    elems.push(self.type_expr()?);
-                }
-                TypeExpr::Tuple(elems)
-            }
-            _ => {
-                let elem = self.type_expr()?;
-                self.expect(TokenKind::Comma)?;
-                let tok = self.peek();
-                if tok.kind != TokenKind::Integer {
-                    return Err(self.mismatch("the vector dimension (an integer)"));
-                }
-                let dimension = self.text(tok).parse::<u32>().map_err(|_| {
-                    self.invalid_at(
-                        tok,
-                        format!("vector dimension {} is too large", self.text(tok)),
-                    )
-                })?;
-                self.advance();
-                TypeExpr::Vector {
-                    elem: Box::new(elem),
-                    dimension,
-                }
-            }
-        })
+    /// `generic<...>`: list, set, map, frozen, tuple or vector.
+    fn generic_type(&mut self) -> PResult<TypeExpr> {
+        let tok = self.peek();
+        let word = self.text(tok);
+        let is = |name: &str| word.eq_ignore_ascii_case(name);
+        let generic = if is("list") {
+            Generic::List
+        } else if is("set") {
+            Generic::Set
+        } else if is("frozen") {
+            Generic::Frozen
+        } else if is("map") {
+            Generic::Map
+        } else if is("tuple") {
+            Generic::Tuple
+        } else if is("vector") {
+            Generic::Vector
+        } else {
+            return Err(self.mismatch("a type"));
+        };
+        self.advance();
+        self.advance();
+        let ty = match generic {
+            Generic::List => TypeExpr::List(Box::new(self.type_expr()?)),
+            Generic::Set => TypeExpr::Set(Box::new(self.type_expr()?)),
+            Generic::Frozen => TypeExpr::Frozen(Box::new(self.type_expr()?)),
+            Generic::Map => self.map_type()?,
+            Generic::Tuple => self.tuple_type()?,
+            Generic::Vector => self.vector_type()?,
+        };
+        self.expect(TokenKind::Gt)?;
+        Ok(ty)
+    }
+
+    /// The `K, V` of `map<K, V>`.
+    fn map_type(&mut self) -> PResult<TypeExpr> {
+        let key = Box::new(self.type_expr()?);
+        self.expect(TokenKind::Comma)?;
+        let value = Box::new(self.type_expr()?);
+        Ok(TypeExpr::Map(key, value))
+    }
+
+    /// The `A, B, ...` of `tuple<A, B, ...>`.
+    fn tuple_type(&mut self) -> PResult<TypeExpr> {
+        let mut elems = vec![self.type_expr()?];
+        while self.eat(TokenKind::Comma) {
+            elems.push(self.type_expr()?);
+        }
+        Ok(TypeExpr::Tuple(elems))
+    }
+
+    /// The `T, N` of `vector<T, N>`.
+    fn vector_type(&mut self) -> PResult<TypeExpr> {
+        let elem = Box::new(self.type_expr()?);
+        self.expect(TokenKind::Comma)?;
+        let tok = self.peek();
+        if tok.kind != TokenKind::Integer {
+            return Err(self.mismatch("the vector dimension (an integer)"));
+        }
+        let dimension = self.text(tok).parse::<u32>().map_err(|_| {
+            self.invalid_at(
+                tok,
+                format!("vector dimension {} is too large", self.text(tok)),
+            )
+        })?;
+        self.advance();
+        Ok(TypeExpr::Vector { elem, dimension })
     }
 
     // ---------------------------------------------------------------------------------
