@@ -1,1 +1,32 @@
-//! (in progress)
+//! CQL text to syntax tree: the lexer, the parser and the AST of the statements the embedded
+//! cluster understands.
+//!
+//! [`parse_statement`] turns one statement's text into a [`Statement`] (an enum with one
+//! variant per statement kind: [`Select`], [`Insert`], [`Update`], [`Delete`], [`Batch`], the
+//! DDL statements, and [`Statement::Unsupported`] for recognised but unimplemented ones);
+//! [`parse_type`] turns a type string into a [`TypeExpr`]. Both fail with a [`ParseError`]
+//! carrying a position and the CQL error it maps to ([`ParseErrorKind`]).
+//!
+//! Internally, `lexer` cuts the text into tokens (byte ranges, no allocation per token),
+//! `parser` is a hand-written recursive-descent parser over those tokens, and `literal`
+//! decodes constants (strings, blobs, durations). Statements keep literals close to their
+//! text (integers and floats as strings) and number bind markers in order of appearance; the
+//! executor resolves names and types against the schema.
+
+mod ast;
+mod error;
+mod lexer;
+mod literal;
+mod parser;
+
+#[cfg(test)]
+mod tests;
+
+// The facade of the module; the executor is its consumer (until it is wired in, nothing in
+// a non-test build uses these re-exports).
+#[allow(unused_imports)]
+pub(crate) use ast::*;
+#[allow(unused_imports)]
+pub(crate) use error::{ParseError, ParseErrorKind};
+#[allow(unused_imports)]
+pub(crate) use parser::{MAX_DEPTH, is_reserved, parse_statement, parse_type};
