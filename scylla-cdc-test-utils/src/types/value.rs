@@ -847,7 +847,8 @@ impl Hash for Value {
 
 /// Decodes the bytes of one `[bytes]` value (without its length prefix) as a value of `typ`.
 ///
-/// Strict: fixed-size types need their exact size (or zero bytes, giving [`Value::Empty`]),
+/// Strict: fixed-size types need their exact size (or zero bytes, giving [`Value::Empty`],
+/// except for `counter` and collections, which are never empty),
 /// text must be UTF-8 and ascii ASCII, inet 4 or 16 bytes, timeuuids version 1, durations
 /// valid vints of one sign; collections have no null elements; a tuple or UDT may have fewer
 /// fields than its type (the rest are null) but not more; nothing may follow the value.
@@ -857,6 +858,7 @@ pub fn decode(typ: &CqlType, bytes: &[u8]) -> Result<Value, ValueError> {
         CqlType::Text
             | CqlType::Ascii
             | CqlType::Blob
+            | CqlType::Counter
             | CqlType::List { .. }
             | CqlType::Set { .. }
             | CqlType::Map { .. }
@@ -870,8 +872,8 @@ pub fn decode(typ: &CqlType, bytes: &[u8]) -> Result<Value, ValueError> {
                 return Err(ValueError::new(format!("Invalid byte for ascii: {b}")));
             }
             // ASCII is UTF-8.
-            let s = std::str::from_utf8(bytes)
-                .map_err(|_| ValueError::new("Invalid ascii value"))?;
+            let s =
+                std::str::from_utf8(bytes).map_err(|_| ValueError::new("Invalid ascii value"))?;
             Ok(Value::text(s))
         }
         CqlType::Text => {
@@ -1044,19 +1046,22 @@ impl<'a> Reader<'a> {
     }
 
     fn count(&mut self) -> Result<usize, ValueError> {
-        let n = self.int().ok_or_else(|| {
-            ValueError::new(format!("Not enough bytes to read a {}", self.what))
-        })?;
+        let n = self
+            .int()
+            .ok_or_else(|| ValueError::new(format!("Not enough bytes to read a {}", self.what)))?;
         usize::try_from(n).map_err(|_| {
-            ValueError::new(format!("Invalid negative element count {n} in a {}", self.what))
+            ValueError::new(format!(
+                "Invalid negative element count {n} in a {}",
+                self.what
+            ))
         })
     }
 
     /// One `[int] len + bytes` element; `None` for a null (length < 0).
     fn optional(&mut self) -> Result<Option<&'a [u8]>, ValueError> {
-        let len = self.int().ok_or_else(|| {
-            ValueError::new(format!("Not enough bytes to read a {}", self.what))
-        })?;
+        let len = self
+            .int()
+            .ok_or_else(|| ValueError::new(format!("Not enough bytes to read a {}", self.what)))?;
         let Ok(len) = usize::try_from(len) else {
             return Ok(None);
         };
@@ -1073,9 +1078,8 @@ impl<'a> Reader<'a> {
     }
 
     fn element(&mut self) -> Result<&'a [u8], ValueError> {
-        self.optional()?.ok_or_else(|| {
-            ValueError::new(format!("null is not supported inside {}s", self.what))
-        })
+        self.optional()?
+            .ok_or_else(|| ValueError::new(format!("null is not supported inside {}s", self.what)))
     }
 
     fn finish(&self) -> Result<(), ValueError> {
@@ -1175,10 +1179,14 @@ fn decode_duration(bytes: &[u8]) -> Result<Duration, ValueError> {
         )));
     }
     let months = i32::try_from(months).map_err(|_| {
-        ValueError::new(format!("The duration months ({months}) must be a 32 bit integer"))
+        ValueError::new(format!(
+            "The duration months ({months}) must be a 32 bit integer"
+        ))
     })?;
     let days = i32::try_from(days).map_err(|_| {
-        ValueError::new(format!("The duration days ({days}) must be a 32 bit integer"))
+        ValueError::new(format!(
+            "The duration days ({days}) must be a 32 bit integer"
+        ))
     })?;
     let all_le = months <= 0 && days <= 0 && nanos <= 0;
     let all_ge = months >= 0 && days >= 0 && nanos >= 0;
@@ -1551,3 +1559,7 @@ impl fmt::Display for Value {
         f.write_str(&self.cql_literal())
     }
 }
+
+#[cfg(test)]
+#[path = "value_tests.rs"]
+mod tests;
