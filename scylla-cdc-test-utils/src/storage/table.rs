@@ -81,11 +81,21 @@ enum Rows {
     Large(BTreeMap<Position, Row>),
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Row {
     marker: Marker,
     deletion: Timestamp,
     cells: Box<[Cell]>,
+}
+
+impl Default for Row {
+    fn default() -> Self {
+        Row {
+            marker: Marker::default(),
+            deletion: NO_TS,
+            cells: Box::new([]),
+        }
+    }
 }
 
 /// A row marker; `ts == NO_TS` when absent.
@@ -137,7 +147,10 @@ struct Collection {
 fn expiry_of(ttl: Option<u32>, now: Now) -> (u32, u32) {
     match ttl {
         Some(t) if t > 0 => {
-            let e = now.0.saturating_add(i64::from(t)).clamp(1, i64::from(u32::MAX));
+            let e = now
+                .0
+                .saturating_add(i64::from(t))
+                .clamp(1, i64::from(u32::MAX));
             (e as u32, t)
         }
         _ => (0, 0),
@@ -248,8 +261,8 @@ impl Row {
     fn apply(&mut self, u: &RowUpdate, shadow: Timestamp, now: Now) {
         if let Some(d) = u.deletion {
             if d > shadow && d > self.deletion {
-                self.deletion = d;
                 self.purge(d);
+                self.deletion = d;
             }
         }
         let shadow = shadow.max(self.deletion);
@@ -413,8 +426,7 @@ fn apply_cell(
                 };
                 match coll.elements.binary_search_by(|(k, _)| k.cmp(&e.key)) {
                     Ok(j) => {
-                        if compare_versions(&new.version(), &coll.elements[j].1.version()).is_gt()
-                        {
+                        if compare_versions(&new.version(), &coll.elements[j].1.version()).is_gt() {
                             coll.elements[j].1 = new;
                         }
                     }
@@ -494,7 +506,9 @@ impl Rows {
                 let hi = v.partition_point(|(k, _)| k < end);
                 RawRows::Small(v.get(lo..hi).unwrap_or(&[]).iter())
             }
-            Rows::Large(m) => RawRows::Large(m.range((Bound::Included(start), Bound::Excluded(end)))),
+            Rows::Large(m) => {
+                RawRows::Large(m.range((Bound::Included(start), Bound::Excluded(end))))
+            }
         }
     }
 
@@ -636,10 +650,7 @@ impl Partition {
             }
             self.rows.purge_range(&start, &end, rt.ts);
             let mut list = std::mem::take(&mut self.range_tombstones).into_vec();
-            match list
-                .iter_mut()
-                .find(|x| x.start == start && x.end == end)
-            {
+            match list.iter_mut().find(|x| x.start == start && x.end == end) {
                 Some(x) => x.ts = x.ts.max(rt.ts),
                 None => list.push(StoredRangeTombstone {
                     start,
@@ -747,9 +758,9 @@ impl TableData {
         let lower = match start {
             PartitionStart::First => Some(Bound::Unbounded),
             PartitionStart::TokenAtLeast(t) => Some(Bound::Included((t, Bytes::new()))),
-            PartitionStart::TokenAbove(t) => t
-                .checked_add(1)
-                .map(|t| Bound::Included((t, Bytes::new()))),
+            PartitionStart::TokenAbove(t) => {
+                t.checked_add(1).map(|t| Bound::Included((t, Bytes::new())))
+            }
             PartitionStart::AtKey(t, k) => Some(Bound::Included((t, k))),
             PartitionStart::AfterKey(t, k) => Some(Bound::Excluded((t, k))),
         };
@@ -838,15 +849,16 @@ impl<'a> PartitionView<'a> {
     pub(crate) fn row(&self, key: &[Value]) -> Option<RowView<'a>> {
         let pos = self.cmp.at(key);
         let row = self.p.rows.get(&pos)?;
-        row.is_live(self.now).then_some(RowView {
-            key: None,
-            row,
-            now: self.now,
-        })
-        .map(|mut v| {
-            v.key = self.p.rows_key(&pos);
-            v
-        })
+        row.is_live(self.now)
+            .then_some(RowView {
+                key: None,
+                row,
+                now: self.now,
+            })
+            .map(|mut v| {
+                v.key = self.p.rows_key(&pos);
+                v
+            })
     }
 
     /// Whether the partition has a live static row or a live clustering row.
@@ -1005,7 +1017,10 @@ fn cell_view(c: &Cell, now: Now) -> Option<CellView<'_>> {
                 elements: &coll.elements,
                 now,
             };
-            view.iter().next().is_some().then_some(CellView::Collection(view))
+            view.iter()
+                .next()
+                .is_some()
+                .then_some(CellView::Collection(view))
         }
     }
 }
