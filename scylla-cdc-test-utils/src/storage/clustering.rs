@@ -141,11 +141,8 @@ impl Ord for Position {
         for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
             let c = x.cmp(y);
             if c != Ordering::Equal {
-                return if self.desc & (1 << i) != 0 {
-                    c.reverse()
-                } else {
-                    c
-                };
+                let descending = i < MAX_CLUSTERING_COLUMNS && self.desc & (1u32 << i) != 0;
+                return if descending { c.reverse() } else { c };
             }
         }
         match a.len().cmp(&b.len()) {

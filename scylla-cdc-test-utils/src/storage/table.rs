@@ -259,24 +259,25 @@ impl Row {
     }
 
     fn apply(&mut self, u: &RowUpdate, shadow: Timestamp, now: Now) {
-        if let Some(d) = u.deletion {
-            if d > shadow && d > self.deletion {
-                self.purge(d);
-                self.deletion = d;
-            }
+        if let Some(d) = u.deletion
+            && d > shadow
+            && d > self.deletion
+        {
+            self.purge(d);
+            self.deletion = d;
         }
         let shadow = shadow.max(self.deletion);
-        if let Some(m) = u.marker {
-            if m.ts > shadow {
-                let (expiry, ttl) = expiry_of(m.ttl, now);
-                let candidate = Marker {
-                    ts: m.ts,
-                    expiry,
-                    ttl,
-                };
-                if candidate.wins_over(&self.marker) {
-                    self.marker = candidate;
-                }
+        if let Some(m) = u.marker
+            && m.ts > shadow
+        {
+            let (expiry, ttl) = expiry_of(m.ttl, now);
+            let candidate = Marker {
+                ts: m.ts,
+                expiry,
+                ttl,
+            };
+            if candidate.wins_over(&self.marker) {
+                self.marker = candidate;
             }
         }
         if u.cells.is_empty() {
@@ -402,11 +403,12 @@ fn apply_cell(
             let CellState::Collection(coll) = &mut cells[i].state else {
                 return;
             };
-            if let Some(t) = *tombstone {
-                if t > shadow && t > coll.tombstone {
-                    coll.tombstone = t;
-                    coll.elements.retain(|(_, e)| e.ts > t);
-                }
+            if let Some(t) = *tombstone
+                && t > shadow
+                && t > coll.tombstone
+            {
+                coll.tombstone = t;
+                coll.elements.retain(|(_, e)| e.ts > t);
             }
             let eff = shadow.max(coll.tombstone);
             for e in elements {
@@ -459,11 +461,12 @@ impl Rows {
     }
 
     fn get_or_insert(&mut self, pos: Position) -> &mut Row {
-        if let Rows::Small(v) = self {
-            if v.len() >= SMALL_ROWS && v.binary_search_by(|(k, _)| k.cmp(&pos)).is_err() {
-                let map: BTreeMap<Position, Row> = std::mem::take(v).into_iter().collect();
-                *self = Rows::Large(map);
-            }
+        if let Rows::Small(v) = self
+            && v.len() >= SMALL_ROWS
+            && v.binary_search_by(|(k, _)| k.cmp(&pos)).is_err()
+        {
+            let map: BTreeMap<Position, Row> = std::mem::take(v).into_iter().collect();
+            *self = Rows::Large(map);
         }
         match self {
             Rows::Small(v) => {
@@ -617,26 +620,26 @@ impl Partition {
     }
 
     fn apply(&mut self, cmp: &ClusteringComparator, m: &PartitionMutation, now: Now) {
-        if let Some(t) = m.partition_tombstone {
-            if t > self.tombstone {
-                self.tombstone = t;
-                if let Some(s) = &mut self.static_row {
-                    s.purge(t);
-                    if s.is_empty() {
-                        self.static_row = None;
-                    }
+        if let Some(t) = m.partition_tombstone
+            && t > self.tombstone
+        {
+            self.tombstone = t;
+            if let Some(s) = &mut self.static_row {
+                s.purge(t);
+                if s.is_empty() {
+                    self.static_row = None;
                 }
-                self.rows.for_each_mut(|r| r.purge(t));
-                self.rows.retain_non_empty();
-                if self.range_tombstones.iter().any(|rt| rt.ts <= t) {
-                    let kept: Vec<_> = self
-                        .range_tombstones
-                        .iter()
-                        .filter(|rt| rt.ts > t)
-                        .cloned()
-                        .collect();
-                    self.range_tombstones = kept.into_boxed_slice();
-                }
+            }
+            self.rows.for_each_mut(|r| r.purge(t));
+            self.rows.retain_non_empty();
+            if self.range_tombstones.iter().any(|rt| rt.ts <= t) {
+                let kept: Vec<_> = self
+                    .range_tombstones
+                    .iter()
+                    .filter(|rt| rt.ts > t)
+                    .cloned()
+                    .collect();
+                self.range_tombstones = kept.into_boxed_slice();
             }
         }
         for rt in &m.range_tombstones {
@@ -1051,10 +1054,10 @@ pub(crate) enum CellView<'a> {
 impl CellView<'_> {
     /// The cell's value as a column of type `typ` reads it: a counter as `bigint`, a
     /// collection assembled from its live elements (see [`CollectionView::to_value`]).
-    pub(crate) fn to_value(&self, typ: &CqlType) -> Option<Value> {
+    pub(crate) fn to_value(self, typ: &CqlType) -> Option<Value> {
         match self {
-            CellView::Atomic { value, .. } => Some((*value).clone()),
-            CellView::Counter { value, .. } => Some(Value::Bigint(*value)),
+            CellView::Atomic { value, .. } => Some(value.clone()),
+            CellView::Counter { value, .. } => Some(Value::Bigint(value)),
             CellView::Collection(c) => c.to_value(typ),
         }
     }
@@ -1106,7 +1109,7 @@ impl<'a> CollectionView<'a> {
     /// The collection as a value of `typ` (frozen or not): a list of the values, a set of
     /// the keys, a map, or a UDT with the fields at their indexes (others null). `None` when
     /// `typ` is not a collection or UDT, or nothing is live.
-    pub(crate) fn to_value(&self, typ: &CqlType) -> Option<Value> {
+    pub(crate) fn to_value(self, typ: &CqlType) -> Option<Value> {
         let mut it = self.iter().peekable();
         it.peek()?;
         match typ {

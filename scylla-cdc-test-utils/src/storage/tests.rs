@@ -189,6 +189,36 @@ fn ttl_expiry_is_checked_on_read_and_expired_cells_still_shadow() {
 }
 
 #[test]
+fn zero_and_negative_timestamps_are_ordinary() {
+    let mut t = table(&[false]);
+    t.apply(&insert(1, &[1], -5, vec![(V, Some(1))]), NOW);
+    assert_eq!(get(&t, 1, &[1], V, NOW), Some(Value::Int(1)));
+    t.apply(&write(1, &[1], vec![(V, set(0, Some(2)))]), NOW);
+    assert_eq!(get(&t, 1, &[1], V, NOW), Some(Value::Int(2)));
+    let mut del = PartitionMutation::new(pk(1));
+    del.row_mut(&ck(&[1])).deletion = Some(-1);
+    t.apply(&del, NOW);
+    let part = t.partition(pk(1).token, &pk(1).bytes, NOW).unwrap();
+    let row = part
+        .row(&ints(&[1]))
+        .expect("cell at 0 survives a tombstone at -1");
+    assert_eq!(row.marker(), None, "marker at -5 is shadowed");
+    assert_eq!(row.deletion(), Some(-1));
+}
+
+#[test]
+fn keys_longer_than_the_comparator_do_not_panic() {
+    let mut t = table(&[true]);
+    let long: Vec<i32> = (0..40).collect();
+    t.apply(&insert(1, &long, 1, vec![]), NOW);
+    t.apply(&insert(1, &long[..39], 1, vec![]), NOW);
+    assert_eq!(
+        keys(&t, 1, &[ClusteringRange::full()], false, None).len(),
+        2
+    );
+}
+
+#[test]
 fn row_marker_keeps_an_all_null_row_alive() {
     let mut t = table(&[false]);
     t.apply(&insert(1, &[1], 10, vec![(V, None)]), NOW);

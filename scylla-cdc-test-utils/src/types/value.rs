@@ -827,7 +827,12 @@ impl Hash for Value {
             Value::Time(v) | Value::Timestamp(v) => v.hash(state),
             Value::Duration(v) => v.hash(state),
             Value::Inet(v) => v.hash(state),
-            Value::Uuid(v) | Value::Timeuuid(v) => v.hash(state),
+            Value::Uuid(v) => v.hash(state),
+            // The timeuuid comparator ignores the version nibble.
+            Value::Timeuuid(v) => {
+                super::timeuuid::raw_timestamp(v).hash(state);
+                v.as_u64_pair().1.hash(state);
+            }
             Value::List(v) | Value::Set(v) => v.hash(state),
             Value::Map(v) => v.hash(state),
             Value::Tuple(v) | Value::Udt(v) => {
