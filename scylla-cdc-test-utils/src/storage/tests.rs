@@ -1074,12 +1074,19 @@ fn apply_rate() {
         })
         .collect();
     let mut t = table(&[false]);
+    let rss_before = resident_bytes();
     let start = std::time::Instant::now();
     for m in &mutations {
         t.apply(m, NOW);
     }
     let elapsed = start.elapsed();
     assert_eq!(t.row_count(), n as usize);
+    if let (Some(a), Some(b)) = (rss_before, resident_bytes()) {
+        println!(
+            "resident memory grew by {} bytes per row",
+            b.saturating_sub(a) / n as u64
+        );
+    }
     println!(
         "applied {n} single-row mutations in {elapsed:?}: {:.0} mutations/s",
         f64::from(n) / elapsed.as_secs_f64()
@@ -1090,4 +1097,11 @@ fn apply_rate() {
         .map(|p| p.all_rows().count())
         .sum();
     println!("scanned {rows} rows in {:?}", start.elapsed());
+}
+
+/// Resident set size of this process (Linux), if known.
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
 }
