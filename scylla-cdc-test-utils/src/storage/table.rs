@@ -1,0 +1,1134 @@
+//! The data of one table: partitions in token order, rows in clustering order, cells with
+//! last-write-wins reconciliation, and the read views.
+//!
+//! Tombstones are applied eagerly: data a tombstone shadows is removed when the tombstone
+//! arrives, and data arriving under an existing tombstone is never stored, so the stored
+//! state holds only data that can still be live (TTL expiry is checked on read: an expired
+//! cell stays stored, dead, so that older writes cannot resurrect under it).
+
+use std::collections::BTreeMap;
+use std::collections::btree_map;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::types::CqlType;
+use crate::types::value::Value;
+
+use super::clustering::{ClusteringComparator, ClusteringKey, ClusteringRange, Position};
+use super::mutation::{
+    CellUpdate, CellVersion, ColumnId, Now, PartitionMutation, RowUpdate, Timestamp,
+    compare_versions,
+};
+
+/// "No timestamp": no tombstone, no marker.
+const NO_TS: Timestamp = Timestamp::MIN;
+
+/// A partition with more rows than this keeps them in a B-tree instead of a sorted vector.
+const SMALL_ROWS: usize = 16;
+
+/// Errors of the storage layer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum StorageError {
+    /// The table has more clustering columns than the storage supports.
+    #[error("too many clustering columns ({0}, at most 32 supported)")]
+    TooManyClusteringColumns(usize),
+}
+
+/// Where a partition scan starts, in `(token, serialized key)` order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PartitionStart {
+    /// The first partition.
+    First,
+    /// The first partition whose token is `>=` this one.
+    TokenAtLeast(i64),
+    /// The first partition whose token is `>` this one.
+    TokenAbove(i64),
+    /// The partition with this key, or the next one.
+    AtKey(i64, Bytes),
+    /// The partition after the one with this key (paging).
+    AfterKey(i64, Bytes),
+}
+
+/// The stored data of one table. Not synchronised: the executor keeps it behind a lock.
+#[derive(Debug)]
+pub(crate) struct TableData {
+    comparator: ClusteringComparator,
+    partitions: BTreeMap<(i64, Bytes), Partition>,
+}
+
+#[derive(Debug)]
+struct Partition {
+    values: Arc<[Value]>,
+    tombstone: Timestamp,
+    static_row: Option<Box<Row>>,
+    rows: Rows,
+    range_tombstones: Box<[StoredRangeTombstone]>,
+}
+
+#[derive(Debug, Clone)]
+struct StoredRangeTombstone {
+    start: Position,
+    end: Position,
+    ts: Timestamp,
+}
+
+#[derive(Debug)]
+enum Rows {
+    Small(Vec<(Position, Row)>),
+    Large(BTreeMap<Position, Row>),
+}
+
+#[derive(Debug)]
+struct Row {
+    marker: Marker,
+    deletion: Timestamp,
+    cells: Box<[Cell]>,
+}
+
+impl Default for Row {
+    fn default() -> Self {
+        Row {
+            marker: Marker::default(),
+            deletion: NO_TS,
+            cells: Box::new([]),
+        }
+    }
+}
+
+/// A row marker; `ts == NO_TS` when absent.
+#[derive(Debug, Clone, Copy)]
+struct Marker {
+    ts: Timestamp,
+    expiry: u32,
+    ttl: u32,
+}
+
+impl Default for Marker {
+    fn default() -> Self {
+        Marker {
+            ts: NO_TS,
+            expiry: 0,
+            ttl: 0,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Cell {
+    column: ColumnId,
+    state: CellState,
+}
+
+#[derive(Debug)]
+enum CellState {
+    Atomic(Atomic),
+    Counter { ts: Timestamp, sum: i64 },
+    Collection(Box<Collection>),
+}
+
+/// An atomic cell or collection element: value `None` is a tombstone; `expiry` 0 = no TTL.
+#[derive(Debug, Clone)]
+struct Atomic {
+    ts: Timestamp,
+    expiry: u32,
+    ttl: u32,
+    value: Option<Value>,
+}
+
+#[derive(Debug)]
+struct Collection {
+    tombstone: Timestamp,
+    elements: Vec<(Value, Atomic)>,
+}
+
+fn expiry_of(ttl: Option<u32>, now: Now) -> (u32, u32) {
+    match ttl {
+        Some(t) if t > 0 => {
+            let e = now
+                .0
+                .saturating_add(i64::from(t))
+                .clamp(1, i64::from(u32::MAX));
+            (e as u32, t)
+        }
+        _ => (0, 0),
+    }
+}
+
+fn is_live_at(expiry: u32, now: Now) -> bool {
+    expiry == 0 || now.0 < i64::from(expiry)
+}
+
+fn remaining_ttl(expiry: u32, now: Now) -> Option<u32> {
+    (expiry != 0).then(|| u32::try_from(i64::from(expiry) - now.0).unwrap_or(0))
+}
+
+impl Atomic {
+    fn version(&self) -> CellVersion<'_> {
+        CellVersion {
+            ts: self.ts,
+            value: self.value.as_ref(),
+            expiry: (self.expiry != 0).then_some(u64::from(self.expiry)),
+            ttl: (self.expiry != 0).then_some(self.ttl),
+        }
+    }
+
+    fn live_value(&self, now: Now) -> Option<&Value> {
+        self.value.as_ref().filter(|_| is_live_at(self.expiry, now))
+    }
+}
+
+impl Marker {
+    fn is_live(&self, now: Now) -> bool {
+        self.ts != NO_TS && is_live_at(self.expiry, now)
+    }
+
+    fn wins_over(&self, other: &Marker) -> bool {
+        let key = |m: &Marker| (m.ts, m.expiry != 0, m.expiry, std::cmp::Reverse(m.ttl));
+        key(self) > key(other)
+    }
+}
+
+impl Collection {
+    fn purge(&mut self, t: Timestamp) {
+        if self.tombstone <= t {
+            self.tombstone = NO_TS;
+        }
+        self.elements.retain(|(_, e)| e.ts > t);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.tombstone == NO_TS && self.elements.is_empty()
+    }
+}
+
+impl CellState {
+    /// Removes what a tombstone at `t` shadows; `false` when nothing is left.
+    fn purge(&mut self, t: Timestamp) -> bool {
+        match self {
+            CellState::Atomic(a) => a.ts > t,
+            CellState::Counter { ts, .. } => *ts > t,
+            CellState::Collection(c) => {
+                c.purge(t);
+                !c.is_empty()
+            }
+        }
+    }
+
+    fn max_ts(&self) -> Timestamp {
+        match self {
+            CellState::Atomic(a) => a.ts,
+            CellState::Counter { ts, .. } => *ts,
+            CellState::Collection(c) => c
+                .elements
+                .iter()
+                .map(|(_, e)| e.ts)
+                .fold(c.tombstone, Timestamp::max),
+        }
+    }
+}
+
+impl Row {
+    fn is_empty(&self) -> bool {
+        self.marker.ts == NO_TS && self.deletion == NO_TS && self.cells.is_empty()
+    }
+
+    /// Removes what a tombstone at `t` shadows.
+    fn purge(&mut self, t: Timestamp) {
+        if self.marker.ts <= t {
+            self.marker = Marker::default();
+        }
+        if self.deletion <= t {
+            self.deletion = NO_TS;
+        }
+        if self.cells.iter().all(|c| {
+            let ts = c.state.max_ts();
+            ts > t && !matches!(&c.state, CellState::Collection(col) if col.tombstone <= t && col.tombstone != NO_TS)
+        }) {
+            return;
+        }
+        let mut cells = std::mem::take(&mut self.cells).into_vec();
+        cells.retain_mut(|c| c.state.purge(t));
+        self.cells = cells.into_boxed_slice();
+    }
+
+    fn is_live(&self, now: Now) -> bool {
+        self.marker.is_live(now) || self.cells.iter().any(|c| cell_view(c, now).is_some())
+    }
+
+    fn apply(&mut self, u: &RowUpdate, shadow: Timestamp, now: Now) {
+        if let Some(d) = u.deletion
+            && d > shadow
+            && d > self.deletion
+        {
+            self.purge(d);
+            self.deletion = d;
+        }
+        let shadow = shadow.max(self.deletion);
+        if let Some(m) = u.marker
+            && m.ts > shadow
+        {
+            let (expiry, ttl) = expiry_of(m.ttl, now);
+            let candidate = Marker {
+                ts: m.ts,
+                expiry,
+                ttl,
+            };
+            if candidate.wins_over(&self.marker) {
+                self.marker = candidate;
+            }
+        }
+        if u.cells.is_empty() {
+            return;
+        }
+        let mut cells = std::mem::take(&mut self.cells).into_vec();
+        cells.reserve_exact(u.cells.len());
+        for (column, update) in &u.cells {
+            apply_cell(&mut cells, *column, update, shadow, now);
+        }
+        self.cells = cells.into_boxed_slice();
+    }
+}
+
+fn apply_cell(
+    cells: &mut Vec<Cell>,
+    column: ColumnId,
+    update: &CellUpdate,
+    shadow: Timestamp,
+    now: Now,
+) {
+    let found = cells.binary_search_by_key(&column, |c| c.column);
+    match update {
+        CellUpdate::Atomic { ts, ttl, value } => {
+            if *ts <= shadow {
+                return;
+            }
+            let (expiry, ttl) = if value.is_some() {
+                expiry_of(*ttl, now)
+            } else {
+                (0, 0)
+            };
+            let new = Atomic {
+                ts: *ts,
+                expiry,
+                ttl,
+                value: value.clone(),
+            };
+            match found {
+                Ok(i) => {
+                    let slot = &mut cells[i].state;
+                    let replace = match slot {
+                        CellState::Atomic(old) => {
+                            compare_versions(&new.version(), &old.version()).is_gt()
+                        }
+                        // A counter deletion wins whatever the timestamps.
+                        CellState::Counter { ts: old_ts, .. } => {
+                            new.value.is_none() || new.ts > *old_ts
+                        }
+                        CellState::Collection(c) => new.ts > c.tombstone,
+                    };
+                    if replace {
+                        *slot = CellState::Atomic(new);
+                    }
+                }
+                Err(i) => cells.insert(
+                    i,
+                    Cell {
+                        column,
+                        state: CellState::Atomic(new),
+                    },
+                ),
+            }
+        }
+        CellUpdate::CounterDelta { ts, delta } => {
+            if *ts <= shadow {
+                return;
+            }
+            match found {
+                Ok(i) => match &mut cells[i].state {
+                    CellState::Counter { ts: old_ts, sum } => {
+                        *old_ts = (*old_ts).max(*ts);
+                        *sum = sum.wrapping_add(*delta);
+                    }
+                    CellState::Atomic(a) if a.value.is_none() => {}
+                    other => {
+                        *other = CellState::Counter {
+                            ts: *ts,
+                            sum: *delta,
+                        }
+                    }
+                },
+                Err(i) => cells.insert(
+                    i,
+                    Cell {
+                        column,
+                        state: CellState::Counter {
+                            ts: *ts,
+                            sum: *delta,
+                        },
+                    },
+                ),
+            }
+        }
+        CellUpdate::Collection {
+            tombstone,
+            elements,
+        } => {
+            let i = match found {
+                Ok(i) => {
+                    if !matches!(cells[i].state, CellState::Collection(_)) {
+                        cells[i].state = CellState::Collection(Box::new(Collection {
+                            tombstone: NO_TS,
+                            elements: Vec::new(),
+                        }));
+                    }
+                    i
+                }
+                Err(i) => {
+                    cells.insert(
+                        i,
+                        Cell {
+                            column,
+                            state: CellState::Collection(Box::new(Collection {
+                                tombstone: NO_TS,
+                                elements: Vec::new(),
+                            })),
+                        },
+                    );
+                    i
+                }
+            };
+            let CellState::Collection(coll) = &mut cells[i].state else {
+                return;
+            };
+            if let Some(t) = *tombstone
+                && t > shadow
+                && t > coll.tombstone
+            {
+                coll.tombstone = t;
+                coll.elements.retain(|(_, e)| e.ts > t);
+            }
+            let eff = shadow.max(coll.tombstone);
+            for e in elements {
+                if e.ts <= eff {
+                    continue;
+                }
+                let (expiry, ttl) = if e.value.is_some() {
+                    expiry_of(e.ttl, now)
+                } else {
+                    (0, 0)
+                };
+                let new = Atomic {
+                    ts: e.ts,
+                    expiry,
+                    ttl,
+                    value: e.value.clone(),
+                };
+                match coll.elements.binary_search_by(|(k, _)| k.cmp(&e.key)) {
+                    Ok(j) => {
+                        if compare_versions(&new.version(), &coll.elements[j].1.version()).is_gt() {
+                            coll.elements[j].1 = new;
+                        }
+                    }
+                    Err(j) => coll.elements.insert(j, (e.key.clone(), new)),
+                }
+            }
+            if coll.is_empty() {
+                cells.remove(i);
+            }
+        }
+    }
+}
+
+impl Rows {
+    fn len(&self) -> usize {
+        match self {
+            Rows::Small(v) => v.len(),
+            Rows::Large(m) => m.len(),
+        }
+    }
+
+    fn get(&self, pos: &Position) -> Option<&Row> {
+        match self {
+            Rows::Small(v) => v
+                .binary_search_by(|(k, _)| k.cmp(pos))
+                .ok()
+                .map(|i| &v[i].1),
+            Rows::Large(m) => m.get(pos),
+        }
+    }
+
+    fn get_or_insert(&mut self, pos: Position) -> &mut Row {
+        if let Rows::Small(v) = self
+            && v.len() >= SMALL_ROWS
+            && v.binary_search_by(|(k, _)| k.cmp(&pos)).is_err()
+        {
+            let map: BTreeMap<Position, Row> = std::mem::take(v).into_iter().collect();
+            *self = Rows::Large(map);
+        }
+        match self {
+            Rows::Small(v) => {
+                let i = match v.binary_search_by(|(k, _)| k.cmp(&pos)) {
+                    Ok(i) => i,
+                    Err(i) => {
+                        v.reserve_exact(1);
+                        v.insert(i, (pos, Row::default()));
+                        i
+                    }
+                };
+                &mut v[i].1
+            }
+            Rows::Large(m) => m.entry(pos).or_default(),
+        }
+    }
+
+    fn remove(&mut self, pos: &Position) {
+        match self {
+            Rows::Small(v) => {
+                if let Ok(i) = v.binary_search_by(|(k, _)| k.cmp(pos)) {
+                    v.remove(i);
+                }
+            }
+            Rows::Large(m) => {
+                m.remove(pos);
+            }
+        }
+    }
+
+    /// Rows with `start < key < end` (positions are never equal to stored keys except `At`
+    /// positions, which are treated as inclusive starts / exclusive ends).
+    fn range(&self, start: &Position, end: &Position) -> RawRows<'_> {
+        if start >= end {
+            return RawRows::Small([].iter());
+        }
+        match self {
+            Rows::Small(v) => {
+                let lo = v.partition_point(|(k, _)| k < start);
+                let hi = v.partition_point(|(k, _)| k < end);
+                RawRows::Small(v.get(lo..hi).unwrap_or(&[]).iter())
+            }
+            Rows::Large(m) => {
+                RawRows::Large(m.range((Bound::Included(start), Bound::Excluded(end))))
+            }
+        }
+    }
+
+    /// Applies a tombstone at `t` to the rows in `(start, end)` and drops rows left empty.
+    fn purge_range(&mut self, start: &Position, end: &Position, t: Timestamp) {
+        if start >= end {
+            return;
+        }
+        match self {
+            Rows::Small(v) => {
+                let lo = v.partition_point(|(k, _)| k < start);
+                let hi = v.partition_point(|(k, _)| k < end);
+                for (_, row) in v.get_mut(lo..hi).into_iter().flatten() {
+                    row.purge(t);
+                }
+                v.retain(|(_, r)| !r.is_empty());
+            }
+            Rows::Large(m) => {
+                let mut emptied = Vec::new();
+                for (k, row) in m.range_mut((Bound::Included(start), Bound::Excluded(end))) {
+                    row.purge(t);
+                    if row.is_empty() {
+                        emptied.push(k.clone());
+                    }
+                }
+                for k in emptied {
+                    m.remove(&k);
+                }
+            }
+        }
+    }
+
+    fn for_each_mut(&mut self, mut f: impl FnMut(&mut Row)) {
+        match self {
+            Rows::Small(v) => v.iter_mut().for_each(|(_, r)| f(r)),
+            Rows::Large(m) => m.values_mut().for_each(f),
+        }
+    }
+
+    fn retain_non_empty(&mut self) {
+        match self {
+            Rows::Small(v) => v.retain(|(_, r)| !r.is_empty()),
+            Rows::Large(m) => m.retain(|_, r| !r.is_empty()),
+        }
+    }
+
+    fn iter(&self) -> RawRows<'_> {
+        match self {
+            Rows::Small(v) => RawRows::Small(v.iter()),
+            Rows::Large(m) => RawRows::Large(m.range::<Position, _>(..)),
+        }
+    }
+}
+
+/// Stored rows of one range, in either direction.
+enum RawRows<'a> {
+    Small(std::slice::Iter<'a, (Position, Row)>),
+    Large(btree_map::Range<'a, Position, Row>),
+}
+
+impl<'a> Iterator for RawRows<'a> {
+    type Item = (&'a Position, &'a Row);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            RawRows::Small(it) => it.next().map(|(k, r)| (k, r)),
+            RawRows::Large(it) => it.next(),
+        }
+    }
+}
+
+impl DoubleEndedIterator for RawRows<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            RawRows::Small(it) => it.next_back().map(|(k, r)| (k, r)),
+            RawRows::Large(it) => it.next_back(),
+        }
+    }
+}
+
+impl Partition {
+    fn new(values: Arc<[Value]>) -> Partition {
+        Partition {
+            values,
+            tombstone: NO_TS,
+            static_row: None,
+            rows: Rows::Small(Vec::new()),
+            range_tombstones: Box::new([]),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.tombstone == NO_TS
+            && self.static_row.is_none()
+            && self.rows.len() == 0
+            && self.range_tombstones.is_empty()
+    }
+
+    /// The highest range tombstone covering a row position.
+    fn range_shadow(&self, pos: &Position) -> Timestamp {
+        self.range_tombstones
+            .iter()
+            .filter(|rt| rt.start < *pos && *pos < rt.end)
+            .map(|rt| rt.ts)
+            .fold(NO_TS, Timestamp::max)
+    }
+
+    fn apply(&mut self, cmp: &ClusteringComparator, m: &PartitionMutation, now: Now) {
+        if let Some(t) = m.partition_tombstone
+            && t > self.tombstone
+        {
+            self.tombstone = t;
+            if let Some(s) = &mut self.static_row {
+                s.purge(t);
+                if s.is_empty() {
+                    self.static_row = None;
+                }
+            }
+            self.rows.for_each_mut(|r| r.purge(t));
+            self.rows.retain_non_empty();
+            if self.range_tombstones.iter().any(|rt| rt.ts <= t) {
+                let kept: Vec<_> = self
+                    .range_tombstones
+                    .iter()
+                    .filter(|rt| rt.ts > t)
+                    .cloned()
+                    .collect();
+                self.range_tombstones = kept.into_boxed_slice();
+            }
+        }
+        for rt in &m.range_tombstones {
+            if rt.ts <= self.tombstone {
+                continue;
+            }
+            let (start, end) =
+                cmp.range_positions(&ClusteringRange::new(rt.start.clone(), rt.end.clone()));
+            if start >= end {
+                continue;
+            }
+            self.rows.purge_range(&start, &end, rt.ts);
+            let mut list = std::mem::take(&mut self.range_tombstones).into_vec();
+            match list.iter_mut().find(|x| x.start == start && x.end == end) {
+                Some(x) => x.ts = x.ts.max(rt.ts),
+                None => list.push(StoredRangeTombstone {
+                    start,
+                    end,
+                    ts: rt.ts,
+                }),
+            }
+            self.range_tombstones = list.into_boxed_slice();
+        }
+        if let Some(u) = &m.static_row {
+            let row = self.static_row.get_or_insert_with(Box::default);
+            row.apply(u, self.tombstone, now);
+            if row.is_empty() {
+                self.static_row = None;
+            }
+        }
+        for (key, u) in &m.rows {
+            let pos = cmp.key_position(key);
+            let shadow = self.tombstone.max(self.range_shadow(&pos));
+            let row = self.rows.get_or_insert(pos.clone());
+            row.apply(u, shadow, now);
+            if row.is_empty() {
+                self.rows.remove(&pos);
+            }
+        }
+    }
+
+    fn drop_column(&mut self, column: ColumnId) {
+        let strip = |r: &mut Row| {
+            if r.cells.iter().any(|c| c.column == column) {
+                let mut cells = std::mem::take(&mut r.cells).into_vec();
+                cells.retain(|c| c.column != column);
+                r.cells = cells.into_boxed_slice();
+            }
+        };
+        if let Some(s) = &mut self.static_row {
+            strip(s);
+            if s.is_empty() {
+                self.static_row = None;
+            }
+        }
+        self.rows.for_each_mut(strip);
+        self.rows.retain_non_empty();
+    }
+}
+
+impl TableData {
+    /// An empty table whose clustering columns are descending where `descending` says so
+    /// (one entry per clustering column; empty for a table without clustering columns).
+    ///
+    /// The storage needs no other schema: columns are [`ColumnId`]s, values are typed by the
+    /// caller, and static-row changes come separately in each mutation.
+    pub(crate) fn new(descending: &[bool]) -> Result<TableData, StorageError> {
+        let comparator = ClusteringComparator::new(descending)
+            .ok_or(StorageError::TooManyClusteringColumns(descending.len()))?;
+        Ok(TableData {
+            comparator,
+            partitions: BTreeMap::new(),
+        })
+    }
+
+    /// The table's clustering order.
+    pub(crate) fn comparator(&self) -> ClusteringComparator {
+        self.comparator
+    }
+
+    /// Applies a mutation; TTLs expire `ttl` seconds after `now`.
+    pub(crate) fn apply(&mut self, m: &PartitionMutation, now: Now) {
+        if m.is_empty() {
+            return;
+        }
+        let cmp = self.comparator;
+        let key = (m.key.token, m.key.bytes.clone());
+        let p = self
+            .partitions
+            .entry(key.clone())
+            .or_insert_with(|| Partition::new(m.key.values.clone()));
+        p.apply(&cmp, m, now);
+        if p.is_empty() {
+            self.partitions.remove(&key);
+        }
+    }
+
+    /// A stored partition (live or not), for reads and read-before-write.
+    pub(crate) fn partition(&self, token: i64, key: &Bytes, now: Now) -> Option<PartitionView<'_>> {
+        let k = (token, key.clone());
+        self.partitions
+            .get_key_value(&k)
+            .map(|((token, bytes), p)| PartitionView {
+                token: *token,
+                bytes,
+                p,
+                cmp: self.comparator,
+                now,
+            })
+    }
+
+    /// Partitions with live data (a live static row or a live clustering row), in
+    /// `(token, key)` order, from `start`.
+    pub(crate) fn partitions(
+        &self,
+        start: PartitionStart,
+        now: Now,
+    ) -> impl Iterator<Item = PartitionView<'_>> + '_ {
+        let lower = match start {
+            PartitionStart::First => Some(Bound::Unbounded),
+            PartitionStart::TokenAtLeast(t) => Some(Bound::Included((t, Bytes::new()))),
+            PartitionStart::TokenAbove(t) => {
+                t.checked_add(1).map(|t| Bound::Included((t, Bytes::new())))
+            }
+            PartitionStart::AtKey(t, k) => Some(Bound::Included((t, k))),
+            PartitionStart::AfterKey(t, k) => Some(Bound::Excluded((t, k))),
+        };
+        let cmp = self.comparator;
+        lower
+            .into_iter()
+            .flat_map(move |lower| self.partitions.range((lower, Bound::Unbounded)))
+            .map(move |((token, bytes), p)| PartitionView {
+                token: *token,
+                bytes,
+                p,
+                cmp,
+                now,
+            })
+            .filter(PartitionView::has_live_data)
+    }
+
+    /// Removes every cell of a dropped column.
+    pub(crate) fn drop_column(&mut self, column: ColumnId) {
+        for p in self.partitions.values_mut() {
+            p.drop_column(column);
+        }
+        self.partitions.retain(|_, p| !p.is_empty());
+    }
+
+    /// Removes all data.
+    pub(crate) fn truncate(&mut self) {
+        self.partitions.clear();
+    }
+
+    /// Number of stored partitions (including ones holding only tombstones or expired data).
+    pub(crate) fn partition_count(&self) -> usize {
+        self.partitions.len()
+    }
+
+    /// Number of stored clustering rows (including rows holding only tombstones or expired
+    /// data).
+    pub(crate) fn row_count(&self) -> usize {
+        self.partitions.values().map(|p| p.rows.len()).sum()
+    }
+}
+
+/// A read view of one partition at a point in time: only live data is visible through it.
+#[derive(Clone, Copy)]
+pub(crate) struct PartitionView<'a> {
+    token: i64,
+    bytes: &'a Bytes,
+    p: &'a Partition,
+    cmp: ClusteringComparator,
+    now: Now,
+}
+
+impl<'a> PartitionView<'a> {
+    /// The partition's token.
+    pub(crate) fn token(&self) -> i64 {
+        self.token
+    }
+
+    /// The serialized partition key.
+    pub(crate) fn key_bytes(&self) -> &'a Bytes {
+        self.bytes
+    }
+
+    /// The partition-key values.
+    pub(crate) fn key_values(&self) -> &'a [Value] {
+        &self.p.values
+    }
+
+    /// The partition tombstone's timestamp, if any.
+    pub(crate) fn tombstone(&self) -> Option<Timestamp> {
+        (self.p.tombstone != NO_TS).then_some(self.p.tombstone)
+    }
+
+    /// The static row, if it has a live cell.
+    pub(crate) fn static_row(&self) -> Option<RowView<'a>> {
+        let row = self.p.static_row.as_deref()?;
+        let view = RowView {
+            key: None,
+            row,
+            now: self.now,
+        };
+        view.has_live_cell().then_some(view)
+    }
+
+    /// The live row with this clustering key.
+    pub(crate) fn row(&self, key: &[Value]) -> Option<RowView<'a>> {
+        let pos = self.cmp.at(key);
+        let row = self.p.rows.get(&pos)?;
+        row.is_live(self.now)
+            .then_some(RowView {
+                key: None,
+                row,
+                now: self.now,
+            })
+            .map(|mut v| {
+                v.key = self.p.rows_key(&pos);
+                v
+            })
+    }
+
+    /// Whether the partition has a live static row or a live clustering row.
+    pub(crate) fn has_live_data(&self) -> bool {
+        self.static_row().is_some() || self.p.rows.iter().any(|(_, r)| r.is_live(self.now))
+    }
+
+    /// Live rows in the given slices (sorted and merged first; none = no rows), in clustering
+    /// order or `reversed`, and only those strictly after `after` in that direction (paging).
+    pub(crate) fn rows(
+        &self,
+        slices: &[ClusteringRange],
+        reversed: bool,
+        after: Option<&[Value]>,
+    ) -> impl Iterator<Item = RowView<'a>> + use<'a> {
+        let mut ranges = self.cmp.normalize(slices);
+        if let Some(after) = after {
+            let values: Arc<[Value]> = Arc::from(after);
+            for r in &mut ranges {
+                if reversed {
+                    let cut = self.cmp.before(values.clone());
+                    if cut < r.1 {
+                        r.1 = cut;
+                    }
+                } else {
+                    let cut = self.cmp.after(values.clone());
+                    if cut > r.0 {
+                        r.0 = cut;
+                    }
+                }
+            }
+            ranges.retain(|(s, e)| s < e);
+        }
+        if reversed {
+            ranges.reverse();
+        }
+        let (p, now) = (self.p, self.now);
+        ranges
+            .into_iter()
+            .flat_map(move |(s, e)| {
+                let raw = p.rows.range(&s, &e);
+                let it: Box<dyn Iterator<Item = (&'a Position, &'a Row)> + 'a> = if reversed {
+                    Box::new(raw.rev())
+                } else {
+                    Box::new(raw)
+                };
+                it
+            })
+            .filter(move |(_, r)| r.is_live(now))
+            .map(move |(k, row)| RowView {
+                key: Some(&k.values),
+                row,
+                now,
+            })
+    }
+
+    /// Every live row, in clustering order.
+    pub(crate) fn all_rows(&self) -> impl Iterator<Item = RowView<'a>> + use<'a> {
+        self.rows(&[ClusteringRange::full()], false, None)
+    }
+}
+
+impl Partition {
+    fn rows_key(&self, pos: &Position) -> Option<&Arc<[Value]>> {
+        match &self.rows {
+            Rows::Small(v) => v
+                .binary_search_by(|(k, _)| k.cmp(pos))
+                .ok()
+                .map(|i| &v[i].0.values),
+            Rows::Large(m) => m.get_key_value(pos).map(|(k, _)| &k.values),
+        }
+    }
+}
+
+/// A read view of one live row (or the static row) at a point in time.
+#[derive(Clone, Copy)]
+pub(crate) struct RowView<'a> {
+    key: Option<&'a Arc<[Value]>>,
+    row: &'a Row,
+    now: Now,
+}
+
+/// The live row marker of a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MarkerView {
+    /// Write timestamp.
+    pub ts: Timestamp,
+    /// Remaining TTL in seconds, if the marker expires.
+    pub ttl: Option<u32>,
+}
+
+impl<'a> RowView<'a> {
+    /// The clustering key (empty for the static row and for tables without clustering
+    /// columns).
+    pub(crate) fn key(&self) -> &'a [Value] {
+        self.key.map_or(&[], |k| &k[..])
+    }
+
+    /// The clustering key as a shareable [`ClusteringKey`].
+    pub(crate) fn clustering_key(&self) -> ClusteringKey {
+        self.key
+            .map_or_else(ClusteringKey::empty, |k| ClusteringKey(k.clone()))
+    }
+
+    /// The live row marker.
+    pub(crate) fn marker(&self) -> Option<MarkerView> {
+        let m = &self.row.marker;
+        m.is_live(self.now).then(|| MarkerView {
+            ts: m.ts,
+            ttl: remaining_ttl(m.expiry, self.now),
+        })
+    }
+
+    /// The row tombstone's timestamp, if any.
+    pub(crate) fn deletion(&self) -> Option<Timestamp> {
+        (self.row.deletion != NO_TS).then_some(self.row.deletion)
+    }
+
+    /// The live cell of a column (a collection with no live element is no cell).
+    pub(crate) fn cell(&self, column: ColumnId) -> Option<CellView<'a>> {
+        let i = self
+            .row
+            .cells
+            .binary_search_by_key(&column, |c| c.column)
+            .ok()?;
+        cell_view(self.row.cells.get(i)?, self.now)
+    }
+
+    /// Every live cell, by column id.
+    pub(crate) fn cells(&self) -> impl Iterator<Item = (ColumnId, CellView<'a>)> + use<'a> {
+        let now = self.now;
+        self.row
+            .cells
+            .iter()
+            .filter_map(move |c| cell_view(c, now).map(|v| (c.column, v)))
+    }
+
+    fn has_live_cell(&self) -> bool {
+        self.cells().next().is_some()
+    }
+}
+
+fn cell_view(c: &Cell, now: Now) -> Option<CellView<'_>> {
+    match &c.state {
+        CellState::Atomic(a) => a.live_value(now).map(|value| CellView::Atomic {
+            value,
+            ts: a.ts,
+            ttl: remaining_ttl(a.expiry, now),
+        }),
+        CellState::Counter { ts, sum } => Some(CellView::Counter {
+            value: *sum,
+            ts: *ts,
+        }),
+        CellState::Collection(coll) => {
+            let view = CollectionView {
+                elements: &coll.elements,
+                now,
+            };
+            view.iter()
+                .next()
+                .is_some()
+                .then_some(CellView::Collection(view))
+        }
+    }
+}
+
+/// A live cell.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CellView<'a> {
+    /// An atomic cell.
+    Atomic {
+        /// The value.
+        value: &'a Value,
+        /// Write timestamp (`writetime()`).
+        ts: Timestamp,
+        /// Remaining TTL in seconds (`ttl()`), if the cell expires.
+        ttl: Option<u32>,
+    },
+    /// A counter.
+    Counter {
+        /// The counter's value.
+        value: i64,
+        /// The latest update's timestamp.
+        ts: Timestamp,
+    },
+    /// A non-frozen collection or UDT with at least one live element.
+    Collection(CollectionView<'a>),
+}
+
+impl CellView<'_> {
+    /// The cell's value as a column of type `typ` reads it: a counter as `bigint`, a
+    /// collection assembled from its live elements (see [`CollectionView::to_value`]).
+    pub(crate) fn to_value(self, typ: &CqlType) -> Option<Value> {
+        match self {
+            CellView::Atomic { value, .. } => Some(value.clone()),
+            CellView::Counter { value, .. } => Some(Value::Bigint(value)),
+            CellView::Collection(c) => c.to_value(typ),
+        }
+    }
+
+    /// The write timestamp of an atomic cell or counter (`None` for collections: see their
+    /// elements).
+    pub(crate) fn write_time(&self) -> Option<Timestamp> {
+        match self {
+            CellView::Atomic { ts, .. } | CellView::Counter { ts, .. } => Some(*ts),
+            CellView::Collection(_) => None,
+        }
+    }
+}
+
+/// The live elements of a non-frozen collection or UDT, in key order.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CollectionView<'a> {
+    elements: &'a [(Value, Atomic)],
+    now: Now,
+}
+
+/// One live element of a collection.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ElementView<'a> {
+    /// The key (list timeuuid, set element, map key, UDT field index as `smallint`).
+    pub key: &'a Value,
+    /// The value ([`Value::Empty`] for set elements).
+    pub value: &'a Value,
+    /// Write timestamp.
+    pub ts: Timestamp,
+    /// Remaining TTL in seconds, if the element expires.
+    pub ttl: Option<u32>,
+}
+
+impl<'a> CollectionView<'a> {
+    /// The live elements, in key order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = ElementView<'a>> + use<'a> {
+        let now = self.now;
+        self.elements.iter().filter_map(move |(k, a)| {
+            a.live_value(now).map(|value| ElementView {
+                key: k,
+                value,
+                ts: a.ts,
+                ttl: remaining_ttl(a.expiry, now),
+            })
+        })
+    }
+
+    /// The collection as a value of `typ` (frozen or not): a list of the values, a set of
+    /// the keys, a map, or a UDT with the fields at their indexes (others null). `None` when
+    /// `typ` is not a collection or UDT, or nothing is live.
+    pub(crate) fn to_value(self, typ: &CqlType) -> Option<Value> {
+        let mut it = self.iter().peekable();
+        it.peek()?;
+        match typ {
+            CqlType::List { .. } => Some(Value::List(it.map(|e| e.value.clone()).collect())),
+            CqlType::Set { .. } => Some(Value::Set(it.map(|e| e.key.clone()).collect())),
+            CqlType::Map { .. } => Some(Value::Map(
+                it.map(|e| (e.key.clone(), e.value.clone())).collect(),
+            )),
+            CqlType::Udt { def, .. } => {
+                let mut fields = vec![None; def.fields.len()];
+                for e in it {
+                    let idx = e.key.as_smallint().and_then(|i| usize::try_from(i).ok());
+                    if let Some(slot) = idx.and_then(|i| fields.get_mut(i)) {
+                        *slot = Some(e.value.clone());
+                    }
+                }
+                Some(Value::Udt(Arc::from(fields)))
+            }
+            _ => None,
+        }
+    }
+}
