@@ -238,7 +238,12 @@ impl CDCCheckpointSaver for TableBackedCheckpointSaver {
             .session
             .execute_unpaged(
                 &self.select_generation,
-                (&self.reader_name, &self.keyspace, &self.table, GENERATION_ROW),
+                (
+                    &self.reader_name,
+                    &self.keyspace,
+                    &self.table,
+                    GENERATION_ROW,
+                ),
             )
             .await?
             .into_rows_result()?;
@@ -304,7 +309,10 @@ pub(crate) mod tests {
     #[async_trait]
     impl CDCCheckpointSaver for MemorySaver {
         async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()> {
-            let mut streams = self.streams.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+            let mut streams = self
+                .streams
+                .lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))?;
             for s in &checkpoint.stream_ids {
                 streams.insert(*s, checkpoint.timestamp);
             }
@@ -342,7 +350,10 @@ pub(crate) mod tests {
             &self,
             stream_ids: &[StreamID],
         ) -> anyhow::Result<Option<DateTime<Utc>>> {
-            let streams = self.streams.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+            let streams = self
+                .streams
+                .lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))?;
             Ok(earliest_of_all(
                 stream_ids.iter().map(|s| streams.get(s).copied()),
             ))

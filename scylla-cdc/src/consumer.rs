@@ -607,14 +607,26 @@ pub(crate) mod tests {
 
     #[test]
     fn operation_codes() {
-        assert_eq!(OperationType::from_code(0), (OperationType::PreImage, false));
-        assert_eq!(OperationType::from_code(2), (OperationType::RowInsert, false));
+        assert_eq!(
+            OperationType::from_code(0),
+            (OperationType::PreImage, false)
+        );
+        assert_eq!(
+            OperationType::from_code(2),
+            (OperationType::RowInsert, false)
+        );
         assert_eq!(
             OperationType::from_code(8),
             (OperationType::RowRangeDelExclRight, false)
         );
-        assert_eq!(OperationType::from_code(9), (OperationType::PostImage, false));
-        assert_eq!(OperationType::from_code(-3), (OperationType::RowDelete, true));
+        assert_eq!(
+            OperationType::from_code(9),
+            (OperationType::PostImage, false)
+        );
+        assert_eq!(
+            OperationType::from_code(-3),
+            (OperationType::RowDelete, true)
+        );
         assert_eq!(
             OperationType::from_code(-4),
             (OperationType::PartitionDelete, true)
@@ -647,7 +659,11 @@ pub(crate) mod tests {
         assert!(ColumnIndex::new(&specs).unwrap_err().contains("cdc$time"));
         let mut specs = log_specs();
         specs[7] = spec(OPERATION, ColumnType::Native(NativeType::Text));
-        assert!(ColumnIndex::new(&specs).unwrap_err().contains("cdc$operation"));
+        assert!(
+            ColumnIndex::new(&specs)
+                .unwrap_err()
+                .contains("cdc$operation")
+        );
     }
 
     #[test]
@@ -760,7 +776,13 @@ pub(crate) mod tests {
         let refs = as_refs(&cells);
         let h = idx.header(&refs).unwrap();
         let row = CDCRow::new(h, &idx, &specs, &refs);
-        assert!(matches!(row.get_value("v"), Err(ColumnError::Decode { .. })));
-        assert!(matches!(row.get_value("s"), Err(ColumnError::Decode { .. })));
+        assert!(matches!(
+            row.get_value("v"),
+            Err(ColumnError::Decode { .. })
+        ));
+        assert!(matches!(
+            row.get_value("s"),
+            Err(ColumnError::Decode { .. })
+        ));
     }
 }

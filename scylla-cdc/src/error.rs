@@ -88,7 +88,9 @@ pub enum CDCError {
     },
 
     /// Reading a window of the CDC log failed with a non-transient error.
-    #[error("reading the CDC log of streams {streams} in window [{window_start}, {window_end}) failed: {source}")]
+    #[error(
+        "reading the CDC log of streams {streams} in window [{window_start}, {window_end}) failed: {source}"
+    )]
     LogRead {
         /// The stream group being read.
         streams: StreamList,
@@ -102,7 +104,9 @@ pub enum CDCError {
     },
 
     /// A page of the CDC log could not be decoded (wrong column types, malformed rows).
-    #[error("the CDC log of streams {streams} in window [{window_start}, {window_end}) has unreadable data: {detail}")]
+    #[error(
+        "the CDC log of streams {streams} in window [{window_start}, {window_end}) has unreadable data: {detail}"
+    )]
     BadLogData {
         /// The stream group being read.
         streams: StreamList,
@@ -115,7 +119,9 @@ pub enum CDCError {
     },
 
     /// The user's consumer returned an error; the reader stopped.
-    #[error("the consumer failed on stream {stream} in window [{window_start}, {window_end}): {source}")]
+    #[error(
+        "the consumer failed on stream {stream} in window [{window_start}, {window_end}): {source}"
+    )]
     Consumer {
         /// The stream of the row the consumer failed on.
         stream: StreamID,

@@ -203,8 +203,14 @@ impl CDCLogReaderBuilder {
     /// start), a missing keyspace or table, a table without CDC, a failed metadata query, or
     /// a failure to load saved progress.
     pub async fn build(self) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
-        let session = self.session.clone().ok_or(CDCError::MissingOption("session"))?;
-        let keyspace = self.keyspace.clone().ok_or(CDCError::MissingOption("keyspace"))?;
+        let session = self
+            .session
+            .clone()
+            .ok_or(CDCError::MissingOption("session"))?;
+        let keyspace = self
+            .keyspace
+            .clone()
+            .ok_or(CDCError::MissingOption("keyspace"))?;
         let table = self
             .table_name
             .clone()
@@ -373,10 +379,7 @@ async fn check_table(session: &Session, keyspace: &str, table: &str) -> Result<(
 
 /// Number of rows of a result (0 when it is not rows).
 fn rows_count(result: scylla::response::query_result::QueryResult) -> usize {
-    result
-        .into_rows_result()
-        .map(|r| r.rows_num())
-        .unwrap_or(0)
+    result.into_rows_result().map(|r| r.rows_num()).unwrap_or(0)
 }
 
 /// Whether the keyspace uses tablets: `initial_tablets` in `system_schema.scylla_keyspaces`
@@ -466,13 +469,12 @@ impl Worker {
             return Ok(generation.timestamp);
         }
         if let Some(loader) = &self.loader {
-            let saved = loader
-                .load_last_checkpoint(group)
-                .await
-                .map_err(|source| CDCError::Checkpoint {
+            let saved = loader.load_last_checkpoint(group).await.map_err(|source| {
+                CDCError::Checkpoint {
                     action: "load a stream checkpoint",
                     source,
-                })?;
+                }
+            })?;
             if let Some(saved) = saved {
                 return Ok(saved.max(generation.timestamp));
             }
@@ -592,5 +594,329 @@ impl Future for CDCReaderHandle {
         Pin::new(&mut self.task)
             .poll(cx)
             .map(|joined| joined.unwrap_or_else(|e| Err(CDCError::Task(e.to_string()))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cdc_types::StreamID;
+    use crate::checkpoints::tests::MemorySaver;
+    use crate::consumer::Consumer;
+    use crate::stream_generations::tests::FakeFetcher;
+    use crate::stream_reader::tests::{FakeLog, Recorder, Seen, ms, row, stream};
+    use crate::time::TokioClock;
+    use async_trait::async_trait;
+    use std::sync::Mutex;
+
+    const BASE: i64 = 1_700_000_000_000;
+
+    struct Factory {
+        seen: Arc<Mutex<Vec<Seen>>>,
+        fail_on: Option<i32>,
+    }
+
+    #[async_trait]
+    impl ConsumerFactory for Factory {
+        async fn new_consumer(&self) -> Box<dyn Consumer> {
+            Box::new(Recorder {
+                seen: self.seen.clone(),
+                fail_on: self.fail_on,
+            })
+        }
+    }
+
+    fn g(ms_: i64) -> GenerationTimestamp {
+        GenerationTimestamp::new(ms(ms_))
+    }
+
+    struct Env {
+        fetcher: Arc<FakeFetcher>,
+        log: Arc<FakeLog>,
+        saver: Arc<MemorySaver>,
+        seen: Arc<Mutex<Vec<Seen>>>,
+    }
+
+    impl Env {
+        fn new() -> Self {
+            Self {
+                fetcher: Arc::new(FakeFetcher::default()),
+                log: Arc::new(FakeLog::new(7)),
+                saver: Arc::new(MemorySaver::default()),
+                seen: Arc::new(Mutex::new(Vec::new())),
+            }
+        }
+
+        fn builder(&self) -> CDCLogReaderBuilder {
+            CDCLogReaderBuilder::new()
+                .window_size(Duration::from_secs(60))
+                .safety_interval(Duration::from_secs(30))
+                .sleep_interval(Duration::from_secs(10))
+                .clock(Arc::new(TokioClock::starting_at(ms(BASE))))
+        }
+
+        async fn start(
+            &self,
+            b: CDCLogReaderBuilder,
+            fail_on: Option<i32>,
+        ) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
+            let (save, load) = b.validate()?;
+            let factory = Arc::new(Factory {
+                seen: self.seen.clone(),
+                fail_on,
+            });
+            b.start(
+                self.fetcher.clone(),
+                self.log.clone(),
+                factory,
+                "ks".into(),
+                "t".into(),
+                save,
+                load,
+            )
+            .await
+        }
+
+        fn seen(&self) -> Vec<Seen> {
+            self.seen.lock().unwrap().clone()
+        }
+    }
+
+    #[tokio::test]
+    async fn build_rejects_bad_configuration() {
+        let err = CDCLogReaderBuilder::new().build().await.err().unwrap();
+        assert!(matches!(err, CDCError::MissingOption("session")), "{err}");
+        let e = Env::new();
+        let zero = e
+            .builder()
+            .window_size(Duration::ZERO)
+            .validate()
+            .unwrap_err();
+        assert!(matches!(zero, CDCError::InvalidConfig(_)), "{zero}");
+        let sleep = e
+            .builder()
+            .sleep_interval(Duration::ZERO)
+            .validate()
+            .unwrap_err();
+        assert!(matches!(sleep, CDCError::InvalidConfig(_)), "{sleep}");
+        let backwards = e
+            .builder()
+            .start_timestamp(ms(10))
+            .end_timestamp(ms(10))
+            .validate()
+            .unwrap_err();
+        assert!(
+            backwards.to_string().contains("end_timestamp"),
+            "{backwards}"
+        );
+        let no_saver = e
+            .builder()
+            .should_load_progress(true)
+            .validate()
+            .unwrap_err();
+        assert!(matches!(
+            no_saver,
+            CDCError::MissingOption("checkpoint_saver")
+        ));
+        assert_eq!(e.builder().validate().unwrap(), (false, false));
+        let with_saver = e.builder().checkpoint_saver(e.saver.clone());
+        assert_eq!(with_saver.validate().unwrap(), (true, true));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_generation_is_an_error() {
+        let e = Env::new();
+        let err = e.start(e.builder(), None).await.err().unwrap();
+        assert!(matches!(err, CDCError::NoGeneration { .. }), "{err}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn follows_a_new_generation_after_finishing_the_old_one() {
+        let e = Env::new();
+        e.fetcher
+            .add(g(BASE - 3_600_000), vec![vec![stream(1)], vec![stream(2)]]);
+        e.log.push(row(1, (BASE - 1_800_000) * 1000, 0, 1));
+        e.log.push(row(2, (BASE + 30_000) * 1000, 0, 2));
+        e.log.push(row(1, (BASE + 50_000) * 1000, 0, 3));
+        e.log.push(row(3, (BASE + 70_000) * 1000, 0, 4));
+        e.log.push(row(3, (BASE + 100_000) * 1000, 0, 5));
+        let fetcher = e.fetcher.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            fetcher.add(g(BASE + 60_000), vec![vec![stream(3)]]);
+        });
+        let b = e
+            .builder()
+            .start_timestamp(ms(BASE - 3_600_000))
+            .end_timestamp(ms(BASE + 120_000))
+            .checkpoint_saver(e.saver.clone());
+        let (_reader, handle) = e.start(b, None).await.unwrap();
+        handle.await.unwrap();
+        let vs: Vec<i32> = e.seen().iter().filter_map(|s| s.3).collect();
+        assert_eq!(vs.len(), 5, "{vs:?}");
+        // Every row of the first generation came before any of the second.
+        let first_g2 = vs.iter().position(|v| *v >= 4).unwrap();
+        assert!(vs[..first_g2].iter().all(|v| *v <= 3));
+        assert_eq!(vs[first_g2..], [4, 5]);
+        assert_eq!(
+            *e.saver.generations_saved.lock().unwrap(),
+            vec![g(BASE - 3_600_000), g(BASE + 60_000)]
+        );
+        // The first generation's groups were never asked past the second's start.
+        for (streams, _, end, _) in e.log.requests.lock().unwrap().iter() {
+            if streams[0] != stream(3) {
+                assert!(*end <= ms(BASE + 60_000));
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn resume_from_checkpoints_loses_nothing() {
+        let e = Env::new();
+        let g1 = BASE - 3_600_000;
+        let g2 = BASE - 600_000;
+        e.fetcher.add(g(g1), vec![vec![stream(1)]]);
+        e.fetcher.add(g(g2), vec![vec![stream(2)]]);
+        let mut v = 0;
+        for i in 0..300 {
+            v += 1;
+            e.log.push(row(1, (g1 + i * 10_000) * 1000, 0, v));
+        }
+        for i in 0..50 {
+            v += 1;
+            e.log.push(row(2, (g2 + i * 10_000) * 1000, 0, v));
+        }
+        let total = v;
+
+        // Run 1 "crashes" on row 200 (the consumer fails).
+        let b = e
+            .builder()
+            .start_timestamp(ms(g1))
+            .checkpoint_saver(e.saver.clone())
+            .pause_between_saves(Duration::ZERO);
+        let (_r1, h1) = e.start(b, Some(200)).await.unwrap();
+        assert!(matches!(h1.await, Err(CDCError::Consumer { .. })));
+        let run1 = e.seen();
+        assert_eq!(run1.len(), 199);
+        let checkpoint = e.saver.streams.lock().unwrap()[&stream(1)];
+        e.seen.lock().unwrap().clear();
+
+        // Run 2 starts "now" by default, but resumes from the checkpoint, follows into the
+        // next generation and stops once caught up.
+        let b = e.builder().checkpoint_saver(e.saver.clone());
+        let (mut r2, h2) = e.start(b, None).await.unwrap();
+        r2.stop_at(ms(BASE - 35_000));
+        h2.await.unwrap();
+        let run2 = e.seen();
+        let mut all: Vec<i32> = run1.iter().chain(&run2).filter_map(|s| s.3).collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all, (1..=total).collect::<Vec<_>>(), "something was lost");
+        // Duplicates only after the last checkpoint.
+        let cp_us = checkpoint.timestamp_micros();
+        for dup in run2.iter().filter(|s| run1.contains(s)) {
+            assert!(
+                dup.1 >= cp_us,
+                "{dup:?} redelivered from before {checkpoint}"
+            );
+        }
+        assert!(run2.len() < 200, "run 2 restarted from scratch");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_loading_the_start_timestamp_applies() {
+        let e = Env::new();
+        e.fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+        e.log.push(row(1, (BASE - 3_000_000) * 1000, 0, 1));
+        e.log.push(row(1, (BASE - 1_000_000) * 1000, 0, 2));
+        e.saver
+            .streams
+            .lock()
+            .unwrap()
+            .insert(stream(1), ms(BASE - 3_500_000));
+        let b = e
+            .builder()
+            .start_timestamp(ms(BASE - 2_000_000))
+            .end_timestamp(ms(BASE - 500_000))
+            .checkpoint_saver(e.saver.clone())
+            .should_load_progress(false);
+        let (_r, h) = e.start(b, None).await.unwrap();
+        h.await.unwrap();
+        let vs: Vec<i32> = e.seen().iter().filter_map(|s| s.3).collect();
+        assert_eq!(vs, vec![2]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stop_resolves_promptly_and_drop_stops_too() {
+        let e = Env::new();
+        e.fetcher
+            .add(g(BASE - 3_600_000), vec![vec![stream(1)], vec![stream(2)]]);
+        let (mut r, h) = e.start(e.builder(), None).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(100)).await;
+        let before = tokio::time::Instant::now();
+        r.stop();
+        h.await.unwrap();
+        assert!(before.elapsed() < Duration::from_millis(1));
+
+        let (r, h) = e.start(e.builder(), None).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(100)).await;
+        drop(r);
+        tokio::time::timeout(Duration::from_secs(1), h)
+            .await
+            .expect("dropping the reader did not stop it")
+            .unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn consumer_error_stops_every_group() {
+        let e = Env::new();
+        e.fetcher
+            .add(g(BASE - 3_600_000), vec![vec![stream(1)], vec![stream(2)]]);
+        e.log.push(row(1, (BASE - 3_000_000) * 1000, 0, 13));
+        let b = e.builder().start_timestamp(ms(BASE - 3_600_000));
+        let (_r, h) = e.start(b, Some(13)).await.unwrap();
+        // Without the error the reader would run forever (no end).
+        let err = tokio::time::timeout(Duration::from_secs(3600), h)
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert!(matches!(err, CDCError::Consumer { stream: s, .. } if s == stream(1)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stop_at_delivers_everything_before_it() {
+        let e = Env::new();
+        e.fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+        // Rows written after the reader started, up to just before the stop time.
+        for i in 0..20 {
+            e.log.push(row(1, (BASE + i * 5_000) * 1000, 0, i as i32));
+        }
+        e.log.push(row(1, (BASE + 100_000) * 1000 + 1, 0, 99));
+        let (mut r, h) = e.start(e.builder(), None).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(50)).await;
+        // Rounded up to the next millisecond: the row 1 µs after it is still excluded.
+        r.stop_at(DateTime::from_timestamp_micros((BASE + 100_000) * 1000 - 500).unwrap());
+        h.await.unwrap();
+        let vs: Vec<i32> = e.seen().iter().filter_map(|s| s.3).collect();
+        assert_eq!(vs, (0..20).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn identifiers_are_quoted() {
+        assert_eq!(quote_identifier("ks"), "\"ks\"");
+        assert_eq!(quote_identifier("we\"ird"), "\"we\"\"ird\"");
+    }
+
+    #[test]
+    fn ceil_millis() {
+        let t = DateTime::from_timestamp_micros(1_500).unwrap();
+        assert_eq!(ceil_to_millis(t), ms(2));
+        assert_eq!(ceil_to_millis(ms(7)), ms(7));
+    }
+
+    #[test]
+    fn stream_ids_display_in_errors() {
+        let s = StreamID::new([0xab; 16]);
+        assert!(s.to_string().starts_with("0xabab"));
     }
 }

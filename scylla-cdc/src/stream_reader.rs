@@ -12,9 +12,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use scylla::client::session::Session;
+use scylla::deserialize::DeserializationError;
 use scylla::deserialize::result::TypedRowIterator;
 use scylla::deserialize::row::ColumnIterator;
-use scylla::deserialize::DeserializationError;
 use scylla::errors::ExecutionError;
 use scylla::frame::response::result::ColumnSpec;
 use scylla::response::query_result::QueryRowsResult;
@@ -66,14 +66,12 @@ impl<'p> Iterator for PageRows<'p> {
         match self {
             Self::Driver(it) => it.next(),
             #[cfg(test)]
-            Self::Raw { specs, rows } => rows
-                .next()
-                .map(|r| {
-                    Ok(ColumnIterator::new(
-                        specs,
-                        scylla::deserialize::FrameSlice::new_borrowed(r),
-                    ))
-                }),
+            Self::Raw { specs, rows } => rows.next().map(|r| {
+                Ok(ColumnIterator::new(
+                    specs,
+                    scylla::deserialize::FrameSlice::new_borrowed(r),
+                ))
+            }),
         }
     }
 }
@@ -83,9 +81,7 @@ impl LogPage {
     fn rows(&self) -> Result<(&[ColumnSpec<'_>], PageRows<'_>), String> {
         match self {
             Self::Driver(result) => {
-                let rows = result
-                    .rows::<ColumnIterator>()
-                    .map_err(|e| e.to_string())?;
+                let rows = result.rows::<ColumnIterator>().map_err(|e| e.to_string())?;
                 Ok((result.column_specs().as_slice(), PageRows::Driver(rows)))
             }
             #[cfg(test)]
@@ -661,8 +657,10 @@ pub(crate) mod tests {
         let start_us = (BASE - 3_600_000) * 1000;
         for i in 0..7 {
             s.log.push(row(2, start_us + i * 1_000_000, 0, i as i32));
-            s.log.push(row(1, start_us + i * 1_000_000, 1, 100 + i as i32));
-            s.log.push(row(1, start_us + i * 1_000_000, 0, 200 + i as i32));
+            s.log
+                .push(row(1, start_us + i * 1_000_000, 1, 100 + i as i32));
+            s.log
+                .push(row(1, start_us + i * 1_000_000, 0, 200 + i as i32));
         }
         s.end_tx.send(Some(ms(BASE - 3_000_000))).unwrap();
         r.run().await.unwrap();
@@ -694,7 +692,11 @@ pub(crate) mod tests {
         r.run().await.unwrap();
         assert_eq!(s.seen.lock().unwrap().len(), 2);
         // Paused clock: time only advances when the reader sleeps.
-        assert!(before.elapsed() < Duration::from_secs(1), "{:?}", before.elapsed());
+        assert!(
+            before.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            before.elapsed()
+        );
         let windows = s.log.requests.lock().unwrap().len();
         assert_eq!(windows, 120);
     }
@@ -709,7 +711,10 @@ pub(crate) mod tests {
         r.run().await.unwrap();
         assert_eq!(s.seen.lock().unwrap().len(), 1);
         let waited = before.elapsed();
-        assert!(waited >= Duration::from_secs(36) && waited <= Duration::from_secs(50), "{waited:?}");
+        assert!(
+            waited >= Duration::from_secs(36) && waited <= Duration::from_secs(50),
+            "{waited:?}"
+        );
         // Every window respected the safety interval.
         for (_, _, end, _) in s.log.requests.lock().unwrap().iter() {
             assert!(*end <= ms(BASE + 6_000));
@@ -781,7 +786,9 @@ pub(crate) mod tests {
             s.log.push(row(3, (BASE - 90_000 + i) * 1000, 0, i as i32));
         }
         let err = r.run().await.unwrap_err();
-        assert!(matches!(err, CDCError::Consumer { stream, .. } if stream == super::tests::stream(3)));
+        assert!(
+            matches!(err, CDCError::Consumer { stream, .. } if stream == super::tests::stream(3))
+        );
         assert!(err.to_string().contains("consumer refused"));
         assert_eq!(s.seen.lock().unwrap().len(), 2);
     }
@@ -795,7 +802,11 @@ pub(crate) mod tests {
         s.log.push(unknown);
         // A row of a stream that was not asked for cannot come from a correct server, but if
         // it does it is skipped.
-        s.log.rows.lock().unwrap().push(row(9, (BASE - 88_000) * 1000, 0, 3));
+        s.log
+            .rows
+            .lock()
+            .unwrap()
+            .push(row(9, (BASE - 88_000) * 1000, 0, 3));
         s.end_tx.send(Some(ms(BASE - 40_000))).unwrap();
         r.run().await.unwrap();
         let vs: Vec<Option<i32>> = s.seen.lock().unwrap().iter().map(|x| x.3).collect();

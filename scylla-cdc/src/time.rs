@@ -145,11 +145,17 @@ pub(crate) mod tests {
         let w = Duration::from_secs(60);
         let s = Duration::from_secs(30);
         // Far behind: full window.
-        assert_eq!(next_window_end(ms(0), w, ms(1_000_000), s, None), ms(60_000));
+        assert_eq!(
+            next_window_end(ms(0), w, ms(1_000_000), s, None),
+            ms(60_000)
+        );
         // Close to now: capped by now - safety.
         assert_eq!(next_window_end(ms(0), w, ms(40_000), s, None), ms(10_000));
         // now - safety before start: empty window.
-        assert_eq!(next_window_end(ms(50_000), w, ms(40_000), s, None), ms(50_000));
+        assert_eq!(
+            next_window_end(ms(50_000), w, ms(40_000), s, None),
+            ms(50_000)
+        );
         // Limit (next generation or end) caps it.
         assert_eq!(
             next_window_end(ms(0), w, ms(1_000_000), s, Some(ms(5_000))),
