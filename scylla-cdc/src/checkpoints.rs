@@ -130,7 +130,7 @@ impl TableBackedCheckpointSaver {
             .await
             .map_err(|source| CDCError::Query {
                 what: format!("creating the checkpoint table {name}"),
-                source,
+                source: Box::new(source),
             })?;
         let prepare = |text: String| {
             let session = session.clone();
@@ -140,7 +140,7 @@ impl TableBackedCheckpointSaver {
                     .await
                     .map_err(|source| CDCError::Prepare {
                         statement: text,
-                        source,
+                        source: Box::new(source),
                     })
             }
         };

@@ -65,7 +65,7 @@ pub enum CDCError {
         statement: String,
         /// The driver's error.
         #[source]
-        source: PrepareError,
+        source: Box<PrepareError>,
     },
 
     /// A query for metadata (schema, generations, streams) failed.
@@ -75,7 +75,7 @@ pub enum CDCError {
         what: String,
         /// The driver's error.
         #[source]
-        source: ExecutionError,
+        source: Box<ExecutionError>,
     },
 
     /// A metadata table returned data the library cannot use.
@@ -100,7 +100,7 @@ pub enum CDCError {
         window_end: DateTime<Utc>,
         /// The driver's error.
         #[source]
-        source: ExecutionError,
+        source: Box<ExecutionError>,
     },
 
     /// A page of the CDC log could not be decoded (wrong column types, malformed rows).

@@ -246,12 +246,12 @@ impl CDCLogReaderBuilder {
                 "sleep_interval must be greater than zero".into(),
             ));
         }
-        if let (Some(s), Some(e)) = (self.start_timestamp, self.end_timestamp) {
-            if e <= s {
-                return Err(CDCError::InvalidConfig(format!(
-                    "end_timestamp ({e}) must be after start_timestamp ({s})"
-                )));
-            }
+        if let (Some(s), Some(e)) = (self.start_timestamp, self.end_timestamp)
+            && e <= s
+        {
+            return Err(CDCError::InvalidConfig(format!(
+                "end_timestamp ({e}) must be after start_timestamp ({s})"
+            )));
         }
         let has_saver = self.checkpoint_saver.is_some();
         let save = self.should_save_progress.unwrap_or(has_saver);
@@ -340,7 +340,10 @@ impl CDCLogReaderBuilder {
 async fn check_table(session: &Session, keyspace: &str, table: &str) -> Result<(), CDCError> {
     let query_err = |what: &str| {
         let what = what.to_owned();
-        move |source| CDCError::Query { what, source }
+        move |source| CDCError::Query {
+            what,
+            source: Box::new(source),
+        }
     };
     let ks = session
         .query_unpaged(
@@ -403,7 +406,7 @@ async fn uses_tablets(session: &Session, keyspace: &str) -> Result<bool, CDCErro
         Err(source) => {
             return Err(CDCError::Query {
                 what: "reading system_schema.scylla_keyspaces".into(),
-                source,
+                source: Box::new(source),
             });
         }
     };
@@ -495,10 +498,10 @@ impl Worker {
     ) -> Result<(), CDCError> {
         let groups = self.fetcher.fetch_stream_groups(&generation).await?;
         info!(generation = %generation, groups = groups.len(), "reading a CDC generation");
-        if let Some(saver) = &self.settings.saver {
-            if let Err(e) = saver.save_new_generation(&generation).await {
-                warn!(error = %e, generation = %generation, "could not save the CDC generation");
-            }
+        if let Some(saver) = &self.settings.saver
+            && let Err(e) = saver.save_new_generation(&generation).await
+        {
+            warn!(error = %e, generation = %generation, "could not save the CDC generation");
         }
         let next = next_generation(&self.generations, &generation);
         let (gen_end_tx, gen_end_rx) = watch::channel(next.map(|g| g.timestamp));

@@ -67,7 +67,7 @@ where
 {
     let query_err = |source| CDCError::Query {
         what: what.to_owned(),
-        source,
+        source: Box::new(source),
     };
     let bad = |detail: String| CDCError::BadMetadata {
         what: what.to_owned(),
@@ -98,7 +98,7 @@ async fn prepare(session: &Session, text: &str) -> Result<PreparedStatement, CDC
         .await
         .map_err(|source| CDCError::Prepare {
             statement: text.to_owned(),
-            source,
+            source: Box::new(source),
         })?;
     p.set_is_idempotent(true);
     Ok(p)

@@ -36,6 +36,8 @@ const RETRY_BACKOFF_START: Duration = Duration::from_millis(50);
 const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// One page of log rows.
+// The test-only variant is the small one; production builds have only `Driver`.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum LogPage {
     /// A page returned by the driver.
     Driver(QueryRowsResult),
@@ -134,7 +136,7 @@ impl DriverLogSource {
                 .await
                 .map_err(|source| CDCError::Prepare {
                     statement: text,
-                    source,
+                    source: Box::new(source),
                 })?;
         statement.set_is_idempotent(true);
         Ok(Self { session, statement })
@@ -346,7 +348,7 @@ impl Plan {
                         streams: StreamList(self.streams.clone()),
                         window_start: start,
                         window_end: end,
-                        source,
+                        source: Box::new(source),
                     });
                 }
             }
@@ -462,13 +464,16 @@ pub(crate) mod tests {
         Fail(ExecutionError),
     }
 
+    /// A request the fake log got: streams, window, and whether it continued a paging state.
+    pub(crate) type Request = (Vec<StreamID>, DateTime<Utc>, DateTime<Utc>, bool);
+
     /// An in-memory log: rows by stream, split in pages of `page_size`; errors can be
     /// scripted for the next requests. `std` mutexes, never held across `.await`.
     pub(crate) struct FakeLog {
         pub(crate) rows: Mutex<Vec<TestRow>>,
         pub(crate) page_size: usize,
         pub(crate) script: Mutex<VecDeque<Scripted>>,
-        pub(crate) requests: Mutex<Vec<(Vec<StreamID>, DateTime<Utc>, DateTime<Utc>, bool)>>,
+        pub(crate) requests: Mutex<Vec<Request>>,
         specs: Arc<Vec<ColumnSpec<'static>>>,
     }
 
