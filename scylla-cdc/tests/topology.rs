@@ -120,10 +120,11 @@ async fn tablets_with_a_split_mid_run() -> anyhow::Result<()> {
         .generation_delay(Duration::from_secs(2))
         .start()
         .await?;
+    let c = &cluster;
     run_with_topology_change(
         &cluster,
         "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'initial': 4}",
-        |ks| async move { cluster.split_tablets(&ks, "t").await },
+        |ks| async move { c.split_tablets(&ks, "t").await },
     )
     .await?;
     cluster.shutdown().await;

@@ -46,10 +46,10 @@ impl Change {
             if row.is_value_deleted(&name) {
                 deleted.insert(name.clone());
             }
-            if row.collection_exists(&name) {
-                if let Some(v) = row.get_deleted_elements(&name)? {
-                    deleted_elements.insert(name.clone(), v);
-                }
+            if row.collection_exists(&name)
+                && let Some(v) = row.get_deleted_elements(&name)?
+            {
+                deleted_elements.insert(name.clone(), v);
             }
         }
         Ok(Self {
@@ -175,13 +175,16 @@ pub fn check_exactly_once_in_order(changes: &[Change], expected: &BTreeMap<i32, 
     checksum
 }
 
+/// Per partition: rows written and the sum of their `val`.
+pub type Written = BTreeMap<i32, (i32, i64)>;
+
 /// Concurrent writers: each owns some partitions and writes `(pk, seq, val)` rows with
 /// `seq = 0, 1, 2, ...` per partition, in order, until stopped.
 pub struct Workload {
     stop: Arc<std::sync::atomic::AtomicBool>,
     /// Rounds completed (every partition got one more row per round).
     pub rounds: Arc<std::sync::atomic::AtomicI32>,
-    tasks: Vec<tokio::task::JoinHandle<anyhow::Result<BTreeMap<i32, (i32, i64)>>>>,
+    tasks: Vec<tokio::task::JoinHandle<anyhow::Result<Written>>>,
 }
 
 /// Write timestamps: strictly increasing microseconds, so that rows of one partition have
