@@ -149,6 +149,13 @@ pub enum CDCError {
     Task(String),
 }
 
+impl CDCError {
+    /// Whether the error is a transient failure of a metadata query, worth retrying.
+    pub(crate) fn is_transient(&self) -> bool {
+        matches!(self, CDCError::Query { source, .. } if is_transient(source))
+    }
+}
+
 /// A list of stream ids, displayed compactly in error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamList(pub Vec<StreamID>);

@@ -461,6 +461,25 @@ impl Worker {
         }
     }
 
+    /// The stream groups of a generation, retrying transient failures (a node may be down
+    /// while the topology changes) with capped exponential backoff.
+    async fn fetch_stream_groups(
+        &self,
+        generation: &GenerationTimestamp,
+    ) -> Result<Vec<Vec<crate::cdc_types::StreamID>>, CDCError> {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match self.fetcher.fetch_stream_groups(generation).await {
+                Err(e) if e.is_transient() => {
+                    warn!(error = %e, retry_in = ?backoff, "could not read the streams of a generation; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Where a stream group of `generation` starts.
     async fn group_start(
         &self,
@@ -496,7 +515,7 @@ impl Worker {
         generation: GenerationTimestamp,
         first: bool,
     ) -> Result<(), CDCError> {
-        let groups = self.fetcher.fetch_stream_groups(&generation).await?;
+        let groups = self.fetch_stream_groups(&generation).await?;
         info!(generation = %generation, groups = groups.len(), "reading a CDC generation");
         if let Some(saver) = &self.settings.saver
             && let Err(e) = saver.save_new_generation(&generation).await
@@ -847,6 +866,44 @@ mod tests {
         h.await.unwrap();
         let vs: Vec<i32> = e.seen().iter().filter_map(|s| s.3).collect();
         assert_eq!(vs, vec![2]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn transient_metadata_errors_are_retried() {
+        let e = Env::new();
+        e.fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+        e.log.push(row(1, (BASE - 3_000_000) * 1000, 0, 1));
+        let transient = || CDCError::Query {
+            what: "streams".into(),
+            source: Box::new(ExecutionError::RequestTimeout(Duration::from_secs(1))),
+        };
+        e.fetcher
+            .group_errors
+            .lock()
+            .unwrap()
+            .extend([transient(), transient()]);
+        let b = e
+            .builder()
+            .start_timestamp(ms(BASE - 3_600_000))
+            .end_timestamp(ms(BASE - 1_000_000));
+        let (_r, h) = e.start(b, None).await.unwrap();
+        h.await.unwrap();
+        assert_eq!(e.seen().len(), 1);
+
+        // A permanent one ends the reader with that error.
+        e.fetcher
+            .group_errors
+            .lock()
+            .unwrap()
+            .push(CDCError::Query {
+                what: "streams".into(),
+                source: Box::new(ExecutionError::LastAttemptError(
+                    RequestAttemptError::DbError(DbError::Invalid, "no".into()),
+                )),
+            });
+        let b = e.builder().start_timestamp(ms(BASE - 3_600_000));
+        let (_r, h) = e.start(b, None).await.unwrap();
+        assert!(matches!(h.await, Err(CDCError::Query { .. })));
     }
 
     #[tokio::test(start_paused = true)]

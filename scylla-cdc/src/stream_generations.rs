@@ -282,11 +282,13 @@ pub(crate) mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    /// Generations with fixed stream groups, for reader tests; `std` mutex never held across
-    /// `.await`.
+    /// Generations with fixed stream groups, for reader tests; `std` mutexes never held
+    /// across `.await`.
     #[derive(Default)]
     pub(crate) struct FakeFetcher {
         pub(crate) generations: std::sync::Mutex<BTreeMap<GenerationTimestamp, Vec<Vec<StreamID>>>>,
+        /// Errors returned by the next `fetch_stream_groups` calls.
+        pub(crate) group_errors: std::sync::Mutex<Vec<CDCError>>,
     }
 
     impl FakeFetcher {
@@ -306,6 +308,9 @@ pub(crate) mod tests {
             &self,
             generation: &GenerationTimestamp,
         ) -> Result<Vec<Vec<StreamID>>, CDCError> {
+            if let Some(e) = self.group_errors.lock().unwrap().pop() {
+                return Err(e);
+            }
             Ok(self
                 .generations
                 .lock()

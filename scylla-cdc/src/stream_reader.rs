@@ -371,12 +371,12 @@ impl Plan {
                     return self.consume_page(progress, &rows, start, end).await;
                 }
                 std::ops::ControlFlow::Continue(state) => {
-                    let (consumed, fetched) = tokio::join!(
+                    // Either error ends the window (and the reader) at once.
+                    let ((), fetched) = tokio::try_join!(
                         self.consume_page(progress, &rows, start, end),
                         self.fetch(start, end, state)
-                    );
-                    consumed?;
-                    page = fetched?;
+                    )?;
+                    page = fetched;
                 }
             }
         }
