@@ -40,6 +40,9 @@ pub const DEFAULT_SLEEP_INTERVAL: Duration = Duration::from_secs(10);
 /// Default least time between two checkpoints of one stream group: 10 s.
 pub const DEFAULT_PAUSE_BETWEEN_SAVES: Duration = Duration::from_secs(10);
 
+/// How often the current generation is saved again while a reader stays in it.
+const GENERATION_RESAVE_INTERVAL: Duration = Duration::from_secs(3600);
+
 /// Quotes a CQL identifier (`"name"`, with inner quotes doubled).
 pub(crate) fn quote_identifier(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
@@ -546,8 +549,19 @@ impl Worker {
             readers.spawn(reader.run().instrument(span));
         }
         let mut known_next = next.is_some();
+        // Checkpoint rows have a TTL: re-save the generation now and then, so that a reader
+        // that stays in one generation for long still finds it after a restart.
+        let mut resave = tokio::time::interval(GENERATION_RESAVE_INTERVAL);
+        resave.tick().await;
         loop {
             tokio::select! {
+                _ = resave.tick(), if self.settings.saver.is_some() => {
+                    if let Some(saver) = &self.settings.saver
+                        && let Err(e) = saver.save_new_generation(&generation).await
+                    {
+                        warn!(error = %e, generation = %generation, "could not save the CDC generation");
+                    }
+                }
                 joined = readers.join_next() => match joined {
                     None => return Ok(()),
                     Some(Ok(Ok(()))) => {}
@@ -941,6 +955,18 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert!(matches!(err, CDCError::Consumer { stream: s, .. } if s == stream(1)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn generation_is_saved_again_while_staying_in_it() {
+        let e = Env::new();
+        e.fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+        let b = e.builder().checkpoint_saver(e.saver.clone());
+        let (mut r, h) = e.start(b, None).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(2 * 3600 + 60)).await;
+        r.stop();
+        h.await.unwrap();
+        assert_eq!(e.saver.generations_saved.lock().unwrap().len(), 3);
     }
 
     #[tokio::test(start_paused = true)]
