@@ -1,1 +1,108 @@
 //! Read a ScyllaDB table's Change Data Capture log.
+//!
+//! ScyllaDB writes every change of a CDC-enabled table to a log table,
+//! `<table>_scylla_cdc_log`, partitioned by *streams* that change with the cluster's
+//! topology (*generations* in vnode keyspaces, *stream sets* in tablet keyspaces). A
+//! [`CDCLogReader`] follows those generations, reads the log of every stream in time windows
+//! and hands each row to your [`Consumer`] as a [`CDCRow`].
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use async_trait::async_trait;
+//! use scylla::client::session_builder::SessionBuilder;
+//! use scylla_cdc::{CDCLogReaderBuilder, CDCRow, Consumer, ConsumerFactory};
+//!
+//! struct Printer;
+//!
+//! #[async_trait]
+//! impl Consumer for Printer {
+//!     async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
+//!         println!("{} {} v={:?}", row.stream_id, row.operation, row.get_value("v")?);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! struct PrinterFactory;
+//!
+//! #[async_trait]
+//! impl ConsumerFactory for PrinterFactory {
+//!     async fn new_consumer(&self) -> Box<dyn Consumer> {
+//!         Box::new(Printer)
+//!     }
+//! }
+//!
+//! # async fn run() -> anyhow::Result<()> {
+//! let session = Arc::new(SessionBuilder::new().known_node("127.0.0.1:9042").build().await?);
+//! let (mut reader, handle) = CDCLogReaderBuilder::new()
+//!     .session(session)
+//!     .keyspace("ks")
+//!     .table_name("t")
+//!     .consumer_factory(Arc::new(PrinterFactory))
+//!     .window_size(Duration::from_secs(10))
+//!     .build()
+//!     .await?;
+//! // ... later:
+//! reader.stop_at(chrono::Utc::now());
+//! handle.await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # How reading works
+//!
+//! Each stream group (the streams of one vnode, or one stream of a tablet keyspace) has its
+//! own task and its own consumer (from the [`ConsumerFactory`]). A group reads windows
+//! `[T, U)` with `U = min(T + window_size, now - safety_interval)`: while it lags behind it
+//! goes from one window to the next without pausing, so a backlog is caught up as fast as the
+//! cluster and the consumer allow; once caught up it sleeps `sleep_interval` between windows.
+//! Rows are paged, so memory does not grow with the backlog. When a new generation is
+//! published, every group finishes the old one up to the new generation's timestamp before
+//! the new generation's groups start.
+//!
+//! # Guarantees
+//!
+//! * **Order**: the rows of one stream are delivered in `(cdc$time, cdc$batch_seq_no)`
+//!   order, so all changes of one base partition arrive in write order, each change's rows
+//!   (pre-image, deltas, post-image) together. Nothing is promised across streams.
+//! * **Within one run, exactly once**: transient errors (timeouts, overload, unavailable
+//!   replicas, broken connections, a node down) are retried with capped exponential backoff
+//!   from the page that failed, and a row at or before the last delivered row of its stream
+//!   is never delivered again.
+//! * **Across restarts, at least once**: with a [`CDCCheckpointSaver`], each group saves a
+//!   [`Checkpoint`] after a window (at most once per `pause_between_saves`, and when it
+//!   finishes a generation). A checkpoint at `T` means every row before `T` was consumed.
+//!   With progress loading on (the default once a saver is set) each group resumes from its
+//!   own checkpoint — even if that is before `start_timestamp` — so rows written while the
+//!   reader was down are delivered; rows after the checkpoint may be delivered again. A
+//!   group of the resumed generation without a checkpoint starts at that generation's
+//!   start, and a saved generation that has ended is followed into the next ones.
+//! * **Errors**: a non-transient query error or an error returned by the consumer stops every
+//!   group; the handle resolves to a [`CDCError`] naming the stream and window.
+//! * **Bad data never panics**: a log row without `cdc$stream_id`/`cdc$time`/
+//!   `cdc$batch_seq_no`/`cdc$operation`, or with a stream id that is not 16 bytes, is
+//!   skipped with a `warn!`; an unknown `cdc$operation` code is delivered as
+//!   [`OperationType::Unknown`]; undecodable values are errors of the column accessors.
+//!
+//! The library logs through `tracing` (a span per stream reader with `stream` and
+//! `window_start`) and never installs a subscriber.
+
+mod cdc_types;
+mod checkpoints;
+mod consumer;
+mod error;
+mod log_reader;
+mod stream_generations;
+mod stream_reader;
+mod time;
+
+pub use cdc_types::{GenerationTimestamp, InvalidStreamID, StreamID};
+pub use checkpoints::{
+    CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, TableBackedCheckpointSaver,
+};
+pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
+pub use error::{CDCError, ColumnError, StreamList};
+pub use log_reader::{
+    CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_PAUSE_BETWEEN_SAVES,
+    DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE,
+};

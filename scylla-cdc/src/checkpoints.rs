@@ -1,0 +1,396 @@
+//! Saving and loading the reader's progress.
+//!
+//! A [`Checkpoint`] says that every row of some streams before a point in time was handed to
+//! the consumer. The reader saves one per stream group after its windows (at most once per
+//! `pause_between_saves`), and the generation it is in whenever it enters one. A
+//! [`CDCCheckpointSaver`] stores them; [`TableBackedCheckpointSaver`] stores them in a CQL
+//! table that many readers of many tables can share.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures::future::try_join_all;
+use scylla::client::session::Session;
+use scylla::statement::prepared::PreparedStatement;
+
+use crate::cdc_types::{GenerationTimestamp, StreamID};
+use crate::error::CDCError;
+use crate::log_reader::quote_identifier;
+
+/// Progress of one stream group: every row of `stream_ids` with `cdc$time` before
+/// `timestamp` was delivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Checkpoint {
+    /// Rows before this time were delivered (millisecond precision).
+    pub timestamp: DateTime<Utc>,
+    /// The streams of the group.
+    pub stream_ids: Vec<StreamID>,
+    /// The generation the streams belong to.
+    pub generation: GenerationTimestamp,
+}
+
+impl Checkpoint {
+    /// A checkpoint of `stream_ids` at `timestamp` in `generation`.
+    pub fn new(
+        timestamp: DateTime<Utc>,
+        stream_ids: Vec<StreamID>,
+        generation: GenerationTimestamp,
+    ) -> Self {
+        Self {
+            timestamp,
+            stream_ids,
+            generation,
+        }
+    }
+}
+
+/// Where a reader keeps its progress. One saver serves one reader (one base table).
+///
+/// Errors are `anyhow` so that implementations can use any storage. The reader treats a
+/// failed save as a warning (the next window saves again) and a failed load as fatal.
+#[async_trait]
+pub trait CDCCheckpointSaver: Send + Sync {
+    /// Records the progress of a stream group.
+    async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()>;
+
+    /// Records that the reader entered `generation` (every earlier generation is done).
+    async fn save_new_generation(&self, generation: &GenerationTimestamp) -> anyhow::Result<()>;
+
+    /// The last generation saved with [`CDCCheckpointSaver::save_new_generation`].
+    async fn load_last_generation(&self) -> anyhow::Result<Option<GenerationTimestamp>>;
+
+    /// The saved progress of a stream group: the earliest checkpoint of its streams, or
+    /// `None` if any of them has none.
+    async fn load_last_checkpoint(
+        &self,
+        stream_ids: &[StreamID],
+    ) -> anyhow::Result<Option<DateTime<Utc>>>;
+}
+
+/// Default time checkpoint rows live: 7 days.
+pub const DEFAULT_CHECKPOINT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The stream id column's value of the generation row.
+const GENERATION_ROW: &[u8] = &[0];
+
+/// A [`CDCCheckpointSaver`] backed by a CQL table, created if missing:
+///
+/// ```text
+/// CREATE TABLE <ks>.<table> (
+///     reader_name text, keyspace_name text, table_name text,
+///     kind text,          -- 'generation' or 'stream'
+///     stream_id blob,     -- 0x00 on the generation row
+///     time timestamp,     -- progress of the stream (stream rows)
+///     generation timestamp,
+///     PRIMARY KEY ((reader_name, keyspace_name, table_name), kind, stream_id))
+/// ```
+///
+/// Each reader owns the partition `(reader_name, keyspace_name, table_name)`, so readers of
+/// different tables, or several independent readers of one table (give them different
+/// [`TableBackedCheckpointSaver::with_reader_name`]s), can share one table. Rows are written
+/// with a TTL ([`DEFAULT_CHECKPOINT_TTL`] unless changed), which must exceed the longest time
+/// the reader may be down.
+pub struct TableBackedCheckpointSaver {
+    session: Arc<Session>,
+    reader_name: String,
+    keyspace: String,
+    table: String,
+    ttl: Duration,
+    insert: PreparedStatement,
+    select_generation: PreparedStatement,
+    select_stream: PreparedStatement,
+}
+
+impl TableBackedCheckpointSaver {
+    /// A saver for the reader of `base_keyspace.base_table`, storing its progress in
+    /// `checkpoint_keyspace.checkpoint_table` (the keyspace must exist; the table is created
+    /// if missing).
+    pub async fn new(
+        session: Arc<Session>,
+        checkpoint_keyspace: &str,
+        checkpoint_table: &str,
+        base_keyspace: &str,
+        base_table: &str,
+    ) -> Result<Self, CDCError> {
+        let name = format!(
+            "{}.{}",
+            quote_identifier(checkpoint_keyspace),
+            quote_identifier(checkpoint_table)
+        );
+        let create = format!(
+            "CREATE TABLE IF NOT EXISTS {name} (reader_name text, keyspace_name text, \
+             table_name text, kind text, stream_id blob, time timestamp, generation timestamp, \
+             PRIMARY KEY ((reader_name, keyspace_name, table_name), kind, stream_id))"
+        );
+        session
+            .query_unpaged(create, ())
+            .await
+            .map_err(|source| CDCError::Query {
+                what: format!("creating the checkpoint table {name}"),
+                source: Box::new(source),
+            })?;
+        let prepare = |text: String| {
+            let session = session.clone();
+            async move {
+                session
+                    .prepare(text.clone())
+                    .await
+                    .map_err(|source| CDCError::Prepare {
+                        statement: text,
+                        source: Box::new(source),
+                    })
+            }
+        };
+        let key = "reader_name = ? AND keyspace_name = ? AND table_name = ?";
+        let insert = prepare(format!(
+            "INSERT INTO {name} (reader_name, keyspace_name, table_name, kind, stream_id, time, \
+             generation) VALUES (?, ?, ?, ?, ?, ?, ?) USING TTL ?"
+        ))
+        .await?;
+        let select_generation = prepare(format!(
+            "SELECT generation FROM {name} WHERE {key} AND kind = 'generation' AND stream_id = ?"
+        ))
+        .await?;
+        let select_stream = prepare(format!(
+            "SELECT time FROM {name} WHERE {key} AND kind = 'stream' AND stream_id = ?"
+        ))
+        .await?;
+        Ok(Self {
+            session,
+            reader_name: "default".to_owned(),
+            keyspace: base_keyspace.to_owned(),
+            table: base_table.to_owned(),
+            ttl: DEFAULT_CHECKPOINT_TTL,
+            insert,
+            select_generation,
+            select_stream,
+        })
+    }
+
+    /// Sets how long saved rows live (whole seconds; zero means forever).
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Names this reader, so that several readers of one table keep separate progress
+    /// (default `"default"`).
+    pub fn with_reader_name(mut self, name: impl Into<String>) -> Self {
+        self.reader_name = name.into();
+        self
+    }
+
+    fn ttl_secs(&self) -> i32 {
+        i32::try_from(self.ttl.as_secs()).unwrap_or(i32::MAX)
+    }
+
+    async fn insert_row(
+        &self,
+        kind: &str,
+        stream_id: &[u8],
+        time: Option<DateTime<Utc>>,
+        generation: DateTime<Utc>,
+    ) -> anyhow::Result<()> {
+        self.session
+            .execute_unpaged(
+                &self.insert,
+                (
+                    &self.reader_name,
+                    &self.keyspace,
+                    &self.table,
+                    kind,
+                    stream_id,
+                    time,
+                    generation,
+                    self.ttl_secs(),
+                ),
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl CDCCheckpointSaver for TableBackedCheckpointSaver {
+    async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()> {
+        try_join_all(checkpoint.stream_ids.iter().map(|s| {
+            self.insert_row(
+                "stream",
+                s.as_bytes(),
+                Some(checkpoint.timestamp),
+                checkpoint.generation.timestamp,
+            )
+        }))
+        .await?;
+        Ok(())
+    }
+
+    async fn save_new_generation(&self, generation: &GenerationTimestamp) -> anyhow::Result<()> {
+        self.insert_row("generation", GENERATION_ROW, None, generation.timestamp)
+            .await
+    }
+
+    async fn load_last_generation(&self) -> anyhow::Result<Option<GenerationTimestamp>> {
+        let rows = self
+            .session
+            .execute_unpaged(
+                &self.select_generation,
+                (
+                    &self.reader_name,
+                    &self.keyspace,
+                    &self.table,
+                    GENERATION_ROW,
+                ),
+            )
+            .await?
+            .into_rows_result()?;
+        let row = rows.maybe_first_row::<(Option<DateTime<Utc>>,)>()?;
+        Ok(row.and_then(|(g,)| g).map(GenerationTimestamp::new))
+    }
+
+    async fn load_last_checkpoint(
+        &self,
+        stream_ids: &[StreamID],
+    ) -> anyhow::Result<Option<DateTime<Utc>>> {
+        let times = try_join_all(stream_ids.iter().map(|s| async move {
+            let rows = self
+                .session
+                .execute_unpaged(
+                    &self.select_stream,
+                    (
+                        &self.reader_name,
+                        &self.keyspace,
+                        &self.table,
+                        &s.as_bytes()[..],
+                    ),
+                )
+                .await?
+                .into_rows_result()?;
+            let row = rows.maybe_first_row::<(Option<DateTime<Utc>>,)>()?;
+            anyhow::Ok(row.and_then(|(t,)| t))
+        }))
+        .await?;
+        Ok(earliest_of_all(times))
+    }
+}
+
+/// The earliest of the times, or `None` if the list is empty or any is missing.
+pub(crate) fn earliest_of_all(
+    times: impl IntoIterator<Item = Option<DateTime<Utc>>>,
+) -> Option<DateTime<Utc>> {
+    let mut earliest: Option<DateTime<Utc>> = None;
+    for t in times {
+        let t = t?;
+        earliest = Some(earliest.map_or(t, |e| e.min(t)));
+    }
+    earliest
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    // Never held across `.await`.
+    use std::sync::Mutex;
+
+    /// An in-memory saver that records every call.
+    #[derive(Default)]
+    pub(crate) struct MemorySaver {
+        pub(crate) streams: Mutex<HashMap<StreamID, DateTime<Utc>>>,
+        pub(crate) generation: Mutex<Option<GenerationTimestamp>>,
+        pub(crate) saves: Mutex<Vec<Checkpoint>>,
+        pub(crate) generations_saved: Mutex<Vec<GenerationTimestamp>>,
+    }
+
+    #[async_trait]
+    impl CDCCheckpointSaver for MemorySaver {
+        async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()> {
+            let mut streams = self
+                .streams
+                .lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))?;
+            for s in &checkpoint.stream_ids {
+                streams.insert(*s, checkpoint.timestamp);
+            }
+            drop(streams);
+            self.saves
+                .lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))?
+                .push(checkpoint.clone());
+            Ok(())
+        }
+
+        async fn save_new_generation(
+            &self,
+            generation: &GenerationTimestamp,
+        ) -> anyhow::Result<()> {
+            *self
+                .generation
+                .lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))? = Some(*generation);
+            self.generations_saved
+                .lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))?
+                .push(*generation);
+            Ok(())
+        }
+
+        async fn load_last_generation(&self) -> anyhow::Result<Option<GenerationTimestamp>> {
+            Ok(*self
+                .generation
+                .lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))?)
+        }
+
+        async fn load_last_checkpoint(
+            &self,
+            stream_ids: &[StreamID],
+        ) -> anyhow::Result<Option<DateTime<Utc>>> {
+            let streams = self
+                .streams
+                .lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))?;
+            Ok(earliest_of_all(
+                stream_ids.iter().map(|s| streams.get(s).copied()),
+            ))
+        }
+    }
+
+    fn ms(v: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(v).unwrap()
+    }
+
+    #[test]
+    fn earliest_needs_every_stream() {
+        assert_eq!(earliest_of_all([Some(ms(5)), Some(ms(3))]), Some(ms(3)));
+        assert_eq!(earliest_of_all([Some(ms(5)), None]), None);
+        assert_eq!(earliest_of_all([]), None);
+    }
+
+    #[tokio::test]
+    async fn memory_saver_roundtrip() {
+        let saver = MemorySaver::default();
+        let a = StreamID::new([1; 16]);
+        let b = StreamID::new([2; 16]);
+        let g = GenerationTimestamp::new(ms(0));
+        assert_eq!(saver.load_last_checkpoint(&[a]).await.unwrap(), None);
+        saver
+            .save_checkpoint(&Checkpoint::new(ms(10), vec![a, b], g))
+            .await
+            .unwrap();
+        saver
+            .save_checkpoint(&Checkpoint::new(ms(20), vec![b], g))
+            .await
+            .unwrap();
+        assert_eq!(
+            saver.load_last_checkpoint(&[a, b]).await.unwrap(),
+            Some(ms(10))
+        );
+        saver.save_new_generation(&g).await.unwrap();
+        assert_eq!(saver.load_last_generation().await.unwrap(), Some(g));
+    }
+}

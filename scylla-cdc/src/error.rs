@@ -1,0 +1,282 @@
+//! The library's typed errors.
+//!
+//! [`CDCError`] is what [`crate::CDCLogReaderBuilder::build`] and the reader's handle return;
+//! [`ColumnError`] is what the column accessors of [`crate::CDCRow`] return. User callbacks
+//! (the [`crate::Consumer`] and a custom [`crate::CDCCheckpointSaver`]) return
+//! `anyhow::Result`, and their errors are wrapped here with the context they happened in.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use scylla::errors::{DbError, ExecutionError, PrepareError, RequestAttemptError};
+
+use crate::cdc_types::StreamID;
+
+/// An error of the CDC log reader.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CDCError {
+    /// A required builder option was not set.
+    #[error("the CDC log reader needs `{0}`: set it on the builder")]
+    MissingOption(&'static str),
+
+    /// A builder option has a value that cannot work.
+    #[error("invalid CDC log reader configuration: {0}")]
+    InvalidConfig(String),
+
+    /// The keyspace does not exist.
+    #[error("keyspace `{0}` does not exist")]
+    KeyspaceNotFound(String),
+
+    /// The table does not exist.
+    #[error("table `{keyspace}.{table}` does not exist")]
+    TableNotFound {
+        /// The keyspace of the table.
+        keyspace: String,
+        /// The base table.
+        table: String,
+    },
+
+    /// The table exists but has no CDC log table, so CDC was never enabled on it.
+    #[error(
+        "CDC is not enabled on table `{keyspace}.{table}` (there is no `{table}_scylla_cdc_log` table); \
+         enable it with `ALTER TABLE ... WITH cdc = {{'enabled': true}}`"
+    )]
+    CdcNotEnabled {
+        /// The keyspace of the table.
+        keyspace: String,
+        /// The base table.
+        table: String,
+    },
+
+    /// No CDC generation (vnodes) or stream set (tablets) has been published for the table.
+    #[error("no CDC generation is published for `{keyspace}.{table}`")]
+    NoGeneration {
+        /// The keyspace of the table.
+        keyspace: String,
+        /// The base table.
+        table: String,
+    },
+
+    /// A statement could not be prepared.
+    #[error("could not prepare `{statement}`: {source}")]
+    Prepare {
+        /// The statement text.
+        statement: String,
+        /// The driver's error.
+        #[source]
+        source: Box<PrepareError>,
+    },
+
+    /// A query for metadata (schema, generations, streams) failed.
+    #[error("{what} failed: {source}")]
+    Query {
+        /// What the query was for.
+        what: String,
+        /// The driver's error.
+        #[source]
+        source: Box<ExecutionError>,
+    },
+
+    /// A metadata table returned data the library cannot use.
+    #[error("unexpected data in {what}: {detail}")]
+    BadMetadata {
+        /// Which table or query.
+        what: String,
+        /// What was wrong with it.
+        detail: String,
+    },
+
+    /// Reading a window of the CDC log failed with a non-transient error.
+    #[error(
+        "reading the CDC log of streams {streams} in window [{window_start}, {window_end}) failed: {source}"
+    )]
+    LogRead {
+        /// The stream group being read.
+        streams: StreamList,
+        /// Start of the window (inclusive).
+        window_start: DateTime<Utc>,
+        /// End of the window (exclusive).
+        window_end: DateTime<Utc>,
+        /// The driver's error.
+        #[source]
+        source: Box<ExecutionError>,
+    },
+
+    /// A page of the CDC log could not be decoded (wrong column types, malformed rows).
+    #[error(
+        "the CDC log of streams {streams} in window [{window_start}, {window_end}) has unreadable data: {detail}"
+    )]
+    BadLogData {
+        /// The stream group being read.
+        streams: StreamList,
+        /// Start of the window (inclusive).
+        window_start: DateTime<Utc>,
+        /// End of the window (exclusive).
+        window_end: DateTime<Utc>,
+        /// What was wrong.
+        detail: String,
+    },
+
+    /// The user's consumer returned an error; the reader stopped.
+    #[error(
+        "the consumer failed on stream {stream} in window [{window_start}, {window_end}): {source}"
+    )]
+    Consumer {
+        /// The stream of the row the consumer failed on.
+        stream: StreamID,
+        /// Start of the window (inclusive).
+        window_start: DateTime<Utc>,
+        /// End of the window (exclusive).
+        window_end: DateTime<Utc>,
+        /// The consumer's error.
+        #[source]
+        source: anyhow::Error,
+    },
+
+    /// The checkpoint saver failed while loading progress (saving failures are only logged).
+    #[error("checkpoint saver failed to {action}: {source}")]
+    Checkpoint {
+        /// What the saver was asked to do.
+        action: &'static str,
+        /// The saver's error.
+        #[source]
+        source: anyhow::Error,
+    },
+
+    /// A background task of the reader panicked or was cancelled unexpectedly.
+    #[error("a task of the CDC log reader ended abnormally: {0}")]
+    Task(String),
+}
+
+impl CDCError {
+    /// Whether the error is a transient failure of a metadata query, worth retrying.
+    pub(crate) fn is_transient(&self) -> bool {
+        matches!(self, CDCError::Query { source, .. } if is_transient(source))
+    }
+}
+
+/// A list of stream ids, displayed compactly in error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamList(pub Vec<StreamID>);
+
+impl fmt::Display for StreamList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (i, s) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{s}")?;
+        }
+        f.write_str("]")
+    }
+}
+
+/// An error of a [`crate::CDCRow`] column accessor.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ColumnError {
+    /// The log table has no column of that name.
+    #[error("the CDC log has no column `{0}`")]
+    NoSuchColumn(String),
+
+    /// The column's bytes could not be decoded as its declared type (or the requested type).
+    #[error("column `{column}` could not be decoded: {source}")]
+    Decode {
+        /// The column.
+        column: String,
+        /// The driver's deserialization error.
+        #[source]
+        source: scylla::deserialize::DeserializationError,
+    },
+
+    /// The column's declared type does not match the requested Rust type.
+    #[error("column `{column}` has an incompatible type: {source}")]
+    Type {
+        /// The column.
+        column: String,
+        /// The driver's type-check error.
+        #[source]
+        source: scylla::deserialize::TypeCheckError,
+    },
+}
+
+/// Whether a driver error is worth retrying: timeouts, overload, unavailable replicas,
+/// broken connections and nodes that are down or starting.
+pub(crate) fn is_transient(err: &ExecutionError) -> bool {
+    match err {
+        ExecutionError::EmptyPlan
+        | ExecutionError::ConnectionPoolError(_)
+        | ExecutionError::RequestTimeout(_) => true,
+        ExecutionError::PrepareError(PrepareError::ConnectionPoolError(_)) => true,
+        ExecutionError::PrepareError(PrepareError::AllAttemptsFailed { first_attempt }) => {
+            is_transient_attempt(first_attempt)
+        }
+        ExecutionError::LastAttemptError(attempt) => is_transient_attempt(attempt),
+        _ => false,
+    }
+}
+
+/// Whether one failed attempt of a request is worth retrying.
+fn is_transient_attempt(err: &RequestAttemptError) -> bool {
+    match err {
+        RequestAttemptError::UnableToAllocStreamId
+        | RequestAttemptError::BrokenConnectionError(_) => true,
+        RequestAttemptError::DbError(db, _) => matches!(
+            db,
+            DbError::Overloaded
+                | DbError::Unavailable { .. }
+                | DbError::ReadTimeout { .. }
+                | DbError::WriteTimeout { .. }
+                | DbError::ReadFailure { .. }
+                | DbError::IsBootstrapping
+                | DbError::RateLimitReached { .. }
+                | DbError::Unprepared { .. }
+        ),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use scylla::frame::types::Consistency;
+    use std::time::Duration;
+
+    fn db(e: DbError) -> ExecutionError {
+        ExecutionError::LastAttemptError(RequestAttemptError::DbError(e, "x".into()))
+    }
+
+    #[test]
+    fn classifies_transient_errors() {
+        assert!(is_transient(&ExecutionError::RequestTimeout(
+            Duration::from_secs(1)
+        )));
+        assert!(is_transient(&db(DbError::Overloaded)));
+        assert!(is_transient(&db(DbError::Unavailable {
+            consistency: Consistency::Quorum,
+            required: 2,
+            alive: 1
+        })));
+        assert!(is_transient(&ExecutionError::EmptyPlan));
+    }
+
+    #[test]
+    fn classifies_permanent_errors() {
+        assert!(!is_transient(&db(DbError::Invalid)));
+        assert!(!is_transient(&db(DbError::SyntaxError)));
+        assert!(!is_transient(&db(DbError::Unauthorized)));
+    }
+
+    #[test]
+    fn stream_list_display() {
+        let a = StreamID::new([1; 16]);
+        let b = StreamID::new([2; 16]);
+        let s = StreamList(vec![a, b]).to_string();
+        assert_eq!(
+            s,
+            "[0x01010101010101010101010101010101, 0x02020202020202020202020202020202]"
+        );
+    }
+}

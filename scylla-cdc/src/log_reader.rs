@@ -1,0 +1,1008 @@
+//! The reader's public face: [`CDCLogReaderBuilder`] validates the configuration and the
+//! table, [`CDCLogReader`] controls a running reader and [`CDCReaderHandle`] resolves to its
+//! result.
+//!
+//! `build()` spawns one worker task. The worker walks the generations of the table: for each
+//! it starts one [`StreamReader`] per stream group (in a `JoinSet`), polls for the next
+//! generation, tells the readers where the current one ends once it is known, and moves on
+//! only when every reader has reached that point.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use scylla::client::session::Session;
+use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+use tracing::{Instrument, info, info_span, warn};
+
+use crate::cdc_types::GenerationTimestamp;
+use crate::checkpoints::CDCCheckpointSaver;
+use crate::consumer::ConsumerFactory;
+use crate::error::CDCError;
+use crate::stream_generations::{
+    GenerationFetcher, TabletGenerationFetcher, VnodeGenerationFetcher, generation_covering,
+    next_generation,
+};
+use crate::stream_reader::{DriverLogSource, LogSource, ReaderSettings, StreamReader};
+use crate::time::{Clock, SystemClock};
+
+/// Default longest window: 60 s.
+pub const DEFAULT_WINDOW_SIZE: Duration = Duration::from_secs(60);
+/// Default safety interval: 30 s.
+pub const DEFAULT_SAFETY_INTERVAL: Duration = Duration::from_secs(30);
+/// Default pause once caught up: 10 s.
+pub const DEFAULT_SLEEP_INTERVAL: Duration = Duration::from_secs(10);
+/// Default least time between two checkpoints of one stream group: 10 s.
+pub const DEFAULT_PAUSE_BETWEEN_SAVES: Duration = Duration::from_secs(10);
+
+/// How often the current generation is saved again while a reader stays in it.
+const GENERATION_RESAVE_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// Quotes a CQL identifier (`"name"`, with inner quotes doubled).
+pub(crate) fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Rounds a point in time up to whole milliseconds, so that a limit in between two
+/// milliseconds still lets every earlier row through.
+fn ceil_to_millis(t: DateTime<Utc>) -> DateTime<Utc> {
+    let floor = crate::time::truncate_to_millis(t);
+    if floor == t {
+        t
+    } else {
+        floor + TimeDelta::milliseconds(1)
+    }
+}
+
+/// Configures and starts a [`CDCLogReader`].
+///
+/// Required: [`session`](Self::session), [`keyspace`](Self::keyspace),
+/// [`table_name`](Self::table_name), [`consumer_factory`](Self::consumer_factory).
+#[must_use]
+pub struct CDCLogReaderBuilder {
+    session: Option<Arc<Session>>,
+    keyspace: Option<String>,
+    table_name: Option<String>,
+    consumer_factory: Option<Arc<dyn ConsumerFactory>>,
+    start_timestamp: Option<DateTime<Utc>>,
+    end_timestamp: Option<DateTime<Utc>>,
+    window_size: Duration,
+    safety_interval: Duration,
+    sleep_interval: Duration,
+    checkpoint_saver: Option<Arc<dyn CDCCheckpointSaver>>,
+    should_save_progress: Option<bool>,
+    should_load_progress: Option<bool>,
+    pause_between_saves: Duration,
+    clock: Arc<dyn Clock>,
+}
+
+impl Default for CDCLogReaderBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CDCLogReaderBuilder {
+    /// A builder with the defaults: start now, no end, 60 s windows, 30 s safety interval,
+    /// 10 s sleep, no checkpoints.
+    pub fn new() -> Self {
+        Self {
+            session: None,
+            keyspace: None,
+            table_name: None,
+            consumer_factory: None,
+            start_timestamp: None,
+            end_timestamp: None,
+            window_size: DEFAULT_WINDOW_SIZE,
+            safety_interval: DEFAULT_SAFETY_INTERVAL,
+            sleep_interval: DEFAULT_SLEEP_INTERVAL,
+            checkpoint_saver: None,
+            should_save_progress: None,
+            should_load_progress: None,
+            pause_between_saves: DEFAULT_PAUSE_BETWEEN_SAVES,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// The session to read with (required).
+    pub fn session(mut self, session: Arc<Session>) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// The keyspace of the base table, as stored (case-sensitive, unquoted) (required).
+    pub fn keyspace(mut self, keyspace: impl Into<String>) -> Self {
+        self.keyspace = Some(keyspace.into());
+        self
+    }
+
+    /// The base table (not its `_scylla_cdc_log`), as stored (required).
+    pub fn table_name(mut self, table_name: impl Into<String>) -> Self {
+        self.table_name = Some(table_name.into());
+        self
+    }
+
+    /// Makes the consumers, one per stream group (required).
+    pub fn consumer_factory(mut self, factory: Arc<dyn ConsumerFactory>) -> Self {
+        self.consumer_factory = Some(factory);
+        self
+    }
+
+    /// Where reading starts when there is no saved progress (default: when `build` runs).
+    pub fn start_timestamp(mut self, start: impl Into<DateTime<Utc>>) -> Self {
+        self.start_timestamp = Some(start.into());
+        self
+    }
+
+    /// Where reading ends: rows with an earlier `cdc$time` are delivered, then the handle
+    /// resolves (default: never).
+    pub fn end_timestamp(mut self, end: impl Into<DateTime<Utc>>) -> Self {
+        self.end_timestamp = Some(end.into());
+        self
+    }
+
+    /// Longest window one query covers (default 60 s; must not be zero).
+    pub fn window_size(mut self, window_size: Duration) -> Self {
+        self.window_size = window_size;
+        self
+    }
+
+    /// How far behind "now" reading stays, so that writes in flight (and clock skew between
+    /// nodes) are not missed (default 30 s).
+    pub fn safety_interval(mut self, safety_interval: Duration) -> Self {
+        self.safety_interval = safety_interval;
+        self
+    }
+
+    /// How long a caught-up stream reader waits before its next window, and how often new
+    /// generations are looked for (default 10 s; must not be zero).
+    pub fn sleep_interval(mut self, sleep_interval: Duration) -> Self {
+        self.sleep_interval = sleep_interval;
+        self
+    }
+
+    /// Where progress is saved and loaded. With a saver, saving and loading are on unless
+    /// turned off.
+    pub fn checkpoint_saver(mut self, saver: Arc<dyn CDCCheckpointSaver>) -> Self {
+        self.checkpoint_saver = Some(saver);
+        self
+    }
+
+    /// Whether to save checkpoints (default: true when a saver is set; true without a
+    /// saver is an error).
+    pub fn should_save_progress(mut self, save: bool) -> Self {
+        self.should_save_progress = Some(save);
+        self
+    }
+
+    /// Whether to resume from saved progress (default: true when a saver is set; true
+    /// without a saver is an error).
+    pub fn should_load_progress(mut self, load: bool) -> Self {
+        self.should_load_progress = Some(load);
+        self
+    }
+
+    /// Least time between two checkpoints of one stream group (default 10 s).
+    pub fn pause_between_saves(mut self, pause: Duration) -> Self {
+        self.pause_between_saves = pause;
+        self
+    }
+
+    #[cfg(test)]
+    fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Checks the configuration and the table, then starts reading in a background task.
+    ///
+    /// Returns the reader (to stop it) and a handle that resolves to the reader's result.
+    /// Errors: a missing option, an invalid configuration (zero window or sleep, end not after
+    /// start), a missing keyspace or table, a table without CDC, a failed metadata query, or
+    /// a failure to load saved progress.
+    pub async fn build(self) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
+        let session = self
+            .session
+            .clone()
+            .ok_or(CDCError::MissingOption("session"))?;
+        let keyspace = self
+            .keyspace
+            .clone()
+            .ok_or(CDCError::MissingOption("keyspace"))?;
+        let table = self
+            .table_name
+            .clone()
+            .ok_or(CDCError::MissingOption("table_name"))?;
+        let factory = self
+            .consumer_factory
+            .clone()
+            .ok_or(CDCError::MissingOption("consumer_factory"))?;
+        let (save, load) = self.validate()?;
+
+        check_table(&session, &keyspace, &table).await?;
+        let tablets = uses_tablets(&session, &keyspace).await?;
+        let fetcher: Arc<dyn GenerationFetcher> = if tablets {
+            Arc::new(TabletGenerationFetcher::new(session.clone(), &keyspace, &table).await?)
+        } else {
+            Arc::new(VnodeGenerationFetcher::new(session.clone()).await?)
+        };
+        let log_table = format!("{table}_scylla_cdc_log");
+        let source = Arc::new(DriverLogSource::new(session.clone(), &keyspace, &log_table).await?);
+        self.start(fetcher, source, factory, keyspace, table, save, load)
+            .await
+    }
+
+    /// Validates options that need no cluster; returns whether to save and to load.
+    fn validate(&self) -> Result<(bool, bool), CDCError> {
+        if self.window_size.is_zero() {
+            return Err(CDCError::InvalidConfig(
+                "window_size must be greater than zero".into(),
+            ));
+        }
+        if self.sleep_interval.is_zero() {
+            return Err(CDCError::InvalidConfig(
+                "sleep_interval must be greater than zero".into(),
+            ));
+        }
+        if let (Some(s), Some(e)) = (self.start_timestamp, self.end_timestamp)
+            && e <= s
+        {
+            return Err(CDCError::InvalidConfig(format!(
+                "end_timestamp ({e}) must be after start_timestamp ({s})"
+            )));
+        }
+        let has_saver = self.checkpoint_saver.is_some();
+        let save = self.should_save_progress.unwrap_or(has_saver);
+        let load = self.should_load_progress.unwrap_or(has_saver);
+        if (save || load) && !has_saver {
+            return Err(CDCError::MissingOption("checkpoint_saver"));
+        }
+        Ok((save, load))
+    }
+
+    /// Starts the worker with the given fetcher and log source.
+    #[allow(clippy::too_many_arguments)]
+    async fn start(
+        self,
+        fetcher: Arc<dyn GenerationFetcher>,
+        source: Arc<dyn LogSource>,
+        factory: Arc<dyn ConsumerFactory>,
+        keyspace: String,
+        table: String,
+        save: bool,
+        load: bool,
+    ) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
+        let start = self.start_timestamp.unwrap_or_else(|| self.clock.now());
+        let generations = fetcher.fetch_all_generations().await?;
+        if generations.is_empty() {
+            return Err(CDCError::NoGeneration { keyspace, table });
+        }
+        let saver = self.checkpoint_saver.clone();
+        let loaded_generation = match (&saver, load) {
+            (Some(saver), true) => {
+                saver
+                    .load_last_generation()
+                    .await
+                    .map_err(|source| CDCError::Checkpoint {
+                        action: "load the last generation",
+                        source,
+                    })?
+            }
+            _ => None,
+        };
+        let (end_tx, end_rx) = watch::channel(self.end_timestamp.map(ceil_to_millis));
+        let (stop_tx, mut stop_rx) = watch::channel(false);
+        let worker = Worker {
+            fetcher,
+            factory,
+            settings: ReaderSettings {
+                window_size: self.window_size,
+                safety_interval: self.safety_interval,
+                sleep_interval: self.sleep_interval,
+                pause_between_saves: self.pause_between_saves,
+                saver: if save { saver.clone() } else { None },
+                clock: self.clock.clone(),
+                source,
+                end: end_rx,
+            },
+            loader: if load { saver } else { None },
+            start,
+            generations,
+            loaded_generation,
+        };
+        let span = info_span!("cdc_log_reader", keyspace = %keyspace, table = %table);
+        let task = tokio::spawn(
+            async move {
+                tokio::select! {
+                    result = worker.run() => result,
+                    // `stop()`, or the reader was dropped (the sender is gone).
+                    _ = stop_rx.wait_for(|stopped| *stopped) => {
+                        info!("CDC log reader stopped");
+                        Ok(())
+                    }
+                }
+            }
+            .instrument(span),
+        );
+        Ok((
+            CDCLogReader {
+                end: end_tx,
+                stop: stop_tx,
+            },
+            CDCReaderHandle { task },
+        ))
+    }
+}
+
+/// Fails unless the keyspace, the table and its CDC log table exist.
+async fn check_table(session: &Session, keyspace: &str, table: &str) -> Result<(), CDCError> {
+    let query_err = |what: &str| {
+        let what = what.to_owned();
+        move |source| CDCError::Query {
+            what,
+            source: Box::new(source),
+        }
+    };
+    let ks = session
+        .query_unpaged(
+            "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?",
+            (keyspace,),
+        )
+        .await
+        .map_err(query_err("looking up the keyspace"))?;
+    if rows_count(ks) == 0 {
+        return Err(CDCError::KeyspaceNotFound(keyspace.to_owned()));
+    }
+    let table_exists = |name: String| async move {
+        let r = session
+            .query_unpaged(
+                "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?",
+                (keyspace, name),
+            )
+            .await
+            .map_err(query_err("looking up the table"))?;
+        Ok::<bool, CDCError>(rows_count(r) > 0)
+    };
+    if !table_exists(table.to_owned()).await? {
+        return Err(CDCError::TableNotFound {
+            keyspace: keyspace.to_owned(),
+            table: table.to_owned(),
+        });
+    }
+    if !table_exists(format!("{table}_scylla_cdc_log")).await? {
+        return Err(CDCError::CdcNotEnabled {
+            keyspace: keyspace.to_owned(),
+            table: table.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Number of rows of a result (0 when it is not rows).
+fn rows_count(result: scylla::response::query_result::QueryResult) -> usize {
+    result.into_rows_result().map(|r| r.rows_num()).unwrap_or(0)
+}
+
+/// Whether the keyspace uses tablets: `initial_tablets` in `system_schema.scylla_keyspaces`
+/// is non-null. Servers without that table (older Scylla) use vnodes.
+async fn uses_tablets(session: &Session, keyspace: &str) -> Result<bool, CDCError> {
+    let result = session
+        .query_unpaged(
+            "SELECT initial_tablets FROM system_schema.scylla_keyspaces WHERE keyspace_name = ?",
+            (keyspace,),
+        )
+        .await;
+    let result = match result {
+        Ok(r) => r,
+        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(
+            DbError::Invalid | DbError::SyntaxError,
+            msg,
+        ))) => {
+            info!(reason = %msg, "no system_schema.scylla_keyspaces: assuming vnodes");
+            return Ok(false);
+        }
+        Err(source) => {
+            return Err(CDCError::Query {
+                what: "reading system_schema.scylla_keyspaces".into(),
+                source: Box::new(source),
+            });
+        }
+    };
+    let bad = |e: String| CDCError::BadMetadata {
+        what: "system_schema.scylla_keyspaces".into(),
+        detail: e,
+    };
+    let rows = match result.into_rows_result() {
+        Ok(rows) => rows,
+        Err(e) => return Err(bad(e.to_string())),
+    };
+    let row = rows
+        .maybe_first_row::<(Option<i32>,)>()
+        .map_err(|e| bad(e.to_string()))?;
+    Ok(matches!(row, Some((Some(_),))))
+}
+
+/// The background task: walks generations and runs their stream readers.
+struct Worker {
+    fetcher: Arc<dyn GenerationFetcher>,
+    factory: Arc<dyn ConsumerFactory>,
+    settings: ReaderSettings,
+    /// Where saved progress is loaded from, when loading is on.
+    loader: Option<Arc<dyn CDCCheckpointSaver>>,
+    start: DateTime<Utc>,
+    generations: Vec<GenerationTimestamp>,
+    loaded_generation: Option<GenerationTimestamp>,
+}
+
+impl Worker {
+    fn end(&self) -> Option<DateTime<Utc>> {
+        *self.settings.end.borrow()
+    }
+
+    async fn run(mut self) -> Result<(), CDCError> {
+        let first_from = self.loaded_generation.map_or(self.start, |g| g.timestamp);
+        let Some(mut current) = generation_covering(&self.generations, first_from) else {
+            return Ok(());
+        };
+        let mut first = true;
+        loop {
+            if self.end().is_some_and(|e| e <= current.timestamp) {
+                return Ok(());
+            }
+            self.run_generation(current, first).await?;
+            first = false;
+            let next = next_generation(&self.generations, &current);
+            match next {
+                Some(next) if self.end().is_none_or(|e| e > next.timestamp) => current = next,
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// The stream groups of a generation, retrying transient failures (a node may be down
+    /// while the topology changes) with capped exponential backoff.
+    async fn fetch_stream_groups(
+        &self,
+        generation: &GenerationTimestamp,
+    ) -> Result<Vec<Vec<crate::cdc_types::StreamID>>, CDCError> {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match self.fetcher.fetch_stream_groups(generation).await {
+                Err(e) if e.is_transient() => {
+                    warn!(error = %e, retry_in = ?backoff, "could not read the streams of a generation; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Where a stream group of `generation` starts.
+    async fn group_start(
+        &self,
+        generation: &GenerationTimestamp,
+        group: &[crate::cdc_types::StreamID],
+        first: bool,
+    ) -> Result<DateTime<Utc>, CDCError> {
+        if !first {
+            return Ok(generation.timestamp);
+        }
+        if let Some(loader) = &self.loader {
+            let saved = loader.load_last_checkpoint(group).await.map_err(|source| {
+                CDCError::Checkpoint {
+                    action: "load a stream checkpoint",
+                    source,
+                }
+            })?;
+            if let Some(saved) = saved {
+                return Ok(saved.max(generation.timestamp));
+            }
+            if self.loaded_generation.is_some() {
+                // Resuming a generation this group saved nothing in: read it from its start
+                // rather than risk skipping what was written while the reader was down.
+                return Ok(generation.timestamp);
+            }
+        }
+        Ok(self.start.max(generation.timestamp))
+    }
+
+    /// Reads one generation until every group reaches its end (or the reader's end).
+    async fn run_generation(
+        &mut self,
+        generation: GenerationTimestamp,
+        first: bool,
+    ) -> Result<(), CDCError> {
+        let groups = self.fetch_stream_groups(&generation).await?;
+        info!(generation = %generation, groups = groups.len(), "reading a CDC generation");
+        if let Some(saver) = &self.settings.saver
+            && let Err(e) = saver.save_new_generation(&generation).await
+        {
+            warn!(error = %e, generation = %generation, "could not save the CDC generation");
+        }
+        let next = next_generation(&self.generations, &generation);
+        let (gen_end_tx, gen_end_rx) = watch::channel(next.map(|g| g.timestamp));
+        let mut readers = JoinSet::new();
+        for group in groups {
+            let start = self.group_start(&generation, &group, first).await?;
+            let consumer = self.factory.new_consumer().await;
+            let span = info_span!(
+                "stream_reader",
+                stream = %group.first().map(|s| s.to_string()).unwrap_or_default(),
+                streams = group.len(),
+                generation = %generation,
+                window_start = tracing::field::Empty,
+            );
+            let reader = StreamReader::new(
+                self.settings.clone(),
+                group,
+                generation,
+                gen_end_rx.clone(),
+                start,
+                consumer,
+            );
+            readers.spawn(reader.run().instrument(span));
+        }
+        let mut known_next = next.is_some();
+        // Checkpoint rows have a TTL: re-save the generation now and then, so that a reader
+        // that stays in one generation for long still finds it after a restart.
+        let mut resave = tokio::time::interval(GENERATION_RESAVE_INTERVAL);
+        resave.tick().await;
+        loop {
+            tokio::select! {
+                _ = resave.tick(), if self.settings.saver.is_some() => {
+                    if let Some(saver) = &self.settings.saver
+                        && let Err(e) = saver.save_new_generation(&generation).await
+                    {
+                        warn!(error = %e, generation = %generation, "could not save the CDC generation");
+                    }
+                }
+                joined = readers.join_next() => match joined {
+                    None => return Ok(()),
+                    Some(Ok(Ok(()))) => {}
+                    // Dropping `readers` on return aborts the other stream readers.
+                    Some(Ok(Err(e))) => return Err(e),
+                    Some(Err(e)) => return Err(CDCError::Task(e.to_string())),
+                },
+                _ = tokio::time::sleep(self.settings.sleep_interval), if !known_next => {
+                    match self.fetcher.fetch_all_generations().await {
+                        Ok(gens) => {
+                            self.generations = gens;
+                            if let Some(n) = next_generation(&self.generations, &generation) {
+                                info!(next = %n, "a new CDC generation was published");
+                                known_next = true;
+                                // Receivers live as long as their readers; none left is fine.
+                                let _ = gen_end_tx.send(Some(n.timestamp));
+                            }
+                        }
+                        Err(e) => warn!(error = %e, "could not look for new CDC generations"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Controls a running reader. Dropping it stops the reader like [`CDCLogReader::stop`]
+/// (progress is what the last checkpoint saved).
+#[must_use = "dropping the CDCLogReader stops reading"]
+pub struct CDCLogReader {
+    end: watch::Sender<Option<DateTime<Utc>>>,
+    stop: watch::Sender<bool>,
+}
+
+impl CDCLogReader {
+    /// Stops reading now: stream readers are cancelled where they are (a row being consumed
+    /// is not waited for) and the handle resolves to `Ok(())` promptly.
+    pub fn stop(&mut self) {
+        self.stop.send_replace(true);
+    }
+
+    /// Reads every row with `cdc$time` before `when` (rounded up to the millisecond), then
+    /// resolves the handle with `Ok(())`. Since reading stays `safety_interval` behind now,
+    /// this takes until about `when + safety_interval`. An earlier end is kept.
+    pub fn stop_at(&mut self, when: impl Into<DateTime<Utc>>) {
+        let when = ceil_to_millis(when.into());
+        self.end.send_modify(|end| {
+            *end = Some(end.map_or(when, |e| e.min(when)));
+        });
+    }
+}
+
+/// Resolves to the reader's final result: `Ok(())` after `stop()`, after `stop_at` or the
+/// end timestamp was reached, or the first error of any stream reader (which stops them all).
+///
+/// Dropping the handle does not stop the reader; only its result is lost.
+#[must_use = "the handle reports the reader's errors; await it"]
+pub struct CDCReaderHandle {
+    task: JoinHandle<Result<(), CDCError>>,
+}
+
+impl Future for CDCReaderHandle {
+    type Output = Result<(), CDCError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.task)
+            .poll(cx)
+            .map(|joined| joined.unwrap_or_else(|e| Err(CDCError::Task(e.to_string()))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cdc_types::StreamID;
+    use crate::checkpoints::tests::MemorySaver;
+    use crate::consumer::Consumer;
+    use crate::stream_generations::tests::FakeFetcher;
+    use crate::stream_reader::tests::{FakeLog, Recorder, Seen, ms, row, stream};
+    use crate::time::TokioClock;
+    use async_trait::async_trait;
+    use std::sync::Mutex;
+
+    const BASE: i64 = 1_700_000_000_000;
+
+    struct Factory {
+        seen: Arc<Mutex<Vec<Seen>>>,
+        fail_on: Option<i32>,
+    }
+
+    #[async_trait]
+    impl ConsumerFactory for Factory {
+        async fn new_consumer(&self) -> Box<dyn Consumer> {
+            Box::new(Recorder {
+                seen: self.seen.clone(),
+                fail_on: self.fail_on,
+            })
+        }
+    }
+
+    fn g(ms_: i64) -> GenerationTimestamp {
+        GenerationTimestamp::new(ms(ms_))
+    }
+
+    struct Env {
+        fetcher: Arc<FakeFetcher>,
+        log: Arc<FakeLog>,
+        saver: Arc<MemorySaver>,
+        seen: Arc<Mutex<Vec<Seen>>>,
+    }
+
+    impl Env {
+        fn new() -> Self {
+            Self {
+                fetcher: Arc::new(FakeFetcher::default()),
+                log: Arc::new(FakeLog::new(7)),
+                saver: Arc::new(MemorySaver::default()),
+                seen: Arc::new(Mutex::new(Vec::new())),
+            }
+        }
+
+        fn builder(&self) -> CDCLogReaderBuilder {
+            CDCLogReaderBuilder::new()
+                .window_size(Duration::from_secs(60))
+                .safety_interval(Duration::from_secs(30))
+                .sleep_interval(Duration::from_secs(10))
+                .clock(Arc::new(TokioClock::starting_at(ms(BASE))))
+        }
+
+        async fn start(
+            &self,
+            b: CDCLogReaderBuilder,
+            fail_on: Option<i32>,
+        ) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
+            let (save, load) = b.validate()?;
+            let factory = Arc::new(Factory {
+                seen: self.seen.clone(),
+                fail_on,
+            });
+            b.start(
+                self.fetcher.clone(),
+                self.log.clone(),
+                factory,
+                "ks".into(),
+                "t".into(),
+                save,
+                load,
+            )
+            .await
+        }
+
+        fn seen(&self) -> Vec<Seen> {
+            self.seen.lock().unwrap().clone()
+        }
+    }
+
+    #[tokio::test]
+    async fn build_rejects_bad_configuration() {
+        let err = CDCLogReaderBuilder::new().build().await.err().unwrap();
+        assert!(matches!(err, CDCError::MissingOption("session")), "{err}");
+        let e = Env::new();
+        let zero = e
+            .builder()
+            .window_size(Duration::ZERO)
+            .validate()
+            .unwrap_err();
+        assert!(matches!(zero, CDCError::InvalidConfig(_)), "{zero}");
+        let sleep = e
+            .builder()
+            .sleep_interval(Duration::ZERO)
+            .validate()
+            .unwrap_err();
+        assert!(matches!(sleep, CDCError::InvalidConfig(_)), "{sleep}");
+        let backwards = e
+            .builder()
+            .start_timestamp(ms(10))
+            .end_timestamp(ms(10))
+            .validate()
+            .unwrap_err();
+        assert!(
+            backwards.to_string().contains("end_timestamp"),
+            "{backwards}"
+        );
+        let no_saver = e
+            .builder()
+            .should_load_progress(true)
+            .validate()
+            .unwrap_err();
+        assert!(matches!(
+            no_saver,
+            CDCError::MissingOption("checkpoint_saver")
+        ));
+        assert_eq!(e.builder().validate().unwrap(), (false, false));
+        let with_saver = e.builder().checkpoint_saver(e.saver.clone());
+        assert_eq!(with_saver.validate().unwrap(), (true, true));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_generation_is_an_error() {
+        let e = Env::new();
+        let err = e.start(e.builder(), None).await.err().unwrap();
+        assert!(matches!(err, CDCError::NoGeneration { .. }), "{err}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn follows_a_new_generation_after_finishing_the_old_one() {
+        let e = Env::new();
+        e.fetcher
+            .add(g(BASE - 3_600_000), vec![vec![stream(1)], vec![stream(2)]]);
+        e.log.push(row(1, (BASE - 1_800_000) * 1000, 0, 1));
+        e.log.push(row(2, (BASE + 30_000) * 1000, 0, 2));
+        e.log.push(row(1, (BASE + 50_000) * 1000, 0, 3));
+        e.log.push(row(3, (BASE + 70_000) * 1000, 0, 4));
+        e.log.push(row(3, (BASE + 100_000) * 1000, 0, 5));
+        let fetcher = e.fetcher.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            fetcher.add(g(BASE + 60_000), vec![vec![stream(3)]]);
+        });
+        let b = e
+            .builder()
+            .start_timestamp(ms(BASE - 3_600_000))
+            .end_timestamp(ms(BASE + 120_000))
+            .checkpoint_saver(e.saver.clone());
+        let (_reader, handle) = e.start(b, None).await.unwrap();
+        handle.await.unwrap();
+        let vs: Vec<i32> = e.seen().iter().filter_map(|s| s.3).collect();
+        assert_eq!(vs.len(), 5, "{vs:?}");
+        // Every row of the first generation came before any of the second.
+        let first_g2 = vs.iter().position(|v| *v >= 4).unwrap();
+        assert!(vs[..first_g2].iter().all(|v| *v <= 3));
+        assert_eq!(vs[first_g2..], [4, 5]);
+        assert_eq!(
+            *e.saver.generations_saved.lock().unwrap(),
+            vec![g(BASE - 3_600_000), g(BASE + 60_000)]
+        );
+        // The first generation's groups were never asked past the second's start.
+        for (streams, _, end, _) in e.log.requests.lock().unwrap().iter() {
+            if streams[0] != stream(3) {
+                assert!(*end <= ms(BASE + 60_000));
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn resume_from_checkpoints_loses_nothing() {
+        let e = Env::new();
+        let g1 = BASE - 3_600_000;
+        let g2 = BASE - 600_000;
+        e.fetcher.add(g(g1), vec![vec![stream(1)]]);
+        e.fetcher.add(g(g2), vec![vec![stream(2)]]);
+        let mut v = 0;
+        for i in 0..300 {
+            v += 1;
+            e.log.push(row(1, (g1 + i * 10_000) * 1000, 0, v));
+        }
+        for i in 0..50 {
+            v += 1;
+            e.log.push(row(2, (g2 + i * 10_000) * 1000, 0, v));
+        }
+        let total = v;
+
+        // Run 1 "crashes" on row 200 (the consumer fails).
+        let b = e
+            .builder()
+            .start_timestamp(ms(g1))
+            .checkpoint_saver(e.saver.clone())
+            .pause_between_saves(Duration::ZERO);
+        let (_r1, h1) = e.start(b, Some(200)).await.unwrap();
+        assert!(matches!(h1.await, Err(CDCError::Consumer { .. })));
+        let run1 = e.seen();
+        assert_eq!(run1.len(), 199);
+        let checkpoint = e.saver.streams.lock().unwrap()[&stream(1)];
+        e.seen.lock().unwrap().clear();
+
+        // Run 2 starts "now" by default, but resumes from the checkpoint, follows into the
+        // next generation and stops once caught up.
+        let b = e.builder().checkpoint_saver(e.saver.clone());
+        let (mut r2, h2) = e.start(b, None).await.unwrap();
+        r2.stop_at(ms(BASE - 35_000));
+        h2.await.unwrap();
+        let run2 = e.seen();
+        let mut all: Vec<i32> = run1.iter().chain(&run2).filter_map(|s| s.3).collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all, (1..=total).collect::<Vec<_>>(), "something was lost");
+        // Duplicates only after the last checkpoint.
+        let cp_us = checkpoint.timestamp_micros();
+        for dup in run2.iter().filter(|s| run1.contains(s)) {
+            assert!(
+                dup.1 >= cp_us,
+                "{dup:?} redelivered from before {checkpoint}"
+            );
+        }
+        assert!(run2.len() < 200, "run 2 restarted from scratch");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_loading_the_start_timestamp_applies() {
+        let e = Env::new();
+        e.fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+        e.log.push(row(1, (BASE - 3_000_000) * 1000, 0, 1));
+        e.log.push(row(1, (BASE - 1_000_000) * 1000, 0, 2));
+        e.saver
+            .streams
+            .lock()
+            .unwrap()
+            .insert(stream(1), ms(BASE - 3_500_000));
+        let b = e
+            .builder()
+            .start_timestamp(ms(BASE - 2_000_000))
+            .end_timestamp(ms(BASE - 500_000))
+            .checkpoint_saver(e.saver.clone())
+            .should_load_progress(false);
+        let (_r, h) = e.start(b, None).await.unwrap();
+        h.await.unwrap();
+        let vs: Vec<i32> = e.seen().iter().filter_map(|s| s.3).collect();
+        assert_eq!(vs, vec![2]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn transient_metadata_errors_are_retried() {
+        let e = Env::new();
+        e.fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+        e.log.push(row(1, (BASE - 3_000_000) * 1000, 0, 1));
+        let transient = || CDCError::Query {
+            what: "streams".into(),
+            source: Box::new(ExecutionError::RequestTimeout(Duration::from_secs(1))),
+        };
+        e.fetcher
+            .group_errors
+            .lock()
+            .unwrap()
+            .extend([transient(), transient()]);
+        let b = e
+            .builder()
+            .start_timestamp(ms(BASE - 3_600_000))
+            .end_timestamp(ms(BASE - 1_000_000));
+        let (_r, h) = e.start(b, None).await.unwrap();
+        h.await.unwrap();
+        assert_eq!(e.seen().len(), 1);
+
+        // A permanent one ends the reader with that error.
+        e.fetcher
+            .group_errors
+            .lock()
+            .unwrap()
+            .push(CDCError::Query {
+                what: "streams".into(),
+                source: Box::new(ExecutionError::LastAttemptError(
+                    RequestAttemptError::DbError(DbError::Invalid, "no".into()),
+                )),
+            });
+        let b = e.builder().start_timestamp(ms(BASE - 3_600_000));
+        let (_r, h) = e.start(b, None).await.unwrap();
+        assert!(matches!(h.await, Err(CDCError::Query { .. })));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stop_resolves_promptly_and_drop_stops_too() {
+        let e = Env::new();
+        e.fetcher
+            .add(g(BASE - 3_600_000), vec![vec![stream(1)], vec![stream(2)]]);
+        let (mut r, h) = e.start(e.builder(), None).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(100)).await;
+        let before = tokio::time::Instant::now();
+        r.stop();
+        h.await.unwrap();
+        assert!(before.elapsed() < Duration::from_millis(1));
+
+        let (r, h) = e.start(e.builder(), None).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(100)).await;
+        drop(r);
+        tokio::time::timeout(Duration::from_secs(1), h)
+            .await
+            .expect("dropping the reader did not stop it")
+            .unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn consumer_error_stops_every_group() {
+        let e = Env::new();
+        e.fetcher
+            .add(g(BASE - 3_600_000), vec![vec![stream(1)], vec![stream(2)]]);
+        e.log.push(row(1, (BASE - 3_000_000) * 1000, 0, 13));
+        let b = e.builder().start_timestamp(ms(BASE - 3_600_000));
+        let (_r, h) = e.start(b, Some(13)).await.unwrap();
+        // Without the error the reader would run forever (no end).
+        let err = tokio::time::timeout(Duration::from_secs(3600), h)
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert!(matches!(err, CDCError::Consumer { stream: s, .. } if s == stream(1)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn generation_is_saved_again_while_staying_in_it() {
+        let e = Env::new();
+        e.fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+        let b = e.builder().checkpoint_saver(e.saver.clone());
+        let (mut r, h) = e.start(b, None).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(2 * 3600 + 60)).await;
+        r.stop();
+        h.await.unwrap();
+        assert_eq!(e.saver.generations_saved.lock().unwrap().len(), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stop_at_delivers_everything_before_it() {
+        let e = Env::new();
+        e.fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+        // Rows written after the reader started, up to just before the stop time.
+        for i in 0..20 {
+            e.log.push(row(1, (BASE + i * 5_000) * 1000, 0, i as i32));
+        }
+        e.log.push(row(1, (BASE + 100_000) * 1000 + 1, 0, 99));
+        let (mut r, h) = e.start(e.builder(), None).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(50)).await;
+        // Rounded up to the next millisecond: the row 1 µs after it is still excluded.
+        r.stop_at(DateTime::from_timestamp_micros((BASE + 100_000) * 1000 - 500).unwrap());
+        h.await.unwrap();
+        let vs: Vec<i32> = e.seen().iter().filter_map(|s| s.3).collect();
+        assert_eq!(vs, (0..20).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn identifiers_are_quoted() {
+        assert_eq!(quote_identifier("ks"), "\"ks\"");
+        assert_eq!(quote_identifier("we\"ird"), "\"we\"\"ird\"");
+    }
+
+    #[test]
+    fn ceil_millis() {
+        let t = DateTime::from_timestamp_micros(1_500).unwrap();
+        assert_eq!(ceil_to_millis(t), ms(2));
+        assert_eq!(ceil_to_millis(ms(7)), ms(7));
+    }
+
+    #[test]
+    fn stream_ids_display_in_errors() {
+        let s = StreamID::new([0xab; 16]);
+        assert!(s.to_string().starts_with("0xabab"));
+    }
+}

@@ -1,0 +1,849 @@
+//! Reading the log of one stream group, window after window.
+//!
+//! A [`StreamReader`] owns one group of streams of one generation and one [`Consumer`]. It
+//! reads windows `[T, U)` (see [`crate::time::next_window_end`]) from a [`LogSource`] page by
+//! page, prefetching the next page while the consumer handles the current one, retries
+//! transient errors from the page that failed, never hands a stream's row over twice, and
+//! saves a [`Checkpoint`] after its windows.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use scylla::client::session::Session;
+use scylla::deserialize::DeserializationError;
+use scylla::deserialize::result::TypedRowIterator;
+use scylla::deserialize::row::ColumnIterator;
+use scylla::errors::ExecutionError;
+use scylla::frame::response::result::ColumnSpec;
+use scylla::response::query_result::QueryRowsResult;
+use scylla::response::{PagingState, PagingStateResponse};
+use scylla::statement::prepared::PreparedStatement;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tracing::{debug, warn};
+
+use crate::cdc_types::{GenerationTimestamp, StreamID};
+use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
+use crate::consumer::{CDCRow, ColumnIndex, Consumer};
+use crate::error::{CDCError, StreamList, is_transient};
+use crate::time::{ChangeKey, Clock, next_window_end, truncate_to_millis};
+
+/// First pause after a transient error; doubled on each further failure.
+const RETRY_BACKOFF_START: Duration = Duration::from_millis(50);
+/// Longest pause between retries.
+const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// One page of log rows.
+// The test-only variant is the small one; production builds have only `Driver`.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum LogPage {
+    /// A page returned by the driver.
+    Driver(QueryRowsResult),
+    /// Rows serialized by a test, with their column specs.
+    #[cfg(test)]
+    Raw {
+        /// The columns of every row.
+        specs: Arc<Vec<ColumnSpec<'static>>>,
+        /// Each row serialized as CQL cells.
+        rows: Vec<Vec<u8>>,
+    },
+}
+
+/// Rows of a [`LogPage`], as column iterators over the page's bytes.
+enum PageRows<'p> {
+    Driver(TypedRowIterator<'p, 'p, ColumnIterator<'p, 'p>>),
+    #[cfg(test)]
+    Raw {
+        specs: &'p [ColumnSpec<'p>],
+        rows: std::slice::Iter<'p, Vec<u8>>,
+    },
+}
+
+impl<'p> Iterator for PageRows<'p> {
+    type Item = Result<ColumnIterator<'p, 'p>, DeserializationError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Self::Driver(it) => it.next(),
+            #[cfg(test)]
+            Self::Raw { specs, rows } => rows.next().map(|r| {
+                Ok(ColumnIterator::new(
+                    specs,
+                    scylla::deserialize::FrameSlice::new_borrowed(r),
+                ))
+            }),
+        }
+    }
+}
+
+impl LogPage {
+    /// The page's column specs and rows.
+    fn rows(&self) -> Result<(&[ColumnSpec<'_>], PageRows<'_>), String> {
+        match self {
+            Self::Driver(result) => {
+                let rows = result.rows::<ColumnIterator>().map_err(|e| e.to_string())?;
+                Ok((result.column_specs().as_slice(), PageRows::Driver(rows)))
+            }
+            #[cfg(test)]
+            Self::Raw { specs, rows } => Ok((
+                specs.as_slice(),
+                PageRows::Raw {
+                    specs: specs.as_slice(),
+                    rows: rows.iter(),
+                },
+            )),
+        }
+    }
+}
+
+/// Where stream readers get pages of the log from.
+#[async_trait]
+pub(crate) trait LogSource: Send + Sync {
+    /// One page of the rows of `streams` with `start <= cdc$time < end`.
+    async fn fetch_page(
+        &self,
+        streams: &[StreamID],
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        paging: PagingState,
+    ) -> Result<(LogPage, PagingStateResponse), ExecutionError>;
+}
+
+/// Reads the log through the driver with one prepared statement.
+pub(crate) struct DriverLogSource {
+    session: Arc<Session>,
+    statement: PreparedStatement,
+}
+
+impl DriverLogSource {
+    /// Prepares the window query on `keyspace`'s log table `log_table` (both unquoted).
+    pub(crate) async fn new(
+        session: Arc<Session>,
+        keyspace: &str,
+        log_table: &str,
+    ) -> Result<Self, CDCError> {
+        let text = format!(
+            "SELECT * FROM {}.{} WHERE \"cdc$stream_id\" IN ? AND \"cdc$time\" >= minTimeuuid(?) \
+             AND \"cdc$time\" < minTimeuuid(?) BYPASS CACHE",
+            crate::log_reader::quote_identifier(keyspace),
+            crate::log_reader::quote_identifier(log_table),
+        );
+        let mut statement =
+            session
+                .prepare(text.clone())
+                .await
+                .map_err(|source| CDCError::Prepare {
+                    statement: text,
+                    source: Box::new(source),
+                })?;
+        statement.set_is_idempotent(true);
+        Ok(Self { session, statement })
+    }
+}
+
+#[async_trait]
+impl LogSource for DriverLogSource {
+    async fn fetch_page(
+        &self,
+        streams: &[StreamID],
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        paging: PagingState,
+    ) -> Result<(LogPage, PagingStateResponse), ExecutionError> {
+        let ids: Vec<&[u8]> = streams.iter().map(|s| &s.as_bytes()[..]).collect();
+        let (result, next) = self
+            .session
+            .execute_single_page(&self.statement, (ids, start, end), paging)
+            .await?;
+        let rows = result.into_rows_result().map_err(|e| {
+            ExecutionError::LastAttemptError(scylla::errors::RequestAttemptError::DbError(
+                scylla::errors::DbError::ProtocolError,
+                format!("the CDC log query did not return rows: {e}"),
+            ))
+        })?;
+        Ok((LogPage::Driver(rows), next))
+    }
+}
+
+/// Settings shared by every stream reader of a log reader.
+#[derive(Clone)]
+pub(crate) struct ReaderSettings {
+    /// Longest window.
+    pub(crate) window_size: Duration,
+    /// How far behind "now" windows stop.
+    pub(crate) safety_interval: Duration,
+    /// Pause once caught up.
+    pub(crate) sleep_interval: Duration,
+    /// Least time between two checkpoints of one group.
+    pub(crate) pause_between_saves: Duration,
+    /// Where checkpoints go, when saving is on.
+    pub(crate) saver: Option<Arc<dyn CDCCheckpointSaver>>,
+    /// The source of "now".
+    pub(crate) clock: Arc<dyn Clock>,
+    /// Where pages come from.
+    pub(crate) source: Arc<dyn LogSource>,
+    /// The end of reading (end timestamp or `stop_at`), changed while running.
+    pub(crate) end: watch::Receiver<Option<DateTime<Utc>>>,
+}
+
+/// The immutable part of a stream reader: what it reads and how.
+struct Plan {
+    settings: ReaderSettings,
+    streams: Vec<StreamID>,
+    generation: GenerationTimestamp,
+    /// The next generation's start, once known.
+    generation_end: watch::Receiver<Option<DateTime<Utc>>>,
+}
+
+/// The mutable part: the consumer and what was delivered.
+struct Progress {
+    consumer: Box<dyn Consumer>,
+    /// The column index of the current log schema.
+    index: Option<Arc<ColumnIndex>>,
+    /// Per stream (same positions as `Plan::streams`): the last delivered row.
+    last: Vec<Option<ChangeKey>>,
+    /// When the last checkpoint was saved.
+    last_save: Option<Instant>,
+    /// The time of the last saved checkpoint.
+    saved_until: Option<DateTime<Utc>>,
+}
+
+/// Reads one stream group of one generation from `start` until the generation ends or the
+/// reader's end is reached.
+pub(crate) struct StreamReader {
+    plan: Plan,
+    progress: Progress,
+    start: DateTime<Utc>,
+}
+
+impl StreamReader {
+    /// A reader of `streams` (one group of `generation`) from `start`.
+    pub(crate) fn new(
+        settings: ReaderSettings,
+        streams: Vec<StreamID>,
+        generation: GenerationTimestamp,
+        generation_end: watch::Receiver<Option<DateTime<Utc>>>,
+        start: DateTime<Utc>,
+        consumer: Box<dyn Consumer>,
+    ) -> Self {
+        let last = vec![None; streams.len()];
+        Self {
+            plan: Plan {
+                settings,
+                streams,
+                generation,
+                generation_end,
+            },
+            progress: Progress {
+                consumer,
+                index: None,
+                last,
+                last_save: None,
+                saved_until: None,
+            },
+            start: truncate_to_millis(start),
+        }
+    }
+
+    /// Runs the window loop until the limit (generation end or reader end) is reached.
+    pub(crate) async fn run(mut self) -> Result<(), CDCError> {
+        let mut t = self.start;
+        loop {
+            let limit = self.plan.limit();
+            if limit.is_some_and(|l| t >= l) {
+                self.plan.save(&mut self.progress, t, true).await;
+                return Ok(());
+            }
+            let s = &self.plan.settings;
+            let now = s.clock.now();
+            let u = next_window_end(t, s.window_size, now, s.safety_interval, limit);
+            if u <= t {
+                tokio::time::sleep(s.sleep_interval).await;
+                continue;
+            }
+            tracing::Span::current().record("window_start", tracing::field::display(t));
+            self.plan.read_window(&mut self.progress, t, u).await?;
+            // The window was cut short by "now - safety_interval" (not by its size or the
+            // limit): the reader has caught up and waits before the next window.
+            let caught_up = u < t_plus(t, s.window_size) && limit.is_none_or(|l| u < l);
+            t = u;
+            self.plan.save(&mut self.progress, t, false).await;
+            if caught_up {
+                tokio::time::sleep(self.plan.settings.sleep_interval).await;
+            }
+        }
+    }
+}
+
+/// `t + d`, saturating.
+fn t_plus(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
+    t.checked_add_signed(crate::time::to_delta(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+impl Plan {
+    /// The earlier of the generation's end and the reader's end.
+    fn limit(&self) -> Option<DateTime<Utc>> {
+        let g = *self.generation_end.borrow();
+        let e = *self.settings.end.borrow();
+        match (g, e) {
+            (Some(g), Some(e)) => Some(g.min(e)),
+            (g, e) => g.or(e),
+        }
+    }
+
+    /// Saves a checkpoint at `t` if saving is on and the last one is older than
+    /// `pause_between_saves` (or `force`). A failed save is only logged: the next window
+    /// saves again.
+    async fn save(&self, progress: &mut Progress, t: DateTime<Utc>, force: bool) {
+        let Some(saver) = &self.settings.saver else {
+            return;
+        };
+        if progress.saved_until.is_some_and(|s| s >= t) {
+            return;
+        }
+        if !force
+            && progress
+                .last_save
+                .is_some_and(|i| i.elapsed() < self.settings.pause_between_saves)
+        {
+            return;
+        }
+        let cp = Checkpoint::new(t, self.streams.clone(), self.generation);
+        match saver.save_checkpoint(&cp).await {
+            Ok(()) => {
+                progress.last_save = Some(Instant::now());
+                progress.saved_until = Some(t);
+                debug!(checkpoint = %t, "saved checkpoint");
+            }
+            Err(e) => warn!(error = %e, checkpoint = %t, "could not save a CDC checkpoint"),
+        }
+    }
+
+    /// Fetches a page, retrying transient errors with capped exponential backoff.
+    async fn fetch(
+        &self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        paging: PagingState,
+    ) -> Result<(LogPage, PagingStateResponse), CDCError> {
+        let mut backoff = RETRY_BACKOFF_START;
+        loop {
+            match self
+                .settings
+                .source
+                .fetch_page(&self.streams, start, end, paging.clone())
+                .await
+            {
+                Ok(page) => return Ok(page),
+                Err(e) if is_transient(&e) => {
+                    warn!(error = %e, retry_in = ?backoff, "transient error reading the CDC log; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(RETRY_BACKOFF_MAX);
+                }
+                Err(source) => {
+                    return Err(CDCError::LogRead {
+                        streams: StreamList(self.streams.clone()),
+                        window_start: start,
+                        window_end: end,
+                        source: Box::new(source),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Reads the window `[start, end)` page by page, prefetching the next page while the
+    /// consumer handles the current one.
+    async fn read_window(
+        &self,
+        progress: &mut Progress,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<(), CDCError> {
+        let mut page = self.fetch(start, end, PagingState::start()).await?;
+        loop {
+            let (rows, next) = page;
+            match next.into_paging_control_flow() {
+                std::ops::ControlFlow::Break(()) => {
+                    return self.consume_page(progress, &rows, start, end).await;
+                }
+                std::ops::ControlFlow::Continue(state) => {
+                    // Either error ends the window (and the reader) at once.
+                    let ((), fetched) = tokio::try_join!(
+                        self.consume_page(progress, &rows, start, end),
+                        self.fetch(start, end, state)
+                    )?;
+                    page = fetched;
+                }
+            }
+        }
+    }
+
+    /// Hands the rows of a page to the consumer, skipping rows already delivered.
+    async fn consume_page(
+        &self,
+        progress: &mut Progress,
+        page: &LogPage,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<(), CDCError> {
+        let bad = |detail: String| CDCError::BadLogData {
+            streams: StreamList(self.streams.clone()),
+            window_start: start,
+            window_end: end,
+            detail,
+        };
+        let (specs, rows) = page.rows().map_err(bad)?;
+        let index = match &progress.index {
+            Some(index) if index.matches(specs) => index.clone(),
+            _ => {
+                let index = Arc::new(ColumnIndex::new(specs).map_err(bad)?);
+                progress.index = Some(index.clone());
+                index
+            }
+        };
+        let mut cells: Vec<Option<&[u8]>> = Vec::with_capacity(index.len());
+        for row in rows {
+            let columns = row.map_err(|e| bad(e.to_string()))?;
+            cells.clear();
+            for column in columns {
+                let column = column.map_err(|e| bad(e.to_string()))?;
+                cells.push(column.slice.map(|s| s.as_slice()));
+            }
+            let header = match index.header(&cells) {
+                Ok(h) => h,
+                Err(why) => {
+                    warn!(reason = %why, "skipping an unusable CDC log row");
+                    continue;
+                }
+            };
+            let Some(slot) = self.streams.iter().position(|s| *s == header.stream_id) else {
+                warn!(stream = %header.stream_id, "skipping a CDC log row of a stream that was not asked for");
+                continue;
+            };
+            let key = ChangeKey::new(&header.time, header.batch_seq_no);
+            let last = progress.last.get_mut(slot);
+            if last.as_ref().is_some_and(|l| l.is_some_and(|l| key <= l)) {
+                continue;
+            }
+            let row = CDCRow::new(header, &index, specs, &cells);
+            progress
+                .consumer
+                .consume_cdc(row)
+                .await
+                .map_err(|source| CDCError::Consumer {
+                    stream: header.stream_id,
+                    window_start: start,
+                    window_end: end,
+                    source,
+                })?;
+            if let Some(last) = progress.last.get_mut(slot) {
+                *last = Some(key);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::checkpoints::tests::MemorySaver;
+    use crate::consumer::tests::{TestRow, log_specs};
+    use crate::time::TokioClock;
+    use crate::time::tests::timeuuid;
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    /// What a fake source does for one request.
+    pub(crate) enum Scripted {
+        /// Fail with this error.
+        Fail(ExecutionError),
+    }
+
+    /// A request the fake log got: streams, window, and whether it continued a paging state.
+    pub(crate) type Request = (Vec<StreamID>, DateTime<Utc>, DateTime<Utc>, bool);
+
+    /// An in-memory log: rows by stream, split in pages of `page_size`; errors can be
+    /// scripted for the next requests. `std` mutexes, never held across `.await`.
+    pub(crate) struct FakeLog {
+        pub(crate) rows: Mutex<Vec<TestRow>>,
+        pub(crate) page_size: usize,
+        pub(crate) script: Mutex<VecDeque<Scripted>>,
+        pub(crate) requests: Mutex<Vec<Request>>,
+        specs: Arc<Vec<ColumnSpec<'static>>>,
+    }
+
+    impl FakeLog {
+        pub(crate) fn new(page_size: usize) -> Self {
+            Self {
+                rows: Mutex::new(Vec::new()),
+                page_size,
+                script: Mutex::new(VecDeque::new()),
+                requests: Mutex::new(Vec::new()),
+                specs: Arc::new(log_specs()),
+            }
+        }
+
+        pub(crate) fn push(&self, row: TestRow) {
+            self.rows.lock().unwrap().push(row);
+        }
+    }
+
+    #[async_trait]
+    impl LogSource for FakeLog {
+        async fn fetch_page(
+            &self,
+            streams: &[StreamID],
+            start: DateTime<Utc>,
+            end: DateTime<Utc>,
+            paging: PagingState,
+        ) -> Result<(LogPage, PagingStateResponse), ExecutionError> {
+            let offset = paging
+                .as_bytes_slice()
+                .map(|b| u32::from_be_bytes(b[..4].try_into().unwrap()) as usize)
+                .unwrap_or(0);
+            self.requests
+                .lock()
+                .unwrap()
+                .push((streams.to_vec(), start, end, offset > 0));
+            if let Some(Scripted::Fail(e)) = self.script.lock().unwrap().pop_front() {
+                return Err(e);
+            }
+            let smin = start.timestamp_millis() * 1000;
+            let emin = end.timestamp_millis() * 1000;
+            let mut matching: Vec<TestRow> = self
+                .rows
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|r| streams.contains(&StreamID::new(r.stream)))
+                .filter(|r| {
+                    let m = crate::time::timeuuid_micros(&r.time);
+                    m >= smin && m < emin
+                })
+                .cloned()
+                .collect();
+            matching.sort_by_key(|r| (r.stream, ChangeKey::new(&r.time, r.seq)));
+            let page: Vec<Vec<u8>> = matching
+                .iter()
+                .skip(offset)
+                .take(self.page_size)
+                .map(|r| r.serialize())
+                .collect();
+            let next_offset = offset + page.len();
+            let next = if next_offset < matching.len() {
+                PagingStateResponse::HasMorePages {
+                    state: PagingState::new_from_raw_bytes(
+                        (next_offset as u32).to_be_bytes().to_vec(),
+                    ),
+                }
+            } else {
+                PagingStateResponse::NoMorePages
+            };
+            Ok((
+                LogPage::Raw {
+                    specs: self.specs.clone(),
+                    rows: page,
+                },
+                next,
+            ))
+        }
+    }
+
+    /// A delivered row: stream byte, time micros, seq, value of `v`.
+    pub(crate) type Seen = (u8, i64, i32, Option<i32>);
+
+    /// Records rows; fails on the row whose `v` equals `fail_on`.
+    pub(crate) struct Recorder {
+        pub(crate) seen: Arc<Mutex<Vec<Seen>>>,
+        pub(crate) fail_on: Option<i32>,
+    }
+
+    #[async_trait]
+    impl Consumer for Recorder {
+        async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
+            let v = row.get_value_as::<i32>("v")?;
+            if v.is_some() && v == self.fail_on {
+                anyhow::bail!("consumer refused v={v:?}");
+            }
+            self.seen.lock().unwrap().push((
+                row.stream_id.as_bytes()[0],
+                crate::time::timeuuid_micros(&row.time),
+                row.batch_seq_no,
+                v,
+            ));
+            Ok(())
+        }
+    }
+
+    pub(crate) fn ms(v: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(v).unwrap()
+    }
+
+    pub(crate) fn stream(b: u8) -> StreamID {
+        StreamID::new([b; 16])
+    }
+
+    /// A row of stream `[s; 16]` at `micros`, seq `seq`, with `v`.
+    pub(crate) fn row(s: u8, micros: i64, seq: i32, v: i32) -> TestRow {
+        let mut r = TestRow::new([s; 16], timeuuid(micros, 0x1111 * s as u64), seq);
+        r.v = Some(v);
+        r
+    }
+
+    const BASE: i64 = 1_700_000_000_000;
+
+    struct Setup {
+        log: Arc<FakeLog>,
+        saver: Arc<MemorySaver>,
+        end_tx: watch::Sender<Option<DateTime<Utc>>>,
+        gen_end_tx: watch::Sender<Option<DateTime<Utc>>>,
+        seen: Arc<Mutex<Vec<Seen>>>,
+    }
+
+    fn settings(
+        log: Arc<FakeLog>,
+        saver: Arc<MemorySaver>,
+        end: watch::Receiver<Option<DateTime<Utc>>>,
+    ) -> ReaderSettings {
+        ReaderSettings {
+            window_size: Duration::from_secs(60),
+            safety_interval: Duration::from_secs(30),
+            sleep_interval: Duration::from_secs(10),
+            pause_between_saves: Duration::from_secs(10),
+            saver: Some(saver),
+            clock: Arc::new(TokioClock::starting_at(ms(BASE))),
+            source: log,
+            end,
+        }
+    }
+
+    fn reader(
+        page_size: usize,
+        streams: Vec<StreamID>,
+        start: DateTime<Utc>,
+        fail_on: Option<i32>,
+    ) -> (Setup, StreamReader) {
+        let log = Arc::new(FakeLog::new(page_size));
+        let saver = Arc::new(MemorySaver::default());
+        let (end_tx, end_rx) = watch::channel(None);
+        let (gen_end_tx, gen_end_rx) = watch::channel(None);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let r = StreamReader::new(
+            settings(log.clone(), saver.clone(), end_rx),
+            streams,
+            GenerationTimestamp::new(ms(0)),
+            gen_end_rx,
+            start,
+            Box::new(Recorder {
+                seen: seen.clone(),
+                fail_on,
+            }),
+        );
+        (
+            Setup {
+                log,
+                saver,
+                end_tx,
+                gen_end_tx,
+                seen,
+            },
+            r,
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn delivers_every_row_in_order_across_pages() {
+        let (s, r) = reader(2, vec![stream(1), stream(2)], ms(BASE - 3_600_000), None);
+        let start_us = (BASE - 3_600_000) * 1000;
+        for i in 0..7 {
+            s.log.push(row(2, start_us + i * 1_000_000, 0, i as i32));
+            s.log
+                .push(row(1, start_us + i * 1_000_000, 1, 100 + i as i32));
+            s.log
+                .push(row(1, start_us + i * 1_000_000, 0, 200 + i as i32));
+        }
+        s.end_tx.send(Some(ms(BASE - 3_000_000))).unwrap();
+        r.run().await.unwrap();
+        let seen = s.seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 21);
+        for st in [1u8, 2] {
+            let keys: Vec<(i64, i32)> = seen
+                .iter()
+                .filter(|x| x.0 == st)
+                .map(|x| (x.1, x.2))
+                .collect();
+            let mut sorted = keys.clone();
+            sorted.sort();
+            assert_eq!(keys, sorted, "stream {st} out of order");
+        }
+        // Prefetching asked for later pages.
+        assert!(s.log.requests.lock().unwrap().iter().any(|r| r.3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn catches_up_without_sleeping_between_windows() {
+        // 2 hours of backlog, 60 s windows: 120 windows, none of them followed by a sleep.
+        let start = ms(BASE - 7_200_000);
+        let (s, r) = reader(100, vec![stream(1)], start, None);
+        s.log.push(row(1, (BASE - 7_200_000) * 1000, 0, 1));
+        s.log.push(row(1, (BASE - 40_000) * 1000, 0, 2));
+        s.end_tx.send(Some(ms(BASE - 30_000))).unwrap();
+        let before = Instant::now();
+        r.run().await.unwrap();
+        assert_eq!(s.seen.lock().unwrap().len(), 2);
+        // Paused clock: time only advances when the reader sleeps.
+        assert!(
+            before.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            before.elapsed()
+        );
+        let windows = s.log.requests.lock().unwrap().len();
+        assert_eq!(windows, 120);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waits_for_safety_interval_then_reads() {
+        let (s, r) = reader(100, vec![stream(1)], ms(BASE - 1_000), None);
+        // A row written 5 s in the future is only read once now - 30 s passes it.
+        s.log.push(row(1, (BASE + 5_000) * 1000, 0, 7));
+        s.end_tx.send(Some(ms(BASE + 6_000))).unwrap();
+        let before = Instant::now();
+        r.run().await.unwrap();
+        assert_eq!(s.seen.lock().unwrap().len(), 1);
+        let waited = before.elapsed();
+        assert!(
+            waited >= Duration::from_secs(36) && waited <= Duration::from_secs(50),
+            "{waited:?}"
+        );
+        // Every window respected the safety interval.
+        for (_, _, end, _) in s.log.requests.lock().unwrap().iter() {
+            assert!(*end <= ms(BASE + 6_000));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stops_at_generation_end_and_saves_final_checkpoint() {
+        let (s, r) = reader(100, vec![stream(1)], ms(BASE - 600_000), None);
+        s.log.push(row(1, (BASE - 500_000) * 1000, 0, 1));
+        s.log.push(row(1, (BASE - 100_000) * 1000, 0, 2)); // next generation's time: not read
+        s.gen_end_tx.send(Some(ms(BASE - 200_000))).unwrap();
+        r.run().await.unwrap();
+        assert_eq!(s.seen.lock().unwrap().len(), 1);
+        let saves = s.saver.saves.lock().unwrap().clone();
+        assert_eq!(saves.last().unwrap().timestamp, ms(BASE - 200_000));
+        // Throttled: 400 s of windows with no sleep saves far fewer than one per window.
+        assert!(saves.len() <= 2, "{}", saves.len());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn transient_errors_are_retried_without_loss_or_duplicates() {
+        let (s, r) = reader(2, vec![stream(1)], ms(BASE - 100_000), None);
+        for i in 0..6 {
+            s.log.push(row(1, (BASE - 90_000 + i) * 1000, 0, i as i32));
+        }
+        {
+            let mut script = s.log.script.lock().unwrap();
+            script.push_back(Scripted::Fail(ExecutionError::RequestTimeout(
+                Duration::from_secs(1),
+            )));
+            script.push_back(Scripted::Fail(ExecutionError::LastAttemptError(
+                scylla::errors::RequestAttemptError::DbError(
+                    scylla::errors::DbError::Overloaded,
+                    "busy".into(),
+                ),
+            )));
+        }
+        s.end_tx.send(Some(ms(BASE - 40_000))).unwrap();
+        r.run().await.unwrap();
+        let vs: Vec<Option<i32>> = s.seen.lock().unwrap().iter().map(|x| x.3).collect();
+        assert_eq!(vs, (0..6).map(Some).collect::<Vec<_>>());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn permanent_error_names_streams_and_window() {
+        let (s, r) = reader(2, vec![stream(1)], ms(BASE - 100_000), None);
+        s.log
+            .script
+            .lock()
+            .unwrap()
+            .push_back(Scripted::Fail(ExecutionError::LastAttemptError(
+                scylla::errors::RequestAttemptError::DbError(
+                    scylla::errors::DbError::Invalid,
+                    "bad".into(),
+                ),
+            )));
+        let err = r.run().await.unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, CDCError::LogRead { .. }), "{msg}");
+        assert!(msg.contains("0x0101"), "{msg}");
+        let _keep = s;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn consumer_error_stops_the_reader() {
+        let (s, r) = reader(10, vec![stream(3)], ms(BASE - 100_000), Some(2));
+        for i in 0..5 {
+            s.log.push(row(3, (BASE - 90_000 + i) * 1000, 0, i as i32));
+        }
+        let err = r.run().await.unwrap_err();
+        assert!(
+            matches!(err, CDCError::Consumer { stream, .. } if stream == super::tests::stream(3))
+        );
+        assert!(err.to_string().contains("consumer refused"));
+        assert_eq!(s.seen.lock().unwrap().len(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unusable_rows_are_skipped_not_fatal() {
+        let (s, r) = reader(10, vec![stream(1)], ms(BASE - 100_000), None);
+        s.log.push(row(1, (BASE - 90_000) * 1000, 0, 1));
+        let mut unknown = row(1, (BASE - 89_000) * 1000, 0, 2);
+        unknown.op = 77;
+        s.log.push(unknown);
+        // A row of a stream that was not asked for cannot come from a correct server, but if
+        // it does it is skipped.
+        s.log
+            .rows
+            .lock()
+            .unwrap()
+            .push(row(9, (BASE - 88_000) * 1000, 0, 3));
+        s.end_tx.send(Some(ms(BASE - 40_000))).unwrap();
+        r.run().await.unwrap();
+        let vs: Vec<Option<i32>> = s.seen.lock().unwrap().iter().map(|x| x.3).collect();
+        // The unknown operation is delivered (as OperationType::Unknown).
+        assert_eq!(vs, vec![Some(1), Some(2)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn corrupt_page_is_a_typed_error() {
+        struct Corrupt;
+        #[async_trait]
+        impl LogSource for Corrupt {
+            async fn fetch_page(
+                &self,
+                _: &[StreamID],
+                _: DateTime<Utc>,
+                _: DateTime<Utc>,
+                _: PagingState,
+            ) -> Result<(LogPage, PagingStateResponse), ExecutionError> {
+                Ok((
+                    LogPage::Raw {
+                        specs: Arc::new(log_specs()),
+                        rows: vec![vec![0, 0, 0, 99, 1]],
+                    },
+                    PagingStateResponse::NoMorePages,
+                ))
+            }
+        }
+        let (s, mut r) = reader(10, vec![stream(1)], ms(BASE - 100_000), None);
+        r.plan.settings.source = Arc::new(Corrupt);
+        let err = r.run().await.unwrap_err();
+        assert!(matches!(err, CDCError::BadLogData { .. }), "{err}");
+        let _keep = s;
+    }
+}

@@ -1,0 +1,121 @@
+//! Misconfiguration and missing tables are typed errors of `build()`.
+//!
+//! Runs against the embedded cluster; enabled with `--features embedded-cluster-tests`.
+#![cfg(feature = "embedded-cluster-tests")]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use common::Collected;
+use scylla_cdc::{CDCError, CDCLogReaderBuilder};
+use scylla_cdc_test_utils::{EmbeddedCluster, setup_tracing, unique_keyspace_name};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn build_reports_typed_errors() -> anyhow::Result<()> {
+    setup_tracing();
+    let cluster = EmbeddedCluster::builder().start().await?;
+    let session = cluster.session().await?;
+    let ks = unique_keyspace_name();
+    session
+        .query_unpaged(
+            format!(
+                "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
+            ),
+            (),
+        )
+        .await?;
+    session
+        .query_unpaged(
+            format!("CREATE TABLE {ks}.plain (pk int PRIMARY KEY, v int)"),
+            (),
+        )
+        .await?;
+    session
+        .query_unpaged(
+            format!(
+                "CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}"
+            ),
+            (),
+        )
+        .await?;
+    let base = || {
+        CDCLogReaderBuilder::new()
+            .session(session.clone())
+            .consumer_factory(Arc::new(Collected::default()))
+    };
+
+    let err = base()
+        .keyspace("nope")
+        .table_name("t")
+        .build()
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, CDCError::KeyspaceNotFound(ref k) if k == "nope"),
+        "{err}"
+    );
+
+    let err = base()
+        .keyspace(&ks)
+        .table_name("nope")
+        .build()
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, CDCError::TableNotFound { .. }), "{err}");
+
+    let err = base()
+        .keyspace(&ks)
+        .table_name("plain")
+        .build()
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, CDCError::CdcNotEnabled { .. }), "{err}");
+
+    let err = base()
+        .keyspace(&ks)
+        .table_name("t")
+        .window_size(Duration::ZERO)
+        .build()
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, CDCError::InvalidConfig(_)), "{err}");
+
+    let now = Utc::now();
+    let err = base()
+        .keyspace(&ks)
+        .table_name("t")
+        .start_timestamp(now)
+        .end_timestamp(now - chrono::TimeDelta::seconds(1))
+        .build()
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, CDCError::InvalidConfig(_)), "{err}");
+
+    let err = CDCLogReaderBuilder::new()
+        .session(session.clone())
+        .keyspace(&ks)
+        .table_name("t")
+        .build()
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, CDCError::MissingOption("consumer_factory")),
+        "{err}"
+    );
+
+    // A reader of the right table starts and stops cleanly.
+    let (mut reader, handle) = base().keyspace(&ks).table_name("t").build().await?;
+    reader.stop();
+    handle.await?;
+    cluster.shutdown().await;
+    Ok(())
+}

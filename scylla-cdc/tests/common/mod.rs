@@ -1,0 +1,312 @@
+//! Helpers shared by the integration tests: a consumer that records owned copies of the
+//! rows, and waiting for a condition with a timeout.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use scylla::value::CqlValue;
+use scylla_cdc::{CDCRow, Consumer, ConsumerFactory, OperationType, StreamID};
+use uuid::Uuid;
+
+/// An owned copy of a delivered row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub stream: StreamID,
+    pub time: Uuid,
+    pub micros: i64,
+    pub seq: i32,
+    pub op: OperationType,
+    pub ttl: Option<i64>,
+    pub end_of_batch: bool,
+    pub is_expiration: bool,
+    /// Non-null values of the base table's columns.
+    pub values: BTreeMap<String, CqlValue>,
+    /// Columns whose `cdc$deleted_` flag is set.
+    pub deleted: BTreeSet<String>,
+    /// Non-null `cdc$deleted_elements_` values.
+    pub deleted_elements: BTreeMap<String, CqlValue>,
+}
+
+impl Change {
+    /// Copies a row, decoding every column.
+    pub fn from_row(row: &CDCRow<'_>) -> anyhow::Result<Self> {
+        let mut values = BTreeMap::new();
+        let mut deleted = BTreeSet::new();
+        let mut deleted_elements = BTreeMap::new();
+        let names: Vec<String> = row.get_non_cdc_column_names().map(str::to_owned).collect();
+        for name in names {
+            if let Some(v) = row.get_value(&name)? {
+                values.insert(name.clone(), v);
+            }
+            if row.is_value_deleted(&name) {
+                deleted.insert(name.clone());
+            }
+            if row.collection_exists(&name)
+                && let Some(v) = row.get_deleted_elements(&name)?
+            {
+                deleted_elements.insert(name.clone(), v);
+            }
+        }
+        Ok(Self {
+            stream: row.stream_id,
+            time: row.time,
+            micros: row.timestamp_micros(),
+            seq: row.batch_seq_no,
+            op: row.operation,
+            ttl: row.ttl,
+            end_of_batch: row.end_of_batch,
+            is_expiration: row.is_expiration,
+            values,
+            deleted,
+            deleted_elements,
+        })
+    }
+
+    /// The value of an `int` column.
+    pub fn int(&self, name: &str) -> Option<i32> {
+        match self.values.get(name) {
+            Some(CqlValue::Int(v)) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The value of a `bigint` column.
+    pub fn bigint(&self, name: &str) -> Option<i64> {
+        match self.values.get(name) {
+            Some(CqlValue::BigInt(v)) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+/// Every row delivered, in delivery order, across all consumers.
+#[derive(Clone, Default)]
+pub struct Collected(pub Arc<Mutex<Vec<Change>>>);
+
+impl Collected {
+    pub fn snapshot(&self) -> Vec<Change> {
+        self.0.lock().unwrap().clone()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+
+    pub fn clear(&self) {
+        self.0.lock().unwrap().clear();
+    }
+}
+
+struct Collector {
+    out: Collected,
+}
+
+#[async_trait]
+impl Consumer for Collector {
+    async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
+        let change = Change::from_row(&row)?;
+        self.out.0.lock().unwrap().push(change);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ConsumerFactory for Collected {
+    async fn new_consumer(&self) -> Box<dyn Consumer> {
+        Box::new(Collector { out: self.clone() })
+    }
+}
+
+/// Waits until `cond` holds, checking every 50 ms, failing after `timeout`.
+pub async fn wait_for<F, Fut>(timeout: Duration, what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if cond().await {
+            return;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Small windows so that tests run in seconds.
+pub fn fast(builder: scylla_cdc::CDCLogReaderBuilder) -> scylla_cdc::CDCLogReaderBuilder {
+    builder
+        .window_size(Duration::from_secs(1))
+        .safety_interval(Duration::from_secs(1))
+        .sleep_interval(Duration::from_millis(100))
+}
+
+/// Checks that, per partition `pk`, the delivered `seq` values are exactly `0..expected[pk]`
+/// in order, and returns the sum of `val` over all rows (the checksum).
+pub fn check_exactly_once_in_order(changes: &[Change], expected: &BTreeMap<i32, i32>) -> i64 {
+    let mut per_pk: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
+    let mut checksum = 0i64;
+    for c in changes {
+        let (Some(pk), Some(seq)) = (c.int("pk"), c.int("seq")) else {
+            panic!("row without pk/seq: {c:?}");
+        };
+        per_pk.entry(pk).or_default().push(seq);
+        checksum += c.bigint("val").unwrap_or(0);
+    }
+    for (pk, n) in expected {
+        let got = per_pk.remove(pk).unwrap_or_default();
+        assert_eq!(
+            got,
+            (0..*n).collect::<Vec<_>>(),
+            "partition {pk}: changes lost, duplicated or out of order"
+        );
+    }
+    assert!(
+        per_pk.is_empty(),
+        "changes of unexpected partitions: {per_pk:?}"
+    );
+    checksum
+}
+
+/// Per partition: rows written and the sum of their `val`.
+pub type Written = BTreeMap<i32, (i32, i64)>;
+
+/// Concurrent writers: each owns some partitions and writes `(pk, seq, val)` rows with
+/// `seq = 0, 1, 2, ...` per partition, in order, until stopped.
+pub struct Workload {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    /// Rounds completed (every partition got one more row per round).
+    pub rounds: Arc<std::sync::atomic::AtomicI32>,
+    tasks: Vec<tokio::task::JoinHandle<anyhow::Result<Written>>>,
+}
+
+/// Write timestamps: strictly increasing microseconds, so that rows of one partition have
+/// distinct, ordered `cdc$time`s whatever the clock's resolution.
+fn next_timestamp() -> i64 {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let now = chrono::Utc::now().timestamp_micros();
+    let mut prev = LAST.load(Ordering::SeqCst);
+    loop {
+        let next = now.max(prev + 1);
+        match LAST.compare_exchange(prev, next, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => return next,
+            Err(p) => prev = p,
+        }
+    }
+}
+
+/// The `val` written for `(pk, seq)`.
+pub fn val_of(pk: i32, seq: i32) -> i64 {
+    (pk as i64) * 1_000_003 + (seq as i64) * 7 + 1
+}
+
+impl Workload {
+    /// Starts `writers` writer tasks with `partitions` partitions each on `ks.table`
+    /// (`pk int, seq int, val bigint, PRIMARY KEY (pk, seq)`).
+    pub async fn start(
+        session: Arc<scylla::client::session::Session>,
+        ks: &str,
+        table: &str,
+        writers: i32,
+        partitions: i32,
+    ) -> anyhow::Result<Self> {
+        let insert = session
+            .prepare(format!(
+                "INSERT INTO {ks}.{table} (pk, seq, val) VALUES (?, ?, ?) USING TIMESTAMP ?"
+            ))
+            .await?;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let rounds = Arc::new(std::sync::atomic::AtomicI32::new(0));
+        let mut tasks = Vec::new();
+        for w in 0..writers {
+            let session = session.clone();
+            let insert = insert.clone();
+            let stop = stop.clone();
+            let rounds = rounds.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut written: BTreeMap<i32, (i32, i64)> = BTreeMap::new();
+                let pks: Vec<i32> = (0..partitions).map(|p| w * partitions + p).collect();
+                let mut seq = 0;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    for &pk in &pks {
+                        let val = val_of(pk, seq);
+                        // A transient failure here would make the expected set ambiguous:
+                        // retry the same write (idempotent: same timestamp).
+                        let ts = next_timestamp();
+                        let mut attempts = 0;
+                        loop {
+                            match session.execute_unpaged(&insert, (pk, seq, val, ts)).await {
+                                Ok(_) => break,
+                                Err(e) if attempts < 20 => {
+                                    attempts += 1;
+                                    tracing::warn!(error = %e, "write failed; retrying");
+                                    tokio::time::sleep(Duration::from_millis(100)).await;
+                                }
+                                Err(e) => return Err(e.into()),
+                            }
+                        }
+                        let e = written.entry(pk).or_insert((0, 0));
+                        e.0 = seq + 1;
+                        e.1 += val;
+                    }
+                    seq += 1;
+                    if w == 0 {
+                        rounds.store(seq, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Ok(written)
+            }));
+        }
+        Ok(Self {
+            stop,
+            rounds,
+            tasks,
+        })
+    }
+
+    /// Rounds completed by the first writer.
+    pub fn rounds(&self) -> i32 {
+        self.rounds.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Stops the writers; returns rows written per partition and the checksum of `val`.
+    pub async fn finish(self) -> anyhow::Result<(BTreeMap<i32, i32>, i64)> {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut expected = BTreeMap::new();
+        let mut checksum = 0;
+        for t in self.tasks {
+            for (pk, (n, sum)) in t.await?? {
+                expected.insert(pk, n);
+                checksum += sum;
+            }
+        }
+        Ok((expected, checksum))
+    }
+}
+
+/// Creates `ks.table` for the workload, with CDC.
+pub async fn create_workload_table(
+    session: &scylla::client::session::Session,
+    ks: &str,
+    table: &str,
+) -> anyhow::Result<()> {
+    session
+        .query_unpaged(
+            format!(
+                "CREATE TABLE {ks}.{table} (pk int, seq int, val bigint, PRIMARY KEY (pk, seq)) \
+                 WITH cdc = {{'enabled': true}}"
+            ),
+            (),
+        )
+        .await?;
+    Ok(())
+}

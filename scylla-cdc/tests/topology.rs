@@ -1,0 +1,132 @@
+//! A multi-node cluster with concurrent writers and a topology change mid-run: every change
+//! is delivered exactly once, in write order per partition (vnodes with a new node, tablets
+//! with a split).
+//!
+//! Runs against the embedded cluster; enabled with `--features embedded-cluster-tests`.
+#![cfg(feature = "embedded-cluster-tests")]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use common::{
+    Collected, Workload, check_exactly_once_in_order, create_workload_table, fast, wait_for,
+};
+use scylla_cdc::CDCLogReaderBuilder;
+use scylla_cdc_test_utils::{EmbeddedCluster, setup_tracing, unique_keyspace_name};
+
+/// Runs the workload, applies `change` (which returns the new generation's timestamp)
+/// mid-run, and checks what the reader delivered.
+async fn run_with_topology_change<F, Fut>(
+    cluster: &EmbeddedCluster,
+    replication: &str,
+    change: F,
+) -> anyhow::Result<()>
+where
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<chrono::DateTime<Utc>>>,
+{
+    let session = cluster.session().await?;
+    let ks = unique_keyspace_name();
+    session
+        .query_unpaged(
+            format!("CREATE KEYSPACE {ks} WITH replication = {replication}"),
+            (),
+        )
+        .await?;
+    create_workload_table(&session, &ks, "t").await?;
+
+    let collected = Collected::default();
+    let (mut reader, handle) = fast(CDCLogReaderBuilder::new())
+        .session(session.clone())
+        .keyspace(&ks)
+        .table_name("t")
+        .consumer_factory(Arc::new(collected.clone()))
+        .start_timestamp(Utc::now() - chrono::TimeDelta::seconds(1))
+        .build()
+        .await?;
+
+    let workload = Workload::start(session.clone(), &ks, "t", 4, 8).await?;
+    wait_for(Duration::from_secs(30), "20 rounds of writes", || async {
+        workload.rounds() >= 20
+    })
+    .await;
+    let new_generation = change(ks.clone()).await?;
+    // Keep writing well into the new generation.
+    wait_for(
+        Duration::from_secs(60),
+        "writes past the new generation",
+        || async { Utc::now() > new_generation + chrono::TimeDelta::seconds(2) },
+    )
+    .await;
+    let before = workload.rounds();
+    wait_for(Duration::from_secs(30), "20 more rounds", || async {
+        workload.rounds() >= before + 20
+    })
+    .await;
+    let (expected, checksum) = workload.finish().await?;
+    reader.stop_at(Utc::now());
+    tokio::time::timeout(Duration::from_secs(60), handle).await??;
+
+    let changes = collected.snapshot();
+    let got_checksum = check_exactly_once_in_order(&changes, &expected);
+    assert_eq!(got_checksum, checksum);
+    // Rows of both generations were read, from different streams.
+    let cut = new_generation.timestamp_micros();
+    let old: BTreeSet<_> = changes
+        .iter()
+        .filter(|c| c.micros < cut)
+        .map(|c| c.stream)
+        .collect();
+    let new: BTreeSet<_> = changes
+        .iter()
+        .filter(|c| c.micros >= cut)
+        .map(|c| c.stream)
+        .collect();
+    assert!(!old.is_empty() && !new.is_empty());
+    assert!(old.is_disjoint(&new), "the new generation reused streams");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vnodes_with_a_node_added_mid_run() -> anyhow::Result<()> {
+    setup_tracing();
+    let cluster = EmbeddedCluster::builder()
+        .nodes(3)
+        .shards_per_node(2)
+        .vnodes_per_node(8)
+        .generation_delay(Duration::from_secs(2))
+        .start()
+        .await?;
+    run_with_topology_change(
+        &cluster,
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}",
+        |_| async { cluster.add_node().await },
+    )
+    .await?;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tablets_with_a_split_mid_run() -> anyhow::Result<()> {
+    setup_tracing();
+    let cluster = EmbeddedCluster::builder()
+        .nodes(3)
+        .shards_per_node(2)
+        .generation_delay(Duration::from_secs(2))
+        .start()
+        .await?;
+    let c = &cluster;
+    run_with_topology_change(
+        &cluster,
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'initial': 4}",
+        |ks| async move { c.split_tablets(&ks, "t").await },
+    )
+    .await?;
+    cluster.shutdown().await;
+    Ok(())
+}
