@@ -38,6 +38,8 @@ use uuid::Uuid;
 
 pub mod types;
 
+mod helpers;
+
 pub(crate) mod cdc;
 pub(crate) mod cluster;
 pub(crate) mod cql;
@@ -48,6 +50,7 @@ pub(crate) mod server;
 pub(crate) mod storage;
 
 pub use cluster::faults::{FaultError, FaultOpcode, FaultReaction, FaultRule};
+pub use helpers::{setup_tracing, unique_keyspace_name};
 
 use cluster::{ClusterConfig, ClusterCore, NodeInfo, Topology};
 use frame::{Event, StatusChangeType};
@@ -289,6 +292,15 @@ impl EmbeddedCluster {
     pub fn node_addresses(&self) -> Vec<SocketAddr> {
         let n = self.core.topology().nodes.len();
         (1..=n).filter_map(|i| self.core.node_endpoint(i)).collect()
+    }
+
+    /// The credentials the cluster requires, if any.
+    pub fn credentials(&self) -> Option<(&str, &str)> {
+        self.core
+            .config
+            .credentials
+            .as_ref()
+            .map(|(u, p)| (u.as_str(), p.as_str()))
     }
 
     /// The shard-aware port of every node.

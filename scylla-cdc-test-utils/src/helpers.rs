@@ -1,0 +1,61 @@
+//! Helpers for tests: unique keyspace names, a tracing subscriber, driver sessions.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::errors::NewSessionError;
+
+use crate::EmbeddedCluster;
+
+/// A keyspace name no other test (in this process or another) uses: `ks_<pid>_<n>_<random>`,
+/// within CQL's 48-character limit.
+pub fn unique_keyspace_name() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let random: u32 = rand::random();
+    format!("ks_{}_{n}_{random:08x}", std::process::id())
+}
+
+/// Installs a `tracing` subscriber for tests (filtered by `RUST_LOG`, default `warn`, output
+/// captured by the test harness). Safe to call from every test.
+pub fn setup_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
+}
+
+impl EmbeddedCluster {
+    /// A driver session connected to this cluster (with its credentials, if any), ready to use:
+    /// `Session::connect` has fetched the cluster's metadata.
+    pub async fn session(&self) -> Result<Arc<Session>, NewSessionError> {
+        let mut builder = SessionBuilder::new().known_node(self.contact_point().to_string());
+        if let Some((user, password)) = self.credentials() {
+            builder = builder.user(user, password);
+        }
+        builder.build().await.map(Arc::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyspace_names_are_unique_and_valid() {
+        let a = unique_keyspace_name();
+        let b = unique_keyspace_name();
+        assert_ne!(a, b);
+        for name in [a, b] {
+            assert!(name.len() <= 48, "{name}");
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            );
+        }
+    }
+}
