@@ -1,1 +1,145 @@
-//! Benchmark programs live in `src/bin/`.
+//! Benchmark programs for the workspace (in `src/bin/`), and what they share: starting a
+//! `scylla-emulator` process, reading CPU time and peak memory of processes.
+//!
+//! - `emulator-bench`: driver → embedded cluster throughput (prepared writes, prepared reads,
+//!   full scans).
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+/// A `scylla-emulator` child process, killed when dropped.
+pub struct Emulator {
+    child: Child,
+    /// The contact point it printed on its `ready` line.
+    pub contact_point: SocketAddr,
+}
+
+impl Emulator {
+    /// Starts `binary` with `args` and waits for its `ready <addr>` line.
+    pub fn start(binary: &Path, args: &[String]) -> anyhow::Result<Emulator> {
+        let mut child = Command::new(binary)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("cannot start {}", binary.display()))?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .context("reading the emulator's ready line")?;
+        let Some(addr) = line.trim().strip_prefix("ready ") else {
+            let _ = child.kill();
+            bail!("the emulator did not print `ready <addr>` but {line:?}");
+        };
+        let contact_point = addr.parse().context("parsing the ready address")?;
+        Ok(Emulator {
+            child,
+            contact_point,
+        })
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `scylla-emulator` next to the running benchmark binary (both are built into the same
+/// target directory), unless `explicit` is given.
+pub fn emulator_binary(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(p) = explicit {
+        return Ok(p);
+    }
+    let exe = std::env::current_exe()?;
+    let dir = exe
+        .parent()
+        .context("the benchmark binary has no directory")?;
+    let candidate = dir.join("scylla-emulator");
+    if candidate.exists() {
+        Ok(candidate)
+    } else {
+        bail!(
+            "{} not found: build it with `cargo build --release -p scylla-cdc-test-utils` or pass --emulator",
+            candidate.display()
+        )
+    }
+}
+
+/// A loopback address for node 1 that other processes are unlikely to use.
+pub fn random_loopback() -> String {
+    let pid = std::process::id();
+    format!("127.{}.{}.1", 100 + pid % 100, (pid / 100) % 250)
+}
+
+/// CPU time (user + system) a process has used so far, from `/proc/<pid>/stat`.
+pub fn process_cpu_time(pid: u32) -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    let rest = stat.rsplit_once(')').context("malformed stat")?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of stat, i.e. indexes 11 and 12 after the name.
+    let ticks: u64 = fields.get(11).context("no utime")?.parse::<u64>()?
+        + fields.get(12).context("no stime")?.parse::<u64>()?;
+    let hz = clock_ticks_per_second();
+    Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
+}
+
+/// Peak resident set size of a process (`VmHWM`), in bytes.
+pub fn process_peak_rss(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .context("no VmHWM")?;
+    let kb: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .context("malformed VmHWM")?
+        .parse()?;
+    Ok(kb * 1024)
+}
+
+/// CPU time and peak RSS of this process, from `getrusage`.
+// The one unsafe call of the workspace: libc's `getrusage` has no safe wrapper in our deps.
+#[allow(unsafe_code)]
+pub fn own_usage() -> (Duration, u64) {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a full `rusage` into the pointer on success.
+    let usage = unsafe {
+        if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
+            return (Duration::ZERO, 0);
+        }
+        usage.assume_init()
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    (
+        tv(usage.ru_utime) + tv(usage.ru_stime),
+        usage.ru_maxrss as u64 * 1024,
+    )
+}
+
+#[allow(unsafe_code)]
+fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 { hz as u64 } else { 100 }
+}
+
+/// Formats a byte count as MiB.
+pub fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
