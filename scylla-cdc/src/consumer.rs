@@ -26,6 +26,17 @@ pub trait Consumer: Send {
     /// Handles one log row. Returning an error stops the whole reader; the error is returned
     /// by the reader's handle, with the stream and window it happened in.
     async fn consume_cdc(&mut self, data: CDCRow<'_>) -> anyhow::Result<()>;
+
+    /// Finishes the work `consume_cdc` has accepted so far.
+    ///
+    /// Called before the reader saves a checkpoint (a checkpoint at `T` claims every row
+    /// before `T` was handled) and when the consumer's stream group is done. A consumer that
+    /// works in the background — e.g. one that pipelines writes to another database — must
+    /// complete (or fail) all of it before returning. An error stops the reader like an
+    /// error of `consume_cdc`. The default does nothing.
+    async fn flush(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
 }
 
 /// Makes one [`Consumer`] per stream group (one per vnode, or per tablet stream).

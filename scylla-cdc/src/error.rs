@@ -134,6 +134,19 @@ pub enum CDCError {
         source: anyhow::Error,
     },
 
+    /// The user's consumer failed to finish its work before a checkpoint or the end of its
+    /// stream group ([`crate::Consumer::flush`]); the reader stopped.
+    #[error("the consumer of streams {streams} failed to flush its work up to {until}: {source}")]
+    ConsumerFlush {
+        /// The streams of the consumer's group.
+        streams: StreamList,
+        /// The time every row before which had been handed to the consumer.
+        until: DateTime<Utc>,
+        /// The consumer's error.
+        #[source]
+        source: anyhow::Error,
+    },
+
     /// The checkpoint saver failed while loading progress (saving failures are only logged).
     #[error("checkpoint saver failed to {action}: {source}")]
     Checkpoint {

@@ -253,7 +253,8 @@ impl StreamReader {
         loop {
             let limit = self.plan.limit();
             if limit.is_some_and(|l| t >= l) {
-                self.plan.save(&mut self.progress, t, true).await;
+                self.plan.flush(&mut self.progress, t).await?;
+                self.plan.save(&mut self.progress, t, true).await?;
                 return Ok(());
             }
             let s = &self.plan.settings;
@@ -269,7 +270,7 @@ impl StreamReader {
             // limit): the reader has caught up and waits before the next window.
             let caught_up = u < t_plus(t, s.window_size) && limit.is_none_or(|l| u < l);
             t = u;
-            self.plan.save(&mut self.progress, t, false).await;
+            self.plan.save(&mut self.progress, t, false).await?;
             if caught_up {
                 tokio::time::sleep(self.plan.settings.sleep_interval).await;
             }
@@ -294,23 +295,42 @@ impl Plan {
         }
     }
 
+    /// Lets the consumer finish what it accepted: every row before `t` was handed to it.
+    async fn flush(&self, progress: &mut Progress, t: DateTime<Utc>) -> Result<(), CDCError> {
+        progress
+            .consumer
+            .flush()
+            .await
+            .map_err(|source| CDCError::ConsumerFlush {
+                streams: StreamList(self.streams.clone()),
+                until: t,
+                source,
+            })
+    }
+
     /// Saves a checkpoint at `t` if saving is on and the last one is older than
-    /// `pause_between_saves` (or `force`). A failed save is only logged: the next window
-    /// saves again.
-    async fn save(&self, progress: &mut Progress, t: DateTime<Utc>, force: bool) {
+    /// `pause_between_saves` (or `force`), after flushing the consumer. A failed save is only
+    /// logged (the next window saves again); a failed flush stops the reader.
+    async fn save(
+        &self,
+        progress: &mut Progress,
+        t: DateTime<Utc>,
+        force: bool,
+    ) -> Result<(), CDCError> {
         let Some(saver) = &self.settings.saver else {
-            return;
+            return Ok(());
         };
         if progress.saved_until.is_some_and(|s| s >= t) {
-            return;
+            return Ok(());
         }
         if !force
             && progress
                 .last_save
                 .is_some_and(|i| i.elapsed() < self.settings.pause_between_saves)
         {
-            return;
+            return Ok(());
         }
+        self.flush(progress, t).await?;
         let cp = Checkpoint::new(t, self.streams.clone(), self.generation);
         match saver.save_checkpoint(&cp).await {
             Ok(()) => {
@@ -320,6 +340,7 @@ impl Plan {
             }
             Err(e) => warn!(error = %e, checkpoint = %t, "could not save a CDC checkpoint"),
         }
+        Ok(())
     }
 
     /// Fetches a page, retrying transient errors with capped exponential backoff.
@@ -654,6 +675,124 @@ pub(crate) mod tests {
             },
             r,
         )
+    }
+
+    /// A consumer that only "applies" rows when flushed, like a pipelining writer.
+    struct Buffering {
+        pending: Vec<i64>,
+        applied: Arc<Mutex<Vec<i64>>>,
+        fail_flush: bool,
+    }
+
+    #[async_trait]
+    impl Consumer for Buffering {
+        async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
+            self.pending.push(crate::time::timeuuid_micros(&row.time));
+            Ok(())
+        }
+
+        async fn flush(&mut self) -> anyhow::Result<()> {
+            if self.fail_flush {
+                anyhow::bail!("destination unreachable");
+            }
+            self.applied.lock().unwrap().append(&mut self.pending);
+            Ok(())
+        }
+    }
+
+    /// Checks, at every save, that the consumer applied every row before the checkpoint.
+    struct CheckingSaver {
+        applied: Arc<Mutex<Vec<i64>>>,
+        rows: Vec<i64>,
+        saves: Mutex<Vec<DateTime<Utc>>>,
+    }
+
+    #[async_trait]
+    impl CDCCheckpointSaver for CheckingSaver {
+        async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()> {
+            let applied = self.applied.lock().unwrap();
+            let until = checkpoint.timestamp.timestamp_millis() * 1000;
+            for r in self.rows.iter().filter(|r| **r < until) {
+                assert!(
+                    applied.contains(r),
+                    "checkpoint {until} saved before row {r} was applied"
+                );
+            }
+            self.saves.lock().unwrap().push(checkpoint.timestamp);
+            Ok(())
+        }
+        async fn save_new_generation(&self, _: &GenerationTimestamp) -> anyhow::Result<()> {
+            Ok(())
+        }
+        async fn load_last_generation(&self) -> anyhow::Result<Option<GenerationTimestamp>> {
+            Ok(None)
+        }
+        async fn load_last_checkpoint(
+            &self,
+            _: &[StreamID],
+        ) -> anyhow::Result<Option<DateTime<Utc>>> {
+            Ok(None)
+        }
+    }
+
+    fn flushing_reader(
+        fail_flush: bool,
+    ) -> (
+        Arc<Mutex<Vec<i64>>>,
+        Arc<CheckingSaver>,
+        Vec<i64>,
+        StreamReader,
+        watch::Sender<Option<DateTime<Utc>>>,
+    ) {
+        let log = Arc::new(FakeLog::new(3));
+        let start_us = (BASE - 600_000) * 1000;
+        let rows: Vec<i64> = (0..20).map(|i| start_us + i * 25_000_000).collect();
+        for (i, t) in rows.iter().enumerate() {
+            log.push(row(1, *t, 0, i as i32));
+        }
+        let applied = Arc::new(Mutex::new(Vec::new()));
+        let saver = Arc::new(CheckingSaver {
+            applied: applied.clone(),
+            rows: rows.clone(),
+            saves: Mutex::new(Vec::new()),
+        });
+        let (end_tx, end_rx) = watch::channel(None);
+        let (_gen_tx, gen_rx) = watch::channel(None);
+        let mut settings = settings(log, Arc::new(MemorySaver::default()), end_rx);
+        settings.saver = Some(saver.clone());
+        settings.pause_between_saves = Duration::ZERO;
+        let r = StreamReader::new(
+            settings,
+            vec![stream(1)],
+            GenerationTimestamp::new(ms(0)),
+            gen_rx,
+            ms(BASE - 600_000),
+            Box::new(Buffering {
+                pending: Vec::new(),
+                applied: applied.clone(),
+                fail_flush,
+            }),
+        );
+        (applied, saver, rows, r, end_tx)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn consumer_is_flushed_before_every_checkpoint_and_at_the_end() {
+        let (applied, saver, rows, r, end_tx) = flushing_reader(false);
+        end_tx.send(Some(ms(BASE - 60_000))).unwrap();
+        r.run().await.unwrap();
+        assert!(saver.saves.lock().unwrap().len() >= 5);
+        assert_eq!(*applied.lock().unwrap(), rows);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_flush_stops_the_reader_without_a_checkpoint() {
+        let (_applied, saver, _rows, r, end_tx) = flushing_reader(true);
+        end_tx.send(Some(ms(BASE - 60_000))).unwrap();
+        let err = r.run().await.unwrap_err();
+        assert!(matches!(err, CDCError::ConsumerFlush { .. }), "{err}");
+        assert!(err.to_string().contains("destination unreachable"));
+        assert!(saver.saves.lock().unwrap().is_empty());
     }
 
     #[tokio::test(start_paused = true)]
