@@ -735,15 +735,17 @@ pub(crate) mod tests {
         }
     }
 
-    fn flushing_reader(
-        fail_flush: bool,
-    ) -> (
+    /// What `flushing_reader` returns: applied rows, the saver, all row times, the reader
+    /// and the sender of its end.
+    type FlushingSetup = (
         Arc<Mutex<Vec<i64>>>,
         Arc<CheckingSaver>,
         Vec<i64>,
         StreamReader,
         watch::Sender<Option<DateTime<Utc>>>,
-    ) {
+    );
+
+    fn flushing_reader(fail_flush: bool) -> FlushingSetup {
         let log = Arc::new(FakeLog::new(3));
         let start_us = (BASE - 600_000) * 1000;
         let rows: Vec<i64> = (0..20).map(|i| start_us + i * 25_000_000).collect();
