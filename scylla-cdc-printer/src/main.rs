@@ -1,2 +1,34 @@
-//! Print a table's CDC log.
-fn main() {}
+//! `scylla-cdc-printer`: print the CDC log of ScyllaDB tables (see the library docs and
+//! `--help`).
+
+use std::process::ExitCode;
+
+use scylla_cdc_printer::cli::{self, Shutdown, exit_code};
+use scylla_cdc_printer::{Output, run};
+
+fn main() -> ExitCode {
+    cli::install_tracing("warn");
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(exit_code::RUNTIME);
+        }
+    };
+    let code = runtime.block_on(async {
+        let shutdown = Shutdown::on_signals();
+        match run(std::env::args_os(), Output::stdout(), shutdown).await {
+            Ok(()) => exit_code::OK,
+            Err(e) => {
+                eprintln!("{e}");
+                e.exit_code()
+            }
+        }
+    });
+    // Reader tasks that were stopped may still hold the runtime; do not wait for them.
+    runtime.shutdown_background();
+    ExitCode::from(code)
+}

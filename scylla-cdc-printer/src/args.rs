@@ -1,0 +1,395 @@
+//! The printer's command line: [`Args`] as clap parses it, checked and resolved into a
+//! [`Config`] by [`Args::into_config`] before anything is contacted.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use clap::{Parser, ValueEnum};
+
+use crate::cli::{
+    CliError, TimeSpec, parse_hosts, parse_name, parse_positive_seconds, parse_qualified_table,
+    parse_seconds, parse_table_list, parse_time, rfc3339_micros,
+};
+
+/// Hosts of a cluster (`host:port` each).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hosts(pub Vec<String>);
+
+/// Table names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tables(pub Vec<String>);
+
+/// `keyspace.table`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QualifiedTable {
+    /// The keyspace.
+    pub keyspace: String,
+    /// The table.
+    pub table: String,
+}
+
+fn hosts(text: &str) -> Result<Hosts, String> {
+    parse_hosts(text).map(Hosts)
+}
+
+fn one_host(text: &str) -> Result<Hosts, String> {
+    let h = parse_hosts(text)?;
+    if h.len() != 1 {
+        return Err(format!("`{text}` is more than one host (use --hosts)"));
+    }
+    Ok(Hosts(h))
+}
+
+fn tables(text: &str) -> Result<Tables, String> {
+    parse_table_list(text).map(Tables)
+}
+
+fn qualified(text: &str) -> Result<QualifiedTable, String> {
+    parse_qualified_table(text).map(|(keyspace, table)| QualifiedTable { keyspace, table })
+}
+
+/// How rows are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A readable block per row.
+    Pretty,
+    /// One JSON object per row (newline-delimited).
+    Json,
+}
+
+/// Print the CDC log of ScyllaDB tables as changes arrive.
+///
+/// Times are RFC 3339 (2024-05-01T12:00:00Z), `now`, or relative to now (-10m, -1h30m, +5m;
+/// units us, ms, s, m, h, d, w). Intervals are seconds, fractions allowed. Exit codes: 0 done
+/// or stopped, 1 failure while running, 2 bad argument, 3 cannot connect, 4 keyspace or table
+/// missing or without CDC.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "scylla-cdc-printer", version)]
+pub struct Args {
+    /// Contact points of the cluster, comma-separated (host:port; default port 9042).
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts, conflicts_with = "hostname",
+          required_unless_present_any = ["hostname", "demo"])]
+    pub hosts: Option<Hosts>,
+    /// One contact point (host or host:port).
+    #[arg(long, value_name = "HOST[:PORT]", value_parser = one_host)]
+    pub hostname: Option<Hosts>,
+    /// Keyspace of the tables.
+    #[arg(long, short = 'k', value_parser = parse_name, required_unless_present = "demo")]
+    pub keyspace: Option<String>,
+    /// Tables to print, comma-separated.
+    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables,
+          required_unless_present = "demo")]
+    pub table: Option<Tables>,
+    /// Where to start reading (default: now). A saved checkpoint takes precedence.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
+    pub start: Option<TimeSpec>,
+    /// Where to stop: the printer exits once every change before it is printed (default:
+    /// run until stopped).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
+    pub end: Option<TimeSpec>,
+    /// Longest time window one query reads, in seconds.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60", value_parser = parse_positive_seconds)]
+    pub window_size: Duration,
+    /// How far behind now reading stays, in seconds, so that writes in flight are not missed.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "30", value_parser = parse_seconds)]
+    pub safety_interval: Duration,
+    /// Pause between reads once caught up, in seconds.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10", value_parser = parse_positive_seconds)]
+    pub sleep_interval: Duration,
+    /// User name (PasswordAuthenticator).
+    #[arg(long, short = 'u', requires = "password")]
+    pub user: Option<String>,
+    /// Password (PasswordAuthenticator).
+    #[arg(long, short = 'p', requires = "user")]
+    pub password: Option<String>,
+    /// Save progress in this table (created if missing) and resume from it.
+    #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified)]
+    pub checkpoint_table: Option<QualifiedTable>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Pretty)]
+    pub format: Format,
+    /// Start an embedded 3-node cluster with a demo table and a writer, and print its changes.
+    #[arg(long, conflicts_with_all = ["hosts", "hostname", "keyspace", "table", "checkpoint_table", "start", "end"])]
+    pub demo: bool,
+    /// Stop the demo after this many seconds (default: run until Ctrl-C).
+    #[arg(long, value_name = "SECONDS", requires = "demo", value_parser = parse_positive_seconds)]
+    pub demo_seconds: Option<Duration>,
+}
+
+/// What to do, checked and resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// Print tables of a running cluster.
+    Print(PrintConfig),
+    /// Run the demo for this long (or until stopped).
+    Demo {
+        /// `--demo-seconds`.
+        seconds: Option<Duration>,
+        /// `--format`.
+        format: Format,
+    },
+}
+
+/// The settings of a print run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrintConfig {
+    /// Contact points.
+    pub hosts: Vec<String>,
+    /// User and password.
+    pub credentials: Option<(String, String)>,
+    /// The keyspace.
+    pub keyspace: String,
+    /// The tables.
+    pub tables: Vec<String>,
+    /// Start (default: now, when reading starts).
+    pub start: Option<DateTime<Utc>>,
+    /// End, if any.
+    pub end: Option<DateTime<Utc>>,
+    /// Window size.
+    pub window_size: Duration,
+    /// Safety interval.
+    pub safety_interval: Duration,
+    /// Sleep interval.
+    pub sleep_interval: Duration,
+    /// Checkpoint table.
+    pub checkpoint_table: Option<QualifiedTable>,
+    /// Output format.
+    pub format: Format,
+}
+
+/// Resolves `--start` / `--end` against one `now` and checks that the end is after the
+/// start (which defaults to now).
+pub fn resolve_range(
+    start: Option<TimeSpec>,
+    end: Option<TimeSpec>,
+    now: DateTime<Utc>,
+) -> Result<(Option<DateTime<Utc>>, Option<DateTime<Utc>>), CliError> {
+    let resolve = |spec: Option<TimeSpec>, name: &str| -> Result<_, CliError> {
+        spec.map(|s| {
+            s.resolve(now)
+                .ok_or_else(|| CliError::usage(format!("--{name} is out of range")))
+        })
+        .transpose()
+    };
+    let start = resolve(start, "start")?;
+    let end = resolve(end, "end")?;
+    if let Some(e) = end {
+        let s = start.unwrap_or(now);
+        if e <= s {
+            return Err(CliError::usage(format!(
+                "--end ({}) must be after --start ({}{})",
+                rfc3339_micros(e),
+                rfc3339_micros(s),
+                if start.is_none() { ", the default" } else { "" }
+            )));
+        }
+    }
+    Ok((start, end))
+}
+
+impl Args {
+    /// Checks what clap cannot and resolves times against `now`.
+    pub fn into_config(self, now: DateTime<Utc>) -> Result<Mode, CliError> {
+        if self.demo {
+            return Ok(Mode::Demo {
+                seconds: self.demo_seconds,
+                format: self.format,
+            });
+        }
+        let hosts = self
+            .hosts
+            .or(self.hostname)
+            .ok_or_else(|| CliError::usage("--hosts or --hostname is required"))?
+            .0;
+        let keyspace = self
+            .keyspace
+            .ok_or_else(|| CliError::usage("--keyspace is required"))?;
+        let tables = self
+            .table
+            .ok_or_else(|| CliError::usage("--table is required"))?
+            .0;
+        let (start, end) = resolve_range(self.start, self.end, now)?;
+        Ok(Mode::Print(PrintConfig {
+            hosts,
+            credentials: self.user.zip(self.password),
+            keyspace,
+            tables,
+            start,
+            end,
+            window_size: self.window_size,
+            safety_interval: self.safety_interval,
+            sleep_interval: self.sleep_interval,
+            checkpoint_table: self.checkpoint_table,
+            format: self.format,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::exit_code;
+    use chrono::TimeDelta;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp(1_714_564_800, 0).unwrap()
+    }
+
+    fn parse(args: &[&str]) -> Result<Mode, CliError> {
+        let full = std::iter::once("scylla-cdc-printer").chain(args.iter().copied());
+        match Args::try_parse_from(full) {
+            Ok(a) => a.into_config(now()),
+            Err(e) => Err(crate::cli::clap_failure(&e).unwrap_err()),
+        }
+    }
+
+    #[test]
+    fn full_command_line() {
+        let Mode::Print(c) = parse(&[
+            "--hosts",
+            "10.0.0.1:9042,10.0.0.2",
+            "-k",
+            "ks",
+            "--table",
+            "a,b",
+            "--start",
+            "-10m",
+            "--end=now",
+            "--window-size",
+            "0.5",
+            "--safety-interval",
+            "0",
+            "--sleep-interval",
+            "0.1",
+            "--user",
+            "u",
+            "--password",
+            "p",
+            "--checkpoint-table",
+            "ks.progress",
+            "--format",
+            "json",
+        ])
+        .unwrap() else {
+            panic!("not a print run")
+        };
+        assert_eq!(c.hosts, vec!["10.0.0.1:9042", "10.0.0.2:9042"]);
+        assert_eq!(c.keyspace, "ks");
+        assert_eq!(c.tables, vec!["a", "b"]);
+        assert_eq!(c.start, Some(now() - TimeDelta::minutes(10)));
+        assert_eq!(c.end, Some(now()));
+        assert_eq!(c.window_size, Duration::from_millis(500));
+        assert_eq!(c.safety_interval, Duration::ZERO);
+        assert_eq!(c.sleep_interval, Duration::from_millis(100));
+        assert_eq!(c.credentials, Some(("u".into(), "p".into())));
+        assert_eq!(
+            c.checkpoint_table,
+            Some(QualifiedTable {
+                keyspace: "ks".into(),
+                table: "progress".into()
+            })
+        );
+        assert_eq!(c.format, Format::Json);
+    }
+
+    #[test]
+    fn defaults() {
+        let Mode::Print(c) = parse(&["--hostname", "db", "-k", "ks", "-t", "t"]).unwrap() else {
+            panic!("not a print run")
+        };
+        assert_eq!(c.hosts, vec!["db:9042"]);
+        assert_eq!(c.start, None);
+        assert_eq!(c.end, None);
+        assert_eq!(c.window_size, Duration::from_secs(60));
+        assert_eq!(c.safety_interval, Duration::from_secs(30));
+        assert_eq!(c.sleep_interval, Duration::from_secs(10));
+        assert_eq!(c.format, Format::Pretty);
+        assert_eq!(c.credentials, None);
+    }
+
+    #[test]
+    fn demo() {
+        assert_eq!(
+            parse(&["--demo", "--demo-seconds", "3", "--format", "json"]).unwrap(),
+            Mode::Demo {
+                seconds: Some(Duration::from_secs(3)),
+                format: Format::Json
+            }
+        );
+        assert!(parse(&["--demo", "--keyspace", "ks"]).is_err());
+        assert!(parse(&["--demo-seconds", "3"]).is_err());
+    }
+
+    #[test]
+    fn bad_arguments_are_one_line_usage_errors() {
+        let base = ["--hostname", "db", "-k", "ks", "-t", "t"];
+        let cases: Vec<(Vec<&str>, &str)> = vec![
+            (vec!["-k", "ks", "-t", "t"], "--hosts"),
+            (vec!["--hostname", "db", "-t", "t"], "--keyspace"),
+            (vec!["--hostname", "db", "-k", "ks"], "--table"),
+            (
+                vec!["--hosts", "a:1", "--hostname", "b", "-k", "ks", "-t", "t"],
+                "cannot be used with",
+            ),
+            (
+                vec!["--hostname", "a:1,b:2", "-k", "ks", "-t", "t"],
+                "more than one host",
+            ),
+            (
+                vec!["--hosts", "a:99999", "-k", "ks", "-t", "t"],
+                "invalid port",
+            ),
+            (
+                [&base[..], &["--start", "yesterday"]].concat(),
+                "not a time",
+            ),
+            ([&base[..], &["--start", "-10x"]].concat(), "unknown unit"),
+            (
+                [&base[..], &["--end", "-1m"]].concat(),
+                "must be after --start",
+            ),
+            (
+                [&base[..], &["--start", "now", "--end", "-1h"]].concat(),
+                "must be after --start",
+            ),
+            (
+                [&base[..], &["--window-size", "0"]].concat(),
+                "more than zero",
+            ),
+            (
+                [&base[..], &["--safety-interval", "-1"]].concat(),
+                "non-negative",
+            ),
+            (
+                [&base[..], &["--sleep-interval", "x"]].concat(),
+                "not a number",
+            ),
+            ([&base[..], &["--user", "u"]].concat(), "--password"),
+            (
+                [&base[..], &["--checkpoint-table", "nodot"]].concat(),
+                "keyspace.table",
+            ),
+            ([&base[..], &["--format", "xml"]].concat(), "xml"),
+            ([&base[..], &["--bogus"]].concat(), "--bogus"),
+            (
+                vec!["--hostname", "db", "-k", "ks", "-t", "a,,b"],
+                "invalid table name",
+            ),
+        ];
+        for (args, needle) in cases {
+            let err = parse(&args).unwrap_err();
+            assert_eq!(err.exit_code(), exit_code::USAGE, "{args:?}: {err}");
+            let text = err.to_string();
+            assert!(!text.contains('\n'), "{args:?}: {text}");
+            assert!(text.starts_with("error: "), "{text}");
+            assert!(text.contains(needle), "{args:?}: {text:?} lacks {needle:?}");
+        }
+    }
+
+    #[test]
+    fn help_is_not_an_error() {
+        let err = Args::try_parse_from(["scylla-cdc-printer", "--help"]).unwrap_err();
+        let text = crate::cli::clap_failure(&err).unwrap();
+        assert!(text.contains("--checkpoint-table"), "{text}");
+    }
+}

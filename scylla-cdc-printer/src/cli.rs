@@ -1,0 +1,712 @@
+//! What the printer and the replicator share on the command line: parsing hosts, points in
+//! time and intervals, connecting, exit codes with one-line errors, shutdown on Ctrl-C /
+//! SIGTERM, and supervising running log readers.
+//!
+//! Both programs validate every argument with these parsers before connecting anywhere, and
+//! turn every failure into a [`CliError`]: one line on stderr and an exit code from
+//! [`exit_code`]. A [`Shutdown`] is what a program watches to stop: the first request stops
+//! the readers gracefully (their consumers are flushed and a checkpoint is saved), a second
+//! one stops them at once. [`supervise`] runs a set of readers under such a shutdown.
+
+use std::fmt;
+use std::net::Ipv6Addr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla_cdc::{CDCError, CDCLogReader, CDCReaderHandle};
+use tokio::sync::watch;
+use tracing::info;
+
+/// Exit codes of both programs.
+pub mod exit_code {
+    /// Success (including a clean stop on Ctrl-C / SIGTERM).
+    pub const OK: u8 = 0;
+    /// A failure while running: reading the log, applying changes, writing the output.
+    pub const RUNTIME: u8 = 1;
+    /// A bad argument (including a bad point in time); nothing was contacted.
+    pub const USAGE: u8 = 2;
+    /// A cluster could not be reached (or refused the credentials).
+    pub const CONNECT: u8 = 3;
+    /// A keyspace or table is missing, CDC is not enabled on it, or schemas do not match.
+    pub const SCHEMA: u8 = 4;
+}
+
+/// The cluster port used when a host is given without one.
+pub const DEFAULT_PORT: u16 = 9042;
+
+/// A failure of a program, reported as one line on stderr with an exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError {
+    code: u8,
+    message: String,
+}
+
+impl CliError {
+    /// A failure with this exit code; newlines in the message are folded into `; ` so the
+    /// report stays on one line.
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: one_line(&message.into()),
+        }
+    }
+
+    /// A bad argument ([`exit_code::USAGE`]).
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(exit_code::USAGE, message)
+    }
+
+    /// A cluster that cannot be reached ([`exit_code::CONNECT`]).
+    pub fn connect(message: impl Into<String>) -> Self {
+        Self::new(exit_code::CONNECT, message)
+    }
+
+    /// A missing or unsuitable keyspace or table ([`exit_code::SCHEMA`]).
+    pub fn schema(message: impl Into<String>) -> Self {
+        Self::new(exit_code::SCHEMA, message)
+    }
+
+    /// A failure while running ([`exit_code::RUNTIME`]).
+    pub fn runtime(message: impl Into<String>) -> Self {
+        Self::new(exit_code::RUNTIME, message)
+    }
+
+    /// The failure of a reader of `table` (`ks.t`), with the exit code its kind deserves.
+    pub fn from_reader(table: &str, err: &CDCError) -> Self {
+        let code = match err {
+            CDCError::KeyspaceNotFound(_)
+            | CDCError::TableNotFound { .. }
+            | CDCError::CdcNotEnabled { .. }
+            | CDCError::NoGeneration { .. } => exit_code::SCHEMA,
+            CDCError::InvalidConfig(_) | CDCError::MissingOption(_) => exit_code::USAGE,
+            _ => exit_code::RUNTIME,
+        };
+        Self::new(code, format!("{table}: {}", error_chain(err)))
+    }
+
+    /// The exit code.
+    pub fn exit_code(&self) -> u8 {
+        self.code
+    }
+
+    /// The one-line message (without the `error: ` prefix).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error: {}", self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// `text` with its lines joined by `; ` (blank lines dropped).
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// An error and its causes as `outer: cause: root`, skipping causes that the outer message
+/// already contains.
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Turns a clap parse failure into the program's reaction: `Ok(text)` for `--help` and
+/// `--version` (print `text` on stdout, exit 0), otherwise the one-line usage error.
+pub fn clap_failure(err: &clap::Error) -> Result<String, CliError> {
+    use clap::error::ErrorKind;
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Ok(err.render().to_string()),
+        _ => {
+            // The message is everything before clap's usage and hint lines, on one line.
+            let rendered = err.render().to_string();
+            let message = rendered
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let message = message.strip_prefix("error: ").unwrap_or(&message);
+            let message = if message.is_empty() {
+                "invalid arguments"
+            } else {
+                message
+            };
+            Err(CliError::usage(format!("{message} (see --help)")))
+        }
+    }
+}
+
+/// Parses `h[:p],h[:p],...` (IPv6 as `[addr]:port`) into `host:port` strings the driver
+/// accepts; a missing port is [`DEFAULT_PORT`].
+pub fn parse_hosts(text: &str) -> Result<Vec<String>, String> {
+    let mut hosts = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            return Err(format!(
+                "`{text}` has an empty host (expected host:port,host:port,...)"
+            ));
+        }
+        hosts.push(parse_host(part)?);
+    }
+    Ok(hosts)
+}
+
+/// One `host[:port]`.
+fn parse_host(text: &str) -> Result<String, String> {
+    let port = |p: &str| -> Result<u16, String> {
+        match p.parse::<u16>() {
+            Ok(0) | Err(_) => Err(format!("`{text}` has an invalid port `{p}` (1-65535)")),
+            Ok(p) => Ok(p),
+        }
+    };
+    if let Some(rest) = text.strip_prefix('[') {
+        let (addr, after) = rest
+            .split_once(']')
+            .ok_or_else(|| format!("`{text}` has no closing `]`"))?;
+        addr.parse::<Ipv6Addr>()
+            .map_err(|_| format!("`{addr}` is not an IPv6 address"))?;
+        let p = match after {
+            "" => DEFAULT_PORT,
+            _ => port(
+                after
+                    .strip_prefix(':')
+                    .ok_or_else(|| format!("`{text}`: expected `:port` after `]`"))?,
+            )?,
+        };
+        return Ok(format!("[{addr}]:{p}"));
+    }
+    if text.matches(':').count() > 1 {
+        // A bare IPv6 address cannot carry a port.
+        text.parse::<Ipv6Addr>()
+            .map_err(|_| format!("`{text}` is not host:port (write IPv6 as [addr]:port)"))?;
+        return Ok(format!("[{text}]:{DEFAULT_PORT}"));
+    }
+    let (host, p) = match text.split_once(':') {
+        Some((h, p)) => (h, port(p)?),
+        None => (text, DEFAULT_PORT),
+    };
+    let valid = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+    if !valid {
+        return Err(format!("`{host}` is not a valid host name or address"));
+    }
+    Ok(format!("{host}:{p}"))
+}
+
+/// A point in time as given on the command line, resolved against "now" once every
+/// argument has been read, so that `--start -10m --end now` share one "now".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeSpec {
+    /// `now`
+    Now,
+    /// `-10m`, `+1h30m`, `now-90s`: now plus this many microseconds.
+    Relative(i64),
+    /// An RFC 3339 time, e.g. `2024-05-01T12:00:00Z`.
+    Absolute(DateTime<Utc>),
+}
+
+impl TimeSpec {
+    /// The point in time, relative to `now`; `None` if it is out of range.
+    pub fn resolve(self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self {
+            TimeSpec::Now => Some(now),
+            TimeSpec::Relative(us) => now.checked_add_signed(TimeDelta::microseconds(us)),
+            TimeSpec::Absolute(t) => Some(t),
+        }
+    }
+}
+
+/// Parses `now`, a relative time (`-10m`, `+2h`, `-1h30m`, `now-45s`; units `us`, `ms`, `s`,
+/// `m`, `h`, `d`, `w`) or an RFC 3339 time.
+pub fn parse_time(text: &str) -> Result<TimeSpec, String> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("now") {
+        return Ok(TimeSpec::Now);
+    }
+    let rel = if t.len() > 3 && t.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("now")) {
+        t.get(3..)
+    } else if t.starts_with(['-', '+']) {
+        Some(t)
+    } else {
+        None
+    };
+    if let Some(rel) = rel {
+        return parse_relative(rel)
+            .map(TimeSpec::Relative)
+            .map_err(|e| format!("`{text}`: {e}"));
+    }
+    DateTime::parse_from_rfc3339(t)
+        .map(|d| TimeSpec::Absolute(d.with_timezone(&Utc)))
+        .map_err(|e| {
+            format!(
+                "`{text}` is not a time ({e}); use RFC 3339 (2024-05-01T12:00:00Z), `now`, or a relative time like -10m"
+            )
+        })
+}
+
+/// `[+-]<n><unit>...` in microseconds.
+fn parse_relative(text: &str) -> Result<i64, String> {
+    let (sign, mut rest) = match text.as_bytes().first() {
+        Some(b'-') => (-1i64, &text[1..]),
+        Some(b'+') => (1i64, &text[1..]),
+        _ => return Err("a relative time starts with + or -".into()),
+    };
+    if rest.is_empty() {
+        return Err("a relative time needs an amount and a unit, like -10m".into());
+    }
+    let mut total: i64 = 0;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(format!("expected a number at `{rest}`"));
+        }
+        let n: i64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("`{}` is too large", &rest[..digits]))?;
+        rest = &rest[digits..];
+        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let micros_per: i64 = match unit {
+            "us" => 1,
+            "ms" => 1_000,
+            "s" => 1_000_000,
+            "m" => 60_000_000,
+            "h" => 3_600_000_000,
+            "d" => 86_400_000_000,
+            "w" => 604_800_000_000,
+            "" => return Err(format!("`{n}` has no unit (us, ms, s, m, h, d, w)")),
+            other => return Err(format!("unknown unit `{other}` (us, ms, s, m, h, d, w)")),
+        };
+        total = n
+            .checked_mul(micros_per)
+            .and_then(|v| total.checked_add(v))
+            .ok_or("the relative time is too large")?;
+    }
+    Ok(sign * total)
+}
+
+/// Parses a number of seconds (fractions allowed, e.g. `0.5`), at least zero.
+pub fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("`{text}` must be a non-negative number of seconds"));
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("`{text}` seconds is too long"))
+}
+
+/// Like [`parse_seconds`], but zero is refused.
+pub fn parse_positive_seconds(text: &str) -> Result<Duration, String> {
+    let d = parse_seconds(text)?;
+    if d.is_zero() {
+        return Err(format!("`{text}` must be more than zero seconds"));
+    }
+    Ok(d)
+}
+
+/// Whether `name` is a valid unquoted-or-quoted CQL name as stored (non-empty, at most 48
+/// characters, no control characters).
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().count() <= 48 && !name.chars().any(char::is_control)
+}
+
+/// Parses `keyspace.table` (names as stored, case-sensitive).
+pub fn parse_qualified_table(text: &str) -> Result<(String, String), String> {
+    let (ks, t) = text
+        .split_once('.')
+        .ok_or_else(|| format!("`{text}` is not keyspace.table"))?;
+    if !valid_name(ks) || !valid_name(t) || t.contains('.') {
+        return Err(format!("`{text}` is not keyspace.table"));
+    }
+    Ok((ks.to_owned(), t.to_owned()))
+}
+
+/// Parses a keyspace name.
+pub fn parse_name(text: &str) -> Result<String, String> {
+    if !valid_name(text) || text.contains('.') {
+        return Err(format!("`{text}` is not a valid name"));
+    }
+    Ok(text.to_owned())
+}
+
+/// Parses `t1,t2,...` (at least one, no duplicates).
+pub fn parse_table_list(text: &str) -> Result<Vec<String>, String> {
+    let mut tables: Vec<String> = Vec::new();
+    for part in text.split(',') {
+        let t = part.trim();
+        let t = parse_name(t).map_err(|_| format!("`{text}` has an invalid table name `{t}`"))?;
+        if tables.contains(&t) {
+            return Err(format!("table `{t}` is listed twice"));
+        }
+        tables.push(t);
+    }
+    Ok(tables)
+}
+
+/// A point in time as RFC 3339 with microseconds and `Z` (`2024-05-01T12:00:00.123456Z`).
+pub fn rfc3339_micros(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// Connects a session to `hosts` (`what` names the cluster in errors, e.g. "the source
+/// cluster").
+pub async fn connect(
+    what: &str,
+    hosts: &[String],
+    credentials: Option<(&str, &str)>,
+) -> Result<Arc<Session>, CliError> {
+    let mut builder = SessionBuilder::new()
+        .known_nodes(hosts)
+        .connection_timeout(Duration::from_secs(5));
+    if let Some((user, password)) = credentials {
+        builder = builder.user(user, password);
+    }
+    builder.build().await.map(Arc::new).map_err(|e| {
+        CliError::connect(format!(
+            "cannot connect to {what} at {}: {}",
+            hosts.join(","),
+            error_chain(&e)
+        ))
+    })
+}
+
+/// Installs the `tracing` subscriber of a program: filtered by `RUST_LOG` (default
+/// `default_filter`), written to stderr. Does nothing if one is already installed.
+pub fn install_tracing(default_filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// What a running program watches to stop: the number of stop requests so far.
+#[derive(Debug, Clone)]
+pub struct Shutdown {
+    requests: watch::Receiver<u32>,
+}
+
+/// Requests a stop of the programs watching the paired [`Shutdown`].
+#[derive(Debug, Clone)]
+pub struct ShutdownTrigger {
+    requests: Arc<watch::Sender<u32>>,
+}
+
+impl ShutdownTrigger {
+    /// The first call asks for a graceful stop, the second for an immediate one.
+    pub fn trigger(&self) {
+        self.requests.send_modify(|n| *n = n.saturating_add(1));
+    }
+}
+
+impl Shutdown {
+    /// A shutdown and the trigger that requests it.
+    pub fn new() -> (ShutdownTrigger, Shutdown) {
+        let (tx, rx) = watch::channel(0);
+        (
+            ShutdownTrigger {
+                requests: Arc::new(tx),
+            },
+            Shutdown { requests: rx },
+        )
+    }
+
+    /// A shutdown requested by Ctrl-C (SIGINT) and SIGTERM. Must be called inside a Tokio
+    /// runtime.
+    pub fn on_signals() -> Shutdown {
+        let (trigger, shutdown) = Shutdown::new();
+        tokio::spawn(async move {
+            loop {
+                if !next_signal().await {
+                    return;
+                }
+                info!("stop requested (a second Ctrl-C stops at once)");
+                trigger.trigger();
+            }
+        });
+        shutdown
+    }
+
+    async fn wait_for(&mut self, n: u32) {
+        if self.requests.wait_for(|r| *r >= n).await.is_err() {
+            // The trigger is gone: no request can come any more.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Resolves once a stop was requested.
+    pub async fn requested(&mut self) {
+        self.wait_for(1).await;
+    }
+
+    /// Resolves once a second stop was requested (stop at once).
+    pub async fn forced(&mut self) {
+        self.wait_for(2).await;
+    }
+
+    /// Whether a stop was requested.
+    pub fn is_requested(&self) -> bool {
+        *self.requests.borrow() >= 1
+    }
+}
+
+/// Waits for SIGINT or SIGTERM; false if signals cannot be received.
+async fn next_signal() -> bool {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            return tokio::signal::ctrl_c().await.is_ok();
+        };
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.is_ok(),
+            r = term.recv() => r.is_some(),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.is_ok()
+    }
+}
+
+/// One running log reader and the table it reads (`ks.t`, for messages).
+pub struct RunningReader {
+    /// `keyspace.table`.
+    pub table: String,
+    /// Controls the reader.
+    pub reader: CDCLogReader,
+    /// Resolves to its result.
+    pub handle: CDCReaderHandle,
+}
+
+/// Runs readers until they all end (end timestamp reached), one fails, or a stop is
+/// requested.
+///
+/// On the first stop request every reader is told to end at `now - safety_interval` (rows
+/// before that are, or are about to be, readable): each finishes its current window, flushes
+/// its consumer and saves its checkpoint. A second request stops them at once. When a reader
+/// fails the others are stopped at once and its error is returned.
+pub async fn supervise(
+    readers: Vec<RunningReader>,
+    safety_interval: Duration,
+    mut shutdown: Shutdown,
+) -> Result<(), CliError> {
+    let mut controls: Vec<CDCLogReader> = Vec::with_capacity(readers.len());
+    let mut pending = FuturesUnordered::new();
+    for r in readers {
+        controls.push(r.reader);
+        let table = r.table;
+        let handle = r.handle;
+        pending.push(async move { (table, handle.await) });
+    }
+    let mut second = shutdown.clone();
+    let mut stopping = false;
+    let mut forced = false;
+    loop {
+        tokio::select! {
+            next = pending.next() => match next {
+                None => return Ok(()),
+                Some((_, Ok(()))) => {}
+                Some((table, Err(e))) => {
+                    for c in &mut controls {
+                        c.stop();
+                    }
+                    return Err(CliError::from_reader(&table, &e));
+                }
+            },
+            _ = shutdown.requested(), if !stopping => {
+                stopping = true;
+                let until = Utc::now()
+                    - TimeDelta::from_std(safety_interval).unwrap_or(TimeDelta::zero());
+                info!(until = %rfc3339_micros(until), "stopping: finishing the current windows and saving progress");
+                for c in &mut controls {
+                    c.stop_at(until);
+                }
+            },
+            _ = second.forced(), if stopping && !forced => {
+                forced = true;
+                info!("stopping at once");
+                for c in &mut controls {
+                    c.stop();
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts() {
+        assert_eq!(
+            parse_hosts("127.0.0.1:9042, node2,db.example.com:19042").unwrap(),
+            vec!["127.0.0.1:9042", "node2:9042", "db.example.com:19042"]
+        );
+        assert_eq!(
+            parse_hosts("[::1]:9043,[fe80::1]").unwrap(),
+            vec!["[::1]:9043", "[fe80::1]:9042"]
+        );
+        assert_eq!(parse_hosts("::1").unwrap(), vec!["[::1]:9042"]);
+        for bad in [
+            "",
+            "a,,b",
+            "host:0",
+            "host:99999",
+            "host:x",
+            "ho st:1",
+            ":9042",
+            "[::1",
+            "[zz]:1",
+            "[::1]9042",
+            "1:2:3",
+        ] {
+            assert!(parse_hosts(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn times() {
+        let now = DateTime::parse_from_rfc3339("2024-05-01T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let at = |s: &str| parse_time(s).unwrap().resolve(now).unwrap();
+        assert_eq!(at("now"), now);
+        assert_eq!(at("NOW"), now);
+        assert_eq!(at("-10m"), now - TimeDelta::minutes(10));
+        assert_eq!(at("+1h30m"), now + TimeDelta::minutes(90));
+        assert_eq!(at("now-45s"), now - TimeDelta::seconds(45));
+        assert_eq!(at("-1d2h"), now - TimeDelta::hours(26));
+        assert_eq!(at("-1w"), now - TimeDelta::days(7));
+        assert_eq!(at("-250ms"), now - TimeDelta::milliseconds(250));
+        assert_eq!(at("-7us"), now - TimeDelta::microseconds(7));
+        assert_eq!(
+            at("2024-05-01T10:00:00.5+02:00"),
+            now - TimeDelta::hours(4) + TimeDelta::milliseconds(500)
+        );
+        for bad in [
+            "",
+            "-",
+            "-10",
+            "-m",
+            "10m",
+            "-10x",
+            "-1.5h",
+            "yesterday",
+            "2024-05-01",
+            "now+",
+            "-99999999999999999999s",
+            "né-1s",
+        ] {
+            assert!(parse_time(bad).is_err(), "{bad:?} should be rejected");
+        }
+        // Out of range once resolved.
+        assert_eq!(
+            parse_time("+9223372036854s").unwrap().resolve(now),
+            None,
+            "beyond chrono's range"
+        );
+    }
+
+    #[test]
+    fn seconds() {
+        assert_eq!(parse_seconds("1").unwrap(), Duration::from_secs(1));
+        assert_eq!(parse_seconds("0.25").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_seconds("0").unwrap(), Duration::ZERO);
+        assert!(parse_positive_seconds("0").is_err());
+        assert_eq!(
+            parse_positive_seconds(" 2.5 ").unwrap(),
+            Duration::from_millis(2500)
+        );
+        for bad in ["", "-1", "x", "NaN", "inf", "1e300"] {
+            assert!(parse_seconds(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(
+            parse_qualified_table("ks.cp").unwrap(),
+            ("ks".to_owned(), "cp".to_owned())
+        );
+        for bad in ["ks", ".t", "ks.", "a.b.c"] {
+            assert!(parse_qualified_table(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_table_list("a, b,c").unwrap(), vec!["a", "b", "c"]);
+        assert!(parse_table_list("a,,b").is_err());
+        assert!(parse_table_list("a,a").is_err());
+        assert!(parse_table_list(&"x".repeat(49)).is_err());
+        assert!(parse_name("ks.x").is_err());
+    }
+
+    #[test]
+    fn errors_are_one_line() {
+        let e = CliError::schema("first\n\n  second  \nthird");
+        assert_eq!(e.to_string(), "error: first; second; third");
+        assert_eq!(e.exit_code(), exit_code::SCHEMA);
+        let e = CliError::from_reader(
+            "ks.t",
+            &CDCError::CdcNotEnabled {
+                keyspace: "ks".into(),
+                table: "t".into(),
+            },
+        );
+        assert_eq!(e.exit_code(), exit_code::SCHEMA);
+        assert!(e.message().starts_with("ks.t: CDC is not enabled"), "{e}");
+        let e = CliError::from_reader("ks.t", &CDCError::InvalidConfig("bad".into()));
+        assert_eq!(e.exit_code(), exit_code::USAGE);
+        let e = CliError::from_reader("ks.t", &CDCError::Task("boom".into()));
+        assert_eq!(e.exit_code(), exit_code::RUNTIME);
+    }
+
+    #[test]
+    fn rfc3339_has_micros() {
+        let t = DateTime::from_timestamp_micros(1_714_564_800_123_456).unwrap();
+        assert_eq!(rfc3339_micros(t), "2024-05-01T12:00:00.123456Z");
+    }
+
+    #[tokio::test]
+    async fn shutdown_counts_requests() {
+        let (trigger, mut shutdown) = Shutdown::new();
+        assert!(!shutdown.is_requested());
+        trigger.trigger();
+        shutdown.requested().await;
+        assert!(shutdown.is_requested());
+        let forced = tokio::time::timeout(Duration::from_millis(20), shutdown.forced()).await;
+        assert!(forced.is_err(), "one request is not a forced stop");
+        trigger.trigger();
+        shutdown.forced().await;
+    }
+}
