@@ -120,7 +120,7 @@ pub struct Args {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
     /// Print tables of a running cluster.
-    Print(PrintConfig),
+    Print(Box<PrintConfig>),
     /// Run the demo for this long (or until stopped).
     Demo {
         /// `--demo-seconds`.
@@ -157,13 +157,16 @@ pub struct PrintConfig {
     pub format: Format,
 }
 
+/// A resolved `--start` and `--end`.
+pub type TimeRange = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
 /// Resolves `--start` / `--end` against one `now` and checks that the end is after the
 /// start (which defaults to now).
 pub fn resolve_range(
     start: Option<TimeSpec>,
     end: Option<TimeSpec>,
     now: DateTime<Utc>,
-) -> Result<(Option<DateTime<Utc>>, Option<DateTime<Utc>>), CliError> {
+) -> Result<TimeRange, CliError> {
     let resolve = |spec: Option<TimeSpec>, name: &str| -> Result<_, CliError> {
         spec.map(|s| {
             s.resolve(now)
@@ -209,7 +212,7 @@ impl Args {
             .ok_or_else(|| CliError::usage("--table is required"))?
             .0;
         let (start, end) = resolve_range(self.start, self.end, now)?;
-        Ok(Mode::Print(PrintConfig {
+        Ok(Mode::Print(Box::new(PrintConfig {
             hosts,
             credentials: self.user.zip(self.password),
             keyspace,
@@ -221,7 +224,7 @@ impl Args {
             sleep_interval: self.sleep_interval,
             checkpoint_table: self.checkpoint_table,
             format: self.format,
-        }))
+        })))
     }
 }
 

@@ -285,7 +285,7 @@ where
         }
     };
     match args.into_config(chrono::Utc::now())? {
-        Mode::Print(config) => print(config, out, shutdown).await,
+        Mode::Print(config) => print(*config, out, shutdown).await,
         #[cfg(feature = "demo")]
         Mode::Demo { seconds, format } => demo::run(seconds, format, out, shutdown).await,
         #[cfg(not(feature = "demo"))]

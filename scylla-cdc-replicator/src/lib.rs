@@ -1,1 +1,378 @@
-//! placeholder
+//! `scylla-cdc-replicator`: replicate ScyllaDB tables into another cluster through their CDC
+//! log.
+//!
+//! The binary (`src/main.rs`) is a thin wrapper around [`run`], which tests call directly.
+//! [`Replicator::start`] connects to both clusters, reads each source table's schema
+//! ([`schema`]), checks (or creates) the destination table, and starts one
+//! [`scylla_cdc::CDCLogReader`] per table whose consumers ([`apply::ReplicatorConsumer`], one
+//! per stream group) translate every change into CQL ([`translate`]) and write it to the
+//! destination with the change's own timestamp. [`Replicator::run`] then supervises the
+//! readers, logs progress every few seconds, and stops on a failure or a
+//! [`Shutdown`] (flushing the writes in flight and saving a checkpoint first).
+//!
+//! # Guarantees
+//!
+//! * Convergence: every write carries `USING TIMESTAMP` of the source write (the time of
+//!   `cdc$time`), and TTLs are the remaining source TTLs, so the destination's reconciliation
+//!   gives the source's state whatever the order writes land in, and replaying a change (after
+//!   a restart from a checkpoint) changes nothing.
+//! * Order: within a stream group, writes are issued in log order; up to `--max-in-flight`
+//!   run concurrently, and stream groups run concurrently with each other.
+//! * Progress: a checkpoint (in the source cluster) is only saved once every write before it
+//!   has completed (the consumer's `flush`), so a restart never skips a change.
+//! * List order: list elements are written with their source timeuuid keys
+//!   (`SCYLLA_TIMEUUID_LIST_INDEX`), so destination lists have the source's order.
+//!
+//! Schema changes of a replicated table while the replicator runs are not followed: restart it
+//! after altering a table.
+
+pub mod apply;
+pub mod args;
+pub mod schema;
+pub mod translate;
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use scylla::client::session::Session;
+use scylla_cdc::{CDCLogReaderBuilder, TableBackedCheckpointSaver};
+pub use scylla_cdc_printer::cli::{CliError, Shutdown, ShutdownTrigger, exit_code};
+use scylla_cdc_printer::cli::{RunningReader, clap_failure, connect, error_chain, supervise};
+use tracing::info;
+
+use crate::apply::{Destination, ReplicatorFactory, Stats, TableContext};
+use crate::args::{Args, Config};
+use crate::schema::{
+    SchemaError, TableSchema, check_compatible, create_statements, keyspace_exists,
+    read_table_schema, table_exists,
+};
+
+/// Borrowed credentials.
+fn creds(c: &Option<(String, String)>) -> Option<(&str, &str)> {
+    c.as_ref().map(|(u, p)| (u.as_str(), p.as_str()))
+}
+
+fn schema_error(side: &str, e: SchemaError) -> CliError {
+    match e {
+        SchemaError::Other(m) => CliError::runtime(format!("{side}: {m}")),
+        other => CliError::schema(format!("{side}: {other}")),
+    }
+}
+
+/// Reads the source table's schema and checks that CDC is enabled on it.
+async fn source_table(
+    session: &Session,
+    keyspace: &str,
+    table: &str,
+) -> Result<TableSchema, CliError> {
+    let schema = read_table_schema(session, keyspace, table)
+        .await
+        .map_err(|e| schema_error("source", e))?;
+    let log = format!("{table}_scylla_cdc_log");
+    if !table_exists(session, keyspace, &log)
+        .await
+        .map_err(|e| schema_error("source", e))?
+    {
+        return Err(CliError::schema(format!(
+            "source: CDC is not enabled on table `{keyspace}.{table}` (enable it with \
+             `ALTER TABLE ... WITH cdc = {{'enabled': true}}`)"
+        )));
+    }
+    Ok(schema)
+}
+
+/// Checks the destination table against the source schema, creating it first if it is
+/// missing and `create` is set.
+pub async fn prepare_destination(
+    session: &Session,
+    source: &TableSchema,
+    keyspace: &str,
+    table: &str,
+    create: bool,
+) -> Result<(), CliError> {
+    let side = "destination";
+    if !keyspace_exists(session, keyspace)
+        .await
+        .map_err(|e| schema_error(side, e))?
+    {
+        return Err(CliError::schema(format!(
+            "destination: keyspace `{keyspace}` does not exist (create it first)"
+        )));
+    }
+    if !table_exists(session, keyspace, table)
+        .await
+        .map_err(|e| schema_error(side, e))?
+    {
+        if !create {
+            return Err(CliError::schema(format!(
+                "destination: table `{keyspace}.{table}` does not exist (create it, or pass \
+                 --create-destination-table)"
+            )));
+        }
+        for statement in create_statements(source, keyspace, table) {
+            info!(statement = %statement, "creating the destination schema");
+            session
+                .query_unpaged(statement.clone(), ())
+                .await
+                .map_err(|e| {
+                    CliError::runtime(format!(
+                        "destination: `{statement}` failed: {}",
+                        error_chain(&e)
+                    ))
+                })?;
+        }
+    }
+    let dest = read_table_schema(session, keyspace, table)
+        .await
+        .map_err(|e| schema_error(side, e))?;
+    check_compatible(source, &dest).map_err(|e| CliError::schema(format!("destination: {e}")))
+}
+
+/// A running replicator.
+pub struct Replicator {
+    readers: Vec<RunningReader>,
+    stats: Arc<Stats>,
+    safety_interval: Duration,
+    progress_interval: Duration,
+}
+
+impl Replicator {
+    /// Connects, checks (or creates) every table, and starts replicating. Nothing is read
+    /// before every table has been checked; on a failure the readers already started are
+    /// stopped.
+    pub async fn start(config: &Config) -> Result<Replicator, CliError> {
+        let source = connect(
+            "the source cluster",
+            &config.source,
+            creds(&config.source_credentials),
+        )
+        .await?;
+        let destination = connect(
+            "the destination cluster",
+            &config.destination,
+            creds(&config.destination_credentials),
+        )
+        .await?;
+        let stats = Arc::new(Stats::default());
+        let mut contexts = Vec::new();
+        for table in &config.tables {
+            let schema = Arc::new(source_table(&source, &config.keyspace, table).await?);
+            prepare_destination(
+                &destination,
+                &schema,
+                &config.destination_keyspace,
+                table,
+                config.create_destination_table,
+            )
+            .await?;
+            let dest = Destination::new(
+                destination.clone(),
+                &config.destination_keyspace,
+                table,
+                schema.clone(),
+                config.write_consistency,
+                stats.clone(),
+            );
+            contexts.push(Arc::new(TableContext {
+                schema,
+                destination: Arc::new(dest),
+                max_in_flight: config.max_in_flight,
+            }));
+        }
+        let mut readers: Vec<RunningReader> = Vec::new();
+        for context in contexts {
+            let name = format!("{}.{}", context.schema.keyspace, context.schema.table);
+            match start_reader(config, &source, context).await {
+                Ok(r) => readers.push(r),
+                Err(e) => {
+                    for r in &mut readers {
+                        r.reader.stop();
+                    }
+                    return Err(match e {
+                        StartError::Reader(e) => CliError::from_reader(&name, &e),
+                        StartError::Cli(e) => e,
+                    });
+                }
+            }
+        }
+        info!(
+            tables = ?config.tables,
+            destination_keyspace = %config.destination_keyspace,
+            "replicating"
+        );
+        Ok(Replicator {
+            readers,
+            stats,
+            safety_interval: config.safety_interval,
+            progress_interval: config.progress_interval,
+        })
+    }
+
+    /// The counters of this replicator (changes applied, newest change, retries).
+    pub fn stats(&self) -> Arc<Stats> {
+        self.stats.clone()
+    }
+
+    /// Runs until a reader fails or `shutdown` is requested (first request: finish the
+    /// current windows, flush the writes in flight, save checkpoints; second: stop at once).
+    pub async fn run(self, shutdown: Shutdown) -> Result<(), CliError> {
+        let logger = tokio::spawn(log_progress(self.stats.clone(), self.progress_interval));
+        let result = supervise(self.readers, self.safety_interval, shutdown).await;
+        logger.abort();
+        info!(
+            applied = self.stats.applied(),
+            retries = self.stats.retries(),
+            "replicator stopped"
+        );
+        result
+    }
+}
+
+enum StartError {
+    Reader(scylla_cdc::CDCError),
+    Cli(CliError),
+}
+
+async fn start_reader(
+    config: &Config,
+    source: &Arc<Session>,
+    context: Arc<TableContext>,
+) -> Result<RunningReader, StartError> {
+    let keyspace = context.schema.keyspace.clone();
+    let table = context.schema.table.clone();
+    let mut builder = CDCLogReaderBuilder::new()
+        .session(source.clone())
+        .keyspace(&keyspace)
+        .table_name(&table)
+        .consumer_factory(Arc::new(ReplicatorFactory::new(context)))
+        .window_size(config.window_size)
+        .safety_interval(config.safety_interval)
+        .sleep_interval(config.sleep_interval)
+        .pause_between_saves(config.checkpoint_interval);
+    if let Some(start) = config.start {
+        builder = builder.start_timestamp(start);
+    }
+    if let Some(cp) = &config.checkpoint_table {
+        let saver = TableBackedCheckpointSaver::new(
+            source.clone(),
+            &cp.keyspace,
+            &cp.table,
+            &keyspace,
+            &table,
+        )
+        .await
+        .map_err(|e| {
+            StartError::Cli(CliError::schema(format!(
+                "checkpoint table {}.{}: {}",
+                cp.keyspace,
+                cp.table,
+                error_chain(&e)
+            )))
+        })?
+        // Replications of one table into different keyspaces keep separate progress.
+        .with_reader_name(format!(
+            "scylla-cdc-replicator:{}",
+            config.destination_keyspace
+        ));
+        builder = builder.checkpoint_saver(Arc::new(saver));
+    }
+    let (reader, handle) = builder.build().await.map_err(StartError::Reader)?;
+    Ok(RunningReader {
+        table: format!("{keyspace}.{table}"),
+        reader,
+        handle,
+    })
+}
+
+/// Logs a line every `interval`: changes applied, changes per second, how far behind now
+/// the newest applied change is.
+async fn log_progress(stats: Arc<Stats>, interval: Duration) {
+    let mut last = stats.applied();
+    let mut last_at = Instant::now();
+    loop {
+        tokio::time::sleep(interval).await;
+        let applied = stats.applied();
+        let elapsed = last_at.elapsed().as_secs_f64().max(1e-9);
+        let rate = (applied - last) as f64 / elapsed;
+        let behind = stats.newest_applied_micros().map(|t| {
+            let lag = chrono::Utc::now().timestamp_micros().saturating_sub(t);
+            Duration::from_micros(u64::try_from(lag).unwrap_or(0))
+        });
+        match behind {
+            Some(b) => info!(
+                applied,
+                per_second = format!("{rate:.0}"),
+                behind_now = format!("{:.1}s", b.as_secs_f64()),
+                retries = stats.retries(),
+                "progress: {applied} changes applied, {rate:.0}/s, newest applied change {:.1}s behind now",
+                b.as_secs_f64()
+            ),
+            None => info!(applied, "progress: no change applied yet"),
+        }
+        last = applied;
+        last_at = Instant::now();
+    }
+}
+
+/// Runs the replicator with these command-line arguments (the first is the program name)
+/// until a failure or `shutdown`.
+///
+/// `--help` and `--version` are printed on stdout. Errors are returned, not printed: the
+/// binary prints them as one line on stderr and exits with [`CliError::exit_code`].
+pub async fn run<I, T>(args: I, shutdown: Shutdown) -> Result<(), CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args = match Args::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) => {
+            print!("{}", clap_failure(&e)?);
+            return Ok(());
+        }
+    };
+    let config = args.into_config(chrono::Utc::now())?;
+    Replicator::start(&config).await?.run(shutdown).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn unreachable_source_is_a_connect_error() {
+        let (_t, shutdown) = Shutdown::new();
+        let err = run(
+            [
+                "scylla-cdc-replicator",
+                "--source",
+                "127.0.0.1:1",
+                "--destination",
+                "127.0.0.1:2",
+                "-k",
+                "ks",
+                "-t",
+                "t",
+            ],
+            shutdown,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.exit_code(), exit_code::CONNECT, "{err}");
+        assert!(err.message().contains("source cluster"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn bad_arguments_fail_before_connecting() {
+        let (_t, shutdown) = Shutdown::new();
+        let err = run(
+            ["scylla-cdc-replicator", "--source", "127.0.0.1:1"],
+            shutdown,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.exit_code(), exit_code::USAGE, "{err}");
+    }
+}

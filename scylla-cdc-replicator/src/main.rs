@@ -1,2 +1,33 @@
-//! Replicate a table into a second cluster through its CDC log.
-fn main() {}
+//! `scylla-cdc-replicator`: replicate ScyllaDB tables into another cluster through their CDC
+//! log (see the library docs and `--help`).
+
+use std::process::ExitCode;
+
+use scylla_cdc_printer::cli;
+use scylla_cdc_replicator::{Shutdown, exit_code, run};
+
+fn main() -> ExitCode {
+    cli::install_tracing("info");
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(exit_code::RUNTIME);
+        }
+    };
+    let code = runtime.block_on(async {
+        let shutdown = Shutdown::on_signals();
+        match run(std::env::args_os(), shutdown).await {
+            Ok(()) => exit_code::OK,
+            Err(e) => {
+                eprintln!("{e}");
+                e.exit_code()
+            }
+        }
+    });
+    runtime.shutdown_background();
+    ExitCode::from(code)
+}

@@ -1,0 +1,533 @@
+//! Applying translated changes to the destination.
+//!
+//! A [`Destination`] is one destination table: its session, a cache of prepared statements
+//! per [`Shape`], and the retry loop that executes one change's writes (one statement, or an
+//! unlogged batch of the change's statements — they all hit one partition). A
+//! [`ReplicatorConsumer`] (one per stream group, made by a [`ReplicatorFactory`]) translates
+//! each log row and hands the writes to its own writer task, which issues them in the
+//! stream's order and keeps up to `max_in_flight` of them running; `flush` waits for all of
+//! them, so a checkpoint never covers a write that has not completed. [`Stats`] counts what
+//! was applied, for the progress log.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use scylla::client::session::Session;
+use scylla::errors::{DbError, ExecutionError, PrepareError, RequestAttemptError};
+use scylla::statement::Consistency;
+use scylla::statement::batch::{Batch, BatchType};
+use scylla::statement::prepared::PreparedStatement;
+use scylla::value::CqlValue;
+use scylla_cdc::{CDCRow, Consumer, ConsumerFactory, OperationType};
+use tokio::sync::{mpsc, oneshot};
+use tracing::{debug, warn};
+
+use crate::schema::{TableSchema, quote};
+use crate::translate::{LogRow, Shape, Translator, Write, statement_text};
+
+/// First pause after a transient write error; doubled on each further failure.
+const RETRY_START: Duration = Duration::from_millis(50);
+/// Longest pause between retries.
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// Counters shared by every consumer of a replicator.
+#[derive(Debug, Default)]
+pub struct Stats {
+    applied: AtomicU64,
+    newest_micros: AtomicI64,
+    retries: AtomicU64,
+}
+
+impl Stats {
+    /// Changes (delta rows) applied so far.
+    pub fn applied(&self) -> u64 {
+        self.applied.load(Ordering::Relaxed)
+    }
+
+    /// The newest write time (µs) among the applied changes, if any.
+    pub fn newest_applied_micros(&self) -> Option<i64> {
+        match self.newest_micros.load(Ordering::Relaxed) {
+            0 => None,
+            t => Some(t),
+        }
+    }
+
+    /// Writes retried after a transient error so far.
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+
+    fn record(&self, time_micros: i64) {
+        self.applied.fetch_add(1, Ordering::Relaxed);
+        self.newest_micros.fetch_max(time_micros, Ordering::Relaxed);
+    }
+}
+
+/// Whether a driver error is worth retrying: timeouts, overload, unavailable replicas,
+/// broken connections and nodes that are down or starting. Every write of the replicator is
+/// idempotent (it carries its timestamp), so retrying is always safe.
+pub fn is_transient(err: &ExecutionError) -> bool {
+    match err {
+        ExecutionError::EmptyPlan
+        | ExecutionError::ConnectionPoolError(_)
+        | ExecutionError::RequestTimeout(_) => true,
+        ExecutionError::PrepareError(e) => is_transient_prepare(e),
+        ExecutionError::LastAttemptError(a) => is_transient_attempt(a),
+        _ => false,
+    }
+}
+
+/// Whether a failed prepare is worth retrying.
+fn is_transient_prepare(err: &PrepareError) -> bool {
+    match err {
+        PrepareError::ConnectionPoolError(_) => true,
+        PrepareError::AllAttemptsFailed { first_attempt } => is_transient_attempt(first_attempt),
+        _ => false,
+    }
+}
+
+fn is_transient_attempt(err: &RequestAttemptError) -> bool {
+    match err {
+        RequestAttemptError::UnableToAllocStreamId
+        | RequestAttemptError::BrokenConnectionError(_) => true,
+        RequestAttemptError::DbError(db, _) => matches!(
+            db,
+            DbError::Overloaded
+                | DbError::Unavailable { .. }
+                | DbError::ReadTimeout { .. }
+                | DbError::WriteTimeout { .. }
+                | DbError::ReadFailure { .. }
+                | DbError::WriteFailure { .. }
+                | DbError::IsBootstrapping
+                | DbError::RateLimitReached { .. }
+                | DbError::Unprepared { .. }
+                | DbError::TruncateError
+        ),
+        _ => false,
+    }
+}
+
+/// Rewrites the keyspace of every UDT value inside `value` (the driver checks that a UDT
+/// value names the keyspace of the column it is bound to).
+pub fn retarget_udts(value: &mut CqlValue, keyspace: &str) {
+    match value {
+        CqlValue::UserDefinedType {
+            keyspace: ks,
+            fields,
+            ..
+        } => {
+            if ks != keyspace {
+                *ks = keyspace.to_owned();
+            }
+            for v in fields.iter_mut().filter_map(|(_, v)| v.as_mut()) {
+                retarget_udts(v, keyspace);
+            }
+        }
+        CqlValue::List(items) | CqlValue::Set(items) | CqlValue::Vector(items) => {
+            items.iter_mut().for_each(|v| retarget_udts(v, keyspace));
+        }
+        CqlValue::Map(entries) => {
+            for (k, v) in entries {
+                retarget_udts(k, keyspace);
+                retarget_udts(v, keyspace);
+            }
+        }
+        CqlValue::Tuple(items) => {
+            items
+                .iter_mut()
+                .flatten()
+                .for_each(|v| retarget_udts(v, keyspace));
+        }
+        _ => {}
+    }
+}
+
+/// One destination table: where and how changes are written.
+pub struct Destination {
+    session: Arc<Session>,
+    keyspace: String,
+    target: String,
+    schema: Arc<TableSchema>,
+    consistency: Consistency,
+    retarget: bool,
+    cache: Mutex<HashMap<Shape, PreparedStatement>>,
+    stats: Arc<Stats>,
+}
+
+impl Destination {
+    /// Writes of `schema`'s changes into `keyspace.table` through `session`.
+    pub fn new(
+        session: Arc<Session>,
+        keyspace: &str,
+        table: &str,
+        schema: Arc<TableSchema>,
+        consistency: Consistency,
+        stats: Arc<Stats>,
+    ) -> Self {
+        Self {
+            session,
+            keyspace: keyspace.to_owned(),
+            target: format!("{}.{}", quote(keyspace), quote(table)),
+            retarget: !schema.udts.is_empty() && schema.keyspace != keyspace,
+            schema,
+            consistency,
+            cache: Mutex::new(HashMap::new()),
+            stats,
+        }
+    }
+
+    /// `"ks"."t"`.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The prepared statement of a shape, prepared on first use.
+    async fn prepared(&self, shape: &Shape) -> Result<PreparedStatement, ExecutionError> {
+        if let Some(p) = self.cache.lock().ok().and_then(|c| c.get(shape).cloned()) {
+            return Ok(p);
+        }
+        let text = statement_text(&self.schema, &self.target, shape);
+        debug!(statement = %text, "preparing");
+        let mut prepared = self.session.prepare(text).await?;
+        prepared.set_consistency(self.consistency);
+        prepared.set_is_idempotent(true);
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.insert(shape.clone(), prepared.clone());
+        }
+        Ok(prepared)
+    }
+
+    /// Executes the writes of one change once.
+    async fn execute(&self, writes: &[Write]) -> Result<(), ExecutionError> {
+        match writes {
+            [] => Ok(()),
+            [w] => {
+                let p = self.prepared(&w.shape).await?;
+                self.session
+                    .execute_unpaged(&p, &w.values)
+                    .await
+                    .map(|_| ())
+            }
+            many => {
+                let mut batch = Batch::new(BatchType::Unlogged);
+                batch.set_consistency(self.consistency);
+                batch.set_is_idempotent(true);
+                let mut values = Vec::with_capacity(many.len());
+                for w in many {
+                    batch.append_statement(self.prepared(&w.shape).await?);
+                    values.push(&w.values);
+                }
+                self.session.batch(&batch, values).await.map(|_| ())
+            }
+        }
+    }
+
+    /// Applies the writes of one change, retrying transient errors with capped
+    /// exponential backoff until they succeed; other errors are returned.
+    pub async fn apply(&self, mut writes: Vec<Write>) -> anyhow::Result<()> {
+        if self.retarget {
+            for v in writes
+                .iter_mut()
+                .flat_map(|w| w.values.iter_mut())
+                .flatten()
+            {
+                retarget_udts(v, &self.keyspace);
+            }
+        }
+        let mut backoff = RETRY_START;
+        loop {
+            match self.execute(&writes).await {
+                Ok(()) => return Ok(()),
+                Err(e) if is_transient(&e) => {
+                    self.stats.retries.fetch_add(1, Ordering::Relaxed);
+                    warn!(error = %e, table = %self.target, retry_in = ?backoff, "transient error writing to the destination; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(RETRY_MAX);
+                }
+                Err(e) => {
+                    let text = writes
+                        .first()
+                        .map(|w| statement_text(&self.schema, &self.target, &w.shape))
+                        .unwrap_or_default();
+                    return Err(anyhow!(e).context(format!("writing `{text}` failed")));
+                }
+            }
+        }
+    }
+}
+
+/// Work for a consumer's writer task.
+enum Job {
+    /// The writes of one change written at `time_micros`.
+    Apply {
+        writes: Vec<Write>,
+        time_micros: i64,
+    },
+    /// Answer once every earlier job is done.
+    Flush(oneshot::Sender<Result<(), String>>),
+}
+
+/// The first failure of a writer task, shared with its consumer.
+#[derive(Default)]
+struct Failure(Mutex<Option<String>>);
+
+impl Failure {
+    fn get(&self) -> Option<String> {
+        self.0.lock().ok().and_then(|f| f.clone())
+    }
+
+    fn set(&self, message: String) {
+        if let Ok(mut f) = self.0.lock()
+            && f.is_none()
+        {
+            *f = Some(message);
+        }
+    }
+}
+
+async fn apply_job(
+    dest: Arc<Destination>,
+    writes: Vec<Write>,
+    time_micros: i64,
+) -> (anyhow::Result<()>, i64) {
+    (dest.apply(writes).await, time_micros)
+}
+
+/// Issues jobs in order, up to `max_in_flight` at once, until the consumer is dropped.
+async fn writer_loop(
+    dest: Arc<Destination>,
+    mut jobs: mpsc::Receiver<Job>,
+    max_in_flight: usize,
+    failure: Arc<Failure>,
+) {
+    let mut in_flight = FuturesUnordered::new();
+    let mut waiting: Vec<oneshot::Sender<Result<(), String>>> = Vec::new();
+    let mut open = true;
+    loop {
+        if in_flight.is_empty() {
+            for w in waiting.drain(..) {
+                let _ = w.send(failure.get().map_or(Ok(()), Err));
+            }
+            if !open {
+                return;
+            }
+        }
+        tokio::select! {
+            biased;
+            Some((result, time)) = in_flight.next(), if !in_flight.is_empty() => match result {
+                Ok(()) => dest.stats.record(time),
+                Err(e) => failure.set(format!("{e:#}")),
+            },
+            job = jobs.recv(), if open && waiting.is_empty() && in_flight.len() < max_in_flight => match job {
+                None => open = false,
+                Some(Job::Apply { writes, time_micros }) => {
+                    if failure.get().is_none() {
+                        in_flight.push(apply_job(dest.clone(), writes, time_micros));
+                    }
+                }
+                Some(Job::Flush(reply)) => waiting.push(reply),
+            },
+        }
+    }
+}
+
+/// What the consumers of one table share.
+pub struct TableContext {
+    /// The source table's schema.
+    pub schema: Arc<TableSchema>,
+    /// Where its changes go.
+    pub destination: Arc<Destination>,
+    /// Most writes a stream group has in flight.
+    pub max_in_flight: usize,
+}
+
+/// Replays the changes of one stream group (see the module docs).
+pub struct ReplicatorConsumer {
+    context: Arc<TableContext>,
+    translator: Translator,
+    row: LogRow,
+    writes: Vec<Write>,
+    jobs: mpsc::Sender<Job>,
+    failure: Arc<Failure>,
+}
+
+impl ReplicatorConsumer {
+    /// A consumer with its writer task (must be called inside a Tokio runtime).
+    pub fn new(context: Arc<TableContext>) -> Self {
+        let max = context.max_in_flight.max(1);
+        let (jobs, rx) = mpsc::channel(max);
+        let failure = Arc::new(Failure::default());
+        tokio::spawn(writer_loop(
+            context.destination.clone(),
+            rx,
+            max,
+            failure.clone(),
+        ));
+        Self {
+            translator: Translator::new(context.schema.clone()),
+            row: LogRow::new(OperationType::RowUpdate, 0, context.schema.columns.len()),
+            writes: Vec::new(),
+            context,
+            jobs,
+            failure,
+        }
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        match self.failure.get() {
+            Some(e) => Err(anyhow!("{e}")),
+            None => Ok(()),
+        }
+    }
+}
+
+#[async_trait]
+impl Consumer for ReplicatorConsumer {
+    async fn consume_cdc(&mut self, mut data: CDCRow<'_>) -> anyhow::Result<()> {
+        self.check()?;
+        match data.operation {
+            OperationType::PreImage | OperationType::PostImage => return Ok(()),
+            OperationType::Unknown(code) => {
+                warn!(code, stream = %data.stream_id, "skipping a log row with an unknown operation");
+                return Ok(());
+            }
+            _ => {}
+        }
+        let schema = self.context.schema.clone();
+        self.row
+            .fill(&schema, &mut data)
+            .context("reading a CDC log row")?;
+        let now = chrono::Utc::now().timestamp_micros();
+        self.translator
+            .translate(&mut self.row, now, &mut self.writes)
+            .with_context(|| {
+                format!(
+                    "replaying the change at {} of stream {}",
+                    data.time, data.stream_id
+                )
+            })?;
+        let time_micros = self.row.time_micros;
+        if self.writes.is_empty() {
+            if !self.translator.has_pending_range() {
+                self.context.destination.stats.record(time_micros);
+            }
+            return Ok(());
+        }
+        let writes = std::mem::take(&mut self.writes);
+        self.jobs
+            .send(Job::Apply {
+                writes,
+                time_micros,
+            })
+            .await
+            .map_err(|_| anyhow!("the writer task of this stream group is gone"))?;
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> anyhow::Result<()> {
+        let (tx, rx) = oneshot::channel();
+        self.jobs
+            .send(Job::Flush(tx))
+            .await
+            .map_err(|_| anyhow!("the writer task of this stream group is gone"))?;
+        rx.await
+            .map_err(|_| anyhow!("the writer task of this stream group is gone"))?
+            .map_err(|e| anyhow!("{e}"))
+    }
+}
+
+/// Makes a [`ReplicatorConsumer`] per stream group of one table.
+pub struct ReplicatorFactory {
+    context: Arc<TableContext>,
+}
+
+impl ReplicatorFactory {
+    /// Consumers replaying into `context`'s destination.
+    pub fn new(context: Arc<TableContext>) -> Self {
+        Self { context }
+    }
+}
+
+#[async_trait]
+impl ConsumerFactory for ReplicatorFactory {
+    async fn new_consumer(&self) -> Box<dyn Consumer> {
+        Box::new(ReplicatorConsumer::new(self.context.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scylla::frame::types::Consistency as Cl;
+
+    fn db(e: DbError) -> ExecutionError {
+        ExecutionError::LastAttemptError(RequestAttemptError::DbError(e, "x".into()))
+    }
+
+    #[test]
+    fn transient_errors() {
+        assert!(is_transient(&db(DbError::Overloaded)));
+        assert!(is_transient(&db(DbError::WriteTimeout {
+            consistency: Cl::Quorum,
+            received: 1,
+            required: 2,
+            write_type: scylla::errors::WriteType::Simple,
+        })));
+        assert!(is_transient(&db(DbError::Unavailable {
+            consistency: Cl::Quorum,
+            required: 2,
+            alive: 1
+        })));
+        assert!(is_transient(&ExecutionError::RequestTimeout(
+            Duration::from_secs(1)
+        )));
+        assert!(is_transient(&ExecutionError::EmptyPlan));
+        assert!(!is_transient(&db(DbError::Invalid)));
+        assert!(!is_transient(&db(DbError::SyntaxError)));
+        assert!(!is_transient(&db(DbError::ServerError)));
+    }
+
+    #[test]
+    fn udt_keyspaces_are_rewritten_everywhere() {
+        let udt = |ks: &str| CqlValue::UserDefinedType {
+            keyspace: ks.into(),
+            name: "u".into(),
+            fields: vec![(
+                "inner".into(),
+                Some(CqlValue::UserDefinedType {
+                    keyspace: ks.into(),
+                    name: "p".into(),
+                    fields: vec![],
+                }),
+            )],
+        };
+        let wrap = |ks: &str| {
+            CqlValue::List(vec![CqlValue::Map(vec![(
+                CqlValue::Tuple(vec![Some(udt(ks)), None]),
+                CqlValue::Set(vec![udt(ks)]),
+            )])])
+        };
+        let mut v = wrap("src");
+        retarget_udts(&mut v, "dst");
+        assert_eq!(v, wrap("dst"));
+        let mut plain = CqlValue::Int(1);
+        retarget_udts(&mut plain, "dst");
+        assert_eq!(plain, CqlValue::Int(1));
+    }
+
+    #[test]
+    fn stats_count_and_keep_the_newest_time() {
+        let s = Stats::default();
+        assert_eq!(s.newest_applied_micros(), None);
+        s.record(5);
+        s.record(3);
+        assert_eq!(s.applied(), 2);
+        assert_eq!(s.newest_applied_micros(), Some(5));
+    }
+}

@@ -1,0 +1,444 @@
+//! The replicator's command line: [`Args`] as clap parses it, checked and resolved into a
+//! [`Config`] by [`Args::into_config`] before anything is contacted.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use clap::Parser;
+use scylla::statement::Consistency;
+
+use scylla_cdc_printer::cli::{
+    CliError, TimeSpec, parse_hosts, parse_name, parse_positive_seconds, parse_qualified_table,
+    parse_seconds, parse_table_list, parse_time,
+};
+
+/// Hosts of a cluster (`host:port` each).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hosts(pub Vec<String>);
+
+/// Table names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tables(pub Vec<String>);
+
+/// `keyspace.table`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QualifiedTable {
+    /// The keyspace.
+    pub keyspace: String,
+    /// The table.
+    pub table: String,
+}
+
+fn hosts(text: &str) -> Result<Hosts, String> {
+    parse_hosts(text).map(Hosts)
+}
+
+fn tables(text: &str) -> Result<Tables, String> {
+    parse_table_list(text).map(Tables)
+}
+
+fn qualified(text: &str) -> Result<QualifiedTable, String> {
+    parse_qualified_table(text).map(|(keyspace, table)| QualifiedTable { keyspace, table })
+}
+
+/// Parses a consistency level name (`LOCAL_QUORUM`, `quorum`, `one`, ...).
+pub fn parse_consistency(text: &str) -> Result<Consistency, String> {
+    Ok(
+        match text.trim().to_ascii_uppercase().replace('-', "_").as_str() {
+            "ANY" => Consistency::Any,
+            "ONE" => Consistency::One,
+            "TWO" => Consistency::Two,
+            "THREE" => Consistency::Three,
+            "QUORUM" => Consistency::Quorum,
+            "ALL" => Consistency::All,
+            "LOCAL_QUORUM" => Consistency::LocalQuorum,
+            "EACH_QUORUM" => Consistency::EachQuorum,
+            "LOCAL_ONE" => Consistency::LocalOne,
+            _ => {
+                return Err(format!(
+                    "`{text}` is not a write consistency level (ANY, ONE, TWO, THREE, QUORUM, ALL, \
+                     LOCAL_QUORUM, EACH_QUORUM, LOCAL_ONE)"
+                ));
+            }
+        },
+    )
+}
+
+fn max_in_flight(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=65_536).contains(&n) => Ok(n),
+        _ => Err(format!("`{text}` is not a number from 1 to 65536")),
+    }
+}
+
+/// Replicate ScyllaDB tables into another cluster through their CDC log.
+///
+/// Every change is written with its original write timestamp (and remaining TTL), so the
+/// destination converges to the source and replaying changes is harmless. Progress is
+/// checkpointed in the source cluster. Times are RFC 3339, `now`, or relative (-10m, -1h30m);
+/// intervals are seconds, fractions allowed. Exit codes: 0 stopped, 1 failure while running,
+/// 2 bad argument, 3 cannot connect, 4 keyspace or table missing, without CDC, or not
+/// matching.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "scylla-cdc-replicator", version)]
+pub struct Args {
+    /// Contact points of the source cluster, comma-separated (host:port; default port 9042).
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts)]
+    pub source: Hosts,
+    /// Contact points of the destination cluster.
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts)]
+    pub destination: Hosts,
+    /// Keyspace of the source tables.
+    #[arg(long, short = 'k', value_parser = parse_name)]
+    pub keyspace: String,
+    /// Tables to replicate, comma-separated.
+    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables)]
+    pub table: Tables,
+    /// Keyspace of the destination tables (default: the source keyspace).
+    #[arg(long, value_parser = parse_name)]
+    pub destination_keyspace: Option<String>,
+    /// Where to start reading the log when there is no checkpoint (default: now).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
+    pub start: Option<TimeSpec>,
+    /// Longest time window one query reads, in seconds.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60",
+          value_parser = parse_positive_seconds)]
+    pub window_size: Duration,
+    /// How far behind now reading stays, in seconds, so that writes in flight are not missed.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "30",
+          value_parser = parse_seconds)]
+    pub safety_interval: Duration,
+    /// Pause between reads once caught up, in seconds.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
+          value_parser = parse_positive_seconds)]
+    pub sleep_interval: Duration,
+    /// Where progress is saved in the source cluster (default:
+    /// <KEYSPACE>.cdc_replicator_checkpoints; created if missing).
+    #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified, conflicts_with = "no_checkpoints")]
+    pub checkpoint_table: Option<QualifiedTable>,
+    /// Neither save nor load progress.
+    #[arg(long)]
+    pub no_checkpoints: bool,
+    /// Least time between two checkpoints of a stream group, in seconds.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
+          value_parser = parse_seconds)]
+    pub checkpoint_interval: Duration,
+    /// Consistency level of the writes to the destination.
+    #[arg(long, value_name = "LEVEL", default_value = "LOCAL_QUORUM", value_parser = parse_consistency)]
+    pub write_consistency: Consistency,
+    /// User name on the source cluster.
+    #[arg(long, requires = "source_password")]
+    pub source_user: Option<String>,
+    /// Password on the source cluster.
+    #[arg(long, requires = "source_user")]
+    pub source_password: Option<String>,
+    /// User name on the destination cluster.
+    #[arg(long, requires = "destination_password")]
+    pub destination_user: Option<String>,
+    /// Password on the destination cluster.
+    #[arg(long, requires = "destination_user")]
+    pub destination_password: Option<String>,
+    /// Create missing destination tables (and their types) with the source's schema.
+    #[arg(long)]
+    pub create_destination_table: bool,
+    /// Most writes in flight per stream group.
+    #[arg(long, value_name = "N", default_value = "64", value_parser = max_in_flight)]
+    pub max_in_flight: usize,
+    /// Seconds between two progress lines in the log.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5",
+          value_parser = parse_positive_seconds)]
+    pub progress_interval: Duration,
+}
+
+/// The settings of a replication run, checked and resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Source contact points.
+    pub source: Vec<String>,
+    /// Source credentials.
+    pub source_credentials: Option<(String, String)>,
+    /// Destination contact points.
+    pub destination: Vec<String>,
+    /// Destination credentials.
+    pub destination_credentials: Option<(String, String)>,
+    /// Source keyspace.
+    pub keyspace: String,
+    /// Tables.
+    pub tables: Vec<String>,
+    /// Destination keyspace.
+    pub destination_keyspace: String,
+    /// Start, when there is no checkpoint (default: now).
+    pub start: Option<DateTime<Utc>>,
+    /// Window size.
+    pub window_size: Duration,
+    /// Safety interval.
+    pub safety_interval: Duration,
+    /// Sleep interval.
+    pub sleep_interval: Duration,
+    /// The checkpoint table in the source cluster, unless checkpoints are off.
+    pub checkpoint_table: Option<QualifiedTable>,
+    /// Least time between checkpoints of a stream group.
+    pub checkpoint_interval: Duration,
+    /// Write consistency.
+    pub write_consistency: Consistency,
+    /// Create missing destination tables.
+    pub create_destination_table: bool,
+    /// Writes in flight per stream group.
+    pub max_in_flight: usize,
+    /// Time between progress lines.
+    pub progress_interval: Duration,
+}
+
+impl Args {
+    /// Checks what clap cannot and resolves `--start` against `now`.
+    pub fn into_config(self, now: DateTime<Utc>) -> Result<Config, CliError> {
+        let start = self
+            .start
+            .map(|s| {
+                s.resolve(now)
+                    .ok_or_else(|| CliError::usage("--start is out of range"))
+            })
+            .transpose()?;
+        let destination_keyspace = self
+            .destination_keyspace
+            .unwrap_or_else(|| self.keyspace.clone());
+        let checkpoint_table = if self.no_checkpoints {
+            None
+        } else {
+            Some(self.checkpoint_table.unwrap_or_else(|| QualifiedTable {
+                keyspace: self.keyspace.clone(),
+                table: "cdc_replicator_checkpoints".into(),
+            }))
+        };
+        if self.source == self.destination && destination_keyspace == self.keyspace {
+            return Err(CliError::usage(
+                "the source and destination are the same tables (give another --destination or \
+                 --destination-keyspace)",
+            ));
+        }
+        Ok(Config {
+            source: self.source.0,
+            source_credentials: self.source_user.zip(self.source_password),
+            destination: self.destination.0,
+            destination_credentials: self.destination_user.zip(self.destination_password),
+            keyspace: self.keyspace,
+            tables: self.table.0,
+            destination_keyspace,
+            start,
+            window_size: self.window_size,
+            safety_interval: self.safety_interval,
+            sleep_interval: self.sleep_interval,
+            checkpoint_table,
+            checkpoint_interval: self.checkpoint_interval,
+            write_consistency: self.write_consistency,
+            create_destination_table: self.create_destination_table,
+            max_in_flight: self.max_in_flight,
+            progress_interval: self.progress_interval,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scylla_cdc_printer::cli::{clap_failure, exit_code};
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp(1_714_564_800, 0).unwrap()
+    }
+
+    fn parse(args: &[&str]) -> Result<Config, CliError> {
+        let full = std::iter::once("scylla-cdc-replicator").chain(args.iter().copied());
+        match Args::try_parse_from(full) {
+            Ok(a) => a.into_config(now()),
+            Err(e) => Err(clap_failure(&e).unwrap_err()),
+        }
+    }
+
+    const BASE: [&str; 8] = [
+        "--source",
+        "10.0.0.1",
+        "--destination",
+        "10.0.1.1:19042,10.0.1.2",
+        "-k",
+        "ks",
+        "-t",
+        "a,b",
+    ];
+
+    fn with(extra: &[&'static str]) -> Vec<&'static str> {
+        BASE.iter().chain(extra).copied().collect()
+    }
+
+    #[test]
+    fn defaults() {
+        let c = parse(&BASE).unwrap();
+        assert_eq!(c.source, vec!["10.0.0.1:9042"]);
+        assert_eq!(c.destination, vec!["10.0.1.1:19042", "10.0.1.2:9042"]);
+        assert_eq!(c.tables, vec!["a", "b"]);
+        assert_eq!(c.destination_keyspace, "ks");
+        assert_eq!(c.start, None);
+        assert_eq!(
+            c.checkpoint_table,
+            Some(QualifiedTable {
+                keyspace: "ks".into(),
+                table: "cdc_replicator_checkpoints".into()
+            })
+        );
+        assert_eq!(c.write_consistency, Consistency::LocalQuorum);
+        assert_eq!(c.window_size, Duration::from_secs(60));
+        assert_eq!(c.safety_interval, Duration::from_secs(30));
+        assert_eq!(c.sleep_interval, Duration::from_secs(10));
+        assert_eq!(c.checkpoint_interval, Duration::from_secs(10));
+        assert_eq!(c.max_in_flight, 64);
+        assert!(!c.create_destination_table);
+        assert_eq!(c.source_credentials, None);
+    }
+
+    #[test]
+    fn every_option() {
+        let c = parse(&with(&[
+            "--destination-keyspace",
+            "copy",
+            "--start",
+            "-1h",
+            "--window-size",
+            "1",
+            "--safety-interval",
+            "0.5",
+            "--sleep-interval",
+            "0.1",
+            "--checkpoint-table",
+            "meta.progress",
+            "--checkpoint-interval",
+            "0",
+            "--write-consistency",
+            "quorum",
+            "--source-user",
+            "su",
+            "--source-password",
+            "sp",
+            "--destination-user",
+            "du",
+            "--destination-password",
+            "dp",
+            "--create-destination-table",
+            "--max-in-flight",
+            "8",
+            "--progress-interval",
+            "1",
+        ]))
+        .unwrap();
+        assert_eq!(c.destination_keyspace, "copy");
+        assert_eq!(c.start, Some(now() - chrono::TimeDelta::hours(1)));
+        assert_eq!(c.safety_interval, Duration::from_millis(500));
+        assert_eq!(
+            c.checkpoint_table,
+            Some(QualifiedTable {
+                keyspace: "meta".into(),
+                table: "progress".into()
+            })
+        );
+        assert_eq!(c.checkpoint_interval, Duration::ZERO);
+        assert_eq!(c.write_consistency, Consistency::Quorum);
+        assert_eq!(c.source_credentials, Some(("su".into(), "sp".into())));
+        assert_eq!(c.destination_credentials, Some(("du".into(), "dp".into())));
+        assert!(c.create_destination_table);
+        assert_eq!(c.max_in_flight, 8);
+        let c = parse(&with(&["--no-checkpoints"])).unwrap();
+        assert_eq!(c.checkpoint_table, None);
+    }
+
+    #[test]
+    fn consistency_levels() {
+        assert_eq!(
+            parse_consistency("local-one").unwrap(),
+            Consistency::LocalOne
+        );
+        assert_eq!(
+            parse_consistency("EACH_QUORUM").unwrap(),
+            Consistency::EachQuorum
+        );
+        assert!(parse_consistency("SERIAL").is_err());
+    }
+
+    #[test]
+    fn bad_arguments_are_one_line_usage_errors() {
+        let cases: Vec<(Vec<&str>, &str)> = vec![
+            (BASE[2..].to_vec(), "--source"),
+            (
+                vec!["--source", "a", "-k", "ks", "-t", "t"],
+                "--destination",
+            ),
+            (
+                vec!["--source", "a", "--destination", "b", "-t", "t"],
+                "--keyspace",
+            ),
+            (
+                vec!["--source", "a", "--destination", "b", "-k", "ks"],
+                "--table",
+            ),
+            (
+                vec![
+                    "--source",
+                    "a:0",
+                    "--destination",
+                    "b",
+                    "-k",
+                    "ks",
+                    "-t",
+                    "t",
+                ],
+                "invalid port",
+            ),
+            (with(&["--start", "soon"]), "not a time"),
+            (with(&["--window-size", "0"]), "more than zero"),
+            (with(&["--safety-interval", "-2"]), "non-negative"),
+            (with(&["--write-consistency", "most"]), "consistency level"),
+            (
+                with(&["--no-checkpoints", "--checkpoint-table", "a.b"]),
+                "cannot be used with",
+            ),
+            (with(&["--checkpoint-table", "ab"]), "keyspace.table"),
+            (with(&["--source-user", "u"]), "--source-password"),
+            (with(&["--destination-password", "p"]), "--destination-user"),
+            (with(&["--max-in-flight", "0"]), "1 to 65536"),
+            (
+                vec![
+                    "--source",
+                    "a",
+                    "--destination",
+                    "a:9042",
+                    "-k",
+                    "ks",
+                    "-t",
+                    "t",
+                ],
+                "same tables",
+            ),
+        ];
+        for (args, needle) in cases {
+            let err = parse(&args).unwrap_err();
+            assert_eq!(err.exit_code(), exit_code::USAGE, "{args:?}: {err}");
+            let text = err.to_string();
+            assert!(!text.contains('\n'), "{text}");
+            assert!(text.contains(needle), "{args:?}: {text:?} lacks {needle:?}");
+        }
+        // The same cluster into another keyspace is fine.
+        assert!(
+            parse(&[
+                "--source",
+                "a",
+                "--destination",
+                "a",
+                "-k",
+                "ks",
+                "-t",
+                "t",
+                "--destination-keyspace",
+                "other"
+            ])
+            .is_ok()
+        );
+    }
+}
