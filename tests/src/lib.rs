@@ -1,1 +1,5 @@
-//! End-to-end tests live in `tests/`.
+//! End-to-end tests of the workspace live in `tests/`: the replicator's replication matrix,
+//! restarts and faults, the printer's outputs and `--demo`, and the programs' error lines,
+//! all against embedded clusters. They call the programs' library entry points
+//! (`scylla_cdc_printer::run`, `scylla_cdc_replicator::run`), which the binaries wrap
+//! one-to-one (same arguments, exit codes and one-line errors).

@@ -1,0 +1,350 @@
+//! Helpers shared by the end-to-end tests: clusters, statements, waiting for conditions,
+//! running the programs in-process, and snapshots of a table (values, `writetime()` and
+//! `ttl()` of every cell) to compare a source with its replica.
+//!
+//! The programs run in-process through their library entry points
+//! (`scylla_cdc_printer::run`, `scylla_cdc_replicator::run`), which the binaries wrap
+//! one-to-one: the same argument parsing, exit codes (`CliError::exit_code`) and one-line
+//! errors (`CliError`'s `Display`), with stdout replaced by a buffer.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use scylla::client::session::Session;
+use scylla::value::{CqlValue, Row};
+use scylla_cdc_printer::cli::{CliError, Shutdown, ShutdownTrigger};
+use scylla_cdc_printer::{Output, SharedBuffer};
+use scylla_cdc_replicator::apply::retarget_udts;
+use scylla_cdc_replicator::schema::{ValueKind, read_table_schema};
+use scylla_cdc_test_utils::EmbeddedCluster;
+use tokio::task::JoinHandle;
+
+/// A cluster of `nodes` nodes (fast generation switches).
+pub(crate) async fn cluster(nodes: usize) -> anyhow::Result<EmbeddedCluster> {
+    Ok(EmbeddedCluster::builder().nodes(nodes).start().await?)
+}
+
+/// Runs a statement, with the statement in the error.
+pub(crate) async fn exec(session: &Session, statement: impl AsRef<str>) -> anyhow::Result<()> {
+    let s = statement.as_ref();
+    session
+        .query_unpaged(s, ())
+        .await
+        .with_context(|| format!("`{s}` failed"))?;
+    Ok(())
+}
+
+/// Runs statements in order.
+pub(crate) async fn exec_all(session: &Session, statements: &[String]) -> anyhow::Result<()> {
+    for s in statements {
+        exec(session, s).await?;
+    }
+    Ok(())
+}
+
+/// Creates keyspace `ks` with replication factor `rf`.
+pub(crate) async fn create_keyspace(session: &Session, ks: &str, rf: usize) -> anyhow::Result<()> {
+    exec(
+        session,
+        format!(
+            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
+             'replication_factor': {rf}}}"
+        ),
+    )
+    .await
+}
+
+/// Polls `check` every 200 ms until it returns true, failing after `timeout` with the last
+/// check's error (if any).
+pub(crate) async fn wait_for<F, Fut>(
+    what: &str,
+    timeout: Duration,
+    mut check: F,
+) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<bool>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        let last = match check().await {
+            Ok(true) => return Ok(()),
+            Ok(false) => None,
+            Err(e) => Some(e),
+        };
+        if Instant::now() >= deadline {
+            match last {
+                Some(e) => bail!("timed out after {timeout:?} waiting for {what}: {e:#}"),
+                None => bail!("timed out after {timeout:?} waiting for {what}"),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A program running in a task, with the trigger that stops it.
+pub(crate) struct Running {
+    trigger: ShutdownTrigger,
+    handle: JoinHandle<Result<(), CliError>>,
+}
+
+impl Running {
+    /// Asks for a graceful stop and waits (at most `timeout`) for the program's result.
+    pub(crate) async fn stop(self, timeout: Duration) -> anyhow::Result<Result<(), CliError>> {
+        self.trigger.trigger();
+        Ok(tokio::time::timeout(timeout, self.handle)
+            .await
+            .context("the program did not stop in time")??)
+    }
+
+    /// Waits (at most `timeout`) for the program to end by itself.
+    pub(crate) async fn join(self, timeout: Duration) -> anyhow::Result<Result<(), CliError>> {
+        Ok(tokio::time::timeout(timeout, self.handle)
+            .await
+            .context("the program did not end in time")??)
+    }
+
+    /// Kills the program at once, like `kill -9`: no flush, no final checkpoint.
+    pub(crate) fn kill(self) {
+        self.handle.abort();
+    }
+
+    /// Whether it has ended.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.handle.is_finished()
+    }
+}
+
+/// Starts the replicator with these arguments (without the program name).
+pub(crate) fn spawn_replicator(args: Vec<String>) -> Running {
+    let (trigger, shutdown) = Shutdown::new();
+    let full: Vec<String> = std::iter::once("scylla-cdc-replicator".to_owned())
+        .chain(args)
+        .collect();
+    let handle = tokio::spawn(scylla_cdc_replicator::run(full, shutdown));
+    Running { trigger, handle }
+}
+
+/// Starts the printer with these arguments (without the program name), printing into the
+/// returned buffer.
+pub(crate) fn spawn_printer(args: Vec<String>) -> (Running, SharedBuffer) {
+    let (trigger, shutdown) = Shutdown::new();
+    let buffer = SharedBuffer::default();
+    let out = Output::new(buffer.clone());
+    let full: Vec<String> = std::iter::once("scylla-cdc-printer".to_owned())
+        .chain(args)
+        .collect();
+    let handle = tokio::spawn(scylla_cdc_printer::run(full, out, shutdown));
+    (Running { trigger, handle }, buffer)
+}
+
+/// The usual replicator arguments for tests: short windows, checkpoints every window.
+pub(crate) fn replicator_args(
+    source: &EmbeddedCluster,
+    destination: &EmbeddedCluster,
+    ks: &str,
+    tables: &str,
+) -> Vec<String> {
+    [
+        "--source",
+        &source.contact_point().to_string(),
+        "--destination",
+        &destination.contact_point().to_string(),
+        "--keyspace",
+        ks,
+        "--table",
+        tables,
+        "--window-size",
+        "1",
+        "--safety-interval",
+        "1",
+        "--sleep-interval",
+        "0.1",
+        "--checkpoint-interval",
+        "0",
+        "--progress-interval",
+        "1",
+        "--write-consistency",
+        "ONE",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// A cell of a snapshot: its value, and for atomic columns its `writetime()` and `ttl()`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Cell {
+    /// The value (UDT keyspaces blanked), as debug text.
+    pub(crate) value: String,
+    /// `writetime(col)`.
+    pub(crate) writetime: Option<i64>,
+    /// `ttl(col)`.
+    pub(crate) ttl: Option<i32>,
+}
+
+/// A table's contents: per primary key (debug text), per column, the cell.
+pub(crate) type Snapshot = BTreeMap<String, BTreeMap<String, Cell>>;
+
+fn value_text(v: &Option<CqlValue>) -> String {
+    match v {
+        None => "null".to_owned(),
+        Some(v) => {
+            let mut v = v.clone();
+            retarget_udts(&mut v, "");
+            format!("{v:?}")
+        }
+    }
+}
+
+async fn select_rows(session: &Session, text: &str) -> anyhow::Result<(Vec<String>, Vec<Row>)> {
+    let result = session
+        .query_unpaged(text, ())
+        .await
+        .with_context(|| format!("`{text}` failed"))?
+        .into_rows_result()?;
+    let names = result
+        .column_specs()
+        .iter()
+        .map(|s| s.name().to_owned())
+        .collect();
+    let rows = result.rows::<Row>()?.collect::<Result<Vec<_>, _>>()?;
+    Ok((names, rows))
+}
+
+/// Reads every row of `ks.table` with `writetime()` and `ttl()` of its atomic non-key
+/// columns.
+pub(crate) async fn snapshot(session: &Session, ks: &str, table: &str) -> anyhow::Result<Snapshot> {
+    let schema = read_table_schema(session, ks, table)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let q = |n: &str| format!("\"{}\"", n.replace('"', "\"\""));
+    let keys: Vec<String> = schema.key_columns().iter().map(|c| q(&c.name)).collect();
+    let key_count = keys.len();
+    let target = format!("{}.{}", q(ks), q(table));
+    let (names, rows) = select_rows(session, &format!("SELECT * FROM {target}")).await?;
+    let key_of = |row: &Row, names: &[String]| -> String {
+        schema
+            .key_columns()
+            .iter()
+            .map(|c| {
+                let pos = names.iter().position(|n| *n == c.name);
+                value_text(&pos.and_then(|p| row.columns.get(p).cloned()).flatten())
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut snap = Snapshot::new();
+    for row in &rows {
+        let key = key_of(row, &names);
+        let cells = snap.entry(key).or_default();
+        for (name, v) in names.iter().zip(&row.columns) {
+            if schema.key_columns().iter().any(|c| &c.name == name) {
+                continue;
+            }
+            cells.insert(
+                name.clone(),
+                Cell {
+                    value: value_text(v),
+                    writetime: None,
+                    ttl: None,
+                },
+            );
+        }
+    }
+    for c in schema.columns.iter().skip(key_count) {
+        if c.value_kind != ValueKind::Atomic {
+            continue;
+        }
+        let text = format!(
+            "SELECT {}, writetime({col}), ttl({col}) FROM {target}",
+            keys.join(", "),
+            col = q(&c.name)
+        );
+        let (names, rows) = select_rows(session, &text).await?;
+        for row in &rows {
+            let key = key_of(row, &names);
+            let wt = match row.columns.get(key_count) {
+                Some(Some(CqlValue::BigInt(t))) => Some(*t),
+                _ => None,
+            };
+            let ttl = match row.columns.get(key_count + 1) {
+                Some(Some(CqlValue::Int(t))) => Some(*t),
+                _ => None,
+            };
+            if let Some(cell) = snap.get_mut(&key).and_then(|cells| cells.get_mut(&c.name)) {
+                cell.writetime = wt;
+                cell.ttl = ttl;
+            }
+        }
+    }
+    Ok(snap)
+}
+
+/// The differences between two snapshots (TTLs may differ by 2 s), empty when they match.
+pub(crate) fn differences(source: &Snapshot, destination: &Snapshot) -> Vec<String> {
+    let mut out = Vec::new();
+    for (key, cells) in source {
+        let Some(other) = destination.get(key) else {
+            out.push(format!("row ({key}) is missing"));
+            continue;
+        };
+        for (col, cell) in cells {
+            match other.get(col) {
+                None => out.push(format!("({key}).{col} is missing")),
+                Some(o) => {
+                    let ttl_ok = match (cell.ttl, o.ttl) {
+                        (None, None) => true,
+                        (Some(a), Some(b)) => (a - b).abs() <= 2,
+                        _ => false,
+                    };
+                    if o.value != cell.value || o.writetime != cell.writetime || !ttl_ok {
+                        out.push(format!("({key}).{col}: source {cell:?}, destination {o:?}"));
+                    }
+                }
+            }
+        }
+    }
+    for key in destination.keys() {
+        if !source.contains_key(key) {
+            out.push(format!("row ({key}) is extra on the destination"));
+        }
+    }
+    out
+}
+
+/// Waits until `ks.table` has the same contents on both sessions (`dest_ks` on the
+/// destination).
+pub(crate) async fn wait_converged(
+    source: &Arc<Session>,
+    destination: &Arc<Session>,
+    ks: &str,
+    dest_ks: &str,
+    table: &str,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let last = match (
+            snapshot(source, ks, table).await,
+            snapshot(destination, dest_ks, table).await,
+        ) {
+            (Ok(a), Ok(b)) => {
+                let diff = differences(&a, &b);
+                if diff.is_empty() {
+                    return Ok(());
+                }
+                format!("{diff:#?}")
+            }
+            (Err(e), _) | (_, Err(e)) => format!("{e:#}"),
+        };
+        if Instant::now() >= deadline {
+            bail!("{table} did not converge in {timeout:?}: {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}

@@ -1,0 +1,226 @@
+//! Every bad argument or unusable table gives one line and its exit code, before any reading
+//! or writing starts.
+//!
+//! Runs against the embedded cluster; enabled with `--features embedded-cluster-tests`.
+#![cfg(feature = "embedded-cluster-tests")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use scylla_cdc_printer::cli::exit_code;
+use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn printer_errors() -> anyhow::Result<()> {
+    setup_tracing();
+    let c = cluster(1).await?;
+    let s = c.session().await?;
+    let ks = unique_keyspace_name();
+    create_keyspace(&s, &ks, 1).await?;
+    exec(
+        &s,
+        format!("CREATE TABLE {ks}.plain (pk int PRIMARY KEY, v int)"),
+    )
+    .await?;
+    exec(
+        &s,
+        format!("CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}"),
+    )
+    .await?;
+    let host = c.contact_point().to_string();
+    let cases: Vec<(Vec<&str>, u8, &str)> = vec![
+        (
+            vec!["--hostname", &host, "-k", "nope", "-t", "t"],
+            exit_code::SCHEMA,
+            "keyspace `nope` does not exist",
+        ),
+        (
+            vec!["--hostname", &host, "-k", &ks, "-t", "nope"],
+            exit_code::SCHEMA,
+            "does not exist",
+        ),
+        (
+            vec!["--hostname", &host, "-k", &ks, "-t", "plain"],
+            exit_code::SCHEMA,
+            "CDC is not enabled",
+        ),
+        (
+            vec!["--hostname", &host, "-k", &ks, "-t", "t,plain"],
+            exit_code::SCHEMA,
+            "CDC is not enabled",
+        ),
+        (
+            vec![
+                "--hostname",
+                &host,
+                "-k",
+                &ks,
+                "-t",
+                "t",
+                "--checkpoint-table",
+                "nope.cp",
+            ],
+            exit_code::SCHEMA,
+            "checkpoint table nope.cp",
+        ),
+        (
+            vec![
+                "--hostname",
+                &host,
+                "-k",
+                &ks,
+                "-t",
+                "t",
+                "--start",
+                "yesterday",
+            ],
+            exit_code::USAGE,
+            "not a time",
+        ),
+        (
+            vec!["--hostname", &host, "-k", &ks, "-t", "t", "--end", "-1h"],
+            exit_code::USAGE,
+            "--end",
+        ),
+        (
+            vec!["--hostname", "127.0.0.1:1", "-k", &ks, "-t", "t"],
+            exit_code::CONNECT,
+            "cannot connect",
+        ),
+    ];
+    for (args, code, needle) in cases {
+        let (printer, out) = spawn_printer(strings(&args));
+        let err = printer
+            .join(Duration::from_secs(30))
+            .await?
+            .expect_err("the printer must fail");
+        let line = err.to_string();
+        assert_eq!(err.exit_code(), code, "{args:?}: {line}");
+        assert!(
+            line.starts_with("error: ") && !line.contains('\n'),
+            "{line}"
+        );
+        assert!(line.contains(needle), "{args:?}: {line:?} lacks {needle:?}");
+        assert_eq!(out.contents(), "", "nothing printed on stdout");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicator_errors() -> anyhow::Result<()> {
+    setup_tracing();
+    let source = cluster(1).await?;
+    let destination = cluster(1).await?;
+    let (s, d) = (source.session().await?, destination.session().await?);
+    let ks = unique_keyspace_name();
+    create_keyspace(&s, &ks, 1).await?;
+    create_keyspace(&d, &ks, 1).await?;
+    exec(
+        &s,
+        format!("CREATE TABLE {ks}.plain (pk int PRIMARY KEY, v int)"),
+    )
+    .await?;
+    for t in ["t", "other"] {
+        exec(
+            &s,
+            format!(
+                "CREATE TABLE {ks}.{t} (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
+                 WITH cdc = {{'enabled': true}}"
+            ),
+        )
+        .await?;
+    }
+    // A destination table with another type for `v`.
+    exec(
+        &d,
+        format!("CREATE TABLE {ks}.other (pk int, ck int, v text, PRIMARY KEY (pk, ck))"),
+    )
+    .await?;
+    let src = source.contact_point().to_string();
+    let dst = destination.contact_point().to_string();
+    let base = |table: &str| {
+        strings(&[
+            "--source",
+            &src,
+            "--destination",
+            &dst,
+            "-k",
+            &ks,
+            "-t",
+            table,
+        ])
+    };
+    let with = |mut v: Vec<String>, extra: &[&str]| {
+        v.extend(strings(extra));
+        v
+    };
+    let cases: Vec<(Vec<String>, u8, &str)> = vec![
+        (base("nope"), exit_code::SCHEMA, "source: table"),
+        (base("plain"), exit_code::SCHEMA, "CDC is not enabled"),
+        (base("t"), exit_code::SCHEMA, "--create-destination-table"),
+        (base("other"), exit_code::SCHEMA, "column v"),
+        (
+            with(
+                base("t"),
+                &[
+                    "--destination-keyspace",
+                    "nope",
+                    "--create-destination-table",
+                ],
+            ),
+            exit_code::SCHEMA,
+            "keyspace `nope` does not exist",
+        ),
+        (
+            strings(&[
+                "--source",
+                &src,
+                "--destination",
+                "127.0.0.1:1",
+                "-k",
+                &ks,
+                "-t",
+                "t",
+            ]),
+            exit_code::CONNECT,
+            "destination cluster",
+        ),
+        (
+            with(base("t"), &["--start", "tomorrow"]),
+            exit_code::USAGE,
+            "not a time",
+        ),
+        (
+            with(
+                base("t"),
+                &[
+                    "--checkpoint-table",
+                    "nope.cp",
+                    "--create-destination-table",
+                ],
+            ),
+            exit_code::SCHEMA,
+            "checkpoint table",
+        ),
+    ];
+    for (args, code, needle) in cases {
+        let err = spawn_replicator(args.clone())
+            .join(Duration::from_secs(30))
+            .await?
+            .expect_err("the replicator must fail");
+        let line = err.to_string();
+        assert_eq!(err.exit_code(), code, "{args:?}: {line}");
+        assert!(
+            line.starts_with("error: ") && !line.contains('\n'),
+            "{line}"
+        );
+        assert!(line.contains(needle), "{args:?}: {line:?} lacks {needle:?}");
+    }
+    Ok(())
+}
