@@ -3,6 +3,8 @@
 //!
 //! - `emulator-bench`: driver → embedded cluster throughput (prepared writes, prepared reads,
 //!   full scans).
+//! - `replicator-bench`: replication of a preloaded CDC backlog between two emulator
+//!   processes (changes/s, replicator CPU per change, peak RSS).
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

@@ -1,0 +1,210 @@
+//! `replicator-bench`: how fast the replicator applies a backlog.
+//!
+//! Starts two `scylla-emulator` processes: the source with a preloaded CDC table
+//! (`--preload ks.t:partitions=P,rows=R`: `(pk bigint, ck bigint, v blob, PRIMARY KEY (pk,
+//! ck))` with CDC and P×R rows, hence P×R log rows) and an empty destination. Then runs the
+//! replicator in this process (its library, exactly what the binary runs) from before the
+//! preload until every change is applied, and prints changes/s, the replicator's CPU time per
+//! change, its peak RSS, and the CPU time of both emulators.
+//!
+//! ```text
+//! cargo build --release -p scylla-cdc-test-utils -p scylla-cdc-bench
+//! target/release/replicator-bench --partitions 1000 --rows 1000
+//! ```
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use scylla::client::session_builder::SessionBuilder;
+use scylla_cdc_bench::{
+    Emulator, emulator_binary, mib, own_usage, process_cpu_time, random_loopback,
+};
+use scylla_cdc_replicator::Replicator;
+use scylla_cdc_replicator::args::Args as ReplicatorArgs;
+use scylla_cdc_replicator::{Shutdown, exit_code};
+
+/// Replication throughput between two emulator processes.
+#[derive(Debug, Parser)]
+struct Args {
+    /// Partitions of the preloaded table.
+    #[arg(long, default_value_t = 1000)]
+    partitions: u64,
+    /// Rows per partition.
+    #[arg(long, default_value_t = 1000)]
+    rows: u64,
+    /// Shards per emulated node.
+    #[arg(long, default_value_t = 2)]
+    shards: u32,
+    /// Writes in flight per stream group.
+    #[arg(long, default_value_t = 64)]
+    max_in_flight: usize,
+    /// Window size of the log reader, in seconds.
+    #[arg(long, default_value = "60")]
+    window_size: String,
+    /// Save checkpoints (in the source) as the replicator would by default.
+    #[arg(long)]
+    checkpoints: bool,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+    /// The `scylla-emulator` binary (default: next to this one).
+    #[arg(long)]
+    emulator: Option<PathBuf>,
+}
+
+fn emulator_args(address: &str, shards: u32, extra: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "--nodes",
+        "1",
+        "--shards",
+        &shards.to_string(),
+        "--port",
+        "0",
+        "--address",
+        address,
+        "--generation-delay",
+        "0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.extend_from_slice(extra);
+    v
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let binary = emulator_binary(args.emulator.clone())?;
+    let total = args.partitions * args.rows;
+    let source_addr = random_loopback();
+    let dest_addr = source_addr
+        .rsplit_once('.')
+        .map(|(prefix, _)| format!("{prefix}.101"))
+        .context("loopback address")?;
+
+    let preload_start = Instant::now();
+    let source = Emulator::start(
+        &binary,
+        &emulator_args(
+            &source_addr,
+            args.shards,
+            &[
+                "--preload".into(),
+                format!("bench.t:partitions={},rows={}", args.partitions, args.rows),
+            ],
+        ),
+    )?;
+    println!(
+        "source emulator at {} preloaded {total} changes in {:.1} s",
+        source.contact_point,
+        preload_start.elapsed().as_secs_f64()
+    );
+    let destination = Emulator::start(&binary, &emulator_args(&dest_addr, args.shards, &[]))?;
+    let dest_session = SessionBuilder::new()
+        .known_node(destination.contact_point.to_string())
+        .build()
+        .await
+        .context("connecting to the destination emulator")?;
+    dest_session
+        .query_unpaged(
+            "CREATE KEYSPACE bench WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1}",
+            &[],
+        )
+        .await?;
+
+    let mut replicator_args: Vec<String> = [
+        "replicator-bench",
+        "--source",
+        &source.contact_point.to_string(),
+        "--destination",
+        &destination.contact_point.to_string(),
+        "--keyspace",
+        "bench",
+        "--table",
+        "t",
+        "--create-destination-table",
+        "--start=-1d",
+        "--window-size",
+        &args.window_size,
+        "--safety-interval",
+        "1",
+        "--sleep-interval",
+        "0.2",
+        "--write-consistency",
+        "ONE",
+        "--max-in-flight",
+        &args.max_in_flight.to_string(),
+        "--progress-interval",
+        "5",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if !args.checkpoints {
+        replicator_args.push("--no-checkpoints".into());
+    }
+    let config = ReplicatorArgs::try_parse_from(replicator_args)?
+        .into_config(chrono::Utc::now())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+
+    let (cpu0, _) = own_usage();
+    let source_cpu0 = process_cpu_time(source.pid())?;
+    let dest_cpu0 = process_cpu_time(destination.pid())?;
+    let started = Instant::now();
+    let replicator = Replicator::start(&config)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let stats = replicator.stats();
+    let (trigger, shutdown) = Shutdown::new();
+    let running = tokio::spawn(replicator.run(shutdown));
+    let deadline = started + Duration::from_secs(args.timeout);
+    while stats.applied() < total {
+        if running.is_finished() {
+            bail!("the replicator stopped after {} changes", stats.applied());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "timed out with {} of {total} changes applied",
+                stats.applied()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let wall = started.elapsed();
+    let (cpu1, peak_rss) = own_usage();
+    let source_cpu = process_cpu_time(source.pid())?.saturating_sub(source_cpu0);
+    let dest_cpu = process_cpu_time(destination.pid())?.saturating_sub(dest_cpu0);
+    trigger.trigger();
+    trigger.trigger();
+    match running.await? {
+        Ok(()) => {}
+        Err(e) if e.exit_code() == exit_code::OK => {}
+        Err(e) => eprintln!("replicator: {e}"),
+    }
+
+    let cpu = cpu1.saturating_sub(cpu0);
+    let n = total.max(1) as f64;
+    println!(
+        "replicated {total} changes in {:.2} s: {:.0} changes/s",
+        wall.as_secs_f64(),
+        n / wall.as_secs_f64()
+    );
+    println!(
+        "replicator CPU {:.2} s = {:.2} µs/change; peak RSS {}",
+        cpu.as_secs_f64(),
+        cpu.as_secs_f64() * 1e6 / n,
+        mib(peak_rss)
+    );
+    println!(
+        "source emulator CPU {:.2} s = {:.2} µs/change; destination emulator CPU {:.2} s = {:.2} µs/change",
+        source_cpu.as_secs_f64(),
+        source_cpu.as_secs_f64() * 1e6 / n,
+        dest_cpu.as_secs_f64(),
+        dest_cpu.as_secs_f64() * 1e6 / n
+    );
+    println!("retries: {}", stats.retries());
+    Ok(())
+}
