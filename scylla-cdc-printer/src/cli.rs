@@ -513,13 +513,13 @@ pub struct RunningReader {
 /// Runs readers until they all end (end timestamp reached), one fails, or a stop is
 /// requested.
 ///
-/// On the first stop request every reader is told to end at `now - safety_interval` (rows
-/// before that are, or are about to be, readable): each finishes its current window, flushes
-/// its consumer and saves its checkpoint. A second request stops them at once. When a reader
-/// fails the others are stopped at once and its error is returned.
+/// On the first stop request every reader is told to end at once ([`CDCLogReader::stop_at`]
+/// with a time in the past): each stream reader finishes the window it is reading, flushes
+/// its consumer and saves a checkpoint at the point it reached, then ends — a reader with a
+/// backlog does not read the rest of it first. A second request stops them at once. When a
+/// reader fails the others are stopped at once and its error is returned.
 pub async fn supervise(
     readers: Vec<RunningReader>,
-    safety_interval: Duration,
     mut shutdown: Shutdown,
 ) -> Result<(), CliError> {
     let mut controls: Vec<CDCLogReader> = Vec::with_capacity(readers.len());
@@ -547,11 +547,11 @@ pub async fn supervise(
             },
             _ = shutdown.requested(), if !stopping => {
                 stopping = true;
-                let until = Utc::now()
-                    - TimeDelta::from_std(safety_interval).unwrap_or(TimeDelta::zero());
-                info!(until = %rfc3339_micros(until), "stopping: finishing the current windows and saving progress");
+                info!("stopping: finishing the current windows and saving progress");
                 for c in &mut controls {
-                    c.stop_at(until);
+                    // Every stream reader is past this point: each stops after its current
+                    // window, with a checkpoint where it got to.
+                    c.stop_at(DateTime::<Utc>::UNIX_EPOCH);
                 }
             },
             _ = second.forced(), if stopping && !forced => {

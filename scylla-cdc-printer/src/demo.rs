@@ -173,7 +173,7 @@ pub async fn run(
         outer.forced().await;
         trigger.trigger();
     });
-    let result = supervise(readers, settings.safety_interval, inner).await;
+    let result = supervise(readers, inner).await;
     relay.abort();
     let _ = stop_writer.send(true);
     let _ = writer.await;

@@ -319,7 +319,7 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         &out,
     )
     .await?;
-    match supervise(readers, config.safety_interval, shutdown).await {
+    match supervise(readers, shutdown).await {
         Err(_) if out.is_closed() => Ok(()),
         other => other,
     }

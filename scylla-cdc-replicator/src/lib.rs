@@ -134,7 +134,6 @@ pub async fn prepare_destination(
 pub struct Replicator {
     readers: Vec<RunningReader>,
     stats: Arc<Stats>,
-    safety_interval: Duration,
     progress_interval: Duration,
 }
 
@@ -205,7 +204,6 @@ impl Replicator {
         Ok(Replicator {
             readers,
             stats,
-            safety_interval: config.safety_interval,
             progress_interval: config.progress_interval,
         })
     }
@@ -219,7 +217,7 @@ impl Replicator {
     /// current windows, flush the writes in flight, save checkpoints; second: stop at once).
     pub async fn run(self, shutdown: Shutdown) -> Result<(), CliError> {
         let logger = tokio::spawn(log_progress(self.stats.clone(), self.progress_interval));
-        let result = supervise(self.readers, self.safety_interval, shutdown).await;
+        let result = supervise(self.readers, shutdown).await;
         logger.abort();
         info!(
             applied = self.stats.applied(),
