@@ -140,7 +140,7 @@ pub(crate) fn first_token_of_shard(
     let period_base = u128::from(u) & !(period_len - 1);
     // Position (as a 64-bit fraction of the period) where shard `shard`'s slice begins:
     // the smallest x with (x * shards) >> 64 == shard, i.e. ceil(shard * 2^64 / shards).
-    let slice_start = ((u128::from(shard) << 64) + u128::from(shards) - 1) / u128::from(shards);
+    let slice_start = (u128::from(shard) << 64).div_ceil(u128::from(shards));
     // Smallest offset within the period whose fraction (offset << ignore_msb) reaches it.
     let scale = 1u128 << ignore_msb.min(63);
     let offset = slice_start.div_ceil(scale);

@@ -104,6 +104,8 @@ pub(crate) struct TableStore {
 struct CachedStatement {
     /// Prepared id.
     id: Bytes,
+    /// The statement text.
+    text: String,
     /// The connection keyspace it was prepared under.
     keyspace: Option<String>,
     /// The parsed statement.
@@ -146,6 +148,12 @@ impl Clock {
     }
 }
 
+/// Key of the unprepared-statement cache: connection keyspace and text.
+type UnpreparedKey = (Option<String>, String);
+
+/// The current values of the columns an LWT condition looked at.
+type LwtReport = (Vec<usize>, Option<Vec<Option<Value>>>);
+
 /// Most unprepared statements kept parsed.
 const UNPREPARED_CACHE: usize = 512;
 
@@ -155,9 +163,12 @@ pub(crate) struct Database {
     schema: RwLock<Arc<Schema>>,
     tables: RwLock<HashMap<Uuid, Arc<TableStore>>>,
     prepared: RwLock<HashMap<Bytes, Arc<CachedStatement>>>,
-    unprepared: Mutex<HashMap<(Option<String>, String), Arc<CachedStatement>>>,
+    unprepared: Mutex<HashMap<UnpreparedKey, Arc<CachedStatement>>>,
     ddl_lock: Mutex<()>,
     clock: Clock,
+    /// Every mutation applied, for tests of batch merging.
+    #[cfg(test)]
+    applied: Mutex<Vec<PartitionMutation>>,
 }
 
 /// What a request's execution answers: a response to encode, or nothing when the rows were
@@ -196,6 +207,8 @@ impl Database {
             unprepared: Mutex::new(HashMap::new()),
             ddl_lock: Mutex::new(()),
             clock: Clock::default(),
+            #[cfg(test)]
+            applied: Mutex::new(Vec::new()),
         }
     }
 
@@ -222,7 +235,9 @@ impl Database {
     /// Moves the server clock forward (tests of TTL expiry).
     #[cfg(test)]
     pub(crate) fn advance_clock(&self, micros: i64) {
-        self.clock.offset_micros.fetch_add(micros, Ordering::Relaxed);
+        self.clock
+            .offset_micros
+            .fetch_add(micros, Ordering::Relaxed);
     }
 
     /// The statement text and target table of a request, for fault matching.
@@ -233,14 +248,10 @@ impl Database {
     ) -> (Option<String>, Option<(String, String)>) {
         let text = match request {
             Request::Query { query, .. } | Request::Prepare { query } => Some(query.clone()),
-            Request::Execute { id, .. } => self.prepared.read().get(id).map(|c| {
-                self.statement_text(c)
-            }),
+            Request::Execute { id, .. } => self.prepared.read().get(id).map(|c| c.text.clone()),
             Request::Batch(b) => b.statements.first().and_then(|s| match &s.query {
                 BatchQuery::Text(t) => Some(t.clone()),
-                BatchQuery::Prepared(id) => {
-                    self.prepared.read().get(id).map(|c| self.statement_text(c))
-                }
+                BatchQuery::Prepared(id) => self.prepared.read().get(id).map(|c| c.text.clone()),
             }),
             _ => None,
         };
@@ -260,20 +271,22 @@ impl Database {
         (text, table)
     }
 
-    fn statement_text(&self, c: &CachedStatement) -> String {
-        // The text is not kept; the id's statement is re-rendered from its cache key.
-        self.unprepared
-            .lock()
-            .iter()
-            .find(|(_, v)| v.id == c.id)
-            .map(|(k, _)| k.1.clone())
-            .unwrap_or_default()
-    }
-
     /// Executes a statement request and appends its response on `stream` to `out`.
     pub(crate) fn handle(
         &self,
         _cluster: &ClusterCore,
+        topology: &Topology,
+        conn: &mut ConnState,
+        stream: i16,
+        request: Request,
+        out: &mut BytesMut,
+    ) -> Outcome {
+        self.handle_request(topology, conn, stream, request, out)
+    }
+
+    /// [`Database::handle`] without the cluster (which the executor does not need).
+    pub(crate) fn handle_request(
+        &self,
         topology: &Topology,
         conn: &mut ConnState,
         stream: i16,
@@ -292,7 +305,9 @@ impl Database {
             Ok(Err(e)) => Response::Error(e),
             Err(_) => {
                 out.truncate(start);
-                Response::Error(CqlError::server("Internal error while executing the request"))
+                Response::Error(CqlError::server(
+                    "Internal error while executing the request",
+                ))
             }
         };
         out.truncate(start);
@@ -332,9 +347,12 @@ impl Database {
                 }))))
             }
             Request::Execute { id, params } => {
-                let cached = self.prepared.read().get(&id).cloned().ok_or_else(|| {
-                    unprepared(&id)
-                })?;
+                let cached = self
+                    .prepared
+                    .read()
+                    .get(&id)
+                    .cloned()
+                    .ok_or_else(|| unprepared(&id))?;
                 let planned = self.planned(&cached)?;
                 let values = named_values(&planned, &params)?;
                 let mut ex = Exec {
@@ -373,23 +391,25 @@ impl Database {
     }
 
     /// PREPARE: parses, plans and stores a statement under its id.
-    fn prepare(&self, keyspace: Option<&str>, text: &str) -> Result<Arc<CachedStatement>, CqlError> {
+    fn prepare(
+        &self,
+        keyspace: Option<&str>,
+        text: &str,
+    ) -> Result<Arc<CachedStatement>, CqlError> {
         let id = statement_id(keyspace, text);
         if let Some(c) = self.prepared.read().get(&id) {
             return Ok(c.clone());
         }
         let c = Arc::new(self.parse_and_plan(keyspace, text)?);
         self.prepared.write().insert(id, c.clone());
-        // Remember the text for fault matching of EXECUTEs.
-        let mut cache = self.unprepared.lock();
-        if cache.len() >= UNPREPARED_CACHE {
-            cache.clear();
-        }
-        cache.insert((keyspace.map(str::to_string), text.to_string()), c.clone());
         Ok(c)
     }
 
-    fn parse_and_plan(&self, keyspace: Option<&str>, text: &str) -> Result<CachedStatement, CqlError> {
+    fn parse_and_plan(
+        &self,
+        keyspace: Option<&str>,
+        text: &str,
+    ) -> Result<CachedStatement, CqlError> {
         let stmt = cql::parse_statement(text).map_err(|e| match e.kind {
             cql::ParseErrorKind::Syntax => CqlError::syntax(e.to_string()),
             cql::ParseErrorKind::Invalid => CqlError::invalid(e.to_string()),
@@ -398,6 +418,7 @@ impl Database {
         let planned = plan::plan_statement(&schema, keyspace, &stmt)?;
         Ok(CachedStatement {
             id: statement_id(keyspace, text),
+            text: text.to_string(),
             keyspace: keyspace.map(str::to_string),
             stmt,
             planned: RwLock::new(Arc::new(planned)),
@@ -413,7 +434,11 @@ impl Database {
                 return Ok(p.clone());
             }
         }
-        let p = Arc::new(plan::plan_statement(&schema, c.keyspace.as_deref(), &c.stmt)?);
+        let p = Arc::new(plan::plan_statement(
+            &schema,
+            c.keyspace.as_deref(),
+            &c.stmt,
+        )?);
         *c.planned.write() = p.clone();
         Ok(p)
     }
@@ -450,7 +475,11 @@ impl Database {
             }
             Plan::Batch(b) => {
                 let batch_ts = match &b.timestamp {
-                    Some(e) => Some(values::eval_required(e, &ctx, "timestamp")?.as_i64().unwrap_or(0)),
+                    Some(e) => Some(
+                        values::eval_required(e, &ctx, "timestamp")?
+                            .as_i64()
+                            .unwrap_or(0),
+                    ),
                     None => None,
                 };
                 let items: Vec<(&ModifyPlan, EvalCtx<'_>)> =
@@ -536,7 +565,9 @@ impl Database {
         let store = self.store_of(&p.table)?;
         let data = store.data.read();
         let now = self.now();
-        modify::build_mutations(p, ctx, wp, &|pk, ck, col| read_list(&data, pk, ck, col, now))
+        modify::build_mutations(p, ctx, wp, &|pk, ck, col| {
+            read_list(&data, pk, ck, col, now)
+        })
     }
 
     fn check_write_consistency(
@@ -579,17 +610,21 @@ impl Database {
     /// `data`, applies the mutation, reads the post-image and writes the log table's
     /// mutations (taking the log table's lock after the base table's: lock order base →
     /// log). Without CDC it only applies the mutation.
-    fn apply_locked(&self, _table: &TableDef, data: &mut TableData, m: &PartitionMutation, now: Now) {
+    fn apply_locked(
+        &self,
+        _table: &TableDef,
+        data: &mut TableData,
+        m: &PartitionMutation,
+        now: Now,
+    ) {
+        #[cfg(test)]
+        self.applied.lock().push(m.clone());
         data.apply(m, now);
     }
 
     /// Runs conditional statements (one, or a conditional batch on one partition)
     /// atomically under the table's lock.
-    fn run_conditional(
-        &self,
-        items: &[(&ModifyPlan, EvalCtx<'_>)],
-        ex: &mut Exec<'_>,
-    ) -> Answer {
+    fn run_conditional(&self, items: &[(&ModifyPlan, EvalCtx<'_>)], ex: &mut Exec<'_>) -> Answer {
         let Some((first, first_ctx)) = items.first() else {
             return Ok(Some(Response::Void));
         };
@@ -627,15 +662,29 @@ impl Database {
             return Err(CqlError::invalid("Missing partition key"));
         };
         let tokens = consistency::Tokens::Some(vec![key.token]);
-        consistency::check(&schema, &table.keyspace, ex.topology, serial, &tokens, false)?;
-        consistency::check(&schema, &table.keyspace, ex.topology, ex.params.consistency, &tokens, true)?;
+        consistency::check(
+            &schema,
+            &table.keyspace,
+            ex.topology,
+            serial,
+            &tokens,
+            false,
+        )?;
+        consistency::check(
+            &schema,
+            &table.keyspace,
+            ex.topology,
+            ex.params.consistency,
+            &tokens,
+            true,
+        )?;
         let store = self.store_of(&table)?;
         let now = self.now();
         let ts = self.next_timestamp();
         let mut data = store.data.write();
         // Evaluate every condition on the current data.
         let mut applied = true;
-        let mut report: Option<(Vec<usize>, Option<Vec<Option<Value>>>)> = None;
+        let mut report: Option<LwtReport> = None;
         for (p, ctx) in items {
             let Some(cond) = &p.condition else { continue };
             let prefixes = p.keys.prefixes(ctx)?;
@@ -653,17 +702,29 @@ impl Database {
                 } else {
                     pv.row(&ck)
                 };
-                let exists = if p.static_only { static_row.is_some() } else { row.is_some() };
-                exists.then_some(select::RowRef { part: pv, static_row, row })
+                let exists = if p.static_only {
+                    static_row.is_some()
+                } else {
+                    row.is_some()
+                };
+                exists.then_some(select::RowRef {
+                    part: pv,
+                    static_row,
+                    row,
+                })
             });
             let holds = modify::check_condition(p, cond, current.as_ref(), ctx)?;
             if report.is_none() {
                 let cols = modify::condition_columns(p, cond);
                 let vals = current.as_ref().map(|r| {
-                    cols.iter().map(|&c| r.value(&p.cols[c]).or_else(|| {
-                        // Key columns of a row that exists are in the key.
-                        None
-                    })).collect()
+                    cols.iter()
+                        .map(|&c| {
+                            r.value(&p.cols[c]).or_else(|| {
+                                // Key columns of a row that exists are in the key.
+                                None
+                            })
+                        })
+                        .collect()
                 });
                 report = Some((cols, vals));
             }
@@ -672,7 +733,10 @@ impl Database {
         if applied {
             let mut merged: Vec<PartitionMutation> = Vec::new();
             for (p, ctx) in items {
-                let wp = WriteParams { ts, ttl: modify::write_params(p, ctx, ts)?.ttl };
+                let wp = WriteParams {
+                    ts,
+                    ttl: modify::write_params(p, ctx, ts)?.ttl,
+                };
                 let muts = modify::build_mutations(p, ctx, wp, &|pk, ck, col| {
                     read_list(&data, pk, ck, col, now)
                 })?;
@@ -833,8 +897,10 @@ impl Database {
                 ddl::StorageChange::CreateTable(t) => {
                     if t.kind != TableKind::Virtual {
                         let mut tables = self.tables.write();
-                        if !tables.contains_key(&t.id) {
-                            tables.insert(t.id, Arc::new(TableStore { data: RwLock::new(new_data(&t)?) }));
+                        if let std::collections::hash_map::Entry::Vacant(e) = tables.entry(t.id) {
+                            e.insert(Arc::new(TableStore {
+                                data: RwLock::new(new_data(&t)?),
+                            }));
                         }
                     }
                 }
@@ -871,7 +937,9 @@ impl Database {
 
 /// A fresh store for a table (`None` for a table the storage cannot hold).
 fn new_store(t: &TableDef) -> Option<TableStore> {
-    new_data(t).ok().map(|d| TableStore { data: RwLock::new(d) })
+    new_data(t).ok().map(|d| TableStore {
+        data: RwLock::new(d),
+    })
 }
 
 /// Empty data with the table's clustering order.

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use crate::cql::{
-    Assignment, ColumnTarget, CompareOp, Condition, Conditional, InValues, InsertValues,
-    Relation, Statement, Term, Using,
+    Assignment, ColumnTarget, CompareOp, Condition, Conditional, InValues, InsertValues, Relation,
+    Statement, Term, Using,
 };
 use crate::frame::CqlError;
 use crate::schema::{ColumnKind, Schema, TableDef};
@@ -77,7 +77,8 @@ impl Op {
 
     /// Whether the operation reads the current list first.
     fn reads(&self, cols: &[ColInfo]) -> bool {
-        let is_list = |c: &usize| matches!(cols.get(*c).map(|i| &i.typ), Some(CqlType::List { .. }));
+        let is_list =
+            |c: &usize| matches!(cols.get(*c).map(|i| &i.typ), Some(CqlType::List { .. }));
         match self {
             Op::Remove(c, _) | Op::SetElement(c, _, _) | Op::DeleteElement(c, _) => is_list(c),
             _ => false,
@@ -297,7 +298,9 @@ fn plan_insert(
         table,
         kind: ModifyKind::Insert,
         keys: WherePlan {
-            partition: PartitionRestriction::Keys(pk_exprs.into_iter().map(KeyValues::Eq).collect()),
+            partition: PartitionRestriction::Keys(
+                pk_exprs.into_iter().map(KeyValues::Eq).collect(),
+            ),
             prefix,
             prefix_len,
             slice: None,
@@ -355,7 +358,9 @@ fn plan_update(
     check_writable(&table)?;
     let (ttl, timestamp) = plan_using(&s.using, binder, true)?;
     if ttl.is_some() && table.is_counter() {
-        return Err(CqlError::invalid("Cannot provide custom TTL for counter updates"));
+        return Err(CqlError::invalid(
+            "Cannot provide custom TTL for counter updates",
+        ));
     }
     let mut ops = Vec::new();
     for a in &s.assignments {
@@ -378,7 +383,7 @@ fn plan_update(
                 Op::Set(ci, plan_term(value, t, name, binder)?)
             }
             Assignment::Add { value, .. } => {
-                if !t.is_counter() && !(t.is_collection() && t.is_multi_cell()) {
+                if !(t.is_counter() || t.is_collection() && t.is_multi_cell()) {
                     return Err(CqlError::invalid(format!(
                         "Invalid operation ({name} = {name} + ?) for non counter column {name}"
                     )));
@@ -396,7 +401,9 @@ fn plan_update(
             Assignment::Remove { value, .. } => {
                 let rt = match t {
                     CqlType::Counter => CqlType::Counter,
-                    CqlType::Map { key, frozen: false, .. } => CqlType::Set {
+                    CqlType::Map {
+                        key, frozen: false, ..
+                    } => CqlType::Set {
                         elem: key.clone(),
                         frozen: false,
                     },
@@ -412,23 +419,38 @@ fn plan_update(
                 Op::Remove(ci, plan_term(value, &rt, name, binder)?)
             }
             Assignment::SetElement { key, value, .. } => match t {
-                CqlType::Map { key: kt, value: vt, frozen: false } => Op::SetElement(
+                CqlType::Map {
+                    key: kt,
+                    value: vt,
+                    frozen: false,
+                } => Op::SetElement(
                     ci,
                     plan_term(key, kt, &format!("key({name})"), binder)?,
                     plan_term(value, vt, &format!("value({name})"), binder)?,
                 ),
-                CqlType::List { elem, frozen: false } => {
+                CqlType::List {
+                    elem,
+                    frozen: false,
+                } => {
                     let k = match key {
                         Term::FunctionCall { name: f, args }
                             if f.name == "scylla_timeuuid_list_index" && args.len() == 1 =>
                         {
-                            let inner =
-                                plan_term(&args[0], &CqlType::Timeuuid, &format!("key({name})"), binder)?;
+                            let inner = plan_term(
+                                &args[0],
+                                &CqlType::Timeuuid,
+                                &format!("key({name})"),
+                                binder,
+                            )?;
                             Expr::Call(super::values::Func::Cast(CqlType::Timeuuid), vec![inner])
                         }
                         _ => plan_term(key, &CqlType::Int, &format!("idx({name})"), binder)?,
                     };
-                    Op::SetElement(ci, k, plan_term(value, elem, &format!("value({name})"), binder)?)
+                    Op::SetElement(
+                        ci,
+                        k,
+                        plan_term(value, elem, &format!("value({name})"), binder)?,
+                    )
                 }
                 _ => {
                     return Err(CqlError::invalid(format!(
@@ -447,11 +469,21 @@ fn plan_update(
                         "Invalid operation ({name}.{field} = ?) for frozen UDT column {name}"
                     )));
                 }
-                let fi = ut.fields.iter().position(|(f, _)| f == field).ok_or_else(|| {
-                    CqlError::invalid(format!("UDT column {name} does not have a field named {field}"))
-                })?;
+                let fi = ut
+                    .fields
+                    .iter()
+                    .position(|(f, _)| f == field)
+                    .ok_or_else(|| {
+                        CqlError::invalid(format!(
+                            "UDT column {name} does not have a field named {field}"
+                        ))
+                    })?;
                 let ft = ut.fields[fi].1.clone();
-                Op::SetField(ci, fi, plan_term(value, &ft, &format!("{name}.{field}"), binder)?)
+                Op::SetField(
+                    ci,
+                    fi,
+                    plan_term(value, &ft, &format!("{name}.{field}"), binder)?,
+                )
             }
         };
         ops.push(op);
@@ -462,9 +494,9 @@ fn plan_update(
         .all(|o| table.columns[o.column()].kind == ColumnKind::Static);
     let nck = table.clustering_key().count();
     if keys.slice.is_some() {
-        return Err(CqlError::invalid(format!(
-            "Slice restrictions are not supported on the clustering columns in UPDATE statements"
-        )));
+        return Err(CqlError::invalid(
+            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
+        ));
     }
     if static_only && keys.prefix_len > 0 {
         return Err(CqlError::invalid(
@@ -518,8 +550,13 @@ fn plan_delete(
                 let ci = column_index(&table, column)?;
                 let t = &table.columns[ci].typ;
                 let (kt, kname) = match t {
-                    CqlType::Map { key, frozen: false, .. } => ((**key).clone(), format!("key({column})")),
-                    CqlType::Set { elem, frozen: false } => ((**elem).clone(), column.clone()),
+                    CqlType::Map {
+                        key, frozen: false, ..
+                    } => ((**key).clone(), format!("key({column})")),
+                    CqlType::Set {
+                        elem,
+                        frozen: false,
+                    } => ((**elem).clone(), column.clone()),
                     CqlType::List { frozen: false, .. } => (CqlType::Int, format!("idx({column})")),
                     _ => {
                         return Err(CqlError::invalid(format!(
@@ -531,14 +568,24 @@ fn plan_delete(
             }
             ColumnTarget::Field { column, field } => {
                 let ci = column_index(&table, column)?;
-                let CqlType::Udt { def: ut, frozen: false } = &table.columns[ci].typ else {
+                let CqlType::Udt {
+                    def: ut,
+                    frozen: false,
+                } = &table.columns[ci].typ
+                else {
                     return Err(CqlError::invalid(format!(
                         "Invalid deletion operation for frozen or non-UDT column {column}"
                     )));
                 };
-                let fi = ut.fields.iter().position(|(f, _)| f == field).ok_or_else(|| {
-                    CqlError::invalid(format!("UDT column {column} does not have a field named {field}"))
-                })?;
+                let fi = ut
+                    .fields
+                    .iter()
+                    .position(|(f, _)| f == field)
+                    .ok_or_else(|| {
+                        CqlError::invalid(format!(
+                            "UDT column {column} does not have a field named {field}"
+                        ))
+                    })?;
                 Op::DeleteField(ci, fi)
             }
         };
@@ -563,7 +610,10 @@ fn plan_delete(
         )));
     }
     let condition = plan_condition(&table, s.condition.as_ref(), binder)?;
-    if condition.is_some() && (keys.slice.is_some() || (keys.prefix_len != nck && !static_only && nck > 0 && !ops.is_empty())) {
+    if condition.is_some()
+        && (keys.slice.is_some()
+            || (keys.prefix_len != nck && !static_only && nck > 0 && !ops.is_empty()))
+    {
         return Err(CqlError::invalid(
             "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns",
         ));
@@ -599,7 +649,9 @@ fn plan_condition(
             for c in list {
                 let (target, test) = match c {
                     Condition::Compare { target, op, value } => (target, Some((*op, value))),
-                    Condition::In { target, .. } | Condition::Contains { target, .. } => (target, None),
+                    Condition::In { target, .. } | Condition::Contains { target, .. } => {
+                        (target, None)
+                    }
                     Condition::Like { .. } => {
                         return Err(CqlError::invalid("LIKE conditions are not supported"));
                     }
@@ -621,7 +673,10 @@ fn plan_condition(
                     (Condition::In { values, .. }, None, None) => CondTest::In(match values {
                         InValues::Marker(m) => KeyValues::InMarker(marker(
                             m,
-                            &CqlType::List { elem: Box::new(t.frozen()), frozen: false },
+                            &CqlType::List {
+                                elem: Box::new(t.frozen()),
+                                frozen: false,
+                            },
                             &format!("in({col_name})"),
                             binder,
                         )),
@@ -636,17 +691,28 @@ fn plan_condition(
                         let et = match (t, key) {
                             (CqlType::Map { key: k, .. }, true) => (**k).clone(),
                             (CqlType::Map { value: v, .. }, false) => (**v).clone(),
-                            (CqlType::List { elem, .. } | CqlType::Set { elem, .. }, false) => (**elem).clone(),
-                            _ => return Err(CqlError::invalid(format!("Invalid CONTAINS condition on {col_name}"))),
+                            (CqlType::List { elem, .. } | CqlType::Set { elem, .. }, false) => {
+                                (**elem).clone()
+                            }
+                            _ => {
+                                return Err(CqlError::invalid(format!(
+                                    "Invalid CONTAINS condition on {col_name}"
+                                )));
+                            }
                         };
                         CondTest::Contains(*key, plan_term(value, &et, col_name, binder)?)
                     }
                     (_, Some(key), None) => {
-                        let (op, value) = test.ok_or_else(|| CqlError::invalid("Unsupported condition"))?;
+                        let (op, value) =
+                            test.ok_or_else(|| CqlError::invalid("Unsupported condition"))?;
                         let (kt, vt) = match t {
                             CqlType::Map { key, value, .. } => ((**key).clone(), (**value).clone()),
                             CqlType::List { elem, .. } => (CqlType::Int, (**elem).clone()),
-                            _ => return Err(CqlError::invalid(format!("Invalid element condition on non-collection column {col_name}"))),
+                            _ => {
+                                return Err(CqlError::invalid(format!(
+                                    "Invalid element condition on non-collection column {col_name}"
+                                )));
+                            }
                         };
                         CondTest::Element(
                             plan_term(key, &kt, &format!("key({col_name})"), binder)?,
@@ -655,18 +721,32 @@ fn plan_condition(
                         )
                     }
                     (_, None, Some(field)) => {
-                        let (op, value) = test.ok_or_else(|| CqlError::invalid("Unsupported condition"))?;
+                        let (op, value) =
+                            test.ok_or_else(|| CqlError::invalid("Unsupported condition"))?;
                         let CqlType::Udt { def: ut, .. } = t else {
-                            return Err(CqlError::invalid(format!("Invalid field condition on non-UDT column {col_name}")));
+                            return Err(CqlError::invalid(format!(
+                                "Invalid field condition on non-UDT column {col_name}"
+                            )));
                         };
-                        let fi = ut.fields.iter().position(|(f, _)| f == field).ok_or_else(|| {
-                            CqlError::invalid(format!("UDT column {col_name} does not have a field named {field}"))
-                        })?;
+                        let fi =
+                            ut.fields
+                                .iter()
+                                .position(|(f, _)| f == field)
+                                .ok_or_else(|| {
+                                    CqlError::invalid(format!(
+                                        "UDT column {col_name} does not have a field named {field}"
+                                    ))
+                                })?;
                         let ft = ut.fields[fi].1.clone();
-                        CondTest::Field(fi, op, plan_term(value, &ft, &format!("{col_name}.{field}"), binder)?)
+                        CondTest::Field(
+                            fi,
+                            op,
+                            plan_term(value, &ft, &format!("{col_name}.{field}"), binder)?,
+                        )
                     }
                     _ => {
-                        let (op, value) = test.ok_or_else(|| CqlError::invalid("Unsupported condition"))?;
+                        let (op, value) =
+                            test.ok_or_else(|| CqlError::invalid("Unsupported condition"))?;
                         CondTest::Compare(op, plan_term(value, t, col_name, binder)?)
                     }
                 };
@@ -770,11 +850,7 @@ fn list_keys(ts: Timestamp, n: usize, prepend: bool) -> Vec<Value> {
 }
 
 /// The elements a whole collection / UDT value writes.
-fn collection_elements(
-    v: &Value,
-    typ: &CqlType,
-    p: WriteParams,
-) -> Vec<ElementUpdate> {
+fn collection_elements(v: &Value, typ: &CqlType, p: WriteParams) -> Vec<ElementUpdate> {
     let el = |key: Value, value: Value| ElementUpdate {
         key,
         ts: p.ts,
@@ -851,9 +927,21 @@ pub(crate) fn build_mutations(
                     for ck in &prefixes {
                         let mut row = RowUpdate::default();
                         if plan.kind == ModifyKind::Insert {
-                            row.marker = Some(Liveness { ts: p.ts, ttl: p.ttl });
+                            row.marker = Some(Liveness {
+                                ts: p.ts,
+                                ttl: p.ttl,
+                            });
                         }
-                        apply_ops(plan, &regular_ops, &mut row, ctx, p, &m.key, Some(ck), read_list)?;
+                        apply_ops(
+                            plan,
+                            &regular_ops,
+                            &mut row,
+                            ctx,
+                            p,
+                            &m.key,
+                            Some(ck),
+                            read_list,
+                        )?;
                         if !row.is_empty() {
                             m.rows.push((ClusteringKey::new(ck.clone()), row));
                         }
@@ -877,14 +965,17 @@ pub(crate) fn build_mutations(
                                 .collect::<Vec<_>>(),
                         );
                         for r in plan.keys.clustering_ranges(&plan.table, ctx)? {
-                            let empty = cmp.is_some_and(|c| {
-                                c.normalize(std::slice::from_ref(&r)).is_empty()
-                            });
+                            let empty = cmp
+                                .is_some_and(|c| c.normalize(std::slice::from_ref(&r)).is_empty());
                             if empty {
                                 continue;
                             }
                             let ClusteringRange { start, end } = r;
-                            m.range_tombstones.push(RangeTombstone { start, end, ts: p.ts });
+                            m.range_tombstones.push(RangeTombstone {
+                                start,
+                                end,
+                                ts: p.ts,
+                            });
                         }
                     }
                 } else {
@@ -959,12 +1050,22 @@ fn apply_ops(
                         Some(v) => sort_elements(collection_elements(v, typ, p)),
                         None => Vec::new(),
                     };
-                    row.set_cell(id, CellUpdate::Collection {
-                        tombstone: Some(ts - 1),
-                        elements,
-                    });
+                    row.set_cell(
+                        id,
+                        CellUpdate::Collection {
+                            tombstone: Some(ts - 1),
+                            elements,
+                        },
+                    );
                 } else {
-                    row.set_cell(id, CellUpdate::Atomic { ts, ttl: p.ttl, value: v });
+                    row.set_cell(
+                        id,
+                        CellUpdate::Atomic {
+                            ts,
+                            ttl: p.ttl,
+                            value: v,
+                        },
+                    );
                 }
             }
             Op::Add(_, e) => {
@@ -979,26 +1080,58 @@ fn apply_ops(
                     row.set_cell(id, CellUpdate::CounterDelta { ts, delta: d });
                 } else {
                     let elements = sort_elements(collection_elements(&v, typ, p));
-                    row.set_cell(id, CellUpdate::Collection { tombstone: None, elements });
+                    row.set_cell(
+                        id,
+                        CellUpdate::Collection {
+                            tombstone: None,
+                            elements,
+                        },
+                    );
                 }
             }
             Op::Prepend(_, e) => {
-                let Bound::Value(Value::List(items)) = e.eval(ctx)? else { continue };
+                let Bound::Value(Value::List(items)) = e.eval(ctx)? else {
+                    continue;
+                };
                 let elements = list_keys(ts, items.len(), true)
                     .into_iter()
                     .zip(items.iter())
-                    .map(|(k, x)| ElementUpdate { key: k, ts, ttl: p.ttl, value: Some(x.clone()) })
+                    .map(|(k, x)| ElementUpdate {
+                        key: k,
+                        ts,
+                        ttl: p.ttl,
+                        value: Some(x.clone()),
+                    })
                     .collect();
-                row.set_cell(id, CellUpdate::Collection { tombstone: None, elements: sort_elements(elements) });
+                row.set_cell(
+                    id,
+                    CellUpdate::Collection {
+                        tombstone: None,
+                        elements: sort_elements(elements),
+                    },
+                );
             }
             Op::Remove(_, e) => {
-                let Bound::Value(v) = e.eval(ctx)? else { continue };
+                let Bound::Value(v) = e.eval(ctx)? else {
+                    continue;
+                };
                 if typ.is_counter() {
                     let d = v.as_i64().unwrap_or(0);
-                    row.set_cell(id, CellUpdate::CounterDelta { ts, delta: d.wrapping_neg() });
+                    row.set_cell(
+                        id,
+                        CellUpdate::CounterDelta {
+                            ts,
+                            delta: d.wrapping_neg(),
+                        },
+                    );
                     continue;
                 }
-                let tomb = |key: Value| ElementUpdate { key, ts, ttl: None, value: None };
+                let tomb = |key: Value| ElementUpdate {
+                    key,
+                    ts,
+                    ttl: None,
+                    value: None,
+                };
                 let elements: Vec<ElementUpdate> = match (typ, &v) {
                     (CqlType::List { .. }, Value::List(items)) => current_list()
                         .into_iter()
@@ -1009,7 +1142,13 @@ fn apply_ops(
                     _ => Vec::new(),
                 };
                 if !elements.is_empty() {
-                    row.set_cell(id, CellUpdate::Collection { tombstone: None, elements: sort_elements(elements) });
+                    row.set_cell(
+                        id,
+                        CellUpdate::Collection {
+                            tombstone: None,
+                            elements: sort_elements(elements),
+                        },
+                    );
                 }
             }
             Op::SetElement(_, k, e) => {
@@ -1025,7 +1164,8 @@ fn apply_ops(
                         other => {
                             let idx = other.as_i64().unwrap_or(-1);
                             let list = current_list();
-                            let found = usize::try_from(idx).ok().and_then(|i| list.get(i).cloned());
+                            let found =
+                                usize::try_from(idx).ok().and_then(|i| list.get(i).cloned());
                             match found {
                                 Some((k, _)) => k,
                                 None => {
@@ -1039,31 +1179,55 @@ fn apply_ops(
                     },
                     _ => key,
                 };
-                row.set_cell(id, CellUpdate::Collection {
-                    tombstone: None,
-                    elements: vec![ElementUpdate { key, ts, ttl: p.ttl, value }],
-                });
+                row.set_cell(
+                    id,
+                    CellUpdate::Collection {
+                        tombstone: None,
+                        elements: vec![ElementUpdate {
+                            key,
+                            ts,
+                            ttl: p.ttl,
+                            value,
+                        }],
+                    },
+                );
             }
             Op::SetField(_, fi, e) => {
                 let b = e.eval(ctx)?;
                 if b == Bound::Unset {
                     continue;
                 }
-                row.set_cell(id, CellUpdate::Collection {
-                    tombstone: None,
-                    elements: vec![ElementUpdate {
-                        key: Value::Smallint(*fi as i16),
-                        ts,
-                        ttl: p.ttl,
-                        value: b.into_option(),
-                    }],
-                });
+                row.set_cell(
+                    id,
+                    CellUpdate::Collection {
+                        tombstone: None,
+                        elements: vec![ElementUpdate {
+                            key: Value::Smallint(*fi as i16),
+                            ts,
+                            ttl: p.ttl,
+                            value: b.into_option(),
+                        }],
+                    },
+                );
             }
             Op::DeleteColumn(_) => {
                 if typ.is_multi_cell() {
-                    row.set_cell(id, CellUpdate::Collection { tombstone: Some(ts), elements: Vec::new() });
+                    row.set_cell(
+                        id,
+                        CellUpdate::Collection {
+                            tombstone: Some(ts),
+                            elements: Vec::new(),
+                        },
+                    );
                 } else {
-                    row.set_cell(id, CellUpdate::Atomic { ts, ttl: None, value: None });
+                    row.set_cell(
+                        id,
+                        CellUpdate::Atomic {
+                            ts,
+                            ttl: None,
+                            value: None,
+                        },
+                    );
                 }
             }
             Op::DeleteElement(_, k) => {
@@ -1084,16 +1248,32 @@ fn apply_ops(
                     }
                     _ => key,
                 };
-                row.set_cell(id, CellUpdate::Collection {
-                    tombstone: None,
-                    elements: vec![ElementUpdate { key, ts, ttl: None, value: None }],
-                });
+                row.set_cell(
+                    id,
+                    CellUpdate::Collection {
+                        tombstone: None,
+                        elements: vec![ElementUpdate {
+                            key,
+                            ts,
+                            ttl: None,
+                            value: None,
+                        }],
+                    },
+                );
             }
             Op::DeleteField(_, fi) => {
-                row.set_cell(id, CellUpdate::Collection {
-                    tombstone: None,
-                    elements: vec![ElementUpdate { key: Value::Smallint(*fi as i16), ts, ttl: None, value: None }],
-                });
+                row.set_cell(
+                    id,
+                    CellUpdate::Collection {
+                        tombstone: None,
+                        elements: vec![ElementUpdate {
+                            key: Value::Smallint(*fi as i16),
+                            ts,
+                            ttl: None,
+                            value: None,
+                        }],
+                    },
+                );
             }
         }
     }
@@ -1123,19 +1303,26 @@ pub(crate) fn check_condition(
     }
 }
 
-fn condition_holds(test: &CondTest, current: Option<Value>, ctx: &EvalCtx<'_>) -> Result<bool, CqlError> {
-    let cmp_opt = |cur: Option<&Value>, op: CompareOp, want: Option<Value>| -> Result<bool, CqlError> {
-        match (cur, want) {
-            (None, None) => Ok(matches!(op, CompareOp::Eq)),
-            (Some(_), None) => match op {
-                CompareOp::Eq => Ok(false),
-                CompareOp::Ne => Ok(true),
-                _ => Err(CqlError::invalid(format!("Invalid comparison with null for operator \"{op}\""))),
-            },
-            (None, Some(_)) => Ok(matches!(op, CompareOp::Ne)),
-            (Some(c), Some(w)) => Ok(compare(c, op, &w)),
-        }
-    };
+fn condition_holds(
+    test: &CondTest,
+    current: Option<Value>,
+    ctx: &EvalCtx<'_>,
+) -> Result<bool, CqlError> {
+    let cmp_opt =
+        |cur: Option<&Value>, op: CompareOp, want: Option<Value>| -> Result<bool, CqlError> {
+            match (cur, want) {
+                (None, None) => Ok(matches!(op, CompareOp::Eq)),
+                (Some(_), None) => match op {
+                    CompareOp::Eq => Ok(false),
+                    CompareOp::Ne => Ok(true),
+                    _ => Err(CqlError::invalid(format!(
+                        "Invalid comparison with null for operator \"{op}\""
+                    ))),
+                },
+                (None, Some(_)) => Ok(matches!(op, CompareOp::Ne)),
+                (Some(c), Some(w)) => Ok(compare(c, op, &w)),
+            }
+        };
     match test {
         CondTest::Compare(op, e) => {
             let want = e.eval(ctx)?.into_option();
@@ -1150,27 +1337,40 @@ fn condition_holds(test: &CondTest, current: Option<Value>, ctx: &EvalCtx<'_>) -
                     }
                     v
                 }
-                other => other.eval(ctx, "IN condition")?.into_iter().map(Some).collect(),
+                other => other
+                    .eval(ctx, "IN condition")?
+                    .into_iter()
+                    .map(Some)
+                    .collect(),
             };
             Ok(vals.iter().any(|w| w.as_ref() == current.as_ref()))
         }
         CondTest::Element(k, op, e) => {
             let key = eval_required(k, ctx, "a collection key")?;
             let elem = match (&current, &key) {
-                (Some(Value::Map(m)), _) => m.iter().find(|(mk, _)| *mk == key).map(|(_, v)| v.clone()),
-                (Some(Value::List(l)), Value::Int(i)) => usize::try_from(*i).ok().and_then(|i| l.get(i).cloned()),
+                (Some(Value::Map(m)), _) => {
+                    m.iter().find(|(mk, _)| *mk == key).map(|(_, v)| v.clone())
+                }
+                (Some(Value::List(l)), Value::Int(i)) => {
+                    usize::try_from(*i).ok().and_then(|i| l.get(i).cloned())
+                }
                 _ => None,
             };
             cmp_opt(elem.as_ref(), *op, e.eval(ctx)?.into_option())
         }
         CondTest::Field(fi, op, e) => {
-            let f = current.as_ref().and_then(|v| v.as_fields()).and_then(|f| f.get(*fi).cloned().flatten());
+            let f = current
+                .as_ref()
+                .and_then(|v| v.as_fields())
+                .and_then(|f| f.get(*fi).cloned().flatten());
             cmp_opt(f.as_ref(), *op, e.eval(ctx)?.into_option())
         }
         CondTest::Contains(key, e) => {
             let want = eval_required(e, ctx, "CONTAINS")?;
             Ok(match &current {
-                Some(Value::Map(m)) => m.iter().any(|(k, v)| if *key { *k == want } else { *v == want }),
+                Some(Value::Map(m)) => m
+                    .iter()
+                    .any(|(k, v)| if *key { *k == want } else { *v == want }),
                 Some(Value::List(l)) | Some(Value::Set(l)) => l.contains(&want),
                 _ => false,
             })

@@ -83,15 +83,15 @@ impl Binder {
                 CqlError::invalid(format!("Bind marker {i} is not allowed at this position"))
             })?);
         }
-        let pk_indexes = if !self.pk_markers.is_empty() && self.pk_markers.iter().all(Option::is_some)
-        {
-            self.pk_markers
-                .iter()
-                .filter_map(|m| m.and_then(|i| u16::try_from(i).ok()))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let pk_indexes =
+            if !self.pk_markers.is_empty() && self.pk_markers.iter().all(Option::is_some) {
+                self.pk_markers
+                    .iter()
+                    .filter_map(|m| m.and_then(|i| u16::try_from(i).ok()))
+                    .collect()
+            } else {
+                Vec::new()
+            };
         Ok((vars, pk_indexes))
     }
 }

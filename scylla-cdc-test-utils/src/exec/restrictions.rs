@@ -216,7 +216,9 @@ impl ReadyFilter {
             ReadyFilter::Compare(c, op, v) => get(*c).is_some_and(|x| compare(&x, *op, v)),
             ReadyFilter::In(c, vs) => get(*c).is_some_and(|x| vs.contains(&x)),
             ReadyFilter::Contains(c, key, v) => get(*c).is_some_and(|x| match &x {
-                Value::Map(m) => m.iter().any(|(k, val)| if *key { k == v } else { val == v }),
+                Value::Map(m) => m
+                    .iter()
+                    .any(|(k, val)| if *key { k == v } else { val == v }),
                 Value::List(items) | Value::Set(items) => !*key && items.contains(v),
                 _ => false,
             }),
@@ -294,7 +296,12 @@ pub(crate) fn plan_where(
     mode: WhereMode,
     binder: &mut Binder,
 ) -> Result<WherePlan, CqlError> {
-    let allow_filtering = matches!(mode, WhereMode::Select { allow_filtering: true });
+    let allow_filtering = matches!(
+        mode,
+        WhereMode::Select {
+            allow_filtering: true
+        }
+    );
     let pk_cols: Vec<usize> = (0..table.columns.len())
         .filter(|&i| table.columns[i].kind == ColumnKind::PartitionKey)
         .collect();
@@ -332,7 +339,11 @@ pub(crate) fn plan_where(
                         if *op == CompareOp::Eq {
                             set_once(&mut pk_values[i], KeyValues::Eq(e), column)?;
                         } else {
-                            pk_other.push(Filter::Compare { col: ci, op: *op, value: e });
+                            pk_other.push(Filter::Compare {
+                                col: ci,
+                                op: *op,
+                                value: e,
+                            });
                         }
                     }
                     ColumnKind::Clustering => {
@@ -351,7 +362,11 @@ pub(crate) fn plan_where(
                     _ => {
                         non_key.push(column.clone());
                         let e = plan_term(value, &def.typ, &def.name, binder)?;
-                        filters.push(Filter::Compare { col: ci, op: *op, value: e });
+                        filters.push(Filter::Compare {
+                            col: ci,
+                            op: *op,
+                            value: e,
+                        });
                     }
                 }
             }
@@ -370,7 +385,10 @@ pub(crate) fn plan_where(
                     }
                     _ => {
                         non_key.push(column.clone());
-                        filters.push(Filter::In { col: ci, values: kv });
+                        filters.push(Filter::In {
+                            col: ci,
+                            values: kv,
+                        });
                     }
                 }
             }
@@ -392,12 +410,24 @@ pub(crate) fn plan_where(
                 };
                 non_key.push(column.clone());
                 let e = plan_term(value, &et, &def.name, binder)?;
-                filters.push(Filter::Contains { col: ci, key: *key, value: e });
+                filters.push(Filter::Contains {
+                    col: ci,
+                    key: *key,
+                    value: e,
+                });
             }
-            Relation::Element { column, key, op, value } => {
+            Relation::Element {
+                column,
+                key,
+                op,
+                value,
+            } => {
                 let ci = column_index(table, column)?;
                 let def = &table.columns[ci];
-                let CqlType::Map { key: kt, value: vt, .. } = &def.typ else {
+                let CqlType::Map {
+                    key: kt, value: vt, ..
+                } = &def.typ
+                else {
                     return Err(CqlError::invalid(format!(
                         "Column {column} cannot be used as a map"
                     )));
@@ -405,7 +435,12 @@ pub(crate) fn plan_where(
                 non_key.push(column.clone());
                 let k = plan_term(key, kt, &format!("key({column})"), binder)?;
                 let v = plan_term(value, vt, &format!("value({column})"), binder)?;
-                filters.push(Filter::Element { col: ci, key: k, op: *op, value: v });
+                filters.push(Filter::Element {
+                    col: ci,
+                    key: k,
+                    op: *op,
+                    value: v,
+                });
             }
             Relation::Like { column, .. } => {
                 return Err(CqlError::invalid(format!(
@@ -492,7 +527,10 @@ pub(crate) fn plan_where(
                 ck_multi_eq = Some((first, n, part));
             }
             Relation::Token { columns, op, value } => {
-                let names: Vec<&str> = pk_cols.iter().map(|&c| table.columns[c].name.as_str()).collect();
+                let names: Vec<&str> = pk_cols
+                    .iter()
+                    .map(|&c| table.columns[c].name.as_str())
+                    .collect();
                 if columns.iter().map(String::as_str).ne(names.iter().copied()) {
                     return Err(CqlError::invalid(format!(
                         "The token function arguments must be in the partition key order: {}",
@@ -527,7 +565,11 @@ pub(crate) fn plan_where(
         if any_pk {
             return Err(CqlError::invalid(format!(
                 "Columns \"{}\" cannot be restricted by both a normal relation and a token relation",
-                pk_cols.iter().map(|&c| table.columns[c].name.as_str()).collect::<Vec<_>>().join(", ")
+                pk_cols
+                    .iter()
+                    .map(|&c| table.columns[c].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
         PartitionRestriction::Token {
@@ -572,8 +614,15 @@ pub(crate) fn plan_where(
             for (&c, v) in pk_cols.iter().zip(pk_values) {
                 if let Some(v) = v {
                     filters.push(match v {
-                        KeyValues::Eq(e) => Filter::Compare { col: c, op: CompareOp::Eq, value: e },
-                        other => Filter::In { col: c, values: other },
+                        KeyValues::Eq(e) => Filter::Compare {
+                            col: c,
+                            op: CompareOp::Eq,
+                            value: e,
+                        },
+                        other => Filter::In {
+                            col: c,
+                            values: other,
+                        },
                     });
                 }
             }
@@ -614,7 +663,12 @@ pub(crate) fn plan_where(
     let mut slice = None;
     if let Some(i) = ck_slices.iter().position(|s| s.0 == pos) {
         let (first, n, lower, upper) = ck_slices.remove(i);
-        slice = Some(Slice { first, n, lower, upper });
+        slice = Some(Slice {
+            first,
+            n,
+            lower,
+            upper,
+        });
     }
     // Leftover clustering restrictions.
     let leftover_eq: Vec<usize> = (0..ck_cols.len()).filter(|&i| ck_eq[i].is_some()).collect();
@@ -631,28 +685,37 @@ pub(crate) fn plan_where(
                 .checked_sub(1)
                 .map(|p| table.columns[ck_cols[p]].name.clone())
                 .unwrap_or_default();
-            return Err(CqlError::invalid(if slice.is_some() || first_bad > prefix_len {
-                if slice.is_some() && first_bad > prefix_len {
-                    format!(
-                        "Clustering column \"{bad}\" cannot be restricted (preceding column \"{prev}\" is restricted by a non-EQ relation)"
-                    )
+            return Err(CqlError::invalid(
+                if slice.is_some() || first_bad > prefix_len {
+                    if slice.is_some() && first_bad > prefix_len {
+                        format!(
+                            "Clustering column \"{bad}\" cannot be restricted (preceding column \"{prev}\" is restricted by a non-EQ relation)"
+                        )
+                    } else {
+                        format!(
+                            "PRIMARY KEY column \"{bad}\" cannot be restricted as preceding column \"{prev}\" is not restricted"
+                        )
+                    }
                 } else {
                     format!(
                         "PRIMARY KEY column \"{bad}\" cannot be restricted as preceding column \"{prev}\" is not restricted"
                     )
-                }
-            } else {
-                format!(
-                    "PRIMARY KEY column \"{bad}\" cannot be restricted as preceding column \"{prev}\" is not restricted"
-                )
-            }));
+                },
+            ));
         }
         for i in leftover_eq {
             if let Some(v) = ck_eq[i].take() {
                 let c = ck_cols[i];
                 filters.push(match v {
-                    KeyValues::Eq(e) => Filter::Compare { col: c, op: CompareOp::Eq, value: e },
-                    other => Filter::In { col: c, values: other },
+                    KeyValues::Eq(e) => Filter::Compare {
+                        col: c,
+                        op: CompareOp::Eq,
+                        value: e,
+                    },
+                    other => Filter::In {
+                        col: c,
+                        values: other,
+                    },
                 });
             }
         }
@@ -666,7 +729,11 @@ pub(crate) fn plan_where(
                         (false, true) => CompareOp::Le,
                         (false, false) => CompareOp::Lt,
                     };
-                    filters.push(Filter::Tuple { cols: cols.clone(), op, values: b.values });
+                    filters.push(Filter::Tuple {
+                        cols: cols.clone(),
+                        op,
+                        values: b.values,
+                    });
                 }
             }
         }
@@ -678,7 +745,10 @@ pub(crate) fn plan_where(
     }
     let restricts_clustering = prefix_len > 0 || slice.is_some();
     if let WhereMode::Select { allow_filtering } = mode {
-        if !allow_filtering && !matches!(partition, PartitionRestriction::Keys(_)) && restricts_clustering {
+        if !allow_filtering
+            && !matches!(partition, PartitionRestriction::Keys(_))
+            && restricts_clustering
+        {
             return Err(CqlError::invalid(FILTERING_MESSAGE));
         }
         if !allow_filtering && !filters.is_empty() {
@@ -967,7 +1037,11 @@ impl WherePlan {
                     .into_iter()
                     .map(|v| vec![v])
                     .collect(),
-                PrefixPart::Multi { n, tuples, list_marker } => match list_marker {
+                PrefixPart::Multi {
+                    n,
+                    tuples,
+                    list_marker,
+                } => match list_marker {
                     Some(m) => {
                         let list = eval_required(m, ctx, "a clustering column tuple list")?;
                         list.as_elements()
@@ -1067,7 +1141,12 @@ impl WherePlan {
                     Filter::Contains { col, key, value } => {
                         ReadyFilter::Contains(*col, *key, eval_required(value, ctx, "CONTAINS")?)
                     }
-                    Filter::Element { col, key, op, value } => ReadyFilter::Element(
+                    Filter::Element {
+                        col,
+                        key,
+                        op,
+                        value,
+                    } => ReadyFilter::Element(
                         *col,
                         eval_required(key, ctx, "a map key")?,
                         *op,

@@ -244,10 +244,8 @@ impl AggState {
         ctx: &EvalCtx<'_>,
     ) -> Result<(), CqlError> {
         match (self, e) {
-            (AggState::First(slot), e) => {
-                if slot.is_none() {
-                    *slot = Some(e.eval(r, cols, ctx)?);
-                }
+            (AggState::First(slot), e) if slot.is_none() => {
+                *slot = Some(e.eval(r, cols, ctx)?);
             }
             (AggState::Count(n), SelExpr::Agg(_, arg, _)) => match arg {
                 None => *n += 1,
@@ -329,8 +327,9 @@ impl AggState {
                 };
                 Some(match typ {
                     CqlType::Float => Value::Float(x as f32),
-                    CqlType::Decimal => super::values::parse_decimal(&format!("{x}"))
-                        .unwrap_or(Value::Double(x)),
+                    CqlType::Decimal => {
+                        super::values::parse_decimal(&format!("{x}")).unwrap_or(Value::Double(x))
+                    }
                     _ => Value::Double(x),
                 })
             }
@@ -474,7 +473,13 @@ pub(crate) fn plan_select(
         if let Some(c) = table
             .partition_key()
             .find(|c| !used.iter().any(|&i| table.columns[i].name == c.name))
-            && !matches!(&selection, SelectionPlan::Exprs { aggregate: true, .. })
+            && !matches!(
+                &selection,
+                SelectionPlan::Exprs {
+                    aggregate: true,
+                    ..
+                }
+            )
         {
             return Err(CqlError::invalid(format!(
                 "SELECT DISTINCT queries must request all the partition key columns (missing {})",
@@ -529,7 +534,12 @@ pub(crate) fn plan_select(
         None => None,
     };
     let per_partition_limit = match &s.per_partition_limit {
-        Some(t) => Some(plan_term(t, &CqlType::Int, "[per_partition_limit]", binder)?),
+        Some(t) => Some(plan_term(
+            t,
+            &CqlType::Int,
+            "[per_partition_limit]",
+            binder,
+        )?),
         None => None,
     };
     if let Some(t) = &s.timeout {
@@ -579,7 +589,11 @@ fn plan_selector(
             if c.typ.is_multi_cell() {
                 return Err(CqlError::invalid(format!(
                     "Cannot use selection function {fname} on non-frozen {} {name}",
-                    if c.typ.is_collection() { "collection" } else { "UDT" }
+                    if c.typ.is_collection() {
+                        "collection"
+                    } else {
+                        "UDT"
+                    }
                 )));
             }
             if c.typ.is_counter() {
@@ -588,7 +602,11 @@ fn plan_selector(
                 )));
             }
             if wt {
-                (SelExpr::WriteTime(i), CqlType::Bigint, format!("writetime({name})"))
+                (
+                    SelExpr::WriteTime(i),
+                    CqlType::Bigint,
+                    format!("writetime({name})"),
+                )
             } else {
                 (SelExpr::Ttl(i), CqlType::Int, format!("ttl({name})"))
             }
@@ -687,8 +705,7 @@ fn plan_selector(
                             }
                             _ => function_arg_type(&f),
                         };
-                        let e =
-                            plan_term(term, &t, &format!("arg{i}(system.{fname})"), binder)?;
+                        let e = plan_term(term, &t, &format!("arg{i}(system.{fname})"), binder)?;
                         (SelExpr::Term(e), t, term_display(term))
                     }
                     other => plan_selector(other, table, binder)?,
@@ -744,7 +761,11 @@ fn plan_selector(
                 }
             };
             let k = plan_term(key, &kt, &format!("key({n})"), binder)?;
-            (SelExpr::Element(Box::new(e), k), vt, format!("{n}[{}]", term_display(key)))
+            (
+                SelExpr::Element(Box::new(e), k),
+                vt,
+                format!("{n}[{}]", term_display(key)),
+            )
         }
         Selector::Term(t) => {
             let typ = match t {
@@ -834,7 +855,11 @@ impl Sink<'_, '_, '_> {
 
     fn visit_inner(&mut self, r: RowRef<'_>) -> Result<Flow, CqlError> {
         let key = (r.part.token(), r.part.key_bytes());
-        if self.current.as_ref().is_none_or(|(t, k)| *t != key.0 || k != key.1) {
+        if self
+            .current
+            .as_ref()
+            .is_none_or(|(t, k)| *t != key.0 || k != key.1)
+        {
             self.current = Some((key.0, key.1.clone()));
             self.in_partition = 0;
         }
@@ -966,9 +991,19 @@ pub(crate) fn execute_select(
     stream: i16,
 ) -> Result<(), CqlError> {
     let limit = positive_limit(plan.limit.as_ref(), ctx, "LIMIT")?;
-    let ppl = positive_limit(plan.per_partition_limit.as_ref(), ctx, "PER PARTITION LIMIT")?;
+    let ppl = positive_limit(
+        plan.per_partition_limit.as_ref(),
+        ctx,
+        "PER PARTITION LIMIT",
+    )?;
     let filters = plan.where_.ready_filters(ctx)?;
-    let aggregate = matches!(plan.selection, SelectionPlan::Exprs { aggregate: true, .. });
+    let aggregate = matches!(
+        plan.selection,
+        SelectionPlan::Exprs {
+            aggregate: true,
+            ..
+        }
+    );
     let ck_types: Vec<CqlType> = plan.table.clustering_key().map(|c| c.typ.clone()).collect();
     let resume = match req.paging_state {
         Some(b) if !aggregate => Some(PagingState::decode(b, &ck_types)?),
@@ -1031,36 +1066,51 @@ pub(crate) fn execute_select(
     ));
     // The partition-level work: which rows of a partition to visit.
     let restricted = plan.where_.restricts_clustering();
-    let visit_partition = |sink: &mut Sink<'_, '_, '_>, pv: PartitionView<'_>, after: Option<&[Value]>| -> Flow {
-        let static_row = pv.static_row();
-        if plan.distinct {
-            if after.is_some() {
-                return Flow::Continue;
+    let visit_partition =
+        |sink: &mut Sink<'_, '_, '_>, pv: PartitionView<'_>, after: Option<&[Value]>| -> Flow {
+            let static_row = pv.static_row();
+            if plan.distinct {
+                if after.is_some() {
+                    return Flow::Continue;
+                }
+                let r = RowRef {
+                    part: pv,
+                    static_row,
+                    row: None,
+                };
+                return match sink.visit(r) {
+                    Flow::Stop => Flow::Stop,
+                    _ => Flow::Continue,
+                };
             }
-            let r = RowRef { part: pv, static_row, row: None };
-            return match sink.visit(r) {
-                Flow::Stop => Flow::Stop,
-                _ => Flow::Continue,
-            };
-        }
-        let mut any = false;
-        for row in pv.rows(&slices, plan.reversed, after) {
-            any = true;
-            match sink.visit(RowRef { part: pv, static_row, row: Some(row) }) {
-                Flow::Continue => {}
-                Flow::NextPartition => return Flow::Continue,
-                Flow::Stop => return Flow::Stop,
+            let mut any = false;
+            for row in pv.rows(&slices, plan.reversed, after) {
+                any = true;
+                match sink.visit(RowRef {
+                    part: pv,
+                    static_row,
+                    row: Some(row),
+                }) {
+                    Flow::Continue => {}
+                    Flow::NextPartition => return Flow::Continue,
+                    Flow::Stop => return Flow::Stop,
+                }
             }
-        }
-        if !any && after.is_none() && !restricted && static_row.is_some() {
-            return match sink.visit(RowRef { part: pv, static_row, row: None }) {
-                Flow::Stop => Flow::Stop,
-                _ => Flow::Continue,
-            };
-        }
-        Flow::Continue
-    };
-    let resume_pos = resume.as_ref().map(|r| (r.token, r.key.clone(), r.clustering.clone()));
+            if !any && after.is_none() && !restricted && static_row.is_some() {
+                return match sink.visit(RowRef {
+                    part: pv,
+                    static_row,
+                    row: None,
+                }) {
+                    Flow::Stop => Flow::Stop,
+                    _ => Flow::Continue,
+                };
+            }
+            Flow::Continue
+        };
+    let resume_pos = resume
+        .as_ref()
+        .map(|r| (r.token, r.key.clone(), r.clustering.clone()));
     match keys {
         Some(keys) if plan.ordered && keys.len() > 1 => {
             // Rows of several partitions merged in clustering order.
@@ -1070,7 +1120,11 @@ pub(crate) fn execute_select(
                 if let Some(pv) = data.partition(k.token, &k.bytes, now) {
                     let static_row = pv.static_row();
                     for row in pv.rows(&slices, plan.reversed, None) {
-                        rows.push(RowRef { part: pv, static_row, row: Some(row) });
+                        rows.push(RowRef {
+                            part: pv,
+                            static_row,
+                            row: Some(row),
+                        });
                     }
                 }
             }
@@ -1138,10 +1192,8 @@ pub(crate) fn execute_select(
     if let Some(e) = sink.error.take() {
         return Err(e);
     }
-    if aggregate {
-        if plan.group_by == 0 || sink.group_key.is_some() {
-            sink.flush_group()?;
-        }
+    if aggregate && (plan.group_by == 0 || sink.group_key.is_some()) {
+        sink.flush_group()?;
     }
     let paging = if sink.more {
         sink.last.as_ref().map(PagingState::encode)
@@ -1164,7 +1216,9 @@ fn positive_limit(e: Option<&Expr>, ctx: &EvalCtx<'_>, what: &str) -> Result<u64
         Bound::Value(v) => {
             let n = v.as_i64().unwrap_or(0);
             if n <= 0 {
-                return Err(CqlError::invalid(format!("{what} must be strictly positive")));
+                return Err(CqlError::invalid(format!(
+                    "{what} must be strictly positive"
+                )));
             }
             Ok(n as u64)
         }

@@ -127,7 +127,11 @@ pub(crate) fn execute_ddl(
                 if c.if_not_exists {
                     return Ok(noop());
                 }
-                return Err(CqlError::already_exists(&c.name, "", format!("Keyspace {} already exists", c.name)));
+                return Err(CqlError::already_exists(
+                    &c.name,
+                    "",
+                    format!("Keyspace {} already exists", c.name),
+                ));
             }
             let mut options = std::collections::BTreeMap::new();
             for p in &c.properties {
@@ -158,7 +162,12 @@ pub(crate) fn execute_ddl(
             );
             Ok(DdlOutcome {
                 schema: Some(s),
-                change: change(SchemaChangeType::Created, SchemaChangeTarget::Keyspace { keyspace: c.name.clone() }),
+                change: change(
+                    SchemaChangeType::Created,
+                    SchemaChangeTarget::Keyspace {
+                        keyspace: c.name.clone(),
+                    },
+                ),
                 storage: Vec::new(),
             })
         }
@@ -167,12 +176,24 @@ pub(crate) fn execute_ddl(
                 if d.if_exists {
                     return Ok(noop());
                 }
-                return Err(CqlError::config(format!("Cannot drop non existing keyspace '{}'.", d.name)));
+                return Err(CqlError::config(format!(
+                    "Cannot drop non existing keyspace '{}'.",
+                    d.name
+                )));
             };
             Ok(DdlOutcome {
                 schema: Some(s),
-                change: change(SchemaChangeType::Dropped, SchemaChangeTarget::Keyspace { keyspace: d.name.clone() }),
-                storage: k.tables.values().map(|t| StorageChange::DropTable(t.id)).collect(),
+                change: change(
+                    SchemaChangeType::Dropped,
+                    SchemaChangeTarget::Keyspace {
+                        keyspace: d.name.clone(),
+                    },
+                ),
+                storage: k
+                    .tables
+                    .values()
+                    .map(|t| StorageChange::DropTable(t.id))
+                    .collect(),
             })
         }
         Statement::CreateType(c) => {
@@ -188,11 +209,21 @@ pub(crate) fn execute_ddl(
                 .ok_or_else(|| CqlError::invalid(format!("Keyspace {ks} does not exist")))?;
             kdef.types.insert(
                 c.name.name.clone(),
-                Arc::new(UserType { keyspace: ks.clone(), name: c.name.name.clone(), fields }),
+                Arc::new(UserType {
+                    keyspace: ks.clone(),
+                    name: c.name.name.clone(),
+                    fields,
+                }),
             );
             Ok(DdlOutcome {
                 schema: Some(s),
-                change: change(SchemaChangeType::Created, SchemaChangeTarget::Type { keyspace: ks, name: c.name.name.clone() }),
+                change: change(
+                    SchemaChangeType::Created,
+                    SchemaChangeTarget::Type {
+                        keyspace: ks,
+                        name: c.name.name.clone(),
+                    },
+                ),
                 storage: Vec::new(),
             })
         }
@@ -207,9 +238,15 @@ pub(crate) fn execute_ddl(
             let mut cols = Vec::new();
             for cd in &c.columns {
                 let typ = resolve(schema, &ks, &cd.ty, false)?;
-                let (kind, position) = if let Some(p) = c.primary_key.partition_key.iter().position(|x| *x == cd.name) {
+                let (kind, position) = if let Some(p) = c
+                    .primary_key
+                    .partition_key
+                    .iter()
+                    .position(|x| *x == cd.name)
+                {
                     (ColumnKind::PartitionKey, p as i32)
-                } else if let Some(p) = c.primary_key.clustering.iter().position(|x| *x == cd.name) {
+                } else if let Some(p) = c.primary_key.clustering.iter().position(|x| *x == cd.name)
+                {
                     (ColumnKind::Clustering, p as i32)
                 } else if cd.is_static {
                     (ColumnKind::Static, -1)
@@ -225,8 +262,19 @@ pub(crate) fn execute_ddl(
                         crate::cql::Order::Asc => ClusteringOrder::Asc,
                         crate::cql::Order::Desc => ClusteringOrder::Desc,
                     });
-                let typ = if kind.is_primary_key() { typ.frozen() } else { typ };
-                cols.push(ColumnDef { name: cd.name.clone(), typ, kind, position, order, id: 0 });
+                let typ = if kind.is_primary_key() {
+                    typ.frozen()
+                } else {
+                    typ
+                };
+                cols.push(ColumnDef {
+                    name: cd.name.clone(),
+                    typ,
+                    kind,
+                    position,
+                    order,
+                    id: 0,
+                });
             }
             let mut options = TableOptions::default();
             for p in &c.options.properties {
@@ -235,7 +283,13 @@ pub(crate) fn execute_ddl(
                         p.value.as_text().and_then(|t| t.parse().ok()).unwrap_or(0);
                 }
             }
-            let t = Arc::new(TableDef::new(ks.clone(), c.name.name.clone(), cols, options, TableKind::User));
+            let t = Arc::new(TableDef::new(
+                ks.clone(),
+                c.name.name.clone(),
+                cols,
+                options,
+                TableKind::User,
+            ));
             let kdef = s
                 .keyspaces
                 .get_mut(&ks)
@@ -243,36 +297,56 @@ pub(crate) fn execute_ddl(
             kdef.tables.insert(t.name.clone(), t.clone());
             Ok(DdlOutcome {
                 schema: Some(s),
-                change: change(SchemaChangeType::Created, SchemaChangeTarget::Table { keyspace: ks, table: t.name.clone() }),
+                change: change(
+                    SchemaChangeType::Created,
+                    SchemaChangeTarget::Table {
+                        keyspace: ks,
+                        table: t.name.clone(),
+                    },
+                ),
                 storage: vec![StorageChange::CreateTable(t)],
             })
         }
         Statement::DropTable(d) => {
             let ks = ks_of(&d.table)?;
-            let removed = s.keyspaces.get_mut(&ks).and_then(|k| k.tables.remove(&d.table.name));
+            let removed = s
+                .keyspaces
+                .get_mut(&ks)
+                .and_then(|k| k.tables.remove(&d.table.name));
             let Some(t) = removed else {
                 if d.if_exists {
                     return Ok(noop());
                 }
-                return Err(CqlError::invalid(format!("unconfigured table {}", d.table.name)));
+                return Err(CqlError::invalid(format!(
+                    "unconfigured table {}",
+                    d.table.name
+                )));
             };
             Ok(DdlOutcome {
                 schema: Some(s),
-                change: change(SchemaChangeType::Dropped, SchemaChangeTarget::Table { keyspace: ks, table: t.name.clone() }),
+                change: change(
+                    SchemaChangeType::Dropped,
+                    SchemaChangeTarget::Table {
+                        keyspace: ks,
+                        table: t.name.clone(),
+                    },
+                ),
                 storage: vec![StorageChange::DropTable(t.id)],
             })
         }
         Statement::Truncate(tr) => {
             let ks = ks_of(&tr.table)?;
-            let t = schema
-                .table(&ks, &tr.table.name)
-                .ok_or_else(|| CqlError::invalid(format!("unconfigured table {}", tr.table.name)))?;
+            let t = schema.table(&ks, &tr.table.name).ok_or_else(|| {
+                CqlError::invalid(format!("unconfigured table {}", tr.table.name))
+            })?;
             Ok(DdlOutcome {
                 schema: None,
                 change: None,
                 storage: vec![StorageChange::Truncate(t.id)],
             })
         }
-        _ => Err(CqlError::invalid("DDL statement not supported by the stand-in")),
+        _ => Err(CqlError::invalid(
+            "DDL statement not supported by the stand-in",
+        )),
     }
 }

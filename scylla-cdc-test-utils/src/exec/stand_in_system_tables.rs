@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use crate::cluster::{self, ClusterConfig, Topology};
 use crate::schema::{Schema, TableDef};
-use crate::storage::{CellUpdate, ClusteringKey, ColumnId, ElementUpdate, PartitionMutation, RowUpdate};
+use crate::storage::{
+    CellUpdate, ClusteringKey, ColumnId, ElementUpdate, PartitionMutation, RowUpdate,
+};
 use crate::types::value::Value;
 
 /// What a virtual table is rendered from.
@@ -21,7 +23,10 @@ pub(crate) struct SystemView<'a> {
 }
 
 /// Rows of a virtual table as mutations.
-pub(crate) fn virtual_table_rows(table: &TableDef, view: &SystemView<'_>) -> Vec<PartitionMutation> {
+pub(crate) fn virtual_table_rows(
+    table: &TableDef,
+    view: &SystemView<'_>,
+) -> Vec<PartitionMutation> {
     let ts = 1;
     let cell = |row: &mut RowUpdate, name: &str, v: Value| {
         if let Some(c) = table.column(name) {
@@ -31,11 +36,29 @@ pub(crate) fn virtual_table_rows(table: &TableDef, view: &SystemView<'_>) -> Vec
                     .as_elements()
                     .unwrap_or(&[])
                     .iter()
-                    .map(|e| ElementUpdate { key: e.clone(), ts, ttl: None, value: Some(Value::Empty) })
+                    .map(|e| ElementUpdate {
+                        key: e.clone(),
+                        ts,
+                        ttl: None,
+                        value: Some(Value::Empty),
+                    })
                     .collect();
-                row.set_cell(id, CellUpdate::Collection { tombstone: None, elements });
+                row.set_cell(
+                    id,
+                    CellUpdate::Collection {
+                        tombstone: None,
+                        elements,
+                    },
+                );
             } else {
-                row.set_cell(id, CellUpdate::Atomic { ts, ttl: None, value: Some(v) });
+                row.set_cell(
+                    id,
+                    CellUpdate::Atomic {
+                        ts,
+                        ttl: None,
+                        value: Some(v),
+                    },
+                );
             }
         }
     };
@@ -45,19 +68,29 @@ pub(crate) fn virtual_table_rows(table: &TableDef, view: &SystemView<'_>) -> Vec
         cell(row, "host_id", Value::Uuid(n.host_id));
         cell(row, "rpc_address", Value::Inet(n.ip));
         cell(row, "schema_version", Value::Uuid(view.schema.version));
-        cell(row, "release_version", Value::text(cluster::RELEASE_VERSION));
-        let mut tokens: Vec<Value> = n.tokens.iter().map(|t| Value::text(&t.to_string())).collect();
+        cell(
+            row,
+            "release_version",
+            Value::text(cluster::RELEASE_VERSION),
+        );
+        let mut tokens: Vec<Value> = n
+            .tokens
+            .iter()
+            .map(|t| Value::text(&t.to_string()))
+            .collect();
         tokens.sort();
         cell(row, "tokens", Value::Set(Arc::from(tokens)));
     };
-    let key = |v: Value| {
-        super::restrictions::make_partition_key(table, vec![v]).ok()
-    };
+    let key = |v: Value| super::restrictions::make_partition_key(table, vec![v]).ok();
     let mut out = Vec::new();
     match (table.keyspace.as_str(), table.name.as_str()) {
         ("system", "local") => {
-            let Some(n) = view.topology.node(view.coordinator) else { return out };
-            let Some(k) = key(Value::text("local")) else { return out };
+            let Some(n) = view.topology.node(view.coordinator) else {
+                return out;
+            };
+            let Some(k) = key(Value::text("local")) else {
+                return out;
+            };
             let mut m = PartitionMutation::new(k);
             let mut row = RowUpdate::default();
             node_row(&mut row, n);
@@ -65,7 +98,11 @@ pub(crate) fn virtual_table_rows(table: &TableDef, view: &SystemView<'_>) -> Vec
             cell(&mut row, "broadcast_address", Value::Inet(n.ip));
             cell(&mut row, "listen_address", Value::Inet(n.ip));
             cell(&mut row, "cql_version", Value::text("3.3.1"));
-            cell(&mut row, "partitioner", Value::text("org.apache.cassandra.dht.Murmur3Partitioner"));
+            cell(
+                &mut row,
+                "partitioner",
+                Value::text("org.apache.cassandra.dht.Murmur3Partitioner"),
+            );
             m.rows.push((ClusteringKey::empty(), row));
             out.push(m);
         }
@@ -74,7 +111,9 @@ pub(crate) fn virtual_table_rows(table: &TableDef, view: &SystemView<'_>) -> Vec
                 if n.index == view.coordinator {
                     continue;
                 }
-                let Some(k) = key(Value::Inet(n.ip)) else { continue };
+                let Some(k) = key(Value::Inet(n.ip)) else {
+                    continue;
+                };
                 let mut m = PartitionMutation::new(k);
                 let mut row = RowUpdate::default();
                 node_row(&mut row, n);

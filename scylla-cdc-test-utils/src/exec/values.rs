@@ -190,11 +190,7 @@ impl Func {
     fn is_pure(&self) -> bool {
         !matches!(
             self,
-            Func::Now
-                | Func::Uuid
-                | Func::CurrentTimestamp
-                | Func::CurrentDate
-                | Func::CurrentTime
+            Func::Now | Func::Uuid | Func::CurrentTimestamp | Func::CurrentDate | Func::CurrentTime
         )
     }
 
@@ -422,17 +418,19 @@ impl Expr {
             Expr::Const(Some(v)) => Ok(Bound::Value(v.clone())),
             Expr::Const(None) => Ok(Bound::Null),
             Expr::Marker { index, typ, name } => match ctx.values.get(*index) {
-                None => Err(CqlError::invalid(format!("No value for bind marker {index}"))),
+                None => Err(CqlError::invalid(format!(
+                    "No value for bind marker {index}"
+                ))),
                 Some(BoundValue::Null) => Ok(Bound::Null),
                 Some(BoundValue::Unset) => Ok(Bound::Unset),
-                Some(BoundValue::Value(bytes)) => value::decode(typ, bytes)
-                    .map(Bound::Value)
-                    .map_err(|e| {
+                Some(BoundValue::Value(bytes)) => {
+                    value::decode(typ, bytes).map(Bound::Value).map_err(|e| {
                         CqlError::invalid(format!(
                             "Exception while binding column {name}: {}",
                             e.message()
                         ))
-                    }),
+                    })
+                }
             },
             Expr::List(items) => Ok(Bound::Value(Value::list(eval_elements(items, ctx)?))),
             Expr::Set(items) => Ok(Bound::Value(Value::set(eval_elements(items, ctx)?))),
@@ -533,7 +531,7 @@ pub(crate) fn plan_term(
                 .iter()
                 .map(|t| plan_term(t, elem, name, binder))
                 .collect::<Result<Vec<_>, _>>()?;
-            collapse(exprs, Expr::List, |vs| Value::list(vs))
+            collapse(exprs, Expr::List, Value::list)
         }
         Term::Set(items) => {
             let elem = match typ {
@@ -558,10 +556,9 @@ pub(crate) fn plan_term(
                     plan_term(v, vt, name, binder)?,
                 ));
             }
-            if exprs
-                .iter()
-                .all(|(k, v)| matches!(k, Expr::Const(Some(_))) && matches!(v, Expr::Const(Some(_))))
-            {
+            if exprs.iter().all(|(k, v)| {
+                matches!(k, Expr::Const(Some(_))) && matches!(v, Expr::Const(Some(_)))
+            }) {
                 let vals = exprs
                     .into_iter()
                     .filter_map(|(k, v)| match (k, v) {
@@ -575,7 +572,9 @@ pub(crate) fn plan_term(
                 .iter()
                 .any(|(k, v)| matches!(k, Expr::Const(None)) || matches!(v, Expr::Const(None)))
             {
-                return Err(CqlError::invalid("null is not supported inside collections"));
+                return Err(CqlError::invalid(
+                    "null is not supported inside collections",
+                ));
             }
             Ok(Expr::Map(exprs))
         }
@@ -605,7 +604,10 @@ pub(crate) fn plan_term(
                 let ftype = &def.fields[i].1;
                 out[i] = Some(plan_term(t, ftype, &format!("{name}.{fname}"), binder)?);
             }
-            if out.iter().all(|e| e.as_ref().is_none_or(|e| e.as_const().is_some())) {
+            if out
+                .iter()
+                .all(|e| e.as_ref().is_none_or(|e| e.as_const().is_some()))
+            {
                 let vals = out
                     .into_iter()
                     .map(|e| e.and_then(|e| e.as_const().cloned().flatten()))
@@ -642,9 +644,8 @@ pub(crate) fn plan_term(
         }
         Term::FunctionCall { name: fname, args } => {
             let full = fname.name.as_str();
-            let f = Func::by_name(full).ok_or_else(|| {
-                CqlError::invalid(format!("Unknown function '{fname}'"))
-            })?;
+            let f = Func::by_name(full)
+                .ok_or_else(|| CqlError::invalid(format!("Unknown function '{fname}'")))?;
             if f == Func::Token {
                 return Err(CqlError::invalid(
                     "The token function can only be used in a WHERE clause on the partition key",
@@ -723,7 +724,9 @@ fn collapse(
     build: impl FnOnce(Vec<Value>) -> Value,
 ) -> Result<Expr, CqlError> {
     if exprs.iter().any(|e| matches!(e, Expr::Const(None))) {
-        return Err(CqlError::invalid("null is not supported inside collections"));
+        return Err(CqlError::invalid(
+            "null is not supported inside collections",
+        ));
     }
     if exprs.iter().all(|e| matches!(e, Expr::Const(Some(_)))) {
         let vals = exprs
@@ -749,9 +752,7 @@ pub(crate) fn marker(m: &BindMarker, typ: &CqlType, name: &str, binder: &mut Bin
 }
 
 fn invalid_literal(kind: &str, name: &str, typ: &CqlType) -> CqlError {
-    CqlError::invalid(format!(
-        "Invalid {kind} literal for {name} of type {typ}"
-    ))
+    CqlError::invalid(format!("Invalid {kind} literal for {name} of type {typ}"))
 }
 
 fn literal_kind(lit: &Literal) -> &'static str {
@@ -833,10 +834,11 @@ pub(crate) fn literal_value(
         (Literal::String(s), T::Timestamp) => Value::Timestamp(parse_timestamp(s)?),
         (Literal::String(s), T::Date) => Value::Date(parse_date(s)?),
         (Literal::String(s), T::Time) => Value::Time(parse_time(s)?),
-        (Literal::String(s), T::Inet) => Value::Inet(
-            IpAddr::from_str(s.trim())
-                .map_err(|_| CqlError::invalid(format!("Unable to make inet address from '{s}'")))?,
-        ),
+        (Literal::String(s), T::Inet) => {
+            Value::Inet(IpAddr::from_str(s.trim()).map_err(|_| {
+                CqlError::invalid(format!("Unable to make inet address from '{s}'"))
+            })?)
+        }
         (Literal::String(s), T::Uuid | T::Timeuuid) => {
             let u = Uuid::parse_str(s)
                 .map_err(|_| CqlError::invalid(format!("Unable to make UUID from '{s}'")))?;
@@ -926,9 +928,7 @@ pub(crate) fn date_to_days(d: u32) -> i64 {
 }
 
 fn coerce_error(s: &str) -> CqlError {
-    CqlError::invalid(format!(
-        "Unable to coerce '{s}' to a formatted date (long)"
-    ))
+    CqlError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
 }
 
 /// Splits `yyyy-mm-dd` (with an optional sign) into its parts.
@@ -951,7 +951,9 @@ fn parse_ymd(s: &str) -> Option<(i64, u32, u32)> {
 /// `yyyy-mm-dd[( |T)hh:mm[:ss[.fff]]][Z|±hh[:]mm]` (UTC when no zone is given).
 pub(crate) fn parse_timestamp(s: &str) -> Result<i64, CqlError> {
     let t = s.trim();
-    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) || t.starts_with('-') && t.len() > 1 && t[1..].bytes().all(|b| b.is_ascii_digit()) {
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
+        || t.starts_with('-') && t.len() > 1 && t[1..].bytes().all(|b| b.is_ascii_digit())
+    {
         return t.parse().map_err(|_| coerce_error(s));
     }
     let (date, rest) = match t.find(['T', ' ']) {
@@ -1010,7 +1012,11 @@ pub(crate) fn parse_timestamp(s: &str) -> Result<i64, CqlError> {
             return Err(coerce_error(s));
         }
         let hh: i64 = digits[..2].parse().map_err(|_| coerce_error(s))?;
-        let mm: i64 = digits.get(2..).filter(|x| !x.is_empty()).map_or(Ok(0), |x| x.parse()).map_err(|_| coerce_error(s))?;
+        let mm: i64 = digits
+            .get(2..)
+            .filter(|x| !x.is_empty())
+            .map_or(Ok(0), |x| x.parse())
+            .map_err(|_| coerce_error(s))?;
         ms -= sign * (hh * 60 + mm) * 60_000;
     }
     Ok(ms)
@@ -1020,9 +1026,9 @@ pub(crate) fn parse_timestamp(s: &str) -> Result<i64, CqlError> {
 pub(crate) fn parse_date(s: &str) -> Result<u32, CqlError> {
     let t = s.trim();
     if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-        return t
-            .parse::<u32>()
-            .map_err(|_| CqlError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)")));
+        return t.parse::<u32>().map_err(|_| {
+            CqlError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
+        });
     }
     let (y, m, d) = parse_ymd(t).ok_or_else(|| {
         CqlError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
@@ -1048,7 +1054,12 @@ pub(crate) fn parse_time(s: &str) -> Result<i64, CqlError> {
     let rest = parts.next().ok_or_else(err)?;
     let (sec, frac) = rest.split_once('.').unwrap_or((rest, ""));
     let sec: i64 = sec.parse().map_err(|_| err())?;
-    if !(0..24).contains(&h) || !(0..60).contains(&m) || !(0..60).contains(&sec) || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+    if !(0..24).contains(&h)
+        || !(0..60).contains(&m)
+        || !(0..60).contains(&sec)
+        || frac.len() > 9
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
         return Err(err());
     }
     let mut nanos = 0i64;
@@ -1087,7 +1098,10 @@ mod tests {
             parse_timestamp("2024-01-02 04:04:05+01:00").unwrap(),
             1_704_164_645_000
         );
-        assert_eq!(parse_timestamp("2024-01-02 03:04").unwrap(), 1_704_164_640_000);
+        assert_eq!(
+            parse_timestamp("2024-01-02 03:04").unwrap(),
+            1_704_164_640_000
+        );
         assert!(parse_timestamp("2024-13-02").is_err());
         assert!(parse_timestamp("yesterday").is_err());
     }
@@ -1122,7 +1136,10 @@ mod tests {
             Some(Value::Varint(_))
         ));
         let e = literal_value(&Literal::String("x".into()), &CqlType::Int, "v").unwrap_err();
-        assert_eq!(e.message, "Invalid STRING constant (x) for \"v\" of type int");
+        assert_eq!(
+            e.message,
+            "Invalid STRING constant (x) for \"v\" of type int"
+        );
     }
 
     #[test]
@@ -1140,7 +1157,9 @@ mod tests {
 
     #[test]
     fn functions_compute_time_values() {
-        let t = Func::MinTimeuuid.apply(&[Some(Value::Timestamp(1000))]).unwrap();
+        let t = Func::MinTimeuuid
+            .apply(&[Some(Value::Timestamp(1000))])
+            .unwrap();
         assert_eq!(t, Some(Value::Timeuuid(timeuuid::min_timeuuid(1000))));
         let ts = Func::ToTimestamp
             .apply(&[Some(Value::Timeuuid(timeuuid::min_timeuuid(1234)))])
@@ -1152,10 +1171,7 @@ mod tests {
                 .unwrap(),
             Some(Value::Bigint(86_400_000))
         );
-        assert_eq!(
-            Func::by_name("blobasint"),
-            Some(Func::BlobAs(CqlType::Int))
-        );
+        assert_eq!(Func::by_name("blobasint"), Some(Func::BlobAs(CqlType::Int)));
         assert_eq!(
             Func::BlobAs(CqlType::Int)
                 .apply(&[Some(Value::blob(vec![0, 0, 0, 7]))])
