@@ -92,12 +92,18 @@ async fn prepared_and_unprepared_round_trips_of_every_type() {
         .collect();
     let markers = vec!["?"; cols.len()].join(", ");
     let insert = session
-        .prepare(format!("INSERT INTO t ({}) VALUES ({markers})", cols.join(", ")))
+        .prepare(format!(
+            "INSERT INTO t ({}) VALUES ({markers})",
+            cols.join(", ")
+        ))
         .await
         .expect("prepare");
     let mut values: Vec<Option<CqlValue>> = row.columns.clone();
     values[0] = Some(CqlValue::Int(2));
-    session.execute_unpaged(&insert, values).await.expect("execute");
+    session
+        .execute_unpaged(&insert, values)
+        .await
+        .expect("execute");
     let second = rows(&session, "SELECT * FROM t WHERE pk = 2").await;
     assert_eq!(second[0].columns[1..], row.columns[1..]);
     // Typed reads.
@@ -112,8 +118,14 @@ async fn prepared_and_unprepared_round_trips_of_every_type() {
     assert_eq!(l, vec![1, 2]);
     let _ = tu;
     // Nulls.
-    let p = session.prepare("INSERT INTO t (pk, tx, b) VALUES (?, ?, ?)").await.unwrap();
-    session.execute_unpaged(&p, (3, None::<String>, Some(7i64))).await.unwrap();
+    let p = session
+        .prepare("INSERT INTO t (pk, tx, b) VALUES (?, ?, ?)")
+        .await
+        .unwrap();
+    session
+        .execute_unpaged(&p, (3, None::<String>, Some(7i64)))
+        .await
+        .unwrap();
     let (tx, b): (Option<String>, Option<i64>) = session
         .query_unpaged("SELECT tx, b FROM t WHERE pk = 3", ())
         .await
@@ -129,10 +141,20 @@ async fn prepared_and_unprepared_round_trips_of_every_type() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paging_over_ten_thousand_rows() {
     let (cluster, session) = setup(3).await;
-    run(&session, "CREATE TABLE p (pk int, ck int, v int, PRIMARY KEY (pk, ck))").await;
-    let insert = session.prepare("INSERT INTO p (pk, ck, v) VALUES (?, ?, ?)").await.unwrap();
+    run(
+        &session,
+        "CREATE TABLE p (pk int, ck int, v int, PRIMARY KEY (pk, ck))",
+    )
+    .await;
+    let insert = session
+        .prepare("INSERT INTO p (pk, ck, v) VALUES (?, ?, ?)")
+        .await
+        .unwrap();
     for i in 0..10_000i32 {
-        session.execute_unpaged(&insert, (i / 100, i % 100, i)).await.unwrap();
+        session
+            .execute_unpaged(&insert, (i / 100, i % 100, i))
+            .await
+            .unwrap();
     }
     let mut select = session.prepare("SELECT v FROM p").await.unwrap();
     select.set_page_size(100);
@@ -156,17 +178,35 @@ async fn paging_over_ten_thousand_rows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_lwt_ttl_timestamps_and_deletes() {
     let (cluster, session) = setup(1).await;
-    run(&session, "CREATE TABLE t (pk int, ck int, v int, PRIMARY KEY (pk, ck))").await;
+    run(
+        &session,
+        "CREATE TABLE t (pk int, ck int, v int, PRIMARY KEY (pk, ck))",
+    )
+    .await;
     // A batch of a literal statement and a prepared one.
-    let prepared = session.prepare("INSERT INTO t (pk, ck, v) VALUES (?, ?, ?)").await.unwrap();
+    let prepared = session
+        .prepare("INSERT INTO t (pk, ck, v) VALUES (?, ?, ?)")
+        .await
+        .unwrap();
     let mut batch = Batch::new(BatchType::Logged);
     batch.append_statement("INSERT INTO t (pk, ck, v) VALUES (1, 1, 1)");
     batch.append_statement(prepared.clone());
     session.batch(&batch, ((), (1, 2, 2))).await.expect("batch");
-    assert_eq!(rows(&session, "SELECT * FROM t WHERE pk = 1").await.len(), 2);
+    assert_eq!(
+        rows(&session, "SELECT * FROM t WHERE pk = 1").await.len(),
+        2
+    );
     // Last write wins.
-    run(&session, "INSERT INTO t (pk, ck, v) VALUES (2, 1, 10) USING TIMESTAMP 1000").await;
-    run(&session, "INSERT INTO t (pk, ck, v) VALUES (2, 1, 5) USING TIMESTAMP 999").await;
+    run(
+        &session,
+        "INSERT INTO t (pk, ck, v) VALUES (2, 1, 10) USING TIMESTAMP 1000",
+    )
+    .await;
+    run(
+        &session,
+        "INSERT INTO t (pk, ck, v) VALUES (2, 1, 5) USING TIMESTAMP 999",
+    )
+    .await;
     let (v,): (i32,) = session
         .query_unpaged("SELECT v FROM t WHERE pk = 2 AND ck = 1", ())
         .await
@@ -177,22 +217,51 @@ async fn batches_lwt_ttl_timestamps_and_deletes() {
         .unwrap();
     assert_eq!(v, 10);
     // LWT.
-    let lwt = rows(&session, "INSERT INTO t (pk, ck, v) VALUES (3, 1, 1) IF NOT EXISTS").await;
+    let lwt = rows(
+        &session,
+        "INSERT INTO t (pk, ck, v) VALUES (3, 1, 1) IF NOT EXISTS",
+    )
+    .await;
     assert_eq!(lwt[0].columns[0], Some(CqlValue::Boolean(true)));
-    let lwt = rows(&session, "INSERT INTO t (pk, ck, v) VALUES (3, 1, 2) IF NOT EXISTS").await;
+    let lwt = rows(
+        &session,
+        "INSERT INTO t (pk, ck, v) VALUES (3, 1, 2) IF NOT EXISTS",
+    )
+    .await;
     assert_eq!(lwt[0].columns[0], Some(CqlValue::Boolean(false)));
     // TTL.
-    run(&session, "INSERT INTO t (pk, ck, v) VALUES (4, 1, 1) USING TTL 1").await;
-    assert_eq!(rows(&session, "SELECT * FROM t WHERE pk = 4").await.len(), 1);
+    run(
+        &session,
+        "INSERT INTO t (pk, ck, v) VALUES (4, 1, 1) USING TTL 1",
+    )
+    .await;
+    assert_eq!(
+        rows(&session, "SELECT * FROM t WHERE pk = 4").await.len(),
+        1
+    );
     tokio::time::sleep(Duration::from_millis(2100)).await;
-    assert!(rows(&session, "SELECT * FROM t WHERE pk = 4").await.is_empty());
+    assert!(
+        rows(&session, "SELECT * FROM t WHERE pk = 4")
+            .await
+            .is_empty()
+    );
     // Deletes.
     run(&session, "DELETE FROM t WHERE pk = 1 AND ck > 1").await;
-    assert_eq!(rows(&session, "SELECT * FROM t WHERE pk = 1").await.len(), 1);
+    assert_eq!(
+        rows(&session, "SELECT * FROM t WHERE pk = 1").await.len(),
+        1
+    );
     run(&session, "DELETE FROM t WHERE pk = 1").await;
-    assert!(rows(&session, "SELECT * FROM t WHERE pk = 1").await.is_empty());
+    assert!(
+        rows(&session, "SELECT * FROM t WHERE pk = 1")
+            .await
+            .is_empty()
+    );
     // Errors reach the driver with their codes.
-    let e = session.query_unpaged("SELECT nope FROM t", ()).await.unwrap_err();
+    let e = session
+        .query_unpaged("SELECT nope FROM t", ())
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("Undefined column name nope"), "{e}");
     let e = session.query_unpaged("SELEKT", ()).await.unwrap_err();
     assert!(e.to_string().to_lowercase().contains("syntax"), "{e}");

@@ -484,7 +484,7 @@ impl Database {
                 };
                 let items: Vec<(&ModifyPlan, EvalCtx<'_>)> =
                     b.statements.iter().map(|s| (s, ctx)).collect();
-                self.run_batch(b.kind, &items, batch_ts, ex)
+                self.run_batch(&items, batch_ts, ex)
             }
             Plan::Use(ks) => {
                 ex.conn.keyspace = Some(ks.clone());
@@ -625,7 +625,7 @@ impl Database {
     /// Runs conditional statements (one, or a conditional batch on one partition)
     /// atomically under the table's lock.
     fn run_conditional(&self, items: &[(&ModifyPlan, EvalCtx<'_>)], ex: &mut Exec<'_>) -> Answer {
-        let Some((first, first_ctx)) = items.first() else {
+        let Some((first, _)) = items.first() else {
             return Ok(Some(Response::Void));
         };
         let table = first.table.clone();
@@ -716,16 +716,9 @@ impl Database {
             let holds = modify::check_condition(p, cond, current.as_ref(), ctx)?;
             if report.is_none() {
                 let cols = modify::condition_columns(p, cond);
-                let vals = current.as_ref().map(|r| {
-                    cols.iter()
-                        .map(|&c| {
-                            r.value(&p.cols[c]).or_else(|| {
-                                // Key columns of a row that exists are in the key.
-                                None
-                            })
-                        })
-                        .collect()
-                });
+                let vals = current
+                    .as_ref()
+                    .map(|r| cols.iter().map(|&c| r.value(&p.cols[c])).collect());
                 report = Some((cols, vals));
             }
             applied &= holds;
@@ -775,7 +768,6 @@ impl Database {
             let v = vals.as_ref().and_then(|v| v.get(i).cloned().flatten());
             row.push(v.map(|v| v.to_bytes()));
         }
-        let _ = first_ctx;
         Ok(Some(Response::Rows(RowsResult {
             metadata: Arc::new(ResultMetadata { columns }),
             paging_state: None,
@@ -788,12 +780,10 @@ impl Database {
     /// applied.
     fn run_batch(
         &self,
-        kind: BatchKind,
         items: &[(&ModifyPlan, EvalCtx<'_>)],
         batch_ts: Option<i64>,
         ex: &mut Exec<'_>,
     ) -> Answer {
-        let _ = kind;
         if items.iter().any(|(p, _)| p.is_conditional()) {
             return self.run_conditional(items, ex);
         }
@@ -879,7 +869,7 @@ impl Database {
             params: &params,
             values: &[],
         };
-        self.run_batch(kind, &items, None, &mut ex)
+        self.run_batch(&items, None, &mut ex)
     }
 
     /// Runs a DDL statement: the new schema is swapped in after the storage changes.
@@ -984,6 +974,7 @@ fn statement_id(keyspace: Option<&str>, text: &str) -> Bytes {
     Bytes::copy_from_slice(&h.finalize())
 }
 
+/// The Unprepared error (0x2500) for an unknown statement id, with Cassandra's message.
 fn unprepared(id: &Bytes) -> CqlError {
     let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
     CqlError::unprepared(

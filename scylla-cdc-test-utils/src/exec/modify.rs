@@ -184,6 +184,7 @@ pub(crate) fn plan_modify(
     }
 }
 
+/// Refuses writes to virtual tables and to `system_schema`.
 fn check_writable(table: &TableDef) -> Result<(), CqlError> {
     match table.kind {
         crate::schema::TableKind::Virtual => Err(CqlError::invalid(format!(
@@ -198,6 +199,7 @@ fn check_writable(table: &TableDef) -> Result<(), CqlError> {
     }
 }
 
+/// Plans `USING TTL` / `TIMESTAMP` / `TIMEOUT` (TTL only where `allow_ttl`).
 fn plan_using(
     using: &Using,
     binder: &mut Binder,
@@ -220,6 +222,7 @@ fn plan_using(
     Ok((ttl, ts))
 }
 
+/// Plans `INSERT INTO t (cols) VALUES (...)`.
 fn plan_insert(
     table: Arc<TableDef>,
     pairs: &[(String, Term)],
@@ -315,6 +318,7 @@ fn plan_insert(
     })
 }
 
+/// The WHERE clause of an UPDATE or DELETE: a full partition key, primary-key columns only.
 fn plan_keys(
     table: &TableDef,
     where_clause: &[Relation],
@@ -350,6 +354,7 @@ fn plan_keys(
     Ok(keys)
 }
 
+/// Plans an UPDATE.
 fn plan_update(
     table: Arc<TableDef>,
     s: &crate::cql::Update,
@@ -528,6 +533,7 @@ fn plan_update(
     })
 }
 
+/// Plans a DELETE.
 fn plan_delete(
     table: Arc<TableDef>,
     s: &crate::cql::Delete,
@@ -631,6 +637,7 @@ fn plan_delete(
     })
 }
 
+/// Plans the IF clause of an UPDATE or DELETE.
 fn plan_condition(
     table: &TableDef,
     cond: Option<&Conditional>,
@@ -879,6 +886,7 @@ fn collection_elements(v: &Value, typ: &CqlType, p: WriteParams) -> Vec<ElementU
     }
 }
 
+/// Sorts element writes by key and keeps the first of equal keys.
 fn sort_elements(mut e: Vec<ElementUpdate>) -> Vec<ElementUpdate> {
     e.sort_by(|a, b| a.key.cmp(&b.key));
     e.dedup_by(|later, earlier| later.key == earlier.key);
@@ -1303,6 +1311,7 @@ pub(crate) fn check_condition(
     }
 }
 
+/// Whether one condition holds for the current value of its column.
 fn condition_holds(
     test: &CondTest,
     current: Option<Value>,

@@ -73,6 +73,7 @@ impl TupleValues {
     }
 }
 
+/// The `n` non-null fields of a tuple value.
 fn tuple_fields(v: &Value, n: usize) -> Result<Vec<Value>, CqlError> {
     let fields = v.as_fields().unwrap_or(&[]);
     if fields.len() != n {
@@ -247,6 +248,7 @@ pub(crate) fn compare(a: &Value, op: CompareOp, b: &Value) -> bool {
     op_holds(a.cmp(b), op)
 }
 
+/// Whether an ordering satisfies an operator.
 fn op_holds(ord: Ordering, op: CompareOp) -> bool {
     match op {
         CompareOp::Eq => ord == Ordering::Equal,
@@ -287,6 +289,7 @@ pub(crate) enum WhereMode {
     Modify,
 }
 
+/// Cassandra's refusal of a query that needs ALLOW FILTERING.
 const FILTERING_MESSAGE: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
 
 /// Analyses the relations of a WHERE clause.
@@ -752,10 +755,7 @@ pub(crate) fn plan_where(
             return Err(CqlError::invalid(FILTERING_MESSAGE));
         }
         if !allow_filtering && !filters.is_empty() {
-            let only_contains = false;
-            if !only_contains {
-                return Err(CqlError::invalid(FILTERING_MESSAGE));
-            }
+            return Err(CqlError::invalid(FILTERING_MESSAGE));
         }
     }
     Ok(WherePlan {
@@ -768,6 +768,7 @@ pub(crate) fn plan_where(
     })
 }
 
+/// Records the `=`/`IN` of a key column, refusing a second one.
 fn set_once(slot: &mut Option<KeyValues>, v: KeyValues, column: &str) -> Result<(), CqlError> {
     if slot.is_some() {
         return Err(CqlError::invalid(format!(
@@ -778,6 +779,7 @@ fn set_once(slot: &mut Option<KeyValues>, v: KeyValues, column: &str) -> Result<
     Ok(())
 }
 
+/// Records one bound of a token range, refusing a second one on the same side.
 fn set_token_bound(
     slot: &mut Option<(Expr, bool)>,
     e: Expr,
@@ -793,6 +795,7 @@ fn set_token_bound(
     Ok(())
 }
 
+/// Adds a bound to the slice starting at clustering column `first`.
 fn add_slice(
     slices: &mut Vec<(usize, usize, Option<SliceBound>, Option<SliceBound>)>,
     first: usize,

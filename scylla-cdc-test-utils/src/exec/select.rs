@@ -782,6 +782,7 @@ fn plan_selector(
     })
 }
 
+/// The type a constant argument of a function selector is read as.
 fn function_arg_type(f: &Func) -> CqlType {
     match f {
         Func::MinTimeuuid | Func::MaxTimeuuid => CqlType::Timestamp,
@@ -791,6 +792,7 @@ fn function_arg_type(f: &Func) -> CqlType {
     }
 }
 
+/// A term as it appears in a result column name.
 fn term_display(t: &Term) -> String {
     match t {
         Term::Literal(l) => l.to_option_text(),
@@ -1208,6 +1210,7 @@ pub(crate) fn execute_select(
     Ok(())
 }
 
+/// Evaluates LIMIT / PER PARTITION LIMIT (absent or unset: no limit).
 fn positive_limit(e: Option<&Expr>, ctx: &EvalCtx<'_>, what: &str) -> Result<u64, CqlError> {
     let Some(e) = e else { return Ok(u64::MAX) };
     match e.eval(ctx)? {

@@ -138,7 +138,7 @@ impl Func {
     }
 
     /// The result type given the argument types.
-    pub(crate) fn return_type(&self, args: &[CqlType]) -> CqlType {
+    pub(crate) fn return_type(&self, _args: &[CqlType]) -> CqlType {
         match self {
             Func::Now => CqlType::Timeuuid,
             Func::Uuid => CqlType::Uuid,
@@ -150,7 +150,6 @@ impl Func {
             Func::BlobAs(t) | Func::Cast(t) => t.clone(),
             Func::AsBlob(_) => CqlType::Blob,
         }
-        .clone_if(args)
     }
 
     /// Checks the argument types of a call (`args` are the argument types).
@@ -271,17 +270,6 @@ impl Func {
     }
 }
 
-/// Helper so that `return_type` reads as one expression.
-trait CloneIf {
-    fn clone_if(self, _args: &[CqlType]) -> Self;
-}
-
-impl CloneIf for CqlType {
-    fn clone_if(self, _args: &[CqlType]) -> Self {
-        self
-    }
-}
-
 /// `CAST(v AS t)` between the types Scylla converts.
 fn cast_value(v: Value, t: &CqlType) -> Result<Value, CqlError> {
     use CqlType as T;
@@ -360,6 +348,7 @@ fn cast_value(v: Value, t: &CqlType) -> Result<Value, CqlError> {
     })
 }
 
+/// The error of an impossible CAST.
 fn cast_error(v: &Value, t: &CqlType) -> CqlError {
     CqlError::invalid(format!("Cannot cast value {} to type {t}", v.cql_literal()))
 }
@@ -489,10 +478,12 @@ impl Expr {
     }
 }
 
+/// The error of an unset value inside a collection, tuple or UDT.
 fn unset_inside() -> CqlError {
     CqlError::invalid("Invalid unset value inside a collection, tuple or user type")
 }
 
+/// A collection element, which can be neither null nor unset.
 fn element(b: Bound) -> Result<Value, CqlError> {
     match b {
         Bound::Value(v) => Ok(v),
@@ -503,6 +494,7 @@ fn element(b: Bound) -> Result<Value, CqlError> {
     }
 }
 
+/// Evaluates collection elements.
 fn eval_elements(items: &[Expr], ctx: &EvalCtx<'_>) -> Result<Vec<Value>, CqlError> {
     let mut out = Vec::with_capacity(items.len());
     for e in items {
@@ -709,9 +701,6 @@ fn coerce(e: Expr, from: &CqlType, to: &CqlType, name: &str, what: &str) -> Resu
             other => Expr::TimeuuidAsUuid(Box::new(other)),
         });
     }
-    if let (Expr::Const(Some(v)), true) = (&e, matches!(to, CqlType::Blob | CqlType::Text)) {
-        let _ = v;
-    }
     Err(CqlError::invalid(format!(
         "Type error: {what} of type {from} cannot be passed to {name} of type {to}"
     )))
@@ -751,10 +740,12 @@ pub(crate) fn marker(m: &BindMarker, typ: &CqlType, name: &str, binder: &mut Bin
     }
 }
 
+/// The error of a collection / tuple / UDT literal given to a receiver of another type.
 fn invalid_literal(kind: &str, name: &str, typ: &CqlType) -> CqlError {
     CqlError::invalid(format!("Invalid {kind} literal for {name} of type {typ}"))
 }
 
+/// The constant kind Cassandra names in its errors.
 fn literal_kind(lit: &Literal) -> &'static str {
     match lit {
         Literal::String(_) => "STRING",
@@ -864,6 +855,7 @@ pub(crate) fn literal_value(
     Ok(Some(v))
 }
 
+/// A uuid constant as a `uuid` or (version 1 only) `timeuuid` value.
 fn uuid_value(u: Uuid, typ: &CqlType, name: &str) -> Result<Value, CqlError> {
     if *typ == CqlType::Timeuuid {
         if u.get_version_num() != 1 {
@@ -877,6 +869,7 @@ fn uuid_value(u: Uuid, typ: &CqlType, name: &str) -> Result<Value, CqlError> {
     }
 }
 
+/// A float constant, including `NaN` and the infinities.
 fn parse_float(s: &str) -> Option<f64> {
     match s {
         "NaN" => Some(f64::NAN),
@@ -927,6 +920,7 @@ pub(crate) fn date_to_days(d: u32) -> i64 {
     i64::from(d) - (1i64 << 31)
 }
 
+/// The error of a string that is not a timestamp.
 fn coerce_error(s: &str) -> CqlError {
     CqlError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
 }
