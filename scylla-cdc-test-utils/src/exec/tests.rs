@@ -1683,3 +1683,64 @@ fn throughput() {
         rows as f64 / el.as_secs_f64()
     );
 }
+
+#[test]
+fn contains_filters_named_values_and_unset_keys() {
+    let mut t = TestDb::with_ks();
+    t.ok("CREATE TABLE t (pk int PRIMARY KEY, s set<int>, m map<text, int>)");
+    t.ok("INSERT INTO t (pk, s, m) VALUES (1, {1, 2}, {'a': 10})");
+    t.ok("INSERT INTO t (pk, s, m) VALUES (2, {3}, {'b': 20})");
+    assert_eq!(
+        ints(
+            &t.rows("SELECT pk FROM t WHERE s CONTAINS 3 ALLOW FILTERING"),
+            0
+        ),
+        vec![2]
+    );
+    assert_eq!(
+        ints(
+            &t.rows("SELECT pk FROM t WHERE m CONTAINS KEY 'a' ALLOW FILTERING"),
+            0
+        ),
+        vec![1]
+    );
+    assert_eq!(
+        ints(
+            &t.rows("SELECT pk FROM t WHERE m['b'] = 20 ALLOW FILTERING"),
+            0
+        ),
+        vec![2]
+    );
+    let e = t.err("SELECT pk FROM t WHERE s CONTAINS 3");
+    assert!(e.message.contains("ALLOW FILTERING"), "{}", e.message);
+    // Values sent with names (flag 0x40) are matched to the markers by name.
+    let mut p = params(vec![bv(&Value::Int(5)), bv(&Value::Int(9))], None, None);
+    p.names = Some(vec!["v".into(), "k".into()]);
+    t.ok("CREATE TABLE n (pk int PRIMARY KEY, v int)");
+    t.query_with("INSERT INTO n (pk, v) VALUES (:k, :v)", p)
+        .unwrap();
+    assert_eq!(t.rows("SELECT pk, v FROM n"), vec![vec![int(9), int(5)]]);
+    // An unset partition key is an error.
+    let e = t
+        .query_with(
+            "SELECT * FROM n WHERE pk = ?",
+            params(vec![BoundValue::Unset], None, None),
+        )
+        .unwrap_err();
+    assert_eq!(e.code, 0x2200);
+    assert!(e.message.contains("unset"), "{}", e.message);
+    // A DDL statement answers SchemaChange and reports it for the event.
+    let mut out = BytesMut::new();
+    let outcome = t.db.handle_request(
+        &t.topology,
+        &mut t.conn,
+        1,
+        Request::Query {
+            query: "CREATE TABLE z (pk int PRIMARY KEY)".into(),
+            params: params(vec![], None, None),
+        },
+        &mut out,
+    );
+    assert!(outcome.schema_change.is_some());
+    assert_eq!(decode(&out), Ok(Res::SchemaChange));
+}
