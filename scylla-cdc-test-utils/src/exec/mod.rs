@@ -26,11 +26,8 @@ mod restrictions;
 mod select;
 mod values;
 
-// Stand-ins for the DDL engineer's modules until both are merged (same interface).
-mod stand_in_ddl;
-mod stand_in_system_tables;
-use stand_in_ddl as ddl;
-use stand_in_system_tables as system_tables;
+mod ddl;
+mod system_tables;
 
 #[cfg(test)]
 mod tests;
