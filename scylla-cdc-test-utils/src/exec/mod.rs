@@ -11,6 +11,11 @@ use bytes::BytesMut;
 use crate::cluster::{ClusterConfig, ClusterCore, Topology};
 use crate::frame::{self, CqlError, Extensions, Request, Response, SchemaChange};
 
+// Declared here by the DDL worktree only, to compile its modules; the real `exec/mod.rs`
+// (executor worktree) declares them when both are merged.
+mod ddl;
+mod system_tables;
+
 /// Per-connection state the executor reads and updates.
 #[derive(Debug, Clone)]
 pub(crate) struct ConnState {
