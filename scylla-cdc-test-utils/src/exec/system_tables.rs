@@ -484,3 +484,590 @@ fn types(rows: &mut Rows<'_>, schema: &Schema) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::net::Ipv4Addr;
+    use std::time::Duration;
+
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::exec::ddl::resolve_type;
+    use crate::exec::ddl::tests::Db;
+    use crate::schema::system::{SIMPLE_STRATEGY, SYSTEM_DISTRIBUTED};
+    use crate::schema::{CDC_PARTITIONER, CdcOptions};
+    use crate::storage::{Now, PartitionStart, TableData};
+
+    /// A row read back: column name → value (nulls absent).
+    type Row = BTreeMap<String, Value>;
+
+    fn topology(n: usize) -> Topology {
+        Topology::new(
+            (1..=n)
+                .map(|i| NodeInfo {
+                    index: i,
+                    ip: IpAddr::V4(Ipv4Addr::new(127, 0, 0, u8::try_from(i).unwrap_or(0))),
+                    host_id: Uuid::from_u128(i as u128),
+                    tokens: vec![-(i as i64) * 1000, i as i64 * 1000],
+                    shards: 2,
+                    up: i != 2,
+                })
+                .collect(),
+        )
+    }
+
+    fn config() -> ClusterConfig {
+        ClusterConfig {
+            shards_per_node: 2,
+            vnodes_per_node: 2,
+            ignore_msb: 12,
+            credentials: None,
+            generation_delay: Duration::from_secs(2),
+            default_cdc_ttl: 86400,
+        }
+    }
+
+    /// Renders `ks.table` from `coordinator`, applies the rows to a fresh table and reads
+    /// every row back, as the executor's SELECT would see them.
+    fn read(db: &Db, topology: &Topology, coordinator: usize, ks: &str, table: &str) -> Vec<Row> {
+        let def = db.table(ks, table);
+        assert_eq!(def.kind, crate::schema::TableKind::Virtual, "{ks}.{table}");
+        let config = config();
+        let view = SystemView {
+            schema: &db.schema,
+            topology,
+            coordinator,
+            config: &config,
+        };
+        let mutations = virtual_table_rows(&def, &view);
+        let mut data = TableData::new(&def.clustering_descending()).expect("table");
+        for m in &mutations {
+            data.apply(m, Now(0));
+        }
+        let mut rows = Vec::new();
+        for p in data.partitions(PartitionStart::First, Now(0)) {
+            for r in p.all_rows() {
+                let mut row = Row::new();
+                for (c, v) in def.partition_key().zip(p.key_values()) {
+                    row.insert(c.name.clone(), v.clone());
+                }
+                for (c, v) in def.clustering_key().zip(r.key()) {
+                    row.insert(c.name.clone(), v.clone());
+                }
+                for c in def.value_columns() {
+                    if let Some(v) = r
+                        .cell(ColumnId(c.id))
+                        .and_then(|cell| cell.to_value(&c.typ))
+                    {
+                        row.insert(c.name.clone(), v);
+                    }
+                }
+                rows.push(row);
+            }
+        }
+        rows
+    }
+
+    fn s(row: &Row, column: &str) -> String {
+        row.get(column)
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("{column} missing in {row:?}"))
+            .to_string()
+    }
+
+    fn find<'r>(rows: &'r [Row], pairs: &[(&str, &str)]) -> &'r Row {
+        rows.iter()
+            .find(|r| {
+                pairs
+                    .iter()
+                    .all(|(c, v)| r.get(*c).and_then(Value::as_str) == Some(*v))
+            })
+            .unwrap_or_else(|| panic!("no row {pairs:?}"))
+    }
+
+    fn text_map(row: &Row, column: &str) -> BTreeMap<String, String> {
+        row.get(column)
+            .and_then(Value::as_map)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v.as_str()?.to_string())))
+            .collect()
+    }
+
+    #[test]
+    fn local_describes_the_coordinator() {
+        let db = Db::new();
+        let topo = topology(3);
+        let rows = read(&db, &topo, 3, "system", "local");
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!(s(r, "key"), "local");
+        assert_eq!(s(r, "bootstrapped"), "COMPLETED");
+        let ip = Value::Inet(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3)));
+        for c in ["broadcast_address", "listen_address", "rpc_address"] {
+            assert_eq!(r.get(c), Some(&ip), "{c}");
+        }
+        assert_eq!(s(r, "cluster_name"), CLUSTER_NAME);
+        assert_eq!(s(r, "cql_version"), "3.3.1");
+        assert_eq!(s(r, "data_center"), "datacenter1");
+        assert_eq!(s(r, "rack"), "rack1");
+        assert_eq!(s(r, "native_protocol_version"), "4");
+        assert_eq!(
+            s(r, "partitioner"),
+            "org.apache.cassandra.dht.Murmur3Partitioner"
+        );
+        assert_eq!(s(r, "release_version"), RELEASE_VERSION);
+        assert_eq!(r.get("host_id"), Some(&Value::Uuid(Uuid::from_u128(3))));
+        assert_eq!(
+            r.get("schema_version"),
+            Some(&Value::Uuid(db.schema.version))
+        );
+        let tokens: Vec<&str> = r
+            .get("tokens")
+            .and_then(Value::as_elements)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let mut expected = vec!["-3000", "3000"];
+        expected.sort();
+        assert_eq!(tokens, expected);
+        // The driver's columns have the contract's types (§2.2).
+        let def = db.table("system", "local");
+        for (c, t) in [
+            ("host_id", "uuid"),
+            ("rpc_address", "inet"),
+            ("data_center", "text"),
+            ("rack", "text"),
+            ("tokens", "set<text>"),
+            ("cluster_name", "text"),
+        ] {
+            assert_eq!(def.column(c).map(|c| c.typ.to_string()).as_deref(), Some(t));
+        }
+        // An unknown coordinator sees no row rather than a panic.
+        assert!(read(&db, &topo, 9, "system", "local").is_empty());
+    }
+
+    #[test]
+    fn peers_are_the_other_nodes_up_or_down() {
+        let db = Db::new();
+        let topo = topology(3);
+        for coordinator in 1..=3 {
+            let rows = read(&db, &topo, coordinator, "system", "peers");
+            let mut ips: Vec<IpAddr> = rows
+                .iter()
+                .filter_map(|r| match r.get("rpc_address") {
+                    Some(Value::Inet(ip)) => Some(*ip),
+                    _ => None,
+                })
+                .collect();
+            ips.sort();
+            let expected: Vec<IpAddr> = (1..=3u8)
+                .filter(|i| usize::from(*i) != coordinator)
+                .map(|i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)))
+                .collect();
+            assert_eq!(ips, expected, "from node {coordinator}");
+            for r in &rows {
+                assert_eq!(r.get("peer"), r.get("rpc_address"));
+                assert!(matches!(r.get("host_id"), Some(Value::Uuid(_))));
+                assert_eq!(s(r, "data_center"), "datacenter1");
+                assert_eq!(
+                    r.get("schema_version"),
+                    Some(&Value::Uuid(db.schema.version))
+                );
+                assert!(
+                    r.get("tokens")
+                        .and_then(Value::as_elements)
+                        .is_some_and(|t| t.len() == 2)
+                );
+            }
+        }
+        // One node: no peers.
+        assert!(read(&db, &topology(1), 1, "system", "peers").is_empty());
+        let def = db.table("system", "peers");
+        for (c, t) in [
+            ("host_id", "uuid"),
+            ("rpc_address", "inet"),
+            ("data_center", "text"),
+            ("rack", "text"),
+            ("tokens", "set<text>"),
+        ] {
+            assert_eq!(def.column(c).map(|c| c.typ.to_string()).as_deref(), Some(t));
+        }
+    }
+
+    #[test]
+    fn keyspaces_lists_user_and_system_keyspaces() {
+        let mut db = Db::new();
+        db.ok(
+            "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', \
+             'replication_factor': 3} AND durable_writes = false",
+        );
+        db.ok(
+            "CREATE KEYSPACE tk WITH replication = {'class': 'NetworkTopologyStrategy', \
+             'replication_factor': 1} AND tablets = {'initial': 4}",
+        );
+        let topo = topology(1);
+        let rows = read(&db, &topo, 1, "system_schema", "keyspaces");
+        let names: Vec<String> = rows.iter().map(|r| s(r, "keyspace_name")).collect();
+        for ks in [
+            "ks",
+            "tk",
+            "system",
+            "system_schema",
+            "system_distributed",
+            "system_traces",
+        ] {
+            assert!(names.iter().any(|n| n == ks), "{ks} missing from {names:?}");
+        }
+        let sd = find(&rows, &[("keyspace_name", SYSTEM_DISTRIBUTED)]);
+        let replication = text_map(sd, "replication");
+        assert_eq!(
+            replication.get("class").map(String::as_str),
+            Some(SIMPLE_STRATEGY)
+        );
+        assert_eq!(
+            replication.get("replication_factor").map(String::as_str),
+            Some("3")
+        );
+        let ks = find(&rows, &[("keyspace_name", "ks")]);
+        assert_eq!(ks.get("durable_writes"), Some(&Value::Boolean(false)));
+        assert_eq!(
+            text_map(ks, "replication")
+                .get("datacenter1")
+                .map(String::as_str),
+            Some("3")
+        );
+        // Only tablets keyspaces have a scylla_keyspaces row, with initial_tablets.
+        let rows = read(&db, &topo, 1, "system_schema", "scylla_keyspaces");
+        assert_eq!(rows.len(), 1);
+        assert_eq!(s(&rows[0], "keyspace_name"), "tk");
+        assert_eq!(rows[0].get("initial_tablets"), Some(&Value::Int(4)));
+    }
+
+    #[test]
+    fn tables_show_properties_extensions_and_partitioners() {
+        let mut db = Db::new();
+        db.keyspace("ks");
+        db.ok("CREATE TABLE ks.plain (pk int PRIMARY KEY, v int) WITH comment = 'c'");
+        db.ok("CREATE TABLE ks.t (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}");
+        db.ok("CREATE TABLE ks.d (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}");
+        db.ok("ALTER TABLE ks.d WITH cdc = {'enabled': false}");
+        let topo = topology(1);
+        let rows = read(&db, &topo, 1, "system_schema", "tables");
+        let plain = find(&rows, &[("keyspace_name", "ks"), ("table_name", "plain")]);
+        assert_eq!(s(plain, "comment"), "c");
+        assert_eq!(
+            plain.get("id"),
+            Some(&Value::Uuid(db.table("ks", "plain").id))
+        );
+        assert_eq!(plain.get("gc_grace_seconds"), Some(&Value::Int(864000)));
+        assert_eq!(plain.get("default_time_to_live"), Some(&Value::Int(0)));
+        assert_eq!(
+            plain.get("bloom_filter_fp_chance"),
+            Some(&Value::Double(0.01))
+        );
+        assert_eq!(s(plain, "speculative_retry"), "99.0PERCENTILE");
+        assert_eq!(
+            text_map(plain, "compaction")
+                .get("class")
+                .map(String::as_str),
+            Some("SizeTieredCompactionStrategy")
+        );
+        assert_eq!(
+            plain.get("flags"),
+            Some(&Value::set(vec![Value::text("compound")]))
+        );
+        let extensions = |r: &Row| -> BTreeMap<String, Vec<u8>> {
+            r.get("extensions")
+                .and_then(Value::as_map)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v.as_blob()?.to_vec())))
+                .collect()
+        };
+        assert!(
+            !extensions(plain).contains_key("cdc"),
+            "no cdc option, no extension"
+        );
+        let t = find(&rows, &[("table_name", "t")]);
+        assert_eq!(
+            extensions(t).get("cdc"),
+            Some(
+                &CdcOptions {
+                    enabled: true,
+                    ..CdcOptions::default()
+                }
+                .extension_blob()
+            )
+        );
+        let d = find(&rows, &[("table_name", "d")]);
+        assert_eq!(
+            extensions(d).get("cdc"),
+            Some(&CdcOptions::default().extension_blob()),
+            "the extension stays with 'enabled': 'false'"
+        );
+        let log = find(&rows, &[("table_name", "t_scylla_cdc_log")]);
+        assert_eq!(s(log, "comment"), "CDC log for ks.t");
+        assert_eq!(log.get("gc_grace_seconds"), Some(&Value::Int(0)));
+        assert_eq!(
+            text_map(log, "caching"),
+            [
+                ("enabled", "false"),
+                ("keys", "NONE"),
+                ("rows_per_partition", "NONE")
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+        );
+        assert!(extensions(log).contains_key("tombstone_gc"));
+        // System tables are listed too.
+        find(
+            &rows,
+            &[("keyspace_name", "system"), ("table_name", "local")],
+        );
+        find(
+            &rows,
+            &[
+                ("keyspace_name", "system_schema"),
+                ("table_name", "columns"),
+            ],
+        );
+        find(
+            &rows,
+            &[
+                ("keyspace_name", SYSTEM_DISTRIBUTED),
+                ("table_name", "cdc_streams_descriptions_v2"),
+            ],
+        );
+
+        let rows = read(&db, &topo, 1, "system_schema", "scylla_tables");
+        let partitioner = |t: &str| {
+            find(&rows, &[("keyspace_name", "ks"), ("table_name", t)])
+                .get("partitioner")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        assert_eq!(
+            partitioner("t_scylla_cdc_log").as_deref(),
+            Some(CDC_PARTITIONER)
+        );
+        assert_eq!(
+            partitioner("d_scylla_cdc_log").as_deref(),
+            Some(CDC_PARTITIONER),
+            "detached logs keep the CDC partitioner"
+        );
+        assert_eq!(partitioner("t"), None);
+        assert_eq!(partitioner("plain"), None);
+        assert_eq!(rows.len(), db.schema.tables().count());
+    }
+
+    #[test]
+    fn columns_describe_every_column_of_every_table() {
+        let mut db = Db::new();
+        db.keyspace("ks");
+        db.ok("CREATE TYPE ks.ut (a int, b text)");
+        db.ok(
+            "CREATE TABLE ks.t (pk int, ck text, s int static, v int, \"MyCol\" list<int>, \
+             PRIMARY KEY (pk, ck)) WITH CLUSTERING ORDER BY (ck DESC) AND cdc = {'enabled': true}",
+        );
+        let topo = topology(1);
+        let rows = read(&db, &topo, 1, "system_schema", "columns");
+        assert_eq!(
+            rows.len(),
+            db.schema.tables().map(|t| t.columns.len()).sum::<usize>()
+        );
+        let col = |t: &str, c: &str| {
+            find(
+                &rows,
+                &[
+                    ("keyspace_name", "ks"),
+                    ("table_name", t),
+                    ("column_name", c),
+                ],
+            )
+        };
+        let pk = col("t", "pk");
+        assert_eq!(s(pk, "kind"), "partition_key");
+        assert_eq!(pk.get("position"), Some(&Value::Int(0)));
+        assert_eq!(s(pk, "clustering_order"), "none");
+        let ck = col("t", "ck");
+        assert_eq!(s(ck, "kind"), "clustering");
+        assert_eq!(s(ck, "clustering_order"), "desc");
+        assert_eq!(s(ck, "type"), "text");
+        let st = col("t", "s");
+        assert_eq!(s(st, "kind"), "static");
+        assert_eq!(st.get("position"), Some(&Value::Int(-1)));
+        let my = col("t", "MyCol");
+        assert_eq!(s(my, "kind"), "regular");
+        assert_eq!(s(my, "type"), "list<int>");
+        assert_eq!(
+            my.get("column_name_bytes"),
+            Some(&Value::blob(b"MyCol".to_vec()))
+        );
+        // The log: key columns, then regular columns with position -1.
+        let sid = col("t_scylla_cdc_log", "cdc$stream_id");
+        assert_eq!(
+            (s(sid, "kind"), s(sid, "type")),
+            ("partition_key".into(), "blob".into())
+        );
+        let time = col("t_scylla_cdc_log", "cdc$time");
+        assert_eq!(s(time, "clustering_order"), "asc");
+        assert_eq!(time.get("position"), Some(&Value::Int(0)));
+        let seq = col("t_scylla_cdc_log", "cdc$batch_seq_no");
+        assert_eq!(seq.get("position"), Some(&Value::Int(1)));
+        let logged = col("t_scylla_cdc_log", "MyCol");
+        assert_eq!(s(logged, "type"), "frozen<map<timeuuid, int>>");
+        let base_key = col("t_scylla_cdc_log", "ck");
+        assert_eq!(s(base_key, "kind"), "regular");
+    }
+
+    /// Every type string `system_schema.columns` shows parses back (with our CQL type
+    /// parser, which follows the same grammar as the driver's) to the column's type.
+    #[test]
+    fn column_type_strings_parse_back_to_the_same_type() {
+        let mut db = Db::new();
+        db.keyspace("ks");
+        db.ok("CREATE TYPE ks.inner (a int, l list<text>)");
+        db.ok("CREATE TYPE ks.outer (i frozen<inner>, t tuple<int, frozen<inner>>)");
+        db.ok(
+            "CREATE TABLE ks.all_types (pk frozen<tuple<int, text>>, c1 timeuuid, c2 frozen<outer>, \
+             a ascii, b bigint, bl blob, bo boolean, d date, de decimal, do double, du duration, \
+             f float, i inet, n int, sm smallint, t text, ti time, ts timestamp, ty tinyint, \
+             u uuid, vi varint, l list<frozen<set<int>>>, s set<frozen<tuple<int, text>>>, \
+             m map<text, frozen<list<frozen<inner>>>>, fm frozen<map<int, frozen<set<blob>>>>, \
+             tu tuple<int, list<int>>, ou outer, fo frozen<outer>, \
+             PRIMARY KEY (pk, c1, c2)) WITH cdc = {'enabled': true}",
+        );
+        let topo = topology(1);
+        let rows = read(&db, &topo, 1, "system_schema", "columns");
+        let mut checked = 0;
+        for r in &rows {
+            let (ks, table, column) = (
+                s(r, "keyspace_name"),
+                s(r, "table_name"),
+                s(r, "column_name"),
+            );
+            let text = s(r, "type");
+            let def = db.table(&ks, &table);
+            let expected = def.column(&column).map(|c| c.typ.clone()).expect("column");
+            let parsed = crate::cql::parse_type(&text)
+                .unwrap_or_else(|e| panic!("{ks}.{table}.{column}: {text}: {e}"));
+            let resolved = resolve_type(&db.schema, &ks, &parsed)
+                .unwrap_or_else(|e| panic!("{ks}.{table}.{column}: {text}: {e:?}"));
+            assert_eq!(resolved, expected, "{ks}.{table}.{column}: {text}");
+            assert!(
+                text.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "<>, _$.".contains(c)),
+                "{text}: the driver's type parser accepts only these characters"
+            );
+            checked += 1;
+        }
+        assert!(checked > 100);
+        let types = read(&db, &topo, 1, "system_schema", "types");
+        for r in &types {
+            for t in r
+                .get("field_types")
+                .and_then(Value::as_elements)
+                .unwrap_or_default()
+            {
+                let text = t.as_str().unwrap_or_default();
+                let parsed = crate::cql::parse_type(text).expect("field type parses");
+                resolve_type(&db.schema, &s(r, "keyspace_name"), &parsed).expect("resolves");
+            }
+        }
+    }
+
+    #[test]
+    fn dropped_columns_and_types_are_listed() {
+        let mut db = Db::new();
+        db.keyspace("ks");
+        db.ok("CREATE TYPE ks.ut (a int, b frozen<list<text>>)");
+        db.ok("CREATE TABLE ks.t (pk int PRIMARY KEY, v int, w text) WITH cdc = {'enabled': true}");
+        db.ok("ALTER TABLE ks.t DROP w");
+        let topo = topology(1);
+        let rows = read(&db, &topo, 1, "system_schema", "dropped_columns");
+        let base = find(&rows, &[("table_name", "t"), ("column_name", "w")]);
+        assert_eq!(s(base, "type"), "text");
+        assert_eq!(
+            base.get("dropped_time"),
+            Some(&Value::Timestamp(db.now / 1000))
+        );
+        let log = find(
+            &rows,
+            &[("table_name", "t_scylla_cdc_log"), ("column_name", "w")],
+        );
+        assert_eq!(
+            log.get("dropped_time"),
+            Some(&Value::Timestamp((db.now + 5_000_000) / 1000))
+        );
+        find(
+            &rows,
+            &[
+                ("table_name", "t_scylla_cdc_log"),
+                ("column_name", "cdc$deleted_w"),
+            ],
+        );
+        assert_eq!(rows.len(), 3);
+
+        let rows = read(&db, &topo, 1, "system_schema", "types");
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!(
+            (s(r, "keyspace_name"), s(r, "type_name")),
+            ("ks".into(), "ut".into())
+        );
+        assert_eq!(
+            r.get("field_names"),
+            Some(&Value::list(vec![Value::text("a"), Value::text("b")]))
+        );
+        assert_eq!(
+            r.get("field_types"),
+            Some(&Value::list(vec![
+                Value::text("int"),
+                Value::text("frozen<list<text>>")
+            ]))
+        );
+    }
+
+    #[test]
+    fn views_indexes_and_tablet_cdc_tables_are_empty() {
+        let mut db = Db::new();
+        db.keyspace("ks");
+        db.ok("CREATE TABLE ks.t (pk int PRIMARY KEY) WITH cdc = {'enabled': true}");
+        let topo = topology(2);
+        for (ks, t) in [
+            ("system_schema", "views"),
+            ("system_schema", "indexes"),
+            ("system", "cdc_timestamps"),
+            ("system", "cdc_streams"),
+        ] {
+            assert!(read(&db, &topo, 1, ks, t).is_empty(), "{ks}.{t}");
+        }
+    }
+
+    #[test]
+    fn rows_follow_the_schema_version() {
+        let mut db = Db::new();
+        let topo = topology(2);
+        let before = read(&db, &topo, 1, "system", "local");
+        db.keyspace("ks");
+        let after = read(&db, &topo, 1, "system", "local");
+        assert_ne!(
+            before[0].get("schema_version"),
+            after[0].get("schema_version")
+        );
+        assert_eq!(
+            after[0].get("schema_version"),
+            Some(&Value::Uuid(db.schema.version))
+        );
+        let peers = read(&db, &topo, 1, "system", "peers");
+        assert_eq!(
+            peers[0].get("schema_version"),
+            Some(&Value::Uuid(db.schema.version))
+        );
+    }
+}

@@ -33,7 +33,7 @@ mod table;
 mod types;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 // The executor resolves the types of bind markers and casts with it.
 #[allow(unused_imports)]
