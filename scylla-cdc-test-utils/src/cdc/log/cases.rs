@@ -26,9 +26,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::cluster::partitioner::murmur3_token;
-use crate::schema::{
-    ClusteringOrder, ColumnDef, ColumnKind, TableDef, TableKind, TableOptions,
-};
+use crate::schema::{ClusteringOrder, ColumnDef, ColumnKind, TableDef, TableKind, TableOptions};
 use crate::storage::{
     CellUpdate, ClusteringBound, ClusteringKey, ColumnId, ElementUpdate, Liveness, PartitionKey,
     PartitionMutation, RangeTombstone, RowUpdate, Timestamp,
@@ -149,8 +147,8 @@ impl Schema {
 
     /// The base table's definition.
     pub(crate) fn table(self) -> TableDef {
-        use CqlType as C;
         use ColumnKind::{Clustering as Ck, PartitionKey as Pk, Regular as R, Static as S};
+        use CqlType as C;
         let int = || C::Int;
         let (name, cols): (&str, Vec<ColumnDef>) = match self {
             Schema::T => (
@@ -285,7 +283,10 @@ impl Schema {
                     col("v", int(), R, -1),
                 ],
             ),
-            Schema::Tkeys => ("tkeys", vec![col("pk", int(), Pk, 0), col("ck", int(), Ck, 0)]),
+            Schema::Tkeys => (
+                "tkeys",
+                vec![col("pk", int(), Pk, 0), col("ck", int(), Ck, 0)],
+            ),
             Schema::Tx => (
                 "tx",
                 vec![
@@ -365,8 +366,8 @@ pub(crate) fn ut() -> Arc<UserType> {
 /// derivation is `cdc/log_schema.rs`'s).
 pub(crate) fn log_table(base: &TableDef) -> TableDef {
     use super::{
-        BATCH_SEQ_NO, DELETED_ELEMENTS_PREFIX, DELETED_PREFIX, END_OF_BATCH, OPERATION,
-        STREAM_ID, TIME, TTL,
+        BATCH_SEQ_NO, DELETED_ELEMENTS_PREFIX, DELETED_PREFIX, END_OF_BATCH, OPERATION, STREAM_ID,
+        TIME, TTL,
     };
     use ColumnKind::Regular as R;
     let frozen_set = |elem: CqlType| CqlType::Set {
@@ -387,7 +388,10 @@ pub(crate) fn log_table(base: &TableDef) -> TableDef {
             continue;
         }
         let (value, deleted_elements) = match &c.typ {
-            CqlType::List { elem, frozen: false } => (
+            CqlType::List {
+                elem,
+                frozen: false,
+            } => (
                 CqlType::Map {
                     key: Box::new(CqlType::Timeuuid),
                     value: elem.clone(),
@@ -395,17 +399,32 @@ pub(crate) fn log_table(base: &TableDef) -> TableDef {
                 },
                 Some(frozen_set(CqlType::Timeuuid)),
             ),
-            CqlType::Set { elem, frozen: false } => (c.typ.frozen(), Some(frozen_set((**elem).clone()))),
-            CqlType::Map { key, frozen: false, .. } => {
-                (c.typ.frozen(), Some(frozen_set((**key).clone())))
+            CqlType::Set {
+                elem,
+                frozen: false,
+            } => (c.typ.frozen(), Some(frozen_set((**elem).clone()))),
+            CqlType::Map {
+                key, frozen: false, ..
+            } => (c.typ.frozen(), Some(frozen_set((**key).clone()))),
+            CqlType::Udt { frozen: false, .. } => {
+                (c.typ.frozen(), Some(frozen_set(CqlType::Smallint)))
             }
-            CqlType::Udt { frozen: false, .. } => (c.typ.frozen(), Some(frozen_set(CqlType::Smallint))),
             other => (other.clone(), None),
         };
         cols.push(col(&c.name, value, R, -1));
-        cols.push(col(&format!("{DELETED_PREFIX}{}", c.name), CqlType::Boolean, R, -1));
+        cols.push(col(
+            &format!("{DELETED_PREFIX}{}", c.name),
+            CqlType::Boolean,
+            R,
+            -1,
+        ));
         if let Some(t) = deleted_elements {
-            cols.push(col(&format!("{DELETED_ELEMENTS_PREFIX}{}", c.name), t, R, -1));
+            cols.push(col(
+                &format!("{DELETED_ELEMENTS_PREFIX}{}", c.name),
+                t,
+                R,
+                -1,
+            ));
         }
     }
     TableDef::new(
@@ -687,8 +706,12 @@ impl<'t> Builder<'t> {
     }
 }
 
+/// Elements sorted by key, keys unique (the last of equal keys is kept, as a literal with a
+/// repeated key is read).
 fn sorted(mut elements: Vec<ElementUpdate>) -> Vec<ElementUpdate> {
+    elements.reverse();
     elements.sort_by(|a, b| a.key.cmp(&b.key));
+    elements.dedup_by(|later, earlier| later.key == earlier.key);
     elements
 }
 
@@ -973,7 +996,8 @@ pub(crate) const CASES: &[Case] = &[
                 "@0 #1 op=1 ttl=5 eob ck=0 pk=0 v1=0",
             ]),
             build: |b| {
-                b.ttl(5).update(&[0], &[("v1", A::V(i(0))), ("v2", A::Null)]);
+                b.ttl(5)
+                    .update(&[0], &[("v1", A::V(i(0))), ("v2", A::Null)]);
             },
         }],
     },
@@ -988,7 +1012,8 @@ pub(crate) const CASES: &[Case] = &[
                 "@0 #1 op=1 eob del_v2=true ck=0 pk=0",
             ]),
             build: |b| {
-                b.ttl(5).insert(&[0], &[("v1", A::V(i(1))), ("v2", A::Null)]);
+                b.ttl(5)
+                    .insert(&[0], &[("v1", A::V(i(1))), ("v2", A::Null)]);
             },
         }],
     },
@@ -1035,7 +1060,10 @@ pub(crate) const CASES: &[Case] = &[
         cdc: CDC,
         steps: &[Step {
             cql: &["UPDATE ks.t SET v1 = 1 WHERE pk IN (0, 1) AND ck = 0"],
-            expect: Some(&["@0 #0 op=1 eob ck=0 pk=0 v1=1", "@0 #0 op=1 eob ck=0 pk=1 v1=1"]),
+            expect: Some(&[
+                "@0 #0 op=1 eob ck=0 pk=0 v1=1",
+                "@0 #0 op=1 eob ck=0 pk=1 v1=1",
+            ]),
             build: |b| {
                 b.pk(0).update(&[0], &[("v1", A::V(i(1)))]);
                 b.pk(1).update(&[0], &[("v1", A::V(i(1)))]);
@@ -1174,12 +1202,16 @@ pub(crate) const CASES: &[Case] = &[
                 "@0 #3 op=1 ttl=7 eob ck=1 m={2: 7} pk=0",
             ]),
             build: |b| {
-                b.ttl(5).update(&[1], &[("v1", A::V(i(5))), ("v2", A::Null)]);
+                b.ttl(5)
+                    .update(&[1], &[("v1", A::V(i(5))), ("v2", A::Null)]);
                 b.ttl(6)
                     .update(&[1], &[("m", A::Add(vec![(i(0), i(6)), (i(1), i(6))]))]);
                 b.ttl(7).update(
                     &[1],
-                    &[("m", A::Add(vec![(i(2), i(7))])), ("m", A::Remove(vec![i(3)]))],
+                    &[
+                        ("m", A::Add(vec![(i(2), i(7))])),
+                        ("m", A::Remove(vec![i(3)])),
+                    ],
                 );
                 b.update(&[1], &[("m", A::Add(vec![(i(4), i(0))]))]);
             },
@@ -1304,7 +1336,8 @@ pub(crate) const CASES: &[Case] = &[
                 b.at(2).delete_row(&[0]);
                 b.at(3).insert(&[0], &[("v1", A::V(i(1)))]);
                 b.at(3).update(&[0], &[("v2", A::V(i(2)))]);
-                b.at(4).insert(&[0], &[("m", A::Assign(vec![(i(3), i(3))]))]);
+                b.at(4)
+                    .insert(&[0], &[("m", A::Assign(vec![(i(3), i(3))]))]);
                 b.at(5)
                     .ttl(5)
                     .insert(&[1], &[("m", A::Assign(vec![(i(4), i(4))]))]);
@@ -1590,9 +1623,7 @@ pub(crate) const CASES: &[Case] = &[
             },
             Step {
                 cql: &["UPDATE ks.tc SET nu = {a: 1, b: 2} WHERE pk = 0 AND ck = 0"],
-                expect: Some(&[
-                    "@0 #0 op=1 eob del_nu=true ck=0 nu={a: 1, b: 2, c: null} pk=0",
-                ]),
+                expect: Some(&["@0 #0 op=1 eob del_nu=true ck=0 nu={a: 1, b: 2, c: null} pk=0"]),
                 build: |b| {
                     b.update(&[0], &[("nu", A::Assign(vec![(f(0), i(1)), (f(1), i(2))]))]);
                 },
@@ -1608,7 +1639,10 @@ pub(crate) const CASES: &[Case] = &[
                 cql: &["UPDATE ks.tc SET fu = {a: 1} WHERE pk = 0 AND ck = 0"],
                 expect: Some(&["@0 #0 op=1 eob ck=0 fu={a: 1, b: null, c: null} pk=0"]),
                 build: |b| {
-                    b.update(&[0], &[("fu", A::V(Value::udt(vec![Some(i(1)), None, None])))]);
+                    b.update(
+                        &[0],
+                        &[("fu", A::V(Value::udt(vec![Some(i(1)), None, None])))],
+                    );
                 },
             },
             Step {
@@ -1671,7 +1705,10 @@ pub(crate) const CASES: &[Case] = &[
             },
             Step {
                 cql: &["UPDATE ks.tv SET v = 333 WHERE pk = 1 AND ck = 1 IF EXISTS"],
-                expect: Some(&["@0 #0 op=0 ck=1 pk=1 v=111", "@0 #1 op=1 eob ck=1 pk=1 v=333"]),
+                expect: Some(&[
+                    "@0 #0 op=0 ck=1 pk=1 v=111",
+                    "@0 #1 op=1 eob ck=1 pk=1 v=333",
+                ]),
                 build: |b| {
                     b.pk(1).update(&[1], &[("v", A::V(i(333)))]);
                 },
@@ -1697,7 +1734,10 @@ pub(crate) const CASES: &[Case] = &[
         cdc: "{'enabled': true, 'preimage': true, 'postimage': true, 'delta': 'keys'}",
         steps: &[Step {
             cql: &["INSERT INTO ks.tk (pk, ck, i1) VALUES (2, 22, 222) USING TTL 2222"],
-            expect: Some(&["@0 #0 op=2 ttl=2222 ck=22 pk=2", "@0 #1 op=9 eob ck=22 i1=222 pk=2"]),
+            expect: Some(&[
+                "@0 #0 op=2 ttl=2222 ck=22 pk=2",
+                "@0 #1 op=9 eob ck=22 i1=222 pk=2",
+            ]),
             build: |b| {
                 b.pk(2).ttl(2222).insert(&[22], &[("i1", A::V(i(222)))]);
             },
@@ -1831,7 +1871,10 @@ pub(crate) const CASES: &[Case] = &[
                 build: |b| {
                     b.update(
                         &[0],
-                        &[("v", A::Add(vec![(i(3), i(3))])), ("v", A::Remove(vec![i(2)]))],
+                        &[
+                            ("v", A::Add(vec![(i(3), i(3))])),
+                            ("v", A::Remove(vec![i(2)])),
+                        ],
                     );
                 },
             },

@@ -23,6 +23,24 @@
 //!
 //! The log table's columns are looked up by name (semantics §1.2), so the log [`TableDef`]
 //! must have been derived from the base table's current schema.
+//!
+//! Details taken from Scylla's code rather than from the document's summary:
+//!
+//! - An unsplit batch (one timestamp, one TTL, only upserts) keeps clustering order even
+//!   when it mixes inserts and updates; only split groups put inserts before updates.
+//! - Images replay Scylla's state updates: a collection emptied by element deletions stays
+//!   an empty (non-null) value, a touched non-frozen UDT is a UDT of null fields rather than
+//!   null, a partition delete does not reset the static row's image, and an empty
+//!   collection change (`m = m + {}`) in a batch with other changes nulls the column.
+//! - The static row has a pre-image only when a static column the write read is non-null;
+//!   the write reads every static column with post-images or `preimage: 'full'`, else only
+//!   the ones it changes. (For clustering rows Scylla reads the columns the *first* row
+//!   changes; the union over all rows is read here.)
+//! - UNCONFIRMED: overlapping range deletes of one batch are logged as written (Scylla
+//!   may first cut them into non-overlapping ranges).
+//!
+//! `cases` (tests only) holds the semantics document's worked examples as data (schema, CQL, expected
+//! rows); `tests` runs them and property-tests images against the stored data.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -113,7 +131,8 @@ pub(crate) struct LogContext<'a> {
 /// nothing.
 ///
 /// The caller applies the base mutation and the returned log mutation together, under the
-/// base table's lock, so that `before` is exactly the state the write replaces.
+/// base table's lock, so that `before` is exactly the state the write replaces. Nothing is
+/// logged when `ctx.options.enabled` is false.
 pub(crate) fn log_mutation(
     ctx: &LogContext<'_>,
     before: Option<PartitionView<'_>>,
@@ -122,6 +141,9 @@ pub(crate) fn log_mutation(
 ) -> Option<PartitionMutation> {
     // `before` was read at `now`: nothing else here depends on the time of the write.
     let _ = now;
+    if !ctx.options.enabled {
+        return None;
+    }
     let cmp = comparator(ctx.base)?;
     let view = MutationView::new(ctx.base, mutation, &cmp);
     let groups = match single_timestamp(&view) {
@@ -168,10 +190,13 @@ fn comparator(base: &TableDef) -> Option<ClusteringComparator> {
 
 /// One clustering row of the mutation.
 struct RowRef<'m> {
+    /// The clustering key.
     key: &'m ClusteringKey,
     /// The row marker; always `None` for compact-storage tables, which have none (example Y).
     marker: Option<Liveness>,
+    /// The row tombstone's timestamp.
     deletion: Option<Timestamp>,
+    /// The cell changes, by column id.
     cells: &'m [(ColumnId, CellUpdate)],
 }
 
@@ -202,7 +227,7 @@ impl<'m> MutationView<'m> {
             })
             .filter(|r| r.marker.is_some() || r.deletion.is_some() || !r.cells.is_empty())
             .collect();
-        rows.sort_by(|a, b| cmp.compare(a.key.values(), b.key.values()));
+        rows.sort_by_cached_key(|r| cmp.key_position(r.key));
         // Scylla keeps range tombstones sorted by start bound. Overlapping range tombstones
         // of one batch are further split by Scylla's range_tombstone_list; here they stay as
         // written (UNCONFIRMED how Scylla logs overlapping deletes of one batch).
@@ -217,6 +242,7 @@ impl<'m> MutationView<'m> {
     }
 }
 
+/// The clustering range a range tombstone covers.
 fn range_of(rt: &RangeTombstone) -> ClusteringRange {
     ClusteringRange::new(rt.start.clone(), rt.end.clone())
 }
@@ -274,17 +300,26 @@ fn single_timestamp(m: &MutationView<'_>) -> Option<Timestamp> {
 /// State of [`single_timestamp`]'s walk.
 #[derive(Default)]
 struct SplitCheck {
+    /// The timestamp seen so far.
     ts: Option<Timestamp>,
+    /// The TTL seen so far (0: none).
     ttl: Option<u32>,
+    /// A second timestamp, TTL or kind was seen.
     split: bool,
+    /// The static row has cells.
     had_static: bool,
+    /// A clustering row was upserted or deleted.
     had_clustered: bool,
+    /// A clustering row was upserted.
     had_upsert: bool,
+    /// A row marker was seen.
     had_marker: bool,
+    /// A range tombstone was seen.
     had_range: bool,
 }
 
 impl SplitCheck {
+    /// Records a change at `ts` with `ttl`.
     fn visit(&mut self, ts: Timestamp, ttl: u32) {
         if self.ts.is_some_and(|t| t != ts) || self.ttl.is_some_and(|t| t != ttl) {
             self.split = true;
@@ -293,6 +328,7 @@ impl SplitCheck {
         self.ttl = Some(ttl);
     }
 
+    /// Records the changes of a row's cells, in column order.
     fn cells(&mut self, cells: &[(ColumnId, CellUpdate)]) {
         for (_, cell) in cells {
             match cell {
@@ -341,19 +377,26 @@ struct RowDelta<'m> {
 enum CellDelta<'m> {
     /// An atomic cell: a value, or `None` for a tombstone.
     Atomic {
+        /// The base column.
         column: ColumnId,
+        /// The new value.
         value: Option<&'m Value>,
+        /// The cell's TTL, if any.
         ttl: Option<u32>,
     },
     /// A non-frozen collection or UDT: a collection tombstone and/or element writes.
     Collection {
+        /// The base column.
         column: ColumnId,
+        /// Whether the collection was cleared first.
         tombstone: bool,
+        /// Element writes and element tombstones.
         elements: Vec<&'m ElementUpdate>,
     },
 }
 
 impl CellDelta<'_> {
+    /// The base column changed.
     fn column(&self) -> ColumnId {
         match self {
             CellDelta::Atomic { column, .. } | CellDelta::Collection { column, .. } => *column,
@@ -383,12 +426,14 @@ enum Cols {
 }
 
 impl Cols {
+    /// Adds a column (nothing to do for [`Cols::All`]).
     fn add(&mut self, column: ColumnId) {
         if let Cols::Only(set) = self {
             set.insert(column);
         }
     }
 
+    /// Whether the image shows `column`.
     fn contains(&self, column: ColumnId) -> bool {
         match self {
             Cols::All => true,
@@ -399,6 +444,7 @@ impl Cols {
 
 /// Everything logged under one `cdc$time`.
 struct Group<'m> {
+    /// The timestamp: the time of `cdc$time` and of every log cell.
     ts: Timestamp,
     /// Delta operations, in log order.
     ops: Vec<Op<'m>>,
@@ -410,6 +456,7 @@ struct Group<'m> {
 }
 
 impl<'m> Group<'m> {
+    /// An empty group.
     fn new(ts: Timestamp) -> Self {
         Group {
             ts,
@@ -419,6 +466,7 @@ impl<'m> Group<'m> {
         }
     }
 
+    /// Records that the group changes these static cells.
     fn touch_static(&mut self, cells: &[CellDelta<'_>]) {
         let cols = self
             .static_cols
@@ -453,7 +501,11 @@ impl<'m> Group<'m> {
 fn unsplit_group<'m>(base: &TableDef, m: &MutationView<'m>, ts: Timestamp) -> Group<'m> {
     let mut g = Group::new(ts);
     if !m.statics.is_empty() {
-        let cells = m.statics.iter().filter_map(cell_delta_whole).collect::<Vec<_>>();
+        let cells = m
+            .statics
+            .iter()
+            .filter_map(cell_delta_whole)
+            .collect::<Vec<_>>();
         g.touch_static(&cells);
         g.ops.push(Op::Upsert(RowDelta {
             key: None,
@@ -518,12 +570,14 @@ fn cell_delta_whole<'m>((column, cell): &'m (ColumnId, CellUpdate)) -> Option<Ce
 /// The changes of one row at one `(timestamp, TTL)`.
 #[derive(Default)]
 struct Slice<'m> {
+    /// Atomic cell changes.
     atomic: Vec<CellDelta<'m>>,
     /// Collection changes, one per column; the flag says whether it has a tombstone.
     collections: Vec<(ColumnId, bool, Vec<&'m ElementUpdate>)>,
 }
 
 impl<'m> Slice<'m> {
+    /// The collection change of `column`, created empty.
     fn collection(&mut self, column: ColumnId) -> &mut (ColumnId, bool, Vec<&'m ElementUpdate>) {
         let i = match self.collections.iter().position(|(c, _, _)| *c == column) {
             Some(i) => i,
@@ -535,6 +589,7 @@ impl<'m> Slice<'m> {
         &mut self.collections[i]
     }
 
+    /// The changes as cell deltas, in column order.
     fn into_cells(
         atomic: Vec<CellDelta<'m>>,
         collections: Vec<(ColumnId, bool, Vec<&'m ElementUpdate>)>,
@@ -722,8 +777,11 @@ struct ValueColumns<'t> {
 
 /// The log table's columns, resolved by name for the base table's columns.
 struct LogColumns<'t> {
+    /// `cdc$operation`.
     operation: Option<ColumnId>,
+    /// `cdc$ttl`.
     ttl: Option<ColumnId>,
+    /// `cdc$end_of_batch`.
     end_of_batch: Option<ColumnId>,
     /// Per base partition-key column, in key order.
     partition_key: Vec<Option<ColumnId>>,
@@ -738,6 +796,8 @@ struct LogColumns<'t> {
 }
 
 impl<'t> LogColumns<'t> {
+    /// Looks the log columns of `base`'s columns up in `log` (a missing one is `None`: its
+    /// cells are not written).
     fn resolve(base: &'t TableDef, log: &TableDef) -> Self {
         let by_name: HashMap<&str, ColumnId> = log
             .columns
@@ -799,6 +859,7 @@ enum Shape<'t> {
     Other,
 }
 
+/// The shape of a column's type.
 fn shape(typ: &CqlType) -> Shape<'_> {
     match typ {
         CqlType::List { .. } => Shape::List,
@@ -868,10 +929,16 @@ impl Shape<'_> {
             }
             Shape::Udt(def) => {
                 let mut fields: Vec<Option<Value>> = vec![None; def.fields.len()];
-                for (slot, f) in fields.iter_mut().zip(prev.and_then(Value::as_fields).unwrap_or(&[])) {
+                for (slot, f) in fields
+                    .iter_mut()
+                    .zip(prev.and_then(Value::as_fields).unwrap_or(&[]))
+                {
                     slot.clone_from(f);
                 }
-                for (slot, f) in fields.iter_mut().zip(added.and_then(Value::as_fields).unwrap_or(&[])) {
+                for (slot, f) in fields
+                    .iter_mut()
+                    .zip(added.and_then(Value::as_fields).unwrap_or(&[]))
+                {
                     if f.is_some() {
                         slot.clone_from(f);
                     }
@@ -934,7 +1001,11 @@ impl ImageState {
         if !m.statics.is_empty()
             && let Some(row) = before.static_row()
         {
-            for def in ctx.base.value_columns().filter(|c| c.kind == ColumnKind::Static) {
+            for def in ctx
+                .base
+                .value_columns()
+                .filter(|c| c.kind == ColumnKind::Static)
+            {
                 let id = ColumnId(def.id);
                 if !all && !m.statics.iter().any(|(c, _)| *c == id) {
                     continue;
@@ -953,8 +1024,7 @@ impl ImageState {
         }
         // Scylla reads the columns of the first row only when it reads "the touched
         // columns"; the union of every row's columns is read here instead.
-        let all_regular =
-            all || clusterless_delete || m.rows.iter().any(|r| r.deletion.is_some());
+        let all_regular = all || clusterless_delete || m.rows.iter().any(|r| r.deletion.is_some());
         let touched: BTreeSet<ColumnId> = m
             .rows
             .iter()
@@ -965,7 +1035,11 @@ impl ImageState {
                 continue;
             };
             let mut values = HashMap::new();
-            for def in ctx.base.value_columns().filter(|c| c.kind == ColumnKind::Regular) {
+            for def in ctx
+                .base
+                .value_columns()
+                .filter(|c| c.kind == ColumnKind::Regular)
+            {
                 let id = ColumnId(def.id);
                 if !all_regular && !touched.contains(&id) {
                     continue;
@@ -979,6 +1053,7 @@ impl ImageState {
         state
     }
 
+    /// The values of the static row (`None`) or of a clustering row, created if absent.
     fn row_mut(&mut self, key: Option<&ClusteringKey>) -> &mut HashMap<ColumnId, Value> {
         match key {
             None => &mut self.static_row,
@@ -993,24 +1068,38 @@ impl ImageState {
 
 /// Turns groups into log rows, keeping the image state.
 struct Processor<'a, 'c> {
+    /// The tables and options.
     ctx: &'a LogContext<'a>,
+    /// The base table's clustering order.
     cmp: ClusteringComparator,
+    /// The log columns.
     columns: &'c LogColumns<'a>,
+    /// The rows images are made of.
     state: ImageState,
+    /// The log rows so far.
     out: LogWriter,
 }
 
 impl Processor<'_, '_> {
+    /// Logs a group: pre-images, deltas, post-images, end of batch.
     fn group(&mut self, g: &Group<'_>) {
         self.out.begin(g.ts);
         let options = self.ctx.options;
         if options.preimage != PreimageMode::Off {
             let full = options.preimage == PreimageMode::Full;
             if let Some(cols) = &g.static_cols {
-                self.image(Operation::PreImage, None, if full { &Cols::All } else { cols });
+                self.image(
+                    Operation::PreImage,
+                    None,
+                    if full { &Cols::All } else { cols },
+                );
             }
             for (key, cols) in &g.rows {
-                self.image(Operation::PreImage, Some(key), if full { &Cols::All } else { cols });
+                self.image(
+                    Operation::PreImage,
+                    Some(key),
+                    if full { &Cols::All } else { cols },
+                );
             }
         }
         for op in &g.ops {
@@ -1190,33 +1279,44 @@ impl Processor<'_, '_> {
         let row = self.out.new_row(end_op);
         self.out.set_clustering(row, &rt.end.prefix);
         let cmp = self.cmp;
-        self.state
-            .rows
-            .retain(|key, _| !cmp.contains(&range, key.values()));
+        self.state.rows.retain(|key, _| {
+            let at = cmp.key_position(key);
+            !(start < at && at < end)
+        });
     }
 }
 
 /// Builds the log partition's rows: `cdc$time` groups, sequence numbers, key columns,
 /// `cdc$end_of_batch`.
 struct LogWriter {
+    /// The log partition (the stream).
     key: PartitionKey,
+    /// The rows written so far, in log order.
     rows: Vec<(ClusteringKey, RowUpdate)>,
     /// TTL of every log cell (the table's `cdc` `ttl` option; none when 0).
     cell_ttl: Option<u32>,
+    /// `cdc$operation`.
     operation: Option<ColumnId>,
+    /// `cdc$ttl`.
     ttl: Option<ColumnId>,
+    /// `cdc$end_of_batch`.
     end_of_batch: Option<ColumnId>,
+    /// The log columns of the base clustering columns.
     clustering_key: Vec<Option<ColumnId>>,
     /// The base partition key's log cells, copied into every row.
     partition_cells: Vec<(ColumnId, Value)>,
-    /// The current group.
+    /// The current group's timestamp.
     ts: Timestamp,
+    /// The current group's `cdc$time`.
     time: Value,
+    /// The next `cdc$batch_seq_no`.
     next_seq: i32,
+    /// Index of the current group's first row.
     group_start: usize,
 }
 
 impl LogWriter {
+    /// A writer of the log partition `ctx.stream` for a write to `base_key`.
     fn new(ctx: &LogContext<'_>, columns: &LogColumns<'_>, base_key: &PartitionKey) -> Self {
         let stream = ctx.stream.0;
         let partition_cells = columns
@@ -1257,30 +1357,32 @@ impl LogWriter {
     fn new_row(&mut self, op: Operation) -> usize {
         let key = ClusteringKey::new(vec![self.time.clone(), Value::Int(self.next_seq)]);
         self.next_seq = self.next_seq.saturating_add(1);
-        self.rows.push((key, RowUpdate::default()));
-        let row = self.rows.len() - 1;
-        for i in 0..self.partition_cells.len() {
-            if let Some((id, v)) = self.partition_cells.get(i).cloned() {
-                self.set(row, Some(id), v);
-            }
+        let mut row = RowUpdate::default();
+        for (id, v) in &self.partition_cells {
+            row.set_cell(*id, self.cell(v.clone()));
         }
-        self.set(row, self.operation, Value::Tinyint(op.code()));
-        row
+        if let Some(id) = self.operation {
+            row.set_cell(id, self.cell(Value::Tinyint(op.code())));
+        }
+        self.rows.push((key, row));
+        self.rows.len() - 1
+    }
+
+    /// A log cell: written at the group's timestamp, with the CDC TTL.
+    fn cell(&self, value: Value) -> CellUpdate {
+        CellUpdate::Atomic {
+            ts: self.ts,
+            ttl: self.cell_ttl,
+            value: Some(value),
+        }
     }
 
     /// Sets a cell of a row (nothing when the log has no such column).
     fn set(&mut self, row: usize, column: Option<ColumnId>, value: Value) {
-        let (Some(column), Some((_, r))) = (column, self.rows.get_mut(row)) else {
-            return;
-        };
-        r.set_cell(
-            column,
-            CellUpdate::Atomic {
-                ts: self.ts,
-                ttl: self.cell_ttl,
-                value: Some(value),
-            },
-        );
+        let cell = self.cell(value);
+        if let (Some(column), Some((_, r))) = (column, self.rows.get_mut(row)) {
+            r.set_cell(column, cell);
+        }
     }
 
     /// Sets the base clustering columns from a key or a prefix (the rest stay null).
@@ -1306,6 +1408,7 @@ impl LogWriter {
         }
     }
 
+    /// The log mutation, `None` when nothing was logged.
     fn finish(self) -> Option<PartitionMutation> {
         if self.rows.is_empty() {
             return None;

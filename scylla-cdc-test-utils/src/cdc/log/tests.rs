@@ -17,8 +17,7 @@ use crate::types::timeuuid::GREGORIAN_OFFSET;
 const NOW: Now = Now(T0 / 1_000_000);
 
 const STREAM: StreamId = StreamId([
-    0x7f, 0xfe, 0x0c, 0x68, 0x7f, 0xcc, 0xe8, 0x6e, 0x07, 0x83, 0x34, 0x37, 0x30, 0x00, 0x00,
-    0x01,
+    0x7f, 0xfe, 0x0c, 0x68, 0x7f, 0xcc, 0xe8, 0x6e, 0x07, 0x83, 0x34, 0x37, 0x30, 0x00, 0x00, 0x01,
 ]);
 
 /// Parses a `cdc` option map written as CQL (`{'enabled': true, 'preimage': 'full'}`).
@@ -192,7 +191,10 @@ fn check_invariants(log: &TableDef, options: &CdcOptions, m: &PartitionMutation)
         match prev {
             Some((t, s)) if t == *time => assert_eq!(*seq, s + 1, "sequence numbers"),
             Some((t, _)) => {
-                assert!(timeuuid::to_micros(&t) < micros, "groups in timestamp order");
+                assert!(
+                    timeuuid::to_micros(&t) < micros,
+                    "groups in timestamp order"
+                );
                 assert_eq!(*seq, 0);
             }
             None => assert_eq!(*seq, 0),
@@ -337,10 +339,14 @@ fn an_empty_change_logs_nothing() {
 
 #[test]
 fn a_degenerate_range_delete_logs_nothing() {
-    let rows = rows_of(Schema::T, "{'enabled': true}", &[|b| {
-        // ck > 2 AND ck < 1
-        b.delete_range((&[2], false), (&[1], false));
-    }]);
+    let rows = rows_of(
+        Schema::T,
+        "{'enabled': true}",
+        &[|b| {
+            // ck > 2 AND ck < 1
+            b.delete_range((&[2], false), (&[1], false));
+        }],
+    );
     assert_eq!(rows, vec![Vec::<String>::new()]);
 }
 
@@ -357,25 +363,36 @@ fn log_cells_have_no_ttl_when_the_cdc_ttl_is_zero() {
         }
     }
     // The delta still shows the TTL of the write.
-    assert_eq!(render(&h.log, &logged[0], T0), ["@0 #0 op=2 ttl=5 eob ck=0 pk=0 v1=1"]);
+    assert_eq!(
+        render(&h.log, &logged[0], T0),
+        ["@0 #0 op=2 ttl=5 eob ck=0 pk=0 v1=1"]
+    );
 }
 
 #[test]
 fn an_unsplit_batch_keeps_clustering_order_across_inserts_and_updates() {
     // One timestamp, one TTL, upserts only: Scylla does not split, rows stay in clustering
     // order whatever their operation.
-    let rows = rows_of(Schema::T, "{'enabled': true}", &[|b| {
-        b.insert(&[1], &[("v1", A::V(i(1)))])
-            .update(&[0], &[("v1", A::V(i(0)))]);
-    }]);
+    let rows = rows_of(
+        Schema::T,
+        "{'enabled': true}",
+        &[|b| {
+            b.insert(&[1], &[("v1", A::V(i(1)))])
+                .update(&[0], &[("v1", A::V(i(0)))]);
+        }],
+    );
     assert_eq!(
         rows[0],
         ["@0 #0 op=1 ck=0 pk=0 v1=0", "@0 #1 op=2 eob ck=1 pk=0 v1=1"]
     );
     // A row delete before an upsert (in clustering order) is not split either.
-    let rows = rows_of(Schema::T, "{'enabled': true}", &[|b| {
-        b.update(&[1], &[("v1", A::V(i(1)))]).delete_row(&[0]);
-    }]);
+    let rows = rows_of(
+        Schema::T,
+        "{'enabled': true}",
+        &[|b| {
+            b.update(&[1], &[("v1", A::V(i(1)))]).delete_row(&[0]);
+        }],
+    );
     assert_eq!(
         rows[0],
         ["@0 #0 op=3 ck=0 pk=0", "@0 #1 op=1 eob ck=1 pk=0 v1=1"]
@@ -385,18 +402,31 @@ fn an_unsplit_batch_keeps_clustering_order_across_inserts_and_updates() {
 #[test]
 fn a_split_group_puts_inserts_before_updates() {
     // Two TTLs: the mutation is split, and inserts come before updates.
-    let rows = rows_of(Schema::T, "{'enabled': true}", &[|b| {
-        b.insert(&[1], &[("v1", A::V(i(1)))]);
-        b.ttl(5).update(&[0], &[("v1", A::V(i(0)))]);
-    }]);
+    let rows = rows_of(
+        Schema::T,
+        "{'enabled': true}",
+        &[|b| {
+            b.insert(&[1], &[("v1", A::V(i(1)))]);
+            b.ttl(5).update(&[0], &[("v1", A::V(i(0)))]);
+        }],
+    );
     assert_eq!(
         rows[0],
-        ["@0 #0 op=2 ck=1 pk=0 v1=1", "@0 #1 op=1 ttl=5 eob ck=0 pk=0 v1=0"]
+        [
+            "@0 #0 op=2 ck=1 pk=0 v1=1",
+            "@0 #1 op=1 ttl=5 eob ck=0 pk=0 v1=0"
+        ]
     );
     // Upserts before a row delete of a later row: split, updates before deletes.
-    let rows = rows_of(Schema::T, "{'enabled': true}", &[|b| {
-        b.delete_row(&[1]).update(&[2], &[("v1", A::V(i(2)))]).update(&[0], &[("v1", A::V(i(0)))]);
-    }]);
+    let rows = rows_of(
+        Schema::T,
+        "{'enabled': true}",
+        &[|b| {
+            b.delete_row(&[1])
+                .update(&[2], &[("v1", A::V(i(2)))])
+                .update(&[0], &[("v1", A::V(i(0)))]);
+        }],
+    );
     assert_eq!(
         rows[0],
         [
@@ -406,13 +436,20 @@ fn a_split_group_puts_inserts_before_updates() {
         ]
     );
     // Element additions after a row marker (in walk order) force a split too.
-    let rows = rows_of(Schema::Tm, "{'enabled': true}", &[|b| {
-        b.insert(&[0], &[("v1", A::V(i(0)))])
-            .update(&[1], &[("m", A::Add(vec![(i(1), i(1))]))]);
-    }]);
+    let rows = rows_of(
+        Schema::Tm,
+        "{'enabled': true}",
+        &[|b| {
+            b.insert(&[0], &[("v1", A::V(i(0)))])
+                .update(&[1], &[("m", A::Add(vec![(i(1), i(1))]))]);
+        }],
+    );
     assert_eq!(
         rows[0],
-        ["@0 #0 op=2 ck=0 pk=0 v1=0", "@0 #1 op=1 eob ck=1 m={1: 1} pk=0"]
+        [
+            "@0 #0 op=2 ck=0 pk=0 v1=0",
+            "@0 #1 op=1 eob ck=1 m={1: 1} pk=0"
+        ]
     );
 }
 
@@ -420,18 +457,22 @@ fn a_split_group_puts_inserts_before_updates() {
 fn pre_images_see_earlier_groups_of_the_same_mutation() {
     // (Writes of one cell at two timestamps of a batch are reconciled before CDC sees them,
     // so the groups below change different cells.)
-    let rows = rows_of(Schema::T, "{'enabled': true, 'preimage': 'full'}", &[
-        |b| {
-            b.insert(&[0], &[("v1", A::V(i(1)))]);
-        },
-        |b| {
-            b.update(&[0], &[("v1", A::V(i(2)))]);
-            b.at(1).update(&[0], &[("v2", A::V(i(3)))]);
-            // A row the batch creates has a pre-image in its later groups.
-            b.at(1).insert(&[5], &[("v1", A::V(i(5)))]);
-            b.at(2).update(&[5], &[("v2", A::V(i(6)))]);
-        },
-    ]);
+    let rows = rows_of(
+        Schema::T,
+        "{'enabled': true, 'preimage': 'full'}",
+        &[
+            |b| {
+                b.insert(&[0], &[("v1", A::V(i(1)))]);
+            },
+            |b| {
+                b.update(&[0], &[("v1", A::V(i(2)))]);
+                b.at(1).update(&[0], &[("v2", A::V(i(3)))]);
+                // A row the batch creates has a pre-image in its later groups.
+                b.at(1).insert(&[5], &[("v1", A::V(i(5)))]);
+                b.at(2).update(&[5], &[("v2", A::V(i(6)))]);
+            },
+        ],
+    );
     assert_eq!(
         rows[1],
         [
@@ -448,34 +489,48 @@ fn pre_images_see_earlier_groups_of_the_same_mutation() {
 
 #[test]
 fn pre_images_only_for_rows_that_existed() {
-    let rows = rows_of(Schema::T, "{'enabled': true, 'preimage': 'full'}", &[
-        |b| {
-            b.delete_row(&[0]);
-        },
-        |b| {
-            b.update(&[1], &[("v1", A::V(i(1)))]);
-        },
-        |b| {
-            // An INSERT of only the key of an existing row: a key-only image with
-            // `preimage: true`, all columns with 'full'.
-            b.insert(&[1], &[]);
-        },
-    ]);
+    let rows = rows_of(
+        Schema::T,
+        "{'enabled': true, 'preimage': 'full'}",
+        &[
+            |b| {
+                b.delete_row(&[0]);
+            },
+            |b| {
+                b.update(&[1], &[("v1", A::V(i(1)))]);
+            },
+            |b| {
+                // An INSERT of only the key of an existing row: a key-only image with
+                // `preimage: true`, all columns with 'full'.
+                b.insert(&[1], &[]);
+            },
+        ],
+    );
     assert_eq!(rows[0], ["@0 #0 op=3 eob ck=0 pk=0"]);
     assert_eq!(rows[1], ["@0 #0 op=1 eob ck=1 pk=0 v1=1"]);
     assert_eq!(
         rows[2],
-        ["@0 #0 op=0 del_v2=true ck=1 pk=0 v1=1", "@0 #1 op=2 eob ck=1 pk=0"]
+        [
+            "@0 #0 op=0 del_v2=true ck=1 pk=0 v1=1",
+            "@0 #1 op=2 eob ck=1 pk=0"
+        ]
     );
-    let rows = rows_of(Schema::T, "{'enabled': true, 'preimage': true}", &[
-        |b| {
-            b.update(&[1], &[("v1", A::V(i(1)))]);
-        },
-        |b| {
-            b.insert(&[1], &[]);
-        },
-    ]);
-    assert_eq!(rows[1], ["@0 #0 op=0 ck=1 pk=0", "@0 #1 op=2 eob ck=1 pk=0"]);
+    let rows = rows_of(
+        Schema::T,
+        "{'enabled': true, 'preimage': true}",
+        &[
+            |b| {
+                b.update(&[1], &[("v1", A::V(i(1)))]);
+            },
+            |b| {
+                b.insert(&[1], &[]);
+            },
+        ],
+    );
+    assert_eq!(
+        rows[1],
+        ["@0 #0 op=0 ck=1 pk=0", "@0 #1 op=2 eob ck=1 pk=0"]
+    );
 }
 
 #[test]
@@ -495,7 +550,10 @@ fn a_static_pre_image_needs_a_non_null_read_static_column() {
     let rows = rows_of(Schema::Tss, "{'enabled': true, 'preimage': 'full'}", steps);
     assert_eq!(
         rows[1],
-        ["@0 #0 op=0 del_s2=true pk=0 s1=1", "@0 #1 op=1 eob pk=0 s2=2"]
+        [
+            "@0 #0 op=0 del_s2=true pk=0 s1=1",
+            "@0 #1 op=1 eob pk=0 s2=2"
+        ]
     );
     // With post-images every static column is read: the touched one is shown, null.
     let rows = rows_of(
@@ -517,11 +575,15 @@ fn a_static_pre_image_needs_a_non_null_read_static_column() {
 fn post_images_follow_deletes_in_descending_clustering_order() {
     let cdc = "{'enabled': true, 'preimage': true, 'postimage': true}";
     // ck DESC: `ck > 0 AND ck <= 2` runs from (2, inclusive) to (0, exclusive).
-    let rows = rows_of(Schema::Td, cdc, &[|b| {
-        b.insert(&[1], &[("v", A::V(i(1)))])
-            .insert(&[3], &[("v", A::V(i(3)))])
-            .delete_range((&[2], true), (&[0], false));
-    }]);
+    let rows = rows_of(
+        Schema::Td,
+        cdc,
+        &[|b| {
+            b.insert(&[1], &[("v", A::V(i(1)))])
+                .insert(&[3], &[("v", A::V(i(3)))])
+                .delete_range((&[2], true), (&[0], false));
+        }],
+    );
     assert_eq!(
         rows[0],
         [
@@ -536,12 +598,16 @@ fn post_images_follow_deletes_in_descending_clustering_order() {
 
 #[test]
 fn delta_keys_drops_values_and_deleted_flags() {
-    let rows = rows_of(Schema::Tm, "{'enabled': true, 'delta': 'keys'}", &[|b| {
-        b.ttl(3).update(
-            &[0],
-            &[("v1", A::Null), ("m", A::Assign(vec![(i(1), i(1))]))],
-        );
-    }]);
+    let rows = rows_of(
+        Schema::Tm,
+        "{'enabled': true, 'delta': 'keys'}",
+        &[|b| {
+            b.ttl(3).update(
+                &[0],
+                &[("v1", A::Null), ("m", A::Assign(vec![(i(1), i(1))]))],
+            );
+        }],
+    );
     assert_eq!(
         rows[0],
         ["@0 #0 op=1 ck=0 pk=0", "@0 #1 op=1 ttl=3 eob ck=0 pk=0"]
@@ -551,28 +617,32 @@ fn delta_keys_drops_values_and_deleted_flags() {
 #[test]
 fn images_of_collections_are_frozen_snapshots() {
     let cdc = "{'enabled': true, 'preimage': true, 'postimage': true}";
-    let rows = rows_of(Schema::Tc, cdc, &[
-        |b| {
-            b.update(
-                &[0],
-                &[
-                    ("l", A::Append(vec![cases::t("x"), cases::t("y")])),
-                    ("st", A::Add(set_elems(&[1, 2]))),
-                    ("nu", A::Add(vec![(f(0), i(7))])),
-                ],
-            );
-        },
-        |b| {
-            b.update(
-                &[0],
-                &[
-                    ("l", A::Remove(vec![list_key(T0, 0)])),
-                    ("st", A::Remove(vec![i(1), i(2)])),
-                    ("nu", A::Add(vec![(f(2), i(9))])),
-                ],
-            );
-        },
-    ]);
+    let rows = rows_of(
+        Schema::Tc,
+        cdc,
+        &[
+            |b| {
+                b.update(
+                    &[0],
+                    &[
+                        ("l", A::Append(vec![cases::t("x"), cases::t("y")])),
+                        ("st", A::Add(set_elems(&[1, 2]))),
+                        ("nu", A::Add(vec![(f(0), i(7))])),
+                    ],
+                );
+            },
+            |b| {
+                b.update(
+                    &[0],
+                    &[
+                        ("l", A::Remove(vec![list_key(T0, 0)])),
+                        ("st", A::Remove(vec![i(1), i(2)])),
+                        ("nu", A::Add(vec![(f(2), i(9))])),
+                    ],
+                );
+            },
+        ],
+    );
     assert_eq!(
         rows[1],
         [
@@ -612,7 +682,8 @@ fn missing_log_columns_are_skipped_without_panicking() {
     // A log table lacking columns (e.g. during a schema change) loses those cells only.
     let h = Harness::new(Schema::T, "{'enabled': true}");
     let mut log = h.log.clone();
-    log.columns.retain(|c| c.name != "v1" && c.name != END_OF_BATCH);
+    log.columns
+        .retain(|c| c.name != "v1" && c.name != END_OF_BATCH);
     let ctx = LogContext {
         base: &h.base,
         log: &log,
@@ -671,10 +742,19 @@ fn apply_random(b: &mut Builder<'_>, (kind, ck, ck2, dt, ttl, value, elems): &Ra
         6 => b.update(&[*ck], &[("m", A::Assign(entries()))]),
         7 => b.update(&[*ck], &[("l", A::Append(keys()))]),
         8 => b.update(&[*ck], &[("nu", A::Add(fields()))]),
-        9 => b.update(&[*ck], &[("nu", A::Remove(fields().into_iter().map(|(k, _)| k).collect()))]),
+        9 => b.update(
+            &[*ck],
+            &[(
+                "nu",
+                A::Remove(fields().into_iter().map(|(k, _)| k).collect()),
+            )],
+        ),
         10 => b.delete(&[*ck], &["m", "v", "nu"]),
         11 => b.delete_row(&[*ck]),
-        12 => b.delete_range((&[*ck.min(ck2)], *value >= 0), (&[*ck.max(ck2)], elems.is_empty())),
+        12 => b.delete_range(
+            (&[*ck.min(ck2)], *value >= 0),
+            (&[*ck.max(ck2)], elems.is_empty()),
+        ),
         _ => b.delete_partition(),
     };
 }
@@ -710,7 +790,12 @@ fn stored_row(h: &Harness, key: Option<&[Value]>) -> Option<HashMap<String, Valu
 
 /// Checks the last group's post-images against the stored rows (and, in the first group,
 /// pre-images against the rows before): they must show the same values.
-fn check_images(h: &Harness, log: &PartitionMutation, before: &HashMap<Option<Vec<Value>>, HashMap<String, Value>>, had_partition_delete: bool) {
+fn check_images(
+    h: &Harness,
+    log: &PartitionMutation,
+    before: &HashMap<Option<Vec<Value>>, HashMap<String, Value>>,
+    had_partition_delete: bool,
+) {
     let Some((last_key, _)) = log.rows.last() else {
         return;
     };
@@ -727,15 +812,25 @@ fn check_images(h: &Harness, log: &PartitionMutation, before: &HashMap<Option<Ve
                 let key = ck.clone().map(|c| vec![c]);
                 stored_row(h, key.as_deref()).unwrap_or_default()
             }
-            Some(Value::Tinyint(0)) if in_first => {
-                before.get(&ck.clone().map(|c| vec![c])).cloned().expect("a pre-image of an existing row")
-            }
+            Some(Value::Tinyint(0)) if in_first => before
+                .get(&ck.clone().map(|c| vec![c]))
+                .cloned()
+                .expect("a pre-image of an existing row"),
             _ => continue,
         };
-        let kind = if is_static { ColumnKind::Static } else { ColumnKind::Regular };
+        let kind = if is_static {
+            ColumnKind::Static
+        } else {
+            ColumnKind::Regular
+        };
         for def in h.base.value_columns().filter(|c| c.kind == kind) {
             let shown = normalized(cell_value(row, &h.log, &def.name));
-            assert_eq!(shown, expected.get(&def.name).cloned(), "column {} of {row:?}", def.name);
+            assert_eq!(
+                shown,
+                expected.get(&def.name).cloned(),
+                "column {} of {row:?}",
+                def.name
+            );
         }
     }
 }
