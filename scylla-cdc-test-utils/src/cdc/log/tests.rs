@@ -338,6 +338,30 @@ fn an_empty_change_logs_nothing() {
 }
 
 #[test]
+fn nothing_is_logged_when_cdc_is_disabled() {
+    let h = Harness::new(Schema::T, "{'enabled': false}");
+    let ctx = LogContext {
+        base: &h.base,
+        log: &h.log,
+        options: &h.options,
+        stream: STREAM,
+    };
+    let mut b = Builder::new(&h.base, T0);
+    b.insert(&[0], &[("v1", A::V(i(1)))]);
+    let m = b.finish().remove(0);
+    assert!(log_mutation(&ctx, None, &m, NOW).is_none());
+    let enabled = CdcOptions {
+        enabled: true,
+        ..h.options.clone()
+    };
+    let ctx = LogContext {
+        options: &enabled,
+        ..ctx
+    };
+    assert!(log_mutation(&ctx, None, &m, NOW).is_some());
+}
+
+#[test]
 fn a_degenerate_range_delete_logs_nothing() {
     let rows = rows_of(
         Schema::T,
