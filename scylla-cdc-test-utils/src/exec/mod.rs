@@ -56,11 +56,6 @@ use modify::{ModifyPlan, WriteParams};
 use plan::{Plan, Planned};
 use values::EvalCtx;
 
-// Declared here by the DDL worktree only, to compile its modules; the real `exec/mod.rs`
-// (executor worktree) declares them when both are merged.
-mod ddl;
-mod system_tables;
-
 /// Per-connection state the executor reads and updates.
 #[derive(Debug, Clone)]
 pub(crate) struct ConnState {
