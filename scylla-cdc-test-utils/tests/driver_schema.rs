@@ -1,9 +1,6 @@
 //! The real `scylla` driver against the embedded cluster: the topology and schema metadata it
 //! builds from `system.local`, `system.peers` and `system_schema` (driver contract §2–§3),
 //! before and after DDL, including the CDC log table and its partitioner.
-//!
-//! These tests need the statement executor. While it is not available (the DDL and executor
-//! modules are developed separately), every test prints that it was skipped and returns.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -21,21 +18,6 @@ async fn connect(cluster: &EmbeddedCluster) -> Session {
         .build()
         .await
         .expect("the session builds")
-}
-
-/// Whether statements are executed; says the test is skipped when they are not.
-async fn executor_ready(session: &Session, test: &str) -> bool {
-    match session
-        .query_unpaged("SELECT key FROM system.local", ())
-        .await
-    {
-        Ok(_) => true,
-        Err(e) if e.to_string().contains("not available yet") => {
-            eprintln!("{test}: skipped, the statement executor is not available in this build");
-            false
-        }
-        Err(e) => panic!("{test}: SELECT FROM system.local failed: {e}"),
-    }
 }
 
 /// Runs a statement that must succeed.
@@ -56,10 +38,6 @@ async fn cluster_state_shows_every_node_with_its_tokens_and_shards() {
         .await
         .expect("cluster starts");
     let session = connect(&cluster).await;
-    if !executor_ready(&session, "cluster_state").await {
-        cluster.shutdown().await;
-        return;
-    }
     let state = session.get_cluster_state();
     let nodes = state.get_nodes_info();
     assert_eq!(nodes.len(), 3);
@@ -105,10 +83,6 @@ async fn schema_metadata_follows_ddl_including_the_cdc_log() {
         .await
         .expect("cluster starts");
     let session = connect(&cluster).await;
-    if !executor_ready(&session, "schema_metadata").await {
-        cluster.shutdown().await;
-        return;
-    }
     // System keyspaces are visible, system_distributed as SimpleStrategy RF 3.
     let state = session.get_cluster_state();
     let sd = state
@@ -238,10 +212,6 @@ async fn the_driver_parses_every_column_type() {
         .await
         .expect("cluster starts");
     let session = connect(&cluster).await;
-    if !executor_ready(&session, "column_types").await {
-        cluster.shutdown().await;
-        return;
-    }
     run(
         &session,
         "CREATE KEYSPACE types_ks WITH replication = {'class': 'SimpleStrategy', \
