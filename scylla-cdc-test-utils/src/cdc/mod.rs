@@ -1,7 +1,13 @@
 //! Change Data Capture in the embedded cluster.
 //!
+//! - [`log_schema`]: the CDC log table of a base table (name, columns, types, properties) and
+//!   how it follows the base's schema changes.
+//! - [`log`]: the log rows of a write (deltas, pre-images, post-images), written into the
+//!   stream of the write's partition.
 //! - [`streams`]: stream ids, generations' stream layouts (vnodes) and tablet stream sets.
 //! - [`generations`]: every generation and stream set, stream choice and write admission.
 
 pub(crate) mod generations;
+pub(crate) mod log;
+pub(crate) mod log_schema;
 pub(crate) mod streams;

@@ -29,4 +29,6 @@ pub(crate) use ast::*;
 #[allow(unused_imports)]
 pub(crate) use error::{ParseError, ParseErrorKind};
 #[allow(unused_imports)]
+pub(crate) use literal::parse_duration as parse_duration_text;
+#[allow(unused_imports)]
 pub(crate) use parser::{MAX_DEPTH, is_reserved, parse_statement, parse_type};

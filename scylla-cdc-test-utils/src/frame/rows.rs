@@ -55,6 +55,8 @@ pub(crate) struct RowsWriter<'a> {
     frame_start: usize,
     /// Offset of the `rows_count` placeholder.
     rows_count_at: usize,
+    /// Offset of the metadata flags.
+    meta_at: usize,
     /// Cells per row.
     columns: usize,
     /// Cells written in the current row.
@@ -91,6 +93,7 @@ impl<'a> RowsWriter<'a> {
     ) -> Self {
         let frame_start = start_frame(out, stream, opcode::RESULT, warnings);
         out.put_i32(result_kind::ROWS);
+        let meta_at = out.len();
         put_result_metadata(out, meta, paging_state, skip_metadata);
         let rows_count_at = out.len();
         out.put_i32(0);
@@ -98,6 +101,7 @@ impl<'a> RowsWriter<'a> {
             out,
             frame_start,
             rows_count_at,
+            meta_at,
             columns: meta.columns.len(),
             cells_in_row: 0,
             rows: 0,
@@ -208,6 +212,38 @@ impl<'a> RowsWriter<'a> {
     /// Bytes of the frame so far (to cap a page by size).
     pub(crate) fn frame_len(&self) -> usize {
         self.out.len().saturating_sub(self.frame_start)
+    }
+
+    /// Like [`RowsWriter::finish`], and when `state` is set, also marks the result as having
+    /// more pages and inserts `state` as its paging state (for a writer begun without one:
+    /// a pager only knows whether more rows follow once the page is written).
+    pub(crate) fn finish_with_paging_state(
+        self,
+        state: Option<&[u8]>,
+    ) -> Result<usize, RowsWriterError> {
+        let mut this = self;
+        if let Some(state) = state {
+            let Ok(len) = i32::try_from(state.len()) else {
+                this.fail(RowsWriterError::TooLarge);
+                return this.finish();
+            };
+            let flags_at = this.meta_at;
+            let insert_at = flags_at + 8;
+            let old_len = this.out.len();
+            if insert_at <= old_len {
+                let n = 4 + state.len();
+                this.out.resize(old_len + n, 0);
+                this.out.copy_within(insert_at..old_len, insert_at + n);
+                this.out[insert_at..insert_at + 4].copy_from_slice(&len.to_be_bytes());
+                this.out[insert_at + 4..insert_at + n].copy_from_slice(state);
+                let mut flags = [0u8; 4];
+                flags.copy_from_slice(&this.out[flags_at..flags_at + 4]);
+                let flags = i32::from_be_bytes(flags) | super::response::META_HAS_MORE_PAGES;
+                this.out[flags_at..flags_at + 4].copy_from_slice(&flags.to_be_bytes());
+                this.rows_count_at += n;
+            }
+        }
+        this.finish()
     }
 
     /// Patches the row count and the frame length. On error the partial frame is removed

@@ -4,7 +4,11 @@
 //! DDL builds a new snapshot and swaps it in, so readers hold an `Arc<Schema>` without locks.
 //! A [`TableDef`] lists its columns in Scylla's order (partition key, clustering key, then
 //! static and regular columns sorted by name bytes) and carries its [`TableOptions`],
-//! including the [`CdcOptions`] that decide whether writes are logged.
+//! including the [`CdcOptions`] that decide whether writes are logged, and the
+//! [`DroppedColumn`]s it remembers. A table of kind [`TableKind::CdcLog`] is the CDC log of
+//! the base table it names; it is *attached* while that base has CDC enabled and *detached*
+//! (kept, no longer written) once CDC is disabled ([`Schema::cdc_log_attached`]).
+//! [`KeyspaceDef`]s hold [`Replication`] settings, tables and user types ([`UserType`]).
 //!
 //! - [`system`]: definitions of the system tables (`system.local`, `system_schema.*`, the CDC
 //!   metadata tables) and the rows of the schema tables rendered from a snapshot.
@@ -23,6 +27,11 @@ pub(crate) const CDC_LOG_SUFFIX: &str = "_scylla_cdc_log";
 
 /// The CDC log table's partitioner, as shown in `system_schema.scylla_tables`.
 pub(crate) const CDC_PARTITIONER: &str = "com.scylladb.dht.CDCPartitioner";
+
+/// The name of the CDC log table of base table `base`.
+pub(crate) fn cdc_log_name(base: &str) -> String {
+    format!("{base}{CDC_LOG_SUFFIX}")
+}
 
 /// What part of the primary key (if any) a column is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -169,6 +178,19 @@ impl CdcOptions {
         out
     }
 
+    /// [`CdcOptions::parse`] with `default_ttl` as the `ttl` when the map does not give one
+    /// (the cluster's configurable default, 86400 s as in Scylla unless changed).
+    pub(crate) fn parse_with_default_ttl(
+        entries: &[(String, String)],
+        default_ttl: u32,
+    ) -> Result<CdcOptions, String> {
+        let mut o = CdcOptions::parse(entries)?;
+        if !entries.iter().any(|(k, _)| k.eq_ignore_ascii_case("ttl")) {
+            o.ttl = default_ttl;
+        }
+        Ok(o)
+    }
+
     /// Parses the option map of `WITH cdc = {...}` (keys and values case-insensitive; values
     /// given as strings or bare literals, already rendered as text). Parsing starts from the
     /// defaults: ALTER replaces the whole option set. Errors are the messages Scylla returns
@@ -228,6 +250,12 @@ impl CdcOptions {
 pub(crate) struct TableOptions {
     /// `comment`
     pub(crate) comment: String,
+    /// `read_repair_chance` (obsolete in Scylla, kept and shown).
+    pub(crate) read_repair_chance: f64,
+    /// `dclocal_read_repair_chance` (obsolete in Scylla, kept and shown).
+    pub(crate) dclocal_read_repair_chance: f64,
+    /// `paxos_grace_seconds` (a Scylla extension), if set.
+    pub(crate) paxos_grace_seconds: Option<i32>,
     /// `default_time_to_live` (seconds, 0 = none).
     pub(crate) default_time_to_live: i32,
     /// `gc_grace_seconds`
@@ -266,6 +294,9 @@ impl Default for TableOptions {
         };
         TableOptions {
             comment: String::new(),
+            read_repair_chance: 0.0,
+            dclocal_read_repair_chance: 0.0,
+            paxos_grace_seconds: None,
             default_time_to_live: 0,
             gc_grace_seconds: 864000,
             bloom_filter_fp_chance: 0.01,
@@ -275,10 +306,8 @@ impl Default for TableOptions {
             max_index_interval: 2048,
             memtable_flush_period_in_ms: 0,
             caching: map(&[("keys", "ALL"), ("rows_per_partition", "ALL")]),
-            compaction: map(&[(
-                "class",
-                "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy",
-            )]),
+            // Scylla stores and shows compaction classes by their short names.
+            compaction: map(&[("class", "SizeTieredCompactionStrategy")]),
             compression: map(&[(
                 "sstable_compression",
                 "org.apache.cassandra.io.compress.LZ4Compressor",
@@ -332,9 +361,19 @@ pub(crate) struct TableDef {
     pub(crate) compact_storage: bool,
     /// Next storage id to give a new column.
     pub(crate) next_column_id: u32,
-    /// Columns dropped with `ALTER TABLE ... DROP`: name → drop time (µs), to refuse
-    /// re-adding them too soon.
-    pub(crate) dropped_columns: BTreeMap<String, i64>,
+    /// Columns dropped with `ALTER TABLE ... DROP` (`system_schema.dropped_columns`), by
+    /// name; the latest drop of a name wins.
+    pub(crate) dropped_columns: BTreeMap<String, DroppedColumn>,
+}
+
+/// A column dropped from a table.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct DroppedColumn {
+    /// When it was dropped (µs since the epoch). A CDC log drops columns 5 s in the future,
+    /// and a column cannot be added back under the same name before that time.
+    pub(crate) dropped_at: i64,
+    /// Its type when it was dropped.
+    pub(crate) typ: CqlType,
 }
 
 impl TableDef {
@@ -399,9 +438,11 @@ impl TableDef {
         self.columns.iter().any(|c| c.kind == ColumnKind::Static)
     }
 
-    /// Whether this is a counter table.
+    /// Whether this is a counter table: it has (or had, before they were dropped) counter
+    /// columns. Like Scylla's flag, this stays after every counter column is dropped.
     pub(crate) fn is_counter(&self) -> bool {
         self.columns.iter().any(|c| c.typ.is_counter())
+            || self.dropped_columns.values().any(|d| d.typ.is_counter())
     }
 
     /// Whether this table is a CDC log table.
@@ -425,9 +466,54 @@ impl TableDef {
     /// Removes a column (ALTER TABLE DROP) and records when it was dropped.
     pub(crate) fn drop_column(&mut self, name: &str, dropped_at_micros: i64) -> Option<ColumnDef> {
         let i = self.column_index(name)?;
-        self.dropped_columns
-            .insert(name.to_string(), dropped_at_micros);
-        Some(self.columns.remove(i))
+        let column = self.columns.remove(i);
+        self.dropped_columns.insert(
+            name.to_string(),
+            DroppedColumn {
+                dropped_at: dropped_at_micros,
+                typ: column.typ.clone(),
+            },
+        );
+        Some(column)
+    }
+
+    /// Renames a primary-key column in place (its storage id and position are kept).
+    /// Returns `false` when there is no such column.
+    pub(crate) fn rename_column(&mut self, from: &str, to: &str) -> bool {
+        match self.columns.iter_mut().find(|c| c.name == from) {
+            Some(c) => {
+                c.name = to.to_string();
+                sort_columns(&mut self.columns);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Clustering order of each clustering column, `true` for descending (what
+    /// `storage::TableData::new` takes).
+    pub(crate) fn clustering_descending(&self) -> Vec<bool> {
+        self.clustering_key()
+            .map(|c| c.order == ClusteringOrder::Desc)
+            .collect()
+    }
+
+    /// The table's `system_schema.tables.flags`: `compound` for CQL tables, `dense` for
+    /// compact tables with clustering columns, `counter` for counter tables.
+    pub(crate) fn flags(&self) -> Vec<&'static str> {
+        let clustering = self.clustering_key().count();
+        let mut flags = Vec::new();
+        if self.is_counter() {
+            flags.push("counter");
+        }
+        if !self.compact_storage || clustering > 1 {
+            flags.push("compound");
+        }
+        if self.compact_storage && clustering > 0 {
+            flags.push("dense");
+        }
+        flags.sort_unstable();
+        flags
     }
 }
 
@@ -504,6 +590,17 @@ pub(crate) struct Schema {
 }
 
 impl Schema {
+    /// The schema of a fresh cluster: the system keyspaces only, with a random version.
+    pub(crate) fn with_system_keyspaces() -> Schema {
+        Schema {
+            version: Uuid::new_v4(),
+            keyspaces: system::system_keyspaces()
+                .into_iter()
+                .map(|k| (k.name.clone(), k))
+                .collect(),
+        }
+    }
+
     /// Looks a keyspace up.
     pub(crate) fn keyspace(&self, name: &str) -> Option<&KeyspaceDef> {
         self.keyspaces.get(name)
@@ -517,6 +614,46 @@ impl Schema {
     /// Every table of every keyspace.
     pub(crate) fn tables(&self) -> impl Iterator<Item = &Arc<TableDef>> {
         self.keyspaces.values().flat_map(|k| k.tables.values())
+    }
+
+    /// Looks a table up by id.
+    pub(crate) fn table_by_id(&self, id: Uuid) -> Option<&Arc<TableDef>> {
+        self.tables().find(|t| t.id == id)
+    }
+
+    /// The CDC log table of `base` (attached or detached), if it has one.
+    pub(crate) fn cdc_log_of(&self, base: &TableDef) -> Option<&Arc<TableDef>> {
+        self.keyspaces.get(&base.keyspace)?.cdc_log_of(&base.name)
+    }
+
+    /// The base table of a CDC log table.
+    pub(crate) fn cdc_base_of(&self, log: &TableDef) -> Option<&Arc<TableDef>> {
+        match &log.kind {
+            TableKind::CdcLog { base } => self.table(&log.keyspace, base),
+            _ => None,
+        }
+    }
+
+    /// Whether `log` is a CDC log table that is attached: its base table has CDC enabled, so
+    /// writes to the base are logged into it and its columns follow the base's. A detached
+    /// log (CDC disabled on the base) is kept as it is until CDC is enabled again.
+    pub(crate) fn cdc_log_attached(&self, log: &TableDef) -> bool {
+        self.cdc_base_of(log)
+            .is_some_and(|base| base.options.cdc_enabled())
+    }
+}
+
+impl KeyspaceDef {
+    /// The CDC log table of base table `base` of this keyspace (attached or detached).
+    pub(crate) fn cdc_log_of(&self, base: &str) -> Option<&Arc<TableDef>> {
+        self.tables
+            .get(&cdc_log_name(base))
+            .filter(|t| matches!(&t.kind, TableKind::CdcLog { base: b } if b == base))
+    }
+
+    /// Whether the keyspace uses tablets.
+    pub(crate) fn uses_tablets(&self) -> bool {
+        self.initial_tablets.is_some()
     }
 }
 
@@ -573,7 +710,7 @@ mod tests {
         t.drop_column("v", 10).expect("exists");
         t.add_column(col("v", ColumnKind::Regular, -1));
         assert_eq!(t.column("v").map(|c| c.id), Some(2));
-        assert_eq!(t.dropped_columns.get("v"), Some(&10));
+        assert_eq!(t.dropped_columns.get("v").map(|d| d.dropped_at), Some(10));
     }
 
     #[test]

@@ -1,0 +1,1402 @@
+//! INSERT / UPDATE / DELETE: planning (column operations, keys, `USING`, `IF`) and the
+//! building of [`PartitionMutation`]s, with Cassandra's semantics: a row marker on INSERT
+//! only, tombstones for nulls, collection overwrites as a tombstone at `ts - 1` plus the new
+//! elements, list elements keyed by timeuuids, counters as deltas, row / range / partition
+//! deletions. Also the lightweight-transaction conditions.
+
+use std::sync::Arc;
+
+use crate::cql::{
+    Assignment, ColumnTarget, CompareOp, Condition, Conditional, InValues, InsertValues, Relation,
+    Statement, Term, Using,
+};
+use crate::frame::CqlError;
+use crate::schema::{ColumnKind, Schema, TableDef};
+use crate::storage::{
+    CellUpdate, ClusteringKey, ClusteringRange, ColumnId, ElementUpdate, Liveness,
+    PartitionMutation, RangeTombstone, RowUpdate, Timestamp,
+};
+use crate::types::CqlType;
+use crate::types::value::Value;
+
+use super::plan::{Binder, column_index, resolve_table};
+use super::restrictions::{
+    KeyValues, PartitionRestriction, PrefixPart, WhereMode, WherePlan, compare, plan_where,
+};
+use super::select::{ColInfo, ColSource, RowRef, col_infos};
+use super::values::{Bound, EvalCtx, Expr, eval_required, marker, plan_term};
+
+/// Which statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ModifyKind {
+    /// INSERT
+    Insert,
+    /// UPDATE
+    Update,
+    /// DELETE
+    Delete,
+}
+
+/// One column operation.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Op {
+    /// `c = x` (INSERT values too).
+    Set(usize, Expr),
+    /// `c = c + x`: set/map add, list append, counter increment.
+    Add(usize, Expr),
+    /// `c = x + c`: list prepend.
+    Prepend(usize, Expr),
+    /// `c = c - x`: set/map/list removal, counter decrement.
+    Remove(usize, Expr),
+    /// `m[k] = x` / `l[i] = x`
+    SetElement(usize, Expr, Expr),
+    /// `u.f = x`
+    SetField(usize, usize, Expr),
+    /// `DELETE c`
+    DeleteColumn(usize),
+    /// `DELETE m[k]` / `DELETE s[e]` / `DELETE l[i]`
+    DeleteElement(usize, Expr),
+    /// `DELETE u.f`
+    DeleteField(usize, usize),
+}
+
+impl Op {
+    fn column(&self) -> usize {
+        match self {
+            Op::Set(c, _)
+            | Op::Add(c, _)
+            | Op::Prepend(c, _)
+            | Op::Remove(c, _)
+            | Op::SetElement(c, _, _)
+            | Op::SetField(c, _, _)
+            | Op::DeleteColumn(c)
+            | Op::DeleteElement(c, _)
+            | Op::DeleteField(c, _) => *c,
+        }
+    }
+
+    /// Whether the operation reads the current list first.
+    fn reads(&self, cols: &[ColInfo]) -> bool {
+        let is_list =
+            |c: &usize| matches!(cols.get(*c).map(|i| &i.typ), Some(CqlType::List { .. }));
+        match self {
+            Op::Remove(c, _) | Op::SetElement(c, _, _) | Op::DeleteElement(c, _) => is_list(c),
+            _ => false,
+        }
+    }
+}
+
+/// What a condition tests.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum CondTest {
+    /// `c op x`
+    Compare(CompareOp, Expr),
+    /// `c IN (...)`
+    In(KeyValues),
+    /// `m[k] op x`
+    Element(Expr, CompareOp, Expr),
+    /// `u.f op x`
+    Field(usize, CompareOp, Expr),
+    /// `c CONTAINS [KEY] x`
+    Contains(bool, Expr),
+}
+
+/// The IF clause.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum CondPlan {
+    /// `IF NOT EXISTS`
+    NotExists,
+    /// `IF EXISTS`
+    Exists,
+    /// `IF c op x AND ...` (column index, test).
+    Conditions(Vec<(usize, CondTest)>),
+}
+
+/// A planned INSERT / UPDATE / DELETE.
+#[derive(Debug)]
+pub(crate) struct ModifyPlan {
+    /// The table written.
+    pub(crate) table: Arc<TableDef>,
+    /// Read layout of its columns.
+    pub(crate) cols: Vec<ColInfo>,
+    /// Which statement.
+    pub(crate) kind: ModifyKind,
+    /// Keys: partition `Keys`, clustering prefix / slice.
+    pub(crate) keys: WherePlan,
+    /// Column operations.
+    pub(crate) ops: Vec<Op>,
+    /// `USING TTL`
+    pub(crate) ttl: Option<Expr>,
+    /// `USING TIMESTAMP`
+    pub(crate) timestamp: Option<Expr>,
+    /// `IF ...`
+    pub(crate) condition: Option<CondPlan>,
+    /// Whether every written column is static (the clustering key may be absent).
+    pub(crate) static_only: bool,
+}
+
+impl ModifyPlan {
+    /// Whether the statement is a lightweight transaction.
+    pub(crate) fn is_conditional(&self) -> bool {
+        self.condition.is_some()
+    }
+
+    /// Whether the statement writes counters.
+    pub(crate) fn is_counter(&self) -> bool {
+        self.table.is_counter()
+    }
+
+    /// Whether it has `USING TIMESTAMP`.
+    pub(crate) fn has_timestamp(&self) -> bool {
+        self.timestamp.is_some()
+    }
+}
+
+/// Plans an INSERT, UPDATE or DELETE.
+pub(crate) fn plan_modify(
+    schema: &Arc<Schema>,
+    keyspace: Option<&str>,
+    stmt: &Statement,
+    binder: &mut Binder,
+) -> Result<ModifyPlan, CqlError> {
+    match stmt {
+        Statement::Insert(s) => {
+            let table = resolve_table(schema, keyspace, &s.table)?;
+            binder.set_table(&table);
+            let InsertValues::Columns(pairs) = &s.values else {
+                return Err(CqlError::invalid(
+                    "INSERT JSON is not supported by the embedded cluster",
+                ));
+            };
+            plan_insert(table, pairs, s.if_not_exists, &s.using, binder)
+        }
+        Statement::Update(s) => {
+            let table = resolve_table(schema, keyspace, &s.table)?;
+            binder.set_table(&table);
+            plan_update(table, s, binder)
+        }
+        Statement::Delete(s) => {
+            let table = resolve_table(schema, keyspace, &s.table)?;
+            binder.set_table(&table);
+            plan_delete(table, s, binder)
+        }
+        _ => Err(CqlError::invalid("not a modification statement")),
+    }
+}
+
+/// Refuses writes to virtual tables and to `system_schema`.
+fn check_writable(table: &TableDef) -> Result<(), CqlError> {
+    match table.kind {
+        crate::schema::TableKind::Virtual => Err(CqlError::invalid(format!(
+            "Cannot modify virtual table {}.{}",
+            table.keyspace, table.name
+        ))),
+        _ if table.keyspace == crate::schema::system::SYSTEM_SCHEMA => Err(CqlError::new(
+            crate::frame::ErrorKind::Unauthorized,
+            format!("{} keyspace is not user-modifiable.", table.keyspace),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Plans `USING TTL` / `TIMESTAMP` / `TIMEOUT` (TTL only where `allow_ttl`).
+fn plan_using(
+    using: &Using,
+    binder: &mut Binder,
+    allow_ttl: bool,
+) -> Result<(Option<Expr>, Option<Expr>), CqlError> {
+    let ttl = match &using.ttl {
+        Some(_) if !allow_ttl => {
+            return Err(CqlError::invalid("TTL is not allowed here"));
+        }
+        Some(t) => Some(plan_term(t, &CqlType::Int, "[ttl]", binder)?),
+        None => None,
+    };
+    let ts = match &using.timestamp {
+        Some(t) => Some(plan_term(t, &CqlType::Bigint, "[timestamp]", binder)?),
+        None => None,
+    };
+    if let Some(t) = &using.timeout {
+        plan_term(t, &CqlType::Duration, "timeout", binder)?;
+    }
+    Ok((ttl, ts))
+}
+
+/// Plans `INSERT INTO t (cols) VALUES (...)`.
+fn plan_insert(
+    table: Arc<TableDef>,
+    pairs: &[(String, Term)],
+    if_not_exists: bool,
+    using: &Using,
+    binder: &mut Binder,
+) -> Result<ModifyPlan, CqlError> {
+    check_writable(&table)?;
+    if table.is_counter() {
+        return Err(CqlError::invalid(
+            "INSERT statements are not allowed on counter tables, use UPDATE instead",
+        ));
+    }
+    let npk = table.partition_key().count();
+    let nck = table.clustering_key().count();
+    let mut pk: Vec<Option<Expr>> = vec![None; npk];
+    let mut ck: Vec<Option<Expr>> = vec![None; nck];
+    let mut ops = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (name, term) in pairs {
+        let ci = column_index(&table, name)?;
+        if !seen.insert(ci) {
+            return Err(CqlError::invalid(format!(
+                "Multiple definitions found for column {name}"
+            )));
+        }
+        let def = &table.columns[ci];
+        let e = plan_term(term, &def.typ, &def.name, binder)?;
+        let pos = def.position.max(0) as usize;
+        match def.kind {
+            ColumnKind::PartitionKey => pk[pos] = Some(e),
+            ColumnKind::Clustering => ck[pos] = Some(e),
+            _ => ops.push(Op::Set(ci, e)),
+        }
+    }
+    let missing_pk: Vec<&str> = table
+        .partition_key()
+        .zip(&pk)
+        .filter(|(_, e)| e.is_none())
+        .map(|(c, _)| c.name.as_str())
+        .collect();
+    if !missing_pk.is_empty() {
+        return Err(CqlError::invalid(format!(
+            "Some partition key parts are missing: {}",
+            missing_pk.join(", ")
+        )));
+    }
+    let static_only = !ops.is_empty()
+        && ops
+            .iter()
+            .all(|o| table.columns[o.column()].kind == ColumnKind::Static);
+    let given_ck = ck.iter().filter(|e| e.is_some()).count();
+    if given_ck != nck && !(static_only && given_ck == 0) {
+        let missing: Vec<&str> = table
+            .clustering_key()
+            .zip(&ck)
+            .filter(|(_, e)| e.is_none())
+            .map(|(c, _)| c.name.as_str())
+            .collect();
+        return Err(CqlError::invalid(format!(
+            "Some clustering keys are missing: {}",
+            missing.join(", ")
+        )));
+    }
+    let pk_exprs: Vec<Expr> = pk.into_iter().flatten().collect();
+    binder.set_pk_markers(pk_exprs.iter().map(Expr::marker_index).collect());
+    let prefix: Vec<PrefixPart> = ck
+        .into_iter()
+        .flatten()
+        .map(|e| PrefixPart::Single(KeyValues::Eq(e)))
+        .collect();
+    let prefix_len = prefix.len();
+    let (ttl, timestamp) = plan_using(using, binder, true)?;
+    Ok(ModifyPlan {
+        cols: col_infos(&table),
+        table,
+        kind: ModifyKind::Insert,
+        keys: WherePlan {
+            partition: PartitionRestriction::Keys(
+                pk_exprs.into_iter().map(KeyValues::Eq).collect(),
+            ),
+            prefix,
+            prefix_len,
+            slice: None,
+            filters: Vec::new(),
+            non_key_columns: Vec::new(),
+        },
+        ops,
+        ttl,
+        timestamp,
+        condition: if_not_exists.then_some(CondPlan::NotExists),
+        static_only,
+    })
+}
+
+/// The WHERE clause of an UPDATE or DELETE: a full partition key, primary-key columns only.
+fn plan_keys(
+    table: &TableDef,
+    where_clause: &[Relation],
+    binder: &mut Binder,
+) -> Result<WherePlan, CqlError> {
+    let keys = plan_where(table, where_clause, WhereMode::Modify, binder)?;
+    if !keys.non_key_columns.is_empty() {
+        return Err(CqlError::invalid(format!(
+            "Non PRIMARY KEY columns found in where clause: {}",
+            keys.non_key_columns.join(", ")
+        )));
+    }
+    match keys.partition {
+        PartitionRestriction::Keys(_) => {}
+        PartitionRestriction::Token { .. } => {
+            return Err(CqlError::invalid(
+                "The token function cannot be used in WHERE clauses for UPDATE and DELETE statements",
+            ));
+        }
+        PartitionRestriction::Scan => {
+            let missing: Vec<&str> = table.partition_key().map(|c| c.name.as_str()).collect();
+            return Err(CqlError::invalid(format!(
+                "Some partition key parts are missing: {}",
+                missing.join(", ")
+            )));
+        }
+    }
+    if !keys.filters.is_empty() {
+        return Err(CqlError::invalid(
+            "Invalid restrictions on clustering columns for a modification statement",
+        ));
+    }
+    Ok(keys)
+}
+
+/// Plans an UPDATE.
+fn plan_update(
+    table: Arc<TableDef>,
+    s: &crate::cql::Update,
+    binder: &mut Binder,
+) -> Result<ModifyPlan, CqlError> {
+    check_writable(&table)?;
+    let (ttl, timestamp) = plan_using(&s.using, binder, true)?;
+    if ttl.is_some() && table.is_counter() {
+        return Err(CqlError::invalid(
+            "Cannot provide custom TTL for counter updates",
+        ));
+    }
+    let mut ops = Vec::new();
+    for a in &s.assignments {
+        let name = a.column();
+        let ci = column_index(&table, name)?;
+        let def = &table.columns[ci];
+        if def.kind.is_primary_key() {
+            return Err(CqlError::invalid(format!(
+                "PRIMARY KEY part {name} found in SET part"
+            )));
+        }
+        let t = &def.typ;
+        let op = match a {
+            Assignment::Set { value, .. } => {
+                if t.is_counter() {
+                    return Err(CqlError::invalid(format!(
+                        "Cannot set the value of counter column {name} (counters can only be incremented/decremented, not set)"
+                    )));
+                }
+                Op::Set(ci, plan_term(value, t, name, binder)?)
+            }
+            Assignment::Add { value, .. } => {
+                if !(t.is_counter() || t.is_collection() && t.is_multi_cell()) {
+                    return Err(CqlError::invalid(format!(
+                        "Invalid operation ({name} = {name} + ?) for non counter column {name}"
+                    )));
+                }
+                Op::Add(ci, plan_term(value, t, name, binder)?)
+            }
+            Assignment::Prepend { value, .. } => {
+                if !matches!(t, CqlType::List { frozen: false, .. }) {
+                    return Err(CqlError::invalid(format!(
+                        "Invalid operation ({name} = ? + {name}) for non list column {name}"
+                    )));
+                }
+                Op::Prepend(ci, plan_term(value, t, name, binder)?)
+            }
+            Assignment::Remove { value, .. } => {
+                let rt = match t {
+                    CqlType::Counter => CqlType::Counter,
+                    CqlType::Map {
+                        key, frozen: false, ..
+                    } => CqlType::Set {
+                        elem: key.clone(),
+                        frozen: false,
+                    },
+                    CqlType::Set { frozen: false, .. } | CqlType::List { frozen: false, .. } => {
+                        t.clone()
+                    }
+                    _ => {
+                        return Err(CqlError::invalid(format!(
+                            "Invalid operation ({name} = {name} - ?) for non counter column {name}"
+                        )));
+                    }
+                };
+                Op::Remove(ci, plan_term(value, &rt, name, binder)?)
+            }
+            Assignment::SetElement { key, value, .. } => match t {
+                CqlType::Map {
+                    key: kt,
+                    value: vt,
+                    frozen: false,
+                } => Op::SetElement(
+                    ci,
+                    plan_term(key, kt, &format!("key({name})"), binder)?,
+                    plan_term(value, vt, &format!("value({name})"), binder)?,
+                ),
+                CqlType::List {
+                    elem,
+                    frozen: false,
+                } => {
+                    let k = match key {
+                        Term::FunctionCall { name: f, args }
+                            if f.name == "scylla_timeuuid_list_index" && args.len() == 1 =>
+                        {
+                            let inner = plan_term(
+                                &args[0],
+                                &CqlType::Timeuuid,
+                                &format!("key({name})"),
+                                binder,
+                            )?;
+                            Expr::Call(super::values::Func::Cast(CqlType::Timeuuid), vec![inner])
+                        }
+                        _ => plan_term(key, &CqlType::Int, &format!("idx({name})"), binder)?,
+                    };
+                    Op::SetElement(
+                        ci,
+                        k,
+                        plan_term(value, elem, &format!("value({name})"), binder)?,
+                    )
+                }
+                _ => {
+                    return Err(CqlError::invalid(format!(
+                        "Invalid operation ({name}[?] = ?) for non collection column {name}"
+                    )));
+                }
+            },
+            Assignment::SetField { field, value, .. } => {
+                let CqlType::Udt { def: ut, frozen } = t else {
+                    return Err(CqlError::invalid(format!(
+                        "Invalid operation ({name}.{field} = ?) for non-UDT column {name}"
+                    )));
+                };
+                if *frozen {
+                    return Err(CqlError::invalid(format!(
+                        "Invalid operation ({name}.{field} = ?) for frozen UDT column {name}"
+                    )));
+                }
+                let fi = ut
+                    .fields
+                    .iter()
+                    .position(|(f, _)| f == field)
+                    .ok_or_else(|| {
+                        CqlError::invalid(format!(
+                            "UDT column {name} does not have a field named {field}"
+                        ))
+                    })?;
+                let ft = ut.fields[fi].1.clone();
+                Op::SetField(
+                    ci,
+                    fi,
+                    plan_term(value, &ft, &format!("{name}.{field}"), binder)?,
+                )
+            }
+        };
+        ops.push(op);
+    }
+    let keys = plan_keys(&table, &s.where_clause, binder)?;
+    let static_only = ops
+        .iter()
+        .all(|o| table.columns[o.column()].kind == ColumnKind::Static);
+    let nck = table.clustering_key().count();
+    if keys.slice.is_some() {
+        return Err(CqlError::invalid(
+            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
+        ));
+    }
+    if static_only && keys.prefix_len > 0 {
+        return Err(CqlError::invalid(
+            "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns",
+        ));
+    }
+    if !static_only && keys.prefix_len != nck {
+        let missing: Vec<&str> = table
+            .clustering_key()
+            .skip(keys.prefix_len)
+            .map(|c| c.name.as_str())
+            .collect();
+        return Err(CqlError::invalid(format!(
+            "Missing mandatory PRIMARY KEY part {}",
+            missing.first().copied().unwrap_or("")
+        )));
+    }
+    let condition = plan_condition(&table, s.condition.as_ref(), binder)?;
+    Ok(ModifyPlan {
+        cols: col_infos(&table),
+        table,
+        kind: ModifyKind::Update,
+        keys,
+        ops,
+        ttl,
+        timestamp,
+        condition,
+        static_only,
+    })
+}
+
+/// Plans a DELETE.
+fn plan_delete(
+    table: Arc<TableDef>,
+    s: &crate::cql::Delete,
+    binder: &mut Binder,
+) -> Result<ModifyPlan, CqlError> {
+    check_writable(&table)?;
+    let mut ops = Vec::new();
+    for target in &s.columns {
+        let op = match target {
+            ColumnTarget::Column(name) => {
+                let ci = column_index(&table, name)?;
+                if table.columns[ci].kind.is_primary_key() {
+                    return Err(CqlError::invalid(format!(
+                        "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
+                    )));
+                }
+                Op::DeleteColumn(ci)
+            }
+            ColumnTarget::Element { column, key } => {
+                let ci = column_index(&table, column)?;
+                let t = &table.columns[ci].typ;
+                let (kt, kname) = match t {
+                    CqlType::Map {
+                        key, frozen: false, ..
+                    } => ((**key).clone(), format!("key({column})")),
+                    CqlType::Set {
+                        elem,
+                        frozen: false,
+                    } => ((**elem).clone(), column.clone()),
+                    CqlType::List { frozen: false, .. } => (CqlType::Int, format!("idx({column})")),
+                    _ => {
+                        return Err(CqlError::invalid(format!(
+                            "Invalid deletion operation for non collection column {column}"
+                        )));
+                    }
+                };
+                Op::DeleteElement(ci, plan_term(key, &kt, &kname, binder)?)
+            }
+            ColumnTarget::Field { column, field } => {
+                let ci = column_index(&table, column)?;
+                let CqlType::Udt {
+                    def: ut,
+                    frozen: false,
+                } = &table.columns[ci].typ
+                else {
+                    return Err(CqlError::invalid(format!(
+                        "Invalid deletion operation for frozen or non-UDT column {column}"
+                    )));
+                };
+                let fi = ut
+                    .fields
+                    .iter()
+                    .position(|(f, _)| f == field)
+                    .ok_or_else(|| {
+                        CqlError::invalid(format!(
+                            "UDT column {column} does not have a field named {field}"
+                        ))
+                    })?;
+                Op::DeleteField(ci, fi)
+            }
+        };
+        ops.push(op);
+    }
+    let (_, timestamp) = plan_using(&s.using, binder, false)?;
+    let keys = plan_keys(&table, &s.where_clause, binder)?;
+    let nck = table.clustering_key().count();
+    let static_only = !ops.is_empty()
+        && ops
+            .iter()
+            .all(|o| table.columns[o.column()].kind == ColumnKind::Static);
+    if !ops.is_empty() && !static_only && (keys.prefix_len != nck || keys.slice.is_some()) {
+        let missing = table
+            .clustering_key()
+            .nth(keys.prefix_len)
+            .map(|c| c.name.clone())
+            .unwrap_or_default();
+        return Err(CqlError::invalid(format!(
+            "Primary key column '{missing}' must be specified in order to delete column '{}'",
+            table.columns[ops[0].column()].name
+        )));
+    }
+    let condition = plan_condition(&table, s.condition.as_ref(), binder)?;
+    if condition.is_some()
+        && (keys.slice.is_some()
+            || (keys.prefix_len != nck && !static_only && nck > 0 && !ops.is_empty()))
+    {
+        return Err(CqlError::invalid(
+            "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns",
+        ));
+    }
+    Ok(ModifyPlan {
+        cols: col_infos(&table),
+        table,
+        kind: ModifyKind::Delete,
+        keys,
+        ops,
+        ttl: None,
+        timestamp,
+        condition,
+        static_only,
+    })
+}
+
+/// Plans the IF clause of an UPDATE or DELETE.
+fn plan_condition(
+    table: &TableDef,
+    cond: Option<&Conditional>,
+    binder: &mut Binder,
+) -> Result<Option<CondPlan>, CqlError> {
+    let Some(cond) = cond else { return Ok(None) };
+    if table.is_counter() {
+        return Err(CqlError::invalid(
+            "Conditional updates are not supported on counter tables",
+        ));
+    }
+    Ok(Some(match cond {
+        Conditional::Exists => CondPlan::Exists,
+        Conditional::Conditions(list) => {
+            let mut out = Vec::new();
+            for c in list {
+                let (target, test) = match c {
+                    Condition::Compare { target, op, value } => (target, Some((*op, value))),
+                    Condition::In { target, .. } | Condition::Contains { target, .. } => {
+                        (target, None)
+                    }
+                    Condition::Like { .. } => {
+                        return Err(CqlError::invalid("LIKE conditions are not supported"));
+                    }
+                };
+                let (col_name, elem, field) = match target {
+                    ColumnTarget::Column(c) => (c, None, None),
+                    ColumnTarget::Element { column, key } => (column, Some(key), None),
+                    ColumnTarget::Field { column, field } => (column, None, Some(field)),
+                };
+                let ci = column_index(table, col_name)?;
+                let def = &table.columns[ci];
+                if def.kind.is_primary_key() {
+                    return Err(CqlError::invalid(format!(
+                        "PRIMARY KEY column '{col_name}' cannot have IF conditions"
+                    )));
+                }
+                let t = &def.typ;
+                let ct = match (c, elem, field) {
+                    (Condition::In { values, .. }, None, None) => CondTest::In(match values {
+                        InValues::Marker(m) => KeyValues::InMarker(marker(
+                            m,
+                            &CqlType::List {
+                                elem: Box::new(t.frozen()),
+                                frozen: false,
+                            },
+                            &format!("in({col_name})"),
+                            binder,
+                        )),
+                        InValues::List(items) => KeyValues::In(
+                            items
+                                .iter()
+                                .map(|i| plan_term(i, t, col_name, binder))
+                                .collect::<Result<_, _>>()?,
+                        ),
+                    }),
+                    (Condition::Contains { key, value, .. }, None, None) => {
+                        let et = match (t, key) {
+                            (CqlType::Map { key: k, .. }, true) => (**k).clone(),
+                            (CqlType::Map { value: v, .. }, false) => (**v).clone(),
+                            (CqlType::List { elem, .. } | CqlType::Set { elem, .. }, false) => {
+                                (**elem).clone()
+                            }
+                            _ => {
+                                return Err(CqlError::invalid(format!(
+                                    "Invalid CONTAINS condition on {col_name}"
+                                )));
+                            }
+                        };
+                        CondTest::Contains(*key, plan_term(value, &et, col_name, binder)?)
+                    }
+                    (_, Some(key), None) => {
+                        let (op, value) =
+                            test.ok_or_else(|| CqlError::invalid("Unsupported condition"))?;
+                        let (kt, vt) = match t {
+                            CqlType::Map { key, value, .. } => ((**key).clone(), (**value).clone()),
+                            CqlType::List { elem, .. } => (CqlType::Int, (**elem).clone()),
+                            _ => {
+                                return Err(CqlError::invalid(format!(
+                                    "Invalid element condition on non-collection column {col_name}"
+                                )));
+                            }
+                        };
+                        CondTest::Element(
+                            plan_term(key, &kt, &format!("key({col_name})"), binder)?,
+                            op,
+                            plan_term(value, &vt, &format!("value({col_name})"), binder)?,
+                        )
+                    }
+                    (_, None, Some(field)) => {
+                        let (op, value) =
+                            test.ok_or_else(|| CqlError::invalid("Unsupported condition"))?;
+                        let CqlType::Udt { def: ut, .. } = t else {
+                            return Err(CqlError::invalid(format!(
+                                "Invalid field condition on non-UDT column {col_name}"
+                            )));
+                        };
+                        let fi =
+                            ut.fields
+                                .iter()
+                                .position(|(f, _)| f == field)
+                                .ok_or_else(|| {
+                                    CqlError::invalid(format!(
+                                        "UDT column {col_name} does not have a field named {field}"
+                                    ))
+                                })?;
+                        let ft = ut.fields[fi].1.clone();
+                        CondTest::Field(
+                            fi,
+                            op,
+                            plan_term(value, &ft, &format!("{col_name}.{field}"), binder)?,
+                        )
+                    }
+                    _ => {
+                        let (op, value) =
+                            test.ok_or_else(|| CqlError::invalid("Unsupported condition"))?;
+                        CondTest::Compare(op, plan_term(value, t, col_name, binder)?)
+                    }
+                };
+                out.push((ci, ct));
+            }
+            CondPlan::Conditions(out)
+        }
+    }))
+}
+
+/// The timestamp and TTL of one execution.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WriteParams {
+    /// Write timestamp (µs).
+    pub(crate) ts: Timestamp,
+    /// TTL in seconds.
+    pub(crate) ttl: Option<u32>,
+}
+
+/// Maximum TTL (20 years), as Cassandra.
+const MAX_TTL: i64 = 630_720_000;
+
+/// Resolves `USING TIMESTAMP` / `USING TTL` (with the table default) for one execution.
+pub(crate) fn write_params(
+    plan: &ModifyPlan,
+    ctx: &EvalCtx<'_>,
+    default_ts: Timestamp,
+) -> Result<WriteParams, CqlError> {
+    let ts = match &plan.timestamp {
+        Some(e) => match e.eval(ctx)? {
+            Bound::Value(v) => {
+                let t = v.as_i64().unwrap_or(0);
+                if t == i64::MIN {
+                    return Err(CqlError::invalid(
+                        "Out of bound timestamp, must be in [-9223372036854775807, 9223372036854775807]",
+                    ));
+                }
+                t
+            }
+            Bound::Unset => default_ts,
+            Bound::Null => return Err(CqlError::invalid("Invalid null value of timestamp")),
+        },
+        None => default_ts,
+    };
+    let default_ttl = plan.table.options.default_time_to_live;
+    let ttl = match &plan.ttl {
+        Some(e) => match e.eval(ctx)? {
+            Bound::Value(v) => {
+                let t = v.as_i64().unwrap_or(0);
+                if t < 0 {
+                    return Err(CqlError::invalid(format!(
+                        "A TTL must be greater or equal to 0, but was {t}"
+                    )));
+                }
+                if t > MAX_TTL {
+                    return Err(CqlError::invalid(format!(
+                        "ttl is too large. requested ({t}) maximum ({MAX_TTL})"
+                    )));
+                }
+                (t > 0).then_some(t as u32)
+            }
+            Bound::Unset => (default_ttl > 0).then_some(default_ttl as u32),
+            Bound::Null => return Err(CqlError::invalid("Invalid null value of TTL")),
+        },
+        None => (default_ttl > 0).then_some(default_ttl as u32),
+    };
+    Ok(WriteParams { ts, ttl })
+}
+
+/// Reads the live elements (key, value) of a list cell of a row (`ck` `None`: the static row).
+pub(crate) type ListReader<'r> =
+    dyn Fn(&crate::storage::PartitionKey, Option<&[Value]>, ColumnId) -> Vec<(Value, Value)> + 'r;
+
+/// Offset between the Unix epoch and the start of the Gregorian calendar, in 100 ns.
+const GREGORIAN_OFFSET: i128 = 0x01B2_1DD2_1381_4000;
+
+/// `2010-01-01` in µs since the epoch: the pivot of prepended list keys.
+const PREPEND_PIVOT: i64 = 1_262_304_000_000_000;
+
+/// List element keys for `n` elements written at `ts`: timeuuids with that time and
+/// increasing sub-microsecond steps (append), or the mirrored time (prepend).
+fn list_keys(ts: Timestamp, n: usize, prepend: bool) -> Vec<Value> {
+    let lsb = crate::types::timeuuid::random_lsb();
+    let base = if prepend {
+        (2 * PREPEND_PIVOT).saturating_sub(ts)
+    } else {
+        ts
+    };
+    let raw0 = i128::from(base) * 10 + GREGORIAN_OFFSET;
+    (0..n)
+        .map(|i| {
+            let raw = if prepend {
+                raw0 - (n - i) as i128
+            } else {
+                raw0 + i as i128
+            };
+            let raw = raw.clamp(0, (1 << 60) - 1) as u64;
+            Value::Timeuuid(crate::types::timeuuid::from_raw(raw, lsb))
+        })
+        .collect()
+}
+
+/// The elements a whole collection / UDT value writes.
+fn collection_elements(v: &Value, typ: &CqlType, p: WriteParams) -> Vec<ElementUpdate> {
+    let el = |key: Value, value: Value| ElementUpdate {
+        key,
+        ts: p.ts,
+        ttl: p.ttl,
+        value: Some(value),
+    };
+    match (typ, v) {
+        (CqlType::List { .. }, Value::List(items)) => list_keys(p.ts, items.len(), false)
+            .into_iter()
+            .zip(items.iter())
+            .map(|(k, x)| el(k, x.clone()))
+            .collect(),
+        (CqlType::Set { .. }, Value::Set(items)) => {
+            items.iter().map(|x| el(x.clone(), Value::Empty)).collect()
+        }
+        (CqlType::Map { .. }, Value::Map(entries)) => entries
+            .iter()
+            .map(|(k, x)| el(k.clone(), x.clone()))
+            .collect(),
+        (CqlType::Udt { .. }, Value::Udt(fields)) => fields
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.as_ref().map(|f| el(Value::Smallint(i as i16), f.clone())))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Sorts element writes by key and keeps the first of equal keys.
+fn sort_elements(mut e: Vec<ElementUpdate>) -> Vec<ElementUpdate> {
+    e.sort_by(|a, b| a.key.cmp(&b.key));
+    e.dedup_by(|later, earlier| later.key == earlier.key);
+    e
+}
+
+/// Builds the mutations of one execution.
+pub(crate) fn build_mutations(
+    plan: &ModifyPlan,
+    ctx: &EvalCtx<'_>,
+    p: WriteParams,
+    read_list: &ListReader<'_>,
+) -> Result<Vec<PartitionMutation>, CqlError> {
+    let keys = plan
+        .keys
+        .partition_keys(&plan.table, ctx)?
+        .unwrap_or_default();
+    let nck = plan.table.clustering_key().count();
+    let mut out = Vec::with_capacity(keys.len());
+    // Clustering rows (full keys) or ranges.
+    let prefixes = plan.keys.prefixes(ctx)?;
+    for key in keys {
+        let mut m = PartitionMutation::new(key);
+        match plan.kind {
+            ModifyKind::Insert | ModifyKind::Update => {
+                let static_ops: Vec<&Op> = plan
+                    .ops
+                    .iter()
+                    .filter(|o| plan.table.columns[o.column()].kind == ColumnKind::Static)
+                    .collect();
+                let regular_ops: Vec<&Op> = plan
+                    .ops
+                    .iter()
+                    .filter(|o| plan.table.columns[o.column()].kind != ColumnKind::Static)
+                    .collect();
+                if !static_ops.is_empty() {
+                    let mut row = RowUpdate::default();
+                    apply_ops(plan, &static_ops, &mut row, ctx, p, &m.key, None, read_list)?;
+                    if !row.is_empty() {
+                        m.static_row = Some(row);
+                    }
+                }
+                let write_row = plan.kind == ModifyKind::Insert && plan.keys.prefix_len == nck
+                    || !regular_ops.is_empty();
+                if write_row && (plan.keys.prefix_len == nck) {
+                    for ck in &prefixes {
+                        let mut row = RowUpdate::default();
+                        if plan.kind == ModifyKind::Insert {
+                            row.marker = Some(Liveness {
+                                ts: p.ts,
+                                ttl: p.ttl,
+                            });
+                        }
+                        apply_ops(
+                            plan,
+                            &regular_ops,
+                            &mut row,
+                            ctx,
+                            p,
+                            &m.key,
+                            Some(ck),
+                            read_list,
+                        )?;
+                        if !row.is_empty() {
+                            m.rows.push((ClusteringKey::new(ck.clone()), row));
+                        }
+                    }
+                }
+            }
+            ModifyKind::Delete => {
+                if plan.ops.is_empty() {
+                    if !plan.keys.restricts_clustering() {
+                        m.delete_partition(p.ts);
+                    } else if plan.keys.slice.is_none() && plan.keys.prefix_len == nck {
+                        for ck in &prefixes {
+                            m.row_mut(&ClusteringKey::new(ck.clone())).deletion = Some(p.ts);
+                        }
+                    } else {
+                        let cmp = crate::storage::ClusteringComparator::new(
+                            &plan
+                                .table
+                                .clustering_key()
+                                .map(|c| c.order == crate::schema::ClusteringOrder::Desc)
+                                .collect::<Vec<_>>(),
+                        );
+                        for r in plan.keys.clustering_ranges(&plan.table, ctx)? {
+                            let empty = cmp
+                                .is_some_and(|c| c.normalize(std::slice::from_ref(&r)).is_empty());
+                            if empty {
+                                continue;
+                            }
+                            let ClusteringRange { start, end } = r;
+                            m.range_tombstones.push(RangeTombstone {
+                                start,
+                                end,
+                                ts: p.ts,
+                            });
+                        }
+                    }
+                } else {
+                    let ops: Vec<&Op> = plan.ops.iter().collect();
+                    if plan.static_only {
+                        let mut row = RowUpdate::default();
+                        apply_ops(plan, &ops, &mut row, ctx, p, &m.key, None, read_list)?;
+                        if !row.is_empty() {
+                            m.static_row = Some(row);
+                        }
+                    } else {
+                        let (st, reg): (Vec<&Op>, Vec<&Op>) = ops.into_iter().partition(|o| {
+                            plan.table.columns[o.column()].kind == ColumnKind::Static
+                        });
+                        if !st.is_empty() {
+                            let mut row = RowUpdate::default();
+                            apply_ops(plan, &st, &mut row, ctx, p, &m.key, None, read_list)?;
+                            m.static_row = Some(row);
+                        }
+                        for ck in &prefixes {
+                            let mut row = RowUpdate::default();
+                            apply_ops(plan, &reg, &mut row, ctx, p, &m.key, Some(ck), read_list)?;
+                            if !row.is_empty() {
+                                m.rows.push((ClusteringKey::new(ck.clone()), row));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out.push(m);
+    }
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_ops(
+    plan: &ModifyPlan,
+    ops: &[&Op],
+    row: &mut RowUpdate,
+    ctx: &EvalCtx<'_>,
+    p: WriteParams,
+    pk: &crate::storage::PartitionKey,
+    ck: Option<&Vec<Value>>,
+    read_list: &ListReader<'_>,
+) -> Result<(), CqlError> {
+    let ts = p.ts;
+    for op in ops {
+        let ci = op.column();
+        let info = &plan.cols[ci];
+        let id = match info.source {
+            ColSource::Static(id) | ColSource::Regular(id) => id,
+            _ => continue,
+        };
+        let typ = &info.typ;
+        let current_list = || {
+            if op.reads(&plan.cols) {
+                read_list(pk, ck.map(|v| v.as_slice()), id)
+            } else {
+                Vec::new()
+            }
+        };
+        match op {
+            Op::Set(_, e) => {
+                let b = e.eval(ctx)?;
+                if b == Bound::Unset {
+                    continue;
+                }
+                let v = b.into_option();
+                if typ.is_multi_cell() {
+                    let elements = match &v {
+                        Some(v) => sort_elements(collection_elements(v, typ, p)),
+                        None => Vec::new(),
+                    };
+                    row.set_cell(
+                        id,
+                        CellUpdate::Collection {
+                            tombstone: Some(ts - 1),
+                            elements,
+                        },
+                    );
+                } else {
+                    row.set_cell(
+                        id,
+                        CellUpdate::Atomic {
+                            ts,
+                            ttl: p.ttl,
+                            value: v,
+                        },
+                    );
+                }
+            }
+            Op::Add(_, e) => {
+                let Bound::Value(v) = e.eval(ctx)? else {
+                    if typ.is_counter() {
+                        continue;
+                    }
+                    continue;
+                };
+                if typ.is_counter() {
+                    let d = v.as_i64().unwrap_or(0);
+                    row.set_cell(id, CellUpdate::CounterDelta { ts, delta: d });
+                } else {
+                    let elements = sort_elements(collection_elements(&v, typ, p));
+                    row.set_cell(
+                        id,
+                        CellUpdate::Collection {
+                            tombstone: None,
+                            elements,
+                        },
+                    );
+                }
+            }
+            Op::Prepend(_, e) => {
+                let Bound::Value(Value::List(items)) = e.eval(ctx)? else {
+                    continue;
+                };
+                let elements = list_keys(ts, items.len(), true)
+                    .into_iter()
+                    .zip(items.iter())
+                    .map(|(k, x)| ElementUpdate {
+                        key: k,
+                        ts,
+                        ttl: p.ttl,
+                        value: Some(x.clone()),
+                    })
+                    .collect();
+                row.set_cell(
+                    id,
+                    CellUpdate::Collection {
+                        tombstone: None,
+                        elements: sort_elements(elements),
+                    },
+                );
+            }
+            Op::Remove(_, e) => {
+                let Bound::Value(v) = e.eval(ctx)? else {
+                    continue;
+                };
+                if typ.is_counter() {
+                    let d = v.as_i64().unwrap_or(0);
+                    row.set_cell(
+                        id,
+                        CellUpdate::CounterDelta {
+                            ts,
+                            delta: d.wrapping_neg(),
+                        },
+                    );
+                    continue;
+                }
+                let tomb = |key: Value| ElementUpdate {
+                    key,
+                    ts,
+                    ttl: None,
+                    value: None,
+                };
+                let elements: Vec<ElementUpdate> = match (typ, &v) {
+                    (CqlType::List { .. }, Value::List(items)) => current_list()
+                        .into_iter()
+                        .filter(|(_, x)| items.contains(x))
+                        .map(|(k, _)| tomb(k))
+                        .collect(),
+                    (_, Value::Set(items)) => items.iter().cloned().map(tomb).collect(),
+                    _ => Vec::new(),
+                };
+                if !elements.is_empty() {
+                    row.set_cell(
+                        id,
+                        CellUpdate::Collection {
+                            tombstone: None,
+                            elements: sort_elements(elements),
+                        },
+                    );
+                }
+            }
+            Op::SetElement(_, k, e) => {
+                let key = eval_required(k, ctx, "a collection key")?;
+                let b = e.eval(ctx)?;
+                if b == Bound::Unset {
+                    continue;
+                }
+                let value = b.into_option();
+                let key = match typ {
+                    CqlType::List { .. } => match key {
+                        Value::Timeuuid(u) => Value::Timeuuid(u),
+                        other => {
+                            let idx = other.as_i64().unwrap_or(-1);
+                            let list = current_list();
+                            let found =
+                                usize::try_from(idx).ok().and_then(|i| list.get(i).cloned());
+                            match found {
+                                Some((k, _)) => k,
+                                None => {
+                                    return Err(CqlError::invalid(format!(
+                                        "List index {idx} out of bound, list has size {}",
+                                        list.len()
+                                    )));
+                                }
+                            }
+                        }
+                    },
+                    _ => key,
+                };
+                row.set_cell(
+                    id,
+                    CellUpdate::Collection {
+                        tombstone: None,
+                        elements: vec![ElementUpdate {
+                            key,
+                            ts,
+                            ttl: p.ttl,
+                            value,
+                        }],
+                    },
+                );
+            }
+            Op::SetField(_, fi, e) => {
+                let b = e.eval(ctx)?;
+                if b == Bound::Unset {
+                    continue;
+                }
+                row.set_cell(
+                    id,
+                    CellUpdate::Collection {
+                        tombstone: None,
+                        elements: vec![ElementUpdate {
+                            key: Value::Smallint(*fi as i16),
+                            ts,
+                            ttl: p.ttl,
+                            value: b.into_option(),
+                        }],
+                    },
+                );
+            }
+            Op::DeleteColumn(_) => {
+                if typ.is_multi_cell() {
+                    row.set_cell(
+                        id,
+                        CellUpdate::Collection {
+                            tombstone: Some(ts),
+                            elements: Vec::new(),
+                        },
+                    );
+                } else {
+                    row.set_cell(
+                        id,
+                        CellUpdate::Atomic {
+                            ts,
+                            ttl: None,
+                            value: None,
+                        },
+                    );
+                }
+            }
+            Op::DeleteElement(_, k) => {
+                let key = eval_required(k, ctx, "a collection key")?;
+                let key = match typ {
+                    CqlType::List { .. } => {
+                        let idx = key.as_i64().unwrap_or(-1);
+                        let list = current_list();
+                        match usize::try_from(idx).ok().and_then(|i| list.get(i).cloned()) {
+                            Some((k, _)) => k,
+                            None => {
+                                return Err(CqlError::invalid(format!(
+                                    "List index {idx} out of bound, list has size {}",
+                                    list.len()
+                                )));
+                            }
+                        }
+                    }
+                    _ => key,
+                };
+                row.set_cell(
+                    id,
+                    CellUpdate::Collection {
+                        tombstone: None,
+                        elements: vec![ElementUpdate {
+                            key,
+                            ts,
+                            ttl: None,
+                            value: None,
+                        }],
+                    },
+                );
+            }
+            Op::DeleteField(_, fi) => {
+                row.set_cell(
+                    id,
+                    CellUpdate::Collection {
+                        tombstone: None,
+                        elements: vec![ElementUpdate {
+                            key: Value::Smallint(*fi as i16),
+                            ts,
+                            ttl: None,
+                            value: None,
+                        }],
+                    },
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Evaluates an IF clause against the current row; `row` is `None` when it does not
+/// exist. Returns whether it holds.
+pub(crate) fn check_condition(
+    plan: &ModifyPlan,
+    cond: &CondPlan,
+    row: Option<&RowRef<'_>>,
+    ctx: &EvalCtx<'_>,
+) -> Result<bool, CqlError> {
+    match cond {
+        CondPlan::NotExists => Ok(row.is_none()),
+        CondPlan::Exists => Ok(row.is_some()),
+        CondPlan::Conditions(list) => {
+            for (ci, test) in list {
+                let current = row.and_then(|r| r.value(&plan.cols[*ci]));
+                if !condition_holds(test, current, ctx)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+    }
+}
+
+/// Whether one condition holds for the current value of its column.
+fn condition_holds(
+    test: &CondTest,
+    current: Option<Value>,
+    ctx: &EvalCtx<'_>,
+) -> Result<bool, CqlError> {
+    let cmp_opt =
+        |cur: Option<&Value>, op: CompareOp, want: Option<Value>| -> Result<bool, CqlError> {
+            match (cur, want) {
+                (None, None) => Ok(matches!(op, CompareOp::Eq)),
+                (Some(_), None) => match op {
+                    CompareOp::Eq => Ok(false),
+                    CompareOp::Ne => Ok(true),
+                    _ => Err(CqlError::invalid(format!(
+                        "Invalid comparison with null for operator \"{op}\""
+                    ))),
+                },
+                (None, Some(_)) => Ok(matches!(op, CompareOp::Ne)),
+                (Some(c), Some(w)) => Ok(compare(c, op, &w)),
+            }
+        };
+    match test {
+        CondTest::Compare(op, e) => {
+            let want = e.eval(ctx)?.into_option();
+            cmp_opt(current.as_ref(), *op, want)
+        }
+        CondTest::In(kv) => {
+            let vals = match kv {
+                KeyValues::In(es) => {
+                    let mut v = Vec::new();
+                    for e in es {
+                        v.push(e.eval(ctx)?.into_option());
+                    }
+                    v
+                }
+                other => other
+                    .eval(ctx, "IN condition")?
+                    .into_iter()
+                    .map(Some)
+                    .collect(),
+            };
+            Ok(vals.iter().any(|w| w.as_ref() == current.as_ref()))
+        }
+        CondTest::Element(k, op, e) => {
+            let key = eval_required(k, ctx, "a collection key")?;
+            let elem = match (&current, &key) {
+                (Some(Value::Map(m)), _) => {
+                    m.iter().find(|(mk, _)| *mk == key).map(|(_, v)| v.clone())
+                }
+                (Some(Value::List(l)), Value::Int(i)) => {
+                    usize::try_from(*i).ok().and_then(|i| l.get(i).cloned())
+                }
+                _ => None,
+            };
+            cmp_opt(elem.as_ref(), *op, e.eval(ctx)?.into_option())
+        }
+        CondTest::Field(fi, op, e) => {
+            let f = current
+                .as_ref()
+                .and_then(|v| v.as_fields())
+                .and_then(|f| f.get(*fi).cloned().flatten());
+            cmp_opt(f.as_ref(), *op, e.eval(ctx)?.into_option())
+        }
+        CondTest::Contains(key, e) => {
+            let want = eval_required(e, ctx, "CONTAINS")?;
+            Ok(match &current {
+                Some(Value::Map(m)) => m
+                    .iter()
+                    .any(|(k, v)| if *key { *k == want } else { *v == want }),
+                Some(Value::List(l)) | Some(Value::Set(l)) => l.contains(&want),
+                _ => false,
+            })
+        }
+    }
+}
+
+/// The columns an LWT result reports besides `[applied]`: every column for `IF [NOT]
+/// EXISTS`, else the conditioned columns (table order, no duplicates).
+pub(crate) fn condition_columns(plan: &ModifyPlan, cond: &CondPlan) -> Vec<usize> {
+    match cond {
+        CondPlan::NotExists | CondPlan::Exists => (0..plan.table.columns.len()).collect(),
+        CondPlan::Conditions(list) => {
+            let mut v: Vec<usize> = list.iter().map(|(c, _)| *c).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! Planning: a parsed [`Statement`] resolved against one schema snapshot into a [`Planned`]
+//! statement (the [`Plan`] the executor runs, plus the PREPARED metadata: bind variables,
+//! partition-key indexes, LWT flag, result columns).
+//!
+//! The [`Binder`] collects the receiver (name and type) of every bind marker while terms are
+//! planned, and which markers bind the partition key by `=`.
+
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use crate::cql::{BindMarker, QualifiedName, Statement};
+use crate::frame::{ColumnSpec, CqlError, PreparedMetadata, ResultMetadata};
+use crate::schema::{Schema, TableDef};
+use crate::types::CqlType;
+
+use super::batch::{self, BatchPlan};
+use super::modify::{self, ModifyPlan};
+use super::select::{self, SelectPlan};
+
+/// Collects bind-variable receivers while a statement is planned.
+#[derive(Debug)]
+pub(crate) struct Binder {
+    /// The snapshot being planned against (for UDT lookups in casts).
+    pub(crate) schema: Arc<Schema>,
+    /// Keyspace of the statement's table.
+    pub(crate) keyspace: String,
+    /// The statement's table.
+    pub(crate) table: String,
+    /// One entry per marker, by index.
+    specs: Vec<Option<ColumnSpec>>,
+    /// For the first table's partition-key columns: the marker binding each by `=`.
+    pub(crate) pk_markers: Vec<Option<usize>>,
+    /// Whether `pk_markers` has been set (only the first statement of a batch counts).
+    pk_set: bool,
+}
+
+impl Binder {
+    /// A binder for a statement with `count` markers.
+    pub(crate) fn new(schema: Arc<Schema>, count: usize) -> Binder {
+        Binder {
+            schema,
+            keyspace: String::new(),
+            table: String::new(),
+            specs: vec![None; count],
+            pk_markers: Vec::new(),
+            pk_set: false,
+        }
+    }
+
+    /// Sets the table that the next markers belong to.
+    pub(crate) fn set_table(&mut self, table: &TableDef) {
+        self.keyspace = table.keyspace.clone();
+        self.table = table.name.clone();
+    }
+
+    /// Records the receiver of a marker (`:name` markers keep their own name).
+    pub(crate) fn bind(&mut self, m: &BindMarker, name: &str, typ: &CqlType) {
+        let spec = ColumnSpec::new(
+            self.keyspace.clone(),
+            self.table.clone(),
+            m.name.clone().unwrap_or_else(|| name.to_string()),
+            typ.clone(),
+        );
+        if let Some(slot) = self.specs.get_mut(m.index) {
+            *slot = Some(spec);
+        }
+    }
+
+    /// Records which markers bind each partition-key column by `=` (first call wins).
+    pub(crate) fn set_pk_markers(&mut self, markers: Vec<Option<usize>>) {
+        if !self.pk_set {
+            self.pk_set = true;
+            self.pk_markers = markers;
+        }
+    }
+
+    /// The variables in marker order.
+    fn finish(self) -> Result<(Vec<ColumnSpec>, Vec<u16>), CqlError> {
+        let mut vars = Vec::with_capacity(self.specs.len());
+        for (i, s) in self.specs.into_iter().enumerate() {
+            vars.push(s.ok_or_else(|| {
+                CqlError::invalid(format!("Bind marker {i} is not allowed at this position"))
+            })?);
+        }
+        let pk_indexes =
+            if !self.pk_markers.is_empty() && self.pk_markers.iter().all(Option::is_some) {
+                self.pk_markers
+                    .iter()
+                    .filter_map(|m| m.and_then(|i| u16::try_from(i).ok()))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+        Ok((vars, pk_indexes))
+    }
+}
+
+/// What executing a statement does.
+#[derive(Debug)]
+pub(crate) enum Plan {
+    /// A SELECT.
+    Select(Box<SelectPlan>),
+    /// An INSERT, UPDATE or DELETE.
+    Modify(Box<ModifyPlan>),
+    /// A BATCH.
+    Batch(Box<BatchPlan>),
+    /// `USE ks` (canonical name).
+    Use(String),
+    /// A DDL statement, run by `ddl::execute_ddl` at every execution.
+    Ddl(Box<Statement>),
+}
+
+/// A statement planned against one schema version.
+#[derive(Debug)]
+pub(crate) struct Planned {
+    /// What to run.
+    pub(crate) plan: Plan,
+    /// The schema version planned against.
+    pub(crate) schema_version: Uuid,
+    /// Bind variables, pk indexes and LWT flag.
+    pub(crate) metadata: PreparedMetadata,
+    /// Result columns of a SELECT.
+    pub(crate) result: Option<Arc<ResultMetadata>>,
+}
+
+/// Plans a statement for a connection whose keyspace is `keyspace`.
+pub(crate) fn plan_statement(
+    schema: &Arc<Schema>,
+    keyspace: Option<&str>,
+    stmt: &Statement,
+) -> Result<Planned, CqlError> {
+    let count = stmt.bind_count();
+    let mut binder = Binder::new(schema.clone(), count);
+    let mut lwt = false;
+    let mut result = None;
+    let plan = match stmt {
+        Statement::Select(s) => {
+            let p = select::plan_select(schema, keyspace, s, &mut binder)?;
+            result = Some(p.result.clone());
+            Plan::Select(Box::new(p))
+        }
+        Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+            let p = modify::plan_modify(schema, keyspace, stmt, &mut binder)?;
+            lwt = p.is_conditional();
+            Plan::Modify(Box::new(p))
+        }
+        Statement::Batch(b) => {
+            let p = batch::plan_batch(schema, keyspace, b, &mut binder)?;
+            lwt = p.is_conditional();
+            Plan::Batch(Box::new(p))
+        }
+        Statement::Use { keyspace: ks } => {
+            let def = schema
+                .keyspace(ks)
+                .ok_or_else(|| CqlError::invalid(format!("Keyspace '{ks}' does not exist")))?;
+            Plan::Use(def.name.clone())
+        }
+        Statement::Unsupported { what } => {
+            return Err(CqlError::invalid(format!(
+                "{what} statements are not supported by the embedded cluster"
+            )));
+        }
+        other => Plan::Ddl(Box::new(other.clone())),
+    };
+    let (variables, pk_indexes) = binder.finish()?;
+    Ok(Planned {
+        plan,
+        schema_version: schema.version,
+        metadata: PreparedMetadata {
+            lwt,
+            pk_indexes,
+            variables,
+        },
+        result,
+    })
+}
+
+/// Looks a table up, with the errors Scylla gives.
+pub(crate) fn resolve_table(
+    schema: &Schema,
+    keyspace: Option<&str>,
+    name: &QualifiedName,
+) -> Result<Arc<TableDef>, CqlError> {
+    let ks = match name.keyspace.as_deref().or(keyspace) {
+        Some(ks) => ks,
+        None => {
+            return Err(CqlError::invalid(
+                "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename",
+            ));
+        }
+    };
+    let kdef = schema
+        .keyspace(ks)
+        .ok_or_else(|| CqlError::invalid(format!("Keyspace {ks} does not exist")))?;
+    kdef.tables
+        .get(&name.name)
+        .cloned()
+        .ok_or_else(|| CqlError::invalid(format!("unconfigured table {}", name.name)))
+}
+
+/// The index in `table.columns` of a named column, or Scylla's error.
+pub(crate) fn column_index(table: &TableDef, name: &str) -> Result<usize, CqlError> {
+    table
+        .column_index(name)
+        .ok_or_else(|| CqlError::invalid(format!("Undefined column name {name}")))
+}

@@ -1,0 +1,1185 @@
+//! WHERE analysis: relations become partition restrictions (`=`/`IN` on every partition-key
+//! column, or `token()` bounds, or none for a full scan), clustering restrictions (an `=`/`IN`
+//! prefix then at most one slice, single- or multi-column) and filters on anything else.
+
+use std::cmp::Ordering;
+
+use crate::cql::{CompareOp, InValues, Relation, Term};
+use crate::frame::CqlError;
+use crate::schema::{ClusteringOrder, ColumnKind, TableDef};
+use crate::storage::{ClusteringBound, ClusteringRange, PartitionKey, PartitionStart};
+use crate::types::CqlType;
+use crate::types::value::Value;
+
+use super::plan::{Binder, column_index};
+use super::values::{Bound, EvalCtx, Expr, eval_required, marker, plan_term};
+
+/// The values an `=` or `IN` gives one column.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum KeyValues {
+    /// `col = x`
+    Eq(Expr),
+    /// `col IN (x, y)`
+    In(Vec<Expr>),
+    /// `col IN ?` (a list value).
+    InMarker(Expr),
+}
+
+impl KeyValues {
+    /// The values, in the written order (duplicates kept).
+    pub(crate) fn eval(&self, ctx: &EvalCtx<'_>, what: &str) -> Result<Vec<Value>, CqlError> {
+        match self {
+            KeyValues::Eq(e) => Ok(vec![eval_required(e, ctx, what)?]),
+            KeyValues::In(es) => es.iter().map(|e| eval_required(e, ctx, what)).collect(),
+            KeyValues::InMarker(e) => match e.eval(ctx)? {
+                Bound::Value(v) => Ok(v.as_elements().map(<[Value]>::to_vec).unwrap_or_default()),
+                Bound::Null => Err(CqlError::invalid(format!("Invalid null value for {what}"))),
+                Bound::Unset => Err(CqlError::invalid(format!("Invalid unset value for {what}"))),
+            },
+        }
+    }
+
+    /// The single marker of `col = ?`.
+    fn eq_marker(&self) -> Option<usize> {
+        match self {
+            KeyValues::Eq(e) => e.marker_index(),
+            _ => None,
+        }
+    }
+}
+
+/// Values of several columns at once: `(a, b) = (x, y)`, `(a, b) IN ((..), (..))`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TupleValues {
+    /// One expression per column.
+    Cols(Vec<Expr>),
+    /// One tuple-valued expression (a marker).
+    Whole(Expr),
+}
+
+impl TupleValues {
+    /// The column values.
+    fn eval(&self, ctx: &EvalCtx<'_>, n: usize) -> Result<Vec<Value>, CqlError> {
+        match self {
+            TupleValues::Cols(es) => es
+                .iter()
+                .map(|e| eval_required(e, ctx, "a clustering column"))
+                .collect(),
+            TupleValues::Whole(e) => {
+                let v = eval_required(e, ctx, "a tuple of clustering columns")?;
+                tuple_fields(&v, n)
+            }
+        }
+    }
+}
+
+/// The `n` non-null fields of a tuple value.
+fn tuple_fields(v: &Value, n: usize) -> Result<Vec<Value>, CqlError> {
+    let fields = v.as_fields().unwrap_or(&[]);
+    if fields.len() != n {
+        return Err(CqlError::invalid(format!(
+            "Expected {n} elements in value tuple, but got {}",
+            fields.len()
+        )));
+    }
+    fields
+        .iter()
+        .map(|f| {
+            f.clone()
+                .ok_or_else(|| CqlError::invalid("Invalid null value in a clustering tuple"))
+        })
+        .collect()
+}
+
+/// The restriction of one or more leading clustering columns by `=` / `IN`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PrefixPart {
+    /// One column.
+    Single(KeyValues),
+    /// Several columns (`n` of them): the accepted tuples.
+    Multi {
+        /// Number of columns.
+        n: usize,
+        /// Accepted tuples.
+        tuples: Vec<TupleValues>,
+        /// `(a, b) IN ?`: a list of tuples.
+        list_marker: Option<Expr>,
+    },
+}
+
+/// One side of a clustering slice, in natural (ascending) value order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SliceBound {
+    /// The bound's values (one per column of the slice).
+    pub(crate) values: TupleValues,
+    /// Whether equal values are included.
+    pub(crate) inclusive: bool,
+}
+
+/// A slice of clustering columns `first..first + n` (n > 1 for multi-column slices).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Slice {
+    /// First clustering column of the slice.
+    pub(crate) first: usize,
+    /// Number of columns.
+    pub(crate) n: usize,
+    /// Lower bound (`>`, `>=`).
+    pub(crate) lower: Option<SliceBound>,
+    /// Upper bound (`<`, `<=`).
+    pub(crate) upper: Option<SliceBound>,
+}
+
+/// How the partitions of a query are chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PartitionRestriction {
+    /// Every partition.
+    Scan,
+    /// `=`/`IN` on every partition-key column, in key order.
+    Keys(Vec<KeyValues>),
+    /// `token(pk) > x AND token(pk) <= y`: bounds with inclusiveness.
+    Token {
+        /// Lower bound.
+        lower: Option<(Expr, bool)>,
+        /// Upper bound.
+        upper: Option<(Expr, bool)>,
+    },
+}
+
+/// A filter on a row (ALLOW FILTERING, CONTAINS, partial keys).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Filter {
+    /// `col op x`
+    Compare {
+        /// Column index in the table.
+        col: usize,
+        /// Operator.
+        op: CompareOp,
+        /// Value.
+        value: Expr,
+    },
+    /// `col IN (...)`
+    In {
+        /// Column index.
+        col: usize,
+        /// Values.
+        values: KeyValues,
+    },
+    /// `col CONTAINS x` / `col CONTAINS KEY x`
+    Contains {
+        /// Column index.
+        col: usize,
+        /// `CONTAINS KEY`.
+        key: bool,
+        /// Searched element.
+        value: Expr,
+    },
+    /// `col[k] op x`
+    Element {
+        /// Column index.
+        col: usize,
+        /// Map key.
+        key: Expr,
+        /// Operator.
+        op: CompareOp,
+        /// Value.
+        value: Expr,
+    },
+    /// `(a, b) op (x, y)` compared as tuples in natural order.
+    Tuple {
+        /// Column indexes.
+        cols: Vec<usize>,
+        /// Operator.
+        op: CompareOp,
+        /// Values.
+        values: TupleValues,
+    },
+}
+
+/// A filter with its values evaluated for one request.
+#[derive(Debug, Clone)]
+pub(crate) enum ReadyFilter {
+    /// `col op v`
+    Compare(usize, CompareOp, Value),
+    /// `col IN vs`
+    In(usize, Vec<Value>),
+    /// `col CONTAINS [KEY] v`
+    Contains(usize, bool, Value),
+    /// `col[k] op v`
+    Element(usize, Value, CompareOp, Value),
+    /// `(cols) op (vs)`
+    Tuple(Vec<usize>, CompareOp, Vec<Value>),
+}
+
+impl ReadyFilter {
+    /// Whether a row passes, given its column values by table column index.
+    pub(crate) fn matches(&self, get: &dyn Fn(usize) -> Option<Value>) -> bool {
+        match self {
+            ReadyFilter::Compare(c, op, v) => get(*c).is_some_and(|x| compare(&x, *op, v)),
+            ReadyFilter::In(c, vs) => get(*c).is_some_and(|x| vs.contains(&x)),
+            ReadyFilter::Contains(c, key, v) => get(*c).is_some_and(|x| match &x {
+                Value::Map(m) => m
+                    .iter()
+                    .any(|(k, val)| if *key { k == v } else { val == v }),
+                Value::List(items) | Value::Set(items) => !*key && items.contains(v),
+                _ => false,
+            }),
+            ReadyFilter::Element(c, k, op, v) => get(*c).is_some_and(|x| {
+                x.as_map()
+                    .and_then(|m| m.iter().find(|(mk, _)| mk == k))
+                    .is_some_and(|(_, val)| compare(val, *op, v))
+            }),
+            ReadyFilter::Tuple(cols, op, vs) => {
+                let mut ord = Ordering::Equal;
+                for (c, v) in cols.iter().zip(vs) {
+                    let Some(x) = get(*c) else { return false };
+                    ord = x.cmp(v);
+                    if ord != Ordering::Equal {
+                        break;
+                    }
+                }
+                op_holds(ord, *op)
+            }
+        }
+    }
+}
+
+/// `a op b` with the type's order.
+pub(crate) fn compare(a: &Value, op: CompareOp, b: &Value) -> bool {
+    op_holds(a.cmp(b), op)
+}
+
+/// Whether an ordering satisfies an operator.
+fn op_holds(ord: Ordering, op: CompareOp) -> bool {
+    match op {
+        CompareOp::Eq => ord == Ordering::Equal,
+        CompareOp::Ne => ord != Ordering::Equal,
+        CompareOp::Lt => ord == Ordering::Less,
+        CompareOp::Le => ord != Ordering::Greater,
+        CompareOp::Gt => ord == Ordering::Greater,
+        CompareOp::Ge => ord != Ordering::Less,
+    }
+}
+
+/// The analysed WHERE clause.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WherePlan {
+    /// Partition selection.
+    pub(crate) partition: PartitionRestriction,
+    /// `=`/`IN` restrictions of the leading clustering columns.
+    pub(crate) prefix: Vec<PrefixPart>,
+    /// Number of clustering columns the prefix covers.
+    pub(crate) prefix_len: usize,
+    /// The slice after the prefix.
+    pub(crate) slice: Option<Slice>,
+    /// Row filters.
+    pub(crate) filters: Vec<Filter>,
+    /// Whether any relation names a non-primary-key column (DML refuses it).
+    pub(crate) non_key_columns: Vec<String>,
+}
+
+/// What kind of statement the WHERE clause belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WhereMode {
+    /// SELECT, with or without ALLOW FILTERING.
+    Select {
+        /// `ALLOW FILTERING`
+        allow_filtering: bool,
+    },
+    /// UPDATE / DELETE.
+    Modify,
+}
+
+/// Cassandra's refusal of a query that needs ALLOW FILTERING.
+const FILTERING_MESSAGE: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
+
+/// Analyses the relations of a WHERE clause.
+pub(crate) fn plan_where(
+    table: &TableDef,
+    relations: &[Relation],
+    mode: WhereMode,
+    binder: &mut Binder,
+) -> Result<WherePlan, CqlError> {
+    let allow_filtering = matches!(
+        mode,
+        WhereMode::Select {
+            allow_filtering: true
+        }
+    );
+    let pk_cols: Vec<usize> = (0..table.columns.len())
+        .filter(|&i| table.columns[i].kind == ColumnKind::PartitionKey)
+        .collect();
+    let ck_cols: Vec<usize> = (0..table.columns.len())
+        .filter(|&i| table.columns[i].kind == ColumnKind::Clustering)
+        .collect();
+    let ck_pos = |col: usize| ck_cols.iter().position(|&c| c == col);
+
+    let mut pk_values: Vec<Option<KeyValues>> = vec![None; pk_cols.len()];
+    let mut pk_other: Vec<Filter> = Vec::new();
+    let mut token_lower: Option<(Expr, bool)> = None;
+    let mut token_upper: Option<(Expr, bool)> = None;
+    let mut has_token = false;
+    // Clustering: per column, its EQ/IN, or multi-column parts starting there, and slices.
+    let mut ck_eq: Vec<Option<KeyValues>> = vec![None; ck_cols.len()];
+    let mut ck_multi_eq: Option<(usize, usize, PrefixPart)> = None;
+    let mut ck_slices: Vec<(usize, usize, Option<SliceBound>, Option<SliceBound>)> = Vec::new();
+    let mut filters = Vec::new();
+    let mut non_key = Vec::new();
+
+    for r in relations {
+        match r {
+            Relation::Compare { column, op, value } => {
+                let ci = column_index(table, column)?;
+                let def = &table.columns[ci];
+                if *op == CompareOp::Ne {
+                    return Err(CqlError::invalid(format!(
+                        "Unsupported \"!=\" relation: {column} != ..."
+                    )));
+                }
+                match def.kind {
+                    ColumnKind::PartitionKey => {
+                        let i = pk_cols.iter().position(|&c| c == ci).unwrap_or(0);
+                        let e = plan_term(value, &def.typ, &def.name, binder)?;
+                        if *op == CompareOp::Eq {
+                            set_once(&mut pk_values[i], KeyValues::Eq(e), column)?;
+                        } else {
+                            pk_other.push(Filter::Compare {
+                                col: ci,
+                                op: *op,
+                                value: e,
+                            });
+                        }
+                    }
+                    ColumnKind::Clustering => {
+                        let i = ck_pos(ci).unwrap_or(0);
+                        let e = plan_term(value, &def.typ, &def.name, binder)?;
+                        if *op == CompareOp::Eq {
+                            set_once(&mut ck_eq[i], KeyValues::Eq(e), column)?;
+                        } else {
+                            let bound = SliceBound {
+                                values: TupleValues::Cols(vec![e]),
+                                inclusive: matches!(op, CompareOp::Le | CompareOp::Ge),
+                            };
+                            add_slice(&mut ck_slices, i, 1, *op, bound, column)?;
+                        }
+                    }
+                    _ => {
+                        non_key.push(column.clone());
+                        let e = plan_term(value, &def.typ, &def.name, binder)?;
+                        filters.push(Filter::Compare {
+                            col: ci,
+                            op: *op,
+                            value: e,
+                        });
+                    }
+                }
+            }
+            Relation::In { column, values } => {
+                let ci = column_index(table, column)?;
+                let def = &table.columns[ci];
+                let kv = plan_in(values, &def.typ, &def.name, binder)?;
+                match def.kind {
+                    ColumnKind::PartitionKey => {
+                        let i = pk_cols.iter().position(|&c| c == ci).unwrap_or(0);
+                        set_once(&mut pk_values[i], kv, column)?;
+                    }
+                    ColumnKind::Clustering => {
+                        let i = ck_pos(ci).unwrap_or(0);
+                        set_once(&mut ck_eq[i], kv, column)?;
+                    }
+                    _ => {
+                        non_key.push(column.clone());
+                        filters.push(Filter::In {
+                            col: ci,
+                            values: kv,
+                        });
+                    }
+                }
+            }
+            Relation::Contains { column, key, value } => {
+                let ci = column_index(table, column)?;
+                let def = &table.columns[ci];
+                let et = match (&def.typ, key) {
+                    (CqlType::Map { key: k, .. }, true) => (**k).clone(),
+                    (CqlType::Map { value: v, .. }, false) => (**v).clone(),
+                    (CqlType::List { elem, .. } | CqlType::Set { elem, .. }, false) => {
+                        (**elem).clone()
+                    }
+                    _ => {
+                        return Err(CqlError::invalid(format!(
+                            "Cannot use CONTAINS{} on non-collection column {column}",
+                            if *key { " KEY" } else { "" }
+                        )));
+                    }
+                };
+                non_key.push(column.clone());
+                let e = plan_term(value, &et, &def.name, binder)?;
+                filters.push(Filter::Contains {
+                    col: ci,
+                    key: *key,
+                    value: e,
+                });
+            }
+            Relation::Element {
+                column,
+                key,
+                op,
+                value,
+            } => {
+                let ci = column_index(table, column)?;
+                let def = &table.columns[ci];
+                let CqlType::Map {
+                    key: kt, value: vt, ..
+                } = &def.typ
+                else {
+                    return Err(CqlError::invalid(format!(
+                        "Column {column} cannot be used as a map"
+                    )));
+                };
+                non_key.push(column.clone());
+                let k = plan_term(key, kt, &format!("key({column})"), binder)?;
+                let v = plan_term(value, vt, &format!("value({column})"), binder)?;
+                filters.push(Filter::Element {
+                    col: ci,
+                    key: k,
+                    op: *op,
+                    value: v,
+                });
+            }
+            Relation::Like { column, .. } => {
+                return Err(CqlError::invalid(format!(
+                    "LIKE restriction on column {column} is not supported"
+                )));
+            }
+            Relation::IsNotNull { column } => {
+                return Err(CqlError::invalid(format!(
+                    "Unsupported restriction: {column} IS NOT NULL"
+                )));
+            }
+            Relation::MultiCompare { columns, op, value } => {
+                let (first, idxs, types) = multi_columns(table, columns, &ck_cols)?;
+                let n = columns.len();
+                let tv = plan_tuple(value, &types, columns, binder)?;
+                if *op == CompareOp::Eq {
+                    if ck_multi_eq.is_some() {
+                        return Err(CqlError::invalid(
+                            "Only one multi-column restriction is supported",
+                        ));
+                    }
+                    ck_multi_eq = Some((
+                        first,
+                        n,
+                        PrefixPart::Multi {
+                            n,
+                            tuples: vec![tv],
+                            list_marker: None,
+                        },
+                    ));
+                } else if *op == CompareOp::Ne {
+                    return Err(CqlError::invalid("Unsupported \"!=\" relation"));
+                } else {
+                    let orders: Vec<ClusteringOrder> =
+                        idxs.iter().map(|&c| table.columns[c].order).collect();
+                    let mixed = orders.iter().any(|o| *o != orders[0]);
+                    if mixed {
+                        filters.push(Filter::Tuple {
+                            cols: idxs,
+                            op: *op,
+                            values: tv,
+                        });
+                    } else {
+                        let bound = SliceBound {
+                            values: tv,
+                            inclusive: matches!(op, CompareOp::Le | CompareOp::Ge),
+                        };
+                        add_slice(&mut ck_slices, first, n, *op, bound, &columns.join(","))?;
+                    }
+                }
+            }
+            Relation::MultiIn { columns, values } => {
+                let (first, _idxs, types) = multi_columns(table, columns, &ck_cols)?;
+                let n = columns.len();
+                let tuple_type = CqlType::Tuple(types.clone());
+                let part = match values {
+                    InValues::Marker(m) => PrefixPart::Multi {
+                        n,
+                        tuples: Vec::new(),
+                        list_marker: Some(marker(
+                            m,
+                            &CqlType::List {
+                                elem: Box::new(tuple_type),
+                                frozen: false,
+                            },
+                            &format!("in({})", columns.join(",")),
+                            binder,
+                        )),
+                    },
+                    InValues::List(items) => PrefixPart::Multi {
+                        n,
+                        tuples: items
+                            .iter()
+                            .map(|t| plan_tuple(t, &types, columns, binder))
+                            .collect::<Result<_, _>>()?,
+                        list_marker: None,
+                    },
+                };
+                if ck_multi_eq.is_some() {
+                    return Err(CqlError::invalid(
+                        "Only one multi-column restriction is supported",
+                    ));
+                }
+                ck_multi_eq = Some((first, n, part));
+            }
+            Relation::Token { columns, op, value } => {
+                let names: Vec<&str> = pk_cols
+                    .iter()
+                    .map(|&c| table.columns[c].name.as_str())
+                    .collect();
+                if columns.iter().map(String::as_str).ne(names.iter().copied()) {
+                    return Err(CqlError::invalid(format!(
+                        "The token function arguments must be in the partition key order: {}",
+                        names.join(", ")
+                    )));
+                }
+                has_token = true;
+                let e = plan_token_value(value, table, &pk_cols, binder)?;
+                match op {
+                    CompareOp::Gt | CompareOp::Ge => {
+                        set_token_bound(&mut token_lower, e, *op == CompareOp::Ge, "start")?
+                    }
+                    CompareOp::Lt | CompareOp::Le => {
+                        set_token_bound(&mut token_upper, e, *op == CompareOp::Le, "end")?
+                    }
+                    CompareOp::Eq => {
+                        set_token_bound(&mut token_lower, e.clone(), true, "start")?;
+                        set_token_bound(&mut token_upper, e, true, "end")?;
+                    }
+                    CompareOp::Ne => {
+                        return Err(CqlError::invalid("Unsupported \"!=\" relation on token"));
+                    }
+                }
+            }
+        }
+    }
+
+    // Partition key.
+    let any_pk = pk_values.iter().any(Option::is_some) || !pk_other.is_empty();
+    let all_pk_eq = pk_values.iter().all(Option::is_some) && pk_other.is_empty();
+    let partition = if has_token {
+        if any_pk {
+            return Err(CqlError::invalid(format!(
+                "Columns \"{}\" cannot be restricted by both a normal relation and a token relation",
+                pk_cols
+                    .iter()
+                    .map(|&c| table.columns[c].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        PartitionRestriction::Token {
+            lower: token_lower,
+            upper: token_upper,
+        }
+    } else if all_pk_eq && !pk_cols.is_empty() {
+        let vals: Vec<KeyValues> = pk_values.into_iter().flatten().collect();
+        binder.set_pk_markers(vals.iter().map(KeyValues::eq_marker).collect());
+        PartitionRestriction::Keys(vals)
+    } else {
+        if any_pk {
+            if mode == WhereMode::Modify {
+                let missing: Vec<&str> = pk_cols
+                    .iter()
+                    .zip(&pk_values)
+                    .filter(|(_, v)| v.is_none())
+                    .map(|(&c, _)| table.columns[c].name.as_str())
+                    .collect();
+                return Err(CqlError::invalid(format!(
+                    "Some partition key parts are missing: {}",
+                    missing.join(", ")
+                )));
+            }
+            if !allow_filtering {
+                if !pk_other.is_empty() {
+                    return Err(CqlError::invalid(
+                        "Only EQ and IN relation are supported on the partition key (unless you use the token() function or allow filtering)",
+                    ));
+                }
+                let missing: Vec<&str> = pk_cols
+                    .iter()
+                    .zip(&pk_values)
+                    .filter(|(_, v)| v.is_none())
+                    .map(|(&c, _)| table.columns[c].name.as_str())
+                    .collect();
+                return Err(CqlError::invalid(format!(
+                    "Partition key parts: {} must be restricted as other parts are",
+                    missing.join(", ")
+                )));
+            }
+            for (&c, v) in pk_cols.iter().zip(pk_values) {
+                if let Some(v) = v {
+                    filters.push(match v {
+                        KeyValues::Eq(e) => Filter::Compare {
+                            col: c,
+                            op: CompareOp::Eq,
+                            value: e,
+                        },
+                        other => Filter::In {
+                            col: c,
+                            values: other,
+                        },
+                    });
+                }
+            }
+            filters.extend(pk_other);
+        }
+        PartitionRestriction::Scan
+    };
+
+    // Clustering columns: the EQ/IN prefix, then one slice; anything else is a filter.
+    let mut prefix = Vec::new();
+    let mut pos = 0;
+    loop {
+        if let Some((first, n, _)) = &ck_multi_eq
+            && *first == pos
+        {
+            let n = *n;
+            if let Some((_, _, part)) = ck_multi_eq.take() {
+                prefix.push(part);
+            }
+            pos += n;
+            continue;
+        }
+        match ck_eq.get_mut(pos).and_then(Option::take) {
+            Some(kv) => {
+                if ck_slices.iter().any(|s| s.0 == pos) {
+                    return Err(CqlError::invalid(format!(
+                        "{} cannot be restricted by both an equality and an inequality relation",
+                        table.columns[ck_cols[pos]].name
+                    )));
+                }
+                prefix.push(PrefixPart::Single(kv));
+                pos += 1;
+            }
+            None => break,
+        }
+    }
+    let prefix_len = pos;
+    let mut slice = None;
+    if let Some(i) = ck_slices.iter().position(|s| s.0 == pos) {
+        let (first, n, lower, upper) = ck_slices.remove(i);
+        slice = Some(Slice {
+            first,
+            n,
+            lower,
+            upper,
+        });
+    }
+    // Leftover clustering restrictions.
+    let leftover_eq: Vec<usize> = (0..ck_cols.len()).filter(|&i| ck_eq[i].is_some()).collect();
+    if !leftover_eq.is_empty() || !ck_slices.is_empty() || ck_multi_eq.is_some() {
+        let first_bad = leftover_eq
+            .first()
+            .copied()
+            .or_else(|| ck_slices.first().map(|s| s.0))
+            .or_else(|| ck_multi_eq.as_ref().map(|m| m.0))
+            .unwrap_or(0);
+        if !allow_filtering {
+            let bad = &table.columns[ck_cols[first_bad]].name;
+            let prev = first_bad
+                .checked_sub(1)
+                .map(|p| table.columns[ck_cols[p]].name.clone())
+                .unwrap_or_default();
+            return Err(CqlError::invalid(
+                if slice.is_some() || first_bad > prefix_len {
+                    if slice.is_some() && first_bad > prefix_len {
+                        format!(
+                            "Clustering column \"{bad}\" cannot be restricted (preceding column \"{prev}\" is restricted by a non-EQ relation)"
+                        )
+                    } else {
+                        format!(
+                            "PRIMARY KEY column \"{bad}\" cannot be restricted as preceding column \"{prev}\" is not restricted"
+                        )
+                    }
+                } else {
+                    format!(
+                        "PRIMARY KEY column \"{bad}\" cannot be restricted as preceding column \"{prev}\" is not restricted"
+                    )
+                },
+            ));
+        }
+        for i in leftover_eq {
+            if let Some(v) = ck_eq[i].take() {
+                let c = ck_cols[i];
+                filters.push(match v {
+                    KeyValues::Eq(e) => Filter::Compare {
+                        col: c,
+                        op: CompareOp::Eq,
+                        value: e,
+                    },
+                    other => Filter::In {
+                        col: c,
+                        values: other,
+                    },
+                });
+            }
+        }
+        for (first, n, lower, upper) in ck_slices {
+            let cols: Vec<usize> = ck_cols[first..first + n].to_vec();
+            for (b, lower_side) in [(lower, true), (upper, false)] {
+                if let Some(b) = b {
+                    let op = match (lower_side, b.inclusive) {
+                        (true, true) => CompareOp::Ge,
+                        (true, false) => CompareOp::Gt,
+                        (false, true) => CompareOp::Le,
+                        (false, false) => CompareOp::Lt,
+                    };
+                    filters.push(Filter::Tuple {
+                        cols: cols.clone(),
+                        op,
+                        values: b.values,
+                    });
+                }
+            }
+        }
+        if ck_multi_eq.is_some() {
+            return Err(CqlError::invalid(
+                "Multi-column relations must restrict the clustering columns in order",
+            ));
+        }
+    }
+    let restricts_clustering = prefix_len > 0 || slice.is_some();
+    if let WhereMode::Select { allow_filtering } = mode {
+        if !allow_filtering
+            && !matches!(partition, PartitionRestriction::Keys(_))
+            && restricts_clustering
+        {
+            return Err(CqlError::invalid(FILTERING_MESSAGE));
+        }
+        if !allow_filtering && !filters.is_empty() {
+            return Err(CqlError::invalid(FILTERING_MESSAGE));
+        }
+    }
+    Ok(WherePlan {
+        partition,
+        prefix,
+        prefix_len,
+        slice,
+        filters,
+        non_key_columns: non_key,
+    })
+}
+
+/// Records the `=`/`IN` of a key column, refusing a second one.
+fn set_once(slot: &mut Option<KeyValues>, v: KeyValues, column: &str) -> Result<(), CqlError> {
+    if slot.is_some() {
+        return Err(CqlError::invalid(format!(
+            "{column} cannot be restricted by more than one relation if it includes an Equal"
+        )));
+    }
+    *slot = Some(v);
+    Ok(())
+}
+
+/// Records one bound of a token range, refusing a second one on the same side.
+fn set_token_bound(
+    slot: &mut Option<(Expr, bool)>,
+    e: Expr,
+    inclusive: bool,
+    side: &str,
+) -> Result<(), CqlError> {
+    if slot.is_some() {
+        return Err(CqlError::invalid(format!(
+            "More than one restriction was found for the {side} bound on the partition key token"
+        )));
+    }
+    *slot = Some((e, inclusive));
+    Ok(())
+}
+
+/// Adds a bound to the slice starting at clustering column `first`.
+fn add_slice(
+    slices: &mut Vec<(usize, usize, Option<SliceBound>, Option<SliceBound>)>,
+    first: usize,
+    n: usize,
+    op: CompareOp,
+    bound: SliceBound,
+    column: &str,
+) -> Result<(), CqlError> {
+    let i = match slices.iter().position(|s| s.0 == first) {
+        Some(i) => i,
+        None => {
+            slices.push((first, n, None, None));
+            slices.len() - 1
+        }
+    };
+    let entry = &mut slices[i];
+    let lower = matches!(op, CompareOp::Gt | CompareOp::Ge);
+    let slot = if lower { &mut entry.2 } else { &mut entry.3 };
+    if slot.is_some() {
+        return Err(CqlError::invalid(format!(
+            "More than one restriction was found for the {} bound on {column}",
+            if lower { "start" } else { "end" }
+        )));
+    }
+    *slot = Some(bound);
+    Ok(())
+}
+
+/// The `IN` values of one column.
+fn plan_in(
+    values: &InValues,
+    typ: &CqlType,
+    name: &str,
+    binder: &mut Binder,
+) -> Result<KeyValues, CqlError> {
+    Ok(match values {
+        InValues::Marker(m) => KeyValues::InMarker(marker(
+            m,
+            &CqlType::List {
+                elem: Box::new(typ.frozen()),
+                frozen: false,
+            },
+            &format!("in({name})"),
+            binder,
+        )),
+        InValues::List(items) => KeyValues::In(
+            items
+                .iter()
+                .map(|t| plan_term(t, typ, name, binder))
+                .collect::<Result<_, _>>()?,
+        ),
+    })
+}
+
+/// A tuple of values for columns `names` of types `types`.
+fn plan_tuple(
+    t: &Term,
+    types: &[CqlType],
+    names: &[String],
+    binder: &mut Binder,
+) -> Result<TupleValues, CqlError> {
+    match t {
+        Term::Tuple(items) => {
+            if items.len() != types.len() {
+                return Err(CqlError::invalid(format!(
+                    "Expected {} elements in value tuple, but got {}: {}",
+                    types.len(),
+                    items.len(),
+                    names.join(",")
+                )));
+            }
+            Ok(TupleValues::Cols(
+                items
+                    .iter()
+                    .zip(types)
+                    .zip(names)
+                    .map(|((t, ty), n)| plan_term(t, ty, n, binder))
+                    .collect::<Result<_, _>>()?,
+            ))
+        }
+        other => Ok(TupleValues::Whole(plan_term(
+            other,
+            &CqlType::Tuple(types.to_vec()),
+            &format!("({})", names.join(",")),
+            binder,
+        )?)),
+    }
+}
+
+/// Checks that a multi-column relation names consecutive clustering columns; returns the
+/// first one's clustering position, the table indexes and the types.
+fn multi_columns(
+    table: &TableDef,
+    columns: &[String],
+    ck_cols: &[usize],
+) -> Result<(usize, Vec<usize>, Vec<CqlType>), CqlError> {
+    let mut idxs = Vec::new();
+    let mut positions = Vec::new();
+    for c in columns {
+        let ci = column_index(table, c)?;
+        let pos = ck_cols.iter().position(|&x| x == ci).ok_or_else(|| {
+            CqlError::invalid(format!(
+                "Multi-column relations can only be applied to clustering columns but was applied to: {c}"
+            ))
+        })?;
+        idxs.push(ci);
+        positions.push(pos);
+    }
+    let first = positions.first().copied().unwrap_or(0);
+    if positions.iter().enumerate().any(|(i, &p)| p != first + i) {
+        return Err(CqlError::invalid(format!(
+            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations: ({})",
+            columns.join(", ")
+        )));
+    }
+    let types = idxs.iter().map(|&i| table.columns[i].typ.clone()).collect();
+    Ok((first, idxs, types))
+}
+
+/// The right side of `token(pk) op x`: `token(?, ...)`, a bigint constant or a marker.
+fn plan_token_value(
+    value: &Term,
+    table: &TableDef,
+    pk_cols: &[usize],
+    binder: &mut Binder,
+) -> Result<Expr, CqlError> {
+    match value {
+        Term::FunctionCall { name, args } if name.name == "token" => {
+            if args.len() != pk_cols.len() {
+                return Err(CqlError::invalid(
+                    "Invalid number of arguments in call to function token",
+                ));
+            }
+            let exprs = args
+                .iter()
+                .zip(pk_cols)
+                .map(|(a, &c)| plan_term(a, &table.columns[c].typ, &table.columns[c].name, binder))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Expr::Call(super::values::Func::Token, exprs))
+        }
+        Term::Marker(m) => Ok(marker(m, &CqlType::Bigint, "partition key token", binder)),
+        other => plan_term(other, &CqlType::Bigint, "partition key token", binder),
+    }
+}
+
+impl WherePlan {
+    /// Whether clustering columns are restricted (a static-only row is then not returned).
+    pub(crate) fn restricts_clustering(&self) -> bool {
+        self.prefix_len > 0 || self.slice.is_some()
+    }
+
+    /// The partition keys of a `Keys` restriction, deduplicated, in token order.
+    pub(crate) fn partition_keys(
+        &self,
+        table: &TableDef,
+        ctx: &EvalCtx<'_>,
+    ) -> Result<Option<Vec<PartitionKey>>, CqlError> {
+        let PartitionRestriction::Keys(parts) = &self.partition else {
+            return Ok(None);
+        };
+        let pk_defs: Vec<_> = table.partition_key().collect();
+        let mut combos: Vec<Vec<Value>> = vec![Vec::new()];
+        for (kv, def) in parts.iter().zip(&pk_defs) {
+            let vals = kv.eval(ctx, &format!("partition key part {}", def.name))?;
+            let mut next = Vec::with_capacity(combos.len() * vals.len());
+            for c in &combos {
+                for v in &vals {
+                    let mut c2 = c.clone();
+                    c2.push(v.clone());
+                    next.push(c2);
+                }
+            }
+            combos = next;
+            if combos.len() > 100_000 {
+                return Err(CqlError::invalid(
+                    "IN restrictions on the partition key produce too many partitions",
+                ));
+            }
+        }
+        let mut keys = combos
+            .into_iter()
+            .map(|vals| make_partition_key(table, vals))
+            .collect::<Result<Vec<_>, _>>()?;
+        keys.sort_by(|a, b| (a.token, &a.bytes).cmp(&(b.token, &b.bytes)));
+        keys.dedup_by(|a, b| a.token == b.token && a.bytes == b.bytes);
+        Ok(Some(keys))
+    }
+
+    /// The token bounds of a `Token` restriction: where to start, and the last token
+    /// included (`None`: to the end). `None` when the range is empty.
+    pub(crate) fn token_range(
+        &self,
+        ctx: &EvalCtx<'_>,
+    ) -> Result<Option<(PartitionStart, Option<i64>)>, CqlError> {
+        let PartitionRestriction::Token { lower, upper } = &self.partition else {
+            return Ok(Some((PartitionStart::First, None)));
+        };
+        let get = |e: &Expr| -> Result<i64, CqlError> {
+            match eval_required(e, ctx, "partition key token")? {
+                Value::Bigint(t) => Ok(t),
+                other => other
+                    .as_i64()
+                    .ok_or_else(|| CqlError::invalid("Invalid token value")),
+            }
+        };
+        let start = match lower {
+            None => PartitionStart::First,
+            Some((e, true)) => PartitionStart::TokenAtLeast(get(e)?),
+            Some((e, false)) => PartitionStart::TokenAbove(get(e)?),
+        };
+        let end = match upper {
+            None => None,
+            Some((e, true)) => Some(get(e)?),
+            Some((e, false)) => match get(e)?.checked_sub(1) {
+                Some(t) => Some(t),
+                None => return Ok(None),
+            },
+        };
+        // Cassandra wraps `token > x AND token <= y` with y < x around the ring only for
+        // `y = min`; an inverted range selects nothing.
+        if let (Some(end), start) = (end, &start) {
+            let lo = match start {
+                PartitionStart::TokenAtLeast(t) => Some(*t),
+                PartitionStart::TokenAbove(t) => t.checked_add(1),
+                _ => Some(i64::MIN),
+            };
+            if lo.is_none_or(|lo| lo > end) {
+                return Ok(None);
+            }
+        }
+        Ok(Some((start, end)))
+    }
+
+    /// The clustering prefixes of the `=`/`IN` restrictions (each of `prefix_len` values),
+    /// sorted in natural order and deduplicated.
+    pub(crate) fn prefixes(&self, ctx: &EvalCtx<'_>) -> Result<Vec<Vec<Value>>, CqlError> {
+        let mut combos: Vec<Vec<Value>> = vec![Vec::new()];
+        for part in &self.prefix {
+            let options: Vec<Vec<Value>> = match part {
+                PrefixPart::Single(kv) => kv
+                    .eval(ctx, "a clustering column")?
+                    .into_iter()
+                    .map(|v| vec![v])
+                    .collect(),
+                PrefixPart::Multi {
+                    n,
+                    tuples,
+                    list_marker,
+                } => match list_marker {
+                    Some(m) => {
+                        let list = eval_required(m, ctx, "a clustering column tuple list")?;
+                        list.as_elements()
+                            .unwrap_or(&[])
+                            .iter()
+                            .map(|t| tuple_fields(t, *n))
+                            .collect::<Result<_, _>>()?
+                    }
+                    None => tuples
+                        .iter()
+                        .map(|t| t.eval(ctx, *n))
+                        .collect::<Result<_, _>>()?,
+                },
+            };
+            let mut next = Vec::with_capacity(combos.len() * options.len());
+            for c in &combos {
+                for o in &options {
+                    let mut c2 = c.clone();
+                    c2.extend(o.iter().cloned());
+                    next.push(c2);
+                }
+            }
+            combos = next;
+            if combos.len() > 100_000 {
+                return Err(CqlError::invalid(
+                    "IN restrictions on clustering columns produce too many rows",
+                ));
+            }
+        }
+        combos.sort();
+        combos.dedup();
+        Ok(combos)
+    }
+
+    /// The clustering ranges selected (in clustering-order bounds); none restricted = the
+    /// whole partition.
+    pub(crate) fn clustering_ranges(
+        &self,
+        table: &TableDef,
+        ctx: &EvalCtx<'_>,
+    ) -> Result<Vec<ClusteringRange>, CqlError> {
+        let prefixes = self.prefixes(ctx)?;
+        let ck_desc: Vec<bool> = table
+            .clustering_key()
+            .map(|c| c.order == ClusteringOrder::Desc)
+            .collect();
+        let Some(slice) = &self.slice else {
+            return Ok(prefixes.into_iter().map(ClusteringRange::prefix).collect());
+        };
+        let lower = match &slice.lower {
+            Some(b) => Some((b.values.eval(ctx, slice.n)?, b.inclusive)),
+            None => None,
+        };
+        let upper = match &slice.upper {
+            Some(b) => Some((b.values.eval(ctx, slice.n)?, b.inclusive)),
+            None => None,
+        };
+        let desc = ck_desc.get(slice.first).copied().unwrap_or(false);
+        let mut out = Vec::with_capacity(prefixes.len());
+        for p in prefixes {
+            let bound = |side: &Option<(Vec<Value>, bool)>| -> ClusteringBound {
+                match side {
+                    Some((vals, inclusive)) => {
+                        let mut v = p.clone();
+                        v.extend(vals.iter().cloned());
+                        if *inclusive {
+                            ClusteringBound::inclusive(v)
+                        } else {
+                            ClusteringBound::exclusive(v)
+                        }
+                    }
+                    None => ClusteringBound::inclusive(p.clone()),
+                }
+            };
+            let (start, end) = if desc {
+                (bound(&upper), bound(&lower))
+            } else {
+                (bound(&lower), bound(&upper))
+            };
+            out.push(ClusteringRange::new(start, end));
+        }
+        Ok(out)
+    }
+
+    /// The filters with their values evaluated.
+    pub(crate) fn ready_filters(&self, ctx: &EvalCtx<'_>) -> Result<Vec<ReadyFilter>, CqlError> {
+        self.filters
+            .iter()
+            .map(|f| {
+                Ok(match f {
+                    Filter::Compare { col, op, value } => {
+                        ReadyFilter::Compare(*col, *op, eval_required(value, ctx, "a filter")?)
+                    }
+                    Filter::In { col, values } => {
+                        ReadyFilter::In(*col, values.eval(ctx, "a filter")?)
+                    }
+                    Filter::Contains { col, key, value } => {
+                        ReadyFilter::Contains(*col, *key, eval_required(value, ctx, "CONTAINS")?)
+                    }
+                    Filter::Element {
+                        col,
+                        key,
+                        op,
+                        value,
+                    } => ReadyFilter::Element(
+                        *col,
+                        eval_required(key, ctx, "a map key")?,
+                        *op,
+                        eval_required(value, ctx, "a filter")?,
+                    ),
+                    Filter::Tuple { cols, op, values } => {
+                        ReadyFilter::Tuple(cols.clone(), *op, values.eval(ctx, cols.len())?)
+                    }
+                })
+            })
+            .collect()
+    }
+}
+
+/// Builds the partition key of `values` (one per partition-key column): serialized form and
+/// the table's partitioner token.
+pub(crate) fn make_partition_key(
+    table: &TableDef,
+    values: Vec<Value>,
+) -> Result<PartitionKey, CqlError> {
+    let parts: Vec<bytes::Bytes> = values.iter().map(Value::to_bytes).collect();
+    if parts.len() == 1 && parts[0].is_empty() {
+        return Err(CqlError::invalid("Key may not be empty"));
+    }
+    let key = crate::cluster::partitioner::serialize_partition_key(parts.iter().map(|b| &b[..]))
+        .ok_or_else(|| CqlError::invalid("Key length is too long"))?;
+    let token = if table.partitioner().is_some() {
+        crate::cluster::partitioner::cdc_token(&key)
+    } else {
+        crate::cluster::partitioner::murmur3_token(&key)
+    };
+    Ok(PartitionKey::new(token, bytes::Bytes::from(key), values))
+}

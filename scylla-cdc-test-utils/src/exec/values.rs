@@ -1,0 +1,1176 @@
+//! Terms become values: CQL literals converted for the type that receives them, bound values
+//! decoded strictly, and the scalar functions of terms and selectors.
+//!
+//! Planning turns an AST [`Term`] into an [`Expr`] for a known receiver type (and records
+//! the receiver of every bind marker); executing evaluates the [`Expr`] against the request's
+//! bound values into a [`Bound`] (a value, null or unset).
+
+use std::net::IpAddr;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use num_bigint::BigInt;
+use uuid::Uuid;
+
+use crate::cql::{BindMarker, Literal, Term};
+use crate::frame::{BoundValue, CqlError};
+use crate::types::value::{self, Decimal, Duration, Value, Varint};
+use crate::types::{CqlType, timeuuid};
+
+use super::plan::Binder;
+
+/// A value as a statement sees it: present, null, or unset (a bound value the client left
+/// out on purpose).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Bound {
+    /// A value.
+    Value(Value),
+    /// `null`.
+    Null,
+    /// Unset: the operation that uses it does nothing.
+    Unset,
+}
+
+impl Bound {
+    /// The value, with null and unset as `None`.
+    pub(crate) fn into_option(self) -> Option<Value> {
+        match self {
+            Bound::Value(v) => Some(v),
+            Bound::Null | Bound::Unset => None,
+        }
+    }
+}
+
+/// What a request supplies to evaluation: its bound values (in marker order) and the
+/// request's point in time for time functions.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EvalCtx<'a> {
+    /// Bound values in marker order.
+    pub(crate) values: &'a [BoundValue],
+}
+
+/// A scalar function of terms and selectors.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Func {
+    /// `now()`, `currentTimeUUID()`
+    Now,
+    /// `uuid()`
+    Uuid,
+    /// `currentTimestamp()`
+    CurrentTimestamp,
+    /// `currentDate()`
+    CurrentDate,
+    /// `currentTime()`
+    CurrentTime,
+    /// `minTimeuuid(timestamp)`
+    MinTimeuuid,
+    /// `maxTimeuuid(timestamp)`
+    MaxTimeuuid,
+    /// `toTimestamp(timeuuid | date)`, `dateOf(timeuuid)`
+    ToTimestamp,
+    /// `toDate(timeuuid | timestamp)`
+    ToDate,
+    /// `toUnixTimestamp(timeuuid | timestamp | date)`, `unixTimestampOf(timeuuid)`
+    ToUnixTimestamp,
+    /// `token(pk...)`: the Murmur3 token of the partition-key values.
+    Token,
+    /// `blobAsX(blob)`
+    BlobAs(CqlType),
+    /// `xAsBlob(x)`
+    AsBlob(CqlType),
+    /// `CAST(x AS type)`
+    Cast(CqlType),
+}
+
+impl Func {
+    /// The function called `name` (lower case, as the parser gives unquoted names), with its
+    /// argument count checked; `None` when no such function exists.
+    pub(crate) fn by_name(name: &str) -> Option<Func> {
+        let name = name.strip_prefix("system.").unwrap_or(name);
+        Some(match name {
+            "now" | "currenttimeuuid" => Func::Now,
+            "uuid" => Func::Uuid,
+            "currenttimestamp" => Func::CurrentTimestamp,
+            "currentdate" => Func::CurrentDate,
+            "currenttime" => Func::CurrentTime,
+            "mintimeuuid" => Func::MinTimeuuid,
+            "maxtimeuuid" => Func::MaxTimeuuid,
+            "totimestamp" | "dateof" => Func::ToTimestamp,
+            "todate" => Func::ToDate,
+            "tounixtimestamp" | "unixtimestampof" => Func::ToUnixTimestamp,
+            "token" => Func::Token,
+            _ => {
+                if let Some(t) = name.strip_prefix("blobas") {
+                    Func::BlobAs(CqlType::from_native_name(t)?)
+                } else if let Some(t) = name.strip_suffix("asblob") {
+                    Func::AsBlob(CqlType::from_native_name(t)?)
+                } else {
+                    return None;
+                }
+            }
+        })
+    }
+
+    /// Number of arguments (`None`: any, for `token`).
+    fn arity(&self) -> Option<usize> {
+        match self {
+            Func::Now
+            | Func::Uuid
+            | Func::CurrentTimestamp
+            | Func::CurrentDate
+            | Func::CurrentTime => Some(0),
+            Func::Token => None,
+            _ => Some(1),
+        }
+    }
+
+    /// The argument type a bind marker gets, for argument `i` (markers cannot resolve
+    /// overloads: the first signature is used).
+    fn marker_arg_type(&self) -> CqlType {
+        match self {
+            Func::MinTimeuuid | Func::MaxTimeuuid => CqlType::Timestamp,
+            Func::ToTimestamp | Func::ToDate | Func::ToUnixTimestamp => CqlType::Timeuuid,
+            Func::BlobAs(_) => CqlType::Blob,
+            Func::AsBlob(t) | Func::Cast(t) => t.clone(),
+            _ => CqlType::Blob,
+        }
+    }
+
+    /// The result type given the argument types.
+    pub(crate) fn return_type(&self, _args: &[CqlType]) -> CqlType {
+        match self {
+            Func::Now => CqlType::Timeuuid,
+            Func::Uuid => CqlType::Uuid,
+            Func::CurrentTimestamp | Func::ToTimestamp => CqlType::Timestamp,
+            Func::CurrentDate | Func::ToDate => CqlType::Date,
+            Func::CurrentTime => CqlType::Time,
+            Func::MinTimeuuid | Func::MaxTimeuuid => CqlType::Timeuuid,
+            Func::ToUnixTimestamp | Func::Token => CqlType::Bigint,
+            Func::BlobAs(t) | Func::Cast(t) => t.clone(),
+            Func::AsBlob(_) => CqlType::Blob,
+        }
+    }
+
+    /// Checks the argument types of a call (`args` are the argument types).
+    pub(crate) fn check_args(&self, name: &str, args: &[CqlType]) -> Result<(), CqlError> {
+        if let Some(n) = self.arity()
+            && n != args.len()
+        {
+            return Err(CqlError::invalid(format!(
+                "Invalid number of arguments in call to function {name}: {n} required but {} provided",
+                args.len()
+            )));
+        }
+        let ok = match (self, args) {
+            (Func::MinTimeuuid | Func::MaxTimeuuid, [a]) => {
+                matches!(a, CqlType::Timestamp | CqlType::Bigint)
+            }
+            (Func::ToTimestamp, [a]) => matches!(a, CqlType::Timeuuid | CqlType::Date),
+            (Func::ToDate, [a]) => matches!(a, CqlType::Timeuuid | CqlType::Timestamp),
+            (Func::ToUnixTimestamp, [a]) => {
+                matches!(a, CqlType::Timeuuid | CqlType::Timestamp | CqlType::Date)
+            }
+            (Func::BlobAs(_), [a]) => *a == CqlType::Blob,
+            (Func::AsBlob(t), [a]) => a == t || (*t == CqlType::Text && *a == CqlType::Ascii),
+            _ => true,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(CqlError::invalid(format!(
+                "Type error: cannot pass a value of type {} to function {name}",
+                args.first().map(|t| t.to_string()).unwrap_or_default()
+            )))
+        }
+    }
+
+    /// Whether the function gives a different result at every call.
+    fn is_pure(&self) -> bool {
+        !matches!(
+            self,
+            Func::Now | Func::Uuid | Func::CurrentTimestamp | Func::CurrentDate | Func::CurrentTime
+        )
+    }
+
+    /// Applies the function to argument values (`None` = null).
+    pub(crate) fn apply(&self, args: &[Option<Value>]) -> Result<Option<Value>, CqlError> {
+        let first = args.first().cloned().flatten();
+        Ok(match self {
+            Func::Now => Some(Value::Timeuuid(timeuuid::now())),
+            Func::Uuid => Some(Value::Uuid(Uuid::new_v4())),
+            Func::CurrentTimestamp => Some(Value::Timestamp(timeuuid::now_micros() / 1000)),
+            Func::CurrentDate => Some(Value::Date(days_to_date(
+                timeuuid::now_micros().div_euclid(86_400_000_000),
+            ))),
+            Func::CurrentTime => Some(Value::Time(
+                timeuuid::now_micros().rem_euclid(86_400_000_000) * 1000,
+            )),
+            Func::MinTimeuuid | Func::MaxTimeuuid => {
+                let ms = match first {
+                    Some(Value::Timestamp(ms)) | Some(Value::Bigint(ms)) => ms,
+                    _ => return Ok(None),
+                };
+                Some(Value::Timeuuid(if *self == Func::MinTimeuuid {
+                    timeuuid::min_timeuuid(ms)
+                } else {
+                    timeuuid::max_timeuuid(ms)
+                }))
+            }
+            Func::ToTimestamp => match first {
+                Some(Value::Timeuuid(u)) => Some(Value::Timestamp(timeuuid::to_millis(&u))),
+                Some(Value::Date(d)) => Some(Value::Timestamp(date_to_days(d) * 86_400_000)),
+                Some(v @ Value::Timestamp(_)) => Some(v),
+                _ => None,
+            },
+            Func::ToDate => match first {
+                Some(Value::Timeuuid(u)) => Some(Value::Date(days_to_date(
+                    timeuuid::to_millis(&u).div_euclid(86_400_000),
+                ))),
+                Some(Value::Timestamp(ms)) => {
+                    Some(Value::Date(days_to_date(ms.div_euclid(86_400_000))))
+                }
+                Some(v @ Value::Date(_)) => Some(v),
+                _ => None,
+            },
+            Func::ToUnixTimestamp => match first {
+                Some(Value::Timeuuid(u)) => Some(Value::Bigint(timeuuid::to_millis(&u))),
+                Some(Value::Timestamp(ms)) => Some(Value::Bigint(ms)),
+                Some(Value::Date(d)) => Some(Value::Bigint(date_to_days(d) * 86_400_000)),
+                _ => None,
+            },
+            Func::Token => {
+                let mut parts = Vec::with_capacity(args.len());
+                for a in args {
+                    match a {
+                        Some(v) => parts.push(v.to_bytes()),
+                        None => return Ok(None),
+                    }
+                }
+                let key = crate::cluster::partitioner::serialize_partition_key(
+                    parts.iter().map(|b| &b[..]),
+                )
+                .ok_or_else(|| CqlError::invalid("Partition key component too long"))?;
+                Some(Value::Bigint(crate::cluster::partitioner::murmur3_token(
+                    &key,
+                )))
+            }
+            Func::BlobAs(t) => match first {
+                Some(Value::Blob(b)) => Some(value::decode(t, &b).map_err(|e| {
+                    CqlError::invalid(format!("In call to function blobas{t}: {}", e.message()))
+                })?),
+                _ => None,
+            },
+            Func::AsBlob(_) => first.map(|v| Value::Blob(v.to_bytes())),
+            Func::Cast(t) => match first {
+                Some(v) => Some(cast_value(v, t)?),
+                None => None,
+            },
+        })
+    }
+}
+
+/// `CAST(v AS t)` between the types Scylla converts.
+fn cast_value(v: Value, t: &CqlType) -> Result<Value, CqlError> {
+    use CqlType as T;
+    let as_f64 = |v: &Value| -> Option<f64> {
+        match v {
+            Value::Float(f) => Some(f64::from(*f)),
+            Value::Double(d) => Some(*d),
+            Value::Varint(x) => x.to_bigint().to_string().parse().ok(),
+            Value::Decimal(d) => d.to_string().parse().ok(),
+            other => other.as_i64().map(|i| i as f64),
+        }
+    };
+    Ok(match t {
+        T::Text | T::Ascii => Value::text(&match &v {
+            Value::Text(s) => s.to_string(),
+            other => {
+                let lit = other.cql_literal();
+                lit.trim_matches('\'').to_string()
+            }
+        }),
+        T::Tinyint => Value::Tinyint(
+            v.as_i64()
+                .map(|i| i as i8)
+                .or_else(|| as_f64(&v).map(|f| f as i8))
+                .ok_or_else(|| cast_error(&v, t))?,
+        ),
+        T::Smallint => Value::Smallint(
+            v.as_i64()
+                .map(|i| i as i16)
+                .or_else(|| as_f64(&v).map(|f| f as i16))
+                .ok_or_else(|| cast_error(&v, t))?,
+        ),
+        T::Int => Value::Int(
+            v.as_i64()
+                .map(|i| i as i32)
+                .or_else(|| as_f64(&v).map(|f| f as i32))
+                .ok_or_else(|| cast_error(&v, t))?,
+        ),
+        T::Bigint | T::Counter => Value::Bigint(
+            v.as_i64()
+                .or_else(|| as_f64(&v).map(|f| f as i64))
+                .ok_or_else(|| cast_error(&v, t))?,
+        ),
+        T::Float => Value::Float(as_f64(&v).ok_or_else(|| cast_error(&v, t))? as f32),
+        T::Double => Value::Double(as_f64(&v).ok_or_else(|| cast_error(&v, t))?),
+        T::Varint => match v.as_i64() {
+            Some(i) => Value::Varint(Varint::from_i64(i)),
+            None => match v {
+                Value::Varint(_) => v,
+                _ => return Err(cast_error(&v, t)),
+            },
+        },
+        T::Decimal => match v.as_i64() {
+            Some(i) => Value::Decimal(Decimal::new(0, Varint::from_i64(i))),
+            None => match &v {
+                Value::Decimal(_) => v,
+                Value::Float(_) | Value::Double(_) => {
+                    parse_decimal(&format!("{}", as_f64(&v).unwrap_or(0.0)))
+                        .ok_or_else(|| cast_error(&v, t))?
+                }
+                _ => return Err(cast_error(&v, t)),
+            },
+        },
+        T::Timestamp => Func::ToTimestamp
+            .apply(&[Some(v.clone())])?
+            .ok_or_else(|| cast_error(&v, t))?,
+        T::Date => Func::ToDate
+            .apply(&[Some(v.clone())])?
+            .ok_or_else(|| cast_error(&v, t))?,
+        T::Uuid => match v {
+            Value::Timeuuid(u) | Value::Uuid(u) => Value::Uuid(u),
+            _ => return Err(cast_error(&v, t)),
+        },
+        _ if v.fits(t) => v,
+        _ => return Err(cast_error(&v, t)),
+    })
+}
+
+/// The error of an impossible CAST.
+fn cast_error(v: &Value, t: &CqlType) -> CqlError {
+    CqlError::invalid(format!("Cannot cast value {} to type {t}", v.cql_literal()))
+}
+
+/// A planned value expression: a constant, a bind marker with its type, a collection literal
+/// with non-constant parts, or a function call.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Expr {
+    /// A constant (`None` is null).
+    Const(Option<Value>),
+    /// A bind marker decoded as `typ`; `name` is its receiver's name for error messages.
+    Marker {
+        /// Marker index.
+        index: usize,
+        /// Type of the bound value.
+        typ: CqlType,
+        /// Receiver name.
+        name: Arc<str>,
+    },
+    /// A list literal with non-constant elements.
+    List(Vec<Expr>),
+    /// A set literal with non-constant elements.
+    Set(Vec<Expr>),
+    /// A map literal with non-constant entries.
+    Map(Vec<(Expr, Expr)>),
+    /// A tuple literal with non-constant components.
+    Tuple(Vec<Expr>),
+    /// A UDT literal (fields by index) with non-constant fields.
+    Udt(Vec<Option<Expr>>),
+    /// A function call.
+    Call(Func, Vec<Expr>),
+    /// A timeuuid result used as a `uuid` (`now()` into a uuid column).
+    TimeuuidAsUuid(Box<Expr>),
+}
+
+impl Expr {
+    /// Whether the expression is a constant.
+    fn as_const(&self) -> Option<&Option<Value>> {
+        match self {
+            Expr::Const(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The marker index when the expression is exactly one marker.
+    pub(crate) fn marker_index(&self) -> Option<usize> {
+        match self {
+            Expr::Marker { index, .. } => Some(*index),
+            _ => None,
+        }
+    }
+
+    /// Evaluates the expression.
+    pub(crate) fn eval(&self, ctx: &EvalCtx<'_>) -> Result<Bound, CqlError> {
+        match self {
+            Expr::Const(Some(v)) => Ok(Bound::Value(v.clone())),
+            Expr::Const(None) => Ok(Bound::Null),
+            Expr::Marker { index, typ, name } => match ctx.values.get(*index) {
+                None => Err(CqlError::invalid(format!(
+                    "No value for bind marker {index}"
+                ))),
+                Some(BoundValue::Null) => Ok(Bound::Null),
+                Some(BoundValue::Unset) => Ok(Bound::Unset),
+                Some(BoundValue::Value(bytes)) => {
+                    value::decode(typ, bytes).map(Bound::Value).map_err(|e| {
+                        CqlError::invalid(format!(
+                            "Exception while binding column {name}: {}",
+                            e.message()
+                        ))
+                    })
+                }
+            },
+            Expr::List(items) => Ok(Bound::Value(Value::list(eval_elements(items, ctx)?))),
+            Expr::Set(items) => Ok(Bound::Value(Value::set(eval_elements(items, ctx)?))),
+            Expr::Map(entries) => {
+                let mut out = Vec::with_capacity(entries.len());
+                for (k, v) in entries {
+                    let k = element(k.eval(ctx)?)?;
+                    let v = element(v.eval(ctx)?)?;
+                    out.push((k, v));
+                }
+                Ok(Bound::Value(Value::map(out)))
+            }
+            Expr::Tuple(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for e in items {
+                    out.push(match e.eval(ctx)? {
+                        Bound::Value(v) => Some(v),
+                        Bound::Null => None,
+                        Bound::Unset => return Err(unset_inside()),
+                    });
+                }
+                Ok(Bound::Value(Value::tuple(out)))
+            }
+            Expr::Udt(fields) => {
+                let mut out = Vec::with_capacity(fields.len());
+                for e in fields {
+                    out.push(match e {
+                        None => None,
+                        Some(e) => match e.eval(ctx)? {
+                            Bound::Value(v) => Some(v),
+                            Bound::Null => None,
+                            Bound::Unset => return Err(unset_inside()),
+                        },
+                    });
+                }
+                Ok(Bound::Value(Value::udt(out)))
+            }
+            Expr::Call(f, args) => {
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    match a.eval(ctx)? {
+                        Bound::Unset => return Ok(Bound::Unset),
+                        b => vals.push(b.into_option()),
+                    }
+                }
+                Ok(match f.apply(&vals)? {
+                    Some(v) => Bound::Value(v),
+                    None => Bound::Null,
+                })
+            }
+            Expr::TimeuuidAsUuid(e) => Ok(match e.eval(ctx)? {
+                Bound::Value(Value::Timeuuid(u)) => Bound::Value(Value::Uuid(u)),
+                other => other,
+            }),
+        }
+    }
+}
+
+/// The error of an unset value inside a collection, tuple or UDT.
+fn unset_inside() -> CqlError {
+    CqlError::invalid("Invalid unset value inside a collection, tuple or user type")
+}
+
+/// A collection element, which can be neither null nor unset.
+fn element(b: Bound) -> Result<Value, CqlError> {
+    match b {
+        Bound::Value(v) => Ok(v),
+        Bound::Null => Err(CqlError::invalid(
+            "null is not supported inside collections",
+        )),
+        Bound::Unset => Err(unset_inside()),
+    }
+}
+
+/// Evaluates collection elements.
+fn eval_elements(items: &[Expr], ctx: &EvalCtx<'_>) -> Result<Vec<Value>, CqlError> {
+    let mut out = Vec::with_capacity(items.len());
+    for e in items {
+        out.push(element(e.eval(ctx)?)?);
+    }
+    Ok(out)
+}
+
+/// Plans a term for a receiver named `name` of type `typ`, recording the receivers of its
+/// bind markers in `binder`.
+pub(crate) fn plan_term(
+    term: &Term,
+    typ: &CqlType,
+    name: &str,
+    binder: &mut Binder,
+) -> Result<Expr, CqlError> {
+    match term {
+        Term::Literal(lit) => literal_value(lit, typ, name).map(Expr::Const),
+        Term::Marker(m) => Ok(marker(m, typ, name, binder)),
+        Term::List(items) => {
+            let elem = match typ {
+                CqlType::List { elem, .. } => elem,
+                _ => return Err(invalid_literal("list", name, typ)),
+            };
+            let exprs = items
+                .iter()
+                .map(|t| plan_term(t, elem, name, binder))
+                .collect::<Result<Vec<_>, _>>()?;
+            collapse(exprs, Expr::List, Value::list)
+        }
+        Term::Set(items) => {
+            let elem = match typ {
+                CqlType::Set { elem, .. } => elem,
+                _ => return Err(invalid_literal("set", name, typ)),
+            };
+            let exprs = items
+                .iter()
+                .map(|t| plan_term(t, elem, name, binder))
+                .collect::<Result<Vec<_>, _>>()?;
+            collapse(exprs, Expr::Set, Value::set)
+        }
+        Term::Map(entries) => {
+            let (kt, vt) = match typ {
+                CqlType::Map { key, value, .. } => (key, value),
+                _ => return Err(invalid_literal("map", name, typ)),
+            };
+            let mut exprs = Vec::with_capacity(entries.len());
+            for (k, v) in entries {
+                exprs.push((
+                    plan_term(k, kt, name, binder)?,
+                    plan_term(v, vt, name, binder)?,
+                ));
+            }
+            if exprs.iter().all(|(k, v)| {
+                matches!(k, Expr::Const(Some(_))) && matches!(v, Expr::Const(Some(_)))
+            }) {
+                let vals = exprs
+                    .into_iter()
+                    .filter_map(|(k, v)| match (k, v) {
+                        (Expr::Const(Some(k)), Expr::Const(Some(v))) => Some((k, v)),
+                        _ => None,
+                    })
+                    .collect();
+                return Ok(Expr::Const(Some(Value::map(vals))));
+            }
+            if exprs
+                .iter()
+                .any(|(k, v)| matches!(k, Expr::Const(None)) || matches!(v, Expr::Const(None)))
+            {
+                return Err(CqlError::invalid(
+                    "null is not supported inside collections",
+                ));
+            }
+            Ok(Expr::Map(exprs))
+        }
+        Term::EmptyCollection => match typ {
+            CqlType::Set { .. } => Ok(Expr::Const(Some(Value::set(Vec::new())))),
+            CqlType::Map { .. } => Ok(Expr::Const(Some(Value::map(Vec::new())))),
+            CqlType::List { .. } => Ok(Expr::Const(Some(Value::list(Vec::new())))),
+            _ => Err(invalid_literal("set or map", name, typ)),
+        },
+        Term::Udt(fields) => {
+            let def = match typ {
+                CqlType::Udt { def, .. } => def,
+                _ => return Err(invalid_literal("user type", name, typ)),
+            };
+            let mut out: Vec<Option<Expr>> = vec![None; def.fields.len()];
+            for (fname, t) in fields {
+                let i = def
+                    .fields
+                    .iter()
+                    .position(|(n, _)| n == fname)
+                    .ok_or_else(|| {
+                        CqlError::invalid(format!(
+                            "Unknown field '{fname}' in value of user defined type {}",
+                            def.name
+                        ))
+                    })?;
+                let ftype = &def.fields[i].1;
+                out[i] = Some(plan_term(t, ftype, &format!("{name}.{fname}"), binder)?);
+            }
+            if out
+                .iter()
+                .all(|e| e.as_ref().is_none_or(|e| e.as_const().is_some()))
+            {
+                let vals = out
+                    .into_iter()
+                    .map(|e| e.and_then(|e| e.as_const().cloned().flatten()))
+                    .collect();
+                return Ok(Expr::Const(Some(Value::udt(vals))));
+            }
+            Ok(Expr::Udt(out))
+        }
+        Term::Tuple(items) => {
+            let types: Vec<CqlType> = match typ {
+                CqlType::Tuple(ts) => ts.clone(),
+                _ => return Err(invalid_literal("tuple", name, typ)),
+            };
+            if items.len() > types.len() {
+                return Err(CqlError::invalid(format!(
+                    "Invalid tuple literal for {name}: too many elements. Type {typ} expects {} but got {}",
+                    types.len(),
+                    items.len()
+                )));
+            }
+            let exprs = items
+                .iter()
+                .zip(&types)
+                .map(|(t, ty)| plan_term(t, ty, name, binder))
+                .collect::<Result<Vec<_>, _>>()?;
+            if exprs.iter().all(|e| e.as_const().is_some()) {
+                let vals = exprs
+                    .into_iter()
+                    .map(|e| e.as_const().cloned().flatten())
+                    .collect();
+                return Ok(Expr::Const(Some(Value::tuple(vals))));
+            }
+            Ok(Expr::Tuple(exprs))
+        }
+        Term::FunctionCall { name: fname, args } => {
+            let full = fname.name.as_str();
+            let f = Func::by_name(full)
+                .ok_or_else(|| CqlError::invalid(format!("Unknown function '{fname}'")))?;
+            if f == Func::Token {
+                return Err(CqlError::invalid(
+                    "The token function can only be used in a WHERE clause on the partition key",
+                ));
+            }
+            let mut exprs = Vec::with_capacity(args.len());
+            let mut arg_types = Vec::with_capacity(args.len());
+            for (i, a) in args.iter().enumerate() {
+                let at = term_type_hint(a).unwrap_or_else(|| f.marker_arg_type());
+                let aname = format!("arg{i}(system.{full})");
+                exprs.push(plan_term(a, &at, &aname, binder)?);
+                arg_types.push(at);
+            }
+            f.check_args(full, &arg_types)?;
+            let ret = f.return_type(&arg_types);
+            let call = if f.is_pure() && exprs.iter().all(|e| e.as_const().is_some()) {
+                let vals: Vec<Option<Value>> = exprs
+                    .iter()
+                    .map(|e| e.as_const().cloned().flatten())
+                    .collect();
+                Expr::Const(f.apply(&vals)?)
+            } else {
+                Expr::Call(f, exprs)
+            };
+            coerce(call, &ret, typ, name, &format!("{fname}()"))
+        }
+        Term::Cast { ty, term } => {
+            let hinted = resolve_hint(ty, binder)?;
+            let inner = plan_term(term, &hinted, name, binder)?;
+            coerce(inner, &hinted, typ, name, &format!("({ty})"))
+        }
+    }
+}
+
+/// Resolves the type of a cast in a term.
+fn resolve_hint(ty: &crate::cql::TypeExpr, binder: &Binder) -> Result<CqlType, CqlError> {
+    super::ddl::resolve_type(&binder.schema, &binder.keyspace, ty)
+}
+
+/// The type a term announces by itself (a function's argument without a marker).
+fn term_type_hint(t: &Term) -> Option<CqlType> {
+    match t {
+        Term::Literal(Literal::String(_)) => Some(CqlType::Timestamp),
+        Term::Literal(Literal::Integer(_)) => Some(CqlType::Timestamp),
+        Term::FunctionCall { name, .. } => {
+            let f = Func::by_name(&name.name)?;
+            Some(f.return_type(&[]))
+        }
+        _ => None,
+    }
+}
+
+/// Makes an expression of type `from` usable where `to` is expected.
+fn coerce(e: Expr, from: &CqlType, to: &CqlType, name: &str, what: &str) -> Result<Expr, CqlError> {
+    if from == to || (*from == CqlType::Ascii && *to == CqlType::Text) {
+        return Ok(e);
+    }
+    if *from == CqlType::Timeuuid && *to == CqlType::Uuid {
+        return Ok(match e {
+            Expr::Const(Some(Value::Timeuuid(u))) => Expr::Const(Some(Value::Uuid(u))),
+            other => Expr::TimeuuidAsUuid(Box::new(other)),
+        });
+    }
+    Err(CqlError::invalid(format!(
+        "Type error: {what} of type {from} cannot be passed to {name} of type {to}"
+    )))
+}
+
+/// Folds all-constant elements into one constant collection.
+fn collapse(
+    exprs: Vec<Expr>,
+    wrap: impl FnOnce(Vec<Expr>) -> Expr,
+    build: impl FnOnce(Vec<Value>) -> Value,
+) -> Result<Expr, CqlError> {
+    if exprs.iter().any(|e| matches!(e, Expr::Const(None))) {
+        return Err(CqlError::invalid(
+            "null is not supported inside collections",
+        ));
+    }
+    if exprs.iter().all(|e| matches!(e, Expr::Const(Some(_)))) {
+        let vals = exprs
+            .into_iter()
+            .filter_map(|e| match e {
+                Expr::Const(v) => v,
+                _ => None,
+            })
+            .collect();
+        return Ok(Expr::Const(Some(build(vals))));
+    }
+    Ok(wrap(exprs))
+}
+
+/// A marker expression, recording its receiver.
+pub(crate) fn marker(m: &BindMarker, typ: &CqlType, name: &str, binder: &mut Binder) -> Expr {
+    binder.bind(m, name, typ);
+    Expr::Marker {
+        index: m.index,
+        typ: typ.clone(),
+        name: Arc::from(m.name.as_deref().unwrap_or(name)),
+    }
+}
+
+/// The error of a collection / tuple / UDT literal given to a receiver of another type.
+fn invalid_literal(kind: &str, name: &str, typ: &CqlType) -> CqlError {
+    CqlError::invalid(format!("Invalid {kind} literal for {name} of type {typ}"))
+}
+
+/// The constant kind Cassandra names in its errors.
+fn literal_kind(lit: &Literal) -> &'static str {
+    match lit {
+        Literal::String(_) => "STRING",
+        Literal::Integer(_) => "INTEGER",
+        Literal::Float(_) => "FLOAT",
+        Literal::Boolean(_) => "BOOLEAN",
+        Literal::Uuid(_) => "UUID",
+        Literal::Blob(_) => "HEX",
+        Literal::Duration(_) => "DURATION",
+        Literal::Null => "NULL",
+    }
+}
+
+/// Converts a literal for a receiver of type `typ` (`None` for `null`).
+pub(crate) fn literal_value(
+    lit: &Literal,
+    typ: &CqlType,
+    name: &str,
+) -> Result<Option<Value>, CqlError> {
+    use CqlType as T;
+    let bad = || {
+        CqlError::invalid(format!(
+            "Invalid {} constant ({}) for \"{name}\" of type {typ}",
+            literal_kind(lit),
+            lit.to_option_text()
+        ))
+    };
+    let unable = |s: &str| CqlError::invalid(format!("Unable to make {typ} from '{s}'"));
+    let v = match (lit, typ) {
+        (Literal::Null, _) => return Ok(None),
+        (Literal::Integer(s), T::Tinyint) => {
+            Value::Tinyint(s.parse::<i8>().map_err(|_| unable(s))?)
+        }
+        (Literal::Integer(s), T::Smallint) => {
+            Value::Smallint(s.parse::<i16>().map_err(|_| unable(s))?)
+        }
+        (Literal::Integer(s), T::Int) => Value::Int(s.parse::<i32>().map_err(|_| unable(s))?),
+        (Literal::Integer(s), T::Bigint | T::Counter) => {
+            Value::Bigint(s.parse::<i64>().map_err(|_| unable(s))?)
+        }
+        (Literal::Integer(s), T::Timestamp) => {
+            Value::Timestamp(s.parse::<i64>().map_err(|_| unable(s))?)
+        }
+        (Literal::Integer(s), T::Date) => {
+            let n: i64 = s.parse().map_err(|_| unable(s))?;
+            Value::Date(u32::try_from(n).map_err(|_| unable(s))?)
+        }
+        (Literal::Integer(s), T::Time) => {
+            let n: i64 = s.parse().map_err(|_| unable(s))?;
+            if !(0..value::NANOS_PER_DAY).contains(&n) {
+                return Err(unable(s));
+            }
+            Value::Time(n)
+        }
+        (Literal::Integer(s), T::Varint) => {
+            Value::varint(&BigInt::from_str(s).map_err(|_| unable(s))?)
+        }
+        (Literal::Integer(s) | Literal::Float(s), T::Decimal) => {
+            parse_decimal(s).ok_or_else(|| unable(s))?
+        }
+        (Literal::Integer(s) | Literal::Float(s), T::Float) => {
+            Value::Float(parse_float(s).ok_or_else(|| unable(s))? as f32)
+        }
+        (Literal::Integer(s) | Literal::Float(s), T::Double) => {
+            Value::Double(parse_float(s).ok_or_else(|| unable(s))?)
+        }
+        (Literal::Boolean(b), T::Boolean) => Value::Boolean(*b),
+        (Literal::String(s), T::Text) => Value::text(s),
+        (Literal::String(s), T::Ascii) => {
+            if !s.is_ascii() {
+                return Err(CqlError::invalid(format!(
+                    "Invalid ASCII character in string literal for \"{name}\""
+                )));
+            }
+            Value::text(s)
+        }
+        (Literal::String(s), T::Timestamp) => Value::Timestamp(parse_timestamp(s)?),
+        (Literal::String(s), T::Date) => Value::Date(parse_date(s)?),
+        (Literal::String(s), T::Time) => Value::Time(parse_time(s)?),
+        (Literal::String(s), T::Inet) => {
+            Value::Inet(IpAddr::from_str(s.trim()).map_err(|_| {
+                CqlError::invalid(format!("Unable to make inet address from '{s}'"))
+            })?)
+        }
+        (Literal::String(s), T::Uuid | T::Timeuuid) => {
+            let u = Uuid::parse_str(s)
+                .map_err(|_| CqlError::invalid(format!("Unable to make UUID from '{s}'")))?;
+            uuid_value(u, typ, name)?
+        }
+        (Literal::String(s), T::Duration) => {
+            let d = crate::cql::parse_duration_text(s).map_err(CqlError::invalid)?;
+            Value::Duration(Duration {
+                months: d.months,
+                days: d.days,
+                nanos: d.nanoseconds,
+            })
+        }
+        (Literal::Uuid(u), T::Uuid | T::Timeuuid) => uuid_value(*u, typ, name)?,
+        (Literal::Blob(b), T::Blob) => Value::Blob(Bytes::copy_from_slice(b)),
+        (Literal::Duration(d), T::Duration) => Value::Duration(Duration {
+            months: d.months,
+            days: d.days,
+            nanos: d.nanoseconds,
+        }),
+        _ => return Err(bad()),
+    };
+    Ok(Some(v))
+}
+
+/// A uuid constant as a `uuid` or (version 1 only) `timeuuid` value.
+fn uuid_value(u: Uuid, typ: &CqlType, name: &str) -> Result<Value, CqlError> {
+    if *typ == CqlType::Timeuuid {
+        if u.get_version_num() != 1 {
+            return Err(CqlError::invalid(format!(
+                "Invalid UUID constant ({u}) for \"{name}\" of type timeuuid: not a version 1 UUID"
+            )));
+        }
+        Ok(Value::Timeuuid(u))
+    } else {
+        Ok(Value::Uuid(u))
+    }
+}
+
+/// A float constant, including `NaN` and the infinities.
+fn parse_float(s: &str) -> Option<f64> {
+    match s {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => s.parse().ok(),
+    }
+}
+
+/// Parses a decimal literal (`-1.25`, `3e-2`).
+pub(crate) fn parse_decimal(s: &str) -> Option<Value> {
+    let (mantissa, exp) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let (int, frac) = match mantissa.find('.') {
+        Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
+        None => (mantissa, ""),
+    };
+    let digits = format!("{int}{frac}");
+    if digits.is_empty() || digits == "-" {
+        return None;
+    }
+    let unscaled = BigInt::from_str(&digits).ok()?;
+    let scale = i32::try_from(frac.len()).ok()?.checked_sub(exp)?;
+    Some(Value::decimal(&unscaled, scale))
+}
+
+/// Days since 1970-01-01 of a civil date.
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let m = i64::from(m);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The `date` value of a day count since the epoch.
+pub(crate) fn days_to_date(days: i64) -> u32 {
+    (days + (1i64 << 31)).clamp(0, i64::from(u32::MAX)) as u32
+}
+
+/// The day count since the epoch of a `date` value.
+pub(crate) fn date_to_days(d: u32) -> i64 {
+    i64::from(d) - (1i64 << 31)
+}
+
+/// The error of a string that is not a timestamp.
+fn coerce_error(s: &str) -> CqlError {
+    CqlError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
+}
+
+/// Splits `yyyy-mm-dd` (with an optional sign) into its parts.
+fn parse_ymd(s: &str) -> Option<(i64, u32, u32)> {
+    let (neg, rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let mut it = rest.splitn(3, '-');
+    let y: i64 = it.next()?.parse().ok()?;
+    let m: u32 = it.next()?.parse().ok()?;
+    let d: u32 = it.next()?.parse().ok()?;
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    Some((if neg { -y } else { y }, m, d))
+}
+
+/// Parses a timestamp string into milliseconds since the epoch: digits, or
+/// `yyyy-mm-dd[( |T)hh:mm[:ss[.fff]]][Z|±hh[:]mm]` (UTC when no zone is given).
+pub(crate) fn parse_timestamp(s: &str) -> Result<i64, CqlError> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
+        || t.starts_with('-') && t.len() > 1 && t[1..].bytes().all(|b| b.is_ascii_digit())
+    {
+        return t.parse().map_err(|_| coerce_error(s));
+    }
+    let (date, rest) = match t.find(['T', ' ']) {
+        Some(i) => (&t[..i], t[i + 1..].trim_start()),
+        None => {
+            // The date may be followed directly by a zone.
+            let zi = t
+                .char_indices()
+                .skip(1)
+                .find(|(_, c)| *c == 'Z' || *c == '+')
+                .map(|(i, _)| i);
+            match zi {
+                Some(i) => (&t[..i], &t[i..]),
+                None => (t, ""),
+            }
+        }
+    };
+    let (y, m, d) = parse_ymd(date).ok_or_else(|| coerce_error(s))?;
+    let mut ms = days_from_civil(y, m, d) * 86_400_000;
+    // Time of day.
+    let zone_at = rest.find(['Z', 'z', '+', '-']).unwrap_or(rest.len());
+    let (time, zone) = rest.split_at(zone_at);
+    let time = time.trim();
+    if !time.is_empty() {
+        let mut parts = time.splitn(3, ':');
+        let h: i64 = parts
+            .next()
+            .and_then(|x| x.parse().ok())
+            .ok_or_else(|| coerce_error(s))?;
+        let mi: i64 = parts
+            .next()
+            .and_then(|x| x.parse().ok())
+            .ok_or_else(|| coerce_error(s))?;
+        let (sec, frac) = match parts.next() {
+            Some(x) => match x.split_once('.') {
+                Some((a, f)) => (a, f),
+                None => (x, ""),
+            },
+            None => ("0", ""),
+        };
+        let sec: i64 = sec.parse().map_err(|_| coerce_error(s))?;
+        if h > 23 || mi > 59 || sec > 59 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(coerce_error(s));
+        }
+        let mut frac_ms = 0i64;
+        for (i, b) in frac.bytes().take(3).enumerate() {
+            frac_ms += i64::from(b - b'0') * 10i64.pow(2 - i as u32);
+        }
+        ms += ((h * 60 + mi) * 60 + sec) * 1000 + frac_ms;
+    }
+    let zone = zone.trim();
+    if !zone.is_empty() && zone != "Z" && zone != "z" {
+        let sign = if zone.starts_with('-') { -1 } else { 1 };
+        let digits: String = zone[1..].chars().filter(|c| *c != ':').collect();
+        if digits.len() != 4 && digits.len() != 2 {
+            return Err(coerce_error(s));
+        }
+        let hh: i64 = digits[..2].parse().map_err(|_| coerce_error(s))?;
+        let mm: i64 = digits
+            .get(2..)
+            .filter(|x| !x.is_empty())
+            .map_or(Ok(0), |x| x.parse())
+            .map_err(|_| coerce_error(s))?;
+        ms -= sign * (hh * 60 + mm) * 60_000;
+    }
+    Ok(ms)
+}
+
+/// Parses a date string: `yyyy-mm-dd`, or digits (the raw value, epoch at 2^31).
+pub(crate) fn parse_date(s: &str) -> Result<u32, CqlError> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t.parse::<u32>().map_err(|_| {
+            CqlError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
+        });
+    }
+    let (y, m, d) = parse_ymd(t).ok_or_else(|| {
+        CqlError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
+    })?;
+    Ok(days_to_date(days_from_civil(y, m, d)))
+}
+
+/// Parses a time string `hh:mm:ss[.fffffffff]` (or digits: nanoseconds).
+pub(crate) fn parse_time(s: &str) -> Result<i64, CqlError> {
+    let t = s.trim();
+    let err = || CqlError::invalid("Timestamp format must be hh:mm:ss[.fffffffff]".to_string());
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        let n: i64 = t.parse().map_err(|_| err())?;
+        return if (0..value::NANOS_PER_DAY).contains(&n) {
+            Ok(n)
+        } else {
+            Err(err())
+        };
+    }
+    let mut parts = t.splitn(3, ':');
+    let h: i64 = parts.next().and_then(|x| x.parse().ok()).ok_or_else(err)?;
+    let m: i64 = parts.next().and_then(|x| x.parse().ok()).ok_or_else(err)?;
+    let rest = parts.next().ok_or_else(err)?;
+    let (sec, frac) = rest.split_once('.').unwrap_or((rest, ""));
+    let sec: i64 = sec.parse().map_err(|_| err())?;
+    if !(0..24).contains(&h)
+        || !(0..60).contains(&m)
+        || !(0..60).contains(&sec)
+        || frac.len() > 9
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(err());
+    }
+    let mut nanos = 0i64;
+    for (i, b) in frac.bytes().enumerate() {
+        nanos += i64::from(b - b'0') * 10i64.pow(8 - i as u32);
+    }
+    Ok(((h * 60 + m) * 60 + sec) * 1_000_000_000 + nanos)
+}
+
+/// Evaluates a planned expression that must be a single non-null, set value (keys, limits).
+pub(crate) fn eval_required(e: &Expr, ctx: &EvalCtx<'_>, what: &str) -> Result<Value, CqlError> {
+    match e.eval(ctx)? {
+        Bound::Value(v) => Ok(v),
+        Bound::Null => Err(CqlError::invalid(format!("Invalid null value for {what}"))),
+        Bound::Unset => Err(CqlError::invalid(format!("Invalid unset value for {what}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_parse_in_every_common_form() {
+        assert_eq!(parse_timestamp("1970-01-01").unwrap(), 0);
+        assert_eq!(parse_timestamp("1000").unwrap(), 1000);
+        assert_eq!(
+            parse_timestamp("2024-01-02 03:04:05+0000").unwrap(),
+            1_704_164_645_000
+        );
+        assert_eq!(
+            parse_timestamp("2024-01-02T03:04:05.678Z").unwrap(),
+            1_704_164_645_678
+        );
+        assert_eq!(
+            parse_timestamp("2024-01-02 04:04:05+01:00").unwrap(),
+            1_704_164_645_000
+        );
+        assert_eq!(
+            parse_timestamp("2024-01-02 03:04").unwrap(),
+            1_704_164_640_000
+        );
+        assert!(parse_timestamp("2024-13-02").is_err());
+        assert!(parse_timestamp("yesterday").is_err());
+    }
+
+    #[test]
+    fn dates_and_times_parse() {
+        assert_eq!(parse_date("1970-01-01").unwrap(), 1 << 31);
+        assert_eq!(parse_date("1970-01-02").unwrap(), (1 << 31) + 1);
+        assert_eq!(parse_date("1969-12-31").unwrap(), (1 << 31) - 1);
+        assert_eq!(parse_time("01:02:03.5").unwrap(), 3_723_500_000_000);
+        assert_eq!(parse_time("00:00:00").unwrap(), 0);
+        assert!(parse_time("24:00:00").is_err());
+        assert!(parse_time("1:2").is_err());
+    }
+
+    #[test]
+    fn integer_literals_convert_per_type_and_range() {
+        let lit = Literal::Integer("300".into());
+        assert!(literal_value(&lit, &CqlType::Tinyint, "v").is_err());
+        assert_eq!(
+            literal_value(&lit, &CqlType::Smallint, "v").unwrap(),
+            Some(Value::Smallint(300))
+        );
+        assert_eq!(
+            literal_value(&lit, &CqlType::Double, "v").unwrap(),
+            Some(Value::Double(300.0))
+        );
+        let big = Literal::Integer("123456789012345678901234567890".into());
+        assert!(literal_value(&big, &CqlType::Bigint, "v").is_err());
+        assert!(matches!(
+            literal_value(&big, &CqlType::Varint, "v").unwrap(),
+            Some(Value::Varint(_))
+        ));
+        let e = literal_value(&Literal::String("x".into()), &CqlType::Int, "v").unwrap_err();
+        assert_eq!(
+            e.message,
+            "Invalid STRING constant (x) for \"v\" of type int"
+        );
+    }
+
+    #[test]
+    fn decimals_keep_their_scale() {
+        let Some(Value::Decimal(d)) = parse_decimal("-1.25") else {
+            panic!("not a decimal")
+        };
+        assert_eq!(d.scale, 2);
+        assert_eq!(d.unscaled.to_i64(), Some(-125));
+        let Some(Value::Decimal(d)) = parse_decimal("3e2") else {
+            panic!("not a decimal")
+        };
+        assert_eq!((d.scale, d.unscaled.to_i64()), (-2, Some(3)));
+    }
+
+    #[test]
+    fn functions_compute_time_values() {
+        let t = Func::MinTimeuuid
+            .apply(&[Some(Value::Timestamp(1000))])
+            .unwrap();
+        assert_eq!(t, Some(Value::Timeuuid(timeuuid::min_timeuuid(1000))));
+        let ts = Func::ToTimestamp
+            .apply(&[Some(Value::Timeuuid(timeuuid::min_timeuuid(1234)))])
+            .unwrap();
+        assert_eq!(ts, Some(Value::Timestamp(1234)));
+        assert_eq!(
+            Func::ToUnixTimestamp
+                .apply(&[Some(Value::Date(days_to_date(1)))])
+                .unwrap(),
+            Some(Value::Bigint(86_400_000))
+        );
+        assert_eq!(Func::by_name("blobasint"), Some(Func::BlobAs(CqlType::Int)));
+        assert_eq!(
+            Func::BlobAs(CqlType::Int)
+                .apply(&[Some(Value::blob(vec![0, 0, 0, 7]))])
+                .unwrap(),
+            Some(Value::Int(7))
+        );
+    }
+}

@@ -1,0 +1,269 @@
+//! The real `scylla` driver against the embedded cluster: writes and reads of every CQL type
+//! (prepared and unprepared), paging, batches, LWT, TTL, last-write-wins, deletes and the
+//! errors the driver sees.
+
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::statement::batch::{Batch, BatchType};
+use scylla::value::{CqlTimeuuid, CqlValue, Row};
+use scylla_cdc_test_utils::EmbeddedCluster;
+
+/// A cluster of `nodes` nodes and a session with keyspace `ks` created and in use.
+async fn setup(nodes: usize) -> (EmbeddedCluster, Session) {
+    let cluster = EmbeddedCluster::builder()
+        .nodes(nodes)
+        .start()
+        .await
+        .expect("cluster starts");
+    let session = SessionBuilder::new()
+        .known_node(cluster.contact_point().to_string())
+        .build()
+        .await
+        .expect("session builds");
+    run(
+        &session,
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+    )
+    .await;
+    session.use_keyspace("ks", false).await.expect("USE ks");
+    (cluster, session)
+}
+
+/// Runs a statement that must succeed.
+async fn run(session: &Session, cql: &str) {
+    session
+        .query_unpaged(cql, ())
+        .await
+        .unwrap_or_else(|e| panic!("{cql}: {e}"));
+}
+
+/// All rows of an unpaged query, as `CqlValue`s.
+async fn rows(session: &Session, cql: &str) -> Vec<Row> {
+    session
+        .query_unpaged(cql, ())
+        .await
+        .unwrap_or_else(|e| panic!("{cql}: {e}"))
+        .into_rows_result()
+        .expect("rows")
+        .rows::<Row>()
+        .expect("typed rows")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("rows decode")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_and_unprepared_round_trips_of_every_type() {
+    let (cluster, session) = setup(1).await;
+    run(&session, "CREATE TYPE ut (a int, b text)").await;
+    run(
+        &session,
+        "CREATE TABLE t (pk int PRIMARY KEY, a ascii, b bigint, bl blob, bo boolean, d date, \
+         de decimal, db double, du duration, f float, i inet, s smallint, tx text, ti time, \
+         ts timestamp, tu timeuuid, tn tinyint, u uuid, vi varint, l list<int>, st set<text>, \
+         m map<text, int>, fm frozen<map<int, frozen<list<text>>>>, tup tuple<int, text>, \
+         fu frozen<ut>, nu ut)",
+    )
+    .await;
+    run(
+        &session,
+        "INSERT INTO t (pk, a, b, bl, bo, d, de, db, du, f, i, s, tx, ti, ts, tu, tn, u, vi, l, st, m, fm, tup, fu, nu) \
+         VALUES (1, 'a', 2, 0x03, true, '2024-01-02', 1.5, 2.5, 1d, 3.5, '127.0.0.1', 4, 'text', '01:02:03', \
+         '2024-01-02 03:04:05+0000', now(), 5, uuid(), 123456789012345678901234567890, [1, 2], {'x'}, \
+         {'k': 1}, {1: ['a']}, (1, 'b'), {a: 1, b: 'c'}, {a: 2})",
+    )
+    .await;
+    let first = rows(&session, "SELECT * FROM t WHERE pk = 1").await;
+    assert_eq!(first.len(), 1);
+    let row = &first[0];
+    assert!(row.columns.iter().all(Option::is_some), "{row:?}");
+    // Write the same values back through a prepared statement, as the driver encodes them.
+    let cols: Vec<String> = session
+        .query_unpaged("SELECT * FROM t WHERE pk = 1", ())
+        .await
+        .unwrap()
+        .into_rows_result()
+        .unwrap()
+        .column_specs()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    let markers = vec!["?"; cols.len()].join(", ");
+    let insert = session
+        .prepare(format!(
+            "INSERT INTO t ({}) VALUES ({markers})",
+            cols.join(", ")
+        ))
+        .await
+        .expect("prepare");
+    let mut values: Vec<Option<CqlValue>> = row.columns.clone();
+    values[0] = Some(CqlValue::Int(2));
+    session
+        .execute_unpaged(&insert, values)
+        .await
+        .expect("execute");
+    let second = rows(&session, "SELECT * FROM t WHERE pk = 2").await;
+    assert_eq!(second[0].columns[1..], row.columns[1..]);
+    // Typed reads.
+    let (tu, l): (CqlTimeuuid, Vec<i32>) = session
+        .query_unpaged("SELECT tu, l FROM t WHERE pk = 1", ())
+        .await
+        .unwrap()
+        .into_rows_result()
+        .unwrap()
+        .single_row()
+        .unwrap();
+    assert_eq!(l, vec![1, 2]);
+    let _ = tu;
+    // Nulls.
+    let p = session
+        .prepare("INSERT INTO t (pk, tx, b) VALUES (?, ?, ?)")
+        .await
+        .unwrap();
+    session
+        .execute_unpaged(&p, (3, None::<String>, Some(7i64)))
+        .await
+        .unwrap();
+    let (tx, b): (Option<String>, Option<i64>) = session
+        .query_unpaged("SELECT tx, b FROM t WHERE pk = 3", ())
+        .await
+        .unwrap()
+        .into_rows_result()
+        .unwrap()
+        .single_row()
+        .unwrap();
+    assert_eq!((tx, b), (None, Some(7)));
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paging_over_ten_thousand_rows() {
+    let (cluster, session) = setup(3).await;
+    run(
+        &session,
+        "CREATE TABLE p (pk int, ck int, v int, PRIMARY KEY (pk, ck))",
+    )
+    .await;
+    let insert = session
+        .prepare("INSERT INTO p (pk, ck, v) VALUES (?, ?, ?)")
+        .await
+        .unwrap();
+    for i in 0..10_000i32 {
+        session
+            .execute_unpaged(&insert, (i / 100, i % 100, i))
+            .await
+            .unwrap();
+    }
+    let mut select = session.prepare("SELECT v FROM p").await.unwrap();
+    select.set_page_size(100);
+    let mut seen: Vec<i32> = session
+        .execute_iter(select, ())
+        .await
+        .unwrap()
+        .rows_stream::<(i32,)>()
+        .unwrap()
+        .map_ok(|(v,)| v)
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(seen.len(), 10_000);
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), 10_000);
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_lwt_ttl_timestamps_and_deletes() {
+    let (cluster, session) = setup(1).await;
+    run(
+        &session,
+        "CREATE TABLE t (pk int, ck int, v int, PRIMARY KEY (pk, ck))",
+    )
+    .await;
+    // A batch of a literal statement and a prepared one.
+    let prepared = session
+        .prepare("INSERT INTO t (pk, ck, v) VALUES (?, ?, ?)")
+        .await
+        .unwrap();
+    let mut batch = Batch::new(BatchType::Logged);
+    batch.append_statement("INSERT INTO t (pk, ck, v) VALUES (1, 1, 1)");
+    batch.append_statement(prepared.clone());
+    session.batch(&batch, ((), (1, 2, 2))).await.expect("batch");
+    assert_eq!(
+        rows(&session, "SELECT * FROM t WHERE pk = 1").await.len(),
+        2
+    );
+    // Last write wins.
+    run(
+        &session,
+        "INSERT INTO t (pk, ck, v) VALUES (2, 1, 10) USING TIMESTAMP 1000",
+    )
+    .await;
+    run(
+        &session,
+        "INSERT INTO t (pk, ck, v) VALUES (2, 1, 5) USING TIMESTAMP 999",
+    )
+    .await;
+    let (v,): (i32,) = session
+        .query_unpaged("SELECT v FROM t WHERE pk = 2 AND ck = 1", ())
+        .await
+        .unwrap()
+        .into_rows_result()
+        .unwrap()
+        .single_row()
+        .unwrap();
+    assert_eq!(v, 10);
+    // LWT.
+    let lwt = rows(
+        &session,
+        "INSERT INTO t (pk, ck, v) VALUES (3, 1, 1) IF NOT EXISTS",
+    )
+    .await;
+    assert_eq!(lwt[0].columns[0], Some(CqlValue::Boolean(true)));
+    let lwt = rows(
+        &session,
+        "INSERT INTO t (pk, ck, v) VALUES (3, 1, 2) IF NOT EXISTS",
+    )
+    .await;
+    assert_eq!(lwt[0].columns[0], Some(CqlValue::Boolean(false)));
+    // TTL.
+    run(
+        &session,
+        "INSERT INTO t (pk, ck, v) VALUES (4, 1, 1) USING TTL 1",
+    )
+    .await;
+    assert_eq!(
+        rows(&session, "SELECT * FROM t WHERE pk = 4").await.len(),
+        1
+    );
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert!(
+        rows(&session, "SELECT * FROM t WHERE pk = 4")
+            .await
+            .is_empty()
+    );
+    // Deletes.
+    run(&session, "DELETE FROM t WHERE pk = 1 AND ck > 1").await;
+    assert_eq!(
+        rows(&session, "SELECT * FROM t WHERE pk = 1").await.len(),
+        1
+    );
+    run(&session, "DELETE FROM t WHERE pk = 1").await;
+    assert!(
+        rows(&session, "SELECT * FROM t WHERE pk = 1")
+            .await
+            .is_empty()
+    );
+    // Errors reach the driver with their codes.
+    let e = session
+        .query_unpaged("SELECT nope FROM t", ())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("Undefined column name nope"), "{e}");
+    let e = session.query_unpaged("SELEKT", ()).await.unwrap_err();
+    assert!(e.to_string().to_lowercase().contains("syntax"), "{e}");
+    cluster.shutdown().await;
+}

@@ -1,0 +1,269 @@
+//! The real `scylla` driver against the embedded cluster: the topology and schema metadata it
+//! builds from `system.local`, `system.peers` and `system_schema` (driver contract §2–§3),
+//! before and after DDL, including the CDC log table and its partitioner.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::cluster::metadata::{CollectionType, ColumnKind, ColumnType, NativeType, Strategy};
+use scylla::routing::partitioner::PartitionerName;
+use scylla_cdc_test_utils::EmbeddedCluster;
+
+/// A session to the cluster's first node.
+async fn connect(cluster: &EmbeddedCluster) -> Session {
+    SessionBuilder::new()
+        .known_node_addr(cluster.contact_point())
+        .build()
+        .await
+        .expect("the session builds")
+}
+
+/// Runs a statement that must succeed.
+async fn run(session: &Session, cql: &str) {
+    session
+        .query_unpaged(cql, ())
+        .await
+        .unwrap_or_else(|e| panic!("{cql}: {e}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_state_shows_every_node_with_its_tokens_and_shards() {
+    let cluster = EmbeddedCluster::builder()
+        .nodes(3)
+        .shards_per_node(2)
+        .vnodes_per_node(8)
+        .start()
+        .await
+        .expect("cluster starts");
+    let session = connect(&cluster).await;
+    let state = session.get_cluster_state();
+    let nodes = state.get_nodes_info();
+    assert_eq!(nodes.len(), 3);
+    let expected: HashSet<_> = cluster.node_addresses().iter().map(|a| a.ip()).collect();
+    let got: HashSet<_> = nodes.iter().map(|n| n.address.ip()).collect();
+    assert_eq!(got, expected);
+    let host_ids: HashSet<_> = nodes.iter().map(|n| n.host_id).collect();
+    assert_eq!(host_ids.len(), 3, "host ids are unique");
+    for n in nodes {
+        assert_eq!(n.datacenter.as_deref(), Some("datacenter1"));
+        assert_eq!(n.rack.as_deref(), Some("rack1"));
+    }
+    assert_eq!(state.replica_locator().ring().iter().count(), 24);
+    // Shard counts are learned from each node's connections.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let sharders: Vec<_> = session
+            .get_cluster_state()
+            .get_nodes_info()
+            .iter()
+            .map(|n| n.sharder())
+            .collect();
+        if sharders
+            .iter()
+            .all(|s| s.as_ref().is_some_and(|s| s.nr_shards.get() == 2))
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "sharders not known: {sharders:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schema_metadata_follows_ddl_including_the_cdc_log() {
+    let cluster = EmbeddedCluster::builder()
+        .nodes(2)
+        .start()
+        .await
+        .expect("cluster starts");
+    let session = connect(&cluster).await;
+    // System keyspaces are visible, system_distributed as SimpleStrategy RF 3.
+    let state = session.get_cluster_state();
+    let sd = state
+        .get_keyspace("system_distributed")
+        .expect("system_distributed");
+    assert_eq!(
+        sd.strategy,
+        Strategy::SimpleStrategy {
+            replication_factor: 3
+        }
+    );
+    assert!(sd.tables.contains_key("cdc_streams_descriptions_v2"));
+    assert!(sd.tables.contains_key("cdc_generation_timestamps"));
+    assert!(!sd.tables.contains_key("cdc_streams_descriptions"));
+    assert!(state.get_keyspace("system_schema").is_some());
+
+    run(
+        &session,
+        "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', \
+         'replication_factor': 1}",
+    )
+    .await;
+    run(&session, "CREATE TYPE ks.ut (a int, b text)").await;
+    run(
+        &session,
+        "CREATE TABLE ks.t (pk int, ck text, v frozen<ut>, l list<int>, \
+         PRIMARY KEY (pk, ck)) WITH cdc = {'enabled': true}",
+    )
+    .await;
+    session
+        .await_schema_agreement()
+        .await
+        .expect("schema agreement");
+
+    // The new table is visible right after CREATE TABLE (the driver refreshes its metadata
+    // after a SchemaChange result).
+    let state = session.get_cluster_state();
+    let ks = state.get_keyspace("ks").expect("ks");
+    assert!(!ks.tablet_based);
+    match &ks.strategy {
+        Strategy::NetworkTopologyStrategy {
+            datacenter_repfactors,
+        } => assert_eq!(datacenter_repfactors.get("datacenter1"), Some(&1)),
+        other => panic!("unexpected strategy {other:?}"),
+    }
+    assert!(ks.user_defined_types.contains_key("ut"));
+    let t = ks.tables.get("t").expect("t");
+    assert_eq!(t.partition_key, ["pk"]);
+    assert_eq!(t.clustering_key, ["ck"]);
+    assert_eq!(t.partitioner, None);
+    assert_eq!(
+        t.columns.get("pk").map(|c| (&c.typ, &c.kind)),
+        Some((
+            &ColumnType::Native(NativeType::Int),
+            &ColumnKind::PartitionKey
+        ))
+    );
+    assert_eq!(
+        t.columns.get("l").map(|c| &c.typ),
+        Some(&ColumnType::Collection {
+            frozen: false,
+            typ: CollectionType::List(Box::new(ColumnType::Native(NativeType::Int))),
+        })
+    );
+    match t.columns.get("v").map(|c| &c.typ) {
+        Some(ColumnType::UserDefinedType { frozen, definition }) => {
+            assert!(*frozen);
+            assert_eq!(definition.name, "ut");
+            assert_eq!(definition.field_types.len(), 2);
+        }
+        other => panic!("unexpected type of v: {other:?}"),
+    }
+
+    let log = ks.tables.get("t_scylla_cdc_log").expect("log table");
+    assert_eq!(
+        log.partitioner.as_deref(),
+        Some("com.scylladb.dht.CDCPartitioner")
+    );
+    assert_eq!(log.partition_key, ["cdc$stream_id"]);
+    assert_eq!(log.clustering_key, ["cdc$time", "cdc$batch_seq_no"]);
+    assert_eq!(
+        log.columns.get("cdc$operation").map(|c| &c.typ),
+        Some(&ColumnType::Native(NativeType::TinyInt))
+    );
+    assert_eq!(
+        log.columns.get("pk").map(|c| &c.kind),
+        Some(&ColumnKind::Regular)
+    );
+    assert_eq!(log.columns.len(), 13);
+
+    // Prepared statements on the log use the CDC partitioner.
+    let prepared = session
+        .prepare("SELECT * FROM ks.t_scylla_cdc_log WHERE \"cdc$stream_id\" = ?")
+        .await
+        .expect("prepare");
+    assert_eq!(prepared.get_partitioner_name(), &PartitionerName::CDC);
+
+    // ALTER reaches the log; DROP removes both.
+    run(&session, "ALTER TABLE ks.t ADD x int").await;
+    let state = session.get_cluster_state();
+    let ks = state.get_keyspace("ks").expect("ks");
+    assert!(
+        ks.tables
+            .get("t")
+            .is_some_and(|t| t.columns.contains_key("x"))
+    );
+    let log = ks.tables.get("t_scylla_cdc_log").expect("log table");
+    assert!(log.columns.contains_key("x"));
+    assert!(log.columns.contains_key("cdc$deleted_x"));
+    run(&session, "DROP TABLE ks.t").await;
+    let state = session.get_cluster_state();
+    let ks = state.get_keyspace("ks").expect("ks");
+    assert!(ks.tables.is_empty());
+    session
+        .await_schema_agreement()
+        .await
+        .expect("schema agreement");
+    cluster.shutdown().await;
+}
+
+/// Every type string of `system_schema.columns` and `system_schema.types` parses with the
+/// driver's own type parser: a string it cannot parse would make it drop the keyspace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_parses_every_column_type() {
+    let cluster = EmbeddedCluster::builder()
+        .start()
+        .await
+        .expect("cluster starts");
+    let session = connect(&cluster).await;
+    run(
+        &session,
+        "CREATE KEYSPACE types_ks WITH replication = {'class': 'SimpleStrategy', \
+         'replication_factor': 1}",
+    )
+    .await;
+    run(&session, "CREATE TYPE types_ks.inner (a int, l list<text>)").await;
+    run(
+        &session,
+        "CREATE TYPE types_ks.outer (i frozen<inner>, t tuple<int, frozen<inner>>)",
+    )
+    .await;
+    run(
+        &session,
+        "CREATE TABLE types_ks.all_types (pk frozen<tuple<int, text>>, c1 timeuuid, \
+         c2 frozen<outer>, a ascii, b bigint, bl blob, bo boolean, d date, de decimal, \
+         do double, du duration, f float, i inet, n int, sm smallint, t text, ti time, \
+         ts timestamp, ty tinyint, u uuid, vi varint, l list<frozen<set<int>>>, \
+         s set<frozen<tuple<int, text>>>, m map<text, frozen<list<frozen<inner>>>>, \
+         fm frozen<map<int, frozen<set<blob>>>>, tu tuple<int, list<int>>, ou outer, \
+         PRIMARY KEY (pk, c1, c2)) WITH cdc = {'enabled': true}",
+    )
+    .await;
+    let state = session.get_cluster_state();
+    let ks = state
+        .get_keyspace("types_ks")
+        .expect("the driver kept the keyspace: every type string parsed");
+    assert_eq!(ks.user_defined_types.len(), 2);
+    let t = ks.tables.get("all_types").expect("table");
+    assert_eq!(t.columns.len(), 27);
+    assert_eq!(t.clustering_key, ["c1", "c2"]);
+    assert_eq!(
+        t.columns.get("du").map(|c| &c.typ),
+        Some(&ColumnType::Native(NativeType::Duration))
+    );
+    match t.columns.get("ou").map(|c| &c.typ) {
+        Some(ColumnType::UserDefinedType { frozen, definition }) => {
+            assert!(!*frozen);
+            assert_eq!(definition.name, "outer");
+        }
+        other => panic!("unexpected type of ou: {other:?}"),
+    }
+    let log = ks.tables.get("all_types_scylla_cdc_log").expect("log");
+    // 6 log columns, 3 key columns, 24 value columns each with cdc$deleted_, and
+    // cdc$deleted_elements_ for the 4 non-frozen ones (l, s, m, ou).
+    assert_eq!(log.columns.len(), 6 + 3 + 24 * 2 + 4);
+    match log.columns.get("l").map(|c| &c.typ) {
+        Some(ColumnType::Collection {
+            frozen: true,
+            typ: CollectionType::Map(k, _),
+        }) => assert_eq!(**k, ColumnType::Native(NativeType::Timeuuid)),
+        other => panic!("unexpected type of the logged list: {other:?}"),
+    }
+    cluster.shutdown().await;
+}
