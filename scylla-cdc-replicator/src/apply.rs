@@ -25,6 +25,7 @@ use scylla::statement::batch::{Batch, BatchType};
 use scylla::statement::prepared::PreparedStatement;
 use scylla::value::CqlValue;
 use scylla_cdc::{CDCRow, Consumer, ConsumerFactory, OperationType};
+use scylla_cdc_printer::cli::error_chain;
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
@@ -155,6 +156,7 @@ pub struct Destination {
     target: String,
     schema: Arc<TableSchema>,
     consistency: Consistency,
+    /// The table uses UDTs: their values must name the destination keyspace.
     retarget: bool,
     cache: Mutex<HashMap<Shape, PreparedStatement>>,
     stats: Arc<Stats>,
@@ -174,7 +176,7 @@ impl Destination {
             session,
             keyspace: keyspace.to_owned(),
             target: format!("{}.{}", quote(keyspace), quote(table)),
-            retarget: !schema.udts.is_empty() && schema.keyspace != keyspace,
+            retarget: !schema.udts.is_empty(),
             schema,
             consistency,
             cache: Mutex::new(HashMap::new()),
@@ -255,7 +257,7 @@ impl Destination {
                         .first()
                         .map(|w| statement_text(&self.schema, &self.target, &w.shape))
                         .unwrap_or_default();
-                    return Err(anyhow!(e).context(format!("writing `{text}` failed")));
+                    return Err(anyhow!("writing `{text}` failed: {}", error_chain(&e)));
                 }
             }
         }

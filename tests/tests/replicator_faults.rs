@@ -50,9 +50,9 @@ async fn converges_through_faults_on_both_sides() -> anyhow::Result<()> {
         "--write-consistency".into(),
         "QUORUM".into(),
     ]);
-    let replicator = spawn_replicator(args);
+    let mut replicator = spawn_replicator(args);
     exec_all(&s, &writes(&ks, 0, 50)).await?;
-    wait_converged(&s, &d, &ks, &ks, "t", CONVERGE).await?;
+    wait_converged(&mut replicator, &s, &d, &ks, &ks, "t", CONVERGE).await?;
 
     // Destination: overloaded and timing-out writes; source: timing-out log reads.
     destination.add_fault(
@@ -85,7 +85,7 @@ async fn converges_through_faults_on_both_sides() -> anyhow::Result<()> {
     destination.start_node(2).await?;
     exec_all(&s, &writes(&ks, 250, 300)).await?;
 
-    wait_converged(&s, &d, &ks, &ks, "t", CONVERGE).await?;
+    wait_converged(&mut replicator, &s, &d, &ks, &ks, "t", CONVERGE).await?;
     destination.clear_faults();
     source.clear_faults();
     assert!(

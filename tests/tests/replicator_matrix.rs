@@ -211,7 +211,7 @@ async fn every_change_kind_and_column_type_converges() -> anyhow::Result<()> {
 
     let mut args = replicator_args(&source, &destination, &ks, &TABLES.join(","));
     args.extend(["--create-destination-table".into(), "--start=-1m".into()]);
-    let replicator = spawn_replicator(args);
+    let mut replicator = spawn_replicator(args);
 
     for (name, phase) in [
         ("writes", phase_writes(&ks)),
@@ -220,14 +220,14 @@ async fn every_change_kind_and_column_type_converges() -> anyhow::Result<()> {
     ] {
         exec_all(&s, &phase).await?;
         for table in TABLES {
-            wait_converged(&s, &d, &ks, &ks, table, CONVERGE)
+            wait_converged(&mut replicator, &s, &d, &ks, &ks, table, CONVERGE)
                 .await
                 .map_err(|e| e.context(format!("after phase {name}")))?;
         }
     }
     // The short TTLs expire on both sides alike.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    wait_converged(&s, &d, &ks, &ks, "all_types", CONVERGE).await?;
+    wait_converged(&mut replicator, &s, &d, &ks, &ks, "all_types", CONVERGE).await?;
     let snap = snapshot(&d, &ks, "all_types").await?;
     assert!(
         !snap.contains_key("Int(1), Int(8)"),
@@ -268,9 +268,9 @@ async fn replaying_the_log_twice_changes_nothing() -> anyhow::Result<()> {
             "--start=-1m".into(),
             "--no-checkpoints".into(),
         ]);
-        let replicator = spawn_replicator(args);
+        let mut replicator = spawn_replicator(args);
         for table in TABLES {
-            wait_converged(&s, &d, &ks, &ks, table, CONVERGE).await?;
+            wait_converged(&mut replicator, &s, &d, &ks, &ks, table, CONVERGE).await?;
         }
         assert_eq!(replicator.stop(Duration::from_secs(20)).await?, Ok(()));
     }
@@ -293,14 +293,14 @@ async fn replicates_into_another_keyspace_of_the_same_cluster() -> anyhow::Resul
         "--start=-1m".into(),
         format!("--destination-keyspace={copy}"),
     ]);
-    let replicator = spawn_replicator(args);
+    let mut replicator = spawn_replicator(args);
     let writes: Vec<String> = phase_writes(&ks)
         .into_iter()
         .filter(|w| w.contains(".all_types"))
         .collect();
     exec_all(&s, &writes).await?;
     // UDT values name their keyspace; the replica's are in the copy's keyspace.
-    wait_converged(&s, &s, &ks, &copy, "all_types", CONVERGE).await?;
+    wait_converged(&mut replicator, &s, &s, &ks, &copy, "all_types", CONVERGE).await?;
     assert_eq!(replicator.stop(Duration::from_secs(20)).await?, Ok(()));
     Ok(())
 }

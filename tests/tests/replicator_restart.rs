@@ -53,9 +53,9 @@ async fn restart_resumes_from_checkpoints() -> anyhow::Result<()> {
     first.push("--start=-1m".into());
 
     // Run 1, stopped gracefully (flush + final checkpoint).
-    let replicator = spawn_replicator(first);
+    let mut replicator = spawn_replicator(first);
     exec_all(&s, &writes(&ks, 0, 100)).await?;
-    wait_converged(&s, &d, &ks, &ks, "t", CONVERGE).await?;
+    wait_converged(&mut replicator, &s, &d, &ks, &ks, "t", CONVERGE).await?;
     exec_all(&s, &writes(&ks, 100, 150)).await?;
     assert_eq!(replicator.stop(Duration::from_secs(20)).await?, Ok(()));
 
@@ -64,16 +64,16 @@ async fn restart_resumes_from_checkpoints() -> anyhow::Result<()> {
     exec(&s, format!("DELETE FROM {ks}.t WHERE pk = 3")).await?;
 
     // Run 2: resumes; killed abruptly (no flush, no final checkpoint) while writes go on.
-    let replicator = spawn_replicator(args());
+    let mut replicator = spawn_replicator(args());
     exec_all(&s, &writes(&ks, 250, 300)).await?;
-    wait_converged(&s, &d, &ks, &ks, "t", CONVERGE).await?;
+    wait_converged(&mut replicator, &s, &d, &ks, &ks, "t", CONVERGE).await?;
     exec_all(&s, &writes(&ks, 300, 400)).await?;
     replicator.kill();
     exec_all(&s, &writes(&ks, 400, 450)).await?;
 
     // Run 3: resumes from the last checkpoint run 2 saved, replays what came after it.
-    let replicator = spawn_replicator(args());
-    wait_converged(&s, &d, &ks, &ks, "t", CONVERGE).await?;
+    let mut replicator = spawn_replicator(args());
+    wait_converged(&mut replicator, &s, &d, &ks, &ks, "t", CONVERGE).await?;
     assert_eq!(replicator.stop(Duration::from_secs(20)).await?, Ok(()));
     Ok(())
 }

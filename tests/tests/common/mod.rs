@@ -89,33 +89,57 @@ where
 /// A program running in a task, with the trigger that stops it.
 pub(crate) struct Running {
     trigger: ShutdownTrigger,
-    handle: JoinHandle<Result<(), CliError>>,
+    handle: Option<JoinHandle<Result<(), CliError>>>,
 }
 
 impl Running {
-    /// Asks for a graceful stop and waits (at most `timeout`) for the program's result.
-    pub(crate) async fn stop(self, timeout: Duration) -> anyhow::Result<Result<(), CliError>> {
-        self.trigger.trigger();
-        Ok(tokio::time::timeout(timeout, self.handle)
-            .await
-            .context("the program did not stop in time")??)
+    fn new(trigger: ShutdownTrigger, handle: JoinHandle<Result<(), CliError>>) -> Self {
+        Self {
+            trigger,
+            handle: Some(handle),
+        }
     }
 
-    /// Waits (at most `timeout`) for the program to end by itself.
-    pub(crate) async fn join(self, timeout: Duration) -> anyhow::Result<Result<(), CliError>> {
-        Ok(tokio::time::timeout(timeout, self.handle)
+    async fn result(&mut self, timeout: Duration) -> anyhow::Result<Result<(), CliError>> {
+        let handle = self
+            .handle
+            .take()
+            .context("the program's result was taken")?;
+        Ok(tokio::time::timeout(timeout, handle)
             .await
             .context("the program did not end in time")??)
     }
 
+    /// Asks for a graceful stop and waits (at most `timeout`) for the program's result.
+    pub(crate) async fn stop(mut self, timeout: Duration) -> anyhow::Result<Result<(), CliError>> {
+        self.trigger.trigger();
+        self.result(timeout).await
+    }
+
+    /// Waits (at most `timeout`) for the program to end by itself.
+    pub(crate) async fn join(mut self, timeout: Duration) -> anyhow::Result<Result<(), CliError>> {
+        self.result(timeout).await
+    }
+
     /// Kills the program at once, like `kill -9`: no flush, no final checkpoint.
-    pub(crate) fn kill(self) {
-        self.handle.abort();
+    pub(crate) fn kill(mut self) {
+        if let Some(h) = self.handle.take() {
+            h.abort();
+        }
     }
 
     /// Whether it has ended.
     pub(crate) fn is_finished(&self) -> bool {
-        self.handle.is_finished()
+        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Fails with the program's result if it has ended (it should still be running).
+    pub(crate) async fn check_running(&mut self) -> anyhow::Result<()> {
+        if self.is_finished() {
+            let result = self.result(Duration::from_secs(1)).await?;
+            bail!("the program ended early: {result:?}");
+        }
+        Ok(())
     }
 }
 
@@ -126,7 +150,7 @@ pub(crate) fn spawn_replicator(args: Vec<String>) -> Running {
         .chain(args)
         .collect();
     let handle = tokio::spawn(scylla_cdc_replicator::run(full, shutdown));
-    Running { trigger, handle }
+    Running::new(trigger, handle)
 }
 
 /// Starts the printer with these arguments (without the program name), printing into the
@@ -139,7 +163,7 @@ pub(crate) fn spawn_printer(args: Vec<String>) -> (Running, SharedBuffer) {
         .chain(args)
         .collect();
     let handle = tokio::spawn(scylla_cdc_printer::run(full, out, shutdown));
-    (Running { trigger, handle }, buffer)
+    (Running::new(trigger, handle), buffer)
 }
 
 /// The usual replicator arguments for tests: short windows, checkpoints every window.
@@ -318,8 +342,9 @@ pub(crate) fn differences(source: &Snapshot, destination: &Snapshot) -> Vec<Stri
 }
 
 /// Waits until `ks.table` has the same contents on both sessions (`dest_ks` on the
-/// destination).
+/// destination), failing early if `program` ends.
 pub(crate) async fn wait_converged(
+    program: &mut Running,
     source: &Arc<Session>,
     destination: &Arc<Session>,
     ks: &str,
@@ -329,6 +354,7 @@ pub(crate) async fn wait_converged(
 ) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
+        program.check_running().await?;
         let last = match (
             snapshot(source, ks, table).await,
             snapshot(destination, dest_ks, table).await,
