@@ -5,8 +5,9 @@
 //! unlogged batch of the change's statements — they all hit one partition). A
 //! [`ReplicatorConsumer`] (one per stream group, made by a [`ReplicatorFactory`]) translates
 //! each log row and hands the writes to its own writer task, which issues them in the
-//! stream's order and keeps up to `max_in_flight` of them running; `flush` waits for all of
-//! them, so a checkpoint never covers a write that has not completed. [`Stats`] counts what
+//! stream's order and keeps up to `max_in_flight` requests running (changes that queue up
+//! meanwhile go out together in one batch); `flush` waits for all of them, so a checkpoint
+//! never covers a write that has not completed. [`Stats`] counts what
 //! was applied, for the progress log.
 
 use std::collections::HashMap;
@@ -230,8 +231,8 @@ impl Destination {
         }
     }
 
-    /// Applies the writes of one change, retrying transient errors with capped
-    /// exponential backoff until they succeed; other errors are returned.
+    /// Applies the writes of one or more changes in one request, retrying transient errors
+    /// with capped exponential backoff until they succeed; other errors are returned.
     pub async fn apply(&self, mut writes: Vec<Write>) -> anyhow::Result<()> {
         if self.retarget {
             for v in writes
@@ -293,15 +294,56 @@ impl Failure {
     }
 }
 
-async fn apply_job(
-    dest: Arc<Destination>,
-    writes: Vec<Write>,
-    time_micros: i64,
-) -> (anyhow::Result<()>, i64) {
-    (dest.apply(writes).await, time_micros)
+/// Most changes one request carries.
+const MAX_BATCH_CHANGES: usize = 32;
+/// Most bytes (roughly) of values one request carries; Scylla warns about batches over
+/// 128 KiB and refuses them over 1 MiB.
+const MAX_BATCH_BYTES: usize = 64 * 1024;
+
+/// A rough size of a value on the wire.
+fn approx_size(v: &CqlValue) -> usize {
+    4 + match v {
+        CqlValue::Ascii(s) | CqlValue::Text(s) => s.len(),
+        CqlValue::Blob(b) => b.len(),
+        CqlValue::List(items) | CqlValue::Set(items) | CqlValue::Vector(items) => {
+            items.iter().map(approx_size).sum()
+        }
+        CqlValue::Map(entries) => entries
+            .iter()
+            .map(|(k, v)| approx_size(k) + approx_size(v))
+            .sum(),
+        CqlValue::Tuple(items) => items.iter().flatten().map(approx_size).sum(),
+        CqlValue::UserDefinedType { fields, .. } => fields
+            .iter()
+            .map(|(_, v)| v.as_ref().map_or(4, approx_size))
+            .sum(),
+        _ => 16,
+    }
 }
 
-/// Issues jobs in order, up to `max_in_flight` at once, until the consumer is dropped.
+/// A rough size of a change's writes on the wire.
+fn writes_size(writes: &[Write]) -> usize {
+    writes
+        .iter()
+        .flat_map(|w| w.values.iter())
+        .map(|v| v.as_ref().map_or(4, approx_size))
+        .sum()
+}
+
+/// Applies consecutive changes of a stream in one request; returns their write times.
+async fn apply_group(
+    dest: Arc<Destination>,
+    writes: Vec<Write>,
+    times: Vec<i64>,
+) -> (anyhow::Result<()>, Vec<i64>) {
+    (dest.apply(writes).await, times)
+}
+
+/// Issues jobs in order, up to `max_in_flight` requests at once, until the consumer is
+/// dropped. When changes queue up (the destination is the bottleneck), consecutive changes
+/// go out together in one unlogged batch: a stream group's partitions share their replicas
+/// (they are one vnode's), and every write carries its own timestamp, so grouping changes
+/// does not change the result.
 async fn writer_loop(
     dest: Arc<Destination>,
     mut jobs: mpsc::Receiver<Job>,
@@ -322,15 +364,34 @@ async fn writer_loop(
         }
         tokio::select! {
             biased;
-            Some((result, time)) = in_flight.next(), if !in_flight.is_empty() => match result {
-                Ok(()) => dest.stats.record(time),
+            Some((result, times)) = in_flight.next(), if !in_flight.is_empty() => match result {
+                Ok(()) => {
+                    let times: Vec<i64> = times;
+                    times.into_iter().for_each(|t| dest.stats.record(t));
+                }
                 Err(e) => failure.set(format!("{e:#}")),
             },
             job = jobs.recv(), if open && waiting.is_empty() && in_flight.len() < max_in_flight => match job {
                 None => open = false,
-                Some(Job::Apply { writes, time_micros }) => {
+                Some(Job::Apply { mut writes, time_micros }) => {
+                    let mut times = vec![time_micros];
+                    let mut size = writes_size(&writes);
+                    while times.len() < MAX_BATCH_CHANGES && size < MAX_BATCH_BYTES {
+                        match jobs.try_recv() {
+                            Ok(Job::Apply { writes: more, time_micros }) => {
+                                size += writes_size(&more);
+                                writes.extend(more);
+                                times.push(time_micros);
+                            }
+                            Ok(Job::Flush(reply)) => {
+                                waiting.push(reply);
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
                     if failure.get().is_none() {
-                        in_flight.push(apply_job(dest.clone(), writes, time_micros));
+                        in_flight.push(apply_group(dest.clone(), writes, times));
                     }
                 }
                 Some(Job::Flush(reply)) => waiting.push(reply),
@@ -349,42 +410,75 @@ pub struct TableContext {
     pub max_in_flight: usize,
 }
 
+/// The writes of one stream group: a writer task that issues submitted changes in order,
+/// keeps up to `max_in_flight` requests running, and reports the first failure.
+pub struct StreamWriter {
+    jobs: mpsc::Sender<Job>,
+    failure: Arc<Failure>,
+}
+
+impl StreamWriter {
+    /// Starts the writer task (must be called inside a Tokio runtime); it ends when the
+    /// writer is dropped, after finishing the requests in flight.
+    pub fn new(destination: Arc<Destination>, max_in_flight: usize) -> Self {
+        let max = max_in_flight.max(1);
+        let (jobs, rx) = mpsc::channel(max);
+        let failure = Arc::new(Failure::default());
+        tokio::spawn(writer_loop(destination, rx, max, failure.clone()));
+        Self { jobs, failure }
+    }
+
+    /// The first write failure, if any (later changes are not written once one failed).
+    pub fn failure(&self) -> Option<String> {
+        self.failure.get()
+    }
+
+    /// Queues the writes of one change written at `time_micros`; waits while the writer is
+    /// full.
+    pub async fn submit(&self, writes: Vec<Write>, time_micros: i64) -> anyhow::Result<()> {
+        if let Some(e) = self.failure() {
+            return Err(anyhow!("{e}"));
+        }
+        self.jobs
+            .send(Job::Apply {
+                writes,
+                time_micros,
+            })
+            .await
+            .map_err(|_| anyhow!("the writer task of this stream group is gone"))
+    }
+
+    /// Waits until every change submitted so far is written; fails if any write failed.
+    pub async fn flush(&self) -> anyhow::Result<()> {
+        let (tx, rx) = oneshot::channel();
+        self.jobs
+            .send(Job::Flush(tx))
+            .await
+            .map_err(|_| anyhow!("the writer task of this stream group is gone"))?;
+        rx.await
+            .map_err(|_| anyhow!("the writer task of this stream group is gone"))?
+            .map_err(|e| anyhow!("{e}"))
+    }
+}
+
 /// Replays the changes of one stream group (see the module docs).
 pub struct ReplicatorConsumer {
     context: Arc<TableContext>,
     translator: Translator,
     row: LogRow,
     writes: Vec<Write>,
-    jobs: mpsc::Sender<Job>,
-    failure: Arc<Failure>,
+    writer: StreamWriter,
 }
 
 impl ReplicatorConsumer {
     /// A consumer with its writer task (must be called inside a Tokio runtime).
     pub fn new(context: Arc<TableContext>) -> Self {
-        let max = context.max_in_flight.max(1);
-        let (jobs, rx) = mpsc::channel(max);
-        let failure = Arc::new(Failure::default());
-        tokio::spawn(writer_loop(
-            context.destination.clone(),
-            rx,
-            max,
-            failure.clone(),
-        ));
         Self {
             translator: Translator::new(context.schema.clone()),
             row: LogRow::new(OperationType::RowUpdate, 0, context.schema.columns.len()),
             writes: Vec::new(),
+            writer: StreamWriter::new(context.destination.clone(), context.max_in_flight),
             context,
-            jobs,
-            failure,
-        }
-    }
-
-    fn check(&self) -> anyhow::Result<()> {
-        match self.failure.get() {
-            Some(e) => Err(anyhow!("{e}")),
-            None => Ok(()),
         }
     }
 }
@@ -392,7 +486,9 @@ impl ReplicatorConsumer {
 #[async_trait]
 impl Consumer for ReplicatorConsumer {
     async fn consume_cdc(&mut self, mut data: CDCRow<'_>) -> anyhow::Result<()> {
-        self.check()?;
+        if let Some(e) = self.writer.failure() {
+            return Err(anyhow!("{e}"));
+        }
         match data.operation {
             OperationType::PreImage | OperationType::PostImage => return Ok(()),
             OperationType::Unknown(code) => {
@@ -422,25 +518,11 @@ impl Consumer for ReplicatorConsumer {
             return Ok(());
         }
         let writes = std::mem::take(&mut self.writes);
-        self.jobs
-            .send(Job::Apply {
-                writes,
-                time_micros,
-            })
-            .await
-            .map_err(|_| anyhow!("the writer task of this stream group is gone"))?;
-        Ok(())
+        self.writer.submit(writes, time_micros).await
     }
 
     async fn flush(&mut self) -> anyhow::Result<()> {
-        let (tx, rx) = oneshot::channel();
-        self.jobs
-            .send(Job::Flush(tx))
-            .await
-            .map_err(|_| anyhow!("the writer task of this stream group is gone"))?;
-        rx.await
-            .map_err(|_| anyhow!("the writer task of this stream group is gone"))?
-            .map_err(|e| anyhow!("{e}"))
+        self.writer.flush().await
     }
 }
 
@@ -521,6 +603,24 @@ mod tests {
         let mut plain = CqlValue::Int(1);
         retarget_udts(&mut plain, "dst");
         assert_eq!(plain, CqlValue::Int(1));
+    }
+
+    #[test]
+    fn sizes_grow_with_the_values() {
+        let small = Write {
+            shape: Shape::Delete { eq: 0, slice: None },
+            values: vec![Some(CqlValue::Int(1)), None],
+        };
+        let big = Write {
+            shape: Shape::Delete { eq: 0, slice: None },
+            values: vec![Some(CqlValue::Map(vec![(
+                CqlValue::Text("k".repeat(100)),
+                CqlValue::Blob(vec![0; 1000]),
+            )]))],
+        };
+        assert!(writes_size(std::slice::from_ref(&small)) < 64);
+        assert!(writes_size(std::slice::from_ref(&big)) > 1100);
+        assert!(writes_size(&[small.clone(), big]) > writes_size(&[small]));
     }
 
     #[test]
