@@ -82,6 +82,9 @@ pub enum ClusterError {
     /// The node is already running.
     #[error("node {0} is already running")]
     NodeRunning(usize),
+    /// A CDC metadata operation failed (e.g. splitting the tablets of a table without them).
+    #[error("{0}")]
+    Cdc(String),
 }
 
 /// Configures and starts an [`EmbeddedCluster`].
@@ -234,6 +237,7 @@ impl ClusterBuilder {
             credentials: self.credentials,
             generation_delay: self.generation_delay,
             default_cdc_ttl: self.default_cdc_ttl,
+            seed: self.seed,
         };
         let (events, _) = broadcast::channel(1024);
         let core = Arc::new(ClusterCore {
@@ -245,6 +249,15 @@ impl ClusterBuilder {
             faults: Default::default(),
             stats: Default::default(),
         });
+        // The first generation of a fresh cluster operates from now (Scylla 4.4+).
+        let topology = core.topology();
+        core.db
+            .new_vnode_generation(
+                &topology,
+                core.config.ignore_msb,
+                chrono::Utc::now().timestamp_millis(),
+            )
+            .map_err(|e| ClusterError::Cdc(e.message))?;
         let servers = listeners
             .into_iter()
             .enumerate()
@@ -253,6 +266,7 @@ impl ClusterBuilder {
         Ok(EmbeddedCluster {
             core,
             servers: Mutex::new(servers),
+            rng: parking_lot::Mutex::new(rng),
         })
     }
 }
@@ -264,6 +278,8 @@ impl ClusterBuilder {
 pub struct EmbeddedCluster {
     core: Arc<ClusterCore>,
     servers: Mutex<Vec<Option<NodeServer>>>,
+    /// Tokens and host ids of nodes added later.
+    rng: parking_lot::Mutex<rand::rngs::StdRng>,
 }
 
 impl std::fmt::Debug for EmbeddedCluster {
@@ -355,6 +371,85 @@ impl EmbeddedCluster {
             });
         }
         Ok(())
+    }
+
+    /// Adds a node (the next address of the range, the cluster's shard and vnode counts, new
+    /// random tokens). As on Scylla, the join creates a new CDC generation operating from
+    /// now + the generation delay; the new node is announced (TOPOLOGY_CHANGE NEW_NODE).
+    /// Returns the new generation's timestamp.
+    pub async fn add_node(&self) -> Result<chrono::DateTime<chrono::Utc>, ClusterError> {
+        let mut servers = self.servers.lock().await;
+        let index = servers.len() + 1;
+        let plan = self.core.plan;
+        let ip = plan
+            .node_ip(index)
+            .ok_or_else(|| ClusterError::Config("no address left in the cluster's range".into()))?;
+        let listeners = listen::bind_node(ip, plan.port, plan.shard_aware_port)
+            .await
+            .map_err(|source| ClusterError::Bind {
+                what: format!("node {index} at {ip}"),
+                source,
+            })?;
+        let topology = {
+            let mut rng = self.rng.lock();
+            let current = self.core.topology();
+            let taken: Vec<Vec<i64>> = current.nodes.iter().map(|n| n.tokens.clone()).collect();
+            let tokens =
+                cluster::ring::random_tokens(&mut *rng, self.core.config.vnodes_per_node, &taken);
+            let mut nodes = current.nodes.clone();
+            nodes.push(NodeInfo {
+                index,
+                ip: ip.into(),
+                host_id: Uuid::from_u128(rand::Rng::r#gen(&mut *rng)),
+                tokens,
+                shards: self.core.config.shards_per_node,
+                up: true,
+            });
+            Arc::new(Topology::new(nodes))
+        };
+        *self.core.topology.write() = topology.clone();
+        servers.push(Some(NodeServer::spawn(self.core.clone(), index, listeners)));
+        let delay = chrono::Duration::from_std(self.core.config.generation_delay)
+            .unwrap_or(chrono::Duration::zero());
+        let timestamp = chrono::Utc::now() + delay;
+        self.core
+            .db
+            .new_vnode_generation(
+                &topology,
+                self.core.config.ignore_msb,
+                timestamp.timestamp_millis(),
+            )
+            .map_err(|e| ClusterError::Cdc(e.message))?;
+        if let Some(addr) = self.core.node_endpoint(index) {
+            self.core.publish(Event::TopologyChange {
+                change: frame::TopologyChangeType::NewNode,
+                addr,
+            });
+        }
+        Ok(
+            chrono::DateTime::from_timestamp_millis(timestamp.timestamp_millis())
+                .unwrap_or(timestamp),
+        )
+    }
+
+    /// Splits every tablet of `keyspace.table` (a CDC table of a tablet keyspace) in two: a new
+    /// stream set with twice the streams, operating from now + the generation delay, as
+    /// Scylla does after a tablet split. Returns the new set's timestamp.
+    pub async fn split_tablets(
+        &self,
+        keyspace: &str,
+        table: &str,
+    ) -> Result<chrono::DateTime<chrono::Utc>, ClusterError> {
+        let delay = chrono::Duration::from_std(self.core.config.generation_delay)
+            .unwrap_or(chrono::Duration::zero());
+        let at = (chrono::Utc::now() + delay).timestamp_millis();
+        let ts = self
+            .core
+            .db
+            .split_tablets(keyspace, table, at)
+            .map_err(ClusterError::Cdc)?;
+        chrono::DateTime::from_timestamp_millis(ts)
+            .ok_or_else(|| ClusterError::Cdc(format!("invalid stream set timestamp {ts}")))
     }
 
     fn set_node_up(&self, index: usize, up: bool) {

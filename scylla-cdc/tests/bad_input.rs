@@ -1,7 +1,6 @@
 //! Misconfiguration and missing tables are typed errors of `build()`.
 //!
-//! Runs against the embedded cluster; enabled with `--features embedded-cluster-tests`.
-#![cfg(feature = "embedded-cluster-tests")]
+//! Runs against the embedded cluster.
 
 mod common;
 

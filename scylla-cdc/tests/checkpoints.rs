@@ -1,8 +1,7 @@
 //! Stop and restart with checkpoints: nothing is lost, and only rows after the last
 //! checkpoint are delivered twice — also when the reader is dropped without `stop()`.
 //!
-//! Runs against the embedded cluster; enabled with `--features embedded-cluster-tests`.
-#![cfg(feature = "embedded-cluster-tests")]
+//! Runs against the embedded cluster.
 
 mod common;
 

@@ -1,8 +1,7 @@
 //! Injected faults (overloaded replicas, a node going down and up) lose and duplicate
 //! nothing.
 //!
-//! Runs against the embedded cluster; enabled with `--features embedded-cluster-tests`.
-#![cfg(feature = "embedded-cluster-tests")]
+//! Runs against the embedded cluster.
 
 mod common;
 
@@ -15,7 +14,7 @@ use common::{
 };
 use scylla_cdc::CDCLogReaderBuilder;
 use scylla_cdc_test_utils::{
-    EmbeddedCluster, FaultReaction, FaultRule, setup_tracing, unique_keyspace_name,
+    EmbeddedCluster, FaultError, FaultRule, setup_tracing, unique_keyspace_name,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,7 +54,7 @@ async fn faults_lose_and_duplicate_nothing() -> anyhow::Result<()> {
     cluster.add_fault(
         FaultRule::new()
             .on_statement_containing("_scylla_cdc_log")
-            .respond(FaultReaction::Overloaded)
+            .error(FaultError::Overloaded)
             .times(5),
     );
     let seen = collected.len();

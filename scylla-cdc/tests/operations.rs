@@ -1,7 +1,6 @@
 //! Every operation kind and column type reaches the consumer with the right values and flags.
 //!
-//! Runs against the embedded cluster; enabled with `--features embedded-cluster-tests`.
-#![cfg(feature = "embedded-cluster-tests")]
+//! Runs against the embedded cluster.
 
 mod common;
 

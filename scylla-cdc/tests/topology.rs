@@ -2,8 +2,7 @@
 //! is delivered exactly once, in write order per partition (vnodes with a new node, tablets
 //! with a split).
 //!
-//! Runs against the embedded cluster; enabled with `--features embedded-cluster-tests`.
-#![cfg(feature = "embedded-cluster-tests")]
+//! Runs against the embedded cluster.
 
 mod common;
 
@@ -104,7 +103,7 @@ async fn vnodes_with_a_node_added_mid_run() -> anyhow::Result<()> {
     run_with_topology_change(
         &cluster,
         "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}",
-        |_| async { cluster.add_node().await },
+        |_| async { Ok(cluster.add_node().await?) },
     )
     .await?;
     cluster.shutdown().await;
@@ -124,7 +123,7 @@ async fn tablets_with_a_split_mid_run() -> anyhow::Result<()> {
     run_with_topology_change(
         &cluster,
         "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'initial': 4}",
-        |ks| async move { c.split_tablets(&ks, "t").await },
+        |ks| async move { Ok(c.split_tablets(&ks, "t").await?) },
     )
     .await?;
     cluster.shutdown().await;

@@ -151,6 +151,21 @@ async fn run_command(cluster: &EmbeddedCluster, line: &str) -> Result<String, St
             .await
             .map(|()| String::new())
             .map_err(|e| e.to_string()),
+        "add-node" => cluster
+            .add_node()
+            .await
+            .map(|ts| ts.timestamp_millis().to_string())
+            .map_err(|e| e.to_string()),
+        "split-tablets" => {
+            let (ks, table) = rest
+                .split_once('.')
+                .ok_or_else(|| format!("`split-tablets` needs <keyspace>.<table>, not `{rest}`"))?;
+            cluster
+                .split_tablets(ks, table)
+                .await
+                .map(|ts| ts.timestamp_millis().to_string())
+                .map_err(|e| e.to_string())
+        }
         "fault" => {
             let rule = FaultRule::parse(rest)?;
             cluster.add_fault(rule);

@@ -158,6 +158,11 @@ impl CdcState {
         self.tablets.remove(&table);
     }
 
+    /// Every CDC table of a tablet keyspace (by base table id) with its stream sets.
+    pub(crate) fn tablet_tables(&self) -> impl Iterator<Item = (Uuid, &TabletStreams)> {
+        self.tablets.iter().map(|(id, s)| (*id, s))
+    }
+
     /// The stream sets of a tablet table.
     pub(crate) fn tablet_streams(&self, table: Uuid) -> Option<&TabletStreams> {
         self.tablets.get(&table)

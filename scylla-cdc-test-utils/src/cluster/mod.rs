@@ -51,6 +51,8 @@ pub(crate) struct ClusterConfig {
     pub(crate) generation_delay: Duration,
     /// Default `ttl` of the `cdc` table option.
     pub(crate) default_cdc_ttl: u32,
+    /// Seed of random choices (tokens, stream ids), for reproducible layouts.
+    pub(crate) seed: Option<u64>,
 }
 
 /// One node of the cluster.

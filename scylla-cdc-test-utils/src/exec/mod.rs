@@ -18,6 +18,7 @@
 //! too few replicas are up.
 
 mod batch;
+mod cdc_write;
 mod consistency;
 mod modify;
 mod paging;
@@ -163,6 +164,8 @@ pub(crate) struct Database {
     unprepared: Mutex<HashMap<UnpreparedKey, Arc<CachedStatement>>>,
     ddl_lock: Mutex<()>,
     clock: Clock,
+    /// CDC generations, tablet stream sets, and the randomness of stream ids.
+    cdc: cdc_write::CdcCell,
     /// Every mutation applied, for tests of batch merging.
     #[cfg(test)]
     applied: Mutex<Vec<PartitionMutation>>,
@@ -204,6 +207,7 @@ impl Database {
             unprepared: Mutex::new(HashMap::new()),
             ddl_lock: Mutex::new(()),
             clock: Clock::default(),
+            cdc: cdc_write::CdcCell::new(config.seed),
             #[cfg(test)]
             applied: Mutex::new(Vec::new()),
         }
@@ -507,11 +511,13 @@ impl Database {
         };
         let now = self.now();
         if p.is_virtual() {
+            let cdc = self.cdc_state();
             let view = system_tables::SystemView {
                 schema: &schema,
                 topology: ex.topology,
                 coordinator: ex.conn.node,
                 config: &self.config,
+                cdc: &cdc,
             };
             let mut data = new_data(&p.table)?;
             for m in system_tables::virtual_table_rows(&p.table, &view) {
@@ -584,39 +590,49 @@ impl Database {
         )
     }
 
-    /// The write path: applies mutations of one table under its lock. Every INSERT, UPDATE,
-    /// DELETE, BATCH and LWT goes through here (or [`Database::apply_locked`] when the
-    /// lock is already held).
+    /// The write path: applies mutations of one table under its lock, with their CDC log
+    /// rows when the table logs. Every INSERT, UPDATE, DELETE, BATCH and LWT goes through here
+    /// (or through [`Database::write_planned`] / [`Database::apply_locked`] once its CDC side
+    /// is planned).
     pub(crate) fn write(
         &self,
         table: &TableDef,
         mutations: Vec<PartitionMutation>,
     ) -> Result<(), CqlError> {
+        let schema = self.schema();
+        let cdc = self.cdc_write(&schema, table, &mutations)?;
+        self.write_planned(table, &mutations, cdc.as_ref())
+    }
+
+    /// Applies mutations of one table whose CDC side is already planned (and admitted).
+    fn write_planned(
+        &self,
+        table: &TableDef,
+        mutations: &[PartitionMutation],
+        cdc: Option<&cdc_write::CdcWrite>,
+    ) -> Result<(), CqlError> {
         let store = self.store_of(table)?;
         let now = self.now();
         let mut data = store.data.write();
-        for m in &mutations {
-            self.apply_locked(table, &mut data, m, now);
+        for (i, m) in mutations.iter().enumerate() {
+            self.apply_locked(table, &mut data, m, cdc.map(|c| (c, i)), now);
         }
         Ok(())
     }
 
-    /// Applies one base mutation with the table's lock held.
-    ///
-    /// CDC HOOK: this is where the CDC module reads the pre-image of the partition from
-    /// `data`, applies the mutation, reads the post-image and writes the log table's
-    /// mutations (taking the log table's lock after the base table's: lock order base →
-    /// log). Without CDC it only applies the mutation.
+    /// Applies one base mutation with the table's lock held, and its CDC log rows (the log
+    /// table's lock is taken after the base table's: lock order base → log).
     fn apply_locked(
         &self,
-        _table: &TableDef,
+        table: &TableDef,
         data: &mut TableData,
         m: &PartitionMutation,
+        cdc: Option<(&cdc_write::CdcWrite, usize)>,
         now: Now,
     ) {
         #[cfg(test)]
         self.applied.lock().push(m.clone());
-        data.apply(m, now);
+        self.apply_with_log(table, data, m, cdc, now);
     }
 
     /// Runs conditional statements (one, or a conditional batch on one partition)
@@ -737,8 +753,9 @@ impl Database {
                     }
                 }
             }
-            for m in &merged {
-                self.apply_locked(&table, &mut data, m, now);
+            let cdc = self.cdc_write(&schema, &table, &merged)?;
+            for (i, m) in merged.iter().enumerate() {
+                self.apply_locked(&table, &mut data, m, cdc.as_ref().map(|c| (c, i)), now);
             }
         }
         drop(data);
@@ -806,8 +823,16 @@ impl Database {
         for (t, m) in &merged {
             self.check_write_consistency(ex, t, std::slice::from_ref(m))?;
         }
+        // Every partition's CDC stream is chosen (and its timestamp admitted) before anything
+        // of the batch is applied.
+        let schema = self.schema();
+        let mut planned = Vec::with_capacity(merged.len());
         for (t, m) in merged {
-            self.write(&t, vec![m])?;
+            let cdc = self.cdc_write(&schema, &t, std::slice::from_ref(&m))?;
+            planned.push((t, m, cdc));
+        }
+        for (t, m, cdc) in &planned {
+            self.write_planned(t, std::slice::from_ref(m), cdc.as_ref())?;
         }
         Ok(Some(Response::Void))
     }
@@ -882,6 +907,16 @@ impl Database {
         for change in result.storage {
             match change {
                 ddl::StorageChange::CreateTable(t) => {
+                    // A CDC log in a tablet keyspace gets its base table's first stream set.
+                    if let TableKind::CdcLog { base } = &t.kind {
+                        let new = result.schema.as_ref().unwrap_or(&schema);
+                        if let (Some(ks), Some(base)) =
+                            (new.keyspace(&t.keyspace), new.table(&t.keyspace, base))
+                            && let Some(tablets) = ks.initial_tablets
+                        {
+                            self.create_tablet_streams(base, tablets);
+                        }
+                    }
                     if t.kind != TableKind::Virtual {
                         let mut tables = self.tables.write();
                         if let std::collections::hash_map::Entry::Vacant(e) = tables.entry(t.id) {
@@ -893,6 +928,7 @@ impl Database {
                 }
                 ddl::StorageChange::DropTable(id) => {
                     self.tables.write().remove(&id);
+                    self.drop_tablet_streams(id);
                 }
                 ddl::StorageChange::DropColumns { table, columns } => {
                     if let Some(store) = self.table_store(table) {

@@ -10,19 +10,20 @@
 //! - `system_schema.*`: keyspaces, tables, columns, dropped columns and user types of every
 //!   keyspace, user and system alike (contract §3), with the CDC extension and partitioner
 //!   (semantics §1.1, §1.3). `views` and `indexes` are always empty.
-//! - `system.cdc_timestamps` / `system.cdc_streams` (tablet CDC metadata) are rendered empty
-//!   here for now: the CDC module fills them from its tablet stream sets.
+//! - `system.cdc_timestamps` / `system.cdc_streams`: the stream sets of every CDC table of a
+//!   tablet keyspace (semantics §5.4), from the cluster's [`CdcState`].
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 
 use bytes::Bytes;
 
+use crate::cdc::generations::CdcState;
 use crate::cluster::partitioner::{murmur3_token, serialize_partition_key};
 use crate::cluster::{
     CLUSTER_NAME, ClusterConfig, DATACENTER, NodeInfo, RACK, RELEASE_VERSION, Topology,
 };
-use crate::schema::system::{SYSTEM, SYSTEM_SCHEMA};
+use crate::schema::system::{CDC_STREAMS, CDC_TIMESTAMPS, SYSTEM, SYSTEM_SCHEMA};
 use crate::schema::{ColumnKind, Schema, TableDef};
 use crate::storage::{
     CellUpdate, ClusteringKey, ColumnId, ElementUpdate, Liveness, PartitionKey, PartitionMutation,
@@ -41,6 +42,8 @@ pub(crate) struct SystemView<'a> {
     pub(crate) coordinator: usize,
     /// The cluster's configuration.
     pub(crate) config: &'a ClusterConfig,
+    /// CDC generations and tablet stream sets.
+    pub(crate) cdc: &'a CdcState,
 }
 
 /// Write timestamp of every rendered cell.
@@ -83,18 +86,20 @@ pub(crate) fn virtual_table_rows(
         (SYSTEM_SCHEMA, "columns") => columns(&mut rows, view.schema),
         (SYSTEM_SCHEMA, "dropped_columns") => dropped_columns(&mut rows, view.schema),
         (SYSTEM_SCHEMA, "types") => types(&mut rows, view.schema),
+        (SYSTEM, CDC_TIMESTAMPS) => cdc_timestamps(&mut rows, view),
+        (SYSTEM, CDC_STREAMS) => cdc_streams(&mut rows, view),
         // `views`, `indexes`: the embedded cluster has no materialized views or indexes.
-        // `system.cdc_timestamps`, `system.cdc_streams`: filled by the CDC module from the
-        // tablet stream sets; empty here.
         _ => {}
     }
     rows.finish()
 }
 
 /// Accumulates rows of one table into one mutation per partition.
-struct Rows<'t> {
+pub(crate) struct Rows<'t> {
     /// The table rendered.
     table: &'t TableDef,
+    /// Write timestamp of every cell and row marker.
+    ts: i64,
     /// Mutations in the order their partitions were first seen.
     partitions: Vec<PartitionMutation>,
     /// Index in `partitions` by serialized partition key.
@@ -102,23 +107,29 @@ struct Rows<'t> {
 }
 
 impl<'t> Rows<'t> {
-    /// An empty set of rows of `table`.
-    fn new(table: &'t TableDef) -> Rows<'t> {
+    /// An empty set of rows of `table`, written at the rendering timestamp.
+    pub(crate) fn new(table: &'t TableDef) -> Rows<'t> {
+        Rows::at(table, RENDER_TS)
+    }
+
+    /// An empty set of rows of `table` whose cells are written at `ts`.
+    pub(crate) fn at(table: &'t TableDef, ts: i64) -> Rows<'t> {
         Rows {
             table,
+            ts,
             partitions: Vec::new(),
             index: HashMap::new(),
         }
     }
 
     /// The mutations.
-    fn finish(self) -> Vec<PartitionMutation> {
+    pub(crate) fn finish(self) -> Vec<PartitionMutation> {
         self.partitions
     }
 
     /// Adds one row given as `(column, value)` pairs; null values and unknown columns are
     /// skipped. A row whose key is incomplete is skipped.
-    fn add(&mut self, cells: Vec<(&str, Option<Value>)>) {
+    pub(crate) fn add(&mut self, cells: Vec<(&str, Option<Value>)>) {
         let get = |name: &str| {
             cells
                 .iter()
@@ -148,14 +159,14 @@ impl<'t> Rows<'t> {
         let key_bytes = Bytes::from(key_bytes);
         let mut update = RowUpdate {
             marker: Some(Liveness {
-                ts: RENDER_TS,
+                ts: self.ts,
                 ttl: None,
             }),
             ..RowUpdate::default()
         };
         for column in self.table.value_columns() {
             if let Some(value) = get(&column.name) {
-                update.set_cell(ColumnId(column.id), cell(&column.typ, value));
+                update.set_cell(ColumnId(column.id), cell(&column.typ, value, self.ts));
             }
         }
         let i = match self.index.get(&key_bytes) {
@@ -186,10 +197,10 @@ impl<'t> Rows<'t> {
 
 /// The cell update writing `value` into a column of type `typ`: non-frozen sets and maps
 /// are written element by element, everything else as one atomic cell.
-fn cell(typ: &CqlType, value: Value) -> CellUpdate {
+fn cell(typ: &CqlType, value: Value, ts: i64) -> CellUpdate {
     let element = |key: Value, value: Value| ElementUpdate {
         key,
-        ts: RENDER_TS,
+        ts,
         ttl: None,
         value: Some(value),
     };
@@ -209,10 +220,49 @@ fn cell(typ: &CqlType, value: Value) -> CellUpdate {
                 .collect(),
         },
         _ => CellUpdate::Atomic {
-            ts: RENDER_TS,
+            ts,
             ttl: None,
             value: Some(value),
         },
+    }
+}
+
+/// `system.cdc_timestamps`: one row per stream set of every CDC table of a tablet keyspace
+/// (partition = base keyspace and table name; timestamps clustered newest first).
+fn cdc_timestamps(rows: &mut Rows<'_>, view: &SystemView<'_>) {
+    for (table_id, streams) in view.cdc.tablet_tables() {
+        let Some(base) = view.schema.table_by_id(table_id) else {
+            continue;
+        };
+        for (ts, _) in &streams.sets {
+            rows.add(vec![
+                ("keyspace_name", text(&base.keyspace)),
+                ("table_name", text(&base.name)),
+                ("timestamp", Some(Value::Timestamp(*ts))),
+            ]);
+        }
+    }
+}
+
+/// `system.cdc_streams`: per stream set, every member (state 0), and the streams closed (1)
+/// and opened (2) at its timestamp.
+fn cdc_streams(rows: &mut Rows<'_>, view: &SystemView<'_>) {
+    for (table_id, _) in view.cdc.tablet_tables() {
+        let Some(base) = view.schema.table_by_id(table_id) else {
+            continue;
+        };
+        for (ts, state, stream) in view.cdc.tablet_stream_rows(table_id) {
+            rows.add(vec![
+                ("keyspace_name", text(&base.keyspace)),
+                ("table_name", text(&base.name)),
+                ("timestamp", Some(Value::Timestamp(ts))),
+                ("stream_state", Some(Value::Tinyint(state as i8))),
+                (
+                    "stream_id",
+                    Some(Value::Blob(Bytes::copy_from_slice(&stream.0))),
+                ),
+            ]);
+        }
     }
 }
 
@@ -526,6 +576,7 @@ mod tests {
             credentials: None,
             generation_delay: Duration::from_secs(2),
             default_cdc_ttl: 86400,
+            seed: None,
         }
     }
 
@@ -535,11 +586,13 @@ mod tests {
         let def = db.table(ks, table);
         assert_eq!(def.kind, crate::schema::TableKind::Virtual, "{ks}.{table}");
         let config = config();
+        let cdc = crate::cdc::generations::CdcState::default();
         let view = SystemView {
             schema: &db.schema,
             topology,
             coordinator,
             config: &config,
+            cdc: &cdc,
         };
         let mutations = virtual_table_rows(&def, &view);
         let mut data = TableData::new(&def.clustering_descending()).expect("table");

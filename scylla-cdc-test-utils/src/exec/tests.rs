@@ -50,6 +50,7 @@ fn config() -> ClusterConfig {
         credentials: None,
         generation_delay: std::time::Duration::from_secs(2),
         default_cdc_ttl: 86400,
+        seed: None,
     }
 }
 
