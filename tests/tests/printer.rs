@@ -1,8 +1,5 @@
 //! The printer against the embedded cluster: the `json` output of a scripted workload line by
 //! line, `pretty` for every change kind, `--demo`, and checkpoints.
-//!
-//! Runs against the embedded cluster; enabled with `--features embedded-cluster-tests`.
-#![cfg(feature = "embedded-cluster-tests")]
 
 mod common;
 

@@ -1,8 +1,5 @@
 //! Every bad argument or unusable table gives one line and its exit code, before any reading
 //! or writing starts.
-//!
-//! Runs against the embedded cluster; enabled with `--features embedded-cluster-tests`.
-#![cfg(feature = "embedded-cluster-tests")]
 
 mod common;
 

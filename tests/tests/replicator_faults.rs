@@ -1,8 +1,5 @@
 //! Faults on either side — timeouts, `Overloaded`, a destination node stopped for seconds —
 //! do not stop the replicator, and the destination still converges.
-//!
-//! Runs against the embedded cluster; enabled with `--features embedded-cluster-tests`.
-#![cfg(feature = "embedded-cluster-tests")]
 
 mod common;
 
@@ -50,7 +47,7 @@ async fn converges_through_faults_on_both_sides() -> anyhow::Result<()> {
         "--write-consistency".into(),
         "QUORUM".into(),
     ]);
-    let mut replicator = spawn_replicator(args);
+    let (mut replicator, stats) = start_replicator(args).await?;
     exec_all(&s, &writes(&ks, 0, 50)).await?;
     wait_converged(&mut replicator, &s, &d, &ks, &ks, "t", CONVERGE).await?;
 

@@ -1,8 +1,5 @@
 //! Stopping and restarting the replicator: it resumes from its checkpoints, so writes made
 //! while it was down are replicated and the destination equals the source.
-//!
-//! Runs against the embedded cluster; enabled with `--features embedded-cluster-tests`.
-#![cfg(feature = "embedded-cluster-tests")]
 
 mod common;
 

@@ -3,9 +3,6 @@
 //! table, the statement itself is run on a twin table, and both tables must end up alike —
 //! values, `writetime()` and `ttl()` of every cell. No CDC log is read here, so this checks the
 //! translation and the destination side independently of the log reader.
-//!
-//! Runs against the embedded cluster; enabled with `--features embedded-cluster-tests`.
-#![cfg(feature = "embedded-cluster-tests")]
 
 mod common;
 

@@ -153,6 +153,25 @@ pub(crate) fn spawn_replicator(args: Vec<String>) -> Running {
     Running::new(trigger, handle)
 }
 
+/// Starts the replicator with these arguments (without the program name) and returns it
+/// with its counters; fails if it cannot start.
+pub(crate) async fn start_replicator(
+    args: Vec<String>,
+) -> anyhow::Result<(Running, Arc<scylla_cdc_replicator::apply::Stats>)> {
+    use clap::Parser;
+    let full = std::iter::once("scylla-cdc-replicator".to_owned()).chain(args);
+    let config = scylla_cdc_replicator::args::Args::try_parse_from(full)?
+        .into_config(chrono::Utc::now())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let replicator = scylla_cdc_replicator::Replicator::start(&config)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let stats = replicator.stats();
+    let (trigger, shutdown) = Shutdown::new();
+    let handle = tokio::spawn(replicator.run(shutdown));
+    Ok((Running::new(trigger, handle), stats))
+}
+
 /// Starts the printer with these arguments (without the program name), printing into the
 /// returned buffer.
 pub(crate) fn spawn_printer(args: Vec<String>) -> (Running, SharedBuffer) {
@@ -192,8 +211,6 @@ pub(crate) fn replicator_args(
         "0",
         "--progress-interval",
         "1",
-        "--write-consistency",
-        "ONE",
     ]
     .iter()
     .map(|s| s.to_string())
