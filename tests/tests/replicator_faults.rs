@@ -89,6 +89,8 @@ async fn converges_through_faults_on_both_sides() -> anyhow::Result<()> {
         !replicator.is_finished(),
         "faults must not stop the replicator"
     );
+    assert!(stats.retries() > 0, "the faults were retried");
+    assert!(stats.applied() >= 300, "{} changes applied", stats.applied());
     assert_eq!(replicator.stop(Duration::from_secs(30)).await?, Ok(()));
     Ok(())
 }
