@@ -402,6 +402,10 @@ pub async fn connect(
 
 /// Installs the `tracing` subscriber of a program: filtered by `RUST_LOG` (default
 /// `default_filter`), written to stderr. Does nothing if one is already installed.
+///
+/// The programs' defaults leave out the driver's own log (`scylla=off`): its connection
+/// errors would precede the program's one-line error, and the programs log what matters
+/// (retries with the driver's error); `RUST_LOG=scylla=warn` brings it back.
 pub fn install_tracing(default_filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));

@@ -7,7 +7,7 @@ use scylla_cdc_printer::cli::{self, Shutdown, exit_code};
 use scylla_cdc_printer::{Output, run};
 
 fn main() -> ExitCode {
-    cli::install_tracing("warn");
+    cli::install_tracing("warn,scylla=off");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -7,7 +7,7 @@ use scylla_cdc_printer::cli;
 use scylla_cdc_replicator::{Shutdown, exit_code, run};
 
 fn main() -> ExitCode {
-    cli::install_tracing("info");
+    cli::install_tracing("info,scylla=off");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
