@@ -263,5 +263,14 @@ async fn main() -> anyhow::Result<()> {
         dest_cpu.as_secs_f64() * 1e6 / n
     );
     println!("retries: {}", stats.retries());
+    let (rows,): (i64,) = dest_session
+        .query_unpaged("SELECT COUNT(*) FROM bench.t", &[])
+        .await?
+        .into_rows_result()?
+        .single_row()?;
+    println!("destination rows: {rows}");
+    if u64::try_from(rows).ok() != Some(total) {
+        bail!("the destination has {rows} rows, not {total}");
+    }
     Ok(())
 }
