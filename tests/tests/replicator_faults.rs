@@ -90,7 +90,11 @@ async fn converges_through_faults_on_both_sides() -> anyhow::Result<()> {
         "faults must not stop the replicator"
     );
     assert!(stats.retries() > 0, "the faults were retried");
-    assert!(stats.applied() >= 300, "{} changes applied", stats.applied());
+    assert!(
+        stats.applied() >= 300,
+        "{} changes applied",
+        stats.applied()
+    );
     assert_eq!(replicator.stop(Duration::from_secs(30)).await?, Ok(()));
     Ok(())
 }
