@@ -28,10 +28,12 @@ pub struct QualifiedTable {
     pub table: String,
 }
 
+/// clap parser of `--hosts`.
 fn hosts(text: &str) -> Result<Hosts, String> {
     parse_hosts(text).map(Hosts)
 }
 
+/// clap parser of `--hostname`: exactly one host.
 fn one_host(text: &str) -> Result<Hosts, String> {
     let h = parse_hosts(text)?;
     if h.len() != 1 {
@@ -40,10 +42,12 @@ fn one_host(text: &str) -> Result<Hosts, String> {
     Ok(Hosts(h))
 }
 
+/// clap parser of `--table`.
 fn tables(text: &str) -> Result<Tables, String> {
     parse_table_list(text).map(Tables)
 }
 
+/// clap parser of `--checkpoint-table`.
 fn qualified(text: &str) -> Result<QualifiedTable, String> {
     parse_qualified_table(text).map(|(keyspace, table)| QualifiedTable { keyspace, table })
 }

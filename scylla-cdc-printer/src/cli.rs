@@ -462,6 +462,7 @@ impl Shutdown {
         shutdown
     }
 
+    /// Resolves once `n` stop requests were made (never, if the trigger is gone).
     async fn wait_for(&mut self, n: u32) {
         if self.requests.wait_for(|r| *r >= n).await.is_err() {
             // The trigger is gone: no request can come any more.

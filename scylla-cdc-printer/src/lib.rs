@@ -106,10 +106,15 @@ impl Write for SharedBuffer {
 
 /// Prints the rows of one stream group.
 pub struct Printer {
+    /// `ks.t`.
     table: Arc<str>,
+    /// Key columns, printed first.
     key_columns: Arc<Vec<String>>,
+    /// Output format.
     format: Format,
+    /// Where rows go.
     out: Output,
+    /// The text of the current row (reused).
     buf: String,
 }
 

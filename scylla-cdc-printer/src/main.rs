@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use scylla_cdc_printer::cli::{self, Shutdown, exit_code};
 use scylla_cdc_printer::{Output, run};
 
+/// Runs the printer with the process arguments, stdout and signals; exits with its code.
 fn main() -> ExitCode {
     cli::install_tracing("warn,scylla=off");
     let runtime = match tokio::runtime::Builder::new_multi_thread()

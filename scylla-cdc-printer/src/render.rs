@@ -42,6 +42,7 @@ pub fn cql_literal(value: &CqlValue) -> String {
     out
 }
 
+/// Writes `s` as a CQL string literal (`'…'`, inner quotes doubled).
 fn write_quoted(out: &mut String, s: &str) {
     out.push('\'');
     for c in s.chars() {
@@ -53,6 +54,7 @@ fn write_quoted(out: &mut String, s: &str) {
     out.push('\'');
 }
 
+/// Writes bytes as a CQL blob literal (`0x…`).
 fn write_hex(out: &mut String, bytes: &[u8]) {
     out.push_str("0x");
     for b in bytes {
@@ -60,6 +62,7 @@ fn write_hex(out: &mut String, bytes: &[u8]) {
     }
 }
 
+/// Writes a float: `NaN`, `Infinity`, `-Infinity`, or its shortest round-trip form `debug`.
 fn write_float(out: &mut String, v: f64, debug: String) {
     if v.is_nan() {
         out.push_str("NaN");
@@ -70,6 +73,7 @@ fn write_float(out: &mut String, v: f64, debug: String) {
     }
 }
 
+/// Writes items between `open` and `close`, comma-separated, `null` for missing ones.
 fn write_seq<'a>(
     out: &mut String,
     open: char,
@@ -89,6 +93,7 @@ fn write_seq<'a>(
     out.push(close);
 }
 
+/// Writes a value as a CQL literal (see [`cql_literal`]).
 fn write_cql(out: &mut String, value: &CqlValue) {
     match value {
         CqlValue::Ascii(s) | CqlValue::Text(s) => write_quoted(out, s),

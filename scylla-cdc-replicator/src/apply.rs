@@ -65,6 +65,7 @@ impl Stats {
         self.retries.load(Ordering::Relaxed)
     }
 
+    /// Counts one applied change written at `time_micros`.
     fn record(&self, time_micros: i64) {
         self.applied.fetch_add(1, Ordering::Relaxed);
         self.newest_micros.fetch_max(time_micros, Ordering::Relaxed);
@@ -94,6 +95,7 @@ fn is_transient_prepare(err: &PrepareError) -> bool {
     }
 }
 
+/// Whether one failed attempt of a request is worth retrying.
 fn is_transient_attempt(err: &RequestAttemptError) -> bool {
     match err {
         RequestAttemptError::UnableToAllocStreamId
@@ -152,14 +154,21 @@ pub fn retarget_udts(value: &mut CqlValue, keyspace: &str) {
 
 /// One destination table: where and how changes are written.
 pub struct Destination {
+    /// The destination cluster.
     session: Arc<Session>,
+    /// The destination keyspace.
     keyspace: String,
+    /// `"ks"."t"`.
     target: String,
+    /// The source table's schema (the destination has at least its columns).
     schema: Arc<TableSchema>,
+    /// Consistency of the writes.
     consistency: Consistency,
     /// The table uses UDTs: their values must name the destination keyspace.
     retarget: bool,
+    /// Prepared statements by shape (never held across an `.await`).
     cache: Mutex<HashMap<Shape, PreparedStatement>>,
+    /// Counters of the replicator.
     stats: Arc<Stats>,
 }
 
@@ -281,10 +290,12 @@ enum Job {
 struct Failure(Mutex<Option<String>>);
 
 impl Failure {
+    /// The first failure, if any.
     fn get(&self) -> Option<String> {
         self.0.lock().ok().and_then(|f| f.clone())
     }
 
+    /// Records a failure unless one is recorded already.
     fn set(&self, message: String) {
         if let Ok(mut f) = self.0.lock()
             && f.is_none()

@@ -29,14 +29,17 @@ pub struct QualifiedTable {
     pub table: String,
 }
 
+/// clap parser of `--source` and `--destination`.
 fn hosts(text: &str) -> Result<Hosts, String> {
     parse_hosts(text).map(Hosts)
 }
 
+/// clap parser of `--table`.
 fn tables(text: &str) -> Result<Tables, String> {
     parse_table_list(text).map(Tables)
 }
 
+/// clap parser of `--checkpoint-table`.
 fn qualified(text: &str) -> Result<QualifiedTable, String> {
     parse_qualified_table(text).map(|(keyspace, table)| QualifiedTable { keyspace, table })
 }
@@ -64,6 +67,7 @@ pub fn parse_consistency(text: &str) -> Result<Consistency, String> {
     )
 }
 
+/// clap parser of `--max-in-flight`: 1 to 65536.
 fn max_in_flight(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(n) if (1..=65_536).contains(&n) => Ok(n),

@@ -54,6 +54,8 @@ fn creds(c: &Option<(String, String)>) -> Option<(&str, &str)> {
     c.as_ref().map(|(u, p)| (u.as_str(), p.as_str()))
 }
 
+/// A schema problem of `side` ("source" / "destination") as a program error: missing
+/// keyspaces and tables are [`exit_code::SCHEMA`], failed queries [`exit_code::RUNTIME`].
 fn schema_error(side: &str, e: SchemaError) -> CliError {
     match e {
         SchemaError::Other(m) => CliError::runtime(format!("{side}: {m}")),
@@ -228,11 +230,13 @@ impl Replicator {
     }
 }
 
+/// Why a reader could not start.
 enum StartError {
     Reader(scylla_cdc::CDCError),
     Cli(CliError),
 }
 
+/// Starts the log reader of one table, with its checkpoint saver unless checkpoints are off.
 async fn start_reader(
     config: &Config,
     source: &Arc<Session>,

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use scylla_cdc_printer::cli;
 use scylla_cdc_replicator::{Shutdown, exit_code, run};
 
+/// Runs the replicator with the process arguments and signals; exits with its code.
 fn main() -> ExitCode {
     cli::install_tracing("info,scylla=off");
     let runtime = match tokio::runtime::Builder::new_multi_thread()

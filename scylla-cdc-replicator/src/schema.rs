@@ -38,6 +38,7 @@ pub enum CqlType {
     Frozen(Box<CqlType>),
 }
 
+/// The native type names `system_schema` writes.
 const NATIVE: &[&str] = &[
     "ascii",
     "bigint",
@@ -68,6 +69,7 @@ struct TypeLexer<'a> {
 }
 
 impl<'a> TypeLexer<'a> {
+    /// Skips whitespace.
     fn skip_ws(&mut self) {
         while let Some(c) = self
             .text
@@ -79,11 +81,13 @@ impl<'a> TypeLexer<'a> {
         }
     }
 
+    /// The next non-blank character.
     fn peek(&mut self) -> Option<char> {
         self.skip_ws();
         self.text.get(self.pos..).and_then(|r| r.chars().next())
     }
 
+    /// Consumes `c` or fails.
     fn expect(&mut self, c: char) -> Result<(), String> {
         match self.peek() {
             Some(x) if x == c => {
@@ -133,6 +137,7 @@ impl<'a> TypeLexer<'a> {
         Ok(rest[..len].to_ascii_lowercase())
     }
 
+    /// A decimal number (the dimension of a vector).
     fn number(&mut self) -> Result<u32, String> {
         self.skip_ws();
         let rest = self.text.get(self.pos..).unwrap_or("");
@@ -144,6 +149,7 @@ impl<'a> TypeLexer<'a> {
         Ok(n)
     }
 
+    /// A type, at nesting `depth` (bounded, so hostile input cannot exhaust the stack).
     fn ty(&mut self, depth: usize) -> Result<CqlType, String> {
         if depth > 64 {
             return Err(format!("`{}` is nested too deeply", self.text));
@@ -226,6 +232,7 @@ impl CqlType {
         out
     }
 
+    /// Writes the type as CQL text.
     fn write(&self, out: &mut String) {
         match self {
             CqlType::Native(n) => out.push_str(n),
@@ -546,6 +553,7 @@ impl std::fmt::Display for SchemaError {
     }
 }
 
+/// Runs a metadata query and decodes every row as `R`.
 async fn query_rows<R>(
     session: &Session,
     what: &str,

@@ -120,6 +120,7 @@ pub enum Assign {
 }
 
 impl Assign {
+    /// The assigned column.
     fn column(self) -> u16 {
         match self {
             Assign::Set(c)
@@ -191,6 +192,7 @@ impl fmt::Display for TranslateError {
 
 impl std::error::Error for TranslateError {}
 
+/// A [`TranslateError`] with this message.
 fn err(msg: impl Into<String>) -> TranslateError {
     TranslateError(msg.into())
 }
@@ -264,6 +266,8 @@ pub fn range_pieces(
     out
 }
 
+/// The pieces of the range between bounds `s` and `e` (`None`: unbounded) below the
+/// clustering prefix `prefix`.
 fn pieces(prefix: Vec<CqlValue>, s: Bound<'_>, e: Bound<'_>, out: &mut Vec<Piece>) {
     let with = |v: &CqlValue| {
         let mut p = prefix.clone();
@@ -325,9 +329,13 @@ fn pieces(prefix: Vec<CqlValue>, s: Bound<'_>, e: Bound<'_>, out: &mut Vec<Piece
 /// The start row of a range delete, waiting for its end row.
 #[derive(Debug, Clone)]
 struct RangeStart {
+    /// Its write time: the end row must have the same.
     time: i64,
+    /// Its partition: the end row must have the same.
     partition_key: Vec<CqlValue>,
+    /// The start bound's clustering prefix (empty: unbounded).
     prefix: Vec<CqlValue>,
+    /// Whether the start bound is inclusive (op 5) or exclusive (op 6).
     inclusive: bool,
 }
 
@@ -340,18 +348,26 @@ pub struct Translator {
 
 /// A statement being assembled: its assignments and bind values (ttl and timestamp first).
 struct UpdateBuilder {
+    /// The `SET` assignments.
     assigns: Vec<Assign>,
+    /// TTL, timestamp, then the assignments' values (keys are appended at the end).
     values: Vec<Option<CqlValue>>,
 }
 
 /// The writes of one inserted or updated row being assembled: an `INSERT` (when the row
 /// has a live row marker) and as many `UPDATE`s as conflicting assignments need.
 struct RowWrites {
+    /// Whether the row is written with an `INSERT` (a live row marker).
     insert: bool,
+    /// Columns of the `INSERT` besides the keys.
     insert_columns: Vec<u16>,
+    /// Their values.
     insert_values: Vec<Option<CqlValue>>,
+    /// The `UPDATE`s.
     updates: Vec<UpdateBuilder>,
+    /// The `USING TTL` value.
     ttl: Option<CqlValue>,
+    /// The `USING TIMESTAMP` value.
     timestamp: Option<CqlValue>,
 }
 
@@ -496,6 +512,7 @@ impl Translator {
         }
     }
 
+    /// The partition-key values of a row; all must be present.
     fn partition_key(&self, row: &mut LogRow) -> Result<Vec<CqlValue>, TranslateError> {
         (0..self.schema.partition_key_len)
             .map(|i| {
@@ -517,6 +534,7 @@ impl Translator {
             .collect()
     }
 
+    /// The `DELETE`s of a range delete from its start row to `end`.
     fn range_delete(
         &self,
         ts: i64,
@@ -549,6 +567,7 @@ impl Translator {
         Ok(())
     }
 
+    /// The writes of an insert (op 2) or update (op 1) row.
     fn upsert(
         &self,
         row: &mut LogRow,

@@ -61,6 +61,7 @@ struct Args {
     emulator: Option<PathBuf>,
 }
 
+/// Arguments of a one-node emulator on `address` with `shards` shards, plus `extra`.
 fn emulator_args(address: &str, shards: u32, extra: &[String]) -> Vec<String> {
     let mut v: Vec<String> = [
         "--nodes",
@@ -122,6 +123,7 @@ async fn load_through_driver(source: &Emulator, partitions: u64, rows: u64) -> a
     Ok(())
 }
 
+/// Loads the source, replicates its backlog, prints the measurements.
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();

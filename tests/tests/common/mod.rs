@@ -93,6 +93,7 @@ pub(crate) struct Running {
 }
 
 impl Running {
+    /// A running program and its trigger.
     fn new(trigger: ShutdownTrigger, handle: JoinHandle<Result<(), CliError>>) -> Self {
         Self {
             trigger,
@@ -100,6 +101,7 @@ impl Running {
         }
     }
 
+    /// Waits (at most `timeout`) for the program's result.
     async fn result(&mut self, timeout: Duration) -> anyhow::Result<Result<(), CliError>> {
         let handle = self
             .handle
@@ -231,6 +233,7 @@ pub(crate) struct Cell {
 /// A table's contents: per primary key (debug text), per column, the cell.
 pub(crate) type Snapshot = BTreeMap<String, BTreeMap<String, Cell>>;
 
+/// A value as comparable text (UDT keyspaces blanked).
 fn value_text(v: &Option<CqlValue>) -> String {
     match v {
         None => "null".to_owned(),
@@ -242,6 +245,7 @@ fn value_text(v: &Option<CqlValue>) -> String {
     }
 }
 
+/// Runs a SELECT; returns column names and rows.
 async fn select_rows(session: &Session, text: &str) -> anyhow::Result<(Vec<String>, Vec<Row>)> {
     let result = session
         .query_unpaged(text, ())
