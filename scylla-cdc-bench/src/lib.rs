@@ -3,6 +3,8 @@
 //!
 //! - `emulator-bench`: driver → embedded cluster throughput (prepared writes, prepared reads,
 //!   full scans).
+//! - `reader-bench`: the `scylla-cdc` log reader catching up a preloaded backlog (rows/s, CPU
+//!   per row, peak memory for growing backlogs).
 //! - `replicator-bench`: replication of a preloaded CDC backlog between two emulator
 //!   processes (changes/s, replicator CPU per change, peak RSS).
 

@@ -461,6 +461,19 @@ impl EmbeddedCluster {
         *topology = Arc::new(t);
     }
 
+    /// The primary owner of `token`: node index (1-based) and the shard of that node that owns
+    /// it under Scylla's sharder. A token-aware, shard-aware driver sends a request for a
+    /// partition with this token to exactly this (node, shard).
+    pub fn token_owner(&self, token: i64) -> (usize, u32) {
+        let topology = self.core.topology();
+        let node = topology.ring.owner_of(token).map_or(1, |n| n + 1);
+        let shards = topology.node(node).map_or(1, |n| n.shards);
+        (
+            node,
+            cluster::partitioner::shard_of(token, shards, self.core.config.ignore_msb),
+        )
+    }
+
     /// Adds a fault-injection rule (checked in the order added; the first match wins).
     pub fn add_fault(&self, rule: FaultRule) {
         self.core.faults.add(rule);
@@ -474,6 +487,12 @@ impl EmbeddedCluster {
     /// Statement requests (QUERY, EXECUTE, BATCH) received so far per `(node, shard)`.
     pub fn request_counts(&self) -> BTreeMap<(usize, u32), u64> {
         self.core.stats.snapshot()
+    }
+
+    /// Client connections currently open per `(node, shard)` (a driver's pool holds one per
+    /// shard of every node, plus its control connection).
+    pub fn connection_counts(&self) -> BTreeMap<(usize, u32), usize> {
+        self.core.stats.connections()
     }
 
     /// Resets the request counters.

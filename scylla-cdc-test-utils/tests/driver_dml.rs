@@ -267,3 +267,117 @@ async fn batches_lwt_ttl_timestamps_and_deletes() {
     assert!(e.to_string().to_lowercase().contains("syntax"), "{e}");
     cluster.shutdown().await;
 }
+
+/// Literals of every type are stored as the values they denote (not only consistently).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn literals_read_back_as_the_values_they_denote() {
+    use scylla::value::{CqlDate, CqlDecimal, CqlDuration, CqlTime, CqlTimestamp, CqlVarint};
+    let (cluster, session) = setup(1).await;
+    run(&session, "CREATE TYPE ut (a int, b text)").await;
+    run(
+        &session,
+        "CREATE TABLE lit (pk int PRIMARY KEY, a ascii, b bigint, bl blob, bo boolean, d date, \
+         de decimal, db double, du duration, f float, i inet, s smallint, ti time, ts timestamp, \
+         tn tinyint, u uuid, vi varint, st set<text>, m map<text, int>, \
+         fm frozen<map<int, frozen<list<text>>>>, tup tuple<int, text>, nu ut)",
+    )
+    .await;
+    run(
+        &session,
+        "INSERT INTO lit (pk, a, b, bl, bo, d, de, db, du, f, i, s, ti, ts, tn, u, vi, st, m, fm, tup, nu) \
+         VALUES (1, 'a', -2, 0x0aff, true, '2024-01-02', -1.50, 2.5, 1mo2d3h, 3.5, '::1', 4, \
+         '01:02:03.000000004', '2024-01-02 03:04:05.678+0000', -5, 123e4567-e89b-12d3-a456-426614174000, \
+         -123456789012345678901234567890, {'y', 'x'}, {'k': 1, 'a': 2}, {2: ['b', 'c'], 1: []}, \
+         (1, null), {a: 7})",
+    )
+    .await;
+    let r = rows(
+        &session,
+        "SELECT a, b, bl, bo, d, de, db, du, f, i, s, ti, ts, tn, u, vi, st, m, fm, tup, nu FROM lit WHERE pk = 1",
+    )
+    .await;
+    let c = &r[0].columns;
+    let v = |i: usize| c[i].clone().unwrap_or_else(|| panic!("column {i} is null"));
+    assert_eq!(v(0), CqlValue::Ascii("a".into()));
+    assert_eq!(v(1), CqlValue::BigInt(-2));
+    assert_eq!(v(2), CqlValue::Blob(vec![0x0a, 0xff]));
+    assert_eq!(v(3), CqlValue::Boolean(true));
+    // 2024-01-02 is day 19724 after the epoch; dates count from 2^31.
+    assert_eq!(v(4), CqlValue::Date(CqlDate((1 << 31) + 19724)));
+    assert_eq!(
+        v(5),
+        CqlValue::Decimal(CqlDecimal::from_signed_be_bytes_and_exponent(
+            (-150i16).to_be_bytes().to_vec(),
+            2
+        ))
+    );
+    assert_eq!(v(6), CqlValue::Double(2.5));
+    assert_eq!(
+        v(7),
+        CqlValue::Duration(CqlDuration {
+            months: 1,
+            days: 2,
+            nanoseconds: 3 * 3_600_000_000_000
+        })
+    );
+    assert_eq!(v(8), CqlValue::Float(3.5));
+    assert_eq!(v(9), CqlValue::Inet("::1".parse().expect("ip")));
+    assert_eq!(v(10), CqlValue::SmallInt(4));
+    assert_eq!(v(11), CqlValue::Time(CqlTime(3_723_000_000_004)));
+    assert_eq!(v(12), CqlValue::Timestamp(CqlTimestamp(1_704_164_645_678)));
+    assert_eq!(v(13), CqlValue::TinyInt(-5));
+    assert_eq!(
+        v(14),
+        CqlValue::Uuid(
+            "123e4567-e89b-12d3-a456-426614174000"
+                .parse()
+                .expect("uuid")
+        )
+    );
+    let big: i128 = -123_456_789_012_345_678_901_234_567_890;
+    let bytes = big.to_be_bytes();
+    let first = bytes
+        .iter()
+        .position(|b| *b != 0xff)
+        .map_or(bytes.len() - 1, |p| {
+            if bytes[p] & 0x80 == 0 { p - 1 } else { p }
+        });
+    assert_eq!(
+        v(15),
+        CqlValue::Varint(CqlVarint::from_signed_bytes_be(bytes[first..].to_vec()))
+    );
+    assert_eq!(
+        v(16),
+        CqlValue::Set(vec![CqlValue::Text("x".into()), CqlValue::Text("y".into())]),
+        "sets come back sorted"
+    );
+    assert_eq!(
+        v(17),
+        CqlValue::Map(vec![
+            (CqlValue::Text("a".into()), CqlValue::Int(2)),
+            (CqlValue::Text("k".into()), CqlValue::Int(1)),
+        ]),
+        "maps come back sorted by key"
+    );
+    assert_eq!(
+        v(18),
+        CqlValue::Map(vec![
+            (CqlValue::Int(1), CqlValue::List(vec![])),
+            (
+                CqlValue::Int(2),
+                CqlValue::List(vec![CqlValue::Text("b".into()), CqlValue::Text("c".into())])
+            ),
+        ])
+    );
+    assert_eq!(v(19), CqlValue::Tuple(vec![Some(CqlValue::Int(1)), None]));
+    match v(20) {
+        CqlValue::UserDefinedType { fields, .. } => {
+            assert_eq!(fields.len(), 2);
+            assert_eq!(fields[0].0, "a");
+            assert_eq!(fields[0].1, Some(CqlValue::Int(7)));
+            assert_eq!(fields[1].1, None);
+        }
+        other => panic!("nu is not a UDT: {other:?}"),
+    }
+    cluster.shutdown().await;
+}

@@ -102,10 +102,12 @@ impl Topology {
     }
 }
 
-/// Requests counted per (node, shard), to check token- and shard-aware routing.
+/// Requests counted per (node, shard), to check token- and shard-aware routing, and the
+/// connections open on each (node, shard).
 #[derive(Debug, Default)]
 pub(crate) struct RequestStats {
     counts: Mutex<std::collections::HashMap<(usize, u32), Arc<AtomicU64>>>,
+    connections: Mutex<std::collections::BTreeMap<(usize, u32), usize>>,
 }
 
 impl RequestStats {
@@ -127,6 +129,25 @@ impl RequestStats {
     /// Resets every counter to zero.
     pub(crate) fn reset(&self) {
         self.counts.lock().clear();
+    }
+
+    /// Counts a connection opened (`+1`) or closed (`-1`) on `(node, shard)`.
+    pub(crate) fn connection(&self, node: usize, shard: u32, opened: bool) {
+        let mut connections = self.connections.lock();
+        let n = connections.entry((node, shard)).or_default();
+        if opened {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                connections.remove(&(node, shard));
+            }
+        }
+    }
+
+    /// Connections open per `(node, shard)`.
+    pub(crate) fn connections(&self) -> std::collections::BTreeMap<(usize, u32), usize> {
+        self.connections.lock().clone()
     }
 }
 

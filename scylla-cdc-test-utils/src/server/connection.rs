@@ -109,6 +109,7 @@ pub(crate) async fn serve(
         cluster,
     };
     debug!(node, shard, %peer, "connection opened");
+    conn.cluster.stats.connection(node, shard, true);
 
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = BytesMut::new();
@@ -146,6 +147,7 @@ pub(crate) async fn serve(
         conn.flush(&mut out);
     }
     debug!(node, shard, %peer, "connection closed");
+    conn.cluster.stats.connection(node, shard, false);
     drop(conn);
     // The writer ends once every sender (this connection, its event forwarder, delayed
     // requests) is gone, after flushing what they queued. When the node shuts down, do not

@@ -1,0 +1,362 @@
+//! The real `scylla` driver against the embedded cluster as a *cluster*: token- and
+//! shard-aware routing, a node going down and coming back, events (schema and topology),
+//! schema agreement after ALTER, and PasswordAuthenticator.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::statement::Consistency;
+use scylla::statement::prepared::PreparedStatement;
+use scylla_cdc_test_utils::{EmbeddedCluster, unique_keyspace_name};
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes.
+async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !condition().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The one row of a result.
+fn single<T>(result: scylla::response::query_result::QueryResult) -> T
+where
+    T: for<'f, 'm> scylla::deserialize::row::DeserializeRow<'f, 'm>,
+{
+    result
+        .into_rows_result()
+        .expect("a rows result")
+        .single_row::<T>()
+        .expect("exactly one row")
+}
+
+async fn run(session: &Session, cql: &str) {
+    session
+        .query_unpaged(cql, ())
+        .await
+        .unwrap_or_else(|e| panic!("{cql}: {e}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statements_land_on_the_owner_node_and_shard() {
+    let cluster = EmbeddedCluster::builder()
+        .nodes(3)
+        .shards_per_node(3)
+        .vnodes_per_node(16)
+        .start()
+        .await
+        .expect("cluster starts");
+    let session = cluster.session().await.expect("session");
+    let ks = unique_keyspace_name();
+    run(
+        &session,
+        &format!(
+            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+        ),
+    )
+    .await;
+    run(
+        &session,
+        &format!("CREATE TABLE {ks}.t (pk bigint PRIMARY KEY, v int)"),
+    )
+    .await;
+    let insert: PreparedStatement = session
+        .prepare(format!("INSERT INTO {ks}.t (pk, v) VALUES (?, ?)"))
+        .await
+        .expect("prepare");
+    // The pool opens one connection per shard a moment after the session is built; node 1
+    // also holds the control connection.
+    let insert_ref = &insert;
+    let session_ref = &session;
+    let cluster_ref = &cluster;
+    wait_until(
+        Duration::from_secs(10),
+        "every shard has a connection",
+        || async move {
+            let open = cluster_ref.connection_counts();
+            let per_node = |n: usize| {
+                open.range((n, 0)..(n + 1, 0))
+                    .map(|(_, c)| *c)
+                    .sum::<usize>()
+            };
+            (1..=3).all(|n| (0..3).all(|s| open.get(&(n, s)).is_some_and(|c| *c >= 1)))
+                && per_node(1) >= 4
+        },
+    )
+    .await;
+    cluster.reset_request_counts();
+    let mut expected: BTreeMap<(usize, u32), u64> = BTreeMap::new();
+    for pk in 0..600i64 {
+        let token = insert_ref
+            .calculate_token(&(pk, 0i32))
+            .expect("token")
+            .expect("a partition key")
+            .value();
+        *expected.entry(cluster.token_owner(token)).or_default() += 1;
+        session_ref
+            .execute_unpaged(insert_ref, (pk, 1i32))
+            .await
+            .expect("insert");
+    }
+    let counts = cluster.request_counts();
+    assert_eq!(counts, expected, "requests per (node, shard) vs the owners");
+    assert!(
+        expected.len() >= 6,
+        "600 keys should cover most of the 9 (node, shard) pairs: {expected:?}"
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_keeps_working_while_a_node_is_stopped() {
+    let cluster = EmbeddedCluster::builder()
+        .nodes(3)
+        .shards_per_node(2)
+        .start()
+        .await
+        .expect("cluster starts");
+    let session = cluster.session().await.expect("session");
+    let ks = unique_keyspace_name();
+    run(
+        &session,
+        &format!(
+            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}}"
+        ),
+    )
+    .await;
+    run(
+        &session,
+        &format!("CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int)"),
+    )
+    .await;
+    let mut insert = session
+        .prepare(format!("INSERT INTO {ks}.t (pk, v) VALUES (?, ?)"))
+        .await
+        .expect("prepare");
+    insert.set_consistency(Consistency::Quorum);
+    insert.set_is_idempotent(true);
+    let mut select = session
+        .prepare(format!("SELECT v FROM {ks}.t WHERE pk = ?"))
+        .await
+        .expect("prepare");
+    select.set_consistency(Consistency::Quorum);
+    select.set_is_idempotent(true);
+
+    cluster.stop_node(2).await.expect("stop node 2");
+    for pk in 0..200 {
+        session
+            .execute_unpaged(&insert, (pk, pk * 10))
+            .await
+            .unwrap_or_else(|e| panic!("insert {pk} with node 2 down: {e}"));
+        let (v,): (i32,) = session
+            .execute_unpaged(&select, (pk,))
+            .await
+            .map(single::<(i32,)>)
+            .unwrap_or_else(|e| panic!("select {pk} with node 2 down: {e}"));
+        assert_eq!(v, pk * 10);
+    }
+    // ALL cannot be reached with a replica down.
+    let mut all = insert.clone();
+    all.set_consistency(Consistency::All);
+    let err = session
+        .execute_unpaged(&all, (1, 1))
+        .await
+        .expect_err("CL ALL with a node down");
+    assert!(
+        err.to_string().contains("Cannot achieve consistency level"),
+        "{err}"
+    );
+    cluster.start_node(2).await.expect("start node 2");
+    let session_ref = &session;
+    wait_until(
+        Duration::from_secs(10),
+        "node 2 is back in the pool",
+        || async move {
+            session_ref
+                .get_cluster_state()
+                .get_nodes_info()
+                .iter()
+                .all(|n| n.is_connected())
+        },
+    )
+    .await;
+    session
+        .execute_unpaged(&all, (1, 1))
+        .await
+        .expect("CL ALL with every node up");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_sessions_learn_schema_and_topology_changes_from_events() {
+    let cluster = EmbeddedCluster::builder()
+        .nodes(2)
+        .generation_delay(Duration::from_secs(1))
+        .start()
+        .await
+        .expect("cluster starts");
+    let writer = cluster.session().await.expect("session");
+    // The observer re-reads keyspaces marked by SCHEMA_CHANGE events at its periodic tick;
+    // by default it never re-reads the schema on its own (AffectedKeyspaces mode).
+    let observer = SessionBuilder::new()
+        .known_node(cluster.contact_point().to_string())
+        .cluster_metadata_refresh_interval(Duration::from_millis(100))
+        .build()
+        .await
+        .expect("observer session");
+    let ks = unique_keyspace_name();
+    run(
+        &writer,
+        &format!(
+            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+        ),
+    )
+    .await;
+    run(
+        &writer,
+        &format!("CREATE TABLE {ks}.fresh (pk int PRIMARY KEY, v text)"),
+    )
+    .await;
+    let (observer_ref, ks_ref) = (&observer, &ks);
+    wait_until(
+        Duration::from_secs(10),
+        "the observer sees the new table",
+        || async move {
+            observer_ref
+                .get_cluster_state()
+                .get_keyspace(ks_ref)
+                .is_some_and(|k| k.tables.contains_key("fresh"))
+        },
+    )
+    .await;
+    // TOPOLOGY_CHANGE: the new node shows up in the observer's view.
+    cluster.add_node().await.expect("add a node");
+    wait_until(
+        Duration::from_secs(10),
+        "the observer sees 3 nodes",
+        || async move { observer_ref.get_cluster_state().get_nodes_info().len() == 3 },
+    )
+    .await;
+    // STATUS_CHANGE DOWN: the observer's pool to node 2 goes away.
+    cluster.stop_node(2).await.expect("stop node 2");
+    wait_until(
+        Duration::from_secs(10),
+        "the observer sees node 2 down",
+        || async move {
+            observer_ref
+                .get_cluster_state()
+                .get_nodes_info()
+                .iter()
+                .filter(|n| !n.is_connected())
+                .count()
+                == 1
+        },
+    )
+    .await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alter_table_reaches_schema_agreement_and_the_new_column_works() {
+    let cluster = EmbeddedCluster::builder()
+        .nodes(3)
+        .start()
+        .await
+        .expect("cluster starts");
+    let session = cluster.session().await.expect("session");
+    let ks = unique_keyspace_name();
+    run(
+        &session,
+        &format!(
+            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+        ),
+    )
+    .await;
+    run(
+        &session,
+        &format!("CREATE TABLE {ks}.t (pk int PRIMARY KEY, a int)"),
+    )
+    .await;
+    let before = session.await_schema_agreement().await.expect("agreement");
+    run(&session, &format!("ALTER TABLE {ks}.t ADD b text")).await;
+    let after = session.await_schema_agreement().await.expect("agreement");
+    assert_ne!(before, after, "DDL changes the schema version");
+    // Every node reports that version.
+    for addr in cluster.node_addresses() {
+        let one_node = SessionBuilder::new()
+            .known_node(addr.to_string())
+            .build()
+            .await
+            .expect("session to one node");
+        let (v,): (uuid::Uuid,) = one_node
+            .query_unpaged(
+                "SELECT schema_version FROM system.local WHERE key='local'",
+                (),
+            )
+            .await
+            .map(single::<(uuid::Uuid,)>)
+            .expect("schema_version");
+        assert_eq!(v, after, "node {addr}");
+    }
+    // The column is in the driver's metadata right away and usable.
+    let state = session.get_cluster_state();
+    let table = &state.get_keyspace(&ks).expect("keyspace").tables["t"];
+    assert!(table.columns.contains_key("b"));
+    run(
+        &session,
+        &format!("INSERT INTO {ks}.t (pk, a, b) VALUES (1, 2, 'three')"),
+    )
+    .await;
+    let (b,): (String,) = session
+        .query_unpaged(format!("SELECT b FROM {ks}.t WHERE pk = 1"), ())
+        .await
+        .map(single::<(String,)>)
+        .expect("select b");
+    assert_eq!(b, "three");
+    // Dropping it makes its values disappear; re-adding it does not bring them back.
+    run(&session, &format!("ALTER TABLE {ks}.t DROP b")).await;
+    let err = session
+        .query_unpaged(format!("SELECT b FROM {ks}.t"), ())
+        .await
+        .expect_err("b is gone");
+    assert!(err.to_string().contains("b"), "{err}");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_authentication() {
+    let cluster = EmbeddedCluster::builder()
+        .credentials("cassandra", "s3cret")
+        .start()
+        .await
+        .expect("cluster starts");
+    let ok = cluster.session().await.expect("right credentials");
+    ok.query_unpaged("SELECT key FROM system.local", ())
+        .await
+        .expect("query");
+    let wrong = SessionBuilder::new()
+        .known_node(cluster.contact_point().to_string())
+        .user("cassandra", "wrong")
+        .build()
+        .await
+        .expect_err("wrong password");
+    assert!(
+        wrong.to_string().to_lowercase().contains("password")
+            || wrong.to_string().to_lowercase().contains("authentication"),
+        "{wrong}"
+    );
+    let none = SessionBuilder::new()
+        .known_node(cluster.contact_point().to_string())
+        .build()
+        .await
+        .expect_err("no credentials");
+    assert!(none.to_string().to_lowercase().contains("auth"), "{none}");
+    cluster.shutdown().await;
+}
