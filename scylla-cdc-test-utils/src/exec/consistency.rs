@@ -76,28 +76,11 @@ pub(crate) fn check(
             },
             format!(
                 "Cannot achieve consistency level for cl {}. Requires {need}, alive {alive}",
-                cl_name(cl)
+                cl.name()
             ),
         ));
     }
     Ok(())
-}
-
-/// The level's name as Scylla prints it.
-fn cl_name(cl: Consistency) -> &'static str {
-    match cl {
-        Consistency::Any => "ANY",
-        Consistency::One => "ONE",
-        Consistency::Two => "TWO",
-        Consistency::Three => "THREE",
-        Consistency::Quorum => "QUORUM",
-        Consistency::All => "ALL",
-        Consistency::LocalQuorum => "LOCAL_QUORUM",
-        Consistency::EachQuorum => "EACH_QUORUM",
-        Consistency::Serial => "SERIAL",
-        Consistency::LocalSerial => "LOCAL_SERIAL",
-        Consistency::LocalOne => "LOCAL_ONE",
-    }
 }
 
 #[cfg(test)]

@@ -276,21 +276,21 @@ impl Connection {
             (Phase::Handshake, other) => {
                 let error = CqlError::protocol(format!(
                     "Unexpected message {}, expecting STARTUP or OPTIONS",
-                    request_name(&other)
+                    other.name()
                 ));
                 self.respond(out, stream, &Response::Error(error));
             }
             (Phase::Authenticating, other) => {
                 let error = CqlError::protocol(format!(
                     "Unexpected message {}, expecting AUTH_RESPONSE",
-                    request_name(&other)
+                    other.name()
                 ));
                 self.respond(out, stream, &Response::Error(error));
             }
             (Phase::Ready, other) => {
                 let error = CqlError::protocol(format!(
                     "Unexpected message {}, the connection is already established",
-                    request_name(&other)
+                    other.name()
                 ));
                 self.respond(out, stream, &Response::Error(error));
             }
@@ -484,19 +484,6 @@ pub(crate) fn supported_options(cluster: &ClusterCore, shard: u32) -> Vec<(Strin
             cluster.plan.shard_aware_port.to_string(),
         ),
     ]
-}
-
-fn request_name(request: &Request) -> &'static str {
-    match request {
-        Request::Startup(_) => "STARTUP",
-        Request::Options => "OPTIONS",
-        Request::Query { .. } => "QUERY",
-        Request::Prepare { .. } => "PREPARE",
-        Request::Execute { .. } => "EXECUTE",
-        Request::Batch(_) => "BATCH",
-        Request::Register { .. } => "REGISTER",
-        Request::AuthResponse { .. } => "AUTH_RESPONSE",
-    }
 }
 
 fn request_consistency(request: &Request) -> Consistency {
