@@ -15,7 +15,8 @@
 //! ([`Database::write`], where the CDC module hooks in), DDL goes to `ddl::execute_ddl`.
 //! [`restrictions`] analyses WHERE clauses, [`values`] turns terms into values, [`paging`]
 //! encodes the resume position of paged reads, and [`consistency`] answers Unavailable when
-//! too few replicas are up.
+//! too few replicas are up. [`preload`] fills benchmark tables through the same write path
+//! without a client.
 
 mod batch;
 mod cdc_write;
@@ -23,6 +24,7 @@ mod consistency;
 mod modify;
 mod paging;
 mod plan;
+mod preload;
 mod restrictions;
 mod select;
 mod values;
