@@ -278,7 +278,10 @@ mod tests {
             .parse()
             .expect("valid");
         assert_eq!((p.keyspace(), p.table()), ("bench", "t1"));
-        assert_eq!((p.partitions(), p.rows_per_partition(), p.rows()), (1000, 10, 10_000));
+        assert_eq!(
+            (p.partitions(), p.rows_per_partition(), p.rows()),
+            (1000, 10, 10_000)
+        );
         assert!(p.preimage_enabled() && p.postimage_enabled());
         let p: Preload = "ks.t:rows=3, partitions=2".parse().expect("any order");
         assert_eq!(p.rows(), 6);
@@ -308,7 +311,10 @@ mod tests {
             let e = spec.parse::<Preload>().expect_err(spec);
             assert_eq!(e.spec, spec);
             assert!(e.reason.contains(reason), "{spec}: {}", e.reason);
-            assert!(e.to_string().starts_with(&format!("invalid preload `{spec}`: ")));
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("invalid preload `{spec}`: "))
+            );
         }
     }
 

@@ -50,7 +50,8 @@ impl Database {
     /// Creates and fills a preloaded table (see [`crate::Preload`]); returns the rows
     /// written.
     pub(crate) fn preload(&self, spec: &Preload) -> Result<u64, CqlError> {
-        spec.validate().map_err(|e| CqlError::invalid(e.to_string()))?;
+        spec.validate()
+            .map_err(|e| CqlError::invalid(e.to_string()))?;
         let (ks, table) = (spec.keyspace(), spec.table());
         self.ddl_internal(&format!(
             "CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = \
@@ -62,11 +63,15 @@ impl Database {
             spec.preimage_enabled(),
             spec.postimage_enabled()
         ))?;
-        let insert =
-            self.parse_and_plan(None, &format!("INSERT INTO {ks}.{table} (pk, ck, v) VALUES (?, ?, ?)"))?;
+        let insert = self.parse_and_plan(
+            None,
+            &format!("INSERT INTO {ks}.{table} (pk, ck, v) VALUES (?, ?, ?)"),
+        )?;
         let planned = self.planned(&insert)?;
         let Plan::Modify(plan) = &planned.plan else {
-            return Err(CqlError::server("the preload INSERT did not plan as a write"));
+            return Err(CqlError::server(
+                "the preload INSERT did not plan as a write",
+            ));
         };
         let (partitions, rows) = (spec.partitions(), spec.rows_per_partition());
         let total = spec.rows();
@@ -106,7 +111,8 @@ impl Database {
                 if pk >= partitions {
                     break;
                 }
-                let pk_value = BoundValue::Value(Bytes::copy_from_slice(&(pk as i64).to_be_bytes()));
+                let pk_value =
+                    BoundValue::Value(Bytes::copy_from_slice(&(pk as i64).to_be_bytes()));
                 for ck in 0..rows {
                     let values = [
                         pk_value.clone(),
