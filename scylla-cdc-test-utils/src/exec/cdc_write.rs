@@ -7,7 +7,9 @@
 //! [`Database::apply_with_log`] then applies each base mutation under the base table's lock
 //! together with its log rows ([`crate::cdc::log::log_mutation`], computed from the
 //! partition's state before the write), taking the log table's lock second (lock order
-//! base → log everywhere).
+//! base → log everywhere). A multi-mutation write uses [`Database::apply_base_logged`]
+//! instead and applies all the log rows at once with [`CdcWrite::apply_log`] after releasing
+//! the base table's lock, so that the next write's base work overlaps with it.
 //!
 //! Generations are created here too: [`Database::new_vnode_generation`] (cluster start, node
 //! joins) publishes a generation in `system_distributed` (stream descriptions first, then
@@ -44,6 +46,19 @@ pub(crate) struct CdcWrite {
     store: Arc<TableStore>,
     options: CdcOptions,
     streams: Vec<StreamId>,
+}
+
+impl CdcWrite {
+    /// Applies log mutations to the log table, under its lock (taken once).
+    pub(crate) fn apply_log(&self, rows: &[PartitionMutation], now: Now) {
+        if rows.is_empty() {
+            return;
+        }
+        let mut log = self.store.data.write();
+        for r in rows {
+            log.apply(r, now);
+        }
+    }
 }
 
 /// The CDC state and the random source of stream ids.
@@ -179,6 +194,24 @@ impl Database {
         cdc: Option<(&CdcWrite, usize)>,
         now: Now,
     ) {
+        let log_rows = self.apply_base_logged(base, data, m, cdc, now);
+        if let (Some(rows), Some((w, _))) = (log_rows, cdc) {
+            w.apply_log(std::slice::from_ref(&rows), now);
+        }
+    }
+
+    /// Applies base mutation number `index` of a planned write with the base table's lock
+    /// held, and returns its log rows (computed from the partition's state before the write)
+    /// for the caller to apply with [`CdcWrite::apply_log`] — possibly later, after releasing
+    /// the base table's lock, together with the log rows of other mutations.
+    pub(crate) fn apply_base_logged(
+        &self,
+        base: &TableDef,
+        data: &mut TableData,
+        m: &PartitionMutation,
+        cdc: Option<(&CdcWrite, usize)>,
+        now: Now,
+    ) -> Option<PartitionMutation> {
         let log_rows = cdc.and_then(|(w, index)| {
             let ctx = LogContext {
                 base,
@@ -189,9 +222,7 @@ impl Database {
             log_mutation(&ctx, data.partition(m.key.token, &m.key.bytes, now), m, now)
         });
         data.apply(m, now);
-        if let (Some(rows), Some((w, _))) = (log_rows, cdc) {
-            w.store.data.write().apply(&rows, now);
-        }
+        log_rows
     }
 
     /// Creates a vnode generation for `topology` operating from `timestamp_ms` and publishes

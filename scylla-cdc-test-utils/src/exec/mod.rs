@@ -615,10 +615,25 @@ impl Database {
     ) -> Result<(), CqlError> {
         let store = self.store_of(table)?;
         let now = self.now();
-        let mut data = store.data.write();
-        for (i, m) in mutations.iter().enumerate() {
-            self.apply_locked(table, &mut data, m, cdc.map(|c| (c, i)), now);
+        let Some(cdc) = cdc else {
+            let mut data = store.data.write();
+            for m in mutations {
+                self.apply_locked(table, &mut data, m, None, now);
+            }
+            return Ok(());
+        };
+        // The log rows are applied after the base table's lock is released (log rows of
+        // different writes never share a key, so the order they land in does not matter).
+        let mut log_rows = Vec::with_capacity(mutations.len());
+        {
+            let mut data = store.data.write();
+            for (i, m) in mutations.iter().enumerate() {
+                #[cfg(test)]
+                self.applied.lock().push(m.clone());
+                log_rows.extend(self.apply_base_logged(table, &mut data, m, Some((cdc, i)), now));
+            }
         }
+        cdc.apply_log(&log_rows, now);
         Ok(())
     }
 
