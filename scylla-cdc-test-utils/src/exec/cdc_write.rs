@@ -25,7 +25,7 @@ use rand::rngs::StdRng;
 use super::system_tables::Rows;
 use super::{Database, TableStore};
 use crate::cdc::generations::CdcState;
-use crate::cdc::log::{LogContext, log_mutation};
+use crate::cdc::log::{LogContext, ResolvedColumns, log_mutation, log_mutation_resolved};
 use crate::cdc::streams::{StreamId, VnodeGeneration};
 use crate::cluster::Topology;
 use crate::frame::CqlError;
@@ -49,6 +49,12 @@ pub(crate) struct CdcWrite {
 }
 
 impl CdcWrite {
+    /// The log columns of `base` (the table this write logs), for
+    /// [`Database::apply_base_logged`].
+    pub(crate) fn resolve_columns<'t>(&self, base: &'t TableDef) -> ResolvedColumns<'t> {
+        ResolvedColumns::new(base, &self.log)
+    }
+
     /// Applies log mutations to the log table, under its lock (taken once).
     pub(crate) fn apply_log(&self, rows: &[PartitionMutation], now: Now) {
         if rows.is_empty() {
@@ -194,24 +200,6 @@ impl Database {
         cdc: Option<(&CdcWrite, usize)>,
         now: Now,
     ) {
-        let log_rows = self.apply_base_logged(base, data, m, cdc, now);
-        if let (Some(rows), Some((w, _))) = (log_rows, cdc) {
-            w.apply_log(std::slice::from_ref(&rows), now);
-        }
-    }
-
-    /// Applies base mutation number `index` of a planned write with the base table's lock
-    /// held, and returns its log rows (computed from the partition's state before the write)
-    /// for the caller to apply with [`CdcWrite::apply_log`] — possibly later, after releasing
-    /// the base table's lock, together with the log rows of other mutations.
-    pub(crate) fn apply_base_logged(
-        &self,
-        base: &TableDef,
-        data: &mut TableData,
-        m: &PartitionMutation,
-        cdc: Option<(&CdcWrite, usize)>,
-        now: Now,
-    ) -> Option<PartitionMutation> {
         let log_rows = cdc.and_then(|(w, index)| {
             let ctx = LogContext {
                 base,
@@ -221,6 +209,38 @@ impl Database {
             };
             log_mutation(&ctx, data.partition(m.key.token, &m.key.bytes, now), m, now)
         });
+        data.apply(m, now);
+        if let (Some(rows), Some((w, _))) = (log_rows, cdc) {
+            w.apply_log(std::slice::from_ref(&rows), now);
+        }
+    }
+
+    /// Applies base mutation number `index` of a planned write with the base table's lock
+    /// held, and returns its log rows (computed from the partition's state before the write)
+    /// for the caller to apply with [`CdcWrite::apply_log`] — possibly later, after releasing
+    /// the base table's lock, together with the log rows of other mutations. `columns` are
+    /// the log columns of `base`, resolved once for the whole write.
+    pub(crate) fn apply_base_logged(
+        &self,
+        base: &TableDef,
+        data: &mut TableData,
+        m: &PartitionMutation,
+        (w, index, columns): (&CdcWrite, usize, &ResolvedColumns<'_>),
+        now: Now,
+    ) -> Option<PartitionMutation> {
+        let ctx = LogContext {
+            base,
+            log: &w.log,
+            options: &w.options,
+            stream: *w.streams.get(index)?,
+        };
+        let log_rows = log_mutation_resolved(
+            &ctx,
+            columns,
+            data.partition(m.key.token, &m.key.bytes, now),
+            m,
+            now,
+        );
         data.apply(m, now);
         log_rows
     }

@@ -624,13 +624,20 @@ impl Database {
         };
         // The log rows are applied after the base table's lock is released (log rows of
         // different writes never share a key, so the order they land in does not matter).
+        let columns = cdc.resolve_columns(table);
         let mut log_rows = Vec::with_capacity(mutations.len());
         {
             let mut data = store.data.write();
             for (i, m) in mutations.iter().enumerate() {
                 #[cfg(test)]
                 self.applied.lock().push(m.clone());
-                log_rows.extend(self.apply_base_logged(table, &mut data, m, Some((cdc, i)), now));
+                log_rows.extend(self.apply_base_logged(
+                    table,
+                    &mut data,
+                    m,
+                    (cdc, i, &columns),
+                    now,
+                ));
             }
         }
         cdc.apply_log(&log_rows, now);
