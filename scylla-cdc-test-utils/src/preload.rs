@@ -44,8 +44,11 @@ pub struct Preload {
     rows_per_partition: u64,
     preimage: bool,
     postimage: bool,
-    progress: Option<Arc<dyn Fn(&PreloadProgress) + Send + Sync>>,
+    progress: Option<ProgressHook>,
 }
+
+/// A progress listener of a [`Preload`].
+type ProgressHook = Arc<dyn Fn(&PreloadProgress) + Send + Sync>;
 
 impl fmt::Debug for Preload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

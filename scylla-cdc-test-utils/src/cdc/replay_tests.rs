@@ -31,6 +31,9 @@ const META: [&str; 6] = [
     "cdc$end_of_batch",
 ];
 
+/// The rows of one `cdc$time` group: `(µs from the step's timestamp, row text)`.
+type Group = Vec<(i64, String)>;
+
 /// Cases replayed at once (each in its own keyspace).
 const PARALLEL_CASES: usize = 6;
 
@@ -250,7 +253,7 @@ async fn read_log(session: &Session, table: &str) -> Result<(Vec<String>, Vec<Ro
 /// Groups rows into `cdc$time` groups and sorts the groups by their time then their text: the
 /// log orders rows within a stream only, and the cases list the groups of a step that writes
 /// several partitions one partition after the other.
-fn canonical(groups: Vec<Vec<(i64, String)>>) -> Vec<String> {
+fn canonical(groups: Vec<Group>) -> Vec<String> {
     let mut groups = groups;
     groups.sort_by(|a, b| {
         let key = |g: &[(i64, String)]| {
@@ -265,7 +268,7 @@ fn canonical(groups: Vec<Vec<(i64, String)>>) -> Vec<String> {
 }
 
 /// The expected rows of a step cut into groups (a group ends with its `eob` row).
-fn expected_groups(expect: &[&str], lwt: bool) -> Vec<Vec<(i64, String)>> {
+fn expected_groups(expect: &[&str], lwt: bool) -> Vec<Group> {
     let mut groups = Vec::new();
     let mut current = Vec::new();
     for row in expect {
@@ -380,7 +383,7 @@ async fn replay_inner(session: &Session, case: &Case) -> Result<Vec<String>, Str
                 ));
             }
         }
-        let mut groups: Vec<(Vec<u8>, uuid::Uuid, Vec<(i64, String)>)> = Vec::new();
+        let mut groups: Vec<(Vec<u8>, uuid::Uuid, Group)> = Vec::new();
         for row in &rows {
             let r = render_row(&names, row, base, t0)?;
             if !seen.insert((r.stream.clone(), r.time, r.seq)) {
