@@ -6,8 +6,8 @@
 //! (`NetworkTopologyStrategy`, replication factor 1, vnodes). It receives `partitions ×
 //! rows_per_partition` single-row INSERTs — partition keys `0..partitions`, clustering keys
 //! `0..rows_per_partition`, `v` = the row number `pk × rows_per_partition + ck` as 8
-//! big-endian bytes — each with its own, strictly increasing server timestamp, through the
-//! executor's INSERT plan and the same write path as CQL inserts: the base rows and the CDC
+//! big-endian bytes — each with its own timestamp from the strictly increasing server clock,
+//! through the executor's INSERT plan and the same write path as CQL inserts: the base rows and the CDC
 //! log rows are exactly those the same INSERTs sent by a driver would produce.
 
 use std::fmt;
@@ -25,9 +25,11 @@ pub const MAX_PRELOAD_ROWS: u64 = 1 << 40;
 /// (`NetworkTopologyStrategy`, replication factor 1, vnodes). It receives `partitions ×
 /// rows_per_partition` single-row INSERTs — partition keys `0..partitions`, clustering keys
 /// `0..rows_per_partition`, `v` = the row number `pk × rows_per_partition + ck` as 8
-/// big-endian bytes — each with its own, strictly increasing server timestamp, through the
-/// executor's INSERT plan and the write path of CQL inserts: the base and CDC log rows are
-/// exactly those the same INSERTs sent by a driver would produce.
+/// big-endian bytes — each with its own timestamp from the strictly increasing server clock,
+/// through the executor's INSERT plan and the write path of CQL inserts: the base and CDC
+/// log rows are exactly those the same INSERTs sent by a driver would produce. A few threads
+/// write different partitions at once; within a partition, rows are written in clustering
+/// order.
 ///
 /// ```
 /// use scylla_cdc_test_utils::Preload;
