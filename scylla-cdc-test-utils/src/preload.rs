@@ -7,8 +7,8 @@
 //! rows_per_partition` single-row INSERTs — partition keys `0..partitions`, clustering keys
 //! `0..rows_per_partition`, `v` = the row number `pk × rows_per_partition + ck` as 8
 //! big-endian bytes — each with its own timestamp from the strictly increasing server clock,
-//! through the executor's INSERT plan and the same write path as CQL inserts: the base rows and the CDC
-//! log rows are exactly those the same INSERTs sent by a driver would produce.
+//! through the executor's INSERT plan and the same write path as CQL inserts: the base rows
+//! and the CDC log rows are exactly those the same INSERTs sent by a driver would produce.
 
 use std::fmt;
 use std::str::FromStr;
