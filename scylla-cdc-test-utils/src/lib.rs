@@ -39,6 +39,7 @@ use uuid::Uuid;
 pub mod types;
 
 mod helpers;
+mod preload;
 
 pub(crate) mod cdc;
 pub(crate) mod cluster;
@@ -51,6 +52,7 @@ pub(crate) mod storage;
 
 pub use cluster::faults::{FaultError, FaultOpcode, FaultReaction, FaultRule};
 pub use helpers::{setup_tracing, unique_keyspace_name};
+pub use preload::{MAX_PRELOAD_ROWS, Preload, PreloadProgress, PreloadSpecError};
 
 use cluster::{ClusterConfig, ClusterCore, NodeInfo, Topology};
 use frame::{Event, StatusChangeType};
@@ -85,6 +87,9 @@ pub enum ClusterError {
     /// A CDC metadata operation failed (e.g. splitting the tablets of a table without them).
     #[error("{0}")]
     Cdc(String),
+    /// A preloaded table could not be created or filled.
+    #[error("preload failed: {0}")]
+    Preload(String),
 }
 
 /// Configures and starts an [`EmbeddedCluster`].
@@ -100,6 +105,7 @@ pub struct ClusterBuilder {
     generation_delay: Duration,
     default_cdc_ttl: u32,
     seed: Option<u64>,
+    preloads: Vec<Preload>,
 }
 
 impl Default for ClusterBuilder {
@@ -115,6 +121,7 @@ impl Default for ClusterBuilder {
             generation_delay: Duration::from_secs(2),
             default_cdc_ttl: 86400,
             seed: None,
+            preloads: Vec::new(),
         }
     }
 }
@@ -182,7 +189,15 @@ impl ClusterBuilder {
         self
     }
 
-    /// Starts the cluster; returns once every node accepts connections.
+    /// Fills a CDC table before [`ClusterBuilder::start`] returns (see [`Preload`]); may be
+    /// called for several tables.
+    pub fn preload(mut self, preload: Preload) -> Self {
+        self.preloads.push(preload);
+        self
+    }
+
+    /// Starts the cluster; returns once every node accepts connections (and every
+    /// [preloaded](ClusterBuilder::preload) table is full).
     pub async fn start(self) -> Result<EmbeddedCluster, ClusterError> {
         if self.nodes == 0 || self.nodes > 250 {
             return Err(ClusterError::Config(format!(
@@ -201,6 +216,20 @@ impl ClusterBuilder {
                 "a node needs 1 to 4096 vnodes, not {}",
                 self.vnodes_per_node
             )));
+        }
+        for (i, p) in self.preloads.iter().enumerate() {
+            p.validate()
+                .map_err(|e| ClusterError::Config(e.to_string()))?;
+            if self.preloads[..i]
+                .iter()
+                .any(|q| (q.keyspace(), q.table()) == (p.keyspace(), p.table()))
+            {
+                return Err(ClusterError::Config(format!(
+                    "{}.{} is preloaded twice",
+                    p.keyspace(),
+                    p.table()
+                )));
+            }
         }
         let (plan, listeners) =
             listen::bind_cluster(self.nodes, self.address, self.port, self.shard_aware_port)
@@ -258,6 +287,15 @@ impl ClusterBuilder {
                 chrono::Utc::now().timestamp_millis(),
             )
             .map_err(|e| ClusterError::Cdc(e.message))?;
+        // Preloads run on blocking threads (they take seconds to minutes), before any node
+        // accepts connections.
+        for preload in self.preloads {
+            let core = core.clone();
+            tokio::task::spawn_blocking(move || core.db.preload(&preload))
+                .await
+                .map_err(|e| ClusterError::Preload(e.to_string()))?
+                .map_err(|e| ClusterError::Preload(e.message))?;
+        }
         let servers = listeners
             .into_iter()
             .enumerate()

@@ -6,8 +6,14 @@
 //!   stream of the write's partition.
 //! - [`streams`]: stream ids, generations' stream layouts (vnodes) and tablet stream sets.
 //! - [`generations`]: every generation and stream set, stream choice and write admission.
+//!
+//! `replay_tests` (tests only) replays the worked examples of [`log`] through the `scylla`
+//! driver against an embedded cluster.
 
 pub(crate) mod generations;
 pub(crate) mod log;
 pub(crate) mod log_schema;
 pub(crate) mod streams;
+
+#[cfg(test)]
+mod replay_tests;

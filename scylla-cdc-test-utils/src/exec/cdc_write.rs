@@ -7,7 +7,9 @@
 //! [`Database::apply_with_log`] then applies each base mutation under the base table's lock
 //! together with its log rows ([`crate::cdc::log::log_mutation`], computed from the
 //! partition's state before the write), taking the log table's lock second (lock order
-//! base → log everywhere).
+//! base → log everywhere). A multi-mutation write uses [`Database::apply_base_logged`]
+//! instead and applies all the log rows at once with [`CdcWrite::apply_log`] after releasing
+//! the base table's lock, so that the next write's base work overlaps with it.
 //!
 //! Generations are created here too: [`Database::new_vnode_generation`] (cluster start, node
 //! joins) publishes a generation in `system_distributed` (stream descriptions first, then
@@ -23,7 +25,7 @@ use rand::rngs::StdRng;
 use super::system_tables::Rows;
 use super::{Database, TableStore};
 use crate::cdc::generations::CdcState;
-use crate::cdc::log::{LogContext, log_mutation};
+use crate::cdc::log::{LogContext, ResolvedColumns, log_mutation, log_mutation_resolved};
 use crate::cdc::streams::{StreamId, VnodeGeneration};
 use crate::cluster::Topology;
 use crate::frame::CqlError;
@@ -44,6 +46,25 @@ pub(crate) struct CdcWrite {
     store: Arc<TableStore>,
     options: CdcOptions,
     streams: Vec<StreamId>,
+}
+
+impl CdcWrite {
+    /// The log columns of `base` (the table this write logs), for
+    /// [`Database::apply_base_logged`].
+    pub(crate) fn resolve_columns<'t>(&self, base: &'t TableDef) -> ResolvedColumns<'t> {
+        ResolvedColumns::new(base, &self.log)
+    }
+
+    /// Applies log mutations to the log table, under its lock (taken once).
+    pub(crate) fn apply_log(&self, rows: &[PartitionMutation], now: Now) {
+        if rows.is_empty() {
+            return;
+        }
+        let mut log = self.store.data.write();
+        for r in rows {
+            log.apply(r, now);
+        }
+    }
 }
 
 /// The CDC state and the random source of stream ids.
@@ -190,8 +211,38 @@ impl Database {
         });
         data.apply(m, now);
         if let (Some(rows), Some((w, _))) = (log_rows, cdc) {
-            w.store.data.write().apply(&rows, now);
+            w.apply_log(std::slice::from_ref(&rows), now);
         }
+    }
+
+    /// Applies base mutation number `index` of a planned write with the base table's lock
+    /// held, and returns its log rows (computed from the partition's state before the write)
+    /// for the caller to apply with [`CdcWrite::apply_log`] — possibly later, after releasing
+    /// the base table's lock, together with the log rows of other mutations. `columns` are
+    /// the log columns of `base`, resolved once for the whole write.
+    pub(crate) fn apply_base_logged(
+        &self,
+        base: &TableDef,
+        data: &mut TableData,
+        m: &PartitionMutation,
+        (w, index, columns): (&CdcWrite, usize, &ResolvedColumns<'_>),
+        now: Now,
+    ) -> Option<PartitionMutation> {
+        let ctx = LogContext {
+            base,
+            log: &w.log,
+            options: &w.options,
+            stream: *w.streams.get(index)?,
+        };
+        let log_rows = log_mutation_resolved(
+            &ctx,
+            columns,
+            data.partition(m.key.token, &m.key.bytes, now),
+            m,
+            now,
+        );
+        data.apply(m, now);
+        log_rows
     }
 
     /// Creates a vnode generation for `topology` operating from `timestamp_ms` and publishes

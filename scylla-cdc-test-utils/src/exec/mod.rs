@@ -15,7 +15,8 @@
 //! ([`Database::write`], where the CDC module hooks in), DDL goes to `ddl::execute_ddl`.
 //! [`restrictions`] analyses WHERE clauses, [`values`] turns terms into values, [`paging`]
 //! encodes the resume position of paged reads, and [`consistency`] answers Unavailable when
-//! too few replicas are up.
+//! too few replicas are up. [`preload`] fills benchmark tables through the same write path
+//! without a client.
 
 mod batch;
 mod cdc_write;
@@ -23,6 +24,7 @@ mod consistency;
 mod modify;
 mod paging;
 mod plan;
+mod preload;
 mod restrictions;
 mod select;
 mod values;
@@ -613,10 +615,32 @@ impl Database {
     ) -> Result<(), CqlError> {
         let store = self.store_of(table)?;
         let now = self.now();
-        let mut data = store.data.write();
-        for (i, m) in mutations.iter().enumerate() {
-            self.apply_locked(table, &mut data, m, cdc.map(|c| (c, i)), now);
+        let Some(cdc) = cdc else {
+            let mut data = store.data.write();
+            for m in mutations {
+                self.apply_locked(table, &mut data, m, None, now);
+            }
+            return Ok(());
+        };
+        // The log rows are applied after the base table's lock is released (log rows of
+        // different writes never share a key, so the order they land in does not matter).
+        let columns = cdc.resolve_columns(table);
+        let mut log_rows = Vec::with_capacity(mutations.len());
+        {
+            let mut data = store.data.write();
+            for (i, m) in mutations.iter().enumerate() {
+                #[cfg(test)]
+                self.applied.lock().push(m.clone());
+                log_rows.extend(self.apply_base_logged(
+                    table,
+                    &mut data,
+                    m,
+                    (cdc, i, &columns),
+                    now,
+                ));
+            }
         }
+        cdc.apply_log(&log_rows, now);
         Ok(())
     }
 

@@ -139,11 +139,39 @@ pub(crate) fn log_mutation(
     mutation: &PartitionMutation,
     now: Now,
 ) -> Option<PartitionMutation> {
+    if !ctx.options.enabled {
+        return None;
+    }
+    let columns = ResolvedColumns::new(ctx.base, ctx.log);
+    log_mutation_resolved(ctx, &columns, before, mutation, now)
+}
+
+/// The log columns of a base table's columns, looked up once for many
+/// [`log_mutation_resolved`] calls (one write of many mutations).
+pub(crate) struct ResolvedColumns<'t>(LogColumns<'t>);
+
+impl<'t> ResolvedColumns<'t> {
+    /// Looks `base`'s log columns up in `log` (which must be derived from `base`'s current
+    /// schema).
+    pub(crate) fn new(base: &'t TableDef, log: &TableDef) -> Self {
+        ResolvedColumns(LogColumns::resolve(base, log))
+    }
+}
+
+/// [`log_mutation`] with the log columns resolved beforehand, from `ctx.base` and `ctx.log`.
+pub(crate) fn log_mutation_resolved(
+    ctx: &LogContext<'_>,
+    columns: &ResolvedColumns<'_>,
+    before: Option<PartitionView<'_>>,
+    mutation: &PartitionMutation,
+    now: Now,
+) -> Option<PartitionMutation> {
     // `before` was read at `now`: nothing else here depends on the time of the write.
     let _ = now;
     if !ctx.options.enabled {
         return None;
     }
+    let columns = &columns.0;
     let cmp = comparator(ctx.base)?;
     let view = MutationView::new(ctx.base, mutation, &cmp);
     let groups = match single_timestamp(&view) {
@@ -154,7 +182,6 @@ pub(crate) fn log_mutation(
         return None;
     }
     let images = ctx.options.preimage != PreimageMode::Off || ctx.options.postimage;
-    let columns = LogColumns::resolve(ctx.base, ctx.log);
     let state = if images {
         ImageState::load(ctx, before, &view)
     } else {
@@ -163,9 +190,9 @@ pub(crate) fn log_mutation(
     let mut processor = Processor {
         ctx,
         cmp,
-        columns: &columns,
+        columns,
         state,
-        out: LogWriter::new(ctx, &columns, &mutation.key),
+        out: LogWriter::new(ctx, columns, &mutation.key),
     };
     for group in &groups {
         processor.group(group);
