@@ -272,11 +272,7 @@ impl Database {
         let write_ts = self.next_timestamp();
         let mut rows = Rows::at(&descriptions, write_ts);
         for entry in &generation.entries {
-            let streams = entry
-                .streams
-                .iter()
-                .map(|s| Value::Blob(bytes::Bytes::copy_from_slice(&s.0)))
-                .collect();
+            let streams = entry.streams.iter().map(|s| Value::blob(s.0)).collect();
             rows.add(vec![
                 ("time", Some(Value::Timestamp(timestamp_ms))),
                 ("range_end", Some(Value::Bigint(entry.range_end))),

@@ -257,10 +257,7 @@ fn cdc_streams(rows: &mut Rows<'_>, view: &SystemView<'_>) {
                 ("table_name", text(&base.name)),
                 ("timestamp", Some(Value::Timestamp(ts))),
                 ("stream_state", Some(Value::Tinyint(state as i8))),
-                (
-                    "stream_id",
-                    Some(Value::Blob(Bytes::copy_from_slice(&stream.0))),
-                ),
+                ("stream_id", Some(Value::blob(stream.0))),
             ]);
         }
     }

@@ -9,7 +9,6 @@ use std::net::IpAddr;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use num_bigint::BigInt;
 use uuid::Uuid;
 
@@ -261,7 +260,7 @@ impl Func {
                 })?),
                 _ => None,
             },
-            Func::AsBlob(_) => first.map(|v| Value::Blob(v.to_bytes())),
+            Func::AsBlob(_) => first.map(|v| Value::blob(v.to_bytes())),
             Func::Cast(t) => match first {
                 Some(v) => Some(cast_value(v, t)?),
                 None => None,
@@ -323,7 +322,7 @@ fn cast_value(v: Value, t: &CqlType) -> Result<Value, CqlError> {
             },
         },
         T::Decimal => match v.as_i64() {
-            Some(i) => Value::Decimal(Decimal::new(0, Varint::from_i64(i))),
+            Some(i) => Value::Decimal(std::sync::Arc::new(Decimal::new(0, Varint::from_i64(i)))),
             None => match &v {
                 Value::Decimal(_) => v,
                 Value::Float(_) | Value::Double(_) => {
@@ -844,7 +843,7 @@ pub(crate) fn literal_value(
             })
         }
         (Literal::Uuid(u), T::Uuid | T::Timeuuid) => uuid_value(*u, typ, name)?,
-        (Literal::Blob(b), T::Blob) => Value::Blob(Bytes::copy_from_slice(b)),
+        (Literal::Blob(b), T::Blob) => Value::blob(b),
         (Literal::Duration(d), T::Duration) => Value::Duration(Duration {
             months: d.months,
             days: d.days,

@@ -7,7 +7,6 @@
 //! cell stays stored, dead, so that older writes cannot resurrect under it).
 
 use std::collections::BTreeMap;
-use std::collections::btree_map;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -26,7 +25,8 @@ use super::mutation::{
 const NO_TS: Timestamp = Timestamp::MIN;
 
 /// A partition with more rows than this keeps them in a B-tree instead of a sorted vector.
-const SMALL_ROWS: usize = 16;
+/// Most rows in one chunk of a partition's [`Rows`].
+const CHUNK_ROWS: usize = 64;
 
 /// Errors of the storage layer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,10 +75,14 @@ struct StoredRangeTombstone {
     ts: Timestamp,
 }
 
-#[derive(Debug)]
-enum Rows {
-    Small(Vec<(Position, Row)>),
-    Large(BTreeMap<Position, Row>),
+/// The clustering rows of a partition, sorted: a sorted vector of chunks of at most
+/// [`CHUNK_ROWS`] rows. Cheaper in memory than a B-tree (whose nodes ascending inserts leave
+/// half full): rows appended after the last one — a CDC log stream, ascending keys — fill
+/// chunks completely, and an insert into a full chunk elsewhere splits it in two.
+#[derive(Debug, Default)]
+struct Rows {
+    chunks: Vec<Vec<(Position, Row)>>,
+    len: usize,
 }
 
 #[derive(Debug)]
@@ -444,151 +448,167 @@ fn apply_cell(
 
 impl Rows {
     fn len(&self) -> usize {
-        match self {
-            Rows::Small(v) => v.len(),
-            Rows::Large(m) => m.len(),
-        }
+        self.len
+    }
+
+    /// Index of the chunk where `pos` is or would be: the first chunk whose last key is
+    /// `>= pos`, or the last chunk.
+    fn chunk_of(&self, pos: &Position) -> usize {
+        let i = self
+            .chunks
+            .partition_point(|c| c.last().is_some_and(|(k, _)| k < pos));
+        i.min(self.chunks.len().saturating_sub(1))
     }
 
     fn get(&self, pos: &Position) -> Option<&Row> {
-        match self {
-            Rows::Small(v) => v
-                .binary_search_by(|(k, _)| k.cmp(pos))
-                .ok()
-                .map(|i| &v[i].1),
-            Rows::Large(m) => m.get(pos),
-        }
+        let chunk = self.chunks.get(self.chunk_of(pos))?;
+        chunk
+            .binary_search_by(|(k, _)| k.cmp(pos))
+            .ok()
+            .map(|i| &chunk[i].1)
     }
 
     fn get_or_insert(&mut self, pos: Position) -> &mut Row {
-        if let Rows::Small(v) = self
-            && v.len() >= SMALL_ROWS
-            && v.binary_search_by(|(k, _)| k.cmp(&pos)).is_err()
-        {
-            let map: BTreeMap<Position, Row> = std::mem::take(v).into_iter().collect();
-            *self = Rows::Large(map);
+        if self.chunks.is_empty() {
+            self.chunks.push(Vec::new());
         }
-        match self {
-            Rows::Small(v) => {
-                let i = match v.binary_search_by(|(k, _)| k.cmp(&pos)) {
-                    Ok(i) => i,
-                    Err(i) => {
-                        v.reserve_exact(1);
-                        v.insert(i, (pos, Row::default()));
-                        i
-                    }
-                };
-                &mut v[i].1
+        let mut c = self.chunk_of(&pos);
+        let mut i = match self.chunks[c].binary_search_by(|(k, _)| k.cmp(&pos)) {
+            Ok(i) => return &mut self.chunks[c][i].1,
+            Err(i) => i,
+        };
+        if self.chunks[c].len() >= CHUNK_ROWS {
+            let last_chunk = c + 1 == self.chunks.len();
+            if last_chunk && i == self.chunks[c].len() {
+                // Appending after every row (time-ordered logs, ascending keys): start a new
+                // chunk, leaving this one full.
+                self.chunks.push(Vec::with_capacity(CHUNK_ROWS));
+                c += 1;
+                i = 0;
+            } else {
+                let upper = self.chunks[c].split_off(CHUNK_ROWS / 2);
+                self.chunks.insert(c + 1, upper);
+                if i > CHUNK_ROWS / 2 {
+                    c += 1;
+                    i -= CHUNK_ROWS / 2;
+                }
             }
-            Rows::Large(m) => m.entry(pos).or_default(),
         }
+        let chunk = &mut self.chunks[c];
+        if chunk.len() == chunk.capacity() && chunk.capacity() < CHUNK_ROWS {
+            // Small partitions grow one row at a time: no spare capacity kept per partition.
+            chunk.reserve_exact(1);
+        }
+        chunk.insert(i, (pos, Row::default()));
+        self.len += 1;
+        &mut chunk[i].1
     }
 
     fn remove(&mut self, pos: &Position) {
-        match self {
-            Rows::Small(v) => {
-                if let Ok(i) = v.binary_search_by(|(k, _)| k.cmp(pos)) {
-                    v.remove(i);
-                }
-            }
-            Rows::Large(m) => {
-                m.remove(pos);
+        let c = self.chunk_of(pos);
+        let Some(chunk) = self.chunks.get_mut(c) else {
+            return;
+        };
+        if let Ok(i) = chunk.binary_search_by(|(k, _)| k.cmp(pos)) {
+            chunk.remove(i);
+            self.len -= 1;
+            if chunk.is_empty() {
+                self.chunks.remove(c);
             }
         }
     }
 
-    /// Rows with `start < key < end` (positions are never equal to stored keys except `At`
+    /// `(chunk, offset)` of the first row whose key is `>= pos`.
+    fn lower_bound(&self, pos: &Position) -> (usize, usize) {
+        let c = self
+            .chunks
+            .partition_point(|ch| ch.last().is_some_and(|(k, _)| k < pos));
+        match self.chunks.get(c) {
+            Some(chunk) => (c, chunk.partition_point(|(k, _)| k < pos)),
+            None => (c, 0),
+        }
+    }
+
+    /// Rows with `start <= key < end` (positions are never equal to stored keys except `At`
     /// positions, which are treated as inclusive starts / exclusive ends).
     fn range(&self, start: &Position, end: &Position) -> RawRows<'_> {
         if start >= end {
-            return RawRows::Small([].iter());
+            return RawRows::empty();
         }
-        match self {
-            Rows::Small(v) => {
-                let lo = v.partition_point(|(k, _)| k < start);
-                let hi = v.partition_point(|(k, _)| k < end);
-                RawRows::Small(v.get(lo..hi).unwrap_or(&[]).iter())
-            }
-            Rows::Large(m) => {
-                RawRows::Large(m.range((Bound::Included(start), Bound::Excluded(end))))
+        let (sc, so) = self.lower_bound(start);
+        let (ec, eo) = self.lower_bound(end);
+        let mut slices = Vec::new();
+        for c in sc..=ec.min(self.chunks.len().saturating_sub(1)) {
+            let Some(chunk) = self.chunks.get(c) else {
+                break;
+            };
+            let from = if c == sc { so } else { 0 };
+            let to = if c == ec { eo } else { chunk.len() };
+            if from < to {
+                slices.push(chunk[from..to].iter());
             }
         }
+        RawRows(slices.into_iter().flatten())
     }
 
-    /// Applies a tombstone at `t` to the rows in `(start, end)` and drops rows left empty.
+    /// Applies a tombstone at `t` to the rows in `[start, end)` and drops rows left empty.
     fn purge_range(&mut self, start: &Position, end: &Position, t: Timestamp) {
         if start >= end {
             return;
         }
-        match self {
-            Rows::Small(v) => {
-                let lo = v.partition_point(|(k, _)| k < start);
-                let hi = v.partition_point(|(k, _)| k < end);
-                for (_, row) in v.get_mut(lo..hi).into_iter().flatten() {
-                    row.purge(t);
-                }
-                v.retain(|(_, r)| !r.is_empty());
-            }
-            Rows::Large(m) => {
-                let mut emptied = Vec::new();
-                for (k, row) in m.range_mut((Bound::Included(start), Bound::Excluded(end))) {
-                    row.purge(t);
-                    if row.is_empty() {
-                        emptied.push(k.clone());
-                    }
-                }
-                for k in emptied {
-                    m.remove(&k);
-                }
+        let (sc, so) = self.lower_bound(start);
+        let (ec, eo) = self.lower_bound(end);
+        for c in sc..=ec.min(self.chunks.len().saturating_sub(1)) {
+            let Some(chunk) = self.chunks.get_mut(c) else {
+                break;
+            };
+            let from = if c == sc { so } else { 0 };
+            let to = if c == ec { eo } else { chunk.len() };
+            for (_, row) in chunk.get_mut(from..to).into_iter().flatten() {
+                row.purge(t);
             }
         }
+        self.retain_non_empty();
     }
 
     fn for_each_mut(&mut self, mut f: impl FnMut(&mut Row)) {
-        match self {
-            Rows::Small(v) => v.iter_mut().for_each(|(_, r)| f(r)),
-            Rows::Large(m) => m.values_mut().for_each(f),
-        }
+        self.chunks.iter_mut().flatten().for_each(|(_, r)| f(r));
     }
 
     fn retain_non_empty(&mut self) {
-        match self {
-            Rows::Small(v) => v.retain(|(_, r)| !r.is_empty()),
-            Rows::Large(m) => m.retain(|_, r| !r.is_empty()),
+        for chunk in &mut self.chunks {
+            chunk.retain(|(_, r)| !r.is_empty());
         }
+        self.chunks.retain(|c| !c.is_empty());
+        self.len = self.chunks.iter().map(Vec::len).sum();
     }
 
     fn iter(&self) -> RawRows<'_> {
-        match self {
-            Rows::Small(v) => RawRows::Small(v.iter()),
-            Rows::Large(m) => RawRows::Large(m.range::<Position, _>(..)),
-        }
+        let slices: Vec<_> = self.chunks.iter().map(|c| c.iter()).collect();
+        RawRows(slices.into_iter().flatten())
     }
 }
 
 /// Stored rows of one range, in either direction.
-enum RawRows<'a> {
-    Small(std::slice::Iter<'a, (Position, Row)>),
-    Large(btree_map::Range<'a, Position, Row>),
+struct RawRows<'a>(std::iter::Flatten<std::vec::IntoIter<std::slice::Iter<'a, (Position, Row)>>>);
+
+impl RawRows<'_> {
+    fn empty() -> Self {
+        RawRows(Vec::new().into_iter().flatten())
+    }
 }
 
 impl<'a> Iterator for RawRows<'a> {
     type Item = (&'a Position, &'a Row);
 
     fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            RawRows::Small(it) => it.next().map(|(k, r)| (k, r)),
-            RawRows::Large(it) => it.next(),
-        }
+        self.0.next().map(|(k, r)| (k, r))
     }
 }
 
 impl DoubleEndedIterator for RawRows<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        match self {
-            RawRows::Small(it) => it.next_back().map(|(k, r)| (k, r)),
-            RawRows::Large(it) => it.next_back(),
-        }
+        self.0.next_back().map(|(k, r)| (k, r))
     }
 }
 
@@ -598,7 +618,7 @@ impl Partition {
             values,
             tombstone: NO_TS,
             static_row: None,
-            rows: Rows::Small(Vec::new()),
+            rows: Rows::default(),
             range_tombstones: Box::new([]),
         }
     }
@@ -926,13 +946,11 @@ impl<'a> PartitionView<'a> {
 
 impl Partition {
     fn rows_key(&self, pos: &Position) -> Option<&Arc<[Value]>> {
-        match &self.rows {
-            Rows::Small(v) => v
-                .binary_search_by(|(k, _)| k.cmp(pos))
-                .ok()
-                .map(|i| &v[i].0.values),
-            Rows::Large(m) => m.get_key_value(pos).map(|(k, _)| &k.values),
-        }
+        let chunk = self.rows.chunks.get(self.rows.chunk_of(pos))?;
+        chunk
+            .binary_search_by(|(k, _)| k.cmp(pos))
+            .ok()
+            .map(|i| &chunk[i].0.values)
     }
 }
 

@@ -1048,7 +1048,7 @@ fn empty_mutations_store_nothing() {
 #[test]
 fn storage_structures_stay_small() {
     use std::mem::size_of;
-    assert!(size_of::<Value>() <= 40);
+    assert!(size_of::<Value>() <= 24);
     assert!(size_of::<ClusteringKey>() <= 16);
 }
 
@@ -1104,4 +1104,118 @@ fn resident_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * 4096)
+}
+
+/// One operation of the chunked-rows property test.
+#[derive(Debug, Clone)]
+enum RowsOp {
+    /// INSERT of row `ck` with value `v`.
+    Insert(i32, i32),
+    /// Row delete of `ck`.
+    Delete(i32),
+    /// Range delete of `[lo, hi)`.
+    DeleteRange(i32, i32),
+}
+
+fn rows_op() -> impl proptest::strategy::Strategy<Value = RowsOp> {
+    use proptest::prelude::*;
+    prop_oneof![
+        6 => (0..400i32, any::<i32>()).prop_map(|(k, v)| RowsOp::Insert(k, v)),
+        2 => (0..400i32).prop_map(RowsOp::Delete),
+        1 => (0..400i32, 0..60i32).prop_map(|(lo, len)| RowsOp::DeleteRange(lo, lo + len)),
+    ]
+}
+
+/// The keys `lo <= k < hi` as bounds in clustering order (reversed for a DESC column).
+fn key_range(lo: i32, hi: i32, desc: bool) -> (ClusteringBound, ClusteringBound) {
+    if desc {
+        (
+            ClusteringBound::exclusive(ints(&[hi])),
+            ClusteringBound::inclusive(ints(&[lo])),
+        )
+    } else {
+        (
+            ClusteringBound::inclusive(ints(&[lo])),
+            ClusteringBound::exclusive(ints(&[hi])),
+        )
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Large partitions (many chunks: inserts in the middle, appends, deletes emptying
+    /// chunks, range deletes across chunks) read back exactly like a sorted-map model,
+    /// forwards and backwards, whole and by slices, in ASC and DESC tables.
+    #[test]
+    fn large_partitions_match_a_sorted_map_model(
+        ops in proptest::collection::vec(rows_op(), 1..600),
+        append_first in 0..300i32,
+        desc in proptest::prelude::any::<bool>(),
+        lo in 0..400i32,
+        hi in 0..400i32,
+    ) {
+        use std::collections::BTreeMap;
+        let mut t = table(&[desc]);
+        let mut model: BTreeMap<i32, i32> = BTreeMap::new();
+        let mut ts: Timestamp = 1;
+        // Ascending appends first (fills chunks completely), then random operations.
+        for k in 0..append_first {
+            t.apply(&insert(1, &[k], ts, vec![(V, Some(k))]), NOW);
+            model.insert(k, k);
+            ts += 1;
+        }
+        for op in &ops {
+            match op {
+                RowsOp::Insert(k, v) => {
+                    t.apply(&insert(1, &[*k], ts, vec![(V, Some(*v))]), NOW);
+                    model.insert(*k, *v);
+                }
+                RowsOp::Delete(k) => {
+                    let mut m = PartitionMutation::new(pk(1));
+                    m.row_mut(&ck(&[*k])).deletion = Some(ts);
+                    t.apply(&m, NOW);
+                    model.remove(k);
+                }
+                RowsOp::DeleteRange(a, b) => {
+                    let mut m = PartitionMutation::new(pk(1));
+                    let (start, end) = key_range(*a, *b, desc);
+                    m.range_tombstones.push(RangeTombstone { start, end, ts });
+                    t.apply(&m, NOW);
+                    model.retain(|k, _| k < a || k >= b);
+                }
+            }
+            ts += 1;
+        }
+        let in_order: Vec<(i32, i32)> = if desc {
+            model.iter().rev().map(|(k, v)| (*k, *v)).collect()
+        } else {
+            model.iter().map(|(k, v)| (*k, *v)).collect()
+        };
+        let Some(part) = t.partition(pk(1).token, &pk(1).bytes, NOW) else {
+            proptest::prop_assert!(model.is_empty());
+            return Ok(());
+        };
+        let read = |rows: Vec<RowView<'_>>| -> Vec<(i32, i32)> {
+            rows.iter()
+                .map(|r| {
+                    let k = r.key()[0].as_int().expect("int key");
+                    let v = r.cell(V).and_then(|c| c.to_value(&CqlType::Int)).and_then(|v| v.as_int()).expect("value");
+                    (k, v)
+                })
+                .collect()
+        };
+        proptest::prop_assert_eq!(read(part.all_rows().collect()), in_order.clone());
+        let mut reversed = in_order.clone();
+        reversed.reverse();
+        proptest::prop_assert_eq!(
+            read(part.rows(&[ClusteringRange::full()], true, None).collect()),
+            reversed
+        );
+        let (lo, hi) = (lo.min(hi), lo.max(hi));
+        let (start, end) = key_range(lo, hi, desc);
+        let slice = [range(start, end)];
+        let expected: Vec<(i32, i32)> = in_order.iter().copied().filter(|(k, _)| *k >= lo && *k < hi).collect();
+        proptest::prop_assert_eq!(read(part.rows(&slice, false, None).collect()), expected);
+    }
 }

@@ -222,7 +222,7 @@ fn udt_type() -> CqlType {
 
 #[test]
 fn value_is_small() {
-    assert!(std::mem::size_of::<Value>() <= 40);
+    assert!(std::mem::size_of::<Value>() <= 24);
     assert_eq!(
         std::mem::size_of::<Option<Value>>(),
         std::mem::size_of::<Value>()
