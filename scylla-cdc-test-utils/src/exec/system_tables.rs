@@ -395,7 +395,7 @@ fn extensions(table: &TableDef) -> Value {
     if let Some(p) = table.options.paxos_grace_seconds {
         entries.push((
             Value::text("paxos_grace_seconds"),
-            Value::blob(p.to_le_bytes().to_vec()),
+            Value::blob(p.to_le_bytes()),
         ));
     }
     Value::map(entries)
@@ -477,7 +477,7 @@ fn columns(rows: &mut Rows<'_>, schema: &Schema) {
                 ("clustering_order", text(order)),
                 (
                     "column_name_bytes",
-                    Some(Value::blob(c.name.as_bytes().to_vec())),
+                    Some(Value::blob(c.name.as_bytes())),
                 ),
                 ("kind", text(c.kind.as_str())),
                 ("position", Some(Value::Int(c.position))),
