@@ -956,7 +956,7 @@ mod tests {
         assert_eq!(s(my, "type"), "list<int>");
         assert_eq!(
             my.get("column_name_bytes"),
-            Some(&Value::blob(b"MyCol".to_vec()))
+            Some(&Value::blob(b"MyCol"))
         );
         // The log: key columns, then regular columns with position -1.
         let sid = col("t_scylla_cdc_log", "cdc$stream_id");

@@ -578,7 +578,7 @@ fn partitions_iterate_in_token_order_from_a_start() {
     // Same token, different keys: ordered by key bytes.
     let mut t2 = table(&[]);
     for b in [&b"b"[..], b"a", b"c"] {
-        let key = PartitionKey::new(7, Bytes::copy_from_slice(b), vec![Value::blob(b.to_vec())]);
+        let key = PartitionKey::new(7, Bytes::copy_from_slice(b), vec![Value::blob(b)]);
         let mut m = PartitionMutation::new(key);
         m.row_mut(&ClusteringKey::empty()).marker = Some(Liveness { ts: 1, ttl: None });
         t2.apply(&m, NOW);

@@ -174,7 +174,7 @@ fn relabel(v: &Value) -> Value {
 fn check_invariants(log: &TableDef, options: &CdcOptions, m: &PartitionMutation) {
     assert_eq!(&m.key.bytes[..], &STREAM.0[..]);
     assert_eq!(m.key.token, cdc_token(&STREAM.0));
-    assert_eq!(&m.key.values[..], &[Value::blob(STREAM.0.to_vec())][..]);
+    assert_eq!(&m.key.values[..], &[Value::blob(STREAM.0)][..]);
     assert!(m.partition_tombstone.is_none() && m.static_row.is_none());
     assert!(m.range_tombstones.is_empty());
     assert!(!m.rows.is_empty());
