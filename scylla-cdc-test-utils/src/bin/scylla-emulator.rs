@@ -29,6 +29,20 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Lets mimalloc back the heap with (transparent) huge pages. A preloaded emulator grows to
+/// gigabytes; with 4 KiB pages the kernel's page-fault handling alone took a third of the
+/// preload's CPU time (10 M rows: 26 s of system time), with huge pages it is a fraction.
+/// Set before the heap grows: the option applies to memory mimalloc reserves afterwards.
+// The only unsafe call of the crate: mimalloc's option setter has no safe wrapper.
+#[allow(unsafe_code)]
+fn use_large_pages() {
+    // SAFETY: `mi_option_set_enabled` only stores the option's value; it takes no pointers
+    // and is safe to call at any time.
+    unsafe {
+        libmimalloc_sys::mi_option_set_enabled(libmimalloc_sys::mi_option_large_os_pages, true);
+    }
+}
+
 /// An embedded, in-process ScyllaDB-compatible cluster (CQL native protocol v4).
 #[derive(Debug, Parser)]
 #[command(name = "scylla-emulator", version)]
@@ -97,6 +111,7 @@ fn print_progress(p: &PreloadProgress) {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    use_large_pages();
     let args = Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())

@@ -475,10 +475,7 @@ fn columns(rows: &mut Rows<'_>, schema: &Schema) {
                 ("table_name", text(&t.name)),
                 ("column_name", text(&c.name)),
                 ("clustering_order", text(order)),
-                (
-                    "column_name_bytes",
-                    Some(Value::blob(c.name.as_bytes())),
-                ),
+                ("column_name_bytes", Some(Value::blob(c.name.as_bytes()))),
                 ("kind", text(c.kind.as_str())),
                 ("position", Some(Value::Int(c.position))),
                 ("type", text(&c.typ.to_string())),
@@ -954,10 +951,7 @@ mod tests {
         let my = col("t", "MyCol");
         assert_eq!(s(my, "kind"), "regular");
         assert_eq!(s(my, "type"), "list<int>");
-        assert_eq!(
-            my.get("column_name_bytes"),
-            Some(&Value::blob(b"MyCol"))
-        );
+        assert_eq!(my.get("column_name_bytes"), Some(&Value::blob(b"MyCol")));
         // The log: key columns, then regular columns with position -1.
         let sid = col("t_scylla_cdc_log", "cdc$stream_id");
         assert_eq!(
