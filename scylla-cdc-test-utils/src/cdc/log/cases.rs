@@ -362,80 +362,9 @@ pub(crate) fn ut() -> Arc<UserType> {
     })
 }
 
-/// A CDC log table for `base`, derived as semantics §1.2 says (test-only: the real
-/// derivation is `cdc/log_schema.rs`'s).
+/// The CDC log table of `base`, as the DDL derives it (semantics §1.2).
 pub(crate) fn log_table(base: &TableDef) -> TableDef {
-    use super::{
-        BATCH_SEQ_NO, DELETED_ELEMENTS_PREFIX, DELETED_PREFIX, END_OF_BATCH, OPERATION, STREAM_ID,
-        TIME, TTL,
-    };
-    use ColumnKind::Regular as R;
-    let frozen_set = |elem: CqlType| CqlType::Set {
-        elem: Box::new(elem),
-        frozen: true,
-    };
-    let mut cols = vec![
-        col(STREAM_ID, CqlType::Blob, ColumnKind::PartitionKey, 0),
-        col(TIME, CqlType::Timeuuid, ColumnKind::Clustering, 0),
-        col(BATCH_SEQ_NO, CqlType::Int, ColumnKind::Clustering, 1),
-        col(OPERATION, CqlType::Tinyint, R, -1),
-        col(TTL, CqlType::Bigint, R, -1),
-        col(END_OF_BATCH, CqlType::Boolean, R, -1),
-    ];
-    for c in &base.columns {
-        if c.kind.is_primary_key() {
-            cols.push(col(&c.name, c.typ.clone(), R, -1));
-            continue;
-        }
-        let (value, deleted_elements) = match &c.typ {
-            CqlType::List {
-                elem,
-                frozen: false,
-            } => (
-                CqlType::Map {
-                    key: Box::new(CqlType::Timeuuid),
-                    value: elem.clone(),
-                    frozen: true,
-                },
-                Some(frozen_set(CqlType::Timeuuid)),
-            ),
-            CqlType::Set {
-                elem,
-                frozen: false,
-            } => (c.typ.frozen(), Some(frozen_set((**elem).clone()))),
-            CqlType::Map {
-                key, frozen: false, ..
-            } => (c.typ.frozen(), Some(frozen_set((**key).clone()))),
-            CqlType::Udt { frozen: false, .. } => {
-                (c.typ.frozen(), Some(frozen_set(CqlType::Smallint)))
-            }
-            other => (other.clone(), None),
-        };
-        cols.push(col(&c.name, value, R, -1));
-        cols.push(col(
-            &format!("{DELETED_PREFIX}{}", c.name),
-            CqlType::Boolean,
-            R,
-            -1,
-        ));
-        if let Some(t) = deleted_elements {
-            cols.push(col(
-                &format!("{DELETED_ELEMENTS_PREFIX}{}", c.name),
-                t,
-                R,
-                -1,
-            ));
-        }
-    }
-    TableDef::new(
-        base.keyspace.clone(),
-        format!("{}{}", base.name, crate::schema::CDC_LOG_SUFFIX),
-        cols,
-        TableOptions::default(),
-        TableKind::CdcLog {
-            base: base.name.clone(),
-        },
-    )
+    crate::cdc::log_schema::new_log_table(base, &crate::schema::CdcOptions::default())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -62,22 +62,10 @@ pub(crate) mod cases;
 #[cfg(test)]
 mod tests;
 
-/// Name of the log's partition key column (the stream id).
-pub(crate) const STREAM_ID: &str = "cdc$stream_id";
-/// Name of the log's first clustering column.
-pub(crate) const TIME: &str = "cdc$time";
-/// Name of the log's second clustering column.
-pub(crate) const BATCH_SEQ_NO: &str = "cdc$batch_seq_no";
-/// Name of the `tinyint` column holding the [`Operation`].
-pub(crate) const OPERATION: &str = "cdc$operation";
-/// Name of the `bigint` column holding the TTL of a delta row's live cells.
-pub(crate) const TTL: &str = "cdc$ttl";
-/// Name of the `boolean` column set on the last row of each `cdc$time` group.
-pub(crate) const END_OF_BATCH: &str = "cdc$end_of_batch";
-/// Prefix of the `boolean` "column deleted" companion of each static and regular column.
-pub(crate) const DELETED_PREFIX: &str = "cdc$deleted_";
-/// Prefix of the "deleted elements" companion of each non-frozen collection or UDT column.
-pub(crate) const DELETED_ELEMENTS_PREFIX: &str = "cdc$deleted_elements_";
+// The log table's column names, shared with its schema derivation.
+pub(crate) use super::log_schema::{
+    DELETED_ELEMENTS_PREFIX, DELETED_PREFIX, END_OF_BATCH, OPERATION, TTL,
+};
 
 /// The `cdc$operation` values the embedded cluster writes (semantics §2.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
