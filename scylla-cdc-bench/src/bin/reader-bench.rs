@@ -76,6 +76,19 @@ fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// Resident memory of this process now (`VmRSS`), in bytes.
+fn current_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
 fn peak_rss() -> u64 {
     scylla_cdc_bench::process_peak_rss(std::process::id()).unwrap_or(own_usage().1)
 }
@@ -121,6 +134,24 @@ async fn run_one(
     reset_peak_rss();
     let (cpu_before, _) = own_usage();
     let started = Instant::now();
+    // Resident memory when 10%, 20%, ... 100% of the backlog has been read: a reader whose
+    // memory grows with what it has read shows it here.
+    let sampler = {
+        let count = count.clone();
+        tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut next = 1u64;
+            while next <= 10 {
+                if count.load(Ordering::Relaxed) * 10 >= total * next {
+                    samples.push(current_rss());
+                    next += 1;
+                } else {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+            samples
+        })
+    };
     let (_reader, handle) = CDCLogReaderBuilder::new()
         .session(session.clone())
         .keyspace("bench")
@@ -136,6 +167,11 @@ async fn run_one(
     handle.await?;
     let elapsed = started.elapsed();
     let (cpu_after, _) = own_usage();
+    let samples = tokio::time::timeout(Duration::from_secs(1), sampler)
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
     let rows = count.load(Ordering::Relaxed);
     let cpu = cpu_after.saturating_sub(cpu_before);
     println!(
@@ -146,6 +182,16 @@ async fn run_one(
         rows as f64 / elapsed.as_secs_f64(),
         cpu.as_secs_f64() * 1e6 / rows.max(1) as f64,
         mib(peak_rss()),
+    );
+    println!(
+        "{:>10} reader RSS at 10%, 20%, ... 100% of the backlog: {}",
+        "",
+        samples
+            .iter()
+            .map(|b| format!("{:.1}", *b as f64 / (1024.0 * 1024.0)))
+            .collect::<Vec<_>>()
+            .join(" ")
+            + " MiB"
     );
     anyhow::ensure!(
         rows == total,
