@@ -84,6 +84,17 @@
 //!   skipped with a `warn!`; an unknown `cdc$operation` code is delivered as
 //!   [`OperationType::Unknown`]; undecodable values are errors of the column accessors.
 //!
+//! # Resources
+//!
+//! Memory is bounded by the number of stream groups, not by the backlog: each group holds
+//! at most two pages of its window (the one being consumed and the next one, fetched
+//! meanwhile). Measured with `scylla-cdc-bench`'s `reader-bench` (16 groups, pages of 5000
+//! rows): catching up 2 M and 20 M log rows peaks at the same ~21 MiB when glibc's mmap
+//! threshold is fixed (`MALLOC_MMAP_THRESHOLD_=131072`); with glibc's default dynamic
+//! threshold, freed page buffers are kept in the heap and the peak creeps up over long runs
+//! (22.5 → 31.9 MiB). Client CPU is about 0.25–0.35 µs per row with a consumer that does
+//! nothing, since column values are decoded only when a consumer asks for them.
+//!
 //! The library logs through `tracing` (a span per stream reader with `stream` and
 //! `window_start`) and never installs a subscriber.
 
