@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use scylla::client::session::Session;
-use scylla::errors::{DbError, ExecutionError, PrepareError, RequestAttemptError};
+use scylla::errors::ExecutionError;
 use scylla::statement::Consistency;
 use scylla::statement::batch::{Batch, BatchType};
 use scylla::statement::prepared::PreparedStatement;
@@ -72,50 +72,10 @@ impl Stats {
     }
 }
 
-/// Whether a driver error is worth retrying: timeouts, overload, unavailable replicas,
-/// broken connections and nodes that are down or starting. Every write of the replicator is
-/// idempotent (it carries its timestamp), so retrying is always safe.
-pub fn is_transient(err: &ExecutionError) -> bool {
-    match err {
-        ExecutionError::EmptyPlan
-        | ExecutionError::ConnectionPoolError(_)
-        | ExecutionError::RequestTimeout(_) => true,
-        ExecutionError::PrepareError(e) => is_transient_prepare(e),
-        ExecutionError::LastAttemptError(a) => is_transient_attempt(a),
-        _ => false,
-    }
-}
-
-/// Whether a failed prepare is worth retrying.
-fn is_transient_prepare(err: &PrepareError) -> bool {
-    match err {
-        PrepareError::ConnectionPoolError(_) => true,
-        PrepareError::AllAttemptsFailed { first_attempt } => is_transient_attempt(first_attempt),
-        _ => false,
-    }
-}
-
-/// Whether one failed attempt of a request is worth retrying.
-fn is_transient_attempt(err: &RequestAttemptError) -> bool {
-    match err {
-        RequestAttemptError::UnableToAllocStreamId
-        | RequestAttemptError::BrokenConnectionError(_) => true,
-        RequestAttemptError::DbError(db, _) => matches!(
-            db,
-            DbError::Overloaded
-                | DbError::Unavailable { .. }
-                | DbError::ReadTimeout { .. }
-                | DbError::WriteTimeout { .. }
-                | DbError::ReadFailure { .. }
-                | DbError::WriteFailure { .. }
-                | DbError::IsBootstrapping
-                | DbError::RateLimitReached { .. }
-                | DbError::Unprepared { .. }
-                | DbError::TruncateError
-        ),
-        _ => false,
-    }
-}
+/// Whether a driver error is worth retrying: the library's classification (timeouts,
+/// overload, unavailable replicas, broken connections, nodes down or starting). Every write
+/// of the replicator is idempotent (it carries its timestamp), so retrying is always safe.
+pub use scylla_cdc::is_transient;
 
 /// Rewrites the keyspace of every UDT value inside `value` (the driver checks that a UDT
 /// value names the keyspace of the column it is bound to).
@@ -559,6 +519,7 @@ impl ConsumerFactory for ReplicatorFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scylla::errors::{DbError, RequestAttemptError};
     use scylla::frame::types::Consistency as Cl;
 
     fn db(e: DbError) -> ExecutionError {

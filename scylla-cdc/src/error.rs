@@ -216,8 +216,12 @@ pub enum ColumnError {
 }
 
 /// Whether a driver error is worth retrying: timeouts, overload, unavailable replicas,
-/// broken connections and nodes that are down or starting.
-pub(crate) fn is_transient(err: &ExecutionError) -> bool {
+/// failed replica reads or writes, broken connections and nodes that are down or starting.
+///
+/// The reader retries exactly these (with capped exponential backoff); it is public so that
+/// consumers writing elsewhere through the driver (a replicator, say) classify errors the
+/// same way. Retrying is only safe for idempotent requests.
+pub fn is_transient(err: &ExecutionError) -> bool {
     match err {
         ExecutionError::EmptyPlan
         | ExecutionError::ConnectionPoolError(_)
@@ -243,9 +247,11 @@ fn is_transient_attempt(err: &RequestAttemptError) -> bool {
                 | DbError::ReadTimeout { .. }
                 | DbError::WriteTimeout { .. }
                 | DbError::ReadFailure { .. }
+                | DbError::WriteFailure { .. }
                 | DbError::IsBootstrapping
                 | DbError::RateLimitReached { .. }
                 | DbError::Unprepared { .. }
+                | DbError::TruncateError
         ),
         _ => false,
     }

@@ -112,7 +112,7 @@ pub use checkpoints::{
     CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, TableBackedCheckpointSaver,
 };
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
-pub use error::{CDCError, ColumnError, StreamList};
+pub use error::{CDCError, ColumnError, StreamList, is_transient};
 pub use log_reader::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_PAUSE_BETWEEN_SAVES,
     DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE,
