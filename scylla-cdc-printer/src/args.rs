@@ -7,50 +7,10 @@ use chrono::{DateTime, Utc};
 use clap::{Parser, ValueEnum};
 
 use crate::cli::{
-    CliError, TimeSpec, parse_hosts, parse_name, parse_positive_seconds, parse_qualified_table,
-    parse_seconds, parse_table_list, parse_time, rfc3339_micros,
+    CliError, TimeSpec, hosts_arg, one_host_arg, parse_name, parse_positive_seconds, parse_seconds,
+    parse_time, qualified_arg, rfc3339_micros, tables_arg,
 };
-
-/// Hosts of a cluster (`host:port` each).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hosts(pub Vec<String>);
-
-/// Table names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tables(pub Vec<String>);
-
-/// `keyspace.table`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QualifiedTable {
-    /// The keyspace.
-    pub keyspace: String,
-    /// The table.
-    pub table: String,
-}
-
-/// clap parser of `--hosts`.
-fn hosts(text: &str) -> Result<Hosts, String> {
-    parse_hosts(text).map(Hosts)
-}
-
-/// clap parser of `--hostname`: exactly one host.
-fn one_host(text: &str) -> Result<Hosts, String> {
-    let h = parse_hosts(text)?;
-    if h.len() != 1 {
-        return Err(format!("`{text}` is more than one host (use --hosts)"));
-    }
-    Ok(Hosts(h))
-}
-
-/// clap parser of `--table`.
-fn tables(text: &str) -> Result<Tables, String> {
-    parse_table_list(text).map(Tables)
-}
-
-/// clap parser of `--checkpoint-table`.
-fn qualified(text: &str) -> Result<QualifiedTable, String> {
-    parse_qualified_table(text).map(|(keyspace, table)| QualifiedTable { keyspace, table })
-}
+pub use crate::cli::{Hosts, QualifiedTable, Tables};
 
 /// How rows are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -71,17 +31,17 @@ pub enum Format {
 #[command(name = "scylla-cdc-printer", version)]
 pub struct Args {
     /// Contact points of the cluster, comma-separated (host:port; default port 9042).
-    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts, conflicts_with = "hostname",
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg, conflicts_with = "hostname",
           required_unless_present_any = ["hostname", "demo"])]
     pub hosts: Option<Hosts>,
     /// One contact point (host or host:port).
-    #[arg(long, value_name = "HOST[:PORT]", value_parser = one_host)]
+    #[arg(long, value_name = "HOST[:PORT]", value_parser = one_host_arg)]
     pub hostname: Option<Hosts>,
     /// Keyspace of the tables.
     #[arg(long, short = 'k', value_parser = parse_name, required_unless_present = "demo")]
     pub keyspace: Option<String>,
     /// Tables to print, comma-separated.
-    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables,
+    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg,
           required_unless_present = "demo")]
     pub table: Option<Tables>,
     /// Where to start reading (default: now). A saved checkpoint takes precedence.
@@ -107,7 +67,7 @@ pub struct Args {
     #[arg(long, short = 'p', requires = "user")]
     pub password: Option<String>,
     /// Save progress in this table (created if missing) and resume from it.
-    #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified)]
+    #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified_arg)]
     pub checkpoint_table: Option<QualifiedTable>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Pretty)]

@@ -373,6 +373,47 @@ pub fn parse_table_list(text: &str) -> Result<Vec<String>, String> {
     Ok(tables)
 }
 
+/// Hosts of a cluster (`host:port` each).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hosts(pub Vec<String>);
+
+/// Table names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tables(pub Vec<String>);
+
+/// `keyspace.table`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QualifiedTable {
+    /// The keyspace.
+    pub keyspace: String,
+    /// The table.
+    pub table: String,
+}
+
+/// clap parser of host lists (`--hosts`, `--source`, `--destination`).
+pub fn hosts_arg(text: &str) -> Result<Hosts, String> {
+    parse_hosts(text).map(Hosts)
+}
+
+/// clap parser of a single host (`--hostname`).
+pub fn one_host_arg(text: &str) -> Result<Hosts, String> {
+    let h = parse_hosts(text)?;
+    if h.len() != 1 {
+        return Err(format!("`{text}` is more than one host (use --hosts)"));
+    }
+    Ok(Hosts(h))
+}
+
+/// clap parser of `--table` lists.
+pub fn tables_arg(text: &str) -> Result<Tables, String> {
+    parse_table_list(text).map(Tables)
+}
+
+/// clap parser of `keyspace.table` (`--checkpoint-table`).
+pub fn qualified_arg(text: &str) -> Result<QualifiedTable, String> {
+    parse_qualified_table(text).map(|(keyspace, table)| QualifiedTable { keyspace, table })
+}
+
 /// A point in time as RFC 3339 with microseconds and `Z` (`2024-05-01T12:00:00.123456Z`).
 pub fn rfc3339_micros(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)

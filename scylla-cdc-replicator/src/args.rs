@@ -8,41 +8,10 @@ use clap::Parser;
 use scylla::statement::Consistency;
 
 use scylla_cdc_printer::cli::{
-    CliError, TimeSpec, parse_hosts, parse_name, parse_positive_seconds, parse_qualified_table,
-    parse_seconds, parse_table_list, parse_time,
+    CliError, TimeSpec, hosts_arg, parse_name, parse_positive_seconds, parse_seconds, parse_time,
+    qualified_arg, tables_arg,
 };
-
-/// Hosts of a cluster (`host:port` each).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hosts(pub Vec<String>);
-
-/// Table names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tables(pub Vec<String>);
-
-/// `keyspace.table`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QualifiedTable {
-    /// The keyspace.
-    pub keyspace: String,
-    /// The table.
-    pub table: String,
-}
-
-/// clap parser of `--source` and `--destination`.
-fn hosts(text: &str) -> Result<Hosts, String> {
-    parse_hosts(text).map(Hosts)
-}
-
-/// clap parser of `--table`.
-fn tables(text: &str) -> Result<Tables, String> {
-    parse_table_list(text).map(Tables)
-}
-
-/// clap parser of `--checkpoint-table`.
-fn qualified(text: &str) -> Result<QualifiedTable, String> {
-    parse_qualified_table(text).map(|(keyspace, table)| QualifiedTable { keyspace, table })
-}
+pub use scylla_cdc_printer::cli::{Hosts, QualifiedTable, Tables};
 
 /// Parses a consistency level name (`LOCAL_QUORUM`, `quorum`, `one`, ...).
 pub fn parse_consistency(text: &str) -> Result<Consistency, String> {
@@ -87,16 +56,16 @@ fn max_in_flight(text: &str) -> Result<usize, String> {
 #[command(name = "scylla-cdc-replicator", version)]
 pub struct Args {
     /// Contact points of the source cluster, comma-separated (host:port; default port 9042).
-    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts)]
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg)]
     pub source: Hosts,
     /// Contact points of the destination cluster.
-    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts)]
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg)]
     pub destination: Hosts,
     /// Keyspace of the source tables.
     #[arg(long, short = 'k', value_parser = parse_name)]
     pub keyspace: String,
     /// Tables to replicate, comma-separated.
-    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables)]
+    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg)]
     pub table: Tables,
     /// Keyspace of the destination tables (default: the source keyspace).
     #[arg(long, value_parser = parse_name)]
@@ -118,7 +87,7 @@ pub struct Args {
     pub sleep_interval: Duration,
     /// Where progress is saved in the source cluster (default:
     /// <KEYSPACE>.cdc_replicator_checkpoints; created if missing).
-    #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified, conflicts_with = "no_checkpoints")]
+    #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified_arg, conflicts_with = "no_checkpoints")]
     pub checkpoint_table: Option<QualifiedTable>,
     /// Neither save nor load progress.
     #[arg(long)]
