@@ -10,12 +10,12 @@ use std::time::Duration;
 use chrono::Utc;
 use common::Collected;
 use scylla_cdc::{CDCError, CDCLogReaderBuilder};
-use scylla_cdc_test_utils::{EmbeddedCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn build_reports_typed_errors() -> anyhow::Result<()> {
     setup_tracing();
-    let cluster = EmbeddedCluster::builder().start().await?;
+    let cluster = TestCluster::start(EmbeddedCluster::builder()).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
     session

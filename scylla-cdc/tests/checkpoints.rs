@@ -12,11 +12,11 @@ use std::time::Duration;
 use chrono::Utc;
 use common::{Collected, Workload, create_workload_table, fast, wait_for};
 use scylla_cdc::{CDCCheckpointSaver, CDCLogReaderBuilder, TableBackedCheckpointSaver};
-use scylla_cdc_test_utils::{EmbeddedCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
 
 async fn restart_loses_nothing(abrupt: bool) -> anyhow::Result<()> {
     setup_tracing();
-    let cluster = EmbeddedCluster::builder().nodes(1).start().await?;
+    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
     session
@@ -144,7 +144,7 @@ async fn drop_without_stop_and_restart() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkpoint_table_is_shared_by_readers() -> anyhow::Result<()> {
     setup_tracing();
-    let cluster = EmbeddedCluster::builder().nodes(1).start().await?;
+    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
     session

@@ -11,7 +11,7 @@ use chrono::Utc;
 use common::{Change, Collected, fast, wait_for};
 use scylla::value::{CqlTimestamp, CqlValue};
 use scylla_cdc::{CDCLogReaderBuilder, OperationType};
-use scylla_cdc_test_utils::{EmbeddedCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
 
 /// The rows of partition `pk`, in delivery order.
 fn of_pk(changes: &[Change], pk: i32) -> Vec<Change> {
@@ -29,7 +29,7 @@ fn ops(changes: &[Change]) -> Vec<OperationType> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_operation_and_type_arrives_intact() -> anyhow::Result<()> {
     setup_tracing();
-    let cluster = EmbeddedCluster::builder().start().await?;
+    let cluster = TestCluster::start(EmbeddedCluster::builder()).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
     session
