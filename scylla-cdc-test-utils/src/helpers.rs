@@ -20,7 +20,7 @@ pub const SCYLLA_URI: &str = "SCYLLA_URI";
 #[derive(Debug)]
 pub enum TestCluster {
     /// An embedded cluster started for the test.
-    Embedded(EmbeddedCluster),
+    Embedded(Box<EmbeddedCluster>),
     /// The external cluster of `SCYLLA_URI`.
     External {
         /// Its contact points.
@@ -40,7 +40,10 @@ impl TestCluster {
                     .filter(|h| !h.is_empty())
                     .collect(),
             }),
-            _ => builder.start().await.map(TestCluster::Embedded),
+            _ => builder
+                .start()
+                .await
+                .map(|c| TestCluster::Embedded(Box::new(c))),
         }
     }
 
