@@ -13,37 +13,102 @@ use crate::{ClusterBuilder, ClusterError, EmbeddedCluster};
 /// The environment variable naming a real cluster to test against: `host:port[,host:port...]`.
 pub const SCYLLA_URI: &str = "SCYLLA_URI";
 
+/// The environment variable naming a second real cluster (`host:port[,host:port...]`), used by
+/// tests that need two clusters, such as the replicator's (source on `SCYLLA_URI`, destination
+/// here). When it is not set, the second cluster is an embedded one.
+pub const SCYLLA_URI2: &str = "SCYLLA_URI2";
+
 /// The cluster a test runs against: an embedded one, or — when `SCYLLA_URI` is set — the real
 /// Scylla cluster it names. Tests that only need CQL use this, so the same test checks the
 /// embedded cluster and, on demand, real Scylla. Tests that stop or add nodes, split tablets
-/// or inject faults need an [`EmbeddedCluster`] and always use one.
+/// or inject faults need an [`EmbeddedCluster`]; they call [`embedded_only`] first, which
+/// reports them as skipped when `SCYLLA_URI` is set.
 #[derive(Debug)]
 pub enum TestCluster {
     /// An embedded cluster started for the test.
     Embedded(Box<EmbeddedCluster>),
-    /// The external cluster of `SCYLLA_URI`.
+    /// The external cluster of `SCYLLA_URI` (or `SCYLLA_URI2`).
     External {
         /// Its contact points.
         contact_points: Vec<String>,
     },
 }
 
+/// The contact points named by environment variable `var`, if it is set and not empty.
+fn contact_points_from_env(var: &str) -> Option<Vec<String>> {
+    let uri = std::env::var(var).ok()?;
+    let points: Vec<String> = uri
+        .split(',')
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .collect();
+    (!points.is_empty()).then_some(points)
+}
+
+/// Whether the tests run against a real cluster (`SCYLLA_URI` is set).
+pub fn external_cluster_configured() -> bool {
+    contact_points_from_env(SCYLLA_URI).is_some()
+}
+
+/// For a test that needs the embedded cluster's control API (stopping or adding nodes,
+/// splitting tablets, injecting faults, counting requests): `true` if it can run, that is,
+/// when `SCYLLA_URI` is not set. When it is set, prints `test <name> ... skipped: <reason>` to
+/// the process's standard error — past the test harness's output capture, so it shows in
+/// `cargo test`'s output — and returns `false`; the test then returns early.
+///
+/// ```
+/// # async fn t() {
+/// if !scylla_cdc_test_utils::embedded_only("stop_node_mid_read", "stops a node") {
+///     return;
+/// }
+/// # }
+/// ```
+pub fn embedded_only(test: &str, needs: &str) -> bool {
+    if !external_cluster_configured() {
+        return true;
+    }
+    use std::io::Write;
+    // `eprintln!` would be captured (and hidden) by the harness for a passing test.
+    let _ = writeln!(
+        std::io::stderr(),
+        "test {test} ... skipped: it {needs}, which needs the embedded cluster (SCYLLA_URI is set)"
+    );
+    false
+}
+
 impl TestCluster {
     /// The cluster of `SCYLLA_URI` if it is set (and not empty), else an embedded cluster
     /// started from `builder`.
     pub async fn start(builder: ClusterBuilder) -> Result<TestCluster, ClusterError> {
-        match std::env::var(SCYLLA_URI) {
-            Ok(uri) if !uri.trim().is_empty() => Ok(TestCluster::External {
-                contact_points: uri
-                    .split(',')
-                    .map(|h| h.trim().to_string())
-                    .filter(|h| !h.is_empty())
-                    .collect(),
-            }),
-            _ => builder
+        Self::start_from_env(SCYLLA_URI, builder).await
+    }
+
+    /// The second cluster of a two-cluster test: the one of `SCYLLA_URI2` if it is set, else
+    /// an embedded cluster started from `builder`.
+    pub async fn start_second(builder: ClusterBuilder) -> Result<TestCluster, ClusterError> {
+        Self::start_from_env(SCYLLA_URI2, builder).await
+    }
+
+    /// The cluster named by environment variable `var` if it is set, else an embedded cluster
+    /// started from `builder`.
+    pub async fn start_from_env(
+        var: &str,
+        builder: ClusterBuilder,
+    ) -> Result<TestCluster, ClusterError> {
+        match contact_points_from_env(var) {
+            Some(contact_points) => Ok(TestCluster::External { contact_points }),
+            None => builder
                 .start()
                 .await
                 .map(|c| TestCluster::Embedded(Box::new(c))),
+        }
+    }
+
+    /// The contact points to give a driver or one of the programs (`host:port` each).
+    pub fn contact_points(&self) -> Vec<String> {
+        match self {
+            TestCluster::Embedded(cluster) => vec![cluster.contact_point().to_string()],
+            TestCluster::External { contact_points } => contact_points.clone(),
         }
     }
 

@@ -51,7 +51,10 @@ pub(crate) mod server;
 pub(crate) mod storage;
 
 pub use cluster::faults::{FaultError, FaultOpcode, FaultReaction, FaultRule};
-pub use helpers::{SCYLLA_URI, TestCluster, setup_tracing, unique_keyspace_name};
+pub use helpers::{
+    SCYLLA_URI, SCYLLA_URI2, TestCluster, embedded_only, external_cluster_configured,
+    setup_tracing, unique_keyspace_name,
+};
 pub use preload::{MAX_PRELOAD_ROWS, Preload, PreloadProgress, PreloadSpecError};
 
 use cluster::{ClusterConfig, ClusterCore, NodeInfo, Topology};
