@@ -1,5 +1,5 @@
 //! The printer's command line: [`Args`] as clap parses it, checked and resolved into a
-//! [`Config`] by [`Args::into_config`] before anything is contacted.
+//! [`PrintConfig`] by [`Args::into_config`] before anything is contacted.
 
 use std::time::Duration;
 

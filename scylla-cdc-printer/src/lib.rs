@@ -3,7 +3,7 @@
 //! The binary (`src/main.rs`) is a thin wrapper around [`run`], which tests call directly:
 //! it parses the arguments ([`args`]), connects, starts one [`scylla_cdc::CDCLogReader`] per
 //! table with a [`Printer`] consumer per stream group, and writes every log row to an
-//! [`Output`] in the chosen [`format`] until the end time, a failure, or a [`cli::Shutdown`].
+//! [`Output`] in the chosen [`mod@format`] until the end time, a failure, or a [`cli::Shutdown`].
 //! With `--demo` it first starts an embedded cluster with a demo table and a writer
 //! ([`demo`], behind the default `demo` feature).
 //!

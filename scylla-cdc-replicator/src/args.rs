@@ -86,7 +86,7 @@ pub struct Args {
           value_parser = parse_positive_seconds)]
     pub sleep_interval: Duration,
     /// Where progress is saved in the source cluster (default:
-    /// <KEYSPACE>.cdc_replicator_checkpoints; created if missing).
+    /// cdc_replicator_checkpoints in the --keyspace keyspace; created if missing).
     #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified_arg, conflicts_with = "no_checkpoints")]
     pub checkpoint_table: Option<QualifiedTable>,
     /// Neither save nor load progress.

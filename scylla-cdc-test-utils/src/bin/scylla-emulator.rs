@@ -12,7 +12,11 @@
 //! - `split-tablets <ks>.<table>`: double a tablet table's tablets (answers `ok <timestamp ms>`);
 //! - `fault <rule>` / `clear-faults`: add a fault-injection rule (see `FaultRule::parse`) or
 //!   remove them all;
-//! - `stats`: print request counts per node and shard.
+//! - `stats`: print request counts per node and shard;
+//! - `cql <statement>`: run one CQL statement through the driver, as a client would (a quick
+//!   way to create tables and write changes without `cqlsh`); rows of a result are printed
+//!   first, one line each (`column = value, ...`, values as CQL literals), then
+//!   `ok <n> rows`.
 //!
 //! Runs until SIGINT or SIGTERM, or until stdin is closed after a `shutdown` command.
 
@@ -21,6 +25,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use num_bigint::BigInt;
+use scylla::client::session::Session;
+use scylla::value::CqlValue;
 use scylla_cdc_test_utils::{EmbeddedCluster, FaultRule, Preload, PreloadProgress};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -150,6 +157,10 @@ async fn main() -> ExitCode {
     };
     println!("ready {}", cluster.contact_point());
 
+    let mut console = Console {
+        cluster: &cluster,
+        session: None,
+    };
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stdin_open = true;
     let mut terminate =
@@ -174,7 +185,7 @@ async fn main() -> ExitCode {
                         println!("ok");
                         break;
                     }
-                    match run_command(&cluster, line).await {
+                    match console.run(line).await {
                         Ok(reply) if reply.is_empty() => println!("ok"),
                         Ok(reply) => println!("ok {reply}"),
                         Err(reason) => println!("error: {reason}"),
@@ -189,54 +200,214 @@ async fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-async fn run_command(cluster: &EmbeddedCluster, line: &str) -> Result<String, String> {
-    let (command, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-    let rest = rest.trim();
-    let node_index = || -> Result<usize, String> {
-        rest.parse::<usize>()
-            .map_err(|_| format!("`{command}` needs a node number, not `{rest}`"))
-    };
-    match command {
-        "stop-node" => cluster
-            .stop_node(node_index()?)
-            .await
-            .map(|()| String::new())
-            .map_err(|e| e.to_string()),
-        "start-node" => cluster
-            .start_node(node_index()?)
-            .await
-            .map(|()| String::new())
-            .map_err(|e| e.to_string()),
-        "add-node" => cluster
-            .add_node()
-            .await
-            .map(|ts| ts.timestamp_millis().to_string())
-            .map_err(|e| e.to_string()),
-        "split-tablets" => {
-            let (ks, table) = rest
-                .split_once('.')
-                .ok_or_else(|| format!("`split-tablets` needs <keyspace>.<table>, not `{rest}`"))?;
-            cluster
-                .split_tablets(ks, table)
+/// The stdin console: runs one command line against the cluster.
+struct Console<'a> {
+    cluster: &'a EmbeddedCluster,
+    /// The driver session of `cql` commands, connected on first use.
+    session: Option<std::sync::Arc<Session>>,
+}
+
+impl Console<'_> {
+    /// Runs one command; `Ok` holds what follows `ok` on the reply line.
+    async fn run(&mut self, line: &str) -> Result<String, String> {
+        let (command, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let rest = rest.trim();
+        let node_index = || -> Result<usize, String> {
+            rest.parse::<usize>()
+                .map_err(|_| format!("`{command}` needs a node number, not `{rest}`"))
+        };
+        match command {
+            "stop-node" => self
+                .cluster
+                .stop_node(node_index()?)
+                .await
+                .map(|()| String::new())
+                .map_err(|e| e.to_string()),
+            "start-node" => self
+                .cluster
+                .start_node(node_index()?)
+                .await
+                .map(|()| String::new())
+                .map_err(|e| e.to_string()),
+            "add-node" => self
+                .cluster
+                .add_node()
                 .await
                 .map(|ts| ts.timestamp_millis().to_string())
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string()),
+            "split-tablets" => {
+                let (ks, table) = rest.split_once('.').ok_or_else(|| {
+                    format!("`split-tablets` needs <keyspace>.<table>, not `{rest}`")
+                })?;
+                self.cluster
+                    .split_tablets(ks, table)
+                    .await
+                    .map(|ts| ts.timestamp_millis().to_string())
+                    .map_err(|e| e.to_string())
+            }
+            "fault" => {
+                let rule = FaultRule::parse(rest)?;
+                self.cluster.add_fault(rule);
+                Ok(String::new())
+            }
+            "clear-faults" => {
+                self.cluster.clear_faults();
+                Ok(String::new())
+            }
+            "stats" => Ok(self
+                .cluster
+                .request_counts()
+                .iter()
+                .map(|((node, shard), n)| format!("{node}/{shard}={n}"))
+                .collect::<Vec<_>>()
+                .join(" ")),
+            "cql" => self.cql(rest).await,
+            _ => Err(format!("unknown command `{command}`")),
         }
-        "fault" => {
-            let rule = FaultRule::parse(rest)?;
-            cluster.add_fault(rule);
-            Ok(String::new())
+    }
+
+    /// Runs a CQL statement through the driver, printing result rows before the reply line.
+    async fn cql(&mut self, statement: &str) -> Result<String, String> {
+        if statement.is_empty() {
+            return Err("`cql` needs a statement".into());
         }
-        "clear-faults" => {
-            cluster.clear_faults();
-            Ok(String::new())
+        let session = match &self.session {
+            Some(session) => session.clone(),
+            None => {
+                let session = self
+                    .cluster
+                    .session()
+                    .await
+                    .map_err(|e| format!("cannot connect: {e}"))?;
+                self.session.insert(session).clone()
+            }
+        };
+        let result = session
+            .query_unpaged(statement, ())
+            .await
+            .map_err(|e| e.to_string())?;
+        if !result.is_rows() {
+            return Ok(String::new());
         }
-        "stats" => Ok(cluster
-            .request_counts()
+        let rows = result.into_rows_result().map_err(|e| e.to_string())?;
+        let names: Vec<String> = rows
+            .column_specs()
             .iter()
-            .map(|((node, shard), n)| format!("{node}/{shard}={n}"))
-            .collect::<Vec<_>>()
-            .join(" ")),
-        _ => Err(format!("unknown command `{command}`")),
+            .map(|c| c.name().to_string())
+            .collect();
+        let mut count = 0usize;
+        for row in rows
+            .rows::<scylla::value::Row>()
+            .map_err(|e| e.to_string())?
+        {
+            let row = row.map_err(|e| e.to_string())?;
+            let cells: Vec<String> = names
+                .iter()
+                .zip(&row.columns)
+                .map(|(name, value)| match value {
+                    Some(v) => format!("{name} = {}", literal(v)),
+                    None => format!("{name} = null"),
+                })
+                .collect();
+            println!("{}", cells.join(", "));
+            count += 1;
+        }
+        Ok(format!("{count} row{}", if count == 1 { "" } else { "s" }))
+    }
+}
+
+/// A value as a CQL literal: the driver's rendering, except that decimals and varints are
+/// written as numbers (the driver writes `blobAsDecimal(0x...)`), also inside collections.
+fn literal(value: &CqlValue) -> String {
+    let join = |items: Vec<String>| items.join(", ");
+    match value {
+        CqlValue::Varint(v) => {
+            BigInt::from_signed_bytes_be(v.as_signed_bytes_be_slice()).to_string()
+        }
+        CqlValue::Decimal(d) => {
+            let (bytes, scale) = d.as_signed_be_bytes_slice_and_exponent();
+            decimal_string(&BigInt::from_signed_bytes_be(bytes), scale)
+        }
+        CqlValue::List(items) => format!("[{}]", join(items.iter().map(literal).collect())),
+        CqlValue::Set(items) => format!("{{{}}}", join(items.iter().map(literal).collect())),
+        CqlValue::Map(entries) => format!(
+            "{{{}}}",
+            join(
+                entries
+                    .iter()
+                    .map(|(k, v)| format!("{}: {}", literal(k), literal(v)))
+                    .collect()
+            )
+        ),
+        CqlValue::Tuple(fields) => format!(
+            "({})",
+            join(
+                fields
+                    .iter()
+                    .map(|f| f.as_ref().map_or("null".into(), literal))
+                    .collect()
+            )
+        ),
+        CqlValue::UserDefinedType { fields, .. } => format!(
+            "{{{}}}",
+            join(
+                fields
+                    .iter()
+                    .map(|(name, f)| format!(
+                        "{name}: {}",
+                        f.as_ref().map_or("null".into(), literal)
+                    ))
+                    .collect()
+            )
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// `unscaled × 10^-scale` in decimal notation (`1250`, scale 2 → `12.50`; scale -2 → `125000`).
+fn decimal_string(unscaled: &BigInt, scale: i32) -> String {
+    let digits = unscaled.magnitude().to_string();
+    let sign = if unscaled.sign() == num_bigint::Sign::Minus {
+        "-"
+    } else {
+        ""
+    };
+    let Ok(scale) = usize::try_from(scale) else {
+        return format!(
+            "{sign}{digits}{}",
+            "0".repeat(scale.unsigned_abs() as usize)
+        );
+    };
+    if scale == 0 {
+        return format!("{sign}{digits}");
+    }
+    let digits = format!("{digits:0>width$}", width = scale + 1);
+    let (int, frac) = digits.split_at(digits.len() - scale);
+    format!("{sign}{int}.{frac}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_are_written_as_numbers() {
+        let d = |n: i64, scale| decimal_string(&BigInt::from(n), scale);
+        assert_eq!(d(1250, 2), "12.50");
+        assert_eq!(d(-5, 3), "-0.005");
+        assert_eq!(d(0, 1), "0.0");
+        assert_eq!(d(42, 0), "42");
+        assert_eq!(d(-125, -2), "-12500");
+    }
+
+    #[test]
+    fn compound_values_nest_literals() {
+        let v = CqlValue::Map(vec![(
+            CqlValue::Text("tea".into()),
+            CqlValue::List(vec![CqlValue::Int(1), CqlValue::Int(2)]),
+        )]);
+        assert_eq!(literal(&v), "{'tea': [1, 2]}");
+        let t = CqlValue::Tuple(vec![Some(CqlValue::Boolean(true)), None]);
+        assert_eq!(literal(&t), "(true, null)");
     }
 }
