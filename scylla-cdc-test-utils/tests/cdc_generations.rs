@@ -298,22 +298,36 @@ fn skipped(test: &str, reason: &str) {
 
 /// A CDC table `t (pk int PRIMARY KEY, v int)` in a new tablet keyspace (replication factor
 /// 1, 4 initial tablets): the keyspace and the times just before and just after the table's
-/// creation. `None` when the cluster refuses CDC on tablets (Scylla before 2025.4): the test
-/// then says it is skipped.
+/// creation. `None` when a real cluster refuses tablets or CDC on them (Scylla before
+/// 2025.4): the test then says it is skipped.
 async fn tablet_cdc_table(
     test: &str,
     cluster: &TestCluster,
     session: &Session,
 ) -> Option<(String, DateTime<Utc>, DateTime<Utc>)> {
     let ks = unique_keyspace_name();
-    run(
-        session,
-        &format!(
-            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
-             'replication_factor': 1}} AND tablets = {{'enabled': true, 'initial': 4}}"
-        ),
-    )
-    .await;
+    let refused = |what: &str, e: ExecutionError| match e {
+        ExecutionError::LastAttemptError(RequestAttemptError::DbError(
+            DbError::Invalid | DbError::ConfigError,
+            msg,
+        )) if cluster.embedded().is_none() && msg.contains("tablets") => {
+            skipped(test, &format!("SCYLLA_URI's cluster refuses {what}: {msg}"));
+        }
+        e => panic!("{what}: {e}"),
+    };
+    if let Err(e) = session
+        .query_unpaged(
+            format!(
+                "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
+                 'replication_factor': 1}} AND tablets = {{'enabled': true, 'initial': 4}}"
+            ),
+            (),
+        )
+        .await
+    {
+        refused("a tablets keyspace (tablets disabled)", e);
+        return None;
+    }
     let (initial,): (Option<i32>,) = session
         .query_unpaged(
             "SELECT initial_tablets FROM system_schema.scylla_keyspaces WHERE keyspace_name = ?",
@@ -341,18 +355,11 @@ async fn tablet_cdc_table(
     let after = Utc::now();
     match created {
         Ok(_) => Some((ks, before, after)),
-        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(
-            DbError::Invalid,
-            msg,
-        ))) if cluster.embedded().is_none() && msg.contains("tablets") => {
-            skipped(
-                test,
-                &format!("SCYLLA_URI's cluster refuses CDC on tablets (before 2025.4): {msg}"),
-            );
+        Err(e) => {
+            refused("CDC on tablets (Scylla before 2025.4)", e);
             run(session, &format!("DROP KEYSPACE {ks}")).await;
             None
         }
-        Err(e) => panic!("CREATE TABLE with CDC in a tablets keyspace: {e}"),
     }
 }
 
