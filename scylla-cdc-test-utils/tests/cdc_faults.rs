@@ -3,6 +3,9 @@
 //! keyspace filters (requests aimed at one node and shard), delays that hold one request
 //! while the connection keeps serving others, and dropped connections the driver recovers
 //! from. Each request is sent once (no retries), to the node and shard chosen by the test.
+//!
+//! Fault injection is the embedded cluster's: with `SCYLLA_URI` set, every test here says it
+//! is skipped.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,8 +19,8 @@ use scylla::policies::retry::FallthroughRetryPolicy;
 use scylla::statement::batch::{Batch, BatchType};
 use scylla::statement::{Consistency, Statement};
 use scylla_cdc_test_utils::{
-    EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule, setup_tracing,
-    unique_keyspace_name,
+    EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule, embedded_only,
+    setup_tracing, unique_keyspace_name,
 };
 
 /// A cluster with a keyspace holding tables `probe` and `other` (`pk int PRIMARY KEY, v int`).
@@ -116,6 +119,12 @@ async fn await_shard_connections(cluster: &EmbeddedCluster, session: &Session, k
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fault_error_reaches_the_driver_with_its_fields() {
+    if !embedded_only(
+        "every_fault_error_reaches_the_driver_with_its_fields",
+        "injects faults",
+    ) {
+        return;
+    }
     let (cluster, session, ks) = setup(1).await;
     let read = || once(format!("SELECT * FROM {ks}.probe WHERE pk = 1"), None);
     let one = Consistency::One;
@@ -193,6 +202,12 @@ async fn every_fault_error_reaches_the_driver_with_its_fields() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_times_limited_rule_matches_exactly_that_many_requests() {
+    if !embedded_only(
+        "a_times_limited_rule_matches_exactly_that_many_requests",
+        "injects faults",
+    ) {
+        return;
+    }
     let (cluster, session, ks) = setup(1).await;
     cluster.add_fault(
         FaultRule::new()
@@ -245,6 +260,12 @@ async fn a_times_limited_rule_matches_exactly_that_many_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_shard_opcode_and_keyspace_filters_select_requests() {
+    if !embedded_only(
+        "node_shard_opcode_and_keyspace_filters_select_requests",
+        "injects faults",
+    ) {
+        return;
+    }
     let (cluster, session, ks) = setup(2).await;
     await_shard_connections(&cluster, &session, &ks).await;
     let nodes = cluster.node_addresses();
@@ -372,6 +393,12 @@ async fn node_shard_opcode_and_keyspace_filters_select_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delay_holds_one_request_while_the_connection_serves_others() {
+    if !embedded_only(
+        "a_delay_holds_one_request_while_the_connection_serves_others",
+        "injects faults",
+    ) {
+        return;
+    }
     let (cluster, session, ks) = setup(1).await;
     await_shard_connections(&cluster, &session, &ks).await;
     let target = Some((cluster.contact_point(), Some(0)));
@@ -419,6 +446,12 @@ async fn a_delay_holds_one_request_while_the_connection_serves_others() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_connection_fails_the_request_and_the_driver_reconnects() {
+    if !embedded_only(
+        "a_dropped_connection_fails_the_request_and_the_driver_reconnects",
+        "injects faults",
+    ) {
+        return;
+    }
     let (cluster, session, ks) = setup(1).await;
     await_shard_connections(&cluster, &session, &ks).await;
     let target = Some((cluster.contact_point(), Some(1)));

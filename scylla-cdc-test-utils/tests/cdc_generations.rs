@@ -2,6 +2,10 @@
 //! generation after the generation delay (writes before its timestamp stay in the old
 //! streams, writes after it use the new ones), and tablet keyspaces have one stream set per
 //! table in `system.cdc_timestamps` / `system.cdc_streams`, renewed by a tablet split.
+//!
+//! A tablet table's first stream set is also checked on the real cluster of `SCYLLA_URI`
+//! when it is set (Scylla 2025.4 or later; an older one refuses CDC on tablets and the test
+//! says it is skipped); adding a node and splitting tablets need the embedded cluster.
 
 use std::num::NonZeroU16;
 use std::time::{Duration, Instant};
@@ -14,7 +18,9 @@ use scylla::routing::partitioner::{Murmur3Partitioner, Partitioner};
 use scylla::routing::{Sharder, Token};
 use scylla::statement::{Consistency, Statement};
 use scylla::value::CqlTimeuuid;
-use scylla_cdc_test_utils::{EmbeddedCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{
+    EmbeddedCluster, TestCluster, embedded_only, setup_tracing, unique_keyspace_name,
+};
 
 /// Runs a statement that must succeed.
 async fn run(session: &Session, cql: &str) {
@@ -119,6 +125,12 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_joining_node_starts_a_new_generation_after_the_delay() {
+    if !embedded_only(
+        "a_joining_node_starts_a_new_generation_after_the_delay",
+        "adds a node",
+    ) {
+        return;
+    }
     setup_tracing();
     let cluster = EmbeddedCluster::builder()
         .generation_delay(Duration::from_secs(2))
@@ -278,20 +290,44 @@ fn tablet_stream(streams: &[Vec<u8>], token: i64) -> &Vec<u8> {
         .expect("the last stream ends at the maximum token")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tablet_tables_have_stream_sets_renewed_by_a_split() {
-    setup_tracing();
-    let cluster = EmbeddedCluster::builder().start().await.expect("cluster");
-    let session = cluster.session().await.expect("session");
+/// Says, past the test harness's output capture, that a test is skipped.
+fn skipped(test: &str, reason: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "test {test} ... skipped: {reason}");
+}
+
+/// A CDC table `t (pk int PRIMARY KEY, v int)` in a new tablet keyspace (replication factor
+/// 1, 4 initial tablets): the keyspace and the times just before and just after the table's
+/// creation. `None` when a real cluster refuses tablets or CDC on them (Scylla before
+/// 2025.4): the test then says it is skipped.
+async fn tablet_cdc_table(
+    test: &str,
+    cluster: &TestCluster,
+    session: &Session,
+) -> Option<(String, DateTime<Utc>, DateTime<Utc>)> {
     let ks = unique_keyspace_name();
-    run(
-        &session,
-        &format!(
-            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
-             'replication_factor': 1}} AND tablets = {{'initial': 4}}"
-        ),
-    )
-    .await;
+    let refused = |what: &str, e: ExecutionError| match e {
+        ExecutionError::LastAttemptError(RequestAttemptError::DbError(
+            DbError::Invalid | DbError::ConfigError,
+            msg,
+        )) if cluster.embedded().is_none() && msg.contains("tablets") => {
+            skipped(test, &format!("SCYLLA_URI's cluster refuses {what}: {msg}"));
+        }
+        e => panic!("{what}: {e}"),
+    };
+    if let Err(e) = session
+        .query_unpaged(
+            format!(
+                "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
+                 'replication_factor': 1}} AND tablets = {{'enabled': true, 'initial': 4}}"
+            ),
+            (),
+        )
+        .await
+    {
+        refused("a tablets keyspace (tablets disabled)", e);
+        return None;
+    }
     let (initial,): (Option<i32>,) = session
         .query_unpaged(
             "SELECT initial_tablets FROM system_schema.scylla_keyspaces WHERE keyspace_name = ?",
@@ -303,48 +339,101 @@ async fn tablet_tables_have_stream_sets_renewed_by_a_split() {
         .expect("rows")
         .single_row()
         .expect("one row");
-    assert_eq!(initial, Some(4), "a tablets keyspace");
-    let created = Utc::now();
-    run(
-        &session,
-        &format!("CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}"),
-    )
-    .await;
+    assert!(initial.is_some(), "a tablets keyspace");
+    if cluster.embedded().is_some() {
+        assert_eq!(initial, Some(4));
+    }
+    let before = Utc::now();
+    let created = session
+        .query_unpaged(
+            format!(
+                "CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}"
+            ),
+            (),
+        )
+        .await;
+    let after = Utc::now();
+    match created {
+        Ok(_) => Some((ks, before, after)),
+        Err(e) => {
+            refused("CDC on tablets (Scylla before 2025.4)", e);
+            run(session, &format!("DROP KEYSPACE {ks}")).await;
+            None
+        }
+    }
+}
 
-    // The first set: dated 5 s before the log's creation, every stream current and opened.
-    let times = rows::<(DateTime<Utc>,)>(
-        &session,
+/// The stream set timestamps of table `t`, newest first.
+async fn stream_set_times(session: &Session, ks: &str) -> Vec<DateTime<Utc>> {
+    rows::<(DateTime<Utc>,)>(
+        session,
         one("SELECT timestamp FROM system.cdc_timestamps WHERE keyspace_name = ? AND table_name = ?"),
-        (&ks, "t"),
+        (ks, "t"),
     )
-    .await;
+    .await
+    .into_iter()
+    .map(|r| r.0)
+    .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tablet_tables_have_one_stream_set_per_table() {
+    const TEST: &str = "tablet_tables_have_one_stream_set_per_table";
+    setup_tracing();
+    let cluster = TestCluster::start(EmbeddedCluster::builder())
+        .await
+        .expect("cluster");
+    let session = cluster.session().await.expect("session");
+    let Some((ks, before, after)) = tablet_cdc_table(TEST, &cluster, &session).await else {
+        cluster.shutdown().await;
+        return;
+    };
+    // The first set is dated 5 s before the log's creation (with a second for the clocks of
+    // a real cluster).
+    let times = stream_set_times(&session, &ks).await;
     assert_eq!(times.len(), 1);
-    let first = times[0].0;
-    let lead = (created - first).num_milliseconds();
+    let first = times[0];
+    let skew = if cluster.embedded().is_some() {
+        chrono::Duration::milliseconds(2)
+    } else {
+        chrono::Duration::seconds(1)
+    };
+    let lead = chrono::Duration::seconds(5);
     assert!(
-        (4_900..=5_500).contains(&lead),
-        "first set {lead} ms before creation"
+        first >= before - lead - skew && first <= after - lead + skew,
+        "first set at {first}, table created between {before} and {after}"
     );
+    // One stream per tablet, at the tablet's last token; a table has a power of two of
+    // equal tablets (the 4 initial ones on the embedded cluster).
     let first_set = current_streams(&session, &ks, first).await;
+    let n = first_set.len() as u64;
+    assert!(n.is_power_of_two(), "{n} tablets");
+    if cluster.embedded().is_some() {
+        assert_eq!(n, 4);
+        assert_eq!(
+            first_set
+                .iter()
+                .map(|s| stream_token(s))
+                .collect::<Vec<_>>(),
+            [
+                -4_611_686_018_427_387_905,
+                -1,
+                4_611_686_018_427_387_903,
+                i64::MAX
+            ]
+        );
+    }
     let tokens: Vec<i64> = first_set.iter().map(|s| stream_token(s)).collect();
     assert_eq!(
         tokens,
-        (0..4).map(|i| tablet_last_token(i, 4)).collect::<Vec<_>>()
-    );
-    assert_eq!(
-        tokens,
-        [
-            -4_611_686_018_427_387_905,
-            -1,
-            4_611_686_018_427_387_903,
-            i64::MAX
-        ]
+        (0..n).map(|i| tablet_last_token(i, n)).collect::<Vec<_>>()
     );
     for s in &first_set {
         assert_eq!(s.len(), 16);
         let low = u64::from_be_bytes(s[8..].try_into().expect("8 bytes"));
         assert_eq!(low & 0x03ff_ffff, 1, "index 0, version 1");
     }
+    // The first timestamp lists every stream as current (0) and opened (2).
     let mut states: Vec<(i8, Vec<u8>)> = stream_rows(&session, &ks)
         .await
         .into_iter()
@@ -387,30 +476,79 @@ async fn tablet_tables_have_stream_sets_renewed_by_a_split() {
         Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(
             DbError::ServerError,
             msg,
-        ))) => assert!(
-            msg.contains("could not find any CDC streams for table"),
-            "{msg}"
-        ),
+        ))) => {
+            if cluster.embedded().is_some() {
+                assert!(
+                    msg.contains("could not find any CDC streams for table"),
+                    "{msg}"
+                );
+            }
+        }
         other => panic!("expected a ServerError, got {other:?}"),
+    }
+    let log: Vec<(Vec<u8>, i32)> = rows(
+        &session,
+        one(&format!(
+            "SELECT \"cdc$stream_id\", pk FROM {ks}.t_scylla_cdc_log"
+        )),
+        (),
+    )
+    .await;
+    assert_eq!(log.len(), N as usize + 1);
+    for (stream, pk) in &log {
+        assert_eq!(stream, tablet_stream(&first_set, token_of(*pk)), "pk {pk}");
+    }
+    run(&session, &format!("DROP KEYSPACE {ks}")).await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tablet_split_renews_the_stream_set() {
+    const TEST: &str = "a_tablet_split_renews_the_stream_set";
+    if !embedded_only(TEST, "splits a table's tablets") {
+        return;
+    }
+    setup_tracing();
+    let cluster = TestCluster::start(EmbeddedCluster::builder())
+        .await
+        .expect("cluster");
+    let embedded = cluster.embedded().expect("the embedded cluster");
+    let session = cluster.session().await.expect("session");
+    let (ks, _, _) = tablet_cdc_table(TEST, &cluster, &session)
+        .await
+        .expect("the embedded cluster has CDC on tablets");
+    let times = stream_set_times(&session, &ks).await;
+    assert_eq!(times.len(), 1);
+    let first = times[0];
+    let first_set = current_streams(&session, &ks, first).await;
+    assert_eq!(first_set.len(), 4);
+    let insert = session
+        .prepare(format!(
+            "INSERT INTO {ks}.t (pk, v) VALUES (?, ?) USING TIMESTAMP ?"
+        ))
+        .await
+        .expect("prepare");
+    const N: i32 = 40;
+    let now_us = Utc::now().timestamp_micros();
+    for pk in 0..N {
+        session
+            .execute_unpaged(&insert, (pk, 0, now_us))
+            .await
+            .expect("write");
     }
 
     // A split: a second set of 8 streams from now + the generation delay.
-    let split = cluster.split_tablets(&ks, "t").await.expect("split");
+    let split = embedded.split_tablets(&ks, "t").await.expect("split");
     let delay = (split - Utc::now()).num_milliseconds();
     assert!(
         (1_000..=2_100).contains(&delay),
         "split takes effect in {delay} ms"
     );
-    let times: Vec<DateTime<Utc>> = rows::<(DateTime<Utc>,)>(
-        &session,
-        one("SELECT timestamp FROM system.cdc_timestamps WHERE keyspace_name = ? AND table_name = ?"),
-        (&ks, "t"),
-    )
-    .await
-    .into_iter()
-    .map(|r| r.0)
-    .collect();
-    assert_eq!(times, vec![split, first], "newest first");
+    assert_eq!(
+        stream_set_times(&session, &ks).await,
+        vec![split, first],
+        "newest first"
+    );
     // The Rust library's lookups of the current and next set.
     let (latest,): (DateTime<Utc>,) = session
         .query_unpaged(
@@ -486,7 +624,7 @@ async fn tablet_tables_have_stream_sets_renewed_by_a_split() {
         (),
     )
     .await;
-    assert_eq!(log.len(), 3 * N as usize + 1);
+    assert_eq!(log.len(), 3 * N as usize);
     for (stream, pk, v) in &log {
         let set = if *v == Some(1) {
             &second_set
@@ -497,7 +635,7 @@ async fn tablet_tables_have_stream_sets_renewed_by_a_split() {
     }
     // Splitting a table of a vnode keyspace is an error.
     assert!(
-        cluster
+        embedded
             .split_tablets("system_distributed", "cdc_generation_timestamps")
             .await
             .is_err()

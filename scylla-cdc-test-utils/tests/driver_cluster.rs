@@ -1,16 +1,25 @@
-//! The real `scylla` driver against the embedded cluster as a *cluster*: token- and
-//! shard-aware routing, a node going down and coming back, events (schema and topology),
-//! schema agreement after ALTER, and PasswordAuthenticator.
+//! The real `scylla` driver against a cluster as a *cluster*: token- and shard-aware
+//! routing, a node going down and coming back, events (schema and topology), schema
+//! agreement after ALTER, and PasswordAuthenticator.
+//!
+//! Schema events and schema agreement run against the real cluster of `SCYLLA_URI` when it
+//! is set; the tests that count requests per shard, stop or add nodes or configure the
+//! cluster's credentials need the embedded cluster and say they are skipped.
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
-use scylla::statement::Consistency;
+use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
+use scylla::policies::retry::FallthroughRetryPolicy;
 use scylla::statement::prepared::PreparedStatement;
-use scylla_cdc_test_utils::{EmbeddedCluster, unique_keyspace_name};
+use scylla::statement::{Consistency, Statement};
+use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, embedded_only, unique_keyspace_name};
 
 /// Polls `condition` every 20 ms until it holds or `timeout` passes.
 async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut condition: F)
@@ -46,6 +55,12 @@ async fn run(session: &Session, cql: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_statements_land_on_the_owner_node_and_shard() {
+    if !embedded_only(
+        "prepared_statements_land_on_the_owner_node_and_shard",
+        "counts the requests each node and shard receives",
+    ) {
+        return;
+    }
     let cluster = EmbeddedCluster::builder()
         .nodes(3)
         .shards_per_node(3)
@@ -116,6 +131,12 @@ async fn prepared_statements_land_on_the_owner_node_and_shard() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_session_keeps_working_while_a_node_is_stopped() {
+    if !embedded_only(
+        "the_session_keeps_working_while_a_node_is_stopped",
+        "stops and restarts a node",
+    ) {
+        return;
+    }
     let cluster = EmbeddedCluster::builder()
         .nodes(3)
         .shards_per_node(2)
@@ -194,28 +215,29 @@ async fn the_session_keeps_working_while_a_node_is_stopped() {
     cluster.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn other_sessions_learn_schema_and_topology_changes_from_events() {
-    let cluster = EmbeddedCluster::builder()
-        .nodes(2)
-        .generation_delay(Duration::from_secs(1))
-        .start()
-        .await
-        .expect("cluster starts");
-    let writer = cluster.session().await.expect("session");
-    // The observer re-reads keyspaces marked by SCHEMA_CHANGE events at its periodic tick;
-    // by default it never re-reads the schema on its own (AffectedKeyspaces mode).
-    let observer = SessionBuilder::new()
-        .known_node(cluster.contact_point().to_string())
+/// A session that re-reads the keyspaces marked by SCHEMA_CHANGE events every 100 ms (by
+/// default it does so every 60 s, and never re-reads the schema on its own otherwise).
+async fn observer(contact_points: Vec<String>) -> Session {
+    SessionBuilder::new()
+        .known_nodes(contact_points)
         .cluster_metadata_refresh_interval(Duration::from_millis(100))
         .build()
         .await
-        .expect("observer session");
+        .expect("observer session")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_sessions_learn_schema_changes_from_events() {
+    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(2))
+        .await
+        .expect("cluster starts");
+    let writer = cluster.session().await.expect("session");
+    let observer = observer(cluster.contact_points()).await;
     let ks = unique_keyspace_name();
     run(
         &writer,
         &format!(
-            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
         ),
     )
     .await;
@@ -236,6 +258,37 @@ async fn other_sessions_learn_schema_and_topology_changes_from_events() {
         },
     )
     .await;
+    run(&writer, &format!("DROP KEYSPACE {ks}")).await;
+    wait_until(
+        Duration::from_secs(10),
+        "the observer sees the keyspace dropped",
+        || async move {
+            observer_ref
+                .get_cluster_state()
+                .get_keyspace(ks_ref)
+                .is_none()
+        },
+    )
+    .await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_sessions_learn_topology_changes_from_events() {
+    if !embedded_only(
+        "other_sessions_learn_topology_changes_from_events",
+        "adds and stops nodes",
+    ) {
+        return;
+    }
+    let cluster = EmbeddedCluster::builder()
+        .nodes(2)
+        .generation_delay(Duration::from_secs(1))
+        .start()
+        .await
+        .expect("cluster starts");
+    let observer = observer(vec![cluster.contact_point().to_string()]).await;
+    let observer_ref = &observer;
     // TOPOLOGY_CHANGE: the new node shows up in the observer's view.
     cluster.add_node().await.expect("add a node");
     wait_until(
@@ -265,9 +318,7 @@ async fn other_sessions_learn_schema_and_topology_changes_from_events() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn alter_table_reaches_schema_agreement_and_the_new_column_works() {
-    let cluster = EmbeddedCluster::builder()
-        .nodes(3)
-        .start()
+    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(3))
         .await
         .expect("cluster starts");
     let session = cluster.session().await.expect("session");
@@ -275,7 +326,7 @@ async fn alter_table_reaches_schema_agreement_and_the_new_column_works() {
     run(
         &session,
         &format!(
-            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
         ),
     )
     .await;
@@ -288,22 +339,27 @@ async fn alter_table_reaches_schema_agreement_and_the_new_column_works() {
     run(&session, &format!("ALTER TABLE {ks}.t ADD b text")).await;
     let after = session.await_schema_agreement().await.expect("agreement");
     assert_ne!(before, after, "DDL changes the schema version");
-    // Every node reports that version.
-    for addr in cluster.node_addresses() {
-        let one_node = SessionBuilder::new()
-            .known_node(addr.to_string())
-            .build()
-            .await
-            .expect("session to one node");
-        let (v,): (uuid::Uuid,) = one_node
-            .query_unpaged(
-                "SELECT schema_version FROM system.local WHERE key='local'",
-                (),
-            )
+    // Every node reports that version (each asked on its own: system.local is node-local).
+    let nodes = session.get_cluster_state().get_nodes_info().to_vec();
+    if let Some(embedded) = cluster.embedded() {
+        assert_eq!(nodes.len(), embedded.node_addresses().len());
+    }
+    for node in nodes {
+        let mut q = Statement::new("SELECT schema_version FROM system.local WHERE key='local'");
+        let profile = ExecutionProfile::builder()
+            .load_balancing_policy(SingleTargetLoadBalancingPolicy::new(
+                NodeIdentifier::Node(node.clone()),
+                None,
+            ))
+            .retry_policy(Arc::new(FallthroughRetryPolicy))
+            .build();
+        q.set_execution_profile_handle(Some(profile.into_handle()));
+        let (v,): (uuid::Uuid,) = session
+            .query_unpaged(q, ())
             .await
             .map(single::<(uuid::Uuid,)>)
             .expect("schema_version");
-        assert_eq!(v, after, "node {addr}");
+        assert_eq!(v, after, "node {}", node.address);
     }
     // The column is in the driver's metadata right away and usable.
     let state = session.get_cluster_state();
@@ -320,18 +376,30 @@ async fn alter_table_reaches_schema_agreement_and_the_new_column_works() {
         .map(single::<(String,)>)
         .expect("select b");
     assert_eq!(b, "three");
-    // Dropping it makes its values disappear; re-adding it does not bring them back.
+    // Once dropped, the column is unknown.
     run(&session, &format!("ALTER TABLE {ks}.t DROP b")).await;
-    let err = session
+    match session
         .query_unpaged(format!("SELECT b FROM {ks}.t"), ())
         .await
-        .expect_err("b is gone");
-    assert!(err.to_string().contains("b"), "{err}");
+    {
+        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(
+            DbError::Invalid,
+            msg,
+        ))) => assert!(msg.contains('b'), "{msg}"),
+        other => panic!("expected Invalid for the dropped column, got {other:?}"),
+    }
+    run(&session, &format!("DROP KEYSPACE {ks}")).await;
     cluster.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn password_authentication() {
+    if !embedded_only(
+        "password_authentication",
+        "configures the cluster's credentials",
+    ) {
+        return;
+    }
     let cluster = EmbeddedCluster::builder()
         .credentials("cassandra", "s3cret")
         .start()

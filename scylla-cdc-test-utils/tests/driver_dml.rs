@@ -1,35 +1,57 @@
-//! The real `scylla` driver against the embedded cluster: writes and reads of every CQL type
-//! (prepared and unprepared), paging, batches, LWT, TTL, last-write-wins, deletes and the
-//! errors the driver sees.
+//! The real `scylla` driver against a cluster: writes and reads of every CQL type (prepared
+//! and unprepared), paging, batches, LWT, TTL, last-write-wins, deletes and the errors the
+//! driver sees.
+//!
+//! Every test runs against the embedded cluster, or against the real cluster of `SCYLLA_URI`
+//! when it is set (each in a keyspace of its own, dropped at the end).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::TryStreamExt;
 use scylla::client::session::Session;
-use scylla::client::session_builder::SessionBuilder;
+use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use scylla::statement::batch::{Batch, BatchType};
 use scylla::value::{CqlTimeuuid, CqlValue, Row};
-use scylla_cdc_test_utils::EmbeddedCluster;
+use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, unique_keyspace_name};
 
-/// A cluster of `nodes` nodes and a session with keyspace `ks` created and in use.
-async fn setup(nodes: usize) -> (EmbeddedCluster, Session) {
-    let cluster = EmbeddedCluster::builder()
-        .nodes(nodes)
-        .start()
+/// A test's cluster, a session to it and the keyspace the session uses.
+struct Setup {
+    cluster: TestCluster,
+    session: std::sync::Arc<Session>,
+    ks: String,
+}
+
+/// The cluster (an embedded one of `nodes` nodes, or the one of `SCYLLA_URI`) and a session
+/// using a new keyspace of replication factor 1.
+async fn setup(nodes: usize) -> Setup {
+    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(nodes))
         .await
         .expect("cluster starts");
-    let session = SessionBuilder::new()
-        .known_node(cluster.contact_point().to_string())
-        .build()
-        .await
-        .expect("session builds");
+    let session = cluster.session().await.expect("session builds");
+    let ks = unique_keyspace_name();
+    // A vnode keyspace: LWT on tablet tables is not available in every Scylla release.
     run(
         &session,
-        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        &format!(
+            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
+             'replication_factor': 1}} AND tablets = {{'enabled': false}}"
+        ),
     )
     .await;
-    session.use_keyspace("ks", false).await.expect("USE ks");
-    (cluster, session)
+    session.use_keyspace(&ks, false).await.expect("USE ks");
+    Setup {
+        cluster,
+        session,
+        ks,
+    }
+}
+
+impl Setup {
+    /// Drops the keyspace and stops an embedded cluster.
+    async fn teardown(self) {
+        run(&self.session, &format!("DROP KEYSPACE {}", self.ks)).await;
+        self.cluster.shutdown().await;
+    }
 }
 
 /// Runs a statement that must succeed.
@@ -54,12 +76,21 @@ async fn rows(session: &Session, cql: &str) -> Vec<Row> {
         .expect("rows decode")
 }
 
+/// The server error (kind and message) of a statement that must fail.
+async fn db_error(session: &Session, cql: &str) -> (DbError, String) {
+    match session.query_unpaged(cql, ()).await {
+        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(e, msg))) => (e, msg),
+        other => panic!("{cql}: expected a server error, got {other:?}"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_and_unprepared_round_trips_of_every_type() {
-    let (cluster, session) = setup(1).await;
-    run(&session, "CREATE TYPE ut (a int, b text)").await;
+    let setup = setup(1).await;
+    let session = &setup.session;
+    run(session, "CREATE TYPE ut (a int, b text)").await;
     run(
-        &session,
+        session,
         "CREATE TABLE t (pk int PRIMARY KEY, a ascii, b bigint, bl blob, bo boolean, d date, \
          de decimal, db double, du duration, f float, i inet, s smallint, tx text, ti time, \
          ts timestamp, tu timeuuid, tn tinyint, u uuid, vi varint, l list<int>, st set<text>, \
@@ -68,14 +99,14 @@ async fn prepared_and_unprepared_round_trips_of_every_type() {
     )
     .await;
     run(
-        &session,
+        session,
         "INSERT INTO t (pk, a, b, bl, bo, d, de, db, du, f, i, s, tx, ti, ts, tu, tn, u, vi, l, st, m, fm, tup, fu, nu) \
          VALUES (1, 'a', 2, 0x03, true, '2024-01-02', 1.5, 2.5, 1d, 3.5, '127.0.0.1', 4, 'text', '01:02:03', \
          '2024-01-02 03:04:05+0000', now(), 5, uuid(), 123456789012345678901234567890, [1, 2], {'x'}, \
          {'k': 1}, {1: ['a']}, (1, 'b'), {a: 1, b: 'c'}, {a: 2})",
     )
     .await;
-    let first = rows(&session, "SELECT * FROM t WHERE pk = 1").await;
+    let first = rows(session, "SELECT * FROM t WHERE pk = 1").await;
     assert_eq!(first.len(), 1);
     let row = &first[0];
     assert!(row.columns.iter().all(Option::is_some), "{row:?}");
@@ -104,7 +135,7 @@ async fn prepared_and_unprepared_round_trips_of_every_type() {
         .execute_unpaged(&insert, values)
         .await
         .expect("execute");
-    let second = rows(&session, "SELECT * FROM t WHERE pk = 2").await;
+    let second = rows(session, "SELECT * FROM t WHERE pk = 2").await;
     assert_eq!(second[0].columns[1..], row.columns[1..]);
     // Typed reads.
     let (tu, l): (CqlTimeuuid, Vec<i32>) = session
@@ -135,14 +166,15 @@ async fn prepared_and_unprepared_round_trips_of_every_type() {
         .single_row()
         .unwrap();
     assert_eq!((tx, b), (None, Some(7)));
-    cluster.shutdown().await;
+    setup.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paging_over_ten_thousand_rows() {
-    let (cluster, session) = setup(3).await;
+    let setup = setup(3).await;
+    let session = &setup.session;
     run(
-        &session,
+        session,
         "CREATE TABLE p (pk int, ck int, v int, PRIMARY KEY (pk, ck))",
     )
     .await;
@@ -172,14 +204,15 @@ async fn paging_over_ten_thousand_rows() {
     seen.sort_unstable();
     seen.dedup();
     assert_eq!(seen.len(), 10_000);
-    cluster.shutdown().await;
+    setup.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_lwt_ttl_timestamps_and_deletes() {
-    let (cluster, session) = setup(1).await;
+    let setup = setup(1).await;
+    let session = &setup.session;
     run(
-        &session,
+        session,
         "CREATE TABLE t (pk int, ck int, v int, PRIMARY KEY (pk, ck))",
     )
     .await;
@@ -192,18 +225,15 @@ async fn batches_lwt_ttl_timestamps_and_deletes() {
     batch.append_statement("INSERT INTO t (pk, ck, v) VALUES (1, 1, 1)");
     batch.append_statement(prepared.clone());
     session.batch(&batch, ((), (1, 2, 2))).await.expect("batch");
-    assert_eq!(
-        rows(&session, "SELECT * FROM t WHERE pk = 1").await.len(),
-        2
-    );
+    assert_eq!(rows(session, "SELECT * FROM t WHERE pk = 1").await.len(), 2);
     // Last write wins.
     run(
-        &session,
+        session,
         "INSERT INTO t (pk, ck, v) VALUES (2, 1, 10) USING TIMESTAMP 1000",
     )
     .await;
     run(
-        &session,
+        session,
         "INSERT INTO t (pk, ck, v) VALUES (2, 1, 5) USING TIMESTAMP 999",
     )
     .await;
@@ -218,64 +248,64 @@ async fn batches_lwt_ttl_timestamps_and_deletes() {
     assert_eq!(v, 10);
     // LWT.
     let lwt = rows(
-        &session,
+        session,
         "INSERT INTO t (pk, ck, v) VALUES (3, 1, 1) IF NOT EXISTS",
     )
     .await;
     assert_eq!(lwt[0].columns[0], Some(CqlValue::Boolean(true)));
     let lwt = rows(
-        &session,
+        session,
         "INSERT INTO t (pk, ck, v) VALUES (3, 1, 2) IF NOT EXISTS",
     )
     .await;
     assert_eq!(lwt[0].columns[0], Some(CqlValue::Boolean(false)));
     // TTL.
     run(
-        &session,
+        session,
         "INSERT INTO t (pk, ck, v) VALUES (4, 1, 1) USING TTL 1",
     )
     .await;
-    assert_eq!(
-        rows(&session, "SELECT * FROM t WHERE pk = 4").await.len(),
-        1
-    );
-    tokio::time::sleep(Duration::from_millis(2100)).await;
-    assert!(
-        rows(&session, "SELECT * FROM t WHERE pk = 4")
-            .await
-            .is_empty()
-    );
-    // Deletes.
-    run(&session, "DELETE FROM t WHERE pk = 1 AND ck > 1").await;
-    assert_eq!(
-        rows(&session, "SELECT * FROM t WHERE pk = 1").await.len(),
-        1
-    );
-    run(&session, "DELETE FROM t WHERE pk = 1").await;
-    assert!(
-        rows(&session, "SELECT * FROM t WHERE pk = 1")
-            .await
-            .is_empty()
-    );
-    // Errors reach the driver with their codes.
-    let e = session
-        .query_unpaged("SELECT nope FROM t", ())
+    assert_eq!(rows(session, "SELECT * FROM t WHERE pk = 4").await.len(), 1);
+    // Scylla counts TTLs in whole seconds: the row expires one to two seconds after the write.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !rows(session, "SELECT * FROM t WHERE pk = 4")
         .await
-        .unwrap_err();
-    assert!(e.to_string().contains("Undefined column name nope"), "{e}");
-    let e = session.query_unpaged("SELEKT", ()).await.unwrap_err();
-    assert!(e.to_string().to_lowercase().contains("syntax"), "{e}");
-    cluster.shutdown().await;
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "the TTL 1 row did not expire");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Deletes.
+    run(session, "DELETE FROM t WHERE pk = 1 AND ck > 1").await;
+    assert_eq!(rows(session, "SELECT * FROM t WHERE pk = 1").await.len(), 1);
+    run(session, "DELETE FROM t WHERE pk = 1").await;
+    assert!(
+        rows(session, "SELECT * FROM t WHERE pk = 1")
+            .await
+            .is_empty()
+    );
+    // Errors reach the driver with their codes (the message texts are Scylla's own; the
+    // embedded cluster's are checked where it runs).
+    let (e, msg) = db_error(session, "SELECT nope FROM t").await;
+    assert_eq!(e, DbError::Invalid, "{msg}");
+    assert!(msg.contains("nope"), "{msg}");
+    if setup.cluster.embedded().is_some() {
+        assert!(msg.contains("Undefined column name nope"), "{msg}");
+    }
+    let (e, msg) = db_error(session, "SELEKT").await;
+    assert_eq!(e, DbError::SyntaxError, "{msg}");
+    setup.teardown().await;
 }
 
 /// Literals of every type are stored as the values they denote (not only consistently).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn literals_read_back_as_the_values_they_denote() {
     use scylla::value::{CqlDate, CqlDecimal, CqlDuration, CqlTime, CqlTimestamp, CqlVarint};
-    let (cluster, session) = setup(1).await;
-    run(&session, "CREATE TYPE ut (a int, b text)").await;
+    let setup = setup(1).await;
+    let session = &setup.session;
+    run(session, "CREATE TYPE ut (a int, b text)").await;
     run(
-        &session,
+        session,
         "CREATE TABLE lit (pk int PRIMARY KEY, a ascii, b bigint, bl blob, bo boolean, d date, \
          de decimal, db double, du duration, f float, i inet, s smallint, ti time, ts timestamp, \
          tn tinyint, u uuid, vi varint, st set<text>, m map<text, int>, \
@@ -283,7 +313,7 @@ async fn literals_read_back_as_the_values_they_denote() {
     )
     .await;
     run(
-        &session,
+        session,
         "INSERT INTO lit (pk, a, b, bl, bo, d, de, db, du, f, i, s, ti, ts, tn, u, vi, st, m, fm, tup, nu) \
          VALUES (1, 'a', -2, 0x0aff, true, '2024-01-02', -1.50, 2.5, 1mo2d3h, 3.5, '::1', 4, \
          '01:02:03.000000004', '2024-01-02 03:04:05.678+0000', -5, 123e4567-e89b-12d3-a456-426614174000, \
@@ -292,7 +322,7 @@ async fn literals_read_back_as_the_values_they_denote() {
     )
     .await;
     let r = rows(
-        &session,
+        session,
         "SELECT a, b, bl, bo, d, de, db, du, f, i, s, ti, ts, tn, u, vi, st, m, fm, tup, nu FROM lit WHERE pk = 1",
     )
     .await;
@@ -379,5 +409,5 @@ async fn literals_read_back_as_the_values_they_denote() {
         }
         other => panic!("nu is not a UDT: {other:?}"),
     }
-    cluster.shutdown().await;
+    setup.teardown().await;
 }

@@ -1,11 +1,14 @@
 //! Bad input on the wire, sent with a raw socket (no driver): every malformed frame,
 //! unknown opcode, oversized length, invalid UTF-8, wrong value type and syntax error gets the
 //! right ERROR frame, and the connection stays usable where the protocol allows it.
+//!
+//! The tests talk to the cluster's first contact point, so they also run against the real
+//! cluster of `SCYLLA_URI`, except the one checking framing rules on which the embedded
+//! server is stricter than Scylla.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use scylla_cdc_test_utils::EmbeddedCluster;
+use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, embedded_only, unique_keyspace_name};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -50,7 +53,7 @@ struct Raw {
 }
 
 impl Raw {
-    async fn connect(addr: SocketAddr) -> Raw {
+    async fn connect(addr: &str) -> Raw {
         Raw {
             socket: TcpStream::connect(addr).await.expect("connect"),
         }
@@ -114,7 +117,7 @@ impl Raw {
     }
 
     /// A connection after STARTUP.
-    async fn ready(addr: SocketAddr) -> Raw {
+    async fn ready(addr: &str) -> Raw {
         let mut raw = Raw::connect(addr).await;
         raw.startup().await;
         raw
@@ -141,17 +144,19 @@ fn simple_query(text: &str) -> Vec<u8> {
     query_body(text.as_bytes(), 0, &[])
 }
 
-async fn cluster() -> EmbeddedCluster {
-    EmbeddedCluster::builder()
-        .start()
+/// The cluster (an embedded one, or the one of `SCYLLA_URI`) and its first contact point.
+async fn cluster() -> (TestCluster, String) {
+    let cluster = TestCluster::start(EmbeddedCluster::builder())
         .await
-        .expect("cluster starts")
+        .expect("cluster starts");
+    let contact_point = cluster.contact_points().swap_remove(0);
+    (cluster, contact_point)
 }
 
 #[tokio::test]
 async fn options_are_answered_before_and_after_startup() {
-    let cluster = cluster().await;
-    let mut raw = Raw::connect(cluster.contact_point()).await;
+    let (cluster, contact_point) = cluster().await;
+    let mut raw = Raw::connect(&contact_point).await;
     let f = raw.request(3, OPTIONS, &[]).await;
     assert_eq!(f.opcode, SUPPORTED);
     let text = String::from_utf8_lossy(&f.body);
@@ -170,8 +175,8 @@ async fn options_are_answered_before_and_after_startup() {
 
 #[tokio::test]
 async fn requests_before_startup_are_protocol_errors() {
-    let cluster = cluster().await;
-    let mut raw = Raw::connect(cluster.contact_point()).await;
+    let (cluster, contact_point) = cluster().await;
+    let mut raw = Raw::connect(&contact_point).await;
     let (code, message) = raw
         .request(5, QUERY, &simple_query("SELECT * FROM system.local"))
         .await
@@ -188,8 +193,8 @@ async fn requests_before_startup_are_protocol_errors() {
 
 #[tokio::test]
 async fn malformed_requests_get_errors_and_the_connection_survives() {
-    let cluster = cluster().await;
-    let mut raw = Raw::ready(cluster.contact_point()).await;
+    let (cluster, contact_point) = cluster().await;
+    let mut raw = Raw::ready(&contact_point).await;
 
     // Unknown opcode.
     let (code, _) = raw.request(10, 0x55, b"whatever").await.error();
@@ -213,6 +218,27 @@ async fn malformed_requests_get_errors_and_the_connection_survives() {
         .await
         .error();
     assert_eq!(code, 0x000A);
+    raw.still_usable().await;
+    cluster.shutdown().await;
+}
+
+/// Framing rules on which the embedded server is stricter than Scylla: it answers unknown
+/// query flags, trailing bytes after a complete body and a compressed frame on a connection
+/// without compression with a protocol error on the request's stream and keeps the
+/// connection; a body over its 256 MiB limit gets a protocol error before the connection
+/// closes. (Scylla answers unknown flags with a server error, ignores trailing bytes, answers
+/// an unnegotiated compressed frame on stream 0 and closes, and answers an oversized body —
+/// over a tenth of its memory — with Invalid before closing.)
+#[tokio::test]
+async fn the_embedded_server_rejects_loose_framing_with_protocol_errors() {
+    if !embedded_only(
+        "the_embedded_server_rejects_loose_framing_with_protocol_errors",
+        "checks framing rules on which the embedded server is stricter than Scylla",
+    ) {
+        return;
+    }
+    let (cluster, contact_point) = cluster().await;
+    let mut raw = Raw::ready(&contact_point).await;
 
     // Unknown query flags.
     let (code, _) = raw
@@ -244,13 +270,25 @@ async fn malformed_requests_get_errors_and_the_connection_survives() {
     assert_eq!(f.stream, 16);
     assert_eq!(f.error().0, 0x000A);
     raw.still_usable().await;
+
+    // A body length over the 256 MiB limit.
+    let mut header = vec![0x04, 0, 0, 8, QUERY];
+    header.extend_from_slice(&(300u32 * 1024 * 1024).to_be_bytes());
+    raw.send_bytes(&header).await;
+    let f = raw.recv().await.expect("an error first");
+    assert_eq!(f.error().0, 0x000A);
+    assert!(raw.recv().await.is_none(), "then the connection closes");
+
+    // The node keeps serving other connections.
+    let mut raw = Raw::ready(&contact_point).await;
+    raw.still_usable().await;
     cluster.shutdown().await;
 }
 
 #[tokio::test]
 async fn cql_errors_have_their_codes() {
-    let cluster = cluster().await;
-    let mut raw = Raw::ready(cluster.contact_point()).await;
+    let (cluster, contact_point) = cluster().await;
+    let mut raw = Raw::ready(&contact_point).await;
     let (code, message) = raw
         .request(20, QUERY, &simple_query("SELEC * FROM t"))
         .await
@@ -261,18 +299,22 @@ async fn cql_errors_have_their_codes() {
         .await
         .error();
     assert_eq!(code, 0x2200, "{message}");
+    let ks = unique_keyspace_name();
     for ddl in [
-        "CREATE KEYSPACE p WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-        "CREATE TABLE p.t (pk int PRIMARY KEY, v text)",
+        format!(
+            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
+             'replication_factor': 1}}"
+        ),
+        format!("CREATE TABLE {ks}.t (pk int PRIMARY KEY, v text)"),
     ] {
-        let f = raw.request(22, QUERY, &simple_query(ddl)).await;
+        let f = raw.request(22, QUERY, &simple_query(&ddl)).await;
         assert_eq!(f.result_kind(), 5, "{ddl}: SchemaChange");
     }
     let (code, message) = raw
         .request(
             23,
             QUERY,
-            &simple_query("CREATE TABLE p.t (pk int PRIMARY KEY)"),
+            &simple_query(&format!("CREATE TABLE {ks}.t (pk int PRIMARY KEY)")),
         )
         .await
         .error();
@@ -280,7 +322,8 @@ async fn cql_errors_have_their_codes() {
 
     // Prepare, then bind a 3-byte value to an int and invalid UTF-8 to a text column.
     let mut prepare = Vec::new();
-    let text = b"INSERT INTO p.t (pk, v) VALUES (?, ?)";
+    let text = format!("INSERT INTO {ks}.t (pk, v) VALUES (?, ?)");
+    let text = text.as_bytes();
     prepare.extend_from_slice(&(text.len() as i32).to_be_bytes());
     prepare.extend_from_slice(text);
     let f = raw.request(24, PREPARE, &prepare).await;
@@ -332,13 +375,17 @@ async fn cql_errors_have_their_codes() {
     assert_eq!(&f.body[at..at + 2], &4u16.to_be_bytes());
     assert_eq!(&f.body[at + 2..at + 6], &[9, 9, 9, 9]);
     raw.still_usable().await;
+    let f = raw
+        .request(30, QUERY, &simple_query(&format!("DROP KEYSPACE {ks}")))
+        .await;
+    assert_eq!(f.result_kind(), 5, "DROP KEYSPACE: SchemaChange");
     cluster.shutdown().await;
 }
 
 #[tokio::test]
 async fn many_requests_in_flight_are_answered_on_their_streams() {
-    let cluster = cluster().await;
-    let mut raw = Raw::ready(cluster.contact_point()).await;
+    let (cluster, contact_point) = cluster().await;
+    let mut raw = Raw::ready(&contact_point).await;
     let mut burst = Vec::new();
     for stream in 100..300i16 {
         let q = if stream % 3 == 0 {
@@ -362,9 +409,9 @@ async fn many_requests_in_flight_are_answered_on_their_streams() {
 
 #[tokio::test]
 async fn fatal_framing_errors_answer_then_close() {
-    let cluster = cluster().await;
+    let (cluster, contact_point) = cluster().await;
     // A protocol version the server does not speak.
-    let mut raw = Raw::connect(cluster.contact_point()).await;
+    let mut raw = Raw::connect(&contact_point).await;
     raw.send_bytes(&Raw::frame(0x05, 0, 7, OPTIONS, &[])).await;
     let f = raw.recv().await.expect("an error first");
     let (code, message) = f.error();
@@ -372,24 +419,15 @@ async fn fatal_framing_errors_answer_then_close() {
     assert!(message.contains("protocol version"), "{message}");
     assert!(raw.recv().await.is_none(), "then the connection closes");
 
-    // A body length over the 256 MiB limit.
-    let mut raw = Raw::ready(cluster.contact_point()).await;
-    let mut header = vec![0x04, 0, 0, 8, QUERY];
-    header.extend_from_slice(&(300u32 * 1024 * 1024).to_be_bytes());
-    raw.send_bytes(&header).await;
-    let f = raw.recv().await.expect("an error first");
-    assert_eq!(f.error().0, 0x000A);
-    assert!(raw.recv().await.is_none(), "then the connection closes");
-
     // Garbage instead of a header.
-    let mut raw = Raw::connect(cluster.contact_point()).await;
+    let mut raw = Raw::connect(&contact_point).await;
     raw.send_bytes(&[0xff; 64]).await;
     let f = raw.recv().await.expect("an error first");
     assert_eq!(f.error().0, 0x000A);
     assert!(raw.recv().await.is_none(), "then the connection closes");
 
     // The node keeps serving other connections.
-    let mut raw = Raw::ready(cluster.contact_point()).await;
+    let mut raw = Raw::ready(&contact_point).await;
     raw.still_usable().await;
     cluster.shutdown().await;
 }
