@@ -1,7 +1,7 @@
 //! The documentation's code is the code CI builds and tests: every Rust block of
-//! `docs/tutorial.md` is a verbatim part of the tutorial's example program
-//! (`scylla-cdc/examples/tutorial/`, compiled and tested by `cargo test`), in order, and
-//! together the blocks of each file are the whole file.
+//! `docs/tutorial.md` and of `README.md` is a verbatim part of an example program (compiled
+//! by `cargo build --examples`; the tutorial's is also tested by `cargo test`), in order, and
+//! together the blocks shown for a file are the whole file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,33 +46,53 @@ fn rust_blocks(markdown: &str) -> Vec<(Option<String>, String)> {
     blocks
 }
 
-#[test]
-fn the_tutorials_code_blocks_are_the_example_program() {
-    let tutorial = std::fs::read_to_string(root().join("docs/tutorial.md")).expect("tutorial");
-    let example = root().join("scylla-cdc/examples/tutorial");
+/// Checks that the Rust blocks of `markdown` (a file of the workspace) are, file by file, the
+/// files they name; `path_of` maps the name in the `<!-- ... -->` line to the file's path.
+/// Returns the names of the files shown.
+fn check_blocks(markdown: &str, path_of: impl Fn(&str) -> PathBuf) -> Vec<String> {
+    let text = std::fs::read_to_string(root().join(markdown)).expect("markdown file");
     let mut files: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (file, body) in rust_blocks(&tutorial) {
+    for (file, body) in rust_blocks(&text) {
         let file = file.unwrap_or_else(|| {
-            panic!("a rust block without a `<!-- src/<file>.rs -->` line before it:\n{body}")
+            panic!("{markdown}: a rust block without a `<!-- <file> -->` line before it:\n{body}")
         });
         files.entry(file).or_default().push(body);
     }
-    assert_eq!(
-        files.keys().collect::<Vec<_>>(),
-        ["src/history.rs", "src/main.rs"],
-        "the tutorial shows these files"
-    );
     for (file, blocks) in &files {
-        let name = file.strip_prefix("src/").expect("src/ file");
-        let path = example.join(name);
-        let actual = std::fs::read_to_string(&path).expect("example file");
+        let path = path_of(file);
+        let actual = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{markdown} shows {file}: {}: {e}", path.display()));
         let shown = blocks.join("\n");
         assert!(
             shown == actual,
-            "the blocks of {file} in docs/tutorial.md differ from {}:\n--- shown\n{shown}\n--- file\n{actual}",
+            "the blocks of {file} in {markdown} differ from {}:\n--- shown\n{shown}\n--- file\n{actual}",
             path.display()
         );
     }
+    files.into_keys().collect()
+}
+
+#[test]
+fn the_tutorials_code_blocks_are_the_example_program() {
+    let shown = check_blocks("docs/tutorial.md", |file| {
+        let name = file
+            .strip_prefix("src/")
+            .expect("a src/ file of the tutorial's project");
+        root().join("scylla-cdc/examples/tutorial").join(name)
+    });
+    assert_eq!(shown, ["src/history.rs", "src/main.rs"]);
+}
+
+#[test]
+fn the_readmes_code_blocks_are_example_programs() {
+    let shown = check_blocks("README.md", |file| root().join(file));
+    assert_eq!(
+        shown,
+        [
+            "scylla-cdc-test-utils/examples/embedded.rs",
+            "scylla-cdc/examples/first_consumer.rs"
+        ]
+    );
 }
 
 #[test]
