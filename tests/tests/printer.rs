@@ -279,9 +279,11 @@ async fn stops_cleanly_on_request() -> anyhow::Result<()> {
     let c = cluster(1).await?;
     let s = c.session().await?;
     let (ks, _) = scripted(&s).await?;
+    // One contact point (`--hostname`): the driver finds the other nodes.
+    let first = c.contact_points().swap_remove(0);
     let args: Vec<String> = [
-        "--hosts",
-        &hosts(&c),
+        "--hostname",
+        &first,
         "-k",
         &ks,
         "-t",
