@@ -1,6 +1,7 @@
 //! Misconfiguration and missing tables are typed errors of `build()`.
 //!
-//! Runs against the embedded cluster.
+//! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
+//! set.
 
 mod common;
 
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::Collected;
+use common::{Collected, create_cdc_keyspace, drop_keyspace};
 use scylla_cdc::{CDCError, CDCLogReaderBuilder};
 use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
 
@@ -18,14 +19,7 @@ async fn build_reports_typed_errors() -> anyhow::Result<()> {
     let cluster = TestCluster::start(EmbeddedCluster::builder()).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
-    session
-        .query_unpaged(
-            format!(
-                "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
-            ),
-            (),
-        )
-        .await?;
+    create_cdc_keyspace(&session, &ks, 1).await?;
     session
         .query_unpaged(
             format!("CREATE TABLE {ks}.plain (pk int PRIMARY KEY, v int)"),
@@ -46,15 +40,17 @@ async fn build_reports_typed_errors() -> anyhow::Result<()> {
             .consumer_factory(Arc::new(Collected::default()))
     };
 
+    // A name no other test uses: a real cluster is shared.
+    let missing = format!("{ks}_missing");
     let err = base()
-        .keyspace("nope")
+        .keyspace(&missing)
         .table_name("t")
         .build()
         .await
         .err()
         .unwrap();
     assert!(
-        matches!(err, CDCError::KeyspaceNotFound(ref k) if k == "nope"),
+        matches!(err, CDCError::KeyspaceNotFound(ref k) if *k == missing),
         "{err}"
     );
 
@@ -115,6 +111,7 @@ async fn build_reports_typed_errors() -> anyhow::Result<()> {
     let (mut reader, handle) = base().keyspace(&ks).table_name("t").build().await?;
     reader.stop();
     handle.await?;
+    drop_keyspace(&session, &ks).await?;
     cluster.shutdown().await;
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! Stop and restart with checkpoints: nothing is lost, and only rows after the last
 //! checkpoint are delivered twice — also when the reader is dropped without `stop()`.
 //!
-//! Runs against the embedded cluster.
+//! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
+//! set.
 
 mod common;
 
@@ -10,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{Collected, Workload, create_workload_table, fast, wait_for};
+use common::{
+    Collected, Workload, create_cdc_keyspace, create_workload_table, drop_keyspace, fast, wait_for,
+};
 use scylla_cdc::{CDCCheckpointSaver, CDCLogReaderBuilder, TableBackedCheckpointSaver};
 use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
 
@@ -19,14 +22,7 @@ async fn restart_loses_nothing(abrupt: bool) -> anyhow::Result<()> {
     let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
-    session
-        .query_unpaged(
-            format!(
-                "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
-            ),
-            (),
-        )
-        .await?;
+    create_cdc_keyspace(&session, &ks, 1).await?;
     create_workload_table(&session, &ks, "t").await?;
     let saver = || async {
         TableBackedCheckpointSaver::new(session.clone(), &ks, "cdc_checkpoints", &ks, "t").await
@@ -53,14 +49,13 @@ async fn restart_loses_nothing(abrupt: bool) -> anyhow::Result<()> {
     })
     .await;
     if abrupt {
+        // Dropping the reader stops it (no `stop()` call); its handle resolves once the
+        // task has wound down, so what it saved can be read then.
         drop(r1);
-        drop(h1);
     } else {
         r1.stop();
-        h1.await?;
     }
-    // Let the first run's task wind down before reading what it saved.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::timeout(Duration::from_secs(10), h1).await??;
     let first = run1.snapshot();
     let check_saver = saver().await?;
     let mut checkpoints = BTreeMap::new();
@@ -81,7 +76,7 @@ async fn restart_loses_nothing(abrupt: bool) -> anyhow::Result<()> {
     let (mut r2, h2) = reader(run2.clone(), Arc::new(saver().await?))
         .build()
         .await?;
-    wait_for(Duration::from_secs(10), "writes after restart", || async {
+    wait_for(Duration::from_secs(30), "writes after restart", || async {
         workload.rounds() >= before + 40
     })
     .await;
@@ -127,6 +122,7 @@ async fn restart_loses_nothing(abrupt: bool) -> anyhow::Result<()> {
             assert!(seq > prev, "partition {pk}: {seq} after {prev}");
         }
     }
+    drop_keyspace(&session, &ks).await?;
     cluster.shutdown().await;
     Ok(())
 }
@@ -147,14 +143,7 @@ async fn checkpoint_table_is_shared_by_readers() -> anyhow::Result<()> {
     let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
-    session
-        .query_unpaged(
-            format!(
-                "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
-            ),
-            (),
-        )
-        .await?;
+    create_cdc_keyspace(&session, &ks, 1).await?;
     let a = TableBackedCheckpointSaver::new(session.clone(), &ks, "cp", &ks, "a").await?;
     let b = TableBackedCheckpointSaver::new(session.clone(), &ks, "cp", &ks, "b").await?;
     let a2 = TableBackedCheckpointSaver::new(session.clone(), &ks, "cp", &ks, "a")
@@ -177,6 +166,7 @@ async fn checkpoint_table_is_shared_by_readers() -> anyhow::Result<()> {
             .map(|g| g.timestamp.timestamp_millis()),
         Some(g.timestamp.timestamp_millis())
     );
+    drop_keyspace(&session, &ks).await?;
     cluster.shutdown().await;
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! Injected faults (overloaded replicas, a node going down and up) lose and duplicate
 //! nothing.
 //!
-//! Runs against the embedded cluster.
+//! Runs against the embedded cluster only (it injects faults and stops a node): with
+//! `SCYLLA_URI` set, it reports itself skipped.
 
 mod common;
 
@@ -10,15 +11,22 @@ use std::time::Duration;
 
 use chrono::Utc;
 use common::{
-    Collected, Workload, check_exactly_once_in_order, create_workload_table, fast, wait_for,
+    Collected, Workload, check_exactly_once_in_order, create_cdc_keyspace, create_workload_table,
+    fast, wait_for,
 };
 use scylla_cdc::CDCLogReaderBuilder;
 use scylla_cdc_test_utils::{
-    EmbeddedCluster, FaultError, FaultRule, setup_tracing, unique_keyspace_name,
+    EmbeddedCluster, FaultError, FaultRule, embedded_only, setup_tracing, unique_keyspace_name,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_lose_and_duplicate_nothing() -> anyhow::Result<()> {
+    if !embedded_only(
+        "faults_lose_and_duplicate_nothing",
+        "injects faults and stops a node",
+    ) {
+        return Ok(());
+    }
     setup_tracing();
     let cluster = EmbeddedCluster::builder()
         .nodes(3)
@@ -27,14 +35,7 @@ async fn faults_lose_and_duplicate_nothing() -> anyhow::Result<()> {
         .await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
-    session
-        .query_unpaged(
-            format!(
-                "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}}"
-            ),
-            (),
-        )
-        .await?;
+    create_cdc_keyspace(&session, &ks, 3).await?;
     create_workload_table(&session, &ks, "t").await?;
     let collected = Collected::default();
     let (mut reader, handle) = fast(CDCLogReaderBuilder::new())

@@ -1,6 +1,7 @@
 //! Every operation kind and column type reaches the consumer with the right values and flags.
 //!
-//! Runs against the embedded cluster.
+//! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
+//! set.
 
 mod common;
 
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{Change, Collected, fast, wait_for};
+use common::{Change, Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
 use scylla::value::{CqlTimestamp, CqlValue};
 use scylla_cdc::{CDCLogReaderBuilder, OperationType};
 use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
@@ -32,14 +33,7 @@ async fn every_operation_and_type_arrives_intact() -> anyhow::Result<()> {
     let cluster = TestCluster::start(EmbeddedCluster::builder()).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
-    session
-        .query_unpaged(
-            format!(
-                "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
-            ),
-            (),
-        )
-        .await?;
+    create_cdc_keyspace(&session, &ks, 1).await?;
     session
         .query_unpaged(format!("CREATE TYPE {ks}.ut (a int, b text)"), ())
         .await?;
@@ -241,6 +235,7 @@ async fn every_operation_and_type_arrives_intact() -> anyhow::Result<()> {
         img.iter().map(|c| c.end_of_batch).collect::<Vec<_>>(),
         vec![false, true, false, false, true]
     );
+    drop_keyspace(&session, &ks).await?;
     cluster.shutdown().await;
     Ok(())
 }

@@ -1,5 +1,8 @@
-//! The printer against the embedded cluster: the `json` output of a scripted workload line by
-//! line, `pretty` for every change kind, `--demo`, and checkpoints.
+//! The printer: the `json` output of a scripted workload line by line, `pretty` for every
+//! change kind, `--demo`, and checkpoints.
+//!
+//! Runs against the embedded cluster, or the real Scylla of `SCYLLA_URI` when it is set;
+//! `--demo` starts its own embedded cluster, so its test is skipped then.
 
 mod common;
 
@@ -7,17 +10,17 @@ use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
 use common::*;
-use scylla_cdc_test_utils::{EmbeddedCluster, setup_tracing, unique_keyspace_name};
+use scylla::client::session::Session;
+use scylla_cdc_test_utils::{TestCluster, embedded_only, setup_tracing, unique_keyspace_name};
 use serde_json::{Value, json};
 
 /// A table in one partition (one stream, so the log order is the write order) and the
 /// statements of every change kind.
-async fn scripted(cluster: &EmbeddedCluster) -> anyhow::Result<(String, Vec<String>)> {
-    let s = cluster.session().await?;
+async fn scripted(s: &Session) -> anyhow::Result<(String, Vec<String>)> {
     let ks = unique_keyspace_name();
-    create_keyspace(&s, &ks, 1).await?;
+    create_keyspace(s, &ks, 1).await?;
     exec(
-        &s,
+        s,
         format!(
             "CREATE TABLE {ks}.t (pk int, ck int, st text static, v text, n int, m map<int, text>, \
              PRIMARY KEY (pk, ck)) WITH cdc = {{'enabled': true}}"
@@ -36,7 +39,7 @@ async fn scripted(cluster: &EmbeddedCluster) -> anyhow::Result<(String, Vec<Stri
         format!("DELETE FROM {t} WHERE pk = 1 AND ck >= 2 AND ck < 4"),
         format!("DELETE FROM {t} WHERE pk = 1"),
     ];
-    exec_all(&s, &statements).await?;
+    exec_all(s, &statements).await?;
     Ok((ks, statements))
 }
 
@@ -46,15 +49,15 @@ fn rfc3339(t: chrono::DateTime<Utc>) -> String {
 
 /// Printer arguments reading `ks.t` from `start` to `end` with short windows.
 fn printer_args(
-    cluster: &EmbeddedCluster,
+    cluster: &TestCluster,
     ks: &str,
     start: chrono::DateTime<Utc>,
     end: chrono::DateTime<Utc>,
     format: &str,
 ) -> Vec<String> {
     [
-        "--hostname",
-        &cluster.contact_point().to_string(),
+        "--hosts",
+        &hosts(cluster),
         "--keyspace",
         ks,
         "--table",
@@ -81,8 +84,9 @@ fn printer_args(
 async fn json_output_of_a_scripted_workload() -> anyhow::Result<()> {
     setup_tracing();
     let c = cluster(1).await?;
+    let s = c.session().await?;
     let start = Utc::now() - chrono::TimeDelta::seconds(1);
-    let (ks, _) = scripted(&c).await?;
+    let (ks, _) = scripted(&s).await?;
     let end = Utc::now() + chrono::TimeDelta::milliseconds(100);
     let (printer, out) = spawn_printer(printer_args(&c, &ks, start, end, "json"));
     // The printer ends by itself once everything before --end is printed.
@@ -182,6 +186,8 @@ async fn json_output_of_a_scripted_workload() -> anyhow::Result<()> {
                 .is_some_and(|s| s.starts_with("0x") && s.len() == 34)
         );
     }
+    drop_keyspace(&s, &ks).await?;
+    c.shutdown().await;
     Ok(())
 }
 
@@ -189,8 +195,9 @@ async fn json_output_of_a_scripted_workload() -> anyhow::Result<()> {
 async fn pretty_output_shows_every_change_kind() -> anyhow::Result<()> {
     setup_tracing();
     let c = cluster(1).await?;
+    let s = c.session().await?;
     let start = Utc::now() - chrono::TimeDelta::seconds(1);
-    let (ks, _) = scripted(&c).await?;
+    let (ks, _) = scripted(&s).await?;
     let end = Utc::now() + chrono::TimeDelta::milliseconds(100);
     let (printer, out) = spawn_printer(printer_args(&c, &ks, start, end, "pretty"));
     assert_eq!(printer.join(Duration::from_secs(30)).await?, Ok(()));
@@ -223,6 +230,8 @@ async fn pretty_output_shows_every_change_kind() -> anyhow::Result<()> {
             assert!(block.contains(l), "{l:?} not in {block}");
         }
     }
+    drop_keyspace(&s, &ks).await?;
+    c.shutdown().await;
     Ok(())
 }
 
@@ -232,7 +241,7 @@ async fn checkpoints_resume_where_the_last_run_stopped() -> anyhow::Result<()> {
     let c = cluster(1).await?;
     let s = c.session().await?;
     let start = Utc::now() - chrono::TimeDelta::seconds(1);
-    let (ks, _) = scripted(&c).await?;
+    let (ks, _) = scripted(&s).await?;
     let end = Utc::now() + chrono::TimeDelta::milliseconds(100);
     let mut args = printer_args(&c, &ks, start, end, "json");
     args.extend(["--checkpoint-table".into(), format!("{ks}.progress")]);
@@ -259,6 +268,8 @@ async fn checkpoints_resume_where_the_last_run_stopped() -> anyhow::Result<()> {
         .collect::<Result<_, _>>()?;
     assert_eq!(lines.len(), 1, "{lines:#?}");
     assert_eq!(lines[0]["columns"]["v"], json!("new"));
+    drop_keyspace(&s, &ks).await?;
+    c.shutdown().await;
     Ok(())
 }
 
@@ -266,10 +277,13 @@ async fn checkpoints_resume_where_the_last_run_stopped() -> anyhow::Result<()> {
 async fn stops_cleanly_on_request() -> anyhow::Result<()> {
     setup_tracing();
     let c = cluster(1).await?;
-    let (ks, _) = scripted(&c).await?;
+    let s = c.session().await?;
+    let (ks, _) = scripted(&s).await?;
+    // One contact point (`--hostname`): the driver finds the other nodes.
+    let first = c.contact_points().swap_remove(0);
     let args: Vec<String> = [
         "--hostname",
-        &c.contact_point().to_string(),
+        &first,
         "-k",
         &ks,
         "-t",
@@ -289,11 +303,16 @@ async fn stops_cleanly_on_request() -> anyhow::Result<()> {
     })
     .await?;
     assert_eq!(printer.stop(Duration::from_secs(10)).await?, Ok(()));
+    drop_keyspace(&s, &ks).await?;
+    c.shutdown().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_prints_changes() -> anyhow::Result<()> {
+    if !embedded_only("demo_prints_changes", "runs the printer's --demo") {
+        return Ok(());
+    }
     setup_tracing();
     let (printer, out) = spawn_printer(vec![
         "--demo".into(),

@@ -1,5 +1,9 @@
 //! Every bad argument or unusable table gives one line and its exit code, before any reading
 //! or writing starts.
+//!
+//! Runs against the embedded clusters, or the real Scylla of `SCYLLA_URI` (and `SCYLLA_URI2`
+//! for the replicator's destination) when set. The expected lines are the programs' own
+//! texts, not the server's.
 
 mod common;
 
@@ -20,6 +24,11 @@ async fn printer_errors() -> anyhow::Result<()> {
     let s = c.session().await?;
     let ks = unique_keyspace_name();
     create_keyspace(&s, &ks, 1).await?;
+    // Names no test creates (a real cluster is shared).
+    let missing = format!("{ks}_missing");
+    let missing_cp = format!("{missing}.cp");
+    let missing_line = format!("keyspace `{missing}` does not exist");
+    let missing_cp_line = format!("checkpoint table {missing_cp}");
     exec(
         &s,
         format!("CREATE TABLE {ks}.plain (pk int PRIMARY KEY, v int)"),
@@ -30,45 +39,45 @@ async fn printer_errors() -> anyhow::Result<()> {
         format!("CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}"),
     )
     .await?;
-    let host = c.contact_point().to_string();
+    let host = hosts(&c);
     let cases: Vec<(Vec<&str>, u8, &str)> = vec![
         (
-            vec!["--hostname", &host, "-k", "nope", "-t", "t"],
+            vec!["--hosts", &host, "-k", &missing, "-t", "t"],
             exit_code::SCHEMA,
-            "keyspace `nope` does not exist",
+            &missing_line,
         ),
         (
-            vec!["--hostname", &host, "-k", &ks, "-t", "nope"],
+            vec!["--hosts", &host, "-k", &ks, "-t", "nope"],
             exit_code::SCHEMA,
             "does not exist",
         ),
         (
-            vec!["--hostname", &host, "-k", &ks, "-t", "plain"],
+            vec!["--hosts", &host, "-k", &ks, "-t", "plain"],
             exit_code::SCHEMA,
             "CDC is not enabled",
         ),
         (
-            vec!["--hostname", &host, "-k", &ks, "-t", "t,plain"],
+            vec!["--hosts", &host, "-k", &ks, "-t", "t,plain"],
             exit_code::SCHEMA,
             "CDC is not enabled",
         ),
         (
             vec![
-                "--hostname",
+                "--hosts",
                 &host,
                 "-k",
                 &ks,
                 "-t",
                 "t",
                 "--checkpoint-table",
-                "nope.cp",
+                &missing_cp,
             ],
             exit_code::SCHEMA,
-            "checkpoint table nope.cp",
+            &missing_cp_line,
         ),
         (
             vec![
-                "--hostname",
+                "--hosts",
                 &host,
                 "-k",
                 &ks,
@@ -81,7 +90,7 @@ async fn printer_errors() -> anyhow::Result<()> {
             "not a time",
         ),
         (
-            vec!["--hostname", &host, "-k", &ks, "-t", "t", "--end", "-1h"],
+            vec!["--hosts", &host, "-k", &ks, "-t", "t", "--end", "-1h"],
             exit_code::USAGE,
             "--end",
         ),
@@ -106,26 +115,24 @@ async fn printer_errors() -> anyhow::Result<()> {
         assert!(line.contains(needle), "{args:?}: {line:?} lacks {needle:?}");
         assert_eq!(out.contents(), "", "nothing printed on stdout");
     }
+    drop_keyspace(&s, &ks).await?;
+    c.shutdown().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicator_errors() -> anyhow::Result<()> {
     setup_tracing();
-    let source = cluster(1).await?;
-    let destination = cluster(1).await?;
-    let (s, d) = (source.session().await?, destination.session().await?);
-    let ks = unique_keyspace_name();
-    create_keyspace(&s, &ks, 1).await?;
-    create_keyspace(&d, &ks, 1).await?;
+    let pair = Pair::start(1).await?;
+    let (s, d, ks) = (&pair.s, &pair.d, &pair.ks);
     exec(
-        &s,
+        s,
         format!("CREATE TABLE {ks}.plain (pk int PRIMARY KEY, v int)"),
     )
     .await?;
     for t in ["t", "other"] {
         exec(
-            &s,
+            s,
             format!(
                 "CREATE TABLE {ks}.{t} (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
                  WITH cdc = {{'enabled': true}}"
@@ -135,44 +142,45 @@ async fn replicator_errors() -> anyhow::Result<()> {
     }
     // A destination table with another type for `v`.
     exec(
-        &d,
-        format!("CREATE TABLE {ks}.other (pk int, ck int, v text, PRIMARY KEY (pk, ck))"),
+        d,
+        format!(
+            "CREATE TABLE {}.other (pk int, ck int, v text, PRIMARY KEY (pk, ck))",
+            pair.dest_ks
+        ),
     )
     .await?;
-    let src = source.contact_point().to_string();
-    let dst = destination.contact_point().to_string();
-    let base = |table: &str| {
-        strings(&[
-            "--source",
-            &src,
-            "--destination",
-            &dst,
-            "-k",
-            &ks,
-            "-t",
-            table,
-        ])
-    };
+    let src = hosts(&pair.source);
+    let dst = hosts(&pair.destination);
+    let base = |table: &str| pair.replicator_args(table);
     let with = |mut v: Vec<String>, extra: &[&str]| {
         v.extend(strings(extra));
         v
     };
+    // Names no test creates (a real cluster is shared).
+    let missing = format!("{ks}_missing");
+    let missing_line = format!("keyspace `{missing}` does not exist");
+    let missing_cp = format!("{missing}.cp");
     let cases: Vec<(Vec<String>, u8, &str)> = vec![
         (base("nope"), exit_code::SCHEMA, "source: table"),
         (base("plain"), exit_code::SCHEMA, "CDC is not enabled"),
         (base("t"), exit_code::SCHEMA, "--create-destination-table"),
         (base("other"), exit_code::SCHEMA, "column v"),
         (
-            with(
-                base("t"),
-                &[
-                    "--destination-keyspace",
-                    "nope",
-                    "--create-destination-table",
-                ],
-            ),
+            strings(&[
+                "--source",
+                &src,
+                "--destination",
+                &dst,
+                "-k",
+                ks,
+                "-t",
+                "t",
+                "--destination-keyspace",
+                &missing,
+                "--create-destination-table",
+            ]),
             exit_code::SCHEMA,
-            "keyspace `nope` does not exist",
+            &missing_line,
         ),
         (
             strings(&[
@@ -181,7 +189,7 @@ async fn replicator_errors() -> anyhow::Result<()> {
                 "--destination",
                 "127.0.0.1:1",
                 "-k",
-                &ks,
+                ks,
                 "-t",
                 "t",
             ]),
@@ -198,7 +206,7 @@ async fn replicator_errors() -> anyhow::Result<()> {
                 base("t"),
                 &[
                     "--checkpoint-table",
-                    "nope.cp",
+                    &missing_cp,
                     "--create-destination-table",
                 ],
             ),
@@ -219,5 +227,5 @@ async fn replicator_errors() -> anyhow::Result<()> {
         );
         assert!(line.contains(needle), "{args:?}: {line:?} lacks {needle:?}");
     }
-    Ok(())
+    pair.finish().await
 }

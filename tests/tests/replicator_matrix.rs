@@ -1,6 +1,10 @@
 //! The replication matrix: every change kind on every column type, replicated from one
-//! embedded cluster to another, with the destination compared to the source cell by cell
-//! (values, `writetime()`, `ttl()`).
+//! cluster to another, with the destination compared to the source cell by cell (values,
+//! `writetime()`, `ttl()`).
+//!
+//! The clusters are embedded, or the real ones of `SCYLLA_URI` (source) and `SCYLLA_URI2`
+//! (destination) when set; when both name the same cluster, the destination is another
+//! keyspace of it.
 
 mod common;
 
@@ -190,47 +194,49 @@ fn phase_ttls(ks: &str) -> Vec<String> {
     ]
 }
 
+/// The rows of `all_types` written with a TTL of 2 or 3 seconds.
+const SHORT_TTL_ROWS: [&str; 2] = ["Int(1), Int(8)", "Int(1), Int(10)"];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_change_kind_and_column_type_converges() -> anyhow::Result<()> {
     setup_tracing();
-    let source = cluster(1).await?;
-    let destination = cluster(1).await?;
-    let (s, d) = (source.session().await?, destination.session().await?);
-    let ks = unique_keyspace_name();
-    create_keyspace(&s, &ks, 1).await?;
-    create_keyspace(&d, &ks, 1).await?;
-    exec_all(&s, &schema(&ks)).await?;
+    let pair = Pair::start(1).await?;
+    let (s, d, ks, dest_ks) = (&pair.s, &pair.d, &pair.ks, &pair.dest_ks);
+    exec_all(s, &schema(ks)).await?;
     // One destination table exists already; the others are created by the replicator.
     exec(
-        &d,
-        format!("CREATE TABLE {ks}.no_ck (pk text PRIMARY KEY, v int, m map<int, int>)"),
+        d,
+        format!("CREATE TABLE {dest_ks}.no_ck (pk text PRIMARY KEY, v int, m map<int, int>)"),
     )
     .await?;
 
-    let mut args = replicator_args(&source, &destination, &ks, &TABLES.join(","));
+    let mut args = pair.replicator_args(&TABLES.join(","));
     args.extend(["--create-destination-table".into(), "--start=-1m".into()]);
     let mut replicator = spawn_replicator(args);
 
     for (name, phase) in [
-        ("writes", phase_writes(&ks)),
-        ("deletes", phase_deletes(&ks)),
-        ("ttls", phase_ttls(&ks)),
+        ("writes", phase_writes(ks)),
+        ("deletes", phase_deletes(ks)),
+        ("ttls", phase_ttls(ks)),
     ] {
-        exec_all(&s, &phase).await?;
+        exec_all(s, &phase).await?;
         for table in TABLES {
-            wait_converged(&mut replicator, &s, &d, &ks, &ks, table, CONVERGE)
+            wait_converged(&mut replicator, s, d, ks, dest_ks, table, CONVERGE)
                 .await
                 .map_err(|e| e.context(format!("after phase {name}")))?;
         }
     }
     // The short TTLs expire on both sides alike.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    wait_converged(&mut replicator, &s, &d, &ks, &ks, "all_types", CONVERGE).await?;
-    let snap = snapshot(&d, &ks, "all_types").await?;
-    assert!(
-        !snap.contains_key("Int(1), Int(8)"),
-        "expired row replicated: {snap:#?}"
-    );
+    wait_for("the short TTLs to expire", CONVERGE, || async {
+        let snap = snapshot(s, ks, "all_types").await?;
+        Ok(SHORT_TTL_ROWS.iter().all(|k| !snap.contains_key(*k)))
+    })
+    .await?;
+    wait_converged(&mut replicator, s, d, ks, dest_ks, "all_types", CONVERGE).await?;
+    let snap = snapshot(d, dest_ks, "all_types").await?;
+    for key in SHORT_TTL_ROWS {
+        assert!(!snap.contains_key(key), "expired row replicated: {snap:#?}");
+    }
     let long = snap
         .get("Int(1), Int(9)")
         .and_then(|r| r.get("c_bigint"))
@@ -242,25 +248,21 @@ async fn every_change_kind_and_column_type_converges() -> anyhow::Result<()> {
     assert!(list.contains("100"), "{list}");
 
     assert_eq!(replicator.stop(Duration::from_secs(20)).await?, Ok(()));
-    Ok(())
+    pair.finish().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replaying_the_log_twice_changes_nothing() -> anyhow::Result<()> {
     setup_tracing();
-    let source = cluster(1).await?;
-    let destination = cluster(1).await?;
-    let (s, d) = (source.session().await?, destination.session().await?);
-    let ks = unique_keyspace_name();
-    create_keyspace(&s, &ks, 1).await?;
-    create_keyspace(&d, &ks, 1).await?;
-    exec_all(&s, &schema(&ks)).await?;
-    exec_all(&s, &phase_writes(&ks)).await?;
-    exec_all(&s, &phase_deletes(&ks)).await?;
+    let pair = Pair::start(1).await?;
+    let (s, d, ks, dest_ks) = (&pair.s, &pair.d, &pair.ks, &pair.dest_ks);
+    exec_all(s, &schema(ks)).await?;
+    exec_all(s, &phase_writes(ks)).await?;
+    exec_all(s, &phase_deletes(ks)).await?;
     // Two replicators without checkpoints, one after the other, from the same start: the
     // second replays every change the first applied.
     for _ in 0..2 {
-        let mut args = replicator_args(&source, &destination, &ks, &TABLES.join(","));
+        let mut args = pair.replicator_args(&TABLES.join(","));
         args.extend([
             "--create-destination-table".into(),
             "--start=-1m".into(),
@@ -268,11 +270,11 @@ async fn replaying_the_log_twice_changes_nothing() -> anyhow::Result<()> {
         ]);
         let mut replicator = spawn_replicator(args);
         for table in TABLES {
-            wait_converged(&mut replicator, &s, &d, &ks, &ks, table, CONVERGE).await?;
+            wait_converged(&mut replicator, s, d, ks, dest_ks, table, CONVERGE).await?;
         }
         assert_eq!(replicator.stop(Duration::from_secs(20)).await?, Ok(()));
     }
-    Ok(())
+    pair.finish().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -285,7 +287,7 @@ async fn replicates_into_another_keyspace_of_the_same_cluster() -> anyhow::Resul
     create_keyspace(&s, &ks, 1).await?;
     create_keyspace(&s, &copy, 1).await?;
     exec_all(&s, &schema(&ks)).await?;
-    let mut args = replicator_args(&c, &c, &ks, "all_types");
+    let mut args = replicator_args(&hosts(&c), &hosts(&c), &ks, "all_types");
     args.extend([
         "--create-destination-table".into(),
         "--start=-1m".into(),
@@ -300,5 +302,8 @@ async fn replicates_into_another_keyspace_of_the_same_cluster() -> anyhow::Resul
     // UDT values name their keyspace; the replica's are in the copy's keyspace.
     wait_converged(&mut replicator, &s, &s, &ks, &copy, "all_types", CONVERGE).await?;
     assert_eq!(replicator.stop(Duration::from_secs(20)).await?, Ok(()));
+    drop_keyspace(&s, &ks).await?;
+    drop_keyspace(&s, &copy).await?;
+    c.shutdown().await;
     Ok(())
 }

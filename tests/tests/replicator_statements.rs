@@ -3,6 +3,8 @@
 //! table, the statement itself is run on a twin table, and both tables must end up alike —
 //! values, `writetime()` and `ttl()` of every cell. No CDC log is read here, so this checks the
 //! translation and the destination side independently of the log reader.
+//!
+//! Runs against the embedded cluster, or the real Scylla of `SCYLLA_URI` when it is set.
 
 mod common;
 
@@ -381,6 +383,8 @@ async fn translated_changes_match_the_original_statements() -> anyhow::Result<()
         r.row(PartitionDelete, t).set("pk", int(2));
     })
     .await?;
+    drop_keyspace(&env.session, &env.ks).await?;
+    c.shutdown().await;
     Ok(())
 }
 
@@ -471,6 +475,8 @@ async fn range_deletes_on_a_multi_column_clustering_key() -> anyhow::Result<()> 
         })
         .await?;
     }
+    drop_keyspace(&env.session, &env.ks).await?;
+    c.shutdown().await;
     Ok(())
 }
 
@@ -526,8 +532,13 @@ async fn stream_writer_pipelines_batches_and_flushes() -> anyhow::Result<()> {
         .into_rows_result()?
         .single_row()?;
     assert_eq!(count.0, n);
+    let target = if c.embedded().is_some() {
+        "in-process cluster"
+    } else {
+        "SCYLLA_URI's cluster"
+    };
     println!(
-        "{n} changes through a stream writer in {:.2} s ({:.0}/s, debug build, in-process cluster)",
+        "{n} changes through a stream writer in {:.2} s ({:.0}/s, debug build, {target})",
         elapsed.as_secs_f64(),
         n as f64 / elapsed.as_secs_f64()
     );
@@ -551,5 +562,7 @@ async fn stream_writer_pipelines_batches_and_flushes() -> anyhow::Result<()> {
     let err = writer.flush().await.expect_err("the table does not exist");
     assert!(format!("{err:#}").contains("missing"), "{err:#}");
     assert!(writer.submit(writes, t).await.is_err());
+    drop_keyspace(&session, &ks).await?;
+    c.shutdown().await;
     Ok(())
 }

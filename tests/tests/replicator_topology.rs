@@ -1,6 +1,10 @@
 //! Replication across topology changes of the source: a node added to a vnode cluster (a new
 //! CDC generation) and a tablet split (a new stream set), with writes before, during and
 //! after the switch.
+//!
+//! The source is embedded (a node is added, tablets are split): with `SCYLLA_URI` set, the
+//! tests report themselves skipped. The destination is the real cluster of `SCYLLA_URI2` if
+//! set.
 
 mod common;
 
@@ -9,7 +13,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use common::*;
-use scylla_cdc_test_utils::{EmbeddedCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{EmbeddedCluster, embedded_only, setup_tracing, unique_keyspace_name};
 
 const CONVERGE: Duration = Duration::from_secs(60);
 
@@ -24,7 +28,7 @@ where
     F: FnOnce(String) -> Fut,
     Fut: Future<Output = anyhow::Result<chrono::DateTime<Utc>>>,
 {
-    let destination = cluster(1).await?;
+    let destination = second_cluster(1).await?;
     let (s, d) = (source.session().await?, destination.session().await?);
     let ks = unique_keyspace_name();
     exec(
@@ -41,7 +45,12 @@ where
         ),
     )
     .await?;
-    let mut args = replicator_args(source, &destination, &ks, "t");
+    let mut args = replicator_args(
+        &source.contact_point().to_string(),
+        &hosts(&destination),
+        &ks,
+        "t",
+    );
     args.extend(["--create-destination-table".into(), "--start=-1m".into()]);
     let (mut replicator, stats) = start_replicator(args).await?;
     let write = |i: i32| {
@@ -69,11 +78,16 @@ where
     wait_converged(&mut replicator, &s, &d, &ks, &ks, "t", CONVERGE).await?;
     assert!(stats.applied() >= i as u64, "{} of {i}", stats.applied());
     assert_eq!(replicator.stop(Duration::from_secs(30)).await?, Ok(()));
+    drop_keyspace(&d, &ks).await?;
+    destination.shutdown().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn across_a_new_vnode_generation() -> anyhow::Result<()> {
+    if !embedded_only("across_a_new_vnode_generation", "adds a node to the source") {
+        return Ok(());
+    }
     setup_tracing();
     let source = EmbeddedCluster::builder()
         .nodes(2)
@@ -83,7 +97,7 @@ async fn across_a_new_vnode_generation() -> anyhow::Result<()> {
         .await?;
     replicate_through(
         &source,
-        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 2}",
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 2} AND tablets = {'enabled': false}",
         |_| async { Ok(source.add_node().await?) },
     )
     .await
@@ -91,6 +105,9 @@ async fn across_a_new_vnode_generation() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn across_a_tablet_split() -> anyhow::Result<()> {
+    if !embedded_only("across_a_tablet_split", "splits the source's tablets") {
+        return Ok(());
+    }
     setup_tracing();
     let source = EmbeddedCluster::builder()
         .nodes(1)

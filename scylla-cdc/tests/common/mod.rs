@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests: a consumer that records owned copies of the
-//! rows, and waiting for a condition with a timeout.
+//! rows, waiting for a condition with a timeout, and keyspaces that work on the embedded
+//! cluster and on a real Scylla (`SCYLLA_URI`) alike.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -307,6 +308,45 @@ pub async fn create_workload_table(
             ),
             (),
         )
+        .await?;
+    Ok(())
+}
+
+/// The number of nodes of the cluster `session` is connected to.
+pub fn node_count(session: &scylla::client::session::Session) -> usize {
+    session.get_cluster_state().get_nodes_info().len()
+}
+
+/// Creates keyspace `ks` for CDC tables: replication factor `rf`, lowered to the cluster's
+/// node count (a real cluster may have fewer nodes than the test would like), and vnodes
+/// (`tablets = {'enabled': false}`): the tests read vnode generations, and Scylla before
+/// 2025.4 refuses CDC on tablet keyspaces, which are the default on recent versions.
+pub async fn create_cdc_keyspace(
+    session: &scylla::client::session::Session,
+    ks: &str,
+    rf: usize,
+) -> anyhow::Result<()> {
+    let rf = rf.min(node_count(session)).max(1);
+    session
+        .query_unpaged(
+            format!(
+                "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
+                 'replication_factor': {rf}}} AND tablets = {{'enabled': false}}"
+            ),
+            (),
+        )
+        .await?;
+    Ok(())
+}
+
+/// Drops keyspace `ks` (a real cluster is shared and persistent: tests clean up after
+/// themselves).
+pub async fn drop_keyspace(
+    session: &scylla::client::session::Session,
+    ks: &str,
+) -> anyhow::Result<()> {
+    session
+        .query_unpaged(format!("DROP KEYSPACE IF EXISTS {ks}"), ())
         .await?;
     Ok(())
 }

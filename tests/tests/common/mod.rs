@@ -2,6 +2,11 @@
 //! running the programs in-process, and snapshots of a table (values, `writetime()` and
 //! `ttl()` of every cell) to compare a source with its replica.
 //!
+//! Clusters are [`TestCluster`]s: embedded by default, or the real Scylla of `SCYLLA_URI`
+//! (the source, or the only cluster) and `SCYLLA_URI2` (a replicator's destination). Such a
+//! cluster is shared and persistent, and may have one node or several: keyspaces have unique
+//! names, replication factors no larger than the node count, and are dropped at the end.
+//!
 //! The programs run in-process through their library entry points
 //! (`scylla_cdc_printer::run`, `scylla_cdc_replicator::run`), which the binaries wrap
 //! one-to-one: the same argument parsing, exit codes (`CliError::exit_code`) and one-line
@@ -20,12 +25,42 @@ use scylla_cdc_printer::cli::{CliError, Shutdown, ShutdownTrigger};
 use scylla_cdc_printer::{Output, SharedBuffer};
 use scylla_cdc_replicator::apply::retarget_udts;
 use scylla_cdc_replicator::schema::{ValueKind, read_table_schema};
-use scylla_cdc_test_utils::EmbeddedCluster;
+use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, unique_keyspace_name};
 use tokio::task::JoinHandle;
 
-/// A cluster of `nodes` nodes (fast generation switches).
-pub(crate) async fn cluster(nodes: usize) -> anyhow::Result<EmbeddedCluster> {
-    Ok(EmbeddedCluster::builder().nodes(nodes).start().await?)
+/// The cluster of a test with one cluster, or the source of a replicator test: the real one
+/// of `SCYLLA_URI`, else an embedded cluster of `nodes` nodes (fast generation switches).
+pub(crate) async fn cluster(nodes: usize) -> anyhow::Result<TestCluster> {
+    Ok(TestCluster::start(EmbeddedCluster::builder().nodes(nodes)).await?)
+}
+
+/// The destination of a replicator test: the real cluster of `SCYLLA_URI2`, else an embedded
+/// cluster of `nodes` nodes.
+pub(crate) async fn second_cluster(nodes: usize) -> anyhow::Result<TestCluster> {
+    Ok(TestCluster::start_second(EmbeddedCluster::builder().nodes(nodes)).await?)
+}
+
+/// The contact points of `cluster` as the programs take them (`host:port,host:port`).
+pub(crate) fn hosts(cluster: &TestCluster) -> String {
+    cluster.contact_points().join(",")
+}
+
+/// The number of nodes of the cluster `session` is connected to.
+pub(crate) fn node_count(session: &Session) -> usize {
+    session.get_cluster_state().get_nodes_info().len()
+}
+
+/// Whether two sessions are connected to the same cluster: they know a node with the same
+/// host id (contact points can differ, e.g. two nodes of one cluster).
+pub(crate) fn same_cluster(a: &Session, b: &Session) -> bool {
+    let ids = |s: &Session| -> std::collections::BTreeSet<uuid::Uuid> {
+        s.get_cluster_state()
+            .get_nodes_info()
+            .iter()
+            .map(|n| n.host_id)
+            .collect()
+    };
+    !ids(a).is_disjoint(&ids(b))
 }
 
 /// Runs a statement, with the statement in the error.
@@ -46,16 +81,96 @@ pub(crate) async fn exec_all(session: &Session, statements: &[String]) -> anyhow
     Ok(())
 }
 
-/// Creates keyspace `ks` with replication factor `rf`.
+/// Creates keyspace `ks` with replication factor `rf`, lowered to the cluster's node count
+/// (a real cluster may have fewer nodes than the test would like), and vnodes
+/// (`tablets = {'enabled': false}`): Scylla before 2025.4 refuses CDC on tablet keyspaces,
+/// which recent versions create by default.
 pub(crate) async fn create_keyspace(session: &Session, ks: &str, rf: usize) -> anyhow::Result<()> {
+    let rf = rf.min(node_count(session)).max(1);
     exec(
         session,
         format!(
             "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
-             'replication_factor': {rf}}}"
+             'replication_factor': {rf}}} AND tablets = {{'enabled': false}}"
         ),
     )
     .await
+}
+
+/// Drops keyspace `ks`, if it exists.
+pub(crate) async fn drop_keyspace(session: &Session, ks: &str) -> anyhow::Result<()> {
+    exec(session, format!("DROP KEYSPACE IF EXISTS {ks}")).await
+}
+
+/// The two clusters of a replicator test, each with a fresh keyspace: `ks` on the source
+/// and `dest_ks` on the destination.
+///
+/// When `SCYLLA_URI` and `SCYLLA_URI2` name the same cluster, `dest_ks` is another keyspace
+/// (`<ks>_dst`, passed as `--destination-keyspace`), so that no table is replicated onto
+/// itself; otherwise it is `ks`, the replicator's default.
+pub(crate) struct Pair {
+    /// The source cluster.
+    pub(crate) source: TestCluster,
+    /// The destination cluster.
+    pub(crate) destination: TestCluster,
+    /// A session on the source.
+    pub(crate) s: Arc<Session>,
+    /// A session on the destination.
+    pub(crate) d: Arc<Session>,
+    /// The source keyspace.
+    pub(crate) ks: String,
+    /// The destination keyspace.
+    pub(crate) dest_ks: String,
+}
+
+impl Pair {
+    /// Starts (or connects to) both clusters (embedded ones have `nodes` nodes) and creates
+    /// the keyspaces, replication factor 1.
+    pub(crate) async fn start(nodes: usize) -> anyhow::Result<Self> {
+        let source = cluster(nodes).await?;
+        let destination = second_cluster(nodes).await?;
+        let (s, d) = (source.session().await?, destination.session().await?);
+        let ks = unique_keyspace_name();
+        let dest_ks = if same_cluster(&s, &d) {
+            format!("{ks}_dst")
+        } else {
+            ks.clone()
+        };
+        create_keyspace(&s, &ks, 1).await?;
+        create_keyspace(&d, &dest_ks, 1).await?;
+        Ok(Self {
+            source,
+            destination,
+            s,
+            d,
+            ks,
+            dest_ks,
+        })
+    }
+
+    /// [`replicator_args`] from the source to the destination, with `--destination-keyspace`
+    /// when it is not the source keyspace.
+    pub(crate) fn replicator_args(&self, tables: &str) -> Vec<String> {
+        let mut args = replicator_args(
+            &hosts(&self.source),
+            &hosts(&self.destination),
+            &self.ks,
+            tables,
+        );
+        if self.dest_ks != self.ks {
+            args.push(format!("--destination-keyspace={}", self.dest_ks));
+        }
+        args
+    }
+
+    /// Drops both keyspaces and stops embedded clusters.
+    pub(crate) async fn finish(self) -> anyhow::Result<()> {
+        drop_keyspace(&self.s, &self.ks).await?;
+        drop_keyspace(&self.d, &self.dest_ks).await?;
+        self.source.shutdown().await;
+        self.destination.shutdown().await;
+        Ok(())
+    }
 }
 
 /// Polls `check` every 200 ms until it returns true, failing after `timeout` with the last
@@ -187,18 +302,19 @@ pub(crate) fn spawn_printer(args: Vec<String>) -> (Running, SharedBuffer) {
     (Running::new(trigger, handle), buffer)
 }
 
-/// The usual replicator arguments for tests: short windows, checkpoints every window.
+/// The usual replicator arguments for tests (`source` and `destination` are contact points,
+/// `host:port,...`): short windows, checkpoints every window.
 pub(crate) fn replicator_args(
-    source: &EmbeddedCluster,
-    destination: &EmbeddedCluster,
+    source: &str,
+    destination: &str,
     ks: &str,
     tables: &str,
 ) -> Vec<String> {
     [
         "--source",
-        &source.contact_point().to_string(),
+        source,
         "--destination",
-        &destination.contact_point().to_string(),
+        destination,
         "--keyspace",
         ks,
         "--table",
