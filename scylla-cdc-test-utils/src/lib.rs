@@ -22,6 +22,23 @@
 //! Many clusters can run at once in one process (each gets its own `127.x.y.0/24` range and
 //! free ports). The cluster keeps everything in memory and runs until
 //! [`EmbeddedCluster::shutdown`] or until it is dropped.
+//!
+//! # Tests that can also run against a real cluster
+//!
+//! [`TestCluster::start`] starts an embedded cluster, or — when the environment variable
+//! `SCYLLA_URI` (`host:port[,host:port...]`) is set — hands out the real cluster it names;
+//! [`TestCluster::start_second`] does the same with `SCYLLA_URI2`, for tests that need two
+//! clusters. A test that needs the control API (stopping or adding nodes, splitting tablets,
+//! injecting faults) calls [`embedded_only`] first, which reports it as skipped when
+//! `SCYLLA_URI` is set. [`unique_keyspace_name`] keeps tests apart on a shared cluster.
+//!
+//! # The `scylla-emulator` binary
+//!
+//! The same cluster as a process: `scylla-emulator --nodes 3` prints `ready 127.0.0.1:9042`
+//! once every node accepts connections, then reads commands on stdin (`cql <statement>`,
+//! `stop-node <i>`, `start-node <i>`, `add-node`, `split-tablets <ks>.<table>`,
+//! `fault <rule>`, `clear-faults`, `stats`, `shutdown`), answering each with a line `ok ...`
+//! or `error: <reason>`. `--help` lists its flags.
 // Modules are being integrated one by one; until every one is wired into the server some
 // of their items are not used yet.
 #![allow(dead_code)]

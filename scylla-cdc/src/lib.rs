@@ -49,6 +49,10 @@
 //! # }
 //! ```
 //!
+//! The repository's `docs/tutorial.md` walks from an empty project to a consumer with
+//! checkpoints and a test against the embedded cluster of `scylla-cdc-test-utils`; its
+//! program is the `tutorial` example.
+//!
 //! # How reading works
 //!
 //! Each stream group (the streams of one vnode, or one stream of a tablet keyspace) has its
