@@ -76,7 +76,9 @@ pub const DEFAULT_CHECKPOINT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The stream id column's value of the generation row.
 const GENERATION_ROW: &[u8] = &[0];
 
-/// A [`CDCCheckpointSaver`] backed by a CQL table, created if missing:
+/// A [`CDCCheckpointSaver`] backed by a CQL table, created if missing by
+/// [`TableBackedCheckpointSaver::new`] (use [`TableBackedCheckpointSaver::existing`] where the
+/// reader may not create tables):
 ///
 /// ```text
 /// CREATE TABLE <ks>.<table> (
@@ -115,23 +117,43 @@ impl TableBackedCheckpointSaver {
         base_keyspace: &str,
         base_table: &str,
     ) -> Result<Self, CDCError> {
+        let create = Self::create_table_cql(checkpoint_keyspace, checkpoint_table);
+        session
+            .query_unpaged(create, ())
+            .await
+            .map_err(|source| CDCError::Query {
+                what: format!(
+                    "creating the checkpoint table {}.{}",
+                    quote_identifier(checkpoint_keyspace),
+                    quote_identifier(checkpoint_table)
+                ),
+                source: Box::new(source),
+            })?;
+        Self::existing(
+            session,
+            checkpoint_keyspace,
+            checkpoint_table,
+            base_keyspace,
+            base_table,
+        )
+        .await
+    }
+
+    /// Like [`TableBackedCheckpointSaver::new`], for a checkpoint table that already exists
+    /// (created with [`TableBackedCheckpointSaver::create_table_cql`], e.g. by an
+    /// administrator): needs no CREATE permission. A missing table is an error.
+    pub async fn existing(
+        session: Arc<Session>,
+        checkpoint_keyspace: &str,
+        checkpoint_table: &str,
+        base_keyspace: &str,
+        base_table: &str,
+    ) -> Result<Self, CDCError> {
         let name = format!(
             "{}.{}",
             quote_identifier(checkpoint_keyspace),
             quote_identifier(checkpoint_table)
         );
-        let create = format!(
-            "CREATE TABLE IF NOT EXISTS {name} (reader_name text, keyspace_name text, \
-             table_name text, kind text, stream_id blob, time timestamp, generation timestamp, \
-             PRIMARY KEY ((reader_name, keyspace_name, table_name), kind, stream_id))"
-        );
-        session
-            .query_unpaged(create, ())
-            .await
-            .map_err(|source| CDCError::Query {
-                what: format!("creating the checkpoint table {name}"),
-                source: Box::new(source),
-            })?;
         let prepare = |text: String| {
             let session = session.clone();
             async move {
@@ -181,6 +203,18 @@ impl TableBackedCheckpointSaver {
     pub fn with_reader_name(mut self, name: impl Into<String>) -> Self {
         self.reader_name = name.into();
         self
+    }
+
+    /// The `CREATE TABLE IF NOT EXISTS` statement of a checkpoint table named
+    /// `keyspace.table` (identifiers quoted as needed).
+    pub fn create_table_cql(keyspace: &str, table: &str) -> String {
+        format!(
+            "CREATE TABLE IF NOT EXISTS {}.{} (reader_name text, keyspace_name text, \
+             table_name text, kind text, stream_id blob, time timestamp, generation timestamp, \
+             PRIMARY KEY ((reader_name, keyspace_name, table_name), kind, stream_id))",
+            quote_identifier(keyspace),
+            quote_identifier(table)
+        )
     }
 
     fn ttl_secs(&self) -> i32 {

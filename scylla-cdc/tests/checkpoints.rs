@@ -170,3 +170,39 @@ async fn checkpoint_table_is_shared_by_readers() -> anyhow::Result<()> {
     cluster.shutdown().await;
     Ok(())
 }
+
+/// A reader without CREATE permission uses a checkpoint table made beforehand from
+/// `create_table_cql`; pointing it at a missing table is an error naming the table.
+#[tokio::test]
+async fn an_existing_checkpoint_table_needs_no_create() -> anyhow::Result<()> {
+    setup_tracing();
+    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
+    let session = cluster.session().await?;
+    let ks = unique_keyspace_name();
+    create_cdc_keyspace(&session, &ks, 1).await?;
+
+    let missing = TableBackedCheckpointSaver::existing(session.clone(), &ks, "progress", &ks, "t")
+        .await
+        .err()
+        .expect("no checkpoint table yet");
+    assert!(missing.to_string().contains("progress"), "{missing}");
+
+    session
+        .query_unpaged(
+            TableBackedCheckpointSaver::create_table_cql(&ks, "progress"),
+            (),
+        )
+        .await?;
+    let saver =
+        TableBackedCheckpointSaver::existing(session.clone(), &ks, "progress", &ks, "t").await?;
+    // A CQL timestamp holds milliseconds.
+    let now = chrono::DateTime::from_timestamp_millis(Utc::now().timestamp_millis())
+        .expect("now is in range");
+    let generation = scylla_cdc::GenerationTimestamp::from(now);
+    saver.save_new_generation(&generation).await?;
+    assert_eq!(saver.load_last_generation().await?, Some(generation));
+
+    drop_keyspace(&session, &ks).await?;
+    cluster.shutdown().await;
+    Ok(())
+}
