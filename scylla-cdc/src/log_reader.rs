@@ -201,7 +201,8 @@ impl CDCLogReaderBuilder {
 
     /// Checks the configuration and the table, then starts reading in a background task.
     ///
-    /// Returns the reader (to stop it) and a handle that resolves to the reader's result.
+    /// Returns the reader (to stop it) and a handle that resolves to the reader's result
+    /// (dropping the handle stops the reader).
     /// Errors: a missing option, an invalid configuration (zero window or sleep, end not after
     /// start), a missing keyspace or table, a table without CDC, a failed metadata query, or
     /// a failure to load saved progress.
@@ -320,7 +321,7 @@ impl CDCLogReaderBuilder {
             async move {
                 tokio::select! {
                     result = worker.run() => result,
-                    // `stop()`, or the reader was dropped (the sender is gone).
+                    // `stop()`, or the handle was dropped (it stops the reader too).
                     _ = stop_rx.wait_for(|stopped| *stopped) => {
                         info!("CDC log reader stopped");
                         Ok(())
@@ -332,9 +333,12 @@ impl CDCLogReaderBuilder {
         Ok((
             CDCLogReader {
                 end: end_tx,
+                stop: stop_tx.clone(),
+            },
+            CDCReaderHandle {
+                task,
                 stop: stop_tx,
             },
-            CDCReaderHandle { task },
         ))
     }
 }
@@ -588,9 +592,11 @@ impl Worker {
     }
 }
 
-/// Controls a running reader. Dropping it stops the reader like [`CDCLogReader::stop`]
-/// (progress is what the last checkpoint saved).
-#[must_use = "dropping the CDCLogReader stops reading"]
+/// Controls a running reader: [`CDCLogReader::stop`] and [`CDCLogReader::stop_at`].
+///
+/// Dropping it gives up that control and leaves the reader running: the reader's lifetime is
+/// its [`CDCReaderHandle`]'s, so `let (_, handle) = builder.build().await?; handle.await?`
+/// reads until the end timestamp or an error, as in scylla-cdc-rust.
 pub struct CDCLogReader {
     end: watch::Sender<Option<DateTime<Utc>>>,
     stop: watch::Sender<bool>,
@@ -617,10 +623,21 @@ impl CDCLogReader {
 /// Resolves to the reader's final result: `Ok(())` after `stop()`, after `stop_at` or the
 /// end timestamp was reached, or the first error of any stream reader (which stops them all).
 ///
-/// Dropping the handle does not stop the reader; only its result is lost.
-#[must_use = "the handle reports the reader's errors; await it"]
+/// Like any future, dropping it cancels the work: the reader stops as with
+/// [`CDCLogReader::stop`] (progress is what the last checkpoint saved). To let a reader run
+/// in the background, move the handle into a task (`tokio::spawn(handle)`).
+#[must_use = "dropping the handle stops the reader; await it"]
 pub struct CDCReaderHandle {
     task: JoinHandle<Result<(), CDCError>>,
+    /// Stops the reader when the handle is dropped.
+    stop: watch::Sender<bool>,
+}
+
+impl Drop for CDCReaderHandle {
+    fn drop(&mut self) {
+        // A no-op once the reader has finished (nobody listens any more).
+        self.stop.send_replace(true);
+    }
 }
 
 impl Future for CDCReaderHandle {
@@ -921,7 +938,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn stop_resolves_promptly_and_drop_stops_too() {
+    async fn stop_resolves_promptly() {
         let e = Env::new();
         e.fetcher
             .add(g(BASE - 3_600_000), vec![vec![stream(1)], vec![stream(2)]]);
@@ -931,14 +948,48 @@ mod tests {
         r.stop();
         h.await.unwrap();
         assert!(before.elapsed() < Duration::from_millis(1));
+    }
 
+    #[tokio::test(start_paused = true)]
+    async fn dropping_the_reader_keeps_reading_and_dropping_the_handle_stops() {
+        let e = Env::new();
+        e.fetcher
+            .add(g(BASE - 3_600_000), vec![vec![stream(1)], vec![stream(2)]]);
         let (r, h) = e.start(e.builder(), None).await.unwrap();
-        tokio::time::sleep(Duration::from_secs(100)).await;
         drop(r);
-        tokio::time::timeout(Duration::from_secs(1), h)
-            .await
-            .expect("dropping the reader did not stop it")
-            .unwrap();
+        // Logged after the start; readable once 30 s (the safety interval) have passed.
+        e.log.push(row(1, (BASE + 5_000) * 1000, 0, 1));
+        tokio::time::sleep(Duration::from_secs(100)).await;
+        assert_eq!(
+            e.seen().len(),
+            1,
+            "the reader kept reading without its CDCLogReader"
+        );
+
+        drop(h);
+
+        // Dropping the handle stops the reader, even while its CDCLogReader is alive.
+        let e = Env::new();
+        e.fetcher
+            .add(g(BASE - 3_600_000), vec![vec![stream(1)], vec![stream(2)]]);
+        let (_reader, h) = e.start(e.builder(), None).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        drop(h);
+        // The reader is gone once it has released its factory and every consumer, which
+        // hold the only other references to `seen`.
+        tokio::time::timeout(Duration::from_secs(1), async {
+            while Arc::strong_count(&e.seen) > 1 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await
+        .expect("dropping the handle did not stop the reader");
+        e.log.push(row(2, (BASE + 20_000) * 1000, 0, 2));
+        tokio::time::sleep(Duration::from_secs(100)).await;
+        assert!(
+            e.seen().is_empty(),
+            "a row delivered after the handle was dropped"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,5 +1,5 @@
 //! Stop and restart with checkpoints: nothing is lost, and only rows after the last
-//! checkpoint are delivered twice — also when the reader is dropped without `stop()`.
+//! checkpoint are delivered twice — also when the reader's handle is dropped without `stop()`.
 //!
 //! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
 //! set.
@@ -49,13 +49,21 @@ async fn restart_loses_nothing(abrupt: bool) -> anyhow::Result<()> {
     })
     .await;
     if abrupt {
-        // Dropping the reader stops it (no `stop()` call); its handle resolves once the
-        // task has wound down, so what it saved can be read then.
+        // Dropping the handle stops the reader (no `stop()` call, no final checkpoint). It
+        // has wound down once it released the factory and every consumer, which hold the
+        // only other references to what `run1` collects.
+        drop(h1);
         drop(r1);
+        wait_for(
+            Duration::from_secs(10),
+            "the dropped reader to end",
+            || async { Arc::strong_count(&run1.0) == 1 },
+        )
+        .await;
     } else {
         r1.stop();
+        tokio::time::timeout(Duration::from_secs(10), h1).await??;
     }
-    tokio::time::timeout(Duration::from_secs(10), h1).await??;
     let first = run1.snapshot();
     let check_saver = saver().await?;
     let mut checkpoints = BTreeMap::new();
