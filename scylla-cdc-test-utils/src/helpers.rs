@@ -4,9 +4,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
+use scylla::cluster::Node;
 use scylla::errors::NewSessionError;
+use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
+use scylla::policies::retry::FallthroughRetryPolicy;
+use scylla::statement::Statement;
 
 use crate::{ClusterBuilder, ClusterError, EmbeddedCluster};
 
@@ -138,6 +143,21 @@ impl TestCluster {
             cluster.shutdown().await;
         }
     }
+}
+
+/// A statement that the driver sends to `node` only, never retried elsewhere: for node-local
+/// tables such as `system.local`, or to check what one node answers.
+pub fn statement_on_node(cql: impl Into<String>, node: &Arc<Node>) -> Statement {
+    let mut statement = Statement::new(cql.into());
+    let profile = ExecutionProfile::builder()
+        .load_balancing_policy(SingleTargetLoadBalancingPolicy::new(
+            NodeIdentifier::Node(node.clone()),
+            None,
+        ))
+        .retry_policy(Arc::new(FallthroughRetryPolicy))
+        .build();
+    statement.set_execution_profile_handle(Some(profile.into_handle()));
+    statement
 }
 
 /// A keyspace name no other test (in this process or another) uses: `ks_<pid>_<n>_<random>`,

@@ -19,7 +19,9 @@ use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancing
 use scylla::policies::retry::FallthroughRetryPolicy;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::{Consistency, Statement};
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, embedded_only, unique_keyspace_name};
+use scylla_cdc_test_utils::{
+    EmbeddedCluster, TestCluster, embedded_only, statement_on_node, unique_keyspace_name,
+};
 
 /// Polls `condition` every 20 ms until it holds or `timeout` passes.
 async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut condition: F)
@@ -345,15 +347,10 @@ async fn alter_table_reaches_schema_agreement_and_the_new_column_works() {
         assert_eq!(nodes.len(), embedded.node_addresses().len());
     }
     for node in nodes {
-        let mut q = Statement::new("SELECT schema_version FROM system.local WHERE key='local'");
-        let profile = ExecutionProfile::builder()
-            .load_balancing_policy(SingleTargetLoadBalancingPolicy::new(
-                NodeIdentifier::Node(node.clone()),
-                None,
-            ))
-            .retry_policy(Arc::new(FallthroughRetryPolicy))
-            .build();
-        q.set_execution_profile_handle(Some(profile.into_handle()));
+        let q = statement_on_node(
+            "SELECT schema_version FROM system.local WHERE key='local'",
+            &node,
+        );
         let (v,): (uuid::Uuid,) = session
             .query_unpaged(q, ())
             .await

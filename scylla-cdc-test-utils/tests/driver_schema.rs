@@ -19,7 +19,9 @@ use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancing
 use scylla::policies::retry::FallthroughRetryPolicy;
 use scylla::routing::partitioner::PartitionerName;
 use scylla::statement::Statement;
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, unique_keyspace_name};
+use scylla_cdc_test_utils::{
+    EmbeddedCluster, TestCluster, statement_on_node, unique_keyspace_name,
+};
 
 /// Runs a statement that must succeed.
 async fn run(session: &Session, cql: &str) {
@@ -49,17 +51,10 @@ async fn local_row(
     session: &Session,
     node: &Arc<Node>,
 ) -> (uuid::Uuid, IpAddr, String, String, Vec<String>) {
-    let mut q = Statement::new(
+    let q = statement_on_node(
         "SELECT host_id, rpc_address, data_center, rack, tokens FROM system.local WHERE key = 'local'",
+        node,
     );
-    let profile = ExecutionProfile::builder()
-        .load_balancing_policy(SingleTargetLoadBalancingPolicy::new(
-            NodeIdentifier::Node(node.clone()),
-            None,
-        ))
-        .retry_policy(Arc::new(FallthroughRetryPolicy))
-        .build();
-    q.set_execution_profile_handle(Some(profile.into_handle()));
     session
         .query_unpaged(q, ())
         .await
