@@ -22,9 +22,6 @@
 //! Many clusters can run at once in one process (each gets its own `127.x.y.0/24` range and
 //! free ports). The cluster keeps everything in memory and runs until
 //! [`EmbeddedCluster::shutdown`] or until it is dropped.
-// Modules are being integrated one by one; until every one is wired into the server some
-// of their items are not used yet.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};

@@ -551,7 +551,9 @@ mod tests {
         else {
             panic!("not a query");
         };
-        let v = params.values[0].as_bytes().unwrap();
+        let BoundValue::Value(v) = &params.values[0] else {
+            panic!("not a value");
+        };
         assert!(range.contains(&v.as_ptr()));
     }
 }
