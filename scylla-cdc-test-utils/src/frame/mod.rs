@@ -3,10 +3,11 @@
 //!
 //! Inbound, [`try_decode_frame`] cuts a [`RequestFrame`] (stream id, opcode, zero-copy body)
 //! off the connection's read buffer, or says more bytes are needed, or returns a
-//! [`FrameError`](header::FrameError) that knows its stream, its ERROR frame and whether the connection can go
-//! on. [`decode_request`] then turns the body into a [`Request`] (QUERY and EXECUTE carry
-//! [`QueryParams`] with [`BoundValue`]s, BATCH a [`BatchRequest`]), or a
-//! [`ProtocolViolation`](error::ProtocolViolation) that converts into a [`CqlError`].
+//! [`FrameError`](header::FrameError) that knows its stream, its ERROR frame and whether the
+//! connection can go on. [`decode_request`] then turns the body into a [`Request`] (QUERY
+//! and EXECUTE carry [`QueryParams`] with [`BoundValue`]s, BATCH a [`BatchRequest`]), or the
+//! [`CqlError`] Scylla answers the malformed body with (mostly a Protocol error from a
+//! [`ProtocolViolation`](error::ProtocolViolation)).
 //!
 //! Outbound, [`encode_response`] appends one complete frame for a [`Response`] (READY,
 //! SUPPORTED, auth messages, ERROR from a [`CqlError`] with its [`ErrorKind`] fields, and
@@ -25,8 +26,8 @@
 //!         Ok(None) => { /* read more */ }
 //!         Ok(Some(f)) => match frame::decode_request(f.opcode, f.body) {
 //!             Ok(req) => { /* execute, then encode_response(&mut out, f.stream, &ext, &[], &resp) */ }
-//!             Err(v) => frame::encode_response(&mut out, f.stream, &ext, &[],
-//!                           &Response::Error(v.into())),
+//!             Err(e) => frame::encode_response(&mut out, f.stream, &ext, &[],
+//!                           &Response::Error(e)),
 //!         },
 //!         Err(e) => { e.write_response(&mut out); if !e.can_continue() { /* flush, close */ } }
 //!     }

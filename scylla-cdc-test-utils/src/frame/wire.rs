@@ -50,16 +50,6 @@ impl Reader {
         self.buf.len().saturating_sub(self.pos)
     }
 
-    /// Fails unless every byte has been consumed (`what` names the message for the error).
-    pub(crate) fn expect_end(&self, what: &str) -> Result<(), ProtocolViolation> {
-        match self.remaining() {
-            0 => Ok(()),
-            n => Err(ProtocolViolation::new(format!(
-                "{n} unexpected trailing byte(s) after the body of {what}"
-            ))),
-        }
-    }
-
     /// Consumes `n` bytes and returns them as a slice of the underlying buffer.
     fn take(&mut self, n: usize, what: &str) -> Result<&[u8], ProtocolViolation> {
         let end = self
@@ -450,7 +440,7 @@ mod tests {
         assert_eq!(r.read_short("s").unwrap(), 0x0102);
         assert_eq!(r.read_int("i").unwrap(), -2);
         assert_eq!(r.read_long("l").unwrap(), 0x0102_0304_0506_0708);
-        assert!(r.expect_end("x").is_ok());
+        assert_eq!(r.remaining(), 0);
     }
 
     #[test]

@@ -175,7 +175,7 @@ impl Connection {
         let request = match frame::decode_request(opcode, f.body) {
             Ok(r) => r,
             Err(v) => {
-                self.respond(out, stream, &Response::Error(v.into()));
+                self.respond(out, stream, &Response::Error(v));
                 return Next::Continue;
             }
         };
