@@ -39,9 +39,6 @@
 //! `stop-node <i>`, `start-node <i>`, `add-node`, `split-tablets <ks>.<table>`,
 //! `fault <rule>`, `clear-faults`, `stats`, `shutdown`), answering each with a line `ok ...`
 //! or `error: <reason>`. `--help` lists its flags.
-// Modules are being integrated one by one; until every one is wired into the server some
-// of their items are not used yet.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};

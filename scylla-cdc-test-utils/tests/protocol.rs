@@ -3,12 +3,15 @@
 //! right ERROR frame, and the connection stays usable where the protocol allows it.
 //!
 //! The tests talk to the cluster's first contact point, so they also run against the real
-//! cluster of `SCYLLA_URI`, except the one checking framing rules on which the embedded
-//! server is stricter than Scylla.
+//! cluster of `SCYLLA_URI`: the embedded server answers loose framing (unknown flags,
+//! trailing bytes, unnegotiated compression, oversized bodies) as Scylla does. Exact error
+//! messages are checked on the embedded cluster only.
 
 use std::time::Duration;
 
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, embedded_only, unique_keyspace_name};
+use scylla_cdc_test_utils::{
+    EmbeddedCluster, FaultReaction, FaultRule, TestCluster, embedded_only, unique_keyspace_name,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -17,6 +20,7 @@ const STARTUP: u8 = 0x01;
 const QUERY: u8 = 0x07;
 const PREPARE: u8 = 0x09;
 const EXECUTE: u8 = 0x0A;
+const BATCH: u8 = 0x0D;
 const ERROR: u8 = 0x00;
 const READY: u8 = 0x02;
 const SUPPORTED: u8 = 0x06;
@@ -222,26 +226,42 @@ async fn malformed_requests_get_errors_and_the_connection_survives() {
     cluster.shutdown().await;
 }
 
-/// Framing rules on which the embedded server is stricter than Scylla: it answers unknown
-/// query flags, trailing bytes after a complete body and a compressed frame on a connection
-/// without compression with a protocol error on the request's stream and keeps the
-/// connection; a body over its 256 MiB limit gets a protocol error before the connection
-/// closes. (Scylla answers unknown flags with a server error, ignores trailing bytes, answers
-/// an unnegotiated compressed frame on stream 0 and closes, and answers an oversized body —
-/// over a tenth of its memory — with Invalid before closing.)
-#[tokio::test]
-async fn the_embedded_server_rejects_loose_framing_with_protocol_errors() {
-    if !embedded_only(
-        "the_embedded_server_rejects_loose_framing_with_protocol_errors",
-        "checks framing rules on which the embedded server is stricter than Scylla",
-    ) {
-        return;
+/// `[short bytes] id`, consistency ONE, the given flags byte (an EXECUTE body).
+fn execute_body(id: &[u8], flags: u8) -> Vec<u8> {
+    let mut b = (id.len() as u16).to_be_bytes().to_vec();
+    b.extend_from_slice(id);
+    b.extend_from_slice(&1u16.to_be_bytes());
+    b.push(flags);
+    b
+}
+
+/// The id in a RESULT Prepared frame.
+fn prepared_id(f: &Frame) -> Vec<u8> {
+    assert_eq!(f.result_kind(), 4, "RESULT Prepared");
+    let len = u16::from_be_bytes([f.body[4], f.body[5]]) as usize;
+    f.body[6..6 + len].to_vec()
+}
+
+/// Every frame until the server closes the connection.
+async fn until_closed(raw: &mut Raw) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    while let Some(f) = raw.recv().await {
+        frames.push(f);
     }
+    frames
+}
+
+/// Unknown flag bits in QUERY, EXECUTE and BATCH get a Server error on the request's stream
+/// (Scylla's flags decoding throws a non-CQL exception), and bytes after a complete body are
+/// ignored (Scylla never checks what is left); the connection stays usable.
+#[tokio::test]
+async fn unknown_flags_are_server_errors_and_trailing_bytes_are_ignored() {
     let (cluster, contact_point) = cluster().await;
+    let embedded = cluster.embedded().is_some();
     let mut raw = Raw::ready(&contact_point).await;
 
-    // Unknown query flags.
-    let (code, _) = raw
+    // QUERY with an unknown flag bit.
+    let (code, message) = raw
         .request(
             14,
             QUERY,
@@ -249,39 +269,152 @@ async fn the_embedded_server_rejects_loose_framing_with_protocol_errors() {
         )
         .await
         .error();
-    assert_eq!(code, 0x000A);
+    assert_eq!(code, 0x0000, "{message}");
+    if embedded {
+        assert_eq!(message, "Bit mask contains invalid enumeration indices.");
+    }
 
-    // Trailing garbage after a complete body.
-    let mut trailing = simple_query("SELECT key FROM system.local");
-    trailing.extend_from_slice(b"junk");
-    let (code, _) = raw.request(15, QUERY, &trailing).await.error();
-    assert_eq!(code, 0x000A);
+    // EXECUTE of a prepared statement with an unknown flag bit.
+    let mut prepare = Vec::new();
+    let text = b"SELECT key FROM system.local";
+    prepare.extend_from_slice(&(text.len() as i32).to_be_bytes());
+    prepare.extend_from_slice(text);
+    let id = prepared_id(&raw.request(15, PREPARE, &prepare).await);
+    let (code, message) = raw
+        .request(16, EXECUTE, &execute_body(&id, 0x80))
+        .await
+        .error();
+    assert_eq!(code, 0x0000, "{message}");
 
-    // A compressed frame on a connection that negotiated no compression.
-    raw.send_bytes(&Raw::frame(
-        0x04,
-        0x01,
-        16,
-        QUERY,
-        &simple_query("SELECT key FROM system.local"),
-    ))
-    .await;
-    let f = raw.recv().await.expect("an answer");
-    assert_eq!(f.stream, 16);
-    assert_eq!(f.error().0, 0x000A);
+    // An empty unlogged BATCH with an unknown flag bit.
+    let mut batch = vec![1, 0, 0];
+    batch.extend_from_slice(&1u16.to_be_bytes());
+    batch.push(0x80);
+    let (code, message) = raw.request(17, BATCH, &batch).await.error();
+    assert_eq!(code, 0x0000, "{message}");
     raw.still_usable().await;
 
-    // A body length over the 256 MiB limit.
-    let mut header = vec![0x04, 0, 0, 8, QUERY];
-    header.extend_from_slice(&(300u32 * 1024 * 1024).to_be_bytes());
-    raw.send_bytes(&header).await;
-    let f = raw.recv().await.expect("an error first");
-    assert_eq!(f.error().0, 0x000A);
-    assert!(raw.recv().await.is_none(), "then the connection closes");
+    // Trailing garbage after a complete QUERY, EXECUTE and OPTIONS body.
+    let mut trailing = simple_query("SELECT key FROM system.local");
+    trailing.extend_from_slice(b"junk");
+    assert_eq!(raw.request(18, QUERY, &trailing).await.result_kind(), 2);
+    let mut trailing = execute_body(&id, 0);
+    trailing.push(0);
+    assert_eq!(raw.request(19, EXECUTE, &trailing).await.result_kind(), 2);
+    assert_eq!(raw.request(20, OPTIONS, b"junk").await.opcode, SUPPORTED);
+    raw.still_usable().await;
+    cluster.shutdown().await;
+}
+
+/// A compressed frame on a connection that negotiated no compression gets a Protocol error on
+/// stream 0, and a body over the server's size limit gets Invalid on its stream; either way
+/// the request sent just before is still answered, then the connection closes and the node
+/// keeps serving other connections.
+#[tokio::test]
+async fn unnegotiated_compression_and_oversized_bodies_answer_then_close() {
+    let (cluster, contact_point) = cluster().await;
+    let embedded = cluster.embedded().is_some();
+    let query = simple_query("SELECT key FROM system.local");
+
+    // A query, then a compressed frame, in one write.
+    let mut raw = Raw::ready(&contact_point).await;
+    let mut bytes = Raw::frame(0x04, 0, 30, QUERY, &query);
+    bytes.extend_from_slice(&Raw::frame(0x04, 0x01, 31, QUERY, &query));
+    raw.send_bytes(&bytes).await;
+    let frames = until_closed(&mut raw).await;
+    assert_eq!(frames.len(), 2, "{frames:?}");
+    let answer = frames
+        .iter()
+        .find(|f| f.stream == 30)
+        .expect("the query's answer");
+    assert_eq!(answer.result_kind(), 2);
+    let error = frames
+        .iter()
+        .find(|f| f.stream == 0)
+        .expect("an ERROR on stream 0");
+    let (code, message) = error.error();
+    assert_eq!(code, 0x000A, "{message}");
+    if embedded {
+        assert_eq!(message, "Unknown compression algorithm");
+    }
+
+    // A query, then the header of a 1 GiB body (over our 256 MiB limit, and over Scylla's
+    // unless a shard has 20 GiB of memory), in one write.
+    let mut raw = Raw::ready(&contact_point).await;
+    let mut bytes = Raw::frame(0x04, 0, 40, QUERY, &query);
+    bytes.extend_from_slice(&[0x04, 0, 0, 41, QUERY]);
+    bytes.extend_from_slice(&(1u32 << 30).to_be_bytes());
+    raw.send_bytes(&bytes).await;
+    let frames = until_closed(&mut raw).await;
+    assert_eq!(frames.len(), 2, "{frames:?}");
+    let answer = frames
+        .iter()
+        .find(|f| f.stream == 40)
+        .expect("the query's answer");
+    assert_eq!(answer.result_kind(), 2);
+    let error = frames
+        .iter()
+        .find(|f| f.stream == 41)
+        .expect("an ERROR on stream 41");
+    let (code, message) = error.error();
+    assert_eq!(code, 0x2200, "{message}");
+    if embedded {
+        assert_eq!(
+            message,
+            "request size too large (frame size 1073741824; estimate 2147491648; \
+             allowed 536878912)"
+        );
+    }
 
     // The node keeps serving other connections.
     let mut raw = Raw::ready(&contact_point).await;
     raw.still_usable().await;
+    cluster.shutdown().await;
+}
+
+/// A request a fault rule delays is still answered when a later frame closes the
+/// connection: the connection closes only once it is.
+#[tokio::test]
+async fn a_delayed_answer_is_sent_before_a_fatal_frame_closes_the_connection() {
+    if !embedded_only(
+        "a_delayed_answer_is_sent_before_a_fatal_frame_closes_the_connection",
+        "injects a delay",
+    ) {
+        return;
+    }
+    let (cluster, contact_point) = cluster().await;
+    let embedded = cluster.embedded().expect("embedded");
+    embedded.add_fault(
+        FaultRule::new()
+            .on_statement_containing("system.peers")
+            .respond(FaultReaction::Delay(Duration::from_millis(300))),
+    );
+    for compressed in [false, true] {
+        let mut raw = Raw::ready(&contact_point).await;
+        let mut bytes = Raw::frame(
+            0x04,
+            0,
+            50,
+            QUERY,
+            &simple_query("SELECT peer FROM system.peers"),
+        );
+        if compressed {
+            bytes.extend_from_slice(&Raw::frame(0x04, 0x01, 51, OPTIONS, &[]));
+        } else {
+            bytes.extend_from_slice(&[0x04, 0, 0, 51, QUERY]);
+            bytes.extend_from_slice(&(1u32 << 30).to_be_bytes());
+        }
+        raw.send_bytes(&bytes).await;
+        let frames = until_closed(&mut raw).await;
+        let streams: Vec<i16> = frames.iter().map(|f| f.stream).collect();
+        let error_stream = if compressed { 0 } else { 51 };
+        assert_eq!(
+            streams,
+            [error_stream, 50],
+            "the error, then the delayed answer"
+        );
+        assert_eq!(frames[1].result_kind(), 2);
+    }
     cluster.shutdown().await;
 }
 

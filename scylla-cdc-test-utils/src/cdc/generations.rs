@@ -29,6 +29,7 @@ pub(crate) struct TabletStreams {
 
 impl TabletStreams {
     /// The current number of tablets (streams of the newest set).
+    #[cfg(test)]
     pub(crate) fn tablet_count(&self) -> usize {
         self.sets.last().map_or(0, |(_, s)| s.len())
     }
@@ -69,6 +70,7 @@ impl CdcState {
     }
 
     /// Every vnode generation, oldest first.
+    #[cfg(test)]
     pub(crate) fn vnode_generations(&self) -> &[VnodeGeneration] {
         &self.vnode
     }
@@ -164,6 +166,7 @@ impl CdcState {
     }
 
     /// The stream sets of a tablet table.
+    #[cfg(test)]
     pub(crate) fn tablet_streams(&self, table: Uuid) -> Option<&TabletStreams> {
         self.tablets.get(&table)
     }

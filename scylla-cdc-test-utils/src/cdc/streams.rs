@@ -39,17 +39,20 @@ impl StreamId {
         i64::from_be_bytes(head.try_into().expect("16-byte id has an 8-byte head"))
     }
 
+    #[cfg(test)]
     fn low(&self) -> u64 {
         let (_, tail) = self.0.split_at(8);
         u64::from_be_bytes(tail.try_into().expect("16-byte id has an 8-byte tail"))
     }
 
     /// The vnode index encoded in the id.
+    #[cfg(test)]
     pub(crate) fn vnode_index(&self) -> u32 {
         ((self.low() >> 4) & INDEX_MASK) as u32
     }
 
     /// The version nibble (always 1 for ids we create).
+    #[cfg(test)]
     pub(crate) fn version(&self) -> u8 {
         (self.low() & 0xF) as u8
     }
@@ -127,6 +130,7 @@ impl VnodeGeneration {
     }
 
     /// Every stream of the generation.
+    #[cfg(test)]
     pub(crate) fn all_streams(&self) -> impl Iterator<Item = StreamId> + '_ {
         self.entries.iter().flat_map(|e| e.streams.iter().copied())
     }

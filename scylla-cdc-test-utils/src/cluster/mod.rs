@@ -95,11 +95,6 @@ impl Topology {
     pub(crate) fn node(&self, index: usize) -> Option<&NodeInfo> {
         index.checked_sub(1).and_then(|i| self.nodes.get(i))
     }
-
-    /// Number of nodes that are up.
-    pub(crate) fn live_nodes(&self) -> usize {
-        self.nodes.iter().filter(|n| n.up).count()
-    }
 }
 
 /// Requests counted per (node, shard), to check token- and shard-aware routing, and the

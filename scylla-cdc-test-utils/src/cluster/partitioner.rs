@@ -176,27 +176,28 @@ pub(crate) fn serialize_partition_key<'a>(
     Some(out)
 }
 
-/// Splits a composite partition key back into its components; `None` if malformed.
-pub(crate) fn split_composite_key(mut key: &[u8], count: usize) -> Option<Vec<&[u8]>> {
-    if count == 1 {
-        return Some(vec![key]);
-    }
-    let mut parts = Vec::with_capacity(count);
-    for _ in 0..count {
-        let (len, rest) = key.split_first_chunk::<2>()?;
-        let len = usize::from(u16::from_be_bytes(*len));
-        if rest.len() < len + 1 {
-            return None;
-        }
-        parts.push(&rest[..len]);
-        key = &rest[len + 1..];
-    }
-    key.is_empty().then_some(parts)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Splits a composite partition key back into its components (the inverse of
+    /// `serialize_partition_key`, to check it); `None` if malformed.
+    fn split_composite_key(mut key: &[u8], count: usize) -> Option<Vec<&[u8]>> {
+        if count == 1 {
+            return Some(vec![key]);
+        }
+        let mut parts = Vec::with_capacity(count);
+        for _ in 0..count {
+            let (len, rest) = key.split_first_chunk::<2>()?;
+            let len = usize::from(u16::from_be_bytes(*len));
+            if rest.len() < len + 1 {
+                return None;
+            }
+            parts.push(&rest[..len]);
+            key = &rest[len + 1..];
+        }
+        key.is_empty().then_some(parts)
+    }
 
     #[test]
     fn murmur3_matches_the_contract_vectors() {

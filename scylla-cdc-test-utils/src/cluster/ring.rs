@@ -45,11 +45,6 @@ impl Ring {
         self.entries.len()
     }
 
-    /// Whether the ring has no tokens.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// Position of the vnode that contains `token` (first ring token `>= token`, wrapping).
     pub(crate) fn vnode_index_of(&self, token: i64) -> usize {
         let i = self.entries.partition_point(|&(t, _)| t < token);

@@ -822,6 +822,7 @@ impl BatchStatement {
 
     /// The statement's own markers, ordered by index (their indexes count across the whole
     /// batch).
+    #[cfg(test)]
     pub(crate) fn bind_markers(&self) -> Vec<&BindMarker> {
         let mut out = Vec::new();
         self.collect_markers(&mut out);

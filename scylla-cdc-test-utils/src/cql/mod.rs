@@ -4,8 +4,8 @@
 //! [`parse_statement`] turns one statement's text into a [`Statement`] (an enum with one
 //! variant per statement kind: [`Select`], [`Insert`], [`Update`], [`Delete`], [`Batch`], the
 //! DDL statements, and [`Statement::Unsupported`] for recognised but unimplemented ones);
-//! [`parse_type`] turns a type string into a [`TypeExpr`]. Both fail with a [`ParseError`]
-//! carrying a position and the CQL error it maps to ([`ParseErrorKind`]).
+//! `parse_type` (tests only) turns a type string into a [`TypeExpr`]. Both fail with a
+//! [`ParseError`](error::ParseError) carrying a position and the CQL error it maps to ([`ParseErrorKind`]).
 //!
 //! Internally, `lexer` cuts the text into tokens (byte ranges, no allocation per token),
 //! `parser` is a hand-written recursive-descent parser over those tokens, and `literal`
@@ -22,13 +22,14 @@ mod parser;
 #[cfg(test)]
 mod tests;
 
-// The facade of the module; the executor is its consumer (until it is wired in, nothing in
-// a non-test build uses these re-exports).
-#[allow(unused_imports)]
+// The facade of the module; the executor is its consumer.
 pub(crate) use ast::*;
-#[allow(unused_imports)]
-pub(crate) use error::{ParseError, ParseErrorKind};
-#[allow(unused_imports)]
+pub(crate) use error::ParseErrorKind;
 pub(crate) use literal::parse_duration as parse_duration_text;
-#[allow(unused_imports)]
-pub(crate) use parser::{MAX_DEPTH, is_reserved, parse_statement, parse_type};
+pub(crate) use parser::parse_statement;
+
+// Named by tests only.
+#[cfg(test)]
+pub(crate) use error::ParseError;
+#[cfg(test)]
+pub(crate) use parser::{MAX_DEPTH, is_reserved, parse_type};

@@ -131,7 +131,9 @@ pub(crate) fn parse_statement(text: &str) -> Result<Statement, ParseError> {
     Ok(stmt)
 }
 
-/// Parses a CQL type (`int`, `frozen<map<text, list<int>>>`, `ks.ut`), the whole text.
+/// Parses a CQL type (`int`, `frozen<map<text, list<int>>>`, `ks.ut`), the whole text (the
+/// executor parses types inside statements; tests check types on their own with this).
+#[cfg(test)]
 pub(crate) fn parse_type(text: &str) -> Result<TypeExpr, ParseError> {
     let mut p = Parser::new(text)?;
     let ty = p.type_expr()?;

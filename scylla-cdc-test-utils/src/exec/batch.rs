@@ -17,8 +17,6 @@ use super::values::{Expr, plan_term};
 /// A planned `BEGIN BATCH ... APPLY BATCH`.
 #[derive(Debug)]
 pub(crate) struct BatchPlan {
-    /// Logged, unlogged or counter.
-    pub(crate) kind: BatchKind,
     /// `USING TIMESTAMP` of the batch.
     pub(crate) timestamp: Option<Expr>,
     /// The statements.
@@ -60,7 +58,6 @@ pub(crate) fn plan_batch(
     let refs: Vec<&ModifyPlan> = statements.iter().collect();
     validate_batch(b.kind, &refs, timestamp.is_some())?;
     Ok(BatchPlan {
-        kind: b.kind,
         timestamp,
         statements,
     })

@@ -188,11 +188,7 @@ struct Exec<'a> {
 impl Database {
     /// An empty database with the system keyspaces.
     pub(crate) fn new(config: &ClusterConfig) -> Database {
-        let keyspaces = crate::schema::system::system_keyspaces();
-        let schema = Schema {
-            version: Uuid::new_v4(),
-            keyspaces: keyspaces.into_iter().map(|k| (k.name.clone(), k)).collect(),
-        };
+        let schema = Schema::with_system_keyspaces();
         let mut tables = HashMap::new();
         for t in schema.tables() {
             if t.kind != TableKind::Virtual
@@ -518,7 +514,6 @@ impl Database {
                 schema: &schema,
                 topology: ex.topology,
                 coordinator: ex.conn.node,
-                config: &self.config,
                 cdc: &cdc,
             };
             let mut data = new_data(&p.table)?;
@@ -991,11 +986,7 @@ fn new_store(t: &TableDef) -> Option<TableStore> {
 
 /// Empty data with the table's clustering order.
 fn new_data(t: &TableDef) -> Result<TableData, CqlError> {
-    let desc: Vec<bool> = t
-        .clustering_key()
-        .map(|c| c.order == crate::schema::ClusteringOrder::Desc)
-        .collect();
-    TableData::new(&desc).map_err(|e| CqlError::invalid(e.to_string()))
+    TableData::new(&t.clustering_descending()).map_err(|e| CqlError::invalid(e.to_string()))
 }
 
 /// The live (key, value) elements of a list cell.

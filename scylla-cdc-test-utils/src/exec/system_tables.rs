@@ -1,7 +1,7 @@
 //! The rows of the virtual system tables (`TableKind::Virtual`), computed on read.
 //!
 //! [`virtual_table_rows`] renders one virtual table as seen from the coordinator described by
-//! a [`SystemView`] (schema snapshot, topology, coordinator node, cluster configuration) as
+//! a [`SystemView`] (schema snapshot, topology, coordinator node, CDC stream metadata) as
 //! [`PartitionMutation`]s; the executor applies them to a fresh `TableData` and runs the
 //! SELECT on it, so filtering, paging and column selection work as for any table.
 //!
@@ -20,9 +20,7 @@ use bytes::Bytes;
 
 use crate::cdc::generations::CdcState;
 use crate::cluster::partitioner::{murmur3_token, serialize_partition_key};
-use crate::cluster::{
-    CLUSTER_NAME, ClusterConfig, DATACENTER, NodeInfo, RACK, RELEASE_VERSION, Topology,
-};
+use crate::cluster::{CLUSTER_NAME, DATACENTER, NodeInfo, RACK, RELEASE_VERSION, Topology};
 use crate::schema::system::{CDC_STREAMS, CDC_TIMESTAMPS, SYSTEM, SYSTEM_SCHEMA};
 use crate::schema::{ColumnKind, Schema, TableDef};
 use crate::storage::{
@@ -40,8 +38,6 @@ pub(crate) struct SystemView<'a> {
     pub(crate) topology: &'a Topology,
     /// Node index (1-based) answering the query.
     pub(crate) coordinator: usize,
-    /// The cluster's configuration.
-    pub(crate) config: &'a ClusterConfig,
     /// CDC generations and tablet stream sets.
     pub(crate) cdc: &'a CdcState,
 }
@@ -533,7 +529,6 @@ fn types(rows: &mut Rows<'_>, schema: &Schema) {
 mod tests {
     use std::collections::BTreeMap;
     use std::net::Ipv4Addr;
-    use std::time::Duration;
 
     use uuid::Uuid;
 
@@ -562,30 +557,16 @@ mod tests {
         )
     }
 
-    fn config() -> ClusterConfig {
-        ClusterConfig {
-            shards_per_node: 2,
-            vnodes_per_node: 2,
-            ignore_msb: 12,
-            credentials: None,
-            generation_delay: Duration::from_secs(2),
-            default_cdc_ttl: 86400,
-            seed: None,
-        }
-    }
-
     /// Renders `ks.table` from `coordinator`, applies the rows to a fresh table and reads
     /// every row back, as the executor's SELECT would see them.
     fn read(db: &Db, topology: &Topology, coordinator: usize, ks: &str, table: &str) -> Vec<Row> {
         let def = db.table(ks, table);
         assert_eq!(def.kind, crate::schema::TableKind::Virtual, "{ks}.{table}");
-        let config = config();
         let cdc = crate::cdc::generations::CdcState::default();
         let view = SystemView {
             schema: &db.schema,
             topology,
             coordinator,
-            config: &config,
             cdc: &cdc,
         };
         let mutations = virtual_table_rows(&def, &view);

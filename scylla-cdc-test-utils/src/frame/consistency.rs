@@ -83,12 +83,6 @@ impl Consistency {
             Consistency::LocalOne => "LOCAL_ONE",
         }
     }
-
-    /// Whether this is `SERIAL` or `LOCAL_SERIAL` (the only levels allowed as a serial
-    /// consistency).
-    pub(crate) fn is_serial(self) -> bool {
-        matches!(self, Consistency::Serial | Consistency::LocalSerial)
-    }
 }
 
 impl fmt::Display for Consistency {
@@ -113,9 +107,7 @@ mod tests {
     }
 
     #[test]
-    fn names_and_serial_levels() {
+    fn names() {
         assert_eq!(Consistency::LocalQuorum.to_string(), "LOCAL_QUORUM");
-        assert!(Consistency::LocalSerial.is_serial());
-        assert!(!Consistency::Quorum.is_serial());
     }
 }

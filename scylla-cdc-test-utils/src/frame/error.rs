@@ -38,6 +38,10 @@ impl From<ProtocolViolation> for CqlError {
 }
 
 /// The kind of a write that timed out or failed (`WriteTimeout`, `WriteFailure`).
+#[allow(
+    dead_code,
+    reason = "the spec's complete set; injected write timeouts only use SIMPLE so far"
+)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum WriteType {
     /// A single-partition write that is not a batch or a counter update.
@@ -97,6 +101,7 @@ pub(crate) enum ErrorKind {
     /// 0x1002: the coordinator is bootstrapping.
     IsBootstrapping,
     /// 0x1003: a TRUNCATE failed.
+    #[allow(dead_code, reason = "spec error code; TRUNCATE cannot fail in memory")]
     TruncateError,
     /// 0x1100: a write timed out waiting for replicas.
     WriteTimeout {
@@ -134,6 +139,10 @@ pub(crate) enum ErrorKind {
         data_present: bool,
     },
     /// 0x1400: a user-defined function failed.
+    #[allow(
+        dead_code,
+        reason = "spec error code; user-defined functions are not supported"
+    )]
     FunctionFailure {
         /// Keyspace of the function.
         keyspace: String,
@@ -143,6 +152,10 @@ pub(crate) enum ErrorKind {
         arg_types: Vec<String>,
     },
     /// 0x1500: a write failed on some replicas.
+    #[allow(
+        dead_code,
+        reason = "spec error code; fault injection has no write failure yet"
+    )]
     WriteFailure {
         /// Consistency level of the query.
         consistency: Consistency,
@@ -177,6 +190,10 @@ pub(crate) enum ErrorKind {
     },
     /// 0xF000 (Scylla extension `SCYLLA_RATE_LIMIT_ERROR`): per-partition rate limit hit.
     /// Sent as a Config error (0x2300) to a client that did not negotiate the extension.
+    #[allow(
+        dead_code,
+        reason = "Scylla extension; per-partition rate limits are not emulated"
+    )]
     RateLimitReached {
         /// 0 read, 1 write.
         op_type: u8,

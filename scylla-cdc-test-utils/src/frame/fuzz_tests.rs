@@ -33,7 +33,7 @@ fn drive(input: &[u8]) -> usize {
                         f.stream,
                         &Extensions::default(),
                         &[],
-                        &Response::Error(v.into()),
+                        &Response::Error(v),
                     );
                     assert!(out.len() > HEADER_LEN);
                 }

@@ -1,19 +1,21 @@
 //! Frame splitting: the 9-byte v4 header, the request header flags and the body limit.
 //!
 //! [`try_decode_frame`] takes complete frames off the front of the connection's read buffer.
-//! Errors found in the header are [`FrameError`]s that carry the stream id to answer on and
-//! whether the connection can go on (the body length was trusted and skipped) or must be
-//! closed after the ERROR frame (the byte stream can no longer be followed).
+//! Errors found in the header are [`FrameError`]s that carry the error to answer, the stream
+//! id to answer on, and whether the connection can go on (the body length was trusted and
+//! skipped) or must be closed after the ERROR frame (as Scylla does, or because the byte
+//! stream can no longer be followed).
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use super::error::CqlError;
+use super::error::{CqlError, ErrorKind};
 use super::response::{Extensions, finish_frame, start_frame_with_version};
 use super::wire::Reader;
 
 /// Size of a v3+ frame header.
 pub(crate) const HEADER_LEN: usize = 9;
 /// Largest request body accepted (256 MiB, Cassandra's default native transport limit).
+/// Scylla's limit depends on its memory (see [`try_decode_frame`]); this one is fixed.
 pub(crate) const MAX_BODY_LEN: usize = 256 * 1024 * 1024;
 /// The only protocol version served.
 pub(crate) const PROTOCOL_VERSION: u8 = 4;
@@ -21,6 +23,10 @@ pub(crate) const PROTOCOL_VERSION: u8 = 4;
 /// Header flag: the body is compressed.
 pub(crate) const FLAG_COMPRESSION: u8 = 0x01;
 /// Header flag: tracing requested (requests) / tracing id present (responses).
+#[allow(
+    dead_code,
+    reason = "tracing requests are accepted and ignored (no trace id is returned, which drivers accept)"
+)]
 pub(crate) const FLAG_TRACING: u8 = 0x02;
 /// Header flag: a custom payload (`[bytes map]`) precedes the body.
 pub(crate) const FLAG_CUSTOM_PAYLOAD: u8 = 0x04;
@@ -34,18 +40,11 @@ pub(crate) struct RequestFrame {
     pub stream: i16,
     /// Request opcode, not yet validated (see [`super::decode_request`]).
     pub opcode: u8,
-    /// Header flags as sent (tracing is accepted and ignored).
+    /// Header flags as sent (tracing is accepted and ignored: no trace id is returned, which
+    /// drivers accept).
     pub flags: u8,
     /// The body after the custom payload, if any.
     pub body: Bytes,
-}
-
-impl RequestFrame {
-    /// Whether the client asked for tracing (never honoured: no trace id is returned,
-    /// which drivers accept).
-    pub(crate) fn tracing(&self) -> bool {
-        self.flags & FLAG_TRACING != 0
-    }
 }
 
 /// A header-level error: send its ERROR frame ([`FrameError::write_response`]), then close
@@ -53,9 +52,12 @@ impl RequestFrame {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub(crate) struct FrameError {
-    /// Stream id of the offending frame (the ERROR goes there).
+    /// Stream id the ERROR goes on: the offending frame's, or 0 for an error Scylla raises
+    /// outside any request.
     pub stream: i16,
-    /// Message of the Protocol error.
+    /// Protocol error, or Invalid for an oversized body.
+    pub kind: ErrorKind,
+    /// Message of the error.
     pub message: String,
     /// Whether the connection must be closed after the ERROR frame.
     pub fatal: bool,
@@ -65,10 +67,11 @@ pub(crate) struct FrameError {
 }
 
 impl FrameError {
-    /// An error after which the next frame can be read.
+    /// A Protocol error after which the next frame can be read.
     fn recoverable(stream: i16, message: String) -> Self {
         FrameError {
             stream,
+            kind: ErrorKind::ProtocolError,
             message,
             fatal: false,
             reply_version: PROTOCOL_VERSION,
@@ -76,9 +79,10 @@ impl FrameError {
     }
 
     /// An error after which the connection must be closed.
-    fn fatal(stream: i16, message: String, reply_version: u8) -> Self {
+    fn fatal(stream: i16, kind: ErrorKind, message: String, reply_version: u8) -> Self {
         FrameError {
             stream,
+            kind,
             message,
             fatal: true,
             reply_version,
@@ -90,12 +94,12 @@ impl FrameError {
         !self.fatal
     }
 
-    /// The Protocol error to answer with.
+    /// The error to answer with.
     pub(crate) fn to_cql_error(&self) -> CqlError {
-        CqlError::protocol(self.message.clone())
+        CqlError::new(self.kind.clone(), self.message.clone())
     }
 
-    /// Appends the complete ERROR frame (Protocol error, on [`FrameError::stream`]).
+    /// Appends the complete ERROR frame (on [`FrameError::stream`]).
     pub(crate) fn write_response(&self, out: &mut BytesMut) {
         let start = start_frame_with_version(out, self.reply_version, self.stream, 0x00, &[]);
         self.to_cql_error().put_body(out, &Extensions::default());
@@ -109,6 +113,23 @@ impl FrameError {
 /// bytes were removed from `buf`. `Err(e)`: answer with `e`'s ERROR frame; when
 /// `e.can_continue()` the frame's bytes were removed and the next frame can be read,
 /// otherwise the connection must be closed (and `buf` is left as it was).
+///
+/// Two header errors are answered as Scylla answers them, both before the body arrives, and
+/// both close the connection once earlier requests are answered:
+/// - A body over [`MAX_BODY_LEN`] gets Invalid on the frame's stream. Scylla
+///   (`cql_server::connection::process_request`, `transport/server.cc`) estimates a
+///   request's memory as twice its length plus 8000 bytes right after reading the header;
+///   above its limit (a tenth of the shard's memory) it answers Invalid "request size too
+///   large (...)" on the frame's stream, waits for the responses already under way, and
+///   stops reading the connection, which then closes. The message states our limit in the
+///   same terms.
+/// - A compressed frame gets a Protocol error on stream 0: no compression is ever
+///   negotiated here (a STARTUP asking for it is refused). In Scylla,
+///   `read_and_decompress_frame` throws a protocol exception "Unknown compression algorithm"
+///   when the flag is set and the connection has no codec, without reading the body; it
+///   ends the connection's request loop, and `handle_error` (called from
+///   `connection::process`, `transport/generic_server.cc`) answers it on stream 0 before
+///   the connection closes once in-flight requests are done.
 pub(crate) fn try_decode_frame(buf: &mut BytesMut) -> Result<Option<RequestFrame>, FrameError> {
     let Some(&version_byte) = buf.first() else {
         return Ok(None);
@@ -124,6 +145,7 @@ pub(crate) fn try_decode_frame(buf: &mut BytesMut) -> Result<Option<RequestFrame
         }
         return Err(FrameError::fatal(
             i16::from(stream as i8),
+            ErrorKind::ProtocolError,
             unsupported_version_message(version),
             version,
         ));
@@ -140,6 +162,7 @@ pub(crate) fn try_decode_frame(buf: &mut BytesMut) -> Result<Option<RequestFrame
         let reply = if version == 3 { 3 } else { PROTOCOL_VERSION };
         return Err(FrameError::fatal(
             stream,
+            ErrorKind::ProtocolError,
             unsupported_version_message(version),
             reply,
         ));
@@ -147,6 +170,7 @@ pub(crate) fn try_decode_frame(buf: &mut BytesMut) -> Result<Option<RequestFrame
     if version_byte & 0x80 != 0 {
         return Err(FrameError::fatal(
             stream,
+            ErrorKind::ProtocolError,
             "Wrong protocol direction (expected REQUEST, got RESPONSE)".to_string(),
             PROTOCOL_VERSION,
         ));
@@ -155,9 +179,20 @@ pub(crate) fn try_decode_frame(buf: &mut BytesMut) -> Result<Option<RequestFrame
     if length > MAX_BODY_LEN {
         return Err(FrameError::fatal(
             stream,
+            ErrorKind::Invalid,
             format!(
-                "Request is too big: length {length} exceeds maximum allowed length {MAX_BODY_LEN}"
+                "request size too large (frame size {length}; estimate {}; allowed {})",
+                memory_estimate(length),
+                memory_estimate(MAX_BODY_LEN)
             ),
+            PROTOCOL_VERSION,
+        ));
+    }
+    if flags & FLAG_COMPRESSION != 0 {
+        return Err(FrameError::fatal(
+            0,
+            ErrorKind::ProtocolError,
+            "Unknown compression algorithm".to_string(),
             PROTOCOL_VERSION,
         ));
     }
@@ -167,15 +202,6 @@ pub(crate) fn try_decode_frame(buf: &mut BytesMut) -> Result<Option<RequestFrame
 
     buf.advance(HEADER_LEN);
     let mut body = buf.split_to(length).freeze();
-
-    if flags & FLAG_COMPRESSION != 0 {
-        return Err(FrameError::recoverable(
-            stream,
-            "Received a compressed frame, but no compression was negotiated (the server \
-             supports none)"
-                .to_string(),
-        ));
-    }
     if flags & FLAG_CUSTOM_PAYLOAD != 0 {
         let mut r = Reader::new(body.clone());
         if let Err(e) = r.read_bytes_map("the custom payload") {
@@ -189,6 +215,11 @@ pub(crate) fn try_decode_frame(buf: &mut BytesMut) -> Result<Option<RequestFrame
         flags,
         body,
     }))
+}
+
+/// Scylla's estimate of the memory a request with a body of `length` bytes takes.
+fn memory_estimate(length: usize) -> u64 {
+    (length as u64).saturating_mul(2).saturating_add(8000)
 }
 
 /// The message Cassandra uses for an unsupported version, naming the one served.
@@ -283,14 +314,26 @@ mod tests {
     }
 
     #[test]
-    fn oversized_body_is_fatal_without_waiting() {
+    fn oversized_body_is_invalid_and_fatal_without_waiting() {
         let mut buf = BytesMut::new();
         buf.extend_from_slice(&[4, 0, 0, 9, 0x07]);
         buf.put_u32((MAX_BODY_LEN + 1) as u32);
         let e = try_decode_frame(&mut buf).unwrap_err();
-        assert!(e.fatal);
-        assert_eq!(e.stream, 9);
-        assert!(e.message.contains("too big"), "{}", e.message);
+        assert!(!e.can_continue());
+        assert_eq!((e.stream, &e.kind), (9, &ErrorKind::Invalid));
+        assert_eq!(
+            e.message,
+            format!(
+                "request size too large (frame size {}; estimate {}; allowed {})",
+                MAX_BODY_LEN + 1,
+                2 * (MAX_BODY_LEN + 1) + 8000,
+                2 * MAX_BODY_LEN + 8000
+            )
+        );
+        let mut out = BytesMut::new();
+        e.write_response(&mut out);
+        assert_eq!(&out[..5], &[0x84, 0, 0, 9, 0x00]);
+        assert_eq!(&out[9..13], &[0, 0, 0x22, 0x00]);
         let mut ok = BytesMut::new();
         ok.extend_from_slice(&[4, 0, 0, 9, 0x07]);
         ok.put_u32(MAX_BODY_LEN as u32);
@@ -298,21 +341,31 @@ mod tests {
     }
 
     #[test]
-    fn compressed_frames_are_refused_but_skipped() {
-        let mut buf = frame(4, FLAG_COMPRESSION, 4, 0x07, b"garbage");
-        buf.extend_from_slice(&frame(4, 0, 5, 0x05, &[]));
-        let e = try_decode_frame(&mut buf).unwrap_err();
-        assert!(e.can_continue());
-        assert_eq!(e.stream, 4);
-        let next = try_decode_frame(&mut buf).unwrap().unwrap();
-        assert_eq!(next.stream, 5);
+    fn compressed_frames_are_fatal_on_stream_0_without_waiting() {
+        let full = frame(4, FLAG_COMPRESSION, 4, 0x07, b"garbage");
+        for cut in [HEADER_LEN, full.len()] {
+            let mut buf = BytesMut::from(&full[..cut]);
+            let e = try_decode_frame(&mut buf).unwrap_err();
+            assert!(!e.can_continue());
+            assert_eq!((e.stream, &e.kind), (0, &ErrorKind::ProtocolError));
+            assert_eq!(e.message, "Unknown compression algorithm");
+            assert_eq!(buf.len(), cut, "nothing consumed");
+        }
+        // An oversized compressed frame is first of all oversized.
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&[4, FLAG_COMPRESSION, 0, 9, 0x07]);
+        buf.put_u32((MAX_BODY_LEN + 1) as u32);
+        assert_eq!(
+            try_decode_frame(&mut buf).unwrap_err().kind,
+            ErrorKind::Invalid
+        );
     }
 
     #[test]
     fn tracing_flag_is_accepted() {
         let mut buf = frame(4, FLAG_TRACING, 1, 0x05, &[]);
         let f = try_decode_frame(&mut buf).unwrap().unwrap();
-        assert!(f.tracing());
+        assert_ne!(f.flags & FLAG_TRACING, 0);
         assert!(f.body.is_empty());
     }
 

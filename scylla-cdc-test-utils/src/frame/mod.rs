@@ -3,10 +3,11 @@
 //!
 //! Inbound, [`try_decode_frame`] cuts a [`RequestFrame`] (stream id, opcode, zero-copy body)
 //! off the connection's read buffer, or says more bytes are needed, or returns a
-//! [`FrameError`] that knows its stream, its ERROR frame and whether the connection can go
-//! on. [`decode_request`] then turns the body into a [`Request`] (QUERY and EXECUTE carry
-//! [`QueryParams`] with [`BoundValue`]s, BATCH a [`BatchRequest`]), or a
-//! [`ProtocolViolation`] that converts into a [`CqlError`].
+//! [`FrameError`](header::FrameError) that knows its stream, its ERROR frame and whether the
+//! connection can go on. [`decode_request`] then turns the body into a [`Request`] (QUERY
+//! and EXECUTE carry [`QueryParams`] with [`BoundValue`]s, BATCH a [`BatchRequest`]), or the
+//! [`CqlError`] Scylla answers the malformed body with (mostly a Protocol error from a
+//! [`ProtocolViolation`](error::ProtocolViolation)).
 //!
 //! Outbound, [`encode_response`] appends one complete frame for a [`Response`] (READY,
 //! SUPPORTED, auth messages, ERROR from a [`CqlError`] with its [`ErrorKind`] fields, and
@@ -25,8 +26,8 @@
 //!         Ok(None) => { /* read more */ }
 //!         Ok(Some(f)) => match frame::decode_request(f.opcode, f.body) {
 //!             Ok(req) => { /* execute, then encode_response(&mut out, f.stream, &ext, &[], &resp) */ }
-//!             Err(v) => frame::encode_response(&mut out, f.stream, &ext, &[],
-//!                           &Response::Error(v.into())),
+//!             Err(e) => frame::encode_response(&mut out, f.stream, &ext, &[],
+//!                           &Response::Error(e)),
 //!         },
 //!         Err(e) => { e.write_response(&mut out); if !e.can_continue() { /* flush, close */ } }
 //!     }
@@ -46,29 +47,24 @@ mod fuzz_tests;
 #[cfg(test)]
 mod oracle_tests;
 
-// The module's API for the server and executor; until they are wired in, the compiler
-// sees some of these re-exports as unused.
-#[allow(unused_imports)]
+// The module's API for the server and executor.
 pub(crate) use consistency::Consistency;
-#[allow(unused_imports)]
-pub(crate) use error::{CqlError, ErrorKind, ProtocolViolation, RATE_LIMIT_ERROR_CODE, WriteType};
-#[allow(unused_imports)]
-pub(crate) use header::{
-    FrameError, HEADER_LEN, MAX_BODY_LEN, PROTOCOL_VERSION, RequestFrame, try_decode_frame,
-};
-#[allow(unused_imports)]
+pub(crate) use error::{CqlError, ErrorKind, RATE_LIMIT_ERROR_CODE, WriteType};
+pub(crate) use header::{RequestFrame, try_decode_frame};
 pub(crate) use request::{
-    BatchKind, BatchQuery, BatchRequest, BatchStatement, QueryParams, Request, decode_request,
-    opcode as request_opcode,
+    BatchKind, BatchQuery, BatchRequest, QueryParams, Request, decode_request,
 };
-#[allow(unused_imports)]
 pub(crate) use response::{
     ColumnSpec, Event, Extensions, KEY_LWT_ADD_METADATA_MARK, KEY_LWT_MASK_PARAM,
     KEY_RATE_LIMIT_ERROR, LWT_MARK_MASK, Prepared, PreparedMetadata, Response, ResultMetadata,
     RowsResult, SchemaChange, SchemaChangeTarget, SchemaChangeType, StatusChangeType,
-    TopologyChangeType, encode_event, encode_response, opcode as response_opcode, put_type,
+    TopologyChangeType, encode_event, encode_response,
 };
-#[allow(unused_imports)]
-pub(crate) use rows::{RowsWriter, RowsWriterError};
-#[allow(unused_imports)]
+pub(crate) use rows::RowsWriter;
 pub(crate) use wire::BoundValue;
+
+// Named by tests only (the request side as a client writes it, the frame layout).
+#[cfg(test)]
+pub(crate) use header::HEADER_LEN;
+#[cfg(test)]
+pub(crate) use request::{BatchStatement, opcode as request_opcode};

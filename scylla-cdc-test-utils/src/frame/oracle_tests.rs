@@ -38,6 +38,7 @@ use scylla_cql::value::{CqlValue, MaybeUnset, Row};
 
 use crate::types::{CqlType, UserType};
 
+use super::header::FLAG_TRACING;
 use super::*;
 
 // ---------------------------------------------------------------------------------------
@@ -453,7 +454,7 @@ fn execute_with_values_and_skip_metadata() {
         tablet_version_block: None,
     };
     let (f, r) = decode_ours(&driver_frame(&e, 77, true));
-    assert!(f.tracing(), "tracing flag is accepted");
+    assert_ne!(f.flags & FLAG_TRACING, 0, "tracing flag is accepted");
     let Request::Execute { id: got_id, params } = r else {
         panic!("not an execute: {r:?}")
     };
@@ -846,6 +847,33 @@ fn rate_limit_error_without_the_extension_is_a_config_error() {
 }
 
 #[test]
+fn oversized_bodies_and_unknown_flags_decode_as_invalid_and_server_errors() {
+    let mut buf = BytesMut::from(&[4u8, 0, 0, 7, 7, 0x20, 0, 0, 0][..]);
+    let fe = try_decode_frame(&mut buf).unwrap_err();
+    let mut out = BytesMut::new();
+    fe.write_response(&mut out);
+    let (r, _) = driver_decode(&out, 7);
+    let ResponseV2::Error(e) = r else {
+        panic!("not an error")
+    };
+    assert_eq!(e.error, DbError::Invalid);
+    assert!(
+        e.reason.starts_with("request size too large"),
+        "{}",
+        e.reason
+    );
+
+    let mut body = b"\0\0\0\x01x\0\x01".to_vec();
+    body.push(0x80);
+    let v = decode_request(request_opcode::QUERY, Bytes::from(body)).unwrap_err();
+    let (r, _) = driver_decode(&encode(&Response::Error(v), 8), 8);
+    let ResponseV2::Error(e) = r else {
+        panic!("not an error")
+    };
+    assert_eq!(e.error, DbError::ServerError);
+}
+
+#[test]
 fn frame_and_violation_errors_are_protocol_errors() {
     let mut buf = BytesMut::from(&[5u8, 0, 0, 7, 5, 0, 0, 0, 0][..]);
     let fe = try_decode_frame(&mut buf).unwrap_err();
@@ -859,7 +887,7 @@ fn frame_and_violation_errors_are_protocol_errors() {
     assert!(e.reason.contains("(4/v4)"), "{}", e.reason);
 
     let v = decode_request(0x08, Bytes::new()).unwrap_err();
-    let (r, _) = driver_decode(&encode(&Response::Error(v.into()), 8), 8);
+    let (r, _) = driver_decode(&encode(&Response::Error(v), 8), 8);
     let ResponseV2::Error(e) = r else {
         panic!("not an error")
     };

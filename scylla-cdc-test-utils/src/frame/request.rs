@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use super::consistency::Consistency;
-use super::error::ProtocolViolation;
+use super::error::{CqlError, ProtocolViolation};
 use super::wire::{BoundValue, Reader};
 
 /// Request opcodes (spec §2.4).
@@ -40,7 +40,7 @@ const FLAG_SERIAL_CONSISTENCY: u8 = 0x10;
 const FLAG_DEFAULT_TIMESTAMP: u8 = 0x20;
 /// Query flag: each value is preceded by its bind-marker name.
 const FLAG_NAMES_FOR_VALUES: u8 = 0x40;
-/// Every flag QUERY and EXECUTE may carry.
+/// Every flag of `<query_parameters>` (QUERY, EXECUTE, and the tail of BATCH).
 const QUERY_FLAGS: u8 = FLAG_VALUES
     | FLAG_SKIP_METADATA
     | FLAG_PAGE_SIZE
@@ -48,8 +48,8 @@ const QUERY_FLAGS: u8 = FLAG_VALUES
     | FLAG_SERIAL_CONSISTENCY
     | FLAG_DEFAULT_TIMESTAMP
     | FLAG_NAMES_FOR_VALUES;
-/// Every flag BATCH may carry (named values are refused, see CASSANDRA-10246).
-const BATCH_FLAGS: u8 = FLAG_SERIAL_CONSISTENCY | FLAG_DEFAULT_TIMESTAMP;
+/// The Server error message Scylla answers a flags byte with unknown bits with.
+pub(crate) const UNKNOWN_FLAGS_MESSAGE: &str = "Bit mask contains invalid enumeration indices.";
 
 /// A decoded client request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,39 +176,43 @@ pub(crate) struct BatchRequest {
 
 /// Decodes a request body (as [`super::try_decode_frame`] split it off) for its opcode.
 ///
-/// Any malformation, unknown flag bit, trailing byte, unknown opcode or server-only opcode
-/// is a [`ProtocolViolation`]: answer it with a Protocol error on the frame's stream; the
-/// connection stays usable.
-pub(crate) fn decode_request(op: u8, body: Bytes) -> Result<Request, ProtocolViolation> {
+/// The error goes on the frame's stream and the connection stays usable. As on Scylla:
+/// - a malformed body (truncated, bad UTF-8, an unknown consistency code or batch kind), an
+///   unknown opcode or a server-only one is a Protocol error ([`ProtocolViolation`]);
+/// - a QUERY, EXECUTE or BATCH flags byte with bits outside the seven `<query_parameters>`
+///   flags is a Server error ([`UNKNOWN_FLAGS_MESSAGE`], see [`read_query_params`]);
+/// - bytes after a complete body are ignored. Scylla's handlers in `transport/server.cc`
+///   (`process_startup`, `process_options`, `process_query_internal`,
+///   `process_execute_internal`, `process_batch_internal`, `process_register`) read what
+///   they need from their `request_reader` and never look at what is left over; drivers
+///   rely on it (TABLETS_ROUTING_V2 appends a byte to every EXECUTE).
+pub(crate) fn decode_request(op: u8, body: Bytes) -> Result<Request, CqlError> {
     let mut r = Reader::new(body);
-    let (request, what) = match op {
-        opcode::STARTUP => (
-            Request::Startup(r.read_string_map("the STARTUP options")?),
-            "STARTUP",
-        ),
-        opcode::OPTIONS => (Request::Options, "OPTIONS"),
+    let request = match op {
+        opcode::STARTUP => Request::Startup(r.read_string_map("the STARTUP options")?),
+        opcode::OPTIONS => Request::Options,
         opcode::QUERY => {
             let query = r.read_long_string("the query string")?;
             let params = read_query_params(&mut r)?;
-            (Request::Query { query, params }, "QUERY")
+            Request::Query { query, params }
         }
         opcode::PREPARE => {
             let query = r.read_long_string("the query string")?;
-            (Request::Prepare { query }, "PREPARE")
+            Request::Prepare { query }
         }
         opcode::EXECUTE => {
             let id = r.read_short_bytes("the prepared statement id")?;
             let params = read_query_params(&mut r)?;
-            (Request::Execute { id, params }, "EXECUTE")
+            Request::Execute { id, params }
         }
-        opcode::BATCH => (Request::Batch(read_batch(&mut r)?), "BATCH"),
+        opcode::BATCH => Request::Batch(read_batch(&mut r)?),
         opcode::REGISTER => {
             let events = r.read_string_list("the REGISTER event types")?;
-            (Request::Register { events }, "REGISTER")
+            Request::Register { events }
         }
         opcode::AUTH_RESPONSE => {
             let token = r.read_bytes("the AUTH_RESPONSE token")?;
-            (Request::AuthResponse { token }, "AUTH_RESPONSE")
+            Request::AuthResponse { token }
         }
         other => {
             return Err(ProtocolViolation::new(match server_opcode_name(other) {
@@ -216,10 +220,10 @@ pub(crate) fn decode_request(op: u8, body: Bytes) -> Result<Request, ProtocolVio
                     "Unexpected opcode 0x{other:02X} ({name}): it is sent by servers, not clients"
                 ),
                 None => format!("Unknown opcode 0x{other:02X}"),
-            }));
+            })
+            .into());
         }
     };
-    r.expect_end(what)?;
     Ok(request)
 }
 
@@ -238,15 +242,20 @@ fn server_opcode_name(op: u8) -> Option<&'static str> {
     })
 }
 
-/// Reads `<query_parameters>` (spec §4.1.4), shared by QUERY and EXECUTE.
-fn read_query_params(r: &mut Reader) -> Result<QueryParams, ProtocolViolation> {
+/// Reads `<query_parameters>` (spec §4.1.4): the parameters of QUERY and EXECUTE, and the
+/// tail of BATCH.
+///
+/// Unknown flag bits are a Server error, checked right after the flags byte is read, before
+/// anything that follows it. Scylla (`transport/request.hh`, `request_reader::read_options`)
+/// turns the byte into an `enum_set` of the seven flags with `from_mask`, which throws
+/// `bad_enum_set_mask`, a plain `std::invalid_argument` carrying [`UNKNOWN_FLAGS_MESSAGE`],
+/// for any other bit; `cql_server::connection::process_request_one` (`transport/server.cc`)
+/// answers exceptions that are not CQL exceptions with SERVER_ERROR on the request's stream.
+fn read_query_params(r: &mut Reader) -> Result<QueryParams, CqlError> {
     let consistency = r.read_consistency("the consistency")?;
     let flags = r.read_byte("the query flags")?;
     if flags & !QUERY_FLAGS != 0 {
-        return Err(ProtocolViolation::new(format!(
-            "Unknown query flag bits 0x{:02X}",
-            flags & !QUERY_FLAGS
-        )));
+        return Err(CqlError::server(UNKNOWN_FLAGS_MESSAGE));
     }
     let (values, names) = if flags & FLAG_VALUES != 0 {
         let n = usize::from(r.read_short("the number of values")?);
@@ -302,7 +311,14 @@ fn read_query_params(r: &mut Reader) -> Result<QueryParams, ProtocolViolation> {
 }
 
 /// Reads a BATCH body (spec §4.1.7).
-fn read_batch(r: &mut Reader) -> Result<BatchRequest, ProtocolViolation> {
+///
+/// After the statements, Scylla (`process_batch_internal` in `transport/server.cc`) reads the
+/// consistency and flags with the same `read_options` as QUERY, and keeps only the
+/// consistency, serial consistency and timestamp (`query_options::make_batch_options`
+/// replaces the values with the statements'). So the batch takes every QUERY flag: the
+/// values, page size and paging state they announce are read and dropped, and unknown bits
+/// are the same Server error.
+fn read_batch(r: &mut Reader) -> Result<BatchRequest, CqlError> {
     let kind = match r.read_byte("the batch type")? {
         0 => BatchKind::Logged,
         1 => BatchKind::Unlogged,
@@ -310,7 +326,8 @@ fn read_batch(r: &mut Reader) -> Result<BatchRequest, ProtocolViolation> {
         other => {
             return Err(ProtocolViolation::new(format!(
                 "Invalid batch type {other} (expected 0 logged, 1 unlogged or 2 counter)"
-            )));
+            ))
+            .into());
         }
     };
     let n = usize::from(r.read_short("the number of batch statements")?);
@@ -323,7 +340,8 @@ fn read_batch(r: &mut Reader) -> Result<BatchRequest, ProtocolViolation> {
             other => {
                 return Err(ProtocolViolation::new(format!(
                     "Invalid batch statement kind {other} (expected 0 or 1)"
-                )));
+                ))
+                .into());
             }
         };
         let nv = usize::from(r.read_short("the number of values of a batch statement")?);
@@ -333,29 +351,12 @@ fn read_batch(r: &mut Reader) -> Result<BatchRequest, ProtocolViolation> {
         }
         statements.push(BatchStatement { query, values });
     }
-    let consistency = r.read_consistency("the batch consistency")?;
-    let flags = r.read_byte("the batch flags")?;
-    if flags & FLAG_NAMES_FOR_VALUES != 0 {
-        return Err(ProtocolViolation::new(
-            "Names for values are not supported in BATCH (flag 0x40, see CASSANDRA-10246)",
-        ));
-    }
-    if flags & !BATCH_FLAGS != 0 {
-        return Err(ProtocolViolation::new(format!(
-            "Unknown batch flag bits 0x{:02X}",
-            flags & !BATCH_FLAGS
-        )));
-    }
-    let serial_consistency = if flags & FLAG_SERIAL_CONSISTENCY != 0 {
-        Some(r.read_consistency("the batch serial consistency")?)
-    } else {
-        None
-    };
-    let timestamp = if flags & FLAG_DEFAULT_TIMESTAMP != 0 {
-        Some(r.read_long("the batch default timestamp")?)
-    } else {
-        None
-    };
+    let QueryParams {
+        consistency,
+        serial_consistency,
+        timestamp,
+        ..
+    } = read_query_params(r)?;
     Ok(BatchRequest {
         kind,
         statements,
@@ -370,6 +371,7 @@ mod tests {
     //! Hand-written byte vectors for what the driver's codec does not produce; the
     //! driver-built cases are in `super::super::oracle_tests`.
     use super::*;
+    use crate::frame::ErrorKind;
 
     fn query_body(flags: u8, rest: &[u8]) -> Bytes {
         let mut b = vec![0, 0, 0, 8];
@@ -454,28 +456,69 @@ mod tests {
     }
 
     #[test]
-    fn unknown_flags_trailing_bytes_and_bad_consistency_are_violations() {
-        let e = decode_request(opcode::QUERY, query_body(0x80, &[])).unwrap_err();
-        assert!(e.message().contains("0x80"), "{e}");
-        let e = decode_request(opcode::QUERY, query_body(0, &[1])).unwrap_err();
-        assert!(e.message().contains("trailing"), "{e}");
+    fn unknown_flags_are_server_errors_checked_before_what_follows() {
+        // Alone, with known bits, and with a truncated rest: the flags decide first.
+        for flags in [0x80, 0x81, 0xff] {
+            let e = decode_request(opcode::QUERY, query_body(flags, &[])).unwrap_err();
+            assert_eq!(
+                e,
+                CqlError::server(UNKNOWN_FLAGS_MESSAGE),
+                "flags 0x{flags:02X}"
+            );
+        }
+        let execute = Bytes::from_static(&[0, 1, 0xab, 0, 1, 0x80]);
+        let e = decode_request(opcode::EXECUTE, execute).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::ServerError);
+        // A batch of one text statement without values, consistency ONE, flags 0x80.
+        let batch = Bytes::from_static(&[1, 0, 1, 0, 0, 0, 0, 1, b'q', 0, 0, 0, 1, 0x80]);
+        let e = decode_request(opcode::BATCH, batch).unwrap_err();
+        assert_eq!(e, CqlError::server(UNKNOWN_FLAGS_MESSAGE));
+    }
+
+    #[test]
+    fn trailing_bytes_are_ignored() {
+        let Request::Query { query, params } =
+            decode_request(opcode::QUERY, query_body(0, b"junk")).unwrap()
+        else {
+            panic!("not a query");
+        };
+        assert_eq!(
+            (query.as_str(), params.consistency),
+            ("SELECT 1", Consistency::One)
+        );
+        assert_eq!(
+            decode_request(opcode::OPTIONS, Bytes::from_static(b"x")).unwrap(),
+            Request::Options
+        );
+        let prep = Bytes::from_static(b"\0\0\0\x03abc\x01");
+        assert_eq!(
+            decode_request(opcode::PREPARE, prep).unwrap(),
+            Request::Prepare {
+                query: "abc".to_string()
+            }
+        );
+    }
+
+    #[test]
+    fn bad_consistencies_and_truncated_bodies_are_protocol_errors() {
         let mut bad_cl = vec![0, 0, 0, 1, b'x', 0, 42, 0];
         let e = decode_request(opcode::QUERY, Bytes::from(bad_cl.clone())).unwrap_err();
-        assert!(e.message().contains("consistency"), "{e}");
+        assert_eq!(e.kind, ErrorKind::ProtocolError);
+        assert!(e.message.contains("consistency"), "{e}");
         bad_cl.truncate(7);
-        assert!(decode_request(opcode::QUERY, Bytes::from(bad_cl)).is_err());
-        let e = decode_request(opcode::OPTIONS, Bytes::from_static(b"x")).unwrap_err();
-        assert!(e.message().contains("OPTIONS"), "{e}");
+        let e = decode_request(opcode::QUERY, Bytes::from(bad_cl)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::ProtocolError);
     }
 
     #[test]
     fn server_and_unknown_opcodes_are_violations() {
         let e = decode_request(0x08, Bytes::new()).unwrap_err();
-        assert!(e.message().contains("RESULT"), "{e}");
+        assert_eq!(e.kind, ErrorKind::ProtocolError);
+        assert!(e.message.contains("RESULT"), "{e}");
         let e = decode_request(0x02, Bytes::new()).unwrap_err();
-        assert!(e.message().contains("READY"), "{e}");
+        assert!(e.message.contains("READY"), "{e}");
         let e = decode_request(0x42, Bytes::new()).unwrap_err();
-        assert_eq!(e.message(), "Unknown opcode 0x42");
+        assert_eq!(e.message, "Unknown opcode 0x42");
         assert!(decode_request(0x04, Bytes::new()).is_err());
     }
 
@@ -494,18 +537,36 @@ mod tests {
     }
 
     #[test]
-    fn batch_rejects_names_query_flags_and_bad_kinds() {
+    fn batch_reads_query_flags_and_rejects_bad_kinds() {
         // Unlogged batch with one text statement, zero values, consistency ONE.
         let mut ok = vec![1, 0, 1, 0, 0, 0, 0, 1, b'q', 0, 0, 0, 1];
         ok.push(0);
-        assert!(decode_request(opcode::BATCH, Bytes::from(ok.clone())).is_ok());
+        let Request::Batch(plain) = decode_request(opcode::BATCH, Bytes::from(ok.clone())).unwrap()
+        else {
+            panic!("not a batch");
+        };
+        // Query-only flags are read like a QUERY's, and what they carry is dropped.
         let mut names = ok.clone();
-        *names.last_mut().unwrap() = 0x40;
-        let e = decode_request(opcode::BATCH, Bytes::from(names)).unwrap_err();
-        assert!(e.message().contains("Names"), "{e}");
+        *names.last_mut().unwrap() = FLAG_NAMES_FOR_VALUES;
+        assert_eq!(
+            decode_request(opcode::BATCH, Bytes::from(names)).unwrap(),
+            Request::Batch(plain.clone())
+        );
         let mut page = ok.clone();
-        *page.last_mut().unwrap() = FLAG_PAGE_SIZE;
-        assert!(decode_request(opcode::BATCH, Bytes::from(page)).is_err());
+        *page.last_mut().unwrap() = FLAG_VALUES | FLAG_PAGE_SIZE | FLAG_DEFAULT_TIMESTAMP;
+        page.extend_from_slice(&[0, 1, 0, 0, 0, 1, 7]); // one value
+        page.extend_from_slice(&[0, 0, 0, 10]); // page size
+        page.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 9]); // timestamp
+        let Request::Batch(paged) = decode_request(opcode::BATCH, Bytes::from(page)).unwrap()
+        else {
+            panic!("not a batch");
+        };
+        assert_eq!(paged.statements, plain.statements);
+        assert_eq!(paged.timestamp, Some(9));
+        let mut truncated = ok.clone();
+        *truncated.last_mut().unwrap() = FLAG_PAGE_SIZE;
+        let e = decode_request(opcode::BATCH, Bytes::from(truncated)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::ProtocolError);
         let mut bad_type = ok.clone();
         bad_type[0] = 3;
         assert!(decode_request(opcode::BATCH, Bytes::from(bad_type)).is_err());
@@ -551,7 +612,9 @@ mod tests {
         else {
             panic!("not a query");
         };
-        let v = params.values[0].as_bytes().unwrap();
+        let BoundValue::Value(v) = &params.values[0] else {
+            panic!("not a value");
+        };
         assert!(range.contains(&v.as_ptr()));
     }
 }

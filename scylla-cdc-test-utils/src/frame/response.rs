@@ -220,6 +220,10 @@ pub(crate) enum SchemaChangeTarget {
         name: String,
     },
     /// `FUNCTION`
+    #[allow(
+        dead_code,
+        reason = "spec target; user-defined functions are not supported"
+    )]
     Function {
         /// Keyspace name.
         keyspace: String,
@@ -229,6 +233,10 @@ pub(crate) enum SchemaChangeTarget {
         arg_types: Vec<String>,
     },
     /// `AGGREGATE`
+    #[allow(
+        dead_code,
+        reason = "spec target; user-defined aggregates are not supported"
+    )]
     Aggregate {
         /// Keyspace name.
         keyspace: String,
@@ -297,6 +305,10 @@ pub(crate) enum TopologyChangeType {
     /// `NEW_NODE`
     NewNode,
     /// `REMOVED_NODE`
+    #[allow(
+        dead_code,
+        reason = "spec event; the cluster can add nodes but not remove them"
+    )]
     RemovedNode,
 }
 
@@ -356,6 +368,10 @@ pub(crate) enum Response {
     /// AUTH_SUCCESS with an optional final token.
     AuthSuccess(Option<Bytes>),
     /// AUTH_CHALLENGE with an optional token.
+    #[allow(
+        dead_code,
+        reason = "spec message; PasswordAuthenticator succeeds or fails in one round"
+    )]
     AuthChallenge(Option<Bytes>),
     /// ERROR
     Error(CqlError),

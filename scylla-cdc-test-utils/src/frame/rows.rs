@@ -35,7 +35,7 @@ pub(crate) enum RowsWriterError {
 /// Writes one ROWS response frame directly into `out`:
 ///
 /// ```ignore
-/// let mut w = RowsWriter::begin(&mut out, stream, &meta, paging_state);
+/// let mut w = RowsWriter::begin_with(&mut out, stream, &meta, paging_state, false, &[]);
 /// for row in page {
 ///     w.cell(Some(&row.pk));            // a value
 ///     w.null_cell();                    // null
@@ -70,8 +70,8 @@ pub(crate) struct RowsWriter<'a> {
 }
 
 impl<'a> RowsWriter<'a> {
-    /// Starts a ROWS frame on `stream` with full metadata; `paging_state` set means more
-    /// pages follow (has-more-pages flag and the state are sent).
+    /// [`RowsWriter::begin_with`] with full metadata and no warnings.
+    #[cfg(test)]
     pub(crate) fn begin(
         out: &'a mut BytesMut,
         stream: i16,
@@ -81,8 +81,9 @@ impl<'a> RowsWriter<'a> {
         Self::begin_with(out, stream, meta, paging_state, false, &[])
     }
 
-    /// [`RowsWriter::begin`] with NO_METADATA (when the request set skip-metadata) and
-    /// warnings.
+    /// Starts a ROWS frame on `stream`; `paging_state` set means more pages follow
+    /// (has-more-pages flag and the state are sent), `skip_metadata` sends NO_METADATA (when
+    /// the request set skip-metadata), and `warnings` go in the header's warning list.
     pub(crate) fn begin_with(
         out: &'a mut BytesMut,
         stream: i16,
@@ -204,12 +205,8 @@ impl<'a> RowsWriter<'a> {
         self.rows += 1;
     }
 
-    /// Rows ended so far.
-    pub(crate) fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// Bytes of the frame so far (to cap a page by size).
+    /// Bytes of the frame so far.
+    #[cfg(test)]
     pub(crate) fn frame_len(&self) -> usize {
         self.out.len().saturating_sub(self.frame_start)
     }

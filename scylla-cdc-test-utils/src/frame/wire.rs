@@ -6,11 +6,14 @@
 //! out as zero-copy slices of the body ([`Bytes::slice`]). Writers cannot fail: a string or a
 //! list longer than its length prefix can express (only server-built data, never input) is
 //! cut at the limit instead of producing a corrupt frame.
+//!
+//! Notations the server only meets in the other direction (readers of response-only ones such
+//! as `[inet]`, writers of request-only ones such as `[value]`) exist for the tests, which
+//! build requests and decode responses with them.
 
 use std::net::{IpAddr, SocketAddr};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use uuid::Uuid;
 
 use super::consistency::Consistency;
 use super::error::ProtocolViolation;
@@ -24,16 +27,6 @@ pub(crate) enum BoundValue {
     Null,
     /// `len == -2`: "not set", the column is left untouched (v4).
     Unset,
-}
-
-impl BoundValue {
-    /// The bytes of a set, non-null value.
-    pub(crate) fn as_bytes(&self) -> Option<&Bytes> {
-        match self {
-            BoundValue::Value(b) => Some(b),
-            BoundValue::Null | BoundValue::Unset => None,
-        }
-    }
 }
 
 /// A cursor over a frame body. Every `read_*` method either consumes exactly the bytes of
@@ -55,16 +48,6 @@ impl Reader {
     /// Number of bytes not yet consumed.
     pub(crate) fn remaining(&self) -> usize {
         self.buf.len().saturating_sub(self.pos)
-    }
-
-    /// Fails unless every byte has been consumed (`what` names the message for the error).
-    pub(crate) fn expect_end(&self, what: &str) -> Result<(), ProtocolViolation> {
-        match self.remaining() {
-            0 => Ok(()),
-            n => Err(ProtocolViolation::new(format!(
-                "{n} unexpected trailing byte(s) after the body of {what}"
-            ))),
-        }
     }
 
     /// Consumes `n` bytes and returns them as a slice of the underlying buffer.
@@ -195,6 +178,7 @@ impl Reader {
     }
 
     /// `[string multimap]`: a `[short]` count then (`[string]` key, `[string list]`).
+    #[cfg(test)]
     pub(crate) fn read_string_multimap(
         &mut self,
         what: &str,
@@ -225,11 +209,13 @@ impl Reader {
     }
 
     /// `[uuid]`: 16 bytes.
-    pub(crate) fn read_uuid(&mut self, what: &str) -> Result<Uuid, ProtocolViolation> {
-        Ok(Uuid::from_bytes(self.take_array(what)?))
+    #[cfg(test)]
+    pub(crate) fn read_uuid(&mut self, what: &str) -> Result<uuid::Uuid, ProtocolViolation> {
+        Ok(uuid::Uuid::from_bytes(self.take_array(what)?))
     }
 
     /// `[inet]`: a one-byte address length (4 or 16), the address, then an `[int]` port.
+    #[cfg(test)]
     pub(crate) fn read_inet(&mut self, what: &str) -> Result<SocketAddr, ProtocolViolation> {
         let len = self.read_byte(what)?;
         let ip = match len {
@@ -292,6 +278,7 @@ fn clip(s: &str, max: usize) -> &str {
 }
 
 /// `[byte]`
+#[cfg(test)]
 pub(crate) fn put_byte(out: &mut BytesMut, v: u8) {
     out.put_u8(v);
 }
@@ -307,6 +294,7 @@ pub(crate) fn put_int(out: &mut BytesMut, v: i32) {
 }
 
 /// `[long]`
+#[cfg(test)]
 pub(crate) fn put_long(out: &mut BytesMut, v: i64) {
     out.put_i64(v);
 }
@@ -326,6 +314,7 @@ pub(crate) fn put_string(out: &mut BytesMut, s: &str) {
 }
 
 /// `[long string]` (cut at `i32::MAX` bytes).
+#[cfg(test)]
 pub(crate) fn put_long_string(out: &mut BytesMut, s: &str) {
     let s = clip(s, i32::MAX as usize);
     out.put_i32(i32::try_from(s.len()).unwrap_or(i32::MAX));
@@ -351,6 +340,7 @@ pub(crate) fn put_short_bytes(out: &mut BytesMut, b: &[u8]) {
 }
 
 /// `[value]`: `[bytes]` with `-1` for null and `-2` for unset.
+#[cfg(test)]
 pub(crate) fn put_value(out: &mut BytesMut, v: &BoundValue) {
     match v {
         BoundValue::Value(b) => put_bytes(out, Some(b)),
@@ -368,6 +358,7 @@ pub(crate) fn put_string_list<S: AsRef<str>>(out: &mut BytesMut, list: &[S]) {
 }
 
 /// `[string map]`, in the given order.
+#[cfg(test)]
 pub(crate) fn put_string_map<K: AsRef<str>, V: AsRef<str>>(out: &mut BytesMut, map: &[(K, V)]) {
     let n = put_short_count(out, map.len());
     for (k, v) in map.iter().take(n) {
@@ -389,6 +380,7 @@ pub(crate) fn put_string_multimap<K: AsRef<str>, V: AsRef<str>>(
 }
 
 /// `[bytes map]`, in the given order.
+#[cfg(test)]
 pub(crate) fn put_bytes_map<K: AsRef<str>>(out: &mut BytesMut, map: &[(K, Option<Bytes>)]) {
     let n = put_short_count(out, map.len());
     for (k, v) in map.iter().take(n) {
@@ -398,7 +390,8 @@ pub(crate) fn put_bytes_map<K: AsRef<str>>(out: &mut BytesMut, map: &[(K, Option
 }
 
 /// `[uuid]`
-pub(crate) fn put_uuid(out: &mut BytesMut, u: &Uuid) {
+#[cfg(test)]
+pub(crate) fn put_uuid(out: &mut BytesMut, u: &uuid::Uuid) {
     out.extend_from_slice(u.as_bytes());
 }
 
@@ -425,6 +418,7 @@ pub(crate) fn put_consistency(out: &mut BytesMut, c: Consistency) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use uuid::Uuid;
 
     fn reader(bytes: &[u8]) -> Reader {
         Reader::new(Bytes::copy_from_slice(bytes))
@@ -446,7 +440,7 @@ mod tests {
         assert_eq!(r.read_short("s").unwrap(), 0x0102);
         assert_eq!(r.read_int("i").unwrap(), -2);
         assert_eq!(r.read_long("l").unwrap(), 0x0102_0304_0506_0708);
-        assert!(r.expect_end("x").is_ok());
+        assert_eq!(r.remaining(), 0);
     }
 
     #[test]

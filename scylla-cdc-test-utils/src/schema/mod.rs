@@ -433,11 +433,6 @@ impl TableDef {
         self.columns.iter().filter(|c| !c.kind.is_primary_key())
     }
 
-    /// Whether the table has static columns.
-    pub(crate) fn has_static_columns(&self) -> bool {
-        self.columns.iter().any(|c| c.kind == ColumnKind::Static)
-    }
-
     /// Whether this is a counter table: it has (or had, before they were dropped) counter
     /// columns. Like Scylla's flag, this stays after every counter column is dropped.
     pub(crate) fn is_counter(&self) -> bool {

@@ -47,7 +47,6 @@ pub(crate) struct Connection {
     cluster: Arc<ClusterCore>,
     node: usize,
     shard: u32,
-    peer: SocketAddr,
     phase: Phase,
     state: ConnState,
     out_tx: mpsc::UnboundedSender<Bytes>,
@@ -101,7 +100,6 @@ pub(crate) async fn serve(
         closed_rx,
         node,
         shard,
-        peer,
         phase: Phase::Handshake,
         state: ConnState::new(node, shard),
         out_tx,
@@ -177,7 +175,7 @@ impl Connection {
         let request = match frame::decode_request(opcode, f.body) {
             Ok(r) => r,
             Err(v) => {
-                self.respond(out, stream, &Response::Error(v.into()));
+                self.respond(out, stream, &Response::Error(v));
                 return Next::Continue;
             }
         };

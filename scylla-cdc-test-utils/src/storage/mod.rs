@@ -16,21 +16,19 @@ mod clustering;
 mod mutation;
 mod table;
 
-// The facade the executor and CDC modules use; until they are merged, parts of it are unused.
-#[allow(unused_imports)]
+// The facade the executor and CDC modules use.
 pub(crate) use clustering::{
     ClusteringBound, ClusteringComparator, ClusteringKey, ClusteringRange, MAX_CLUSTERING_COLUMNS,
 };
-#[allow(unused_imports)]
 pub(crate) use mutation::{
-    CellUpdate, CellVersion, ColumnId, ElementUpdate, Liveness, Now, PartitionKey,
-    PartitionMutation, RangeTombstone, RowUpdate, Timestamp, compare_versions,
+    CellUpdate, ColumnId, ElementUpdate, Liveness, Now, PartitionKey, PartitionMutation,
+    RangeTombstone, RowUpdate, Timestamp,
 };
-#[allow(unused_imports)]
-pub(crate) use table::{
-    CellView, CollectionView, ElementView, MarkerView, PartitionStart, PartitionView, RowView,
-    StorageError, TableData,
-};
+pub(crate) use table::{CellView, PartitionStart, PartitionView, RowView, TableData};
+
+// Named by tests only.
+#[cfg(test)]
+pub(crate) use table::MarkerView;
 
 #[cfg(test)]
 mod tests;

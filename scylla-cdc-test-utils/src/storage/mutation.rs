@@ -22,16 +22,6 @@ pub(crate) type Timestamp = i64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct Now(pub i64);
 
-impl Now {
-    /// The current wall-clock time.
-    pub(crate) fn wall_clock() -> Now {
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        Now(secs)
-    }
-}
-
 /// Stable id of a column within one table. Never reused: dropping a column and adding one
 /// with the same name gives a new id, so old data cannot resurrect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -151,8 +141,8 @@ pub(crate) struct PartitionMutation {
     pub partition_tombstone: Option<Timestamp>,
     /// Changes of the static row.
     pub static_row: Option<RowUpdate>,
-    /// Changes of clustering rows, one entry per clustering key (keys unique; order of
-    /// insertion, see [`super::ClusteringComparator::sort_rows`] for clustering order).
+    /// Changes of clustering rows, one entry per clustering key (keys unique, in order of
+    /// insertion).
     pub rows: Vec<(ClusteringKey, RowUpdate)>,
     /// Range tombstones, in the order written.
     pub range_tombstones: Vec<RangeTombstone>,
@@ -179,6 +169,7 @@ impl PartitionMutation {
     }
 
     /// The static row's update, created empty if absent.
+    #[cfg(test)]
     pub(crate) fn static_row_mut(&mut self) -> &mut RowUpdate {
         self.static_row.get_or_insert_with(RowUpdate::default)
     }
@@ -249,6 +240,7 @@ impl RowUpdate {
     }
 
     /// The update of a column, if any.
+    #[cfg(test)]
     pub(crate) fn cell(&self, column: ColumnId) -> Option<&CellUpdate> {
         self.cells
             .binary_search_by_key(&column, |(c, _)| *c)

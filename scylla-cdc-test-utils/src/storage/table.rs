@@ -15,7 +15,7 @@ use bytes::Bytes;
 use crate::types::CqlType;
 use crate::types::value::Value;
 
-use super::clustering::{ClusteringComparator, ClusteringKey, ClusteringRange, Position};
+use super::clustering::{ClusteringComparator, ClusteringRange, Position};
 use super::mutation::{
     CellUpdate, CellVersion, ColumnId, Now, PartitionMutation, RowUpdate, Timestamp,
     compare_versions,
@@ -815,12 +815,14 @@ impl TableData {
     }
 
     /// Number of stored partitions (including ones holding only tombstones or expired data).
+    #[cfg(test)]
     pub(crate) fn partition_count(&self) -> usize {
         self.partitions.len()
     }
 
     /// Number of stored clustering rows (including rows holding only tombstones or expired
     /// data).
+    #[cfg(test)]
     pub(crate) fn row_count(&self) -> usize {
         self.partitions.values().map(|p| p.rows.len()).sum()
     }
@@ -853,6 +855,7 @@ impl<'a> PartitionView<'a> {
     }
 
     /// The partition tombstone's timestamp, if any.
+    #[cfg(test)]
     pub(crate) fn tombstone(&self) -> Option<Timestamp> {
         (self.p.tombstone != NO_TS).then_some(self.p.tombstone)
     }
@@ -939,6 +942,7 @@ impl<'a> PartitionView<'a> {
     }
 
     /// Every live row, in clustering order.
+    #[cfg(test)]
     pub(crate) fn all_rows(&self) -> impl Iterator<Item = RowView<'a>> + use<'a> {
         self.rows(&[ClusteringRange::full()], false, None)
     }
@@ -963,6 +967,7 @@ pub(crate) struct RowView<'a> {
 }
 
 /// The live row marker of a row.
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct MarkerView {
     /// Write timestamp.
@@ -978,13 +983,16 @@ impl<'a> RowView<'a> {
         self.key.map_or(&[], |k| &k[..])
     }
 
-    /// The clustering key as a shareable [`ClusteringKey`].
-    pub(crate) fn clustering_key(&self) -> ClusteringKey {
+    /// The clustering key as a shareable [`ClusteringKey`](super::ClusteringKey).
+    #[cfg(test)]
+    pub(crate) fn clustering_key(&self) -> super::ClusteringKey {
+        use super::ClusteringKey;
         self.key
             .map_or_else(ClusteringKey::empty, |k| ClusteringKey(k.clone()))
     }
 
     /// The live row marker.
+    #[cfg(test)]
     pub(crate) fn marker(&self) -> Option<MarkerView> {
         let m = &self.row.marker;
         m.is_live(self.now).then(|| MarkerView {
@@ -994,6 +1002,7 @@ impl<'a> RowView<'a> {
     }
 
     /// The row tombstone's timestamp, if any.
+    #[cfg(test)]
     pub(crate) fn deletion(&self) -> Option<Timestamp> {
         (self.row.deletion != NO_TS).then_some(self.row.deletion)
     }
@@ -1104,24 +1113,15 @@ pub(crate) struct ElementView<'a> {
     pub key: &'a Value,
     /// The value ([`Value::Empty`] for set elements).
     pub value: &'a Value,
-    /// Write timestamp.
-    pub ts: Timestamp,
-    /// Remaining TTL in seconds, if the element expires.
-    pub ttl: Option<u32>,
 }
 
 impl<'a> CollectionView<'a> {
     /// The live elements, in key order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = ElementView<'a>> + use<'a> {
         let now = self.now;
-        self.elements.iter().filter_map(move |(k, a)| {
-            a.live_value(now).map(|value| ElementView {
-                key: k,
-                value,
-                ts: a.ts,
-                ttl: remaining_ttl(a.expiry, now),
-            })
-        })
+        self.elements
+            .iter()
+            .filter_map(move |(k, a)| a.live_value(now).map(|value| ElementView { key: k, value }))
     }
 
     /// The collection as a value of `typ` (frozen or not): a list of the values, a set of

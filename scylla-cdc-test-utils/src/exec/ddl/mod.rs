@@ -36,7 +36,6 @@ mod types;
 pub(crate) mod tests;
 
 // The executor resolves the types of bind markers and casts with it.
-#[allow(unused_imports)]
 pub(crate) use types::resolve_type;
 
 /// What a DDL statement needs besides the schema.
