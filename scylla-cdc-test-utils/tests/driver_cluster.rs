@@ -8,17 +8,13 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
-use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
-use scylla::policies::retry::FallthroughRetryPolicy;
+use scylla::statement::Consistency;
 use scylla::statement::prepared::PreparedStatement;
-use scylla::statement::{Consistency, Statement};
 use scylla_cdc_test_utils::{
     EmbeddedCluster, TestCluster, embedded_only, statement_on_node, unique_keyspace_name,
 };

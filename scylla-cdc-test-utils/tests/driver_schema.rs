@@ -11,14 +11,10 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
 use scylla::cluster::Node;
 use scylla::cluster::metadata::{CollectionType, ColumnKind, ColumnType, NativeType, Strategy};
-use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
-use scylla::policies::retry::FallthroughRetryPolicy;
 use scylla::routing::partitioner::PartitionerName;
-use scylla::statement::Statement;
 use scylla_cdc_test_utils::{
     EmbeddedCluster, TestCluster, statement_on_node, unique_keyspace_name,
 };
