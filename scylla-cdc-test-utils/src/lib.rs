@@ -539,9 +539,17 @@ impl EmbeddedCluster {
         self.core.faults.clear();
     }
 
-    /// Statement requests (QUERY, EXECUTE, BATCH) received so far per `(node, shard)`.
+    /// Statement requests (QUERY, EXECUTE, BATCH) received so far per `(node, shard)`,
+    /// including the driver's own metadata queries.
     pub fn request_counts(&self) -> BTreeMap<(usize, u32), u64> {
-        self.core.stats.snapshot()
+        self.core.stats.snapshot(|_| true)
+    }
+
+    /// Requests of one kind (`Query`, `Execute` or `Batch`) received so far per
+    /// `(node, shard)`. EXECUTE counts show how a driver routes prepared statements, apart
+    /// from the QUERY requests it sends on its own (metadata refreshes after schema events).
+    pub fn request_counts_of(&self, opcode: FaultOpcode) -> BTreeMap<(usize, u32), u64> {
+        self.core.stats.snapshot(|op| op == opcode)
     }
 
     /// Client connections currently open per `(node, shard)` (a driver's pool holds one per

@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use rand::Rng;
 
 /// The request kinds a rule can match (CQL opcodes that carry work).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FaultOpcode {
     /// `STARTUP` (connection handshake).
     Startup,

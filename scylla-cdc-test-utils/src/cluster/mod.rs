@@ -19,6 +19,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
+use crate::cluster::faults::FaultOpcode;
 use crate::exec::Database;
 use crate::frame::Event;
 use crate::server::listen::AddressPlan;
@@ -101,24 +102,34 @@ impl Topology {
 /// connections open on each (node, shard).
 #[derive(Debug, Default)]
 pub(crate) struct RequestStats {
-    counts: Mutex<std::collections::HashMap<(usize, u32), Arc<AtomicU64>>>,
+    counts: Mutex<std::collections::HashMap<(usize, u32, FaultOpcode), Arc<AtomicU64>>>,
     connections: Mutex<std::collections::BTreeMap<(usize, u32), usize>>,
 }
 
 impl RequestStats {
     /// Counts one statement request (QUERY, EXECUTE or BATCH) on `(node, shard)`.
-    pub(crate) fn record(&self, node: usize, shard: u32) {
-        let counter = self.counts.lock().entry((node, shard)).or_default().clone();
+    pub(crate) fn record(&self, node: usize, shard: u32, opcode: FaultOpcode) {
+        let counter = self
+            .counts
+            .lock()
+            .entry((node, shard, opcode))
+            .or_default()
+            .clone();
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A snapshot of every counter.
-    pub(crate) fn snapshot(&self) -> std::collections::BTreeMap<(usize, u32), u64> {
-        self.counts
-            .lock()
-            .iter()
-            .map(|(k, v)| (*k, v.load(Ordering::Relaxed)))
-            .collect()
+    /// A snapshot of the counters of the requests `opcode` accepts, summed per (node, shard).
+    pub(crate) fn snapshot(
+        &self,
+        opcode: impl Fn(FaultOpcode) -> bool,
+    ) -> std::collections::BTreeMap<(usize, u32), u64> {
+        let mut out = std::collections::BTreeMap::new();
+        for ((node, shard, op), n) in self.counts.lock().iter() {
+            if opcode(*op) {
+                *out.entry((*node, *shard)).or_default() += n.load(Ordering::Relaxed);
+            }
+        }
+        out
     }
 
     /// Resets every counter to zero.

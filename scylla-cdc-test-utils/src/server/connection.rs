@@ -260,7 +260,7 @@ impl Connection {
                     _ => FaultOpcode::Batch,
                 };
                 if !matches!(request, Request::Prepare { .. }) {
-                    self.cluster.stats.record(self.node, self.shard);
+                    self.cluster.stats.record(self.node, self.shard, fault_op);
                 }
                 if self.cluster.faults.len() > 0 {
                     let (text, table) = self.cluster.db.describe_request(&self.state, &request);
