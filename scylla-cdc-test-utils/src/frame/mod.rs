@@ -20,7 +20,7 @@
 //!
 //! A server loop looks like:
 //!
-//! ```ignore
+//! ```text
 //! loop {
 //!     match frame::try_decode_frame(&mut read_buf) {
 //!         Ok(None) => { /* read more */ }

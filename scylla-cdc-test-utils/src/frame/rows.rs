@@ -34,7 +34,7 @@ pub(crate) enum RowsWriterError {
 
 /// Writes one ROWS response frame directly into `out`:
 ///
-/// ```ignore
+/// ```text
 /// let mut w = RowsWriter::begin_with(&mut out, stream, &meta, paging_state, false, &[]);
 /// for row in page {
 ///     w.cell(Some(&row.pk));            // a value
