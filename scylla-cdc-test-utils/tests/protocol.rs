@@ -285,6 +285,12 @@ async fn unknown_flags_are_server_errors_and_trailing_bytes_are_ignored() {
         .await
         .error();
     assert_eq!(code, 0x0000, "{message}");
+    // With an id nothing was prepared under, the id is checked first: Unprepared.
+    let (code, message) = raw
+        .request(16, EXECUTE, &execute_body(&[0xab; 16], 0x80))
+        .await
+        .error();
+    assert_eq!(code, 0x2500, "{message}");
 
     // An empty unlogged BATCH with an unknown flag bit.
     let mut batch = vec![1, 0, 0];

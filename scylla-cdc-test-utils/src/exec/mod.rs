@@ -239,6 +239,15 @@ impl Database {
             .fetch_add(micros, Ordering::Relaxed);
     }
 
+    /// The Unprepared error for `id` if no statement is prepared under it.
+    pub(crate) fn check_prepared(&self, id: &Bytes) -> Result<(), CqlError> {
+        if self.prepared.read().contains_key(id) {
+            Ok(())
+        } else {
+            Err(unprepared(id))
+        }
+    }
+
     /// The statement text and target table of a request, for fault matching.
     pub(crate) fn describe_request(
         &self,

@@ -67,4 +67,5 @@ pub(crate) use wire::BoundValue;
 #[cfg(test)]
 pub(crate) use header::HEADER_LEN;
 #[cfg(test)]
-pub(crate) use request::{BatchStatement, opcode as request_opcode};
+pub(crate) use request::BatchStatement;
+pub(crate) use request::opcode as request_opcode;

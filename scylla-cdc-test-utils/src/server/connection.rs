@@ -172,10 +172,18 @@ impl Connection {
     fn handle_frame(&mut self, f: RequestFrame, out: &mut BytesMut) -> Next {
         let stream = f.stream;
         let opcode = f.opcode;
+        let body = f.body.clone();
         let request = match frame::decode_request(opcode, f.body) {
             Ok(r) => r,
             Err(v) => {
-                self.respond(out, stream, &Response::Error(v));
+                // Scylla's EXECUTE handler (transport/server.cc, process_execute) looks the
+                // statement id up before it reads the rest of the body: an unknown id is
+                // Unprepared even when the options after it are malformed.
+                let error = match execute_id(opcode, &body) {
+                    Some(id) => self.cluster.db.check_prepared(&id).err().unwrap_or(v),
+                    None => v,
+                };
+                self.respond(out, stream, &Response::Error(error));
                 return Next::Continue;
             }
         };
@@ -550,4 +558,13 @@ fn fault_error(error: FaultError, consistency: Consistency) -> CqlError {
         ),
         FaultError::Invalid => CqlError::invalid("Invalid request (injected fault)"),
     }
+}
+
+/// The statement id at the start of an EXECUTE body (`[short bytes]`), if it is complete.
+fn execute_id(opcode: u8, body: &Bytes) -> Option<Bytes> {
+    if opcode != frame::request_opcode::EXECUTE {
+        return None;
+    }
+    let len = usize::from(u16::from_be_bytes([*body.first()?, *body.get(1)?]));
+    (body.len() >= 2 + len).then(|| body.slice(2..2 + len))
 }
