@@ -315,9 +315,10 @@ async fn unknown_flags_are_server_errors_and_trailing_bytes_are_ignored() {
 /// A compressed frame on a connection that negotiated no compression gets a Protocol error on
 /// stream 0, and a body over the server's size limit gets Invalid on its stream; either way
 /// the request sent just before is still answered, then the connection closes and the node
-/// keeps serving other connections.
+/// keeps serving other connections. A connection's first frame may not exceed 100,000 bytes
+/// (Protocol error on stream 0, then close).
 #[tokio::test]
-async fn unnegotiated_compression_and_oversized_bodies_answer_then_close() {
+async fn unnegotiated_compression_and_oversized_frames_answer_then_close() {
     let (cluster, contact_point) = cluster().await;
     let embedded = cluster.embedded().is_some();
     let query = simple_query("SELECT key FROM system.local");
@@ -369,6 +370,24 @@ async fn unnegotiated_compression_and_oversized_bodies_answer_then_close() {
             message,
             "request size too large (frame size 1073741824; estimate 2147491648; \
              allowed 536878912)"
+        );
+    }
+
+    // A first frame (before STARTUP) announcing a 200 kB body: refused from its header, on
+    // stream 0, and the connection closes. A STARTUP is a few bytes; Scylla allows 100,000.
+    let mut raw = Raw::connect(&contact_point).await;
+    let mut header = vec![0x04, 0, 0, 7, OPTIONS];
+    header.extend_from_slice(&200_000u32.to_be_bytes());
+    raw.send_bytes(&header).await;
+    let frames = until_closed(&mut raw).await;
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(frames[0].stream, 0);
+    let (code, message) = frames[0].error();
+    assert_eq!(code, 0x000A, "{message}");
+    if embedded {
+        assert_eq!(
+            message,
+            "Initial message size too large (200000), rejecting as invalid"
         );
     }
 

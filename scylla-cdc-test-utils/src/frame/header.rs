@@ -17,6 +17,12 @@ pub(crate) const HEADER_LEN: usize = 9;
 /// Largest request body accepted (256 MiB, Cassandra's default native transport limit).
 /// Scylla's limit depends on its memory (see [`try_decode_frame`]); this one is fixed.
 pub(crate) const MAX_BODY_LEN: usize = 256 * 1024 * 1024;
+
+/// Longest body of a connection's first frame (an OPTIONS or STARTUP, a few bytes), as in
+/// Scylla: `cql_server::connection::read_frame` (`transport/server.cc`) rejects a longer
+/// first frame with a protocol exception before reading its body, so that a stray client
+/// cannot make it allocate a huge buffer.
+pub(crate) const MAX_FIRST_BODY_LEN: usize = 100_000;
 /// The only protocol version served.
 pub(crate) const PROTOCOL_VERSION: u8 = 4;
 
@@ -107,6 +113,12 @@ impl FrameError {
     }
 }
 
+/// [`try_decode_frame_of`] for a frame that is not a connection's first.
+#[cfg(test)]
+pub(crate) fn try_decode_frame(buf: &mut BytesMut) -> Result<Option<RequestFrame>, FrameError> {
+    try_decode_frame_of(buf, false)
+}
+
 /// Takes one complete request frame off the front of `buf`.
 ///
 /// `Ok(None)`: more bytes are needed (nothing is consumed). `Ok(Some(frame))`: the frame's
@@ -130,7 +142,14 @@ impl FrameError {
 ///   ends the connection's request loop, and `handle_error` (called from
 ///   `connection::process`, `transport/generic_server.cc`) answers it on stream 0 before
 ///   the connection closes once in-flight requests are done.
-pub(crate) fn try_decode_frame(buf: &mut BytesMut) -> Result<Option<RequestFrame>, FrameError> {
+///
+/// `first` says whether this is the connection's first frame: a first frame with a body
+/// over [`MAX_FIRST_BODY_LEN`] gets a Protocol error on stream 0 (raised outside any
+/// request, like the compression error) and closes the connection.
+pub(crate) fn try_decode_frame_of(
+    buf: &mut BytesMut,
+    first: bool,
+) -> Result<Option<RequestFrame>, FrameError> {
     let Some(&version_byte) = buf.first() else {
         return Ok(None);
     };
@@ -176,6 +195,14 @@ pub(crate) fn try_decode_frame(buf: &mut BytesMut) -> Result<Option<RequestFrame
         ));
     }
     let length = usize::try_from(length).unwrap_or(usize::MAX);
+    if first && length > MAX_FIRST_BODY_LEN {
+        return Err(FrameError::fatal(
+            0,
+            ErrorKind::ProtocolError,
+            format!("Initial message size too large ({length}), rejecting as invalid"),
+            PROTOCOL_VERSION,
+        ));
+    }
     if length > MAX_BODY_LEN {
         return Err(FrameError::fatal(
             stream,
@@ -233,6 +260,33 @@ fn unsupported_version_message(version: u8) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_first_frame_is_limited_to_100_000_bytes() {
+        let header = |len: u32| {
+            let mut b = BytesMut::from(&[PROTOCOL_VERSION, 0, 0, 3, 0x05][..]);
+            b.extend_from_slice(&len.to_be_bytes());
+            b
+        };
+        let e = try_decode_frame_of(&mut header(100_001), true).unwrap_err();
+        assert_eq!(
+            (e.stream, e.kind.clone(), e.can_continue()),
+            (0, ErrorKind::ProtocolError, false)
+        );
+        assert_eq!(
+            e.message,
+            "Initial message size too large (100001), rejecting as invalid"
+        );
+        // At the limit, or on a later frame, the body is simply awaited.
+        assert_eq!(
+            try_decode_frame_of(&mut header(100_000), true).unwrap(),
+            None
+        );
+        assert_eq!(
+            try_decode_frame_of(&mut header(100_001), false).unwrap(),
+            None
+        );
+    }
     use bytes::BufMut;
 
     fn frame(version: u8, flags: u8, stream: i16, opcode: u8, body: &[u8]) -> BytesMut {

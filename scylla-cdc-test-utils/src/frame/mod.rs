@@ -1,7 +1,7 @@
 //! The CQL native protocol v4 codec: a pure byte layer between the server's sockets and
 //! statement execution, with no I/O and no state beyond the negotiated [`Extensions`].
 //!
-//! Inbound, [`try_decode_frame`] cuts a [`RequestFrame`] (stream id, opcode, zero-copy body)
+//! Inbound, [`try_decode_frame_of`] cuts a [`RequestFrame`] (stream id, opcode, zero-copy body)
 //! off the connection's read buffer, or says more bytes are needed, or returns a
 //! [`FrameError`](header::FrameError) that knows its stream, its ERROR frame and whether the
 //! connection can go on. [`decode_request`] then turns the body into a [`Request`] (QUERY
@@ -22,7 +22,7 @@
 //!
 //! ```text
 //! loop {
-//!     match frame::try_decode_frame(&mut read_buf) {
+//!     match frame::try_decode_frame_of(&mut read_buf, first_frame) {
 //!         Ok(None) => { /* read more */ }
 //!         Ok(Some(f)) => match frame::decode_request(f.opcode, f.body) {
 //!             Ok(req) => { /* execute, then encode_response(&mut out, f.stream, &ext, &[], &resp) */ }
@@ -50,7 +50,9 @@ mod oracle_tests;
 // The module's API for the server and executor.
 pub(crate) use consistency::Consistency;
 pub(crate) use error::{CqlError, ErrorKind, RATE_LIMIT_ERROR_CODE, WriteType};
-pub(crate) use header::{RequestFrame, try_decode_frame};
+#[cfg(test)]
+pub(crate) use header::try_decode_frame;
+pub(crate) use header::{RequestFrame, try_decode_frame_of};
 pub(crate) use request::{
     BatchKind, BatchQuery, BatchRequest, QueryParams, Request, decode_request,
 };

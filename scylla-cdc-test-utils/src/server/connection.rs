@@ -111,6 +111,7 @@ pub(crate) async fn serve(
 
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = BytesMut::new();
+    let mut first_frame = true;
     'serve: loop {
         if buf.capacity() - buf.len() < 1024 {
             buf.reserve(READ_CHUNK);
@@ -125,15 +126,17 @@ pub(crate) async fn serve(
             _ = shutdown.changed() => break 'serve,
         }
         loop {
-            match frame::try_decode_frame(&mut buf) {
+            match frame::try_decode_frame_of(&mut buf, first_frame) {
                 Ok(None) => break,
                 Ok(Some(f)) => {
+                    first_frame = false;
                     if let Next::Close = conn.handle_frame(f, &mut out) {
                         conn.flush(&mut out);
                         break 'serve;
                     }
                 }
                 Err(e) => {
+                    first_frame = false;
                     e.write_response(&mut out);
                     if !e.can_continue() {
                         conn.flush(&mut out);
