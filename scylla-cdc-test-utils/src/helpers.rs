@@ -72,13 +72,19 @@ pub fn embedded_only(test: &str, needs: &str) -> bool {
     if !external_cluster_configured() {
         return true;
     }
-    use std::io::Write;
-    // `eprintln!` would be captured (and hidden) by the harness for a passing test.
-    let _ = writeln!(
-        std::io::stderr(),
-        "test {test} ... skipped: it {needs}, which needs the embedded cluster (SCYLLA_URI is set)"
+    skip(
+        test,
+        &format!("it {needs}, which needs the embedded cluster (SCYLLA_URI is set)"),
     );
     false
+}
+
+/// Prints `test <test> ... skipped: <reason>` to the process's standard error, past the test
+/// harness's output capture (`eprintln!` would be hidden for a passing test), for a test or a
+/// part of one that cannot run on the cluster at hand.
+pub fn skip(test: &str, reason: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "test {test} ... skipped: {reason}");
 }
 
 impl TestCluster {

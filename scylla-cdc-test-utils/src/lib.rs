@@ -67,7 +67,7 @@ pub(crate) mod storage;
 pub use cluster::faults::{FaultError, FaultOpcode, FaultReaction, FaultRule};
 pub use helpers::{
     SCYLLA_URI, SCYLLA_URI2, TestCluster, embedded_only, external_cluster_configured,
-    setup_tracing, statement_on_node, unique_keyspace_name,
+    setup_tracing, skip, statement_on_node, unique_keyspace_name,
 };
 pub use preload::{MAX_PRELOAD_ROWS, Preload, PreloadProgress, PreloadSpecError};
 

@@ -19,7 +19,7 @@ use scylla::routing::{Sharder, Token};
 use scylla::statement::{Consistency, Statement};
 use scylla::value::CqlTimeuuid;
 use scylla_cdc_test_utils::{
-    EmbeddedCluster, TestCluster, embedded_only, setup_tracing, unique_keyspace_name,
+    EmbeddedCluster, TestCluster, embedded_only, setup_tracing, skip, unique_keyspace_name,
 };
 
 /// Runs a statement that must succeed.
@@ -290,12 +290,6 @@ fn tablet_stream(streams: &[Vec<u8>], token: i64) -> &Vec<u8> {
         .expect("the last stream ends at the maximum token")
 }
 
-/// Says, past the test harness's output capture, that a test is skipped.
-fn skipped(test: &str, reason: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "test {test} ... skipped: {reason}");
-}
-
 /// A CDC table `t (pk int PRIMARY KEY, v int)` in a new tablet keyspace (replication factor
 /// 1, 4 initial tablets): the keyspace and the times just before and just after the table's
 /// creation. `None` when a real cluster refuses tablets or CDC on them (Scylla before
@@ -311,7 +305,7 @@ async fn tablet_cdc_table(
             DbError::Invalid | DbError::ConfigError,
             msg,
         )) if cluster.embedded().is_none() && msg.contains("tablets") => {
-            skipped(test, &format!("SCYLLA_URI's cluster refuses {what}: {msg}"));
+            skip(test, &format!("SCYLLA_URI's cluster refuses {what}: {msg}"));
         }
         e => panic!("{what}: {e}"),
     };

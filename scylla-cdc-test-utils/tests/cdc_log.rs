@@ -26,14 +26,8 @@ use scylla::routing::{Sharder, Token};
 use scylla::statement::{Consistency, Statement};
 use scylla::value::CqlTimeuuid;
 use scylla_cdc_test_utils::{
-    EmbeddedCluster, TestCluster, embedded_only, setup_tracing, unique_keyspace_name,
+    EmbeddedCluster, TestCluster, embedded_only, setup_tracing, skip, unique_keyspace_name,
 };
-
-/// Says, past the test harness's output capture, that a test (or a part of one) is skipped.
-fn skipped(test: &str, reason: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "test {test} ... skipped: {reason}");
-}
 
 /// Runs a statement that must succeed.
 async fn run(session: &Session, cql: &str) {
@@ -982,7 +976,7 @@ async fn writes_from_the_future_or_the_past_are_rejected() {
             );
         }
     } else {
-        skipped(
+        skip(
             &format!("{TEST} (a write dated just before the current generation)"),
             "the current generation started over 4.5 s ago (a long-running cluster, or a slow machine)",
         );
@@ -1031,7 +1025,7 @@ async fn quorum_reads_of_system_distributed_fail_on_a_single_node() {
     let session = cluster.session().await.expect("session");
     let nodes = session.get_cluster_state().get_nodes_info().len();
     if nodes != 1 {
-        skipped(
+        skip(
             "quorum_reads_of_system_distributed_fail_on_a_single_node",
             &format!("it needs a 1-node cluster, SCYLLA_URI's has {nodes} nodes"),
         );
@@ -1083,7 +1077,7 @@ async fn quorum_reads_of_system_distributed_work_on_several_nodes() {
     let session = cluster.session().await.expect("session");
     let nodes = session.get_cluster_state().get_nodes_info().len();
     if nodes < 2 {
-        skipped(
+        skip(
             "quorum_reads_of_system_distributed_work_on_several_nodes",
             "it needs a cluster of at least 2 nodes, SCYLLA_URI's has 1",
         );
