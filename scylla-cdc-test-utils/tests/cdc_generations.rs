@@ -22,13 +22,8 @@ use scylla_cdc_test_utils::{
     EmbeddedCluster, TestCluster, embedded_only, setup_tracing, skip, unique_keyspace_name,
 };
 
-/// Runs a statement that must succeed.
-async fn run(session: &Session, cql: &str) {
-    session
-        .query_unpaged(cql, ())
-        .await
-        .unwrap_or_else(|e| panic!("{cql}: {e}"));
-}
+mod common;
+use common::run;
 
 /// All rows of a query (paged), typed.
 async fn rows<T>(

@@ -25,33 +25,10 @@ use scylla::routing::partitioner::{Murmur3Partitioner, Partitioner};
 use scylla::routing::{Sharder, Token};
 use scylla::statement::{Consistency, Statement};
 use scylla::value::CqlTimeuuid;
-use scylla_cdc_test_utils::{
-    EmbeddedCluster, TestCluster, embedded_only, setup_tracing, skip, unique_keyspace_name,
-};
+use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, embedded_only, setup_tracing, skip};
 
-/// Runs a statement that must succeed.
-async fn run(session: &Session, cql: &str) {
-    session
-        .query_unpaged(cql, ())
-        .await
-        .unwrap_or_else(|e| panic!("{cql}: {e}"));
-}
-
-/// A vnode keyspace with replication factor 1; returns its name. (Tablet keyspaces have
-/// other stream sets, and no CDC at all before Scylla 2025.4.)
-async fn keyspace(session: &Session) -> String {
-    let ks = unique_keyspace_name();
-    run(
-        session,
-        &format!(
-            "CREATE KEYSPACE {ks} WITH replication = \
-             {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}} \
-             AND tablets = {{'enabled': false}}"
-        ),
-    )
-    .await;
-    ks
-}
+mod common;
+use common::{run, vnode_keyspace as keyspace};
 
 /// A statement the driver sends once, to any node, and reports failures of as they are.
 fn no_retry(cql: impl Into<String>) -> Statement {

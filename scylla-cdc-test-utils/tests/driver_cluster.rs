@@ -20,6 +20,9 @@ use scylla_cdc_test_utils::{
     unique_keyspace_name,
 };
 
+mod common;
+use common::run;
+
 /// Polls `condition` every 20 ms until it holds or `timeout` passes.
 async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut condition: F)
 where
@@ -43,13 +46,6 @@ where
         .expect("a rows result")
         .single_row::<T>()
         .expect("exactly one row")
-}
-
-async fn run(session: &Session, cql: &str) {
-    session
-        .query_unpaged(cql, ())
-        .await
-        .unwrap_or_else(|e| panic!("{cql}: {e}"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

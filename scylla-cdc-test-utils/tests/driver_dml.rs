@@ -14,6 +14,9 @@ use scylla::statement::batch::{Batch, BatchType};
 use scylla::value::{CqlTimeuuid, CqlValue, Row};
 use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, unique_keyspace_name};
 
+mod common;
+use common::run;
+
 /// A test's cluster, a session to it and the keyspace the session uses.
 struct Setup {
     cluster: TestCluster,
@@ -52,14 +55,6 @@ impl Setup {
         run(&self.session, &format!("DROP KEYSPACE {}", self.ks)).await;
         self.cluster.shutdown().await;
     }
-}
-
-/// Runs a statement that must succeed.
-async fn run(session: &Session, cql: &str) {
-    session
-        .query_unpaged(cql, ())
-        .await
-        .unwrap_or_else(|e| panic!("{cql}: {e}"));
 }
 
 /// All rows of an unpaged query, as `CqlValue`s.

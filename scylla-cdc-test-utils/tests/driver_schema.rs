@@ -15,31 +15,10 @@ use scylla::client::session::Session;
 use scylla::cluster::Node;
 use scylla::cluster::metadata::{CollectionType, ColumnKind, ColumnType, NativeType, Strategy};
 use scylla::routing::partitioner::PartitionerName;
-use scylla_cdc_test_utils::{
-    EmbeddedCluster, TestCluster, statement_on_node, unique_keyspace_name,
-};
+use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, statement_on_node};
 
-/// Runs a statement that must succeed.
-async fn run(session: &Session, cql: &str) {
-    session
-        .query_unpaged(cql, ())
-        .await
-        .unwrap_or_else(|e| panic!("{cql}: {e}"));
-}
-
-/// A vnode keyspace of replication factor 1 (CDC needs vnodes on Scylla before 2025.4).
-async fn keyspace(session: &Session) -> String {
-    let ks = unique_keyspace_name();
-    run(
-        session,
-        &format!(
-            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
-             'replication_factor': 1}} AND tablets = {{'enabled': false}}"
-        ),
-    )
-    .await;
-    ks
-}
+mod common;
+use common::{run, vnode_keyspace as keyspace};
 
 /// What a node says about itself in `system.local`: host id, rpc address, datacenter, rack
 /// and tokens. The query is sent to that node only (`system.local` is node-local).
