@@ -12,9 +12,12 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
 
 /// A `scylla-emulator` child process, killed when dropped.
 pub struct Emulator {
@@ -47,6 +50,16 @@ impl Emulator {
             child,
             contact_point,
         })
+    }
+
+    /// A driver session connected to it.
+    pub async fn session(&self) -> anyhow::Result<Arc<Session>> {
+        let session = SessionBuilder::new()
+            .known_node(self.contact_point.to_string())
+            .build()
+            .await
+            .with_context(|| format!("connecting to the emulator at {}", self.contact_point))?;
+        Ok(Arc::new(session))
     }
 
     /// The process id.

@@ -14,11 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use clap::Parser;
 use futures::StreamExt;
 use scylla::client::session::Session;
-use scylla::client::session_builder::SessionBuilder;
 use scylla::statement::prepared::PreparedStatement;
 use scylla_cdc_bench::{Emulator, emulator_binary, own_usage, process_cpu_time, random_loopback};
 
@@ -142,13 +140,7 @@ async fn main() -> anyhow::Result<()> {
         args.shards,
         args.concurrency
     );
-    let session: Arc<Session> = Arc::new(
-        SessionBuilder::new()
-            .known_node(emulator.contact_point.to_string())
-            .build()
-            .await
-            .context("connecting to the emulator")?,
-    );
+    let session: Arc<Session> = emulator.session().await?;
     session
         .query_unpaged(
             "CREATE KEYSPACE bench WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1}",

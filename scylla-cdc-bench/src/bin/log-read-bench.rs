@@ -29,7 +29,6 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use futures::{StreamExt, TryStreamExt};
 use scylla::client::session::Session;
-use scylla::client::session_builder::SessionBuilder;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::{Consistency, Statement};
 use scylla::value::{CqlTimestamp, Row};
@@ -193,13 +192,7 @@ async fn main() -> anyhow::Result<()> {
         rss as f64 / total as f64,
     );
 
-    let session = Arc::new(
-        SessionBuilder::new()
-            .known_node(emulator.contact_point.to_string())
-            .build()
-            .await
-            .context("connecting to the emulator")?,
-    );
+    let session = emulator.session().await?;
     let (generation_time, groups) = generation(&session).await?;
     let mut query = session.prepare(LOG_QUERY).await?;
     query.set_page_size(args.page_size);

@@ -17,10 +17,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use async_trait::async_trait;
 use clap::Parser;
-use scylla::client::session_builder::SessionBuilder;
 use scylla_cdc::{CDCLogReaderBuilder, CDCRow, Consumer, ConsumerFactory};
 use scylla_cdc_bench::{Emulator, emulator_binary, mib, own_usage, random_loopback};
 
@@ -121,13 +119,7 @@ async fn run_one(
         ],
     )?;
     let load_time = loading.elapsed();
-    let session = Arc::new(
-        SessionBuilder::new()
-            .known_node(emulator.contact_point.to_string())
-            .build()
-            .await
-            .context("connecting to the emulator")?,
-    );
+    let session = emulator.session().await?;
     // Everything preloaded is older than now; end the read there.
     let end = chrono::Utc::now();
     let count = Arc::new(AtomicU64::new(0));

@@ -24,7 +24,6 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use futures::StreamExt;
 use scylla::client::session::Session;
-use scylla::client::session_builder::SessionBuilder;
 use scylla_cdc_bench::{
     Emulator, emulator_binary, mib, own_usage, process_cpu_time, random_loopback,
 };
@@ -84,13 +83,7 @@ fn emulator_args(address: &str, shards: u32, extra: &[String]) -> Vec<String> {
 
 /// Creates what `--preload bench.t:partitions=P,rows=R` creates, through the driver.
 async fn load_through_driver(source: &Emulator, partitions: u64, rows: u64) -> anyhow::Result<()> {
-    let session: Arc<Session> = Arc::new(
-        SessionBuilder::new()
-            .known_node(source.contact_point.to_string())
-            .build()
-            .await
-            .context("connecting to the source emulator")?,
-    );
+    let session: Arc<Session> = source.session().await?;
     session
         .query_unpaged(
             "CREATE KEYSPACE bench WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1}",
@@ -162,11 +155,7 @@ async fn main() -> anyhow::Result<()> {
         preload_start.elapsed().as_secs_f64()
     );
     let destination = Emulator::start(&binary, &emulator_args(&dest_addr, args.shards, &[]))?;
-    let dest_session = SessionBuilder::new()
-        .known_node(destination.contact_point.to_string())
-        .build()
-        .await
-        .context("connecting to the destination emulator")?;
+    let dest_session = destination.session().await?;
     dest_session
         .query_unpaged(
             "CREATE KEYSPACE bench WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1}",
