@@ -175,14 +175,14 @@ impl Connection {
     fn handle_frame(&mut self, f: RequestFrame, out: &mut BytesMut) -> Next {
         let stream = f.stream;
         let opcode = f.opcode;
-        let body = f.body.clone();
+        // Scylla's EXECUTE handler (transport/server.cc, process_execute) looks the statement
+        // id up before it reads the rest of the body: an unknown id is Unprepared even when
+        // the options after it are malformed. Keep the id for that case (a cheap slice).
+        let execute_id = execute_id(opcode, &f.body);
         let request = match frame::decode_request(opcode, f.body) {
             Ok(r) => r,
             Err(v) => {
-                // Scylla's EXECUTE handler (transport/server.cc, process_execute) looks the
-                // statement id up before it reads the rest of the body: an unknown id is
-                // Unprepared even when the options after it are malformed.
-                let error = match execute_id(opcode, &body) {
+                let error = match execute_id {
                     Some(id) => self.cluster.db.check_prepared(&id).err().unwrap_or(v),
                     None => v,
                 };
