@@ -462,6 +462,9 @@ impl Connection {
 pub(crate) fn supported_options(cluster: &ClusterCore, shard: u32) -> Vec<(String, Vec<String>)> {
     let one = |k: &str, v: String| (k.to_string(), vec![v]);
     vec![
+        // Every driver reads this key; the Python driver fails without it. Empty until the
+        // frame layer compresses (Scylla lists lz4 and snappy).
+        ("COMPRESSION".to_string(), Vec::new()),
         one("CQL_VERSION", "3.3.1".into()),
         one(
             frame::KEY_LWT_ADD_METADATA_MARK,
