@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use clap::{Parser, ValueEnum};
 
 use crate::cli::{
-    CliError, TimeSpec, hosts_arg, one_host_arg, parse_name, parse_positive_seconds, parse_seconds,
-    parse_time, qualified_arg, rfc3339_micros, tables_arg,
+    CliError, StartAt, TimeSpec, hosts_arg, one_host_arg, parse_name, parse_positive_seconds,
+    parse_seconds, parse_time, qualified_arg, rfc3339_micros, tables_arg,
 };
 pub use crate::cli::{Hosts, QualifiedTable, Tables};
 
@@ -44,7 +44,8 @@ pub struct Args {
     #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg,
           required_unless_present = "demo")]
     pub table: Option<Tables>,
-    /// Where to start reading (default: now). A saved checkpoint takes precedence.
+    /// Where to start reading (default: the moment the printer is launched, so every change
+    /// written after the launch is printed). A saved checkpoint takes precedence.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
     pub start: Option<TimeSpec>,
     /// Where to stop: the printer exits once every change before it is printed (default:
@@ -105,8 +106,8 @@ pub struct PrintConfig {
     pub keyspace: String,
     /// The tables.
     pub tables: Vec<String>,
-    /// Start (default: now, when reading starts).
-    pub start: Option<DateTime<Utc>>,
+    /// Where reading starts when there is no checkpoint.
+    pub start: StartAt,
     /// End, if any.
     pub end: Option<DateTime<Utc>>,
     /// Window size.
@@ -122,41 +123,43 @@ pub struct PrintConfig {
 }
 
 /// A resolved `--start` and `--end`.
-pub type TimeRange = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+pub type TimeRange = (StartAt, Option<DateTime<Utc>>);
 
-/// Resolves `--start` / `--end` against one `now` and checks that the end is after the
-/// start (which defaults to now).
+/// Resolves `--start` / `--end` against the launch instant and checks that the end is after
+/// the start (which defaults to the launch).
 pub fn resolve_range(
     start: Option<TimeSpec>,
     end: Option<TimeSpec>,
-    now: DateTime<Utc>,
+    launched: DateTime<Utc>,
 ) -> Result<TimeRange, CliError> {
-    let resolve = |spec: Option<TimeSpec>, name: &str| -> Result<_, CliError> {
-        spec.map(|s| {
-            s.resolve(now)
-                .ok_or_else(|| CliError::usage(format!("--{name} is out of range")))
+    let start = StartAt::resolve(start, launched)?;
+    let end = end
+        .map(|s| {
+            s.resolve(launched)
+                .ok_or_else(|| CliError::usage("--end is out of range"))
         })
-        .transpose()
-    };
-    let start = resolve(start, "start")?;
-    let end = resolve(end, "end")?;
-    if let Some(e) = end {
-        let s = start.unwrap_or(now);
-        if e <= s {
-            return Err(CliError::usage(format!(
-                "--end ({}) must be after --start ({}{})",
-                rfc3339_micros(e),
-                rfc3339_micros(s),
-                if start.is_none() { ", the default" } else { "" }
-            )));
-        }
+        .transpose()?;
+    if let Some(e) = end
+        && e <= start.time()
+    {
+        return Err(CliError::usage(format!(
+            "--end ({}) must be after --start ({}{})",
+            rfc3339_micros(e),
+            rfc3339_micros(start.time()),
+            if matches!(start, StartAt::Launch(_)) {
+                ", the default"
+            } else {
+                ""
+            }
+        )));
     }
     Ok((start, end))
 }
 
 impl Args {
-    /// Checks what clap cannot and resolves times against `now`.
-    pub fn into_config(self, now: DateTime<Utc>) -> Result<Mode, CliError> {
+    /// Checks what clap cannot and resolves times against `launched`, the instant the
+    /// program was launched.
+    pub fn into_config(self, launched: DateTime<Utc>) -> Result<Mode, CliError> {
         if self.demo {
             return Ok(Mode::Demo {
                 seconds: self.demo_seconds,
@@ -175,7 +178,7 @@ impl Args {
             .table
             .ok_or_else(|| CliError::usage("--table is required"))?
             .0;
-        let (start, end) = resolve_range(self.start, self.end, now)?;
+        let (start, end) = resolve_range(self.start, self.end, launched)?;
         Ok(Mode::Print(Box::new(PrintConfig {
             hosts,
             credentials: self.user.zip(self.password),
@@ -243,7 +246,7 @@ mod tests {
         assert_eq!(c.hosts, vec!["10.0.0.1:9042", "10.0.0.2:9042"]);
         assert_eq!(c.keyspace, "ks");
         assert_eq!(c.tables, vec!["a", "b"]);
-        assert_eq!(c.start, Some(now() - TimeDelta::minutes(10)));
+        assert_eq!(c.start, StartAt::Given(now() - TimeDelta::minutes(10)));
         assert_eq!(c.end, Some(now()));
         assert_eq!(c.window_size, Duration::from_millis(500));
         assert_eq!(c.safety_interval, Duration::ZERO);
@@ -265,7 +268,8 @@ mod tests {
             panic!("not a print run")
         };
         assert_eq!(c.hosts, vec!["db:9042"]);
-        assert_eq!(c.start, None);
+        // No --start: the launch instant, resolved before anything is contacted.
+        assert_eq!(c.start, StartAt::Launch(now()));
         assert_eq!(c.end, None);
         assert_eq!(c.window_size, Duration::from_secs(60));
         assert_eq!(c.safety_interval, Duration::from_secs(30));

@@ -243,6 +243,48 @@ impl TimeSpec {
     }
 }
 
+/// Where reading starts when there is no checkpoint: the instant the program was launched
+/// (the default) or the `--start` the user gave, resolved once at launch, before any network
+/// work, so that every change written after the launch is delivered however long start-up
+/// takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartAt {
+    /// No `--start`: the launch instant.
+    Launch(DateTime<Utc>),
+    /// `--start`, resolved against the launch instant.
+    Given(DateTime<Utc>),
+}
+
+impl StartAt {
+    /// `--start` resolved against `launched`, or `launched` itself.
+    pub fn resolve(spec: Option<TimeSpec>, launched: DateTime<Utc>) -> Result<StartAt, CliError> {
+        match spec {
+            None => Ok(StartAt::Launch(launched)),
+            Some(s) => s
+                .resolve(launched)
+                .map(StartAt::Given)
+                .ok_or_else(|| CliError::usage("--start is out of range")),
+        }
+    }
+
+    /// The point in time.
+    pub fn time(self) -> DateTime<Utc> {
+        match self {
+            StartAt::Launch(t) | StartAt::Given(t) => t,
+        }
+    }
+}
+
+impl fmt::Display for StartAt {
+    /// `2026-01-02T03:04:05.123456Z (launch time)` or `... (--start)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartAt::Launch(t) => write!(f, "{} (launch time)", rfc3339_micros(*t)),
+            StartAt::Given(t) => write!(f, "{} (--start)", rfc3339_micros(*t)),
+        }
+    }
+}
+
 /// Parses `now`, a relative time (`-10m`, `+2h`, `-1h30m`, `now-45s`; units `us`, `ms`, `s`,
 /// `m`, `h`, `d`, `w`) or an RFC 3339 time.
 pub fn parse_time(text: &str) -> Result<TimeSpec, String> {

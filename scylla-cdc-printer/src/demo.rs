@@ -136,7 +136,7 @@ pub async fn run(
         seconds.map_or(String::new(), |s| format!(" for {} s", s.as_secs_f64())),
     );
     let settings = ReaderSettings {
-        start: Some(chrono::Utc::now()),
+        start: chrono::Utc::now(),
         end: None,
         window_size: Duration::from_secs(1),
         safety_interval: Duration::from_millis(500),

@@ -29,6 +29,7 @@ use scylla::client::session::Session;
 use scylla_cdc::{
     CDCLogReaderBuilder, CDCRow, Consumer, ConsumerFactory, TableBackedCheckpointSaver,
 };
+use tracing::info;
 
 use crate::args::{Args, Format, Mode, PrintConfig};
 use crate::cli::{CliError, RunningReader, Shutdown, connect, error_chain, supervise};
@@ -186,8 +187,8 @@ pub fn key_columns(session: &Session, keyspace: &str, table: &str) -> Vec<String
 /// Settings of the readers a print run starts.
 #[derive(Debug, Clone)]
 pub struct ReaderSettings {
-    /// Start, if not now.
-    pub start: Option<chrono::DateTime<chrono::Utc>>,
+    /// Where reading starts when there is no checkpoint.
+    pub start: chrono::DateTime<chrono::Utc>,
     /// End, if any.
     pub end: Option<chrono::DateTime<chrono::Utc>>,
     /// Window size.
@@ -225,10 +226,8 @@ pub async fn start_readers(
             .consumer_factory(Arc::new(factory))
             .window_size(settings.window_size)
             .safety_interval(settings.safety_interval)
-            .sleep_interval(settings.sleep_interval);
-        if let Some(start) = settings.start {
-            builder = builder.start_timestamp(start);
-        }
+            .sleep_interval(settings.sleep_interval)
+            .start_timestamp(settings.start);
         if let Some(end) = settings.end {
             builder = builder.end_timestamp(end);
         }
@@ -270,12 +269,28 @@ pub async fn start_readers(
 }
 
 /// Runs the printer with these command-line arguments (the first is the program name),
-/// printing rows to `out`, until the end time, a failure, or `shutdown`.
+/// printing rows to `out`, until the end time, a failure, or `shutdown`; the launch instant
+/// (the default start) is the moment of this call. See [`run_launched`].
+pub async fn run<I, T>(args: I, out: Output, shutdown: Shutdown) -> Result<(), CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    run_launched(chrono::Utc::now(), args, out, shutdown).await
+}
+
+/// Runs the printer like [`run`], for a program launched at `launched`: without `--start`,
+/// every change written from `launched` on is printed, however long connecting takes.
 ///
 /// `--help` and `--version` are written to `out`. Errors are returned, not printed: the
 /// binary prints them as one line on stderr and exits with [`CliError::exit_code`]. A closed
 /// output pipe ends the run quietly with `Ok`.
-pub async fn run<I, T>(args: I, out: Output, shutdown: Shutdown) -> Result<(), CliError>
+pub async fn run_launched<I, T>(
+    launched: chrono::DateTime<chrono::Utc>,
+    args: I,
+    out: Output,
+    shutdown: Shutdown,
+) -> Result<(), CliError>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -289,7 +304,7 @@ where
                 .map_err(|e| CliError::runtime(format!("cannot write the output: {e}")));
         }
     };
-    match args.into_config(chrono::Utc::now())? {
+    match args.into_config(launched)? {
         Mode::Print(config) => print(*config, out, shutdown).await,
         #[cfg(feature = "demo")]
         Mode::Demo { seconds, format } => demo::run(seconds, format, out, shutdown).await,
@@ -302,13 +317,19 @@ where
 
 /// A print run against a running cluster.
 async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(), CliError> {
+    info!(
+        keyspace = %config.keyspace,
+        tables = ?config.tables,
+        "reading from {} (a saved checkpoint takes precedence)",
+        config.start
+    );
     let credentials = config
         .credentials
         .as_ref()
         .map(|(u, p)| (u.as_str(), p.as_str()));
     let session = connect("the cluster", &config.hosts, credentials).await?;
     let settings = ReaderSettings {
-        start: config.start,
+        start: config.start.time(),
         end: config.end,
         window_size: config.window_size,
         safety_interval: config.safety_interval,

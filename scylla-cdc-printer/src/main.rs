@@ -4,11 +4,13 @@
 use std::process::ExitCode;
 
 use scylla_cdc_printer::cli::{self, Shutdown, exit_code};
-use scylla_cdc_printer::{Output, run};
+use scylla_cdc_printer::{Output, run_launched};
 
 /// Runs the printer with the process arguments, stdout and signals; exits with its code.
 fn main() -> ExitCode {
-    cli::install_tracing("warn,scylla=off");
+    // The default start: every change written from here on is printed.
+    let launched = chrono::Utc::now();
+    cli::install_tracing("warn,scylla_cdc_printer=info,scylla=off");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -21,7 +23,7 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         let shutdown = Shutdown::on_signals();
-        match run(std::env::args_os(), Output::stdout(), shutdown).await {
+        match run_launched(launched, std::env::args_os(), Output::stdout(), shutdown).await {
             Ok(()) => exit_code::OK,
             Err(e) => {
                 eprintln!("{e}");

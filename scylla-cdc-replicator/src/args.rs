@@ -11,7 +11,7 @@ use scylla_cdc_printer::cli::{
     CliError, TimeSpec, hosts_arg, parse_name, parse_positive_seconds, parse_seconds, parse_time,
     qualified_arg, tables_arg,
 };
-pub use scylla_cdc_printer::cli::{Hosts, QualifiedTable, Tables};
+pub use scylla_cdc_printer::cli::{Hosts, QualifiedTable, StartAt, Tables};
 
 /// Parses a consistency level name (`LOCAL_QUORUM`, `quorum`, `one`, ...).
 pub fn parse_consistency(text: &str) -> Result<Consistency, String> {
@@ -70,7 +70,8 @@ pub struct Args {
     /// Keyspace of the destination tables (default: the source keyspace).
     #[arg(long, value_parser = parse_name)]
     pub destination_keyspace: Option<String>,
-    /// Where to start reading the log when there is no checkpoint (default: now).
+    /// Where to start reading the log when there is no checkpoint (default: the moment the
+    /// replicator is launched, so every change written after the launch is replicated).
     #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
     pub start: Option<TimeSpec>,
     /// Longest time window one query reads, in seconds.
@@ -140,8 +141,8 @@ pub struct Config {
     pub tables: Vec<String>,
     /// Destination keyspace.
     pub destination_keyspace: String,
-    /// Start, when there is no checkpoint (default: now).
-    pub start: Option<DateTime<Utc>>,
+    /// Where reading starts when there is no checkpoint.
+    pub start: StartAt,
     /// Window size.
     pub window_size: Duration,
     /// Safety interval.
@@ -163,15 +164,10 @@ pub struct Config {
 }
 
 impl Args {
-    /// Checks what clap cannot and resolves `--start` against `now`.
-    pub fn into_config(self, now: DateTime<Utc>) -> Result<Config, CliError> {
-        let start = self
-            .start
-            .map(|s| {
-                s.resolve(now)
-                    .ok_or_else(|| CliError::usage("--start is out of range"))
-            })
-            .transpose()?;
+    /// Checks what clap cannot and resolves `--start` against `launched`, the instant the
+    /// program was launched (the default start).
+    pub fn into_config(self, launched: DateTime<Utc>) -> Result<Config, CliError> {
+        let start = StartAt::resolve(self.start, launched)?;
         let destination_keyspace = self
             .destination_keyspace
             .unwrap_or_else(|| self.keyspace.clone());
@@ -250,7 +246,8 @@ mod tests {
         assert_eq!(c.destination, vec!["10.0.1.1:19042", "10.0.1.2:9042"]);
         assert_eq!(c.tables, vec!["a", "b"]);
         assert_eq!(c.destination_keyspace, "ks");
-        assert_eq!(c.start, None);
+        // No --start: the launch instant, resolved before anything is contacted.
+        assert_eq!(c.start, StartAt::Launch(now()));
         assert_eq!(
             c.checkpoint_table,
             Some(QualifiedTable {
@@ -303,7 +300,7 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(c.destination_keyspace, "copy");
-        assert_eq!(c.start, Some(now() - chrono::TimeDelta::hours(1)));
+        assert_eq!(c.start, StartAt::Given(now() - chrono::TimeDelta::hours(1)));
         assert_eq!(c.safety_interval, Duration::from_millis(500));
         assert_eq!(
             c.checkpoint_table,

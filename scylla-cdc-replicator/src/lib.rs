@@ -144,6 +144,12 @@ impl Replicator {
     /// before every table has been checked; on a failure the readers already started are
     /// stopped.
     pub async fn start(config: &Config) -> Result<Replicator, CliError> {
+        info!(
+            keyspace = %config.keyspace,
+            tables = ?config.tables,
+            "reading from {} (a saved checkpoint takes precedence)",
+            config.start
+        );
         let source = connect(
             "the source cluster",
             &config.source,
@@ -252,10 +258,8 @@ async fn start_reader(
         .window_size(config.window_size)
         .safety_interval(config.safety_interval)
         .sleep_interval(config.sleep_interval)
-        .pause_between_saves(config.checkpoint_interval);
-    if let Some(start) = config.start {
-        builder = builder.start_timestamp(start);
-    }
+        .pause_between_saves(config.checkpoint_interval)
+        .start_timestamp(config.start.time());
     if let Some(cp) = &config.checkpoint_table {
         let saver = TableBackedCheckpointSaver::new(
             source.clone(),
@@ -319,11 +323,27 @@ async fn log_progress(stats: Arc<Stats>, interval: Duration) {
 }
 
 /// Runs the replicator with these command-line arguments (the first is the program name)
-/// until a failure or `shutdown`.
+/// until a failure or `shutdown`; the launch instant (the default start) is the moment of
+/// this call. See [`run_launched`].
+pub async fn run<I, T>(args: I, shutdown: Shutdown) -> Result<(), CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    run_launched(chrono::Utc::now(), args, shutdown).await
+}
+
+/// Runs the replicator like [`run`], for a program launched at `launched`: without
+/// `--start` and without a checkpoint, every change written from `launched` on is
+/// replicated, however long connecting and checking the schemas take.
 ///
 /// `--help` and `--version` are printed on stdout. Errors are returned, not printed: the
 /// binary prints them as one line on stderr and exits with [`CliError::exit_code`].
-pub async fn run<I, T>(args: I, shutdown: Shutdown) -> Result<(), CliError>
+pub async fn run_launched<I, T>(
+    launched: chrono::DateTime<chrono::Utc>,
+    args: I,
+    shutdown: Shutdown,
+) -> Result<(), CliError>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -335,7 +355,7 @@ where
             return Ok(());
         }
     };
-    let config = args.into_config(chrono::Utc::now())?;
+    let config = args.into_config(launched)?;
     Replicator::start(&config).await?.run(shutdown).await
 }
 

@@ -4,10 +4,12 @@
 use std::process::ExitCode;
 
 use scylla_cdc_printer::cli;
-use scylla_cdc_replicator::{Shutdown, exit_code, run};
+use scylla_cdc_replicator::{Shutdown, exit_code, run_launched};
 
 /// Runs the replicator with the process arguments and signals; exits with its code.
 fn main() -> ExitCode {
+    // The default start: every change written from here on is replicated.
+    let launched = chrono::Utc::now();
     cli::install_tracing("info,scylla=off");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -21,7 +23,7 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         let shutdown = Shutdown::on_signals();
-        match run(std::env::args_os(), shutdown).await {
+        match run_launched(launched, std::env::args_os(), shutdown).await {
             Ok(()) => exit_code::OK,
             Err(e) => {
                 eprintln!("{e}");

@@ -70,6 +70,8 @@ pub struct CDCLogReaderBuilder {
     table_name: Option<String>,
     consumer_factory: Option<Arc<dyn ConsumerFactory>>,
     start_timestamp: Option<DateTime<Utc>>,
+    /// When the builder was made: the start when none is given.
+    created_at: DateTime<Utc>,
     end_timestamp: Option<DateTime<Utc>>,
     window_size: Duration,
     safety_interval: Duration,
@@ -88,15 +90,18 @@ impl Default for CDCLogReaderBuilder {
 }
 
 impl CDCLogReaderBuilder {
-    /// A builder with the defaults: start now, no end, 60 s windows, 30 s safety interval,
-    /// 10 s sleep, no checkpoints.
+    /// A builder with the defaults: start at this call (see
+    /// [`start_timestamp`](Self::start_timestamp)), no end, 60 s windows, 30 s safety
+    /// interval, 10 s sleep, no checkpoints.
     pub fn new() -> Self {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         Self {
             session: None,
             keyspace: None,
             table_name: None,
             consumer_factory: None,
             start_timestamp: None,
+            created_at: clock.now(),
             end_timestamp: None,
             window_size: DEFAULT_WINDOW_SIZE,
             safety_interval: DEFAULT_SAFETY_INTERVAL,
@@ -105,7 +110,7 @@ impl CDCLogReaderBuilder {
             should_save_progress: None,
             should_load_progress: None,
             pause_between_saves: DEFAULT_PAUSE_BETWEEN_SAVES,
-            clock: Arc::new(SystemClock),
+            clock,
         }
     }
 
@@ -133,7 +138,15 @@ impl CDCLogReaderBuilder {
         self
     }
 
-    /// Where reading starts when there is no saved progress (default: when `build` runs).
+    /// Where reading starts when there is no saved progress: rows with an earlier `cdc$time`
+    /// are not delivered.
+    ///
+    /// Default: the moment [`CDCLogReaderBuilder::new`] was called, not the moment
+    /// [`build`](Self::build) runs. `build` connects, reads the schema and the generations and
+    /// loads checkpoints, which takes seconds on a real cluster (longer while it retries);
+    /// writes made meanwhile are delivered. A program that must deliver everything written
+    /// after it was launched creates the builder first thing, or passes its launch time here.
+    /// A saved checkpoint takes precedence when progress is loaded.
     pub fn start_timestamp(mut self, start: impl Into<DateTime<Utc>>) -> Self {
         self.start_timestamp = Some(start.into());
         self
@@ -193,8 +206,10 @@ impl CDCLogReaderBuilder {
         self
     }
 
+    /// Replaces the clock (and the default start, which is the new clock's "now").
     #[cfg(test)]
     fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.created_at = clock.now();
         self.clock = clock;
         self
     }
@@ -278,7 +293,7 @@ impl CDCLogReaderBuilder {
         save: bool,
         load: bool,
     ) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
-        let start = self.start_timestamp.unwrap_or_else(|| self.clock.now());
+        let start = self.start_timestamp.unwrap_or(self.created_at);
         let generations = fetcher.fetch_all_generations().await?;
         if generations.is_empty() {
             return Err(CDCError::NoGeneration { keyspace, table });
@@ -874,6 +889,24 @@ mod tests {
             );
         }
         assert!(run2.len() < 200, "run 2 restarted from scratch");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_default_start_is_when_the_builder_was_made() {
+        let e = Env::new();
+        e.fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+        e.log.push(row(1, (BASE - 1_000) * 1000, 0, 1));
+        // Written while the program was starting up: after the builder was made, long
+        // before `build` returned.
+        e.log.push(row(1, (BASE + 2_000) * 1000, 0, 2));
+        e.log.push(row(1, (BASE + 25_000) * 1000, 0, 3));
+        let b = e.builder();
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let (mut r, h) = e.start(b, None).await.unwrap();
+        r.stop_at(ms(BASE + 30_000));
+        h.await.unwrap();
+        let vs: Vec<i32> = e.seen().iter().filter_map(|s| s.3).collect();
+        assert_eq!(vs, vec![2, 3]);
     }
 
     #[tokio::test(start_paused = true)]

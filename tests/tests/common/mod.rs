@@ -260,13 +260,17 @@ impl Running {
     }
 }
 
-/// Starts the replicator with these arguments (without the program name).
+/// Starts the replicator with these arguments (without the program name), launched now: a
+/// write made after this call is after its launch.
 pub(crate) fn spawn_replicator(args: Vec<String>) -> Running {
+    let launched = chrono::Utc::now();
     let (trigger, shutdown) = Shutdown::new();
     let full: Vec<String> = std::iter::once("scylla-cdc-replicator".to_owned())
         .chain(args)
         .collect();
-    let handle = tokio::spawn(scylla_cdc_replicator::run(full, shutdown));
+    let handle = tokio::spawn(scylla_cdc_replicator::run_launched(
+        launched, full, shutdown,
+    ));
     Running::new(trigger, handle)
 }
 
@@ -290,15 +294,18 @@ pub(crate) async fn start_replicator(
 }
 
 /// Starts the printer with these arguments (without the program name), printing into the
-/// returned buffer.
+/// returned buffer; launched now: a write made after this call is after its launch.
 pub(crate) fn spawn_printer(args: Vec<String>) -> (Running, SharedBuffer) {
+    let launched = chrono::Utc::now();
     let (trigger, shutdown) = Shutdown::new();
     let buffer = SharedBuffer::default();
     let out = Output::new(buffer.clone());
     let full: Vec<String> = std::iter::once("scylla-cdc-printer".to_owned())
         .chain(args)
         .collect();
-    let handle = tokio::spawn(scylla_cdc_printer::run(full, out, shutdown));
+    let handle = tokio::spawn(scylla_cdc_printer::run_launched(
+        launched, full, out, shutdown,
+    ));
     (Running::new(trigger, handle), buffer)
 }
 
