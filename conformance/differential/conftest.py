@@ -125,8 +125,8 @@ def check(request, targets, allowances):
             )
         for a, label, got in report["broken"]:
             problems.append(
-                f"  step {label} [{a.aspect}] allowed difference ({a.reason}) expects ScyllaDB's\n"
-                f"    answer {_short(a.scylla)}\n"
+                f"  step {label}: allowed difference ({a.reason}) expects ScyllaDB's answer\n"
+                f"    {_short(a.scylla)}\n"
                 f"    emulator gave {_short(got)}"
             )
         if problems:

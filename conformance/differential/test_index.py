@@ -16,10 +16,10 @@ def data(extra):
 CASES = [
     Case("index_regular_column", data([
         ddl("CREATE INDEX @idx ON @t (v)"),
-        q("SELECT pk, ck FROM @t WHERE v = 20", unordered=True),
-        q("SELECT pk, ck FROM @t WHERE v = 99"),
-        q("SELECT pk, ck FROM @t WHERE pk = 1 AND v = 10"),
-        q("SELECT count(*) FROM @t WHERE v = 10"),
+        q("SELECT pk, ck FROM @t WHERE v = 20", unordered=True, until_indexed=True),
+        q("SELECT pk, ck FROM @t WHERE v = 99", until_indexed=True),
+        q("SELECT pk, ck FROM @t WHERE pk = 1 AND v = 10", until_indexed=True),
+        q("SELECT count(*) FROM @t WHERE v = 10", until_indexed=True),
     ])),
     Case("index_metadata", data([
         ddl("CREATE INDEX @idx ON @t (t)"),
@@ -29,19 +29,19 @@ CASES = [
         ddl("CREATE INDEX @idx ON @t (t)", label="already_exists"),
         ddl("DROP INDEX @ks.@idx"),
         q("SELECT index_name FROM system_schema.indexes WHERE keyspace_name = '@ks' AND table_name = '@tn'"),
-        q("SELECT pk FROM @t WHERE t = 't1'", label="after_drop"),
+        q("SELECT pk FROM @t WHERE t = 't1'", label="after_drop", until_indexed=True),
     ])),
     Case("index_collections", data([
         ddl("CREATE INDEX ON @t (s)"),
         ddl("CREATE INDEX ON @t (KEYS(m))"),
-        q("SELECT pk, ck FROM @t WHERE s CONTAINS 2", unordered=True),
-        q("SELECT pk, ck FROM @t WHERE m CONTAINS KEY 'k1'", unordered=True),
+        q("SELECT pk, ck FROM @t WHERE s CONTAINS 2", unordered=True, until_indexed=True),
+        q("SELECT pk, ck FROM @t WHERE m CONTAINS KEY 'k1'", unordered=True, until_indexed=True),
         q("SELECT index_name, options FROM system_schema.indexes WHERE keyspace_name = '@ks' "
           "AND table_name = '@tn'"),
     ])),
     Case("index_clustering_column", data([
         ddl("CREATE INDEX @idx ON @t (ck)"),
-        q("SELECT pk, ck, v FROM @t WHERE ck = 2", unordered=True),
+        q("SELECT pk, ck, v FROM @t WHERE ck = 2", unordered=True, until_indexed=True),
     ])),
     Case("index_errors", data([
         ddl("CREATE INDEX ON @t (nosuch)", label="unknown_column"),

@@ -63,11 +63,15 @@ CASES = [
         ddl("ALTER TABLE @t DROP a"),
         q(COLUMNS),
         q("SELECT * FROM @t"),
-        ddl("ALTER TABLE @t ADD a text", label="re_add_with_other_type"),
-        ddl("ALTER TABLE @t ADD a int"),
+        ddl("ALTER TABLE @t ADD a int", label="re_add_same_type"),
         q("SELECT pk, a FROM @t", label="dropped_data_stays_dropped"),
         q("SELECT column_name, type FROM system_schema.dropped_columns "
           "WHERE keyspace_name = '@ks' AND table_name = '@tn'"),
+    ]),
+    Case("re_add_dropped_column_other_type", [
+        ddl("CREATE TABLE @t (pk int PRIMARY KEY, a int)"),
+        ddl("ALTER TABLE @t DROP a"),
+        ddl("ALTER TABLE @t ADD a text", label="re_add"),
     ]),
     Case("alter_table_options", [
         ddl("CREATE TABLE @t (pk int PRIMARY KEY, v int)"),
