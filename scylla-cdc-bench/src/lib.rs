@@ -7,6 +7,8 @@
 //!   per row, peak memory for growing backlogs).
 //! - `replicator-bench`: replication of a preloaded CDC backlog between two emulator
 //!   processes (changes/s, replicator CPU per change, peak RSS).
+//! - `soak-bench`: the printer and replicator binaries launched under a steady write load that
+//!   starts at their launch (rows differing, changes missed, memory over the run).
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

@@ -243,6 +243,53 @@ impl TimeSpec {
     }
 }
 
+/// The instant this process was launched: its start time as Linux records it (from
+/// `/proc/self/stat` and `/proc/uptime`, both in 10 ms steps, so up to 20 ms early), else now.
+///
+/// The operating system's record is taken at fork, before the program's own code runs (loading
+/// and runtime set-up take milliseconds), so a change written by a script right after starting
+/// the program is after this instant.
+pub fn launch_time() -> DateTime<Utc> {
+    let now = Utc::now();
+    match process_age() {
+        Some(age) => TimeDelta::from_std(age)
+            .ok()
+            .and_then(|age| now.checked_sub_signed(age))
+            .unwrap_or(now),
+        None => now,
+    }
+}
+
+/// How long ago this process was started, per `/proc`; `None` where `/proc` does not say or
+/// the answer is implausible.
+fn process_age() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
+    process_age_from(&stat, &uptime)
+}
+
+/// The age of the process whose `/proc/<pid>/stat` is `stat`, given `/proc/uptime`.
+fn process_age_from(stat: &str, uptime: &str) -> Option<Duration> {
+    // Fields after the command name (which may contain spaces and parentheses) start after the
+    // last ')': the first of them is field 3, so `starttime` (field 22) is the 20th.
+    let start_ticks: u64 = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    let uptime: f64 = uptime.split_whitespace().next()?.parse().ok()?;
+    // `starttime` is in USER_HZ ticks, 100 per second in Linux's ABI on every architecture
+    // the programs are built for. Both readings are rounded down to 10 ms: err on the early
+    // side. An age of more than a few seconds means the ticks are not what we assumed (the
+    // programs ask right after they start).
+    let age = uptime - start_ticks as f64 / 100.0 + 0.02;
+    (0.0..10.0)
+        .contains(&age)
+        .then(|| Duration::from_secs_f64(age))
+}
+
 /// Where reading starts when there is no checkpoint: the instant the program was launched
 /// (the default) or the `--start` the user gave, resolved once at launch, before any network
 /// work, so that every change written after the launch is delivered however long start-up
@@ -655,6 +702,21 @@ pub async fn supervise(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn process_age_from_proc() {
+        // A command name with spaces and a parenthesis; starttime (field 22) = 12345 ticks.
+        let stat = "4242 (my (odd) prog) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 \
+                    12345 1000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0";
+        let age = super::process_age_from(stat, "125.00 200.00").unwrap();
+        assert_eq!(age.as_millis(), 1_570);
+        // Implausible or malformed readings are not used.
+        assert_eq!(super::process_age_from(stat, "100.00 1.00"), None);
+        assert_eq!(super::process_age_from(stat, "9999.00 1.00"), None);
+        assert_eq!(super::process_age_from("garbage", "125.00 1.00"), None);
+        let launched = super::launch_time();
+        assert!(launched <= Utc::now());
+    }
+
     use super::*;
 
     #[test]

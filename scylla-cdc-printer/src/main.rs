@@ -8,8 +8,9 @@ use scylla_cdc_printer::{Output, run_launched};
 
 /// Runs the printer with the process arguments, stdout and signals; exits with its code.
 fn main() -> ExitCode {
-    // The default start: every change written from here on is printed.
-    let launched = chrono::Utc::now();
+    // The default start, as the system recorded the process's start: every change written
+    // after the launch is printed.
+    let launched = cli::launch_time();
     cli::install_tracing("warn,scylla_cdc_printer=info,scylla=off");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -8,8 +8,9 @@ use scylla_cdc_replicator::{Shutdown, exit_code, run_launched};
 
 /// Runs the replicator with the process arguments and signals; exits with its code.
 fn main() -> ExitCode {
-    // The default start: every change written from here on is replicated.
-    let launched = chrono::Utc::now();
+    // The default start, as the system recorded the process's start: every change written
+    // after the launch is replicated.
+    let launched = cli::launch_time();
     cli::install_tracing("info,scylla=off");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
