@@ -12,7 +12,8 @@
 //! current schema (resolving names and types, recording bind-variable metadata; cached per
 //! schema version) → execution: [`select`] streams rows into the frame, [`modify`] and
 //! [`batch`] build `storage::PartitionMutation`s that go through the one write path
-//! ([`Database::write`], where the CDC module hooks in), DDL goes to `ddl::execute_ddl`.
+//! ([`Database::write`], where the CDC module hooks in), DDL goes to `ddl::execute_ddl`,
+//! and [`describe`] answers DESCRIBE from the schema snapshot, as Scylla does on the server.
 //! [`restrictions`] analyses WHERE clauses, [`values`] turns terms into values, [`paging`]
 //! encodes the resume position of paged reads, and [`consistency`] answers Unavailable when
 //! too few replicas are up. [`preload`] fills benchmark tables through the same write path
@@ -21,6 +22,7 @@
 mod batch;
 mod cdc_write;
 mod consistency;
+mod describe;
 mod modify;
 mod paging;
 mod plan;
@@ -499,6 +501,22 @@ impl Database {
                 Ok(Some(Response::SetKeyspace(ks.clone())))
             }
             Plan::Ddl(stmt) => self.run_ddl(stmt, ex.conn, outcome),
+            Plan::Describe(d) => {
+                let schema = self.schema();
+                let ctx = describe::DescribeContext {
+                    schema: &schema,
+                    topology: ex.topology,
+                    keyspace: ex.conn.keyspace.as_deref(),
+                    superuser: self.config.credentials.is_some(),
+                };
+                let (metadata, rows) = describe::execute(d, &ctx)?;
+                Ok(Some(Response::Rows(RowsResult {
+                    metadata: Arc::new(metadata),
+                    paging_state: None,
+                    skip_metadata: ex.params.skip_metadata,
+                    rows,
+                })))
+            }
         }
     }
 
