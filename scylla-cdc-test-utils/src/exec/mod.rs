@@ -156,6 +156,11 @@ type UnpreparedKey = (Option<String>, String);
 /// The current values of the columns an LWT condition looked at.
 type LwtReport = (Vec<usize>, Option<Vec<Option<Value>>>);
 
+/// The `tracing` target of the statement log: every statement request (its text, the
+/// prepared statement's text for EXECUTE) and every error answered, at DEBUG level
+/// (`RUST_LOG=scylla_cdc_test_utils::statements=debug`), to see what a client sends.
+const STATEMENT_LOG: &str = "scylla_cdc_test_utils::statements";
+
 /// Most unprepared statements kept parsed.
 const UNPREPARED_CACHE: usize = 512;
 
@@ -306,13 +311,20 @@ impl Database {
         let mut outcome = Outcome::default();
         let start = out.len();
         let ext = conn.ext;
+        if tracing::enabled!(target: STATEMENT_LOG, tracing::Level::DEBUG) {
+            let (text, _) = self.describe_request(conn, &request);
+            tracing::debug!(target: STATEMENT_LOG, node = conn.node, op = request.name(), statement = text.as_deref().unwrap_or(""), "request");
+        }
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.dispatch(topology, conn, stream, request, out, &mut outcome)
         }));
         let response = match result {
             Ok(Ok(Some(r))) => r,
             Ok(Ok(None)) => return outcome,
-            Ok(Err(e)) => Response::Error(e),
+            Ok(Err(e)) => {
+                tracing::debug!(target: STATEMENT_LOG, node = conn.node, code = e.code(), message = %e.message, "error");
+                Response::Error(e)
+            }
             Err(_) => {
                 out.truncate(start);
                 Response::Error(CqlError::server(
