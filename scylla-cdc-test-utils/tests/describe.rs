@@ -211,6 +211,20 @@ async fn describe_schema_recreates_every_option_and_type() {
         missing.is_empty() && extra.is_empty(),
         "missing: {missing:#?}\nextra: {extra:#?}"
     );
+    let keyspace = |name: &str| {
+        desc.iter()
+            .find(|r| r.1 == "keyspace" && r.2 == name)
+            .and_then(|r| r.3.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        keyspace("ks_tablets")
+            .ends_with(" AND durable_writes = true AND tablets = {'enabled': true, 'initial': 4};")
+    );
+    assert!(
+        keyspace("\"Ks_Simple\"")
+            .ends_with(" AND durable_writes = false AND tablets = {'enabled': false};")
+    );
     // And the recreated schema describes exactly as the original.
     assert_eq!(describe(&fresh, "DESC SCHEMA").await, desc);
     source.shutdown().await;
@@ -477,6 +491,32 @@ async fn describe_answers_scylla_s_columns_and_statements() {
     );
     assert!(describe(&session, "DESC FUNCTIONS").await.is_empty());
     assert!(describe(&session, "DESC AGGREGATES").await.is_empty());
+    // A detached log (CDC disabled on its base) is an ordinary table again: listed, and
+    // described without the comment; its base no longer brings an ALTER for it.
+    run(&session, "ALTER TABLE ks.t WITH cdc = {'enabled': false}").await;
+    let tables = describe(&session, "DESC TABLES").await;
+    assert!(
+        tables.iter().any(|r| r.2 == "t_scylla_cdc_log"),
+        "{tables:?}"
+    );
+    let log = describe(&session, "DESC TABLE ks.t_scylla_cdc_log").await;
+    assert!(
+        log[0]
+            .3
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("CREATE TABLE ks.t_scylla_cdc_log (")
+    );
+    let base = describe(&session, "DESC TABLE ks.t").await;
+    assert_eq!(base.len(), 1, "{base:#?}");
+    assert!(
+        base[0]
+            .3
+            .as_deref()
+            .unwrap_or("")
+            .contains("AND cdc = {'delta': 'full', 'enabled': 'false',")
+    );
+    run(&session, "ALTER TABLE ks.t WITH cdc = {'enabled': true}").await;
     // DESC SCHEMA has user keyspaces only; FULL SCHEMA the system ones too.
     let schema = describe(&session, "DESC SCHEMA").await;
     assert!(schema.iter().all(|r| r.0 == "ks"), "{schema:?}");
