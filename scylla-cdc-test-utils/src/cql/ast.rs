@@ -89,6 +89,8 @@ pub(crate) enum Statement {
     AlterType(AlterType),
     /// `DROP TYPE ...`
     DropType(DropType),
+    /// `DESCRIBE ...` / `DESC ...` (executed by the server, as Scylla does).
+    Describe(Describe),
     /// A statement recognised by its first keywords that the embedded cluster does not
     /// implement (`CREATE INDEX`, `GRANT`, ...). The rest of its text is not parsed.
     Unsupported {
@@ -1075,6 +1077,68 @@ pub(crate) struct DropType {
     pub(crate) name: QualifiedName,
     /// `IF EXISTS`
     pub(crate) if_exists: bool,
+}
+
+// ---------------------------------------------------------------------------------------
+// DESCRIBE
+// ---------------------------------------------------------------------------------------
+
+/// `(DESCRIBE | DESC) <what> [WITH INTERNALS [AND PASSWORDS]]`
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Describe {
+    /// What is described.
+    pub(crate) target: DescribeTarget,
+    /// `WITH INTERNALS`
+    pub(crate) with_internals: bool,
+    /// `WITH INTERNALS AND PASSWORDS` (allowed with `DESC SCHEMA` only).
+    pub(crate) with_passwords: bool,
+}
+
+/// What a `DESCRIBE` statement names, in the forms of Scylla's grammar (`describeStatement`
+/// in `cql3/Cql.g`). Names follow the usual rules (unquoted ones lower-cased) except in
+/// [`DescribeTarget::Generic`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DescribeTarget {
+    /// `DESC CLUSTER`
+    Cluster,
+    /// `DESC [FULL] SCHEMA`
+    Schema {
+        /// `FULL`: system keyspaces too.
+        full: bool,
+    },
+    /// `DESC KEYSPACES`
+    Keyspaces,
+    /// `DESC [ONLY] KEYSPACE [ks]` (the current keyspace when none is named).
+    Keyspace {
+        /// The keyspace named, if any.
+        name: Option<String>,
+        /// `ONLY`: the keyspace's own statement, without its elements.
+        only: bool,
+    },
+    /// `DESC TABLES`
+    Tables,
+    /// `DESC TABLE | COLUMNFAMILY [ks.]t`
+    Table(QualifiedName),
+    /// `DESC INDEX [ks.]i`
+    Index(QualifiedName),
+    /// `DESC MATERIALIZED VIEW [ks.]v`
+    MaterializedView(QualifiedName),
+    /// `DESC TYPES`
+    Types,
+    /// `DESC TYPE [ks.]t`
+    Type(QualifiedName),
+    /// `DESC FUNCTIONS`
+    Functions,
+    /// `DESC FUNCTION [ks.]f`
+    Function(QualifiedName),
+    /// `DESC AGGREGATES`
+    Aggregates,
+    /// `DESC AGGREGATE [ks.]a`
+    Aggregate(QualifiedName),
+    /// `DESC [ks.]name`: a keyspace, table, view, index, type, function or aggregate.
+    /// Scylla's grammar takes an unquoted word here exactly as written (not lower-cased), and
+    /// so does this variant.
+    Generic(QualifiedName),
 }
 
 // ---------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 //!
 //! [`parse_statement`] turns one statement's text into a [`Statement`] (an enum with one
 //! variant per statement kind: [`Select`], [`Insert`], [`Update`], [`Delete`], [`Batch`], the
-//! DDL statements, and [`Statement::Unsupported`] for recognised but unimplemented ones);
+//! DDL statements, [`Describe`], and [`Statement::Unsupported`] for recognised but unimplemented ones);
 //! `parse_type` (tests only) turns a type string into a [`TypeExpr`]. Both fail with a
 //! [`ParseError`](error::ParseError) carrying a position and the CQL error it maps to ([`ParseErrorKind`]).
 //!
@@ -26,10 +26,10 @@ mod tests;
 pub(crate) use ast::*;
 pub(crate) use error::ParseErrorKind;
 pub(crate) use literal::parse_duration as parse_duration_text;
-pub(crate) use parser::parse_statement;
+pub(crate) use parser::{is_reserved, parse_statement};
 
 // Named by tests only.
 #[cfg(test)]
 pub(crate) use error::ParseError;
 #[cfg(test)]
-pub(crate) use parser::{MAX_DEPTH, is_reserved, parse_type};
+pub(crate) use parser::{MAX_DEPTH, parse_type};

@@ -116,8 +116,6 @@ const UNSUPPORTED: &[&[&str]] = &[
     &["GRANT"],
     &["REVOKE"],
     &["LIST"],
-    &["DESCRIBE"],
-    &["DESC"],
     &["PRUNE", "MATERIALIZED", "VIEW"],
 ];
 
@@ -525,6 +523,7 @@ impl<'a> Parser<'a> {
                 let keyspace = self.ident("keyspace name")?;
                 Ok(Statement::Use { keyspace })
             }
+            "DESCRIBE" | "DESC" => Ok(Statement::Describe(self.describe()?)),
             "CREATE" => self.create(),
             "ALTER" => self.alter(),
             "DROP" => self.drop(),
@@ -537,8 +536,105 @@ impl<'a> Parser<'a> {
                 Ok(Statement::Truncate(Truncate { table }))
             }
             _ => Err(self.mismatch(
-                "a statement (SELECT, INSERT, UPDATE, DELETE, BEGIN BATCH, USE, CREATE, ALTER, DROP, TRUNCATE)",
+                "a statement (SELECT, INSERT, UPDATE, DELETE, BEGIN BATCH, USE, CREATE, ALTER, DROP, TRUNCATE, DESCRIBE)",
             )),
+        }
+    }
+
+    /// `DESCRIBE | DESC ...` (Scylla's `describeStatement`): the fixed forms first (a
+    /// keyword such as `TABLES` always means the listing, as Scylla's syntactic predicates
+    /// decide), then the generic `DESC [ks.]name`; then `WITH INTERNALS [AND PASSWORDS]`.
+    fn describe(&mut self) -> PResult<Describe> {
+        self.advance();
+        let target = if self.eat_kw("CLUSTER") {
+            DescribeTarget::Cluster
+        } else if self.at_kw("SCHEMA") || (self.at_kw("FULL") && self.is_kw_at(1, "SCHEMA")) {
+            let full = self.eat_kw("FULL");
+            self.expect_kw("SCHEMA")?;
+            DescribeTarget::Schema { full }
+        } else if self.eat_kw("KEYSPACES") {
+            DescribeTarget::Keyspaces
+        } else if self.at_kw("KEYSPACE") || (self.at_kw("ONLY") && self.is_kw_at(1, "KEYSPACE")) {
+            let only = self.eat_kw("ONLY");
+            self.expect_kw("KEYSPACE")?;
+            let name = if self.ident_at(0) {
+                Some(self.ident("keyspace name")?)
+            } else {
+                None
+            };
+            DescribeTarget::Keyspace { name, only }
+        } else if self.eat_kw("TABLES") || self.eat_kw("COLUMNFAMILIES") {
+            DescribeTarget::Tables
+        } else if self.eat_kw("TABLE") || self.eat_kw("COLUMNFAMILY") {
+            DescribeTarget::Table(self.qualified_name("table name")?)
+        } else if self.eat_kw("INDEX") {
+            DescribeTarget::Index(self.qualified_name("index name")?)
+        } else if self.at_kw("MATERIALIZED") && self.is_kw_at(1, "VIEW") {
+            self.advance();
+            self.advance();
+            DescribeTarget::MaterializedView(self.qualified_name("view name")?)
+        } else if self.eat_kw("TYPES") {
+            DescribeTarget::Types
+        } else if self.at_kw("TYPE") && self.ident_at(1) {
+            self.advance();
+            DescribeTarget::Type(self.qualified_name("type name")?)
+        } else if self.eat_kw("FUNCTIONS") {
+            DescribeTarget::Functions
+        } else if self.at_kw("FUNCTION") && self.ident_at(1) {
+            self.advance();
+            DescribeTarget::Function(self.qualified_name("function name")?)
+        } else if self.eat_kw("AGGREGATES") {
+            DescribeTarget::Aggregates
+        } else if self.at_kw("AGGREGATE") && self.ident_at(1) {
+            self.advance();
+            DescribeTarget::Aggregate(self.qualified_name("aggregate name")?)
+        } else {
+            let first = self.ident_as_written("a keyspace or element name")?;
+            if self.eat(TokenKind::Dot) {
+                let name = self.ident_as_written("an element name")?;
+                DescribeTarget::Generic(QualifiedName::qualified(first, name))
+            } else {
+                DescribeTarget::Generic(QualifiedName::unqualified(first))
+            }
+        };
+        let mut with_internals = false;
+        let mut with_passwords = false;
+        if self.eat_kw("WITH") {
+            self.expect_kw("INTERNALS")?;
+            with_internals = true;
+            if self.eat_kw("AND") {
+                self.expect_kw("PASSWORDS")?;
+                with_passwords = true;
+            }
+        }
+        if with_passwords && !matches!(target, DescribeTarget::Schema { .. }) {
+            let tok = self.peek();
+            return Err(self.invalid_at(
+                tok,
+                "Option WITH PASSWORDS is only allowed with DESC SCHEMA",
+            ));
+        }
+        Ok(Describe {
+            target,
+            with_internals,
+            with_passwords,
+        })
+    }
+
+    /// An identifier as written: a non-reserved word keeps its case (Scylla's generic
+    /// `DESC name` takes the token's text as is), a quoted identifier is unescaped.
+    fn ident_as_written(&mut self, what: &str) -> PResult<String> {
+        let tok = self.peek();
+        match tok.kind {
+            TokenKind::Ident if !is_reserved(self.text(tok)) => {
+                self.advance();
+                Ok(self.text(tok).to_string())
+            }
+            TokenKind::QuotedIdent => {
+                self.advance();
+                Ok(self.quoted_ident_text(tok))
+            }
+            _ => Err(self.mismatch(what)),
         }
     }
 

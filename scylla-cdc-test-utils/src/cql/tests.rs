@@ -1865,8 +1865,6 @@ fn unsupported_statements_are_recognised() {
         ("GRANT SELECT ON ALL KEYSPACES TO r", "GRANT"),
         ("REVOKE ALL ON ks.t FROM r", "REVOKE"),
         ("LIST ROLES", "LIST"),
-        ("DESCRIBE TABLE ks.t", "DESCRIBE"),
-        ("DESC KEYSPACES", "DESC"),
         ("DROP INDEX ks.i", "DROP INDEX"),
         ("DROP MATERIALIZED VIEW mv", "DROP MATERIALIZED VIEW"),
     ] {
@@ -2138,4 +2136,105 @@ proptest! {
         check_result(&text);
         let _ = parse_type(&text);
     }
+}
+
+#[test]
+fn describe_statements_parse_into_their_forms() {
+    let d = |text: &str| match parse(text) {
+        Statement::Describe(d) => d,
+        other => panic!("{text}: {other:?}"),
+    };
+    let target = |text: &str| d(text).target;
+    let q = |ks: &str, n: &str| QualifiedName::qualified(ks, n);
+    let u = QualifiedName::unqualified;
+    assert_eq!(target("DESCRIBE CLUSTER"), DescribeTarget::Cluster);
+    assert_eq!(
+        target("desc schema"),
+        DescribeTarget::Schema { full: false }
+    );
+    assert_eq!(
+        target("DESC FULL SCHEMA;"),
+        DescribeTarget::Schema { full: true }
+    );
+    assert_eq!(target("DESC KEYSPACES"), DescribeTarget::Keyspaces);
+    assert_eq!(
+        target("DESC KEYSPACE"),
+        DescribeTarget::Keyspace {
+            name: None,
+            only: false
+        }
+    );
+    assert_eq!(
+        target("DESC ONLY KEYSPACE \"My_Ks\""),
+        DescribeTarget::Keyspace {
+            name: Some("My_Ks".into()),
+            only: true
+        }
+    );
+    assert_eq!(
+        target("DESCRIBE KEYSPACE System_Distributed"),
+        DescribeTarget::Keyspace {
+            name: Some("system_distributed".into()),
+            only: false
+        }
+    );
+    assert_eq!(target("DESC TABLES"), DescribeTarget::Tables);
+    assert_eq!(target("DESC COLUMNFAMILIES"), DescribeTarget::Tables);
+    assert_eq!(
+        target("DESC TABLE Ks.T"),
+        DescribeTarget::Table(q("ks", "t"))
+    );
+    assert_eq!(target("DESC COLUMNFAMILY t"), DescribeTarget::Table(u("t")));
+    assert_eq!(
+        target("DESC INDEX ks.i"),
+        DescribeTarget::Index(q("ks", "i"))
+    );
+    assert_eq!(
+        target("DESC MATERIALIZED VIEW ks.v"),
+        DescribeTarget::MaterializedView(q("ks", "v"))
+    );
+    assert_eq!(target("DESC TYPES"), DescribeTarget::Types);
+    assert_eq!(
+        target("DESC TYPE ks.\"UT\""),
+        DescribeTarget::Type(q("ks", "UT"))
+    );
+    assert_eq!(target("DESC FUNCTIONS"), DescribeTarget::Functions);
+    assert_eq!(
+        target("DESC FUNCTION ks.f"),
+        DescribeTarget::Function(q("ks", "f"))
+    );
+    assert_eq!(target("DESC AGGREGATES"), DescribeTarget::Aggregates);
+    assert_eq!(
+        target("DESC AGGREGATE a"),
+        DescribeTarget::Aggregate(u("a"))
+    );
+    // The generic form keeps an unquoted word as written, as Scylla's grammar does.
+    assert_eq!(target("DESC MyKs"), DescribeTarget::Generic(u("MyKs")));
+    assert_eq!(
+        target("DESC ks.\"T\"\"x\""),
+        DescribeTarget::Generic(q("ks", "T\"x"))
+    );
+    let with = d("DESCRIBE KEYSPACE system_distributed WITH INTERNALS");
+    assert!(with.with_internals && !with.with_passwords);
+    let with = d("DESC SCHEMA WITH INTERNALS AND PASSWORDS");
+    assert!(with.with_internals && with.with_passwords);
+    assert!(!d("DESC TABLE t").with_internals);
+}
+
+#[test]
+fn describe_errors_are_scylla_s() {
+    let e = parse_statement("DESC TABLE t WITH INTERNALS AND PASSWORDS").expect_err("passwords");
+    assert_eq!(e.kind, ParseErrorKind::Invalid);
+    assert_eq!(
+        e.to_string(),
+        "Option WITH PASSWORDS is only allowed with DESC SCHEMA"
+    );
+    let e = parse_statement("DESC TABLE t WITH PASSWORDS").expect_err("no internals");
+    assert_eq!(e.kind, ParseErrorKind::Syntax);
+    let e = parse_statement("DESC").expect_err("nothing");
+    assert_eq!(e.kind, ParseErrorKind::Syntax);
+    let e = parse_statement("DESC TABLE ks.").expect_err("no name");
+    assert_eq!(e.kind, ParseErrorKind::Syntax);
+    let e = parse_statement("DESC KEYSPACE ks extra").expect_err("trailing");
+    assert_eq!(e.kind, ParseErrorKind::Syntax);
 }

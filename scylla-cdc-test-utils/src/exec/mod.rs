@@ -12,7 +12,8 @@
 //! current schema (resolving names and types, recording bind-variable metadata; cached per
 //! schema version) → execution: [`select`] streams rows into the frame, [`modify`] and
 //! [`batch`] build `storage::PartitionMutation`s that go through the one write path
-//! ([`Database::write`], where the CDC module hooks in), DDL goes to `ddl::execute_ddl`.
+//! ([`Database::write`], where the CDC module hooks in), DDL goes to `ddl::execute_ddl`,
+//! and [`describe`] answers DESCRIBE from the schema snapshot, as Scylla does on the server.
 //! [`restrictions`] analyses WHERE clauses, [`values`] turns terms into values, [`paging`]
 //! encodes the resume position of paged reads, and [`consistency`] answers Unavailable when
 //! too few replicas are up. [`preload`] fills benchmark tables through the same write path
@@ -21,6 +22,7 @@
 mod batch;
 mod cdc_write;
 mod consistency;
+mod describe;
 mod modify;
 mod paging;
 mod plan;
@@ -153,6 +155,11 @@ type UnpreparedKey = (Option<String>, String);
 
 /// The current values of the columns an LWT condition looked at.
 type LwtReport = (Vec<usize>, Option<Vec<Option<Value>>>);
+
+/// The `tracing` target of the statement log: every statement request (its text, the
+/// prepared statement's text for EXECUTE) and every error answered, at DEBUG level
+/// (`RUST_LOG=scylla_cdc_test_utils::statements=debug`), to see what a client sends.
+const STATEMENT_LOG: &str = "scylla_cdc_test_utils::statements";
 
 /// Most unprepared statements kept parsed.
 const UNPREPARED_CACHE: usize = 512;
@@ -304,13 +311,20 @@ impl Database {
         let mut outcome = Outcome::default();
         let start = out.len();
         let ext = conn.ext;
+        if tracing::enabled!(target: STATEMENT_LOG, tracing::Level::DEBUG) {
+            let (text, _) = self.describe_request(conn, &request);
+            tracing::debug!(target: STATEMENT_LOG, node = conn.node, op = request.name(), statement = text.as_deref().unwrap_or(""), "request");
+        }
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.dispatch(topology, conn, stream, request, out, &mut outcome)
         }));
         let response = match result {
             Ok(Ok(Some(r))) => r,
             Ok(Ok(None)) => return outcome,
-            Ok(Err(e)) => Response::Error(e),
+            Ok(Err(e)) => {
+                tracing::debug!(target: STATEMENT_LOG, node = conn.node, code = e.code(), message = %e.message, "error");
+                Response::Error(e)
+            }
             Err(_) => {
                 out.truncate(start);
                 Response::Error(CqlError::server(
@@ -499,6 +513,22 @@ impl Database {
                 Ok(Some(Response::SetKeyspace(ks.clone())))
             }
             Plan::Ddl(stmt) => self.run_ddl(stmt, ex.conn, outcome),
+            Plan::Describe(d) => {
+                let schema = self.schema();
+                let ctx = describe::DescribeContext {
+                    schema: &schema,
+                    topology: ex.topology,
+                    keyspace: ex.conn.keyspace.as_deref(),
+                    superuser: self.config.credentials.is_some(),
+                };
+                let (metadata, rows) = describe::execute(d, &ctx)?;
+                Ok(Some(Response::Rows(RowsResult {
+                    metadata: Arc::new(metadata),
+                    paging_state: None,
+                    skip_metadata: ex.params.skip_metadata,
+                    rows,
+                })))
+            }
         }
     }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use crate::cql::{BindMarker, QualifiedName, Statement};
+use crate::cql::{BindMarker, Describe, QualifiedName, Statement};
 use crate::frame::{ColumnSpec, CqlError, PreparedMetadata, ResultMetadata};
 use crate::schema::{Schema, TableDef};
 use crate::types::CqlType;
@@ -109,6 +109,8 @@ pub(crate) enum Plan {
     Use(String),
     /// A DDL statement, run by `ddl::execute_ddl` at every execution.
     Ddl(Box<Statement>),
+    /// A DESCRIBE statement, answered from the schema at every execution.
+    Describe(Box<Describe>),
 }
 
 /// A statement planned against one schema version.
@@ -155,6 +157,10 @@ pub(crate) fn plan_statement(
                 .keyspace(ks)
                 .ok_or_else(|| CqlError::invalid(format!("Keyspace '{ks}' does not exist")))?;
             Plan::Use(def.name.clone())
+        }
+        Statement::Describe(d) => {
+            result = Some(Arc::new(super::describe::result_metadata(d)));
+            Plan::Describe(Box::new(d.clone()))
         }
         Statement::Unsupported { what } => {
             return Err(CqlError::invalid(format!(

@@ -267,9 +267,17 @@ fn caching(entries: &[(String, String)]) -> Result<BTreeMap<String, String>, Cql
                 "Invalid value '{v}' for caching sub-option '{k}'"
             )));
         }
-        let value = if k == "enabled" {
-            v.to_ascii_lowercase()
-        } else if upper == "ALL" || upper == "NONE" {
+        if k == "enabled" {
+            // Scylla reads `enabled` as `value == "true"` and keeps it only when caching is
+            // off (`caching_options::from_map` / `to_map`).
+            if v == "true" {
+                out.remove(k);
+            } else {
+                out.insert(k.clone(), "false".to_string());
+            }
+            continue;
+        }
+        let value = if upper == "ALL" || upper == "NONE" {
             upper
         } else {
             v.clone()
@@ -578,6 +586,14 @@ mod tests {
         ))
         .expect_err("retry");
         assert_eq!(e.kind, ErrorKind::ConfigError);
+    }
+
+    #[test]
+    fn caching_keeps_enabled_only_when_off_as_scylla_does() {
+        let o = apply_one(map_prop("caching", &[("enabled", "true")])).expect("on");
+        assert_eq!(o.caching, TableOptions::default().caching);
+        let o = apply_one(map_prop("caching", &[("enabled", "false")])).expect("off");
+        assert_eq!(o.caching.get("enabled").map(String::as_str), Some("false"));
     }
 
     #[test]
