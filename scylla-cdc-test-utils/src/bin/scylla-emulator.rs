@@ -34,6 +34,10 @@ use std::time::Duration;
 use clap::Parser;
 use num_bigint::BigInt;
 use scylla::client::session::Session;
+use scylla::errors::RequestAttemptError;
+use scylla::policies::retry::{
+    DefaultRetryPolicy, RequestInfo, RetryDecision, RetryPolicy, RetrySession,
+};
 use scylla::statement::Consistency;
 use scylla::statement::unprepared::Statement;
 use scylla::value::CqlValue;
@@ -399,11 +403,7 @@ impl Console<'_> {
         };
         let mut statement = Statement::new(statement);
         statement.set_consistency(self.consistency);
-        // Idempotent, so that the driver retries on another node when a connection breaks:
-        // right after `stop-node` the session may still send on a connection to the
-        // stopped node, which the node had already closed, so the statement never ran
-        // there. (Commands run one at a time: no statement is in flight during a stop.)
-        statement.set_is_idempotent(true);
+        statement.set_retry_policy(Some(std::sync::Arc::new(ConsoleRetryPolicy)));
         let result = session
             .query_unpaged(statement, ())
             .await
@@ -435,6 +435,49 @@ impl Console<'_> {
             count += 1;
         }
         Ok(format!("{count} row{}", if count == 1 { "" } else { "s" }))
+    }
+}
+
+/// The retry policy of `cql` statements: the driver's default, plus one retry on the next
+/// node when the connection broke. Right after `stop-node` the session may still send a
+/// statement on its connection to the stopped node, which the node had already closed: the
+/// statement never ran there, so sending it to another node is safe even when it is not
+/// idempotent (console commands run one at a time, so no statement is in flight during a
+/// stop; a `drop-connection` fault also drops the request before it runs).
+#[derive(Debug)]
+struct ConsoleRetryPolicy;
+
+impl RetryPolicy for ConsoleRetryPolicy {
+    fn new_session(&self) -> Box<dyn RetrySession> {
+        Box::new(ConsoleRetrySession {
+            default: DefaultRetryPolicy::new().new_session(),
+            retried_broken_connection: false,
+        })
+    }
+}
+
+/// One statement's retries under [`ConsoleRetryPolicy`].
+struct ConsoleRetrySession {
+    default: Box<dyn RetrySession>,
+    retried_broken_connection: bool,
+}
+
+impl RetrySession for ConsoleRetrySession {
+    fn decide_should_retry(&mut self, request_info: RequestInfo<'_>) -> RetryDecision {
+        if matches!(
+            request_info.error,
+            RequestAttemptError::BrokenConnectionError(_)
+        ) && !self.retried_broken_connection
+        {
+            self.retried_broken_connection = true;
+            return RetryDecision::RetryNextTarget(None);
+        }
+        self.default.decide_should_retry(request_info)
+    }
+
+    fn reset(&mut self) {
+        self.default.reset();
+        self.retried_broken_connection = false;
     }
 }
 
