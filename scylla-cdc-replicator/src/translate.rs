@@ -104,6 +104,17 @@ impl LogRow {
     }
 }
 
+/// The bind value of `SCYLLA_TIMEUUID_LIST_INDEX(?)` for a list element's key: Scylla
+/// types that marker `uuid_idx(X)` of type `uuid`, not `timeuuid` (scylladb
+/// `cql3/lists.cc`, `lists::uuid_index_spec_of`), and the driver refuses to bind a
+/// `CqlTimeuuid` to a `uuid` marker. The log keys list elements by timeuuid: same bytes.
+fn list_index(key: CqlValue) -> CqlValue {
+    match key {
+        CqlValue::Timeuuid(t) => CqlValue::Uuid(t.into()),
+        other => other,
+    }
+}
+
 /// One assignment of an `UPDATE`, on a column index of the schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Assign {
@@ -113,7 +124,8 @@ pub enum Assign {
     Add(u16),
     /// `X = X - ?`
     Remove(u16),
-    /// `X[SCYLLA_TIMEUUID_LIST_INDEX(?)] = ?` (two values: key, element)
+    /// `X[SCYLLA_TIMEUUID_LIST_INDEX(?)] = ?` (two values: the element's key as a `uuid`,
+    /// and the element)
     ListElement(u16),
     /// `X.field = ?` (field by index in the UDT)
     Field(u16, u16),
@@ -638,7 +650,7 @@ impl Translator {
                     match value {
                         Some(CqlValue::Map(entries)) => {
                             for (k, v) in entries {
-                                w.add(Assign::ListElement(c), [Some(k), Some(v)]);
+                                w.add(Assign::ListElement(c), [Some(list_index(k)), Some(v)]);
                             }
                         }
                         Some(other) => {
@@ -652,7 +664,7 @@ impl Translator {
                     match elements {
                         Some(CqlValue::Set(keys)) => {
                             for k in keys {
-                                w.add(Assign::ListElement(c), [Some(k), None]);
+                                w.add(Assign::ListElement(c), [Some(list_index(k)), None]);
                             }
                         }
                         Some(other) => {

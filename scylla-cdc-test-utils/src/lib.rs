@@ -36,9 +36,11 @@
 //!
 //! The same cluster as a process: `scylla-emulator --nodes 3` prints `ready 127.0.0.1:9042`
 //! once every node accepts connections, then reads commands on stdin (`cql <statement>`,
-//! `stop-node <i>`, `start-node <i>`, `add-node`, `split-tablets <ks>.<table>`,
-//! `fault <rule>`, `clear-faults`, `stats`, `shutdown`), answering each with a line `ok ...`
-//! or `error: <reason>`. `--help` lists its flags.
+//! `consistency [<level>]`, `stop-node <i>`, `start-node <i>`, `add-node`,
+//! `split-tablets <ks>.<table>`, `fault <rule>`, `clear-faults`, `stats`, `shutdown`),
+//! answering each with a line `ok ...` or `error: <reason>`. `cql` statements run at
+//! consistency ONE unless `consistency` sets another level, as in cqlsh. SIGTERM and SIGINT
+//! stop it cleanly (exit status 0), whatever its stdin is. `--help` lists its flags.
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};

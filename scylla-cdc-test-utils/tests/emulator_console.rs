@@ -152,3 +152,197 @@ fn console_errors_are_one_line_and_the_console_keeps_going() {
     emulator.expect("start-node 2", "ok");
     emulator.shutdown();
 }
+
+#[test]
+fn cql_runs_at_consistency_one_until_the_consistency_command_changes_it() {
+    // system_distributed is replicated three times, so a one-node cluster answers reads of
+    // it at ONE (the console's default, as cqlsh's) but not at QUORUM or LOCAL_QUORUM.
+    let mut emulator = Emulator::start("127.77.11.1", &["--nodes", "1"]);
+    let read = "cql SELECT time FROM system_distributed.cdc_generation_timestamps \
+                WHERE key = 'timestamps'";
+    let (rows, reply) = emulator.send(read);
+    assert_eq!(reply, "ok 1 row", "{rows:?}");
+    assert_eq!(
+        emulator.send("consistency"),
+        (
+            vec!["Current consistency level is ONE.".to_string()],
+            "ok".to_string()
+        )
+    );
+    assert_eq!(
+        emulator.send("consistency QUORUM"),
+        (
+            vec!["Consistency level set to QUORUM.".to_string()],
+            "ok".to_string()
+        )
+    );
+    let (rows, reply) = emulator.send(read);
+    assert!(rows.is_empty(), "{rows:?}");
+    assert!(
+        reply.starts_with("error: ") && reply.contains("Cannot achieve consistency level"),
+        "{reply}"
+    );
+    assert_eq!(
+        emulator.send("consistency"),
+        (
+            vec!["Current consistency level is QUORUM.".to_string()],
+            "ok".to_string()
+        )
+    );
+    // Levels are case-insensitive and echoed in uppercase, as cqlsh does.
+    assert_eq!(
+        emulator.send("consistency local_one"),
+        (
+            vec!["Consistency level set to LOCAL_ONE.".to_string()],
+            "ok".to_string()
+        )
+    );
+    let (rows, reply) = emulator.send(read);
+    assert_eq!(reply, "ok 1 row", "{rows:?}");
+    let (output, reply) = emulator.send("consistency sometimes");
+    assert!(output.is_empty(), "{output:?}");
+    assert!(
+        reply.starts_with("error: Improper consistency command") && reply.contains("sometimes"),
+        "{reply}"
+    );
+    // A refused level leaves the current one.
+    assert_eq!(
+        emulator.send("consistency"),
+        (
+            vec!["Current consistency level is LOCAL_ONE.".to_string()],
+            "ok".to_string()
+        )
+    );
+    emulator.shutdown();
+}
+
+/// What the emulator's stdin is in a signal test.
+enum Stdin {
+    /// A pipe the test keeps open (nothing is ever written to it).
+    HeldOpenPipe,
+    /// `/dev/null` (end of input at once).
+    DevNull,
+    /// A pipe the test closes right after the emulator is ready.
+    ClosedPipe,
+    /// The slave side of a pseudo-terminal the test keeps open, as an interactive shell
+    /// gives it.
+    Terminal,
+}
+
+/// A pseudo-terminal pair: (master, slave).
+#[allow(unsafe_code)]
+fn pseudo_terminal() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes the two descriptors it opens into the given integers; the
+    // name, termios and winsize pointers may be null.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened by openpty and are owned by nobody else.
+    unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(master),
+            std::os::fd::OwnedFd::from_raw_fd(slave),
+        )
+    }
+}
+
+/// Sends `signal` to the process `pid`.
+#[allow(unsafe_code)]
+fn send_signal(pid: u32, signal: libc::c_int) {
+    let pid = libc::pid_t::try_from(pid).expect("pid");
+    // SAFETY: kill(2) takes plain integers; the process is our own child, not yet reaped.
+    let rc = unsafe { libc::kill(pid, signal) };
+    assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
+}
+
+/// Starts the emulator with `stdin`, waits for `ready`, sends `signal` and checks that it
+/// stops by itself with exit status 0 within 20 s.
+fn stops_cleanly_on(signal: libc::c_int, stdin: Stdin, address: &str) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_scylla-emulator"));
+    command
+        .args(["--port", "0", "--address", address])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // Kept open (or closed) by the test until the emulator has exited.
+    let mut terminal_master = None;
+    match stdin {
+        Stdin::HeldOpenPipe | Stdin::ClosedPipe => {
+            command.stdin(Stdio::piped());
+        }
+        Stdin::DevNull => {
+            command.stdin(Stdio::null());
+        }
+        Stdin::Terminal => {
+            let (master, slave) = pseudo_terminal();
+            command.stdin(Stdio::from(slave));
+            terminal_master = Some(master);
+        }
+    }
+    let mut child = command.spawn().expect("scylla-emulator starts");
+    let mut held_stdin = child.stdin.take();
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut ready = String::new();
+    stdout.read_line(&mut ready).expect("read stdout");
+    assert!(
+        ready.starts_with(&format!("ready {address}:")),
+        "first line: {ready}"
+    );
+    if matches!(stdin, Stdin::ClosedPipe) {
+        drop(held_stdin.take());
+    }
+    send_signal(child.id(), signal);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the emulator did not stop within 20 s of the signal");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{status}");
+    drop(held_stdin);
+    drop(terminal_master);
+}
+
+#[test]
+fn sigterm_stops_the_emulator_while_a_pipe_holds_stdin_open() {
+    stops_cleanly_on(libc::SIGTERM, Stdin::HeldOpenPipe, "127.77.10.1");
+}
+
+#[test]
+fn sigint_stops_the_emulator_while_a_pipe_holds_stdin_open() {
+    stops_cleanly_on(libc::SIGINT, Stdin::HeldOpenPipe, "127.77.10.17");
+}
+
+#[test]
+fn sigterm_stops_the_emulator_with_stdin_on_a_terminal() {
+    stops_cleanly_on(libc::SIGTERM, Stdin::Terminal, "127.77.10.33");
+}
+
+#[test]
+fn sigint_stops_the_emulator_with_stdin_on_a_terminal() {
+    stops_cleanly_on(libc::SIGINT, Stdin::Terminal, "127.77.10.49");
+}
+
+#[test]
+fn sigterm_stops_the_emulator_with_stdin_from_dev_null() {
+    stops_cleanly_on(libc::SIGTERM, Stdin::DevNull, "127.77.10.65");
+}
+
+#[test]
+fn sigint_stops_the_emulator_after_stdin_is_closed() {
+    stops_cleanly_on(libc::SIGINT, Stdin::ClosedPipe, "127.77.10.81");
+}

@@ -85,6 +85,11 @@ fn tuuid(n: u8) -> CqlValue {
     CqlValue::Timeuuid(CqlTimeuuid::from_bytes([n; 16]))
 }
 
+/// The bind value of `SCYLLA_TIMEUUID_LIST_INDEX(?)` for the key `tuuid(n)`: a `uuid`.
+fn uuid_index(n: u8) -> CqlValue {
+    CqlValue::Uuid(uuid::Uuid::from_bytes([n; 16]))
+}
+
 fn addr(street: Option<&str>, zip: Option<i32>) -> CqlValue {
     CqlValue::UserDefinedType {
         keyspace: "ks".into(),
@@ -335,11 +340,11 @@ fn list_elements_keep_their_keys() {
             },
             values: update_values(
                 vec![
-                    some(tuuid(1)),
+                    some(uuid_index(1)),
                     some(CqlValue::Int(7)),
-                    some(tuuid(2)),
+                    some(uuid_index(2)),
                     some(CqlValue::Int(8)),
-                    some(tuuid(3)),
+                    some(uuid_index(3)),
                     None
                 ],
                 false

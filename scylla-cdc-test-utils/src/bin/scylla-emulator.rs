@@ -14,12 +14,19 @@
 //!   remove them all;
 //! - `stats`: print request counts per node and shard;
 //! - `cql <statement>`: run one CQL statement through the driver, as a client would (a quick
-//!   way to create tables and write changes without `cqlsh`); rows of a result are printed
-//!   first, one line each (`column = value, ...`, values as CQL literals), then
-//!   `ok <n> rows`.
+//!   way to create tables and write changes without `cqlsh`), at the console's consistency
+//!   level; rows of a result are printed first, one line each (`column = value, ...`, values
+//!   as CQL literals), then `ok <n> rows`;
+//! - `consistency [<level>]`: as cqlsh's `CONSISTENCY`, print the consistency level of `cql`
+//!   statements (`Current consistency level is ONE.`, then `ok`) or set it, in any case
+//!   (`Consistency level set to QUORUM.`, then `ok`). It is ONE at start, as in cqlsh, so
+//!   that one node answers reads of `system_distributed` and other RF 1 data;
+//! - `shutdown`: answer `ok` and stop.
 //!
-//! Runs until SIGINT or SIGTERM, or until stdin is closed after a `shutdown` command.
+//! Runs until SIGINT or SIGTERM (whatever stdin is: a terminal, a pipe held open, closed),
+//! or until a `shutdown` command; both stop the cluster and exit with status 0.
 
+use std::io::BufRead;
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -27,9 +34,15 @@ use std::time::Duration;
 use clap::Parser;
 use num_bigint::BigInt;
 use scylla::client::session::Session;
+use scylla::errors::RequestAttemptError;
+use scylla::policies::retry::{
+    DefaultRetryPolicy, RequestInfo, RetryDecision, RetryPolicy, RetrySession,
+};
+use scylla::statement::Consistency;
+use scylla::statement::unprepared::Statement;
 use scylla::value::CqlValue;
 use scylla_cdc_test_utils::{EmbeddedCluster, FaultRule, Preload, PreloadProgress};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 /// The emulator allocates many small, short-lived values (cells, keys, mutations, frames):
 /// mimalloc serves them with less CPU than the system allocator.
@@ -148,6 +161,15 @@ async fn main() -> ExitCode {
     for preload in args.preload {
         builder = builder.preload(preload.on_progress(print_progress));
     }
+    // Listen for the signals before anything else: from here on SIGTERM and SIGINT stop the
+    // emulator cleanly (exit status 0) instead of killing it, whatever stdin is.
+    let mut signals = match Signals::new() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot listen for signals: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let cluster = match builder.start().await {
         Ok(c) => c,
         Err(e) => {
@@ -160,23 +182,18 @@ async fn main() -> ExitCode {
     let mut console = Console {
         cluster: &cluster,
         session: None,
+        consistency: Consistency::One,
     };
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut lines = stdin_lines();
     let mut stdin_open = true;
-    let mut terminate =
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error: cannot listen for SIGTERM: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => break,
-            _ = terminate.recv() => break,
-            line = lines.next_line(), if stdin_open => match line {
-                Ok(Some(line)) => {
+            signal = signals.next() => {
+                eprintln!("{signal}: shutting down");
+                break;
+            }
+            line = lines.recv(), if stdin_open => match line {
+                Some(line) => {
                     let line = line.trim();
                     if line.is_empty() {
                         continue;
@@ -192,12 +209,63 @@ async fn main() -> ExitCode {
                     }
                 }
                 // stdin closed (e.g. started in the background): keep serving until a signal.
-                Ok(None) | Err(_) => stdin_open = false,
+                None => stdin_open = false,
             },
         }
     }
     cluster.shutdown().await;
+    // The stdin thread may still be blocked in a read (a terminal or a pipe held open):
+    // returning from `main` ends the process without waiting for it.
     ExitCode::SUCCESS
+}
+
+/// SIGTERM and SIGINT, listened for from creation on.
+struct Signals {
+    terminate: Signal,
+    interrupt: Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Signals> {
+        Ok(Signals {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    /// The name of the next signal received.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.interrupt.recv() => "SIGINT",
+        }
+    }
+}
+
+/// The lines of stdin, read on a thread of their own; the channel closes at end of input
+/// or on a read error.
+///
+/// Not `tokio::io::stdin()`: tokio reads stdin with a blocking read on its blocking pool,
+/// which cannot be cancelled, and dropping the runtime waits for it, so the emulator hung
+/// on exit (after SIGTERM, SIGINT or `shutdown`) until stdin delivered a line or closed. A
+/// detached thread does not hold the process when `main` returns.
+fn stdin_lines() -> tokio::sync::mpsc::Receiver<String> {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let spawned = std::thread::Builder::new()
+        .name("stdin".into())
+        .spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.blocking_send(line).is_err() {
+                    break;
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        // The channel's sender is gone with the closure: the console reads no input.
+        eprintln!("error: cannot read stdin: {e}");
+    }
+    rx
 }
 
 /// The stdin console: runs one command line against the cluster.
@@ -205,6 +273,33 @@ struct Console<'a> {
     cluster: &'a EmbeddedCluster,
     /// The driver session of `cql` commands, connected on first use.
     session: Option<std::sync::Arc<Session>>,
+    /// The consistency level of `cql` statements: ONE until `consistency <level>`, as in
+    /// cqlsh.
+    consistency: Consistency,
+}
+
+/// The levels `consistency` accepts, by their cqlsh names (cqlsh's `CONSISTENCY` command
+/// takes any of them, in any case).
+const CONSISTENCY_LEVELS: [(&str, Consistency); 11] = [
+    ("ANY", Consistency::Any),
+    ("ONE", Consistency::One),
+    ("TWO", Consistency::Two),
+    ("THREE", Consistency::Three),
+    ("QUORUM", Consistency::Quorum),
+    ("ALL", Consistency::All),
+    ("LOCAL_QUORUM", Consistency::LocalQuorum),
+    ("EACH_QUORUM", Consistency::EachQuorum),
+    ("SERIAL", Consistency::Serial),
+    ("LOCAL_SERIAL", Consistency::LocalSerial),
+    ("LOCAL_ONE", Consistency::LocalOne),
+];
+
+/// The cqlsh name of a consistency level.
+fn consistency_name(level: Consistency) -> &'static str {
+    CONSISTENCY_LEVELS
+        .iter()
+        .find(|(_, l)| *l == level)
+        .map_or("UNKNOWN", |(name, _)| name)
 }
 
 impl Console<'_> {
@@ -262,8 +357,32 @@ impl Console<'_> {
                 .collect::<Vec<_>>()
                 .join(" ")),
             "cql" => self.cql(rest).await,
+            "consistency" => self.consistency(rest),
             _ => Err(format!("unknown command `{command}`")),
         }
+    }
+
+    /// `consistency`: prints the level of `cql` statements; `consistency <level>` sets it.
+    /// Both print what cqlsh's `CONSISTENCY` prints.
+    fn consistency(&mut self, level: &str) -> Result<String, String> {
+        if level.is_empty() {
+            println!(
+                "Current consistency level is {}.",
+                consistency_name(self.consistency)
+            );
+            return Ok(String::new());
+        }
+        let upper = level.to_ascii_uppercase();
+        let Some((name, chosen)) = CONSISTENCY_LEVELS.iter().find(|(n, _)| *n == upper) else {
+            let names: Vec<&str> = CONSISTENCY_LEVELS.iter().map(|(n, _)| *n).collect();
+            return Err(format!(
+                "Improper consistency command: unknown level `{level}` (levels: {})",
+                names.join(", ")
+            ));
+        };
+        self.consistency = *chosen;
+        println!("Consistency level set to {name}.");
+        Ok(String::new())
     }
 
     /// Runs a CQL statement through the driver, printing result rows before the reply line.
@@ -282,6 +401,9 @@ impl Console<'_> {
                 self.session.insert(session).clone()
             }
         };
+        let mut statement = Statement::new(statement);
+        statement.set_consistency(self.consistency);
+        statement.set_retry_policy(Some(std::sync::Arc::new(ConsoleRetryPolicy)));
         let result = session
             .query_unpaged(statement, ())
             .await
@@ -313,6 +435,49 @@ impl Console<'_> {
             count += 1;
         }
         Ok(format!("{count} row{}", if count == 1 { "" } else { "s" }))
+    }
+}
+
+/// The retry policy of `cql` statements: the driver's default, plus one retry on the next
+/// node when the connection broke. Right after `stop-node` the session may still send a
+/// statement on its connection to the stopped node, which the node had already closed: the
+/// statement never ran there, so sending it to another node is safe even when it is not
+/// idempotent (console commands run one at a time, so no statement is in flight during a
+/// stop; a `drop-connection` fault also drops the request before it runs).
+#[derive(Debug)]
+struct ConsoleRetryPolicy;
+
+impl RetryPolicy for ConsoleRetryPolicy {
+    fn new_session(&self) -> Box<dyn RetrySession> {
+        Box::new(ConsoleRetrySession {
+            default: DefaultRetryPolicy::new().new_session(),
+            retried_broken_connection: false,
+        })
+    }
+}
+
+/// One statement's retries under [`ConsoleRetryPolicy`].
+struct ConsoleRetrySession {
+    default: Box<dyn RetrySession>,
+    retried_broken_connection: bool,
+}
+
+impl RetrySession for ConsoleRetrySession {
+    fn decide_should_retry(&mut self, request_info: RequestInfo<'_>) -> RetryDecision {
+        if matches!(
+            request_info.error,
+            RequestAttemptError::BrokenConnectionError(_)
+        ) && !self.retried_broken_connection
+        {
+            self.retried_broken_connection = true;
+            return RetryDecision::RetryNextTarget(None);
+        }
+        self.default.decide_should_retry(request_info)
+    }
+
+    fn reset(&mut self) {
+        self.default.reset();
+        self.retried_broken_connection = false;
     }
 }
 

@@ -89,8 +89,9 @@ impl ConnState {
 /// Side effects of a request the connection must act on.
 #[derive(Debug, Default)]
 pub(crate) struct Outcome {
-    /// A schema change to announce to registered connections.
-    pub(crate) schema_change: Option<SchemaChange>,
+    /// The schema changes to announce to registered connections, in order (a DDL
+    /// statement can announce several: a table and its CDC log).
+    pub(crate) schema_changes: Vec<SchemaChange>,
 }
 
 /// The data of one table, behind its own lock (never held across an `.await`: the executor
@@ -1006,11 +1007,9 @@ impl Database {
         if let Some(new) = result.schema {
             *self.schema.write() = Arc::new(new);
         }
+        outcome.schema_changes = result.events;
         match result.change {
-            Some(change) => {
-                outcome.schema_change = Some(change.clone());
-                Ok(Some(Response::SchemaChange(change)))
-            }
+            Some(change) => Ok(Some(Response::SchemaChange(change))),
             None => Ok(Some(Response::Void)),
         }
     }

@@ -437,17 +437,21 @@ fn plan_update(
                     elem,
                     frozen: false,
                 } => {
+                    // Scylla receives the argument of SCYLLA_TIMEUUID_LIST_INDEX as
+                    // `uuid_idx(l)` of type uuid (`lists::uuid_index_spec_of`, cql3/lists.cc)
+                    // and uses its bytes as the element's key unchecked
+                    // (`lists::setter_by_uuid`); a plain index is `idx(l)` of type int
+                    // (`lists::index_spec_of`). The executor turns the uuid into the key.
                     let k = match key {
                         Term::FunctionCall { name: f, args }
                             if f.name == "scylla_timeuuid_list_index" && args.len() == 1 =>
                         {
-                            let inner = plan_term(
+                            plan_term(
                                 &args[0],
-                                &CqlType::Timeuuid,
-                                &format!("key({name})"),
+                                &CqlType::Uuid,
+                                &format!("uuid_idx({name})"),
                                 binder,
-                            )?;
-                            Expr::Call(super::values::Func::Cast(CqlType::Timeuuid), vec![inner])
+                            )?
                         }
                         _ => plan_term(key, &CqlType::Int, &format!("idx({name})"), binder)?,
                     };
@@ -559,10 +563,11 @@ fn plan_delete(
                     CqlType::Map {
                         key, frozen: false, ..
                     } => ((**key).clone(), format!("key({column})")),
+                    // `sets::value_spec_of` (cql3/operation.cc, element_deletion::prepare)
                     CqlType::Set {
                         elem,
                         frozen: false,
-                    } => ((**elem).clone(), column.clone()),
+                    } => ((**elem).clone(), format!("value({column})")),
                     CqlType::List { frozen: false, .. } => (CqlType::Int, format!("idx({column})")),
                     _ => {
                         return Err(CqlError::invalid(format!(
@@ -684,15 +689,22 @@ fn plan_condition(
                                 elem: Box::new(t.frozen()),
                                 frozen: false,
                             },
-                            &format!("in({col_name})"),
+                            &format!("IN({col_name})"),
                             binder,
                         )),
-                        InValues::List(items) => KeyValues::In(
-                            items
-                                .iter()
-                                .map(|i| plan_term(i, t, col_name, binder))
-                                .collect::<Result<_, _>>()?,
-                        ),
+                        // `IF c IN (...)` is a list literal received by `IN(c)` (Scylla
+                        // spells the operator in uppercase, unlike Cassandra): its elements
+                        // are `value(IN(c))` (get_rhs_receiver and list_value_spec_of,
+                        // cql3/expr/prepare_expr.cc).
+                        InValues::List(items) => {
+                            let element_name = format!("value(IN({col_name}))");
+                            KeyValues::In(
+                                items
+                                    .iter()
+                                    .map(|i| plan_term(i, t, &element_name, binder))
+                                    .collect::<Result<_, _>>()?,
+                            )
+                        }
                     }),
                     (Condition::Contains { key, value, .. }, None, None) => {
                         let et = match (t, key) {
@@ -707,14 +719,30 @@ fn plan_condition(
                                 )));
                             }
                         };
-                        CondTest::Contains(*key, plan_term(value, &et, col_name, binder)?)
+                        // CONTAINS is received by `value(c)`, CONTAINS KEY by `key(m)`
+                        // (get_rhs_receiver, cql3/expr/prepare_expr.cc).
+                        let receiver = if *key {
+                            format!("key({col_name})")
+                        } else {
+                            format!("value({col_name})")
+                        };
+                        CondTest::Contains(*key, plan_term(value, &et, &receiver, binder)?)
                     }
                     (_, Some(key), None) => {
                         let (op, value) =
                             test.ok_or_else(|| CqlError::invalid("Unsupported condition"))?;
-                        let (kt, vt) = match t {
-                            CqlType::Map { key, value, .. } => ((**key).clone(), (**value).clone()),
-                            CqlType::List { elem, .. } => (CqlType::Int, (**elem).clone()),
+                        // The subscript of `IF m[k] = v` is `key(m)`, of `IF l[i] = v`
+                        // `index(l)` (map_key_spec_of / list_key_spec_of); `v` is
+                        // `value(m)` / `value(l)` (get_lhs_receiver, prepare_expr.cc).
+                        let (kt, vt, key_name) = match t {
+                            CqlType::Map { key, value, .. } => (
+                                (**key).clone(),
+                                (**value).clone(),
+                                format!("key({col_name})"),
+                            ),
+                            CqlType::List { elem, .. } => {
+                                (CqlType::Int, (**elem).clone(), format!("index({col_name})"))
+                            }
                             _ => {
                                 return Err(CqlError::invalid(format!(
                                     "Invalid element condition on non-collection column {col_name}"
@@ -722,7 +750,7 @@ fn plan_condition(
                             }
                         };
                         CondTest::Element(
-                            plan_term(key, &kt, &format!("key({col_name})"), binder)?,
+                            plan_term(key, &kt, &key_name, binder)?,
                             op,
                             plan_term(value, &vt, &format!("value({col_name})"), binder)?,
                         )
@@ -745,11 +773,9 @@ fn plan_condition(
                                     ))
                                 })?;
                         let ft = ut.fields[fi].1.clone();
-                        CondTest::Field(
-                            fi,
-                            op,
-                            plan_term(value, &ft, &format!("{col_name}.{field}"), binder)?,
-                        )
+                        // `IF u.f = v`: `v` is received by the field's name alone
+                        // (get_lhs_receiver of a field_selection, prepare_expr.cc).
+                        CondTest::Field(fi, op, plan_term(value, &ft, field, binder)?)
                     }
                     _ => {
                         let (op, value) =
@@ -1168,7 +1194,8 @@ fn apply_ops(
                 let value = b.into_option();
                 let key = match typ {
                     CqlType::List { .. } => match key {
-                        Value::Timeuuid(u) => Value::Timeuuid(u),
+                        // SCYLLA_TIMEUUID_LIST_INDEX: the uuid is the element's key.
+                        Value::Uuid(u) | Value::Timeuuid(u) => Value::Timeuuid(u),
                         other => {
                             let idx = other.as_i64().unwrap_or(-1);
                             let list = current_list();

@@ -412,7 +412,14 @@ pub(crate) fn plan_where(
                     }
                 };
                 non_key.push(column.clone());
-                let e = plan_term(value, &et, &def.name, binder)?;
+                // Received by `value(c)`, or `key(m)` for CONTAINS KEY (get_rhs_receiver,
+                // scylladb cql3/expr/prepare_expr.cc).
+                let receiver = if *key {
+                    format!("key({})", def.name)
+                } else {
+                    format!("value({})", def.name)
+                };
+                let e = plan_term(value, &et, &receiver, binder)?;
                 filters.push(Filter::Contains {
                     col: ci,
                     key: *key,
@@ -458,7 +465,8 @@ pub(crate) fn plan_where(
             Relation::MultiCompare { columns, op, value } => {
                 let (first, idxs, types) = multi_columns(table, columns, &ck_cols)?;
                 let n = columns.len();
-                let tv = plan_tuple(value, &types, columns, binder)?;
+                let receiver = format!("({})", columns.join(","));
+                let tv = plan_tuple(value, &types, columns, &receiver, binder)?;
                 if *op == CompareOp::Eq {
                     if ck_multi_eq.is_some() {
                         return Err(CqlError::invalid(
@@ -509,18 +517,21 @@ pub(crate) fn plan_where(
                                 elem: Box::new(tuple_type),
                                 frozen: false,
                             },
-                            &format!("in({})", columns.join(",")),
+                            &format!("IN(({}))", columns.join(",")),
                             binder,
                         )),
                     },
-                    InValues::List(items) => PrefixPart::Multi {
-                        n,
-                        tuples: items
-                            .iter()
-                            .map(|t| plan_tuple(t, &types, columns, binder))
-                            .collect::<Result<_, _>>()?,
-                        list_marker: None,
-                    },
+                    InValues::List(items) => {
+                        let receiver = format!("value(IN(({})))", columns.join(","));
+                        PrefixPart::Multi {
+                            n,
+                            tuples: items
+                                .iter()
+                                .map(|t| plan_tuple(t, &types, columns, &receiver, binder))
+                                .collect::<Result<_, _>>()?,
+                            list_marker: None,
+                        }
+                    }
                 };
                 if ck_multi_eq.is_some() {
                     return Err(CqlError::invalid(
@@ -832,29 +843,41 @@ fn plan_in(
     binder: &mut Binder,
 ) -> Result<KeyValues, CqlError> {
     Ok(match values {
+        // Scylla names the marker `IN(c)`, the operator in uppercase, where Cassandra writes
+        // `in(c)` (get_rhs_receiver, scylladb cql3/expr/prepare_expr.cc; the spelling is the
+        // default of its `cql_in_bind_variable_name_uses_uppercase_operator`).
         InValues::Marker(m) => KeyValues::InMarker(marker(
             m,
             &CqlType::List {
                 elem: Box::new(typ.frozen()),
                 frozen: false,
             },
-            &format!("in({name})"),
+            &format!("IN({name})"),
             binder,
         )),
-        InValues::List(items) => KeyValues::In(
-            items
-                .iter()
-                .map(|t| plan_term(t, typ, name, binder))
-                .collect::<Result<_, _>>()?,
-        ),
+        // A list literal received by `IN(c)`: its elements are `value(IN(c))`
+        // (get_rhs_receiver and list_value_spec_of, scylladb cql3/expr/prepare_expr.cc).
+        InValues::List(items) => {
+            let element_name = format!("value(IN({name}))");
+            KeyValues::In(
+                items
+                    .iter()
+                    .map(|t| plan_term(t, typ, &element_name, binder))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
     })
 }
 
-/// A tuple of values for columns `names` of types `types`.
+/// A tuple of values for columns `names` of types `types`, received by `receiver`: `(a,b)`
+/// for `(a, b) = ...`, `value(IN((a,b)))` for an element of `(a, b) IN (...)`. A tuple
+/// literal's component `i` is received by `receiver[i]` (component_spec_of and
+/// get_lhs_receiver, scylladb cql3/expr/prepare_expr.cc).
 fn plan_tuple(
     t: &Term,
     types: &[CqlType],
     names: &[String],
+    receiver: &str,
     binder: &mut Binder,
 ) -> Result<TupleValues, CqlError> {
     match t {
@@ -871,15 +894,15 @@ fn plan_tuple(
                 items
                     .iter()
                     .zip(types)
-                    .zip(names)
-                    .map(|((t, ty), n)| plan_term(t, ty, n, binder))
+                    .enumerate()
+                    .map(|(i, (t, ty))| plan_term(t, ty, &format!("{receiver}[{i}]"), binder))
                     .collect::<Result<_, _>>()?,
             ))
         }
         other => Ok(TupleValues::Whole(plan_term(
             other,
             &CqlType::Tuple(types.to_vec()),
-            &format!("({})", names.join(",")),
+            receiver,
             binder,
         )?)),
     }

@@ -271,8 +271,10 @@ impl TestDb {
             .db
             .handle_request(&self.topology, &mut self.conn, 1, request, &mut out);
         let r = decode(&out);
-        if let Ok(Res::SchemaChange) = r {
-            assert!(outcome.schema_change.is_some());
+        // Only a schema change announces events (an `IF NOT EXISTS` no-op answers one
+        // without announcing anything).
+        if !outcome.schema_changes.is_empty() {
+            assert_eq!(r, Ok(Res::SchemaChange));
         }
         r
     }
@@ -1312,13 +1314,13 @@ fn bind_metadata_of_the_golden_statements() {
     let (vars, pk, _) = t.bind_meta("SELECT keyspace_name, type_name, field_names, field_types FROM system_schema.types where keyspace_name in ? USING TIMEOUT 30000ms");
     assert_eq!(
         vars,
-        vec![("in(keyspace_name)".into(), "list<text>".into())]
+        vec![("IN(keyspace_name)".into(), "list<text>".into())]
     );
     assert!(pk.is_empty());
     let (vars, ..) = t.bind_meta("SELECT keyspace_name, initial_tablets FROM system_schema.scylla_keyspaces where keyspace_name in ? USING TIMEOUT 30000ms");
     assert_eq!(
         vars,
-        vec![("in(keyspace_name)".into(), "list<text>".into())]
+        vec![("IN(keyspace_name)".into(), "list<text>".into())]
     );
     let (vars, pk, _) = t.bind_meta("SELECT time FROM system_distributed.cdc_generation_timestamps WHERE key = 'timestamps' AND time <= ? ORDER BY time DESC LIMIT 1");
     assert_eq!(vars, vec![("time".into(), "timestamp".into())]);
@@ -1348,7 +1350,7 @@ fn bind_metadata_of_the_golden_statements() {
     // A CDC-log-like table and a user table.
     t.ok("CREATE TABLE t_scylla_cdc_log (\"cdc$stream_id\" blob, \"cdc$time\" timeuuid, \"cdc$batch_seq_no\" int, v int, PRIMARY KEY (\"cdc$stream_id\", \"cdc$time\", \"cdc$batch_seq_no\"))");
     let (vars, pk, _) = t.bind_meta("SELECT * FROM ks.t_scylla_cdc_log WHERE \"cdc$stream_id\" in ? AND \"cdc$time\" >= minTimeuuid(?) AND \"cdc$time\" < minTimeuuid(?) BYPASS CACHE");
-    assert_eq!(vars[0], ("in(cdc$stream_id)".into(), "list<blob>".into()));
+    assert_eq!(vars[0], ("IN(cdc$stream_id)".into(), "list<blob>".into()));
     assert_eq!(vars[1].1, "timestamp");
     assert_eq!(vars[2].1, "timestamp");
     assert!(pk.is_empty());
@@ -1359,8 +1361,10 @@ fn bind_metadata_of_the_golden_statements() {
     );
     assert_eq!(pk, vec![0]);
     let (vars, ..) = t.bind_meta("SELECT * FROM ks.t_scylla_cdc_log WHERE \"cdc$stream_id\" IN (?, ?) AND \"cdc$time\" > ? AND \"cdc$time\" <= ? BYPASS CACHE");
-    assert_eq!(vars[0], ("cdc$stream_id".into(), "blob".into()));
-    assert_eq!(vars[1], ("cdc$stream_id".into(), "blob".into()));
+    // The elements of an IN list are received by `value(IN(c))` (Scylla's list literal for
+    // the receiver `IN(c)`), not by `c` as in Cassandra.
+    assert_eq!(vars[0], ("value(IN(cdc$stream_id))".into(), "blob".into()));
+    assert_eq!(vars[1], ("value(IN(cdc$stream_id))".into(), "blob".into()));
     t.ok("CREATE TYPE ut (a int, b int)");
     t.ok("CREATE TABLE t (pk int, ck int, s int static, v int, m map<int,text>, l list<text>, st set<int>, tup frozen<tuple<int, int>>, nu ut, PRIMARY KEY (pk, ck))");
     t.ok("CREATE TABLE ct (pk int, ck int, c counter, PRIMARY KEY (pk, ck))");
@@ -1406,22 +1410,229 @@ fn bind_metadata_of_the_golden_statements() {
     );
     assert_eq!((pk, lwt), (vec![5], true));
     let (vars, ..) = t.bind_meta("SELECT v FROM mt WHERE pk = ? AND (ck, ck1) IN ? LIMIT ?");
-    assert_eq!(vars[1].1, "list<tuple<int, int>>");
+    assert_eq!(
+        vars[1],
+        ("IN((ck,ck1))".into(), "list<tuple<int, int>>".into())
+    );
     assert_eq!(vars[2], ("[limit]".into(), "int".into()));
     let (vars, ..) =
         t.bind_meta("SELECT v FROM mt WHERE pk = ? AND (ck, ck1) = (?, ?) PER PARTITION LIMIT ?");
     assert_eq!(
         vars.iter().map(|v| v.0.as_str()).collect::<Vec<_>>(),
-        ["pk", "ck", "ck1", "[per_partition_limit]"]
+        ["pk", "(ck,ck1)[0]", "(ck,ck1)[1]", "[per_partition_limit]"]
+    );
+    let (vars, ..) = t.bind_meta("SELECT v FROM mt WHERE pk = ? AND (ck, ck1) IN ((?, ?), ?)");
+    assert_eq!(
+        vars,
+        vec![
+            ("pk".into(), "int".into()),
+            ("value(IN((ck,ck1)))[0]".into(), "int".into()),
+            ("value(IN((ck,ck1)))[1]".into(), "int".into()),
+            ("value(IN((ck,ck1)))".into(), "tuple<int, int>".into()),
+        ]
     );
     let (vars, pk, _) = t.bind_meta("SELECT v FROM t WHERE pk IN ?");
     let (vars2, ..) = t.bind_meta("UPDATE ct SET c = c + ? WHERE pk = 1 AND ck = 1");
     assert_eq!(vars2, vec![("c".into(), "counter".into())]);
-    assert_eq!(vars, vec![("in(pk)".into(), "list<int>".into())]);
+    assert_eq!(vars, vec![("IN(pk)".into(), "list<int>".into())]);
     assert!(pk.is_empty());
     let (_, _, lwt) =
         t.bind_meta("INSERT INTO mt (pk, ck, ck1, ck2) VALUES (1, 1, 1, 1) IF NOT EXISTS");
     assert!(lwt);
+}
+
+/// The receivers of collection-element, tuple-component, condition and CONTAINS markers,
+/// named and typed as Scylla names them (cql3/lists.cc `index_spec_of` /
+/// `uuid_index_spec_of`, cql3/expr/prepare_expr.cc `*_spec_of`, `component_spec_of`,
+/// `get_lhs_receiver`, `get_rhs_receiver`).
+#[test]
+fn bind_metadata_of_collection_elements_and_conditions_follows_scylla() {
+    let mut t = TestDb::with_ks();
+    t.ok("CREATE TYPE ut (a int, b text)");
+    t.ok(
+        "CREATE TABLE c (pk int PRIMARY KEY, v int, l list<text>, m map<int, text>, \
+         s set<int>, tup frozen<tuple<int, text>>, fu frozen<ut>, nu ut, \
+         lu list<frozen<ut>>)",
+    );
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    // SCYLLA_TIMEUUID_LIST_INDEX: `uuid_idx(l)` of type uuid, not timeuuid.
+    let (vars, ..) = t.bind_meta("UPDATE c SET l[SCYLLA_TIMEUUID_LIST_INDEX(?)] = ? WHERE pk = ?");
+    assert_eq!(
+        vars,
+        pairs(&[("uuid_idx(l)", "uuid"), ("value(l)", "text"), ("pk", "int")])
+    );
+    // Element deletion: `idx(l)`, `key(m)`, `value(s)`.
+    let (vars, ..) = t.bind_meta("DELETE l[?], m[?], s[?] FROM c WHERE pk = ?");
+    assert_eq!(
+        vars,
+        pairs(&[
+            ("idx(l)", "int"),
+            ("key(m)", "int"),
+            ("value(s)", "int"),
+            ("pk", "int")
+        ])
+    );
+    // Collection literals: elements `value(x)`, map keys `key(m)`; tuple components `x[i]`.
+    let (vars, ..) = t.bind_meta(
+        "UPDATE c SET l = [?, ?], m = {?: ?}, s = {?}, tup = (?, ?), \
+         fu = {a: ?, b: ?} WHERE pk = ?",
+    );
+    assert_eq!(
+        vars,
+        pairs(&[
+            ("value(l)", "text"),
+            ("value(l)", "text"),
+            ("key(m)", "int"),
+            ("value(m)", "text"),
+            ("value(s)", "int"),
+            ("tup[0]", "int"),
+            ("tup[1]", "text"),
+            ("fu.a", "int"),
+            ("fu.b", "text"),
+            ("pk", "int")
+        ])
+    );
+    // A tuple literal for a UDT: components by position, `u[i]`.
+    let (vars, ..) = t.bind_meta("UPDATE c SET fu = (?, ?), nu = (?, 'x') WHERE pk = ?");
+    assert_eq!(
+        vars,
+        pairs(&[
+            ("fu[0]", "int"),
+            ("fu[1]", "text"),
+            ("nu[0]", "int"),
+            ("pk", "int")
+        ])
+    );
+    // Conditions: `index(l)` (not `idx(l)`) and `key(m)` subscripts, `value(x)` for the
+    // compared element, the bare field name for a UDT field, `IN(v)` / `value(IN(v))`.
+    let (vars, _, lwt) = t.bind_meta(
+        "UPDATE c SET v = 1 WHERE pk = ? IF l[?] = ? AND m[?] = ? AND fu.a = ? \
+         AND v IN (?, ?)",
+    );
+    assert!(lwt);
+    assert_eq!(
+        vars,
+        pairs(&[
+            ("pk", "int"),
+            ("index(l)", "int"),
+            ("value(l)", "text"),
+            ("key(m)", "int"),
+            ("value(m)", "text"),
+            ("a", "int"),
+            ("value(IN(v))", "int"),
+            ("value(IN(v))", "int")
+        ])
+    );
+    let (vars, ..) = t.bind_meta("UPDATE c SET v = 1 WHERE pk = ? IF v IN ?");
+    assert_eq!(vars, pairs(&[("pk", "int"), ("IN(v)", "list<int>")]));
+    // CONTAINS / CONTAINS KEY in a WHERE clause: `value(x)` / `key(m)`.
+    let (vars, ..) = t.bind_meta(
+        "SELECT * FROM c WHERE l CONTAINS ? AND m CONTAINS KEY ? AND m CONTAINS ? \
+         ALLOW FILTERING",
+    );
+    assert_eq!(
+        vars,
+        pairs(&[
+            ("value(l)", "text"),
+            ("key(m)", "int"),
+            ("value(m)", "text")
+        ])
+    );
+}
+
+/// `SCYLLA_TIMEUUID_LIST_INDEX(?)` takes a uuid (the bytes of the element's timeuuid key) and
+/// sets that element; a tuple literal is accepted for a frozen or non-frozen UDT, positionally,
+/// also inside collections, as Scylla accepts it.
+#[test]
+fn timeuuid_list_index_takes_a_uuid_and_tuple_literals_fill_user_types() {
+    let mut t = TestDb::with_ks();
+    t.ok("CREATE TYPE ut (a int, b text)");
+    t.ok(
+        "CREATE TABLE c (pk int PRIMARY KEY, l list<text>, fu frozen<ut>, nu ut, \
+         lu list<frozen<ut>>, mu map<int, frozen<ut>>, tu frozen<tuple<int, frozen<ut>>>)",
+    );
+    // Two element keys, the second one later: the list is ordered by key time.
+    let early = crate::types::timeuuid::from_micros(1_000_000);
+    let late = crate::types::timeuuid::from_micros(2_000_000);
+    let id = t
+        .prepare("UPDATE c SET l[SCYLLA_TIMEUUID_LIST_INDEX(?)] = ? WHERE pk = 1")
+        .expect("prepares");
+    for (key, v) in [(late, "second"), (early, "first")] {
+        t.execute(
+            &id,
+            vec![
+                BoundValue::Value(Bytes::copy_from_slice(key.as_bytes())),
+                BoundValue::Value(Bytes::from(v)),
+            ],
+            None,
+            None,
+        )
+        .expect("executes");
+    }
+    assert_eq!(
+        t.rows("SELECT l FROM c WHERE pk = 1"),
+        vec![vec![Some(Value::list(vec![
+            Value::text("first"),
+            Value::text("second")
+        ]))]]
+    );
+    // A literal uuid works too, and replaces the element with that key.
+    t.ok(&format!(
+        "UPDATE c SET l[SCYLLA_TIMEUUID_LIST_INDEX({late})] = 'last' WHERE pk = 1"
+    ));
+    assert_eq!(
+        t.rows("SELECT l FROM c WHERE pk = 1"),
+        vec![vec![Some(Value::list(vec![
+            Value::text("first"),
+            Value::text("last")
+        ]))]]
+    );
+    let e = t.err("UPDATE c SET l[SCYLLA_TIMEUUID_LIST_INDEX(3)] = 'x' WHERE pk = 1");
+    assert!(e.message.contains("uuid_idx(l)"), "{}", e.message);
+
+    // Tuple literals for user types, short tuples leave the last fields null.
+    t.ok(
+        "INSERT INTO c (pk, fu, nu, lu, mu, tu) VALUES (2, (1, 'x'), (2, 'y'), [(3, 'z'), (4)], \
+         {5: (5, 'v')}, (6, (6, 'w')))",
+    );
+    let udt = |a: i32, b: Option<&str>| Value::udt(vec![int(a), b.and_then(text)]);
+    assert_eq!(
+        t.rows("SELECT fu, nu, lu, mu, tu FROM c WHERE pk = 2"),
+        vec![vec![
+            Some(udt(1, Some("x"))),
+            Some(udt(2, Some("y"))),
+            Some(Value::list(vec![udt(3, Some("z")), udt(4, None)])),
+            Some(Value::map(vec![(Value::Int(5), udt(5, Some("v")))])),
+            Some(Value::tuple(vec![int(6), Some(udt(6, Some("w")))])),
+        ]]
+    );
+    t.ok("UPDATE c SET nu = (7) WHERE pk = 2");
+    assert_eq!(
+        t.rows("SELECT nu FROM c WHERE pk = 2"),
+        vec![vec![Some(udt(7, None))]]
+    );
+    // Field types are checked positionally; a longer tuple is refused.
+    let e = t.err("UPDATE c SET fu = ('x', 1) WHERE pk = 2");
+    assert_eq!(e.code, 0x2200);
+    assert!(e.message.contains("fu[0]"), "{}", e.message);
+    let e = t.err("UPDATE c SET fu = (1, 'x', 2) WHERE pk = 2");
+    assert!(
+        e.message
+            .starts_with("Invalid tuple literal for fu: too many elements"),
+        "{}",
+        e.message
+    );
+    // A tuple literal is still no value for a non-tuple, non-UDT column.
+    let e = t.err("UPDATE c SET l = (1, 2) WHERE pk = 2");
+    assert!(
+        e.message.starts_with("Invalid tuple type literal for l"),
+        "{}",
+        e.message
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1742,6 +1953,6 @@ fn contains_filters_named_values_and_unset_keys() {
         },
         &mut out,
     );
-    assert!(outcome.schema_change.is_some());
+    assert_eq!(outcome.schema_changes.len(), 1);
     assert_eq!(decode(&out), Ok(Res::SchemaChange));
 }

@@ -518,9 +518,13 @@ pub(crate) fn plan_term(
                 CqlType::List { elem, .. } => elem,
                 _ => return Err(invalid_literal("list", name, typ)),
             };
+            // Elements are received by `value(<receiver>)` (Scylla's `list_value_spec_of`,
+            // `cql3/expr/prepare_expr.cc`); so are set elements (`set_value_spec_of`), and
+            // map entries by `key(<receiver>)` / `value(<receiver>)`.
+            let element_name = format!("value({name})");
             let exprs = items
                 .iter()
-                .map(|t| plan_term(t, elem, name, binder))
+                .map(|t| plan_term(t, elem, &element_name, binder))
                 .collect::<Result<Vec<_>, _>>()?;
             collapse(exprs, Expr::List, Value::list)
         }
@@ -529,9 +533,10 @@ pub(crate) fn plan_term(
                 CqlType::Set { elem, .. } => elem,
                 _ => return Err(invalid_literal("set", name, typ)),
             };
+            let element_name = format!("value({name})");
             let exprs = items
                 .iter()
-                .map(|t| plan_term(t, elem, name, binder))
+                .map(|t| plan_term(t, elem, &element_name, binder))
                 .collect::<Result<Vec<_>, _>>()?;
             collapse(exprs, Expr::Set, Value::set)
         }
@@ -540,11 +545,12 @@ pub(crate) fn plan_term(
                 CqlType::Map { key, value, .. } => (key, value),
                 _ => return Err(invalid_literal("map", name, typ)),
             };
+            let (key_name, value_name) = (format!("key({name})"), format!("value({name})"));
             let mut exprs = Vec::with_capacity(entries.len());
             for (k, v) in entries {
                 exprs.push((
-                    plan_term(k, kt, name, binder)?,
-                    plan_term(v, vt, name, binder)?,
+                    plan_term(k, kt, &key_name, binder)?,
+                    plan_term(v, vt, &value_name, binder)?,
                 ));
             }
             if exprs.iter().all(|(k, v)| {
@@ -608,9 +614,25 @@ pub(crate) fn plan_term(
             Ok(Expr::Udt(out))
         }
         Term::Tuple(items) => {
-            let types: Vec<CqlType> = match typ {
-                CqlType::Tuple(ts) => ts.clone(),
-                _ => return Err(invalid_literal("tuple", name, typ)),
+            // A tuple literal is assignable to a tuple and, positionally, to a user type: in
+            // Scylla `user_type_impl` derives from `tuple_type_impl`, and the tuple literal's
+            // check only needs the receiver to be a tuple type (`cql3/expr/prepare_expr.cc`,
+            // `tuple_constructor_validate_assignable_to`, `component_spec_of`). Component
+            // `i` is named `{receiver}[i]`; missing trailing UDT fields are null.
+            let (types, udt_fields) = match typ {
+                CqlType::Tuple(ts) => (ts.clone(), None),
+                CqlType::Udt { def, .. } => (
+                    def.fields
+                        .iter()
+                        .map(|(_, t)| t.clone())
+                        .collect::<Vec<_>>(),
+                    Some(def.fields.len()),
+                ),
+                _ => {
+                    return Err(CqlError::invalid(format!(
+                        "Invalid tuple type literal for {name} of type {typ}"
+                    )));
+                }
             };
             if items.len() > types.len() {
                 return Err(CqlError::invalid(format!(
@@ -622,8 +644,24 @@ pub(crate) fn plan_term(
             let exprs = items
                 .iter()
                 .zip(&types)
-                .map(|(t, ty)| plan_term(t, ty, name, binder))
+                .enumerate()
+                .map(|(i, (t, ty))| plan_term(t, ty, &format!("{name}[{i}]"), binder))
                 .collect::<Result<Vec<_>, _>>()?;
+            if let Some(n) = udt_fields {
+                let mut fields: Vec<Option<Expr>> = exprs.into_iter().map(Some).collect();
+                fields.resize(n, None);
+                if fields
+                    .iter()
+                    .all(|e| e.as_ref().is_none_or(|e| e.as_const().is_some()))
+                {
+                    let vals = fields
+                        .into_iter()
+                        .map(|e| e.and_then(|e| e.as_const().cloned().flatten()))
+                        .collect();
+                    return Ok(Expr::Const(Some(Value::udt(vals))));
+                }
+                return Ok(Expr::Udt(fields));
+            }
             if exprs.iter().all(|e| e.as_const().is_some()) {
                 let vals = exprs
                     .into_iter()

@@ -9,13 +9,13 @@ use std::collections::BTreeMap;
 
 use crate::cluster::DATACENTER;
 use crate::cql::{AlterKeyspace, CreateKeyspace, DropKeyspace, OptionValue, Property};
-use crate::frame::{CqlError, SchemaChangeTarget, SchemaChangeType};
+use crate::frame::{CqlError, SchemaChange, SchemaChangeTarget, SchemaChangeType};
 use crate::schema::system::{LOCAL_STRATEGY, NETWORK_TOPOLOGY_STRATEGY, SIMPLE_STRATEGY};
 use crate::schema::{KeyspaceDef, Replication, Schema};
 
 use super::{
     DdlContext, DdlOutcome, NAME_LENGTH, Permission, StorageChange, check_access,
-    is_system_keyspace, is_word,
+    is_system_keyspace, is_word, table_events,
 };
 
 /// Tablet count of a tablets keyspace that does not give `initial` (a power of two).
@@ -343,12 +343,31 @@ pub(super) fn drop(schema: &Schema, stmt: &DropKeyspace) -> Result<DdlOutcome, C
         .values()
         .map(|t| StorageChange::DropTable(t.id))
         .collect();
+    // Scylla's schema merge notifies the keyspace, then its types, then its tables (CDC
+    // logs last): `schema_applier::post_commit` and `notify_tables_and_views`,
+    // db/schema_applier.cc.
+    let mut events = vec![SchemaChange {
+        change: SchemaChangeType::Dropped,
+        target: target(name),
+    }];
+    events.extend(ks.types.values().map(|t| SchemaChange {
+        change: SchemaChangeType::Dropped,
+        target: SchemaChangeTarget::Type {
+            keyspace: name.clone(),
+            name: t.name.clone(),
+        },
+    }));
+    events.extend(table_events(
+        SchemaChangeType::Dropped,
+        ks.tables.values().map(|t| &**t),
+    ));
     let mut next = schema.clone();
     next.keyspaces.remove(name);
-    Ok(DdlOutcome::applied(
+    Ok(DdlOutcome::applied_with_events(
         next,
         SchemaChangeType::Dropped,
         target(name),
         storage,
+        events,
     ))
 }

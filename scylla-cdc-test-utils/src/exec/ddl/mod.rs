@@ -4,8 +4,10 @@
 //! [`execute_ddl`] takes the current snapshot, one parsed DDL statement and a [`DdlContext`]
 //! (the connection's keyspace, the time, the default CDC TTL) and returns a [`DdlOutcome`]:
 //! the next snapshot (with a fresh version UUID, or `None` when nothing changed), the
-//! [`SchemaChange`] to answer with and to announce (or `None` for a RESULT Void), and the
-//! [`StorageChange`]s the executor applies to table data before it swaps the snapshot in.
+//! [`SchemaChange`] to answer with (or `None` for a RESULT Void), the schema change events to
+//! announce (every object the statement created, altered or dropped, as Scylla's schema
+//! merge notifies them: `db/schema_applier.cc`), and the [`StorageChange`]s the executor
+//! applies to table data before it swaps the snapshot in.
 //! The statement either applies completely or fails with the [`CqlError`] Scylla returns;
 //! the input snapshot is never modified.
 //!
@@ -55,11 +57,19 @@ pub(crate) struct DdlOutcome {
     /// The new snapshot with its version already replaced; `None` when the schema does not
     /// change (`IF [NOT] EXISTS` no-ops, `TRUNCATE`).
     pub(crate) schema: Option<Schema>,
-    /// The schema change to answer with (RESULT SchemaChange) and to announce to registered
-    /// connections; `None` answers RESULT Void. Note that `CREATE ... IF NOT EXISTS` of an
-    /// existing object answers a `CREATED` change without changing the schema, as Scylla
-    /// does since 6.0 (scylladb#16909), and `TRUNCATE` answers Void.
+    /// The schema change to answer with (RESULT SchemaChange); `None` answers RESULT Void.
+    /// Note that `CREATE ... IF NOT EXISTS` of an existing object answers a `CREATED` change
+    /// without changing the schema, as Scylla does since 6.0 (scylladb#16909), and
+    /// `TRUNCATE` answers Void.
     pub(crate) change: Option<SchemaChange>,
+    /// The events to announce to registered connections, in the order Scylla sends them.
+    /// Empty when the schema does not change: Scylla announces no mutations then, so its
+    /// migration listeners send nothing (`query_processor::announce_schema_statement`),
+    /// even for the `CREATED` answer of an `IF NOT EXISTS` no-op. A statement that changes
+    /// more than its own object announces each one: the CDC log table created, altered
+    /// or dropped with its base, the tables whose columns use an altered type, the types
+    /// and tables of a dropped keyspace.
+    pub(crate) events: Vec<SchemaChange>,
     /// Changes to table data, to apply before the new snapshot is swapped in (also when
     /// `schema` is `None`: `TRUNCATE`).
     pub(crate) storage: Vec<StorageChange>,
@@ -116,21 +126,64 @@ impl DdlOutcome {
         storage: Vec<StorageChange>,
     ) -> DdlOutcome {
         next.version = Uuid::new_v4();
+        let change = SchemaChange { change, target };
         DdlOutcome {
             schema: Some(next),
-            change: Some(SchemaChange { change, target }),
+            events: vec![change.clone()],
+            change: Some(change),
             storage,
         }
     }
 
-    /// Nothing changes; the answer is `change` (or Void).
+    /// An applied change whose events are `events` (the statement's own change among them,
+    /// where Scylla sends it).
+    fn applied_with_events(
+        next: Schema,
+        change: SchemaChangeType,
+        target: SchemaChangeTarget,
+        storage: Vec<StorageChange>,
+        events: Vec<SchemaChange>,
+    ) -> DdlOutcome {
+        let mut outcome = DdlOutcome::applied(next, change, target, storage);
+        outcome.events = events;
+        outcome
+    }
+
+    /// Nothing changes; the answer is `change` (or Void), and nothing is announced.
     fn unchanged(change: Option<(SchemaChangeType, SchemaChangeTarget)>) -> DdlOutcome {
         DdlOutcome {
             schema: None,
             change: change.map(|(change, target)| SchemaChange { change, target }),
+            events: Vec::new(),
             storage: Vec::new(),
         }
     }
+}
+
+/// A `TABLE` schema change event.
+fn table_event(change: SchemaChangeType, keyspace: &str, table: &str) -> SchemaChange {
+    SchemaChange {
+        change,
+        target: SchemaChangeTarget::Table {
+            keyspace: keyspace.to_string(),
+            table: table.to_string(),
+        },
+    }
+}
+
+/// `TABLE` events of `change` for `tables` in the order Scylla's schema merge notifies them:
+/// ordinary tables before CDC log tables (`notify_tables_and_views`, `db/schema_applier.cc`),
+/// each group by name.
+fn table_events<'a>(
+    change: SchemaChangeType,
+    tables: impl IntoIterator<Item = &'a TableDef>,
+) -> Vec<SchemaChange> {
+    let mut tables: Vec<&TableDef> = tables.into_iter().collect();
+    tables.sort_by(|a, b| (a.is_cdc_log(), &a.name).cmp(&(b.is_cdc_log(), &b.name)));
+    tables
+        .into_iter()
+        .map(|t| table_event(change, &t.keyspace, &t.name))
+        .collect()
 }
 
 /// The keyspace of a possibly unqualified name.

@@ -6,6 +6,11 @@
 //! CDC leaves the log in place, detached; enabling it again re-attaches the same table and
 //! reconciles its columns; dropping the base drops the log. The log's own columns can never
 //! be changed directly, and an attached log cannot be dropped.
+//!
+//! Each of these announces the log table as Scylla does: CREATED with its base (after it),
+//! CREATED before the base's UPDATED when an ALTER enables CDC, UPDATED after the base's on
+//! every other ALTER while CDC is enabled (Scylla rewrites the log's schema each time), and
+//! DROPPED after its base.
 
 use std::sync::Arc;
 
@@ -22,7 +27,7 @@ use crate::types::CqlType;
 use super::types::{references_duration, resolve_in};
 use super::{
     DdlContext, DdlOutcome, NAME_LENGTH, Permission, StorageChange, check_access, is_word,
-    keyspace_of, no_keyspace, no_table, options,
+    keyspace_of, no_keyspace, no_table, options, table_event,
 };
 
 /// The `TABLE` target of a schema change.
@@ -93,6 +98,21 @@ fn take_key_column(
     Ok(t)
 }
 
+/// What [`sync_cdc_log`] did to the CDC log of a base table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LogSync {
+    /// Nothing: CDC is disabled (a detached log stays as it is).
+    Untouched,
+    /// The log table was created.
+    Created,
+    /// The existing log table was rewritten with the base: Scylla's CDC migration listener
+    /// (`on_before_update_column_family`, `cdc/log.cc`) writes the log's schema again on
+    /// every ALTER of a base that has CDC enabled, with the ALTER's timestamp, so the log
+    /// counts as altered (and is announced as UPDATED) even when none of its columns or
+    /// options changed.
+    Rewritten,
+}
+
 /// Brings the CDC log of `base` (already stored in `ks`) in line with it: creates it,
 /// reconciles it (attached, or detached and now re-attached), or leaves it alone when CDC is
 /// disabled. Pushes the storage changes this needs.
@@ -101,9 +121,9 @@ fn sync_cdc_log(
     base: &TableDef,
     ctx: &DdlContext<'_>,
     storage: &mut Vec<StorageChange>,
-) -> Result<(), CqlError> {
+) -> Result<LogSync, CqlError> {
     let Some(cdc) = base.options.cdc.as_ref().filter(|c| c.enabled) else {
-        return Ok(());
+        return Ok(LogSync::Untouched);
     };
     let qualified = format!("{}.{}", base.keyspace, base.name);
     if base.is_cdc_log() {
@@ -123,6 +143,7 @@ fn sync_cdc_log(
             let log = Arc::new(log_schema::new_log_table(base, cdc));
             storage.push(StorageChange::CreateTable(log.clone()));
             ks.tables.insert(log_name, log);
+            Ok(LogSync::Created)
         }
         Some(log) if matches!(&log.kind, TableKind::CdcLog { base: b } if *b == base.name) => {
             let r = log_schema::reconcile_log_table(log, base, ctx.now_micros)?;
@@ -135,16 +156,14 @@ fn sync_cdc_log(
             if r.changed {
                 ks.tables.insert(log_name, Arc::new(r.table));
             }
+            Ok(LogSync::Rewritten)
         }
-        Some(_) => {
-            return Err(CqlError::invalid(format!(
-                "Cannot create CDC log table for table {qualified} because a table of name \
-                 {qualified}{} already exists",
-                crate::schema::CDC_LOG_SUFFIX
-            )));
-        }
+        Some(_) => Err(CqlError::invalid(format!(
+            "Cannot create CDC log table for table {qualified} because a table of name \
+             {qualified}{} already exists",
+            crate::schema::CDC_LOG_SUFFIX
+        ))),
     }
-    Ok(())
 }
 
 /// `CREATE TABLE [IF NOT EXISTS] [ks.]t (...) [WITH ...]`
@@ -347,12 +366,22 @@ pub(super) fn create(
     };
     next_ks.tables.insert(name.clone(), table.clone());
     let mut storage = vec![StorageChange::CreateTable(table.clone())];
-    sync_cdc_log(next_ks, &table, ctx, &mut storage)?;
-    Ok(DdlOutcome::applied(
+    // Scylla creates the log in the same schema change (`on_pre_create_column_families`,
+    // cdc/log.cc) and announces it after its base: CREATED base, CREATED log.
+    let mut events = vec![table_event(SchemaChangeType::Created, &ks_name, name)];
+    if sync_cdc_log(next_ks, &table, ctx, &mut storage)? == LogSync::Created {
+        events.push(table_event(
+            SchemaChangeType::Created,
+            &ks_name,
+            &cdc_log_name(name),
+        ));
+    }
+    Ok(DdlOutcome::applied_with_events(
         next,
         SchemaChangeType::Created,
         target(&ks_name, name),
         storage,
+        events,
     ))
 }
 
@@ -574,12 +603,29 @@ pub(super) fn alter(
     };
     let updated = Arc::new(updated);
     next_ks.tables.insert(name.clone(), updated.clone());
-    sync_cdc_log(next_ks, &updated, ctx, &mut storage)?;
-    Ok(DdlOutcome::applied(
+    // Scylla notifies created tables before altered ones (`notify_tables_and_views`,
+    // db/schema_applier.cc): enabling CDC announces CREATED log, then UPDATED base; any
+    // other ALTER of a base with CDC enabled UPDATED base, then UPDATED log; an ALTER that
+    // disables CDC leaves the log alone and announces the base only.
+    let base_updated = table_event(SchemaChangeType::Updated, &ks_name, name);
+    let log_name = cdc_log_name(name);
+    let events = match sync_cdc_log(next_ks, &updated, ctx, &mut storage)? {
+        LogSync::Untouched => vec![base_updated],
+        LogSync::Created => vec![
+            table_event(SchemaChangeType::Created, &ks_name, &log_name),
+            base_updated,
+        ],
+        LogSync::Rewritten => vec![
+            base_updated,
+            table_event(SchemaChangeType::Updated, &ks_name, &log_name),
+        ],
+    };
+    Ok(DdlOutcome::applied_with_events(
         next,
         SchemaChangeType::Updated,
         target(&ks_name, name),
         storage,
+        events,
     ))
 }
 
@@ -617,17 +663,22 @@ pub(super) fn drop(
     };
     let mut storage = vec![StorageChange::DropTable(table.id)];
     next_ks.tables.remove(name);
+    // The log goes with its base (`on_before_drop_column_family`, cdc/log.cc), announced
+    // after it: DROPPED base, DROPPED log.
+    let mut events = vec![table_event(SchemaChangeType::Dropped, &ks_name, name)];
     if !table.is_cdc_log()
         && let Some(log) = next_ks.cdc_log_of(name).cloned()
     {
         storage.push(StorageChange::DropTable(log.id));
         next_ks.tables.remove(&log.name);
+        events.push(table_event(SchemaChangeType::Dropped, &ks_name, &log.name));
     }
-    Ok(DdlOutcome::applied(
+    Ok(DdlOutcome::applied_with_events(
         next,
         SchemaChangeType::Dropped,
         target(&ks_name, name),
         storage,
+        events,
     ))
 }
 

@@ -1704,3 +1704,174 @@ fn cdc_works_on_tablets_keyspaces() {
          tablets",
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Announced events
+// ---------------------------------------------------------------------------------------
+
+/// The announced events of an outcome, as `(change, "KEYSPACE ks" / "TABLE ks.t" /
+/// "TYPE ks.t")`.
+fn events(o: &DdlOutcome) -> Vec<(SchemaChangeType, String)> {
+    o.events
+        .iter()
+        .map(|e| {
+            let what = match &e.target {
+                SchemaChangeTarget::Keyspace { keyspace } => format!("KEYSPACE {keyspace}"),
+                SchemaChangeTarget::Table { keyspace, table } => {
+                    format!("TABLE {keyspace}.{table}")
+                }
+                SchemaChangeTarget::Type { keyspace, name } => format!("TYPE {keyspace}.{name}"),
+                other => format!("{other:?}"),
+            };
+            (e.change, what)
+        })
+        .collect()
+}
+
+/// `(change, what)` pairs.
+fn expected(list: &[(SchemaChangeType, &str)]) -> Vec<(SchemaChangeType, String)> {
+    list.iter().map(|(c, w)| (*c, (*w).to_string())).collect()
+}
+
+#[test]
+fn cdc_log_tables_are_announced_with_their_base_as_scylla_does() {
+    use SchemaChangeType::{Created, Dropped, Updated};
+    let mut db = Db::new();
+    db.keyspace("ks");
+    let log = "TABLE ks.t_scylla_cdc_log";
+    // CREATE with CDC: the base, then its log.
+    let o = db.ok("CREATE TABLE ks.t (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}");
+    assert_eq!(
+        events(&o),
+        expected(&[(Created, "TABLE ks.t"), (Created, log)])
+    );
+    // Any ALTER of a base with CDC enabled rewrites the log: UPDATED base, UPDATED log.
+    let o = db.ok("ALTER TABLE ks.t ADD w text");
+    assert_eq!(
+        events(&o),
+        expected(&[(Updated, "TABLE ks.t"), (Updated, log)])
+    );
+    let o = db.ok("ALTER TABLE ks.t WITH comment = 'nothing for the log'");
+    assert_eq!(
+        events(&o),
+        expected(&[(Updated, "TABLE ks.t"), (Updated, log)])
+    );
+    // Disabling CDC keeps the log and announces the base only.
+    let o = db.ok("ALTER TABLE ks.t WITH cdc = {'enabled': false}");
+    assert_eq!(events(&o), expected(&[(Updated, "TABLE ks.t")]));
+    let o = db.ok("ALTER TABLE ks.t WITH comment = 'detached'");
+    assert_eq!(events(&o), expected(&[(Updated, "TABLE ks.t")]));
+    // Enabling it again re-attaches (rewrites) the existing log.
+    let o = db.ok("ALTER TABLE ks.t WITH cdc = {'enabled': true}");
+    assert_eq!(
+        events(&o),
+        expected(&[(Updated, "TABLE ks.t"), (Updated, log)])
+    );
+    // DROP: the base, then its log.
+    let o = db.ok("DROP TABLE ks.t");
+    assert_eq!(
+        events(&o),
+        expected(&[(Dropped, "TABLE ks.t"), (Dropped, log)])
+    );
+    // Enabling CDC on a table without a log creates it: created tables are announced
+    // before altered ones.
+    db.ok("CREATE TABLE ks.u (pk int PRIMARY KEY, v int)");
+    let o = db.ok("ALTER TABLE ks.u WITH cdc = {'enabled': true, 'preimage': true}");
+    assert_eq!(
+        events(&o),
+        expected(&[
+            (Created, "TABLE ks.u_scylla_cdc_log"),
+            (Updated, "TABLE ks.u")
+        ])
+    );
+    // A detached log dropped on its own is announced alone.
+    db.ok("ALTER TABLE ks.u WITH cdc = {'enabled': false}");
+    let o = db.ok("DROP TABLE ks.u_scylla_cdc_log");
+    assert_eq!(
+        events(&o),
+        expected(&[(Dropped, "TABLE ks.u_scylla_cdc_log")])
+    );
+    let o = db.ok("DROP TABLE ks.u");
+    assert_eq!(events(&o), expected(&[(Dropped, "TABLE ks.u")]));
+}
+
+#[test]
+fn no_op_statements_answer_without_announcing() {
+    let mut db = Db::new();
+    db.keyspace("ks");
+    db.ok("CREATE TABLE ks.t (pk int PRIMARY KEY) WITH cdc = {'enabled': true}");
+    db.ok("CREATE TYPE ks.ut (a int)");
+    for cql in [
+        "CREATE KEYSPACE IF NOT EXISTS ks WITH replication = {'class': 'SimpleStrategy', \
+         'replication_factor': 1}",
+        "CREATE TABLE IF NOT EXISTS ks.t (pk int PRIMARY KEY) WITH cdc = {'enabled': true}",
+        "CREATE TYPE IF NOT EXISTS ks.ut (a int)",
+    ] {
+        let o = db.ok(cql);
+        assert!(o.schema.is_none(), "{cql}");
+        assert_eq!(
+            o.change.map(|c| c.change),
+            Some(SchemaChangeType::Created),
+            "{cql}"
+        );
+        assert!(o.events.is_empty(), "{cql}: announced {:?}", o.events);
+    }
+    for cql in [
+        "DROP TABLE IF EXISTS ks.nope",
+        "DROP TYPE IF EXISTS ks.nope",
+        "DROP KEYSPACE IF EXISTS nope",
+        "TRUNCATE ks.t",
+    ] {
+        let o = db.ok(cql);
+        assert!(o.change.is_none() && o.events.is_empty(), "{cql}");
+    }
+}
+
+#[test]
+fn dropping_a_keyspace_announces_its_types_and_tables() {
+    use SchemaChangeType::Dropped;
+    let mut db = Db::new();
+    db.keyspace("ks");
+    db.ok("CREATE TYPE ks.ut (a int)");
+    db.ok("CREATE TABLE ks.b (pk int PRIMARY KEY, u frozen<ut>) WITH cdc = {'enabled': true}");
+    db.ok("CREATE TABLE ks.a (pk int PRIMARY KEY)");
+    let o = db.ok("DROP KEYSPACE ks");
+    assert_eq!(
+        events(&o),
+        expected(&[
+            (Dropped, "KEYSPACE ks"),
+            (Dropped, "TYPE ks.ut"),
+            (Dropped, "TABLE ks.a"),
+            (Dropped, "TABLE ks.b"),
+            (Dropped, "TABLE ks.b_scylla_cdc_log"),
+        ])
+    );
+}
+
+#[test]
+fn altering_a_type_announces_the_tables_that_use_it() {
+    use SchemaChangeType::Updated;
+    let mut db = Db::new();
+    db.keyspace("ks");
+    db.ok("CREATE TYPE ks.ut (a int)");
+    db.ok("CREATE TYPE ks.other (x int)");
+    db.ok(
+        "CREATE TABLE ks.t (pk int PRIMARY KEY, l list<frozen<ut>>) \
+         WITH cdc = {'enabled': true}",
+    );
+    db.ok("CREATE TABLE ks.unrelated (pk int PRIMARY KEY, o frozen<other>)");
+    let o = db.ok("ALTER TYPE ks.ut ADD b text");
+    assert_eq!(
+        events(&o),
+        expected(&[
+            (Updated, "TYPE ks.ut"),
+            (Updated, "TABLE ks.t"),
+            (Updated, "TABLE ks.t_scylla_cdc_log"),
+        ])
+    );
+    let o = db.ok("ALTER TYPE ks.other RENAME x TO y");
+    assert_eq!(
+        events(&o),
+        expected(&[(Updated, "TYPE ks.other"), (Updated, "TABLE ks.unrelated")])
+    );
+}

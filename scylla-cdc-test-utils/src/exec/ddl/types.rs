@@ -11,11 +11,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::cql::{AlterType, AlterTypeAction, CreateType, DropType, TypeExpr};
-use crate::frame::{CqlError, SchemaChangeTarget, SchemaChangeType};
+use crate::frame::{CqlError, SchemaChange, SchemaChangeTarget, SchemaChangeType};
 use crate::schema::{KeyspaceDef, Schema, TableDef};
 use crate::types::{CqlType, UserType};
 
-use super::{DdlContext, DdlOutcome, Permission, check_access, keyspace_of};
+use super::{DdlContext, DdlOutcome, Permission, check_access, keyspace_of, table_events};
 
 /// User types of one keyspace, by name.
 pub(super) type UserTypes = BTreeMap<String, Arc<UserType>>;
@@ -500,17 +500,47 @@ pub(super) fn alter(
             }
         }
     }
+    // Scylla rewrites every table with a column that uses the type
+    // (`alter_type_statement::prepare_announcement_mutations`), and with each base that has
+    // CDC enabled its log (`on_before_update_column_family`, cdc/log.cc); the merge
+    // announces the type, then those tables, CDC logs last (db/schema_applier.cc).
+    let uses_type = |t: &TableDef| {
+        t.columns
+            .iter()
+            .any(|c| references_udt(&c.typ, &ks_name, name))
+    };
+    let altered: BTreeMap<&str, &TableDef> = ks
+        .tables
+        .values()
+        .filter(|t| uses_type(t))
+        .flat_map(|t| {
+            let log = (t.options.cdc_enabled() && !t.is_cdc_log())
+                .then(|| ks.cdc_log_of(&t.name))
+                .flatten();
+            std::iter::once(&**t).chain(log.map(|l| &**l))
+        })
+        .map(|t| (t.name.as_str(), t))
+        .collect();
+    let mut events = vec![SchemaChange {
+        change: SchemaChangeType::Updated,
+        target: target(&ks_name, name),
+    }];
+    events.extend(table_events(
+        SchemaChangeType::Updated,
+        altered.into_values(),
+    ));
     let mut next = schema.clone();
     let Some(ks) = next.keyspaces.get_mut(&ks_name) else {
         return Err(super::no_keyspace(&ks_name));
     };
     ks.types.insert(name.clone(), Arc::new(updated));
     refresh_keyspace(ks);
-    Ok(DdlOutcome::applied(
+    Ok(DdlOutcome::applied_with_events(
         next,
         SchemaChangeType::Updated,
         target(&ks_name, name),
         Vec::new(),
+        events,
     ))
 }
 
