@@ -28,7 +28,7 @@ use scylla::value::CqlTimeuuid;
 use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, embedded_only, setup_tracing, skip};
 
 mod common;
-use common::{run, vnode_keyspace as keyspace};
+use common::{run, vnode_keyspace as keyspace, wait_for_every_shard_connected};
 
 /// A statement the driver sends once, to any node, and reports failures of as they are.
 fn no_retry(cql: impl Into<String>) -> Statement {
@@ -803,6 +803,7 @@ async fn stream_ids_map_each_write_to_its_vnode_and_shard() {
         "counts the requests each node and shard receives",
     ) {
         let embedded = cluster.embedded().expect("the embedded cluster");
+        wait_for_every_shard_connected(embedded, 3).await;
         let select = session
             .prepare(format!(
                 "SELECT * FROM {ks}.t_scylla_cdc_log WHERE \"cdc$stream_id\" = ?"

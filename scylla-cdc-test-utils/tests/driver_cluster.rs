@@ -7,8 +7,7 @@
 //! cluster's credentials need the embedded cluster and say they are skipped.
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
@@ -21,20 +20,7 @@ use scylla_cdc_test_utils::{
 };
 
 mod common;
-use common::run;
-
-/// Polls `condition` every 20 ms until it holds or `timeout` passes.
-async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    while !condition().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+use common::{run, wait_until};
 
 /// The one row of a result.
 fn single<T>(result: scylla::response::query_result::QueryResult) -> T
