@@ -1,4 +1,6 @@
-//! Frame splitting: the 9-byte v4 header, the request header flags and the body limit.
+//! The frame layout in both directions: the 9-byte v4 header, its flags and opcodes, the
+//! body limit; request frames cut off the read buffer, response frames started and finished
+//! (length patched) in the output buffer.
 //!
 //! [`try_decode_frame`] takes complete frames off the front of the connection's read buffer.
 //! Errors found in the header are [`FrameError`]s that carry the error to answer, the stream
@@ -6,11 +8,11 @@
 //! skipped) or must be closed after the ERROR frame (as Scylla does, or because the byte
 //! stream can no longer be followed).
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use super::error::{CqlError, ErrorKind};
-use super::response::{Extensions, finish_frame, start_frame_with_version};
-use super::wire::Reader;
+use super::extensions::Extensions;
+use super::wire::{Reader, put_string_list};
 
 /// Size of a v3+ frame header.
 pub(crate) const HEADER_LEN: usize = 9;
@@ -38,6 +40,70 @@ pub(crate) const FLAG_TRACING: u8 = 0x02;
 pub(crate) const FLAG_CUSTOM_PAYLOAD: u8 = 0x04;
 /// Header flag: a warnings `[string list]` precedes the body (responses only).
 pub(crate) const FLAG_WARNING: u8 = 0x08;
+
+/// Response opcodes (spec §2.4).
+pub(crate) mod opcode {
+    /// ERROR
+    pub(crate) const ERROR: u8 = 0x00;
+    /// READY
+    pub(crate) const READY: u8 = 0x02;
+    /// AUTHENTICATE
+    pub(crate) const AUTHENTICATE: u8 = 0x03;
+    /// SUPPORTED
+    pub(crate) const SUPPORTED: u8 = 0x06;
+    /// RESULT
+    pub(crate) const RESULT: u8 = 0x08;
+    /// EVENT
+    pub(crate) const EVENT: u8 = 0x0C;
+    /// AUTH_CHALLENGE
+    pub(crate) const AUTH_CHALLENGE: u8 = 0x0E;
+    /// AUTH_SUCCESS
+    pub(crate) const AUTH_SUCCESS: u8 = 0x10;
+}
+
+/// Writes a v4 response header (length to be patched) and the warnings; returns the
+/// frame's start offset for [`finish_frame`].
+pub(crate) fn start_frame(out: &mut BytesMut, stream: i16, op: u8, warnings: &[String]) -> usize {
+    start_frame_with_version(out, PROTOCOL_VERSION, stream, op, warnings)
+}
+
+/// [`start_frame`] for any version: v1/v2 headers are 8 bytes with a one-byte stream id
+/// (used only to answer a v1/v2 client that its version is unsupported).
+pub(crate) fn start_frame_with_version(
+    out: &mut BytesMut,
+    version: u8,
+    stream: i16,
+    op: u8,
+    warnings: &[String],
+) -> usize {
+    let start = out.len();
+    let flags = if warnings.is_empty() { 0 } else { FLAG_WARNING };
+    out.put_u8(0x80 | version);
+    out.put_u8(flags);
+    if version <= 2 {
+        out.put_i8(i8::try_from(stream).unwrap_or(0));
+    } else {
+        out.put_i16(stream);
+    }
+    out.put_u8(op);
+    out.put_u32(0);
+    if !warnings.is_empty() {
+        put_string_list(out, warnings);
+    }
+    start
+}
+
+/// Patches the length of the frame that starts at `start` to cover everything after its
+/// header.
+pub(crate) fn finish_frame(out: &mut BytesMut, start: usize, version: u8) {
+    let header = if version <= 2 { 8 } else { 9 };
+    let len_at = start + header - 4;
+    let len = out.len().saturating_sub(start + header);
+    let len = u32::try_from(len).unwrap_or(u32::MAX);
+    if let Some(slot) = out.get_mut(len_at..len_at + 4) {
+        slot.copy_from_slice(&len.to_be_bytes());
+    }
+}
 
 /// One request frame taken off the wire: header fields and the body (zero-copy).
 #[derive(Debug, Clone, PartialEq, Eq)]

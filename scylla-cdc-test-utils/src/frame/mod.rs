@@ -7,7 +7,7 @@
 //! connection can go on. [`decode_request`] then turns the body into a [`Request`] (QUERY
 //! and EXECUTE carry [`QueryParams`] with [`BoundValue`]s, BATCH a [`BatchRequest`]), or the
 //! [`CqlError`] Scylla answers the malformed body with (mostly a Protocol error from a
-//! [`ProtocolViolation`](error::ProtocolViolation)).
+//! [`ProtocolViolation`](wire::ProtocolViolation)).
 //!
 //! Outbound, [`encode_response`] appends one complete frame for a [`Response`] (READY,
 //! SUPPORTED, auth messages, ERROR from a [`CqlError`] with its [`ErrorKind`] fields, and
@@ -17,6 +17,22 @@
 //! [`encode_event`] writes [`Event`]s on stream -1. Column types are written from
 //! [`crate::types::CqlType`]. [`wire`] holds the primitive notations both directions use,
 //! and [`Consistency`] the consistency levels.
+//!
+//! The files form layers, lowest first; a file imports only from files on lower layers:
+//!
+//! 1. `consistency` (consistency levels) and `extensions` (what STARTUP negotiated): no
+//!    imports from the rest of the module.
+//! 2. [`wire`]: the primitive notations, read and written, and the
+//!    [`ProtocolViolation`](wire::ProtocolViolation) a malformed body is.
+//! 3. `error`: [`CqlError`] and its ERROR body.
+//! 4. `header`: the frame layout (header, flags, opcodes, body limit) in both directions,
+//!    header-level [`FrameError`](header::FrameError)s.
+//! 5. `request` (request bodies) and `result` (column specs, metadata and type writers of
+//!    RESULT bodies).
+//! 6. `rows`: the streaming [`RowsWriter`].
+//! 7. `response`: [`Response`]s and [`Event`]s as complete frames.
+//!
+//! The tests (`fuzz_tests`, `oracle_tests`) sit on top and may use everything.
 //!
 //! A server loop looks like:
 //!
@@ -36,9 +52,11 @@
 
 mod consistency;
 mod error;
+mod extensions;
 mod header;
 mod request;
 mod response;
+mod result;
 mod rows;
 pub(crate) mod wire;
 
@@ -50,6 +68,9 @@ mod oracle_tests;
 // The module's API for the server and executor.
 pub(crate) use consistency::Consistency;
 pub(crate) use error::{CqlError, ErrorKind, RATE_LIMIT_ERROR_CODE, WriteType};
+pub(crate) use extensions::{
+    Extensions, KEY_LWT_ADD_METADATA_MARK, KEY_LWT_MASK_PARAM, KEY_RATE_LIMIT_ERROR, LWT_MARK_MASK,
+};
 #[cfg(test)]
 pub(crate) use header::try_decode_frame;
 pub(crate) use header::{RequestFrame, try_decode_frame_of};
@@ -57,11 +78,10 @@ pub(crate) use request::{
     BatchKind, BatchQuery, BatchRequest, QueryParams, Request, decode_request,
 };
 pub(crate) use response::{
-    ColumnSpec, Event, Extensions, KEY_LWT_ADD_METADATA_MARK, KEY_LWT_MASK_PARAM,
-    KEY_RATE_LIMIT_ERROR, LWT_MARK_MASK, Prepared, PreparedMetadata, Response, ResultMetadata,
-    RowsResult, SchemaChange, SchemaChangeTarget, SchemaChangeType, StatusChangeType,
-    TopologyChangeType, encode_event, encode_response,
+    Event, Prepared, Response, RowsResult, SchemaChange, SchemaChangeTarget, SchemaChangeType,
+    StatusChangeType, TopologyChangeType, encode_event, encode_response,
 };
+pub(crate) use result::{ColumnSpec, PreparedMetadata, ResultMetadata};
 pub(crate) use rows::RowsWriter;
 pub(crate) use wire::BoundValue;
 

@@ -3,8 +3,8 @@
 use bytes::Bytes;
 
 use super::consistency::Consistency;
-use super::error::{CqlError, ProtocolViolation};
-use super::wire::{BoundValue, Reader};
+use super::error::CqlError;
+use super::wire::{BoundValue, ProtocolViolation, Reader};
 
 /// Request opcodes (spec §2.4).
 pub(crate) mod opcode {
