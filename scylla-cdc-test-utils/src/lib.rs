@@ -558,6 +558,13 @@ impl EmbeddedCluster {
         self.core.stats.connections()
     }
 
+    /// Client connections currently open per `(node, shard)` that negotiated frame
+    /// compression with `codec` (`"lz4"` or `"snappy"`, the names of the STARTUP
+    /// `COMPRESSION` option), to check that a driver compresses on every connection.
+    pub fn compressed_connection_counts(&self, codec: &str) -> BTreeMap<(usize, u32), usize> {
+        self.core.stats.compressed_connections(codec)
+    }
+
     /// Resets the request counters.
     pub fn reset_request_counts(&self) {
         self.core.stats.reset();

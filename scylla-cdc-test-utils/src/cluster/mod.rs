@@ -99,11 +99,12 @@ impl Topology {
 }
 
 /// Requests counted per (node, shard), to check token- and shard-aware routing, and the
-/// connections open on each (node, shard).
+/// connections open on each (node, shard), in all and per negotiated compression codec.
 #[derive(Debug, Default)]
 pub(crate) struct RequestStats {
     counts: Mutex<std::collections::HashMap<(usize, u32, FaultOpcode), Arc<AtomicU64>>>,
     connections: Mutex<std::collections::BTreeMap<(usize, u32), usize>>,
+    compressed: Mutex<std::collections::BTreeMap<(usize, u32, &'static str), usize>>,
 }
 
 impl RequestStats {
@@ -154,6 +155,40 @@ impl RequestStats {
     /// Connections open per `(node, shard)`.
     pub(crate) fn connections(&self) -> std::collections::BTreeMap<(usize, u32), usize> {
         self.connections.lock().clone()
+    }
+
+    /// Counts a connection that negotiated compression with `codec` (`+1`), or closed
+    /// (`-1`), on `(node, shard)`.
+    pub(crate) fn compressed_connection(
+        &self,
+        node: usize,
+        shard: u32,
+        codec: &'static str,
+        opened: bool,
+    ) {
+        let mut compressed = self.compressed.lock();
+        let n = compressed.entry((node, shard, codec)).or_default();
+        if opened {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                compressed.remove(&(node, shard, codec));
+            }
+        }
+    }
+
+    /// Connections open per `(node, shard)` that negotiated compression with `codec`.
+    pub(crate) fn compressed_connections(
+        &self,
+        codec: &str,
+    ) -> std::collections::BTreeMap<(usize, u32), usize> {
+        self.compressed
+            .lock()
+            .iter()
+            .filter(|((_, _, c), _)| *c == codec)
+            .map(|(&(node, shard, _), &n)| ((node, shard), n))
+            .collect()
     }
 }
 

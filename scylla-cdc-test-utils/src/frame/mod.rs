@@ -50,6 +50,7 @@
 //! }
 //! ```
 
+mod compression;
 mod consistency;
 mod error;
 mod extensions;
@@ -66,14 +67,16 @@ mod fuzz_tests;
 mod oracle_tests;
 
 // The module's API for the server and executor.
+pub(crate) use compression::SUPPORTED_COMPRESSION;
 pub(crate) use consistency::Consistency;
 pub(crate) use error::{CqlError, ErrorKind, RATE_LIMIT_ERROR_CODE, WriteType};
 pub(crate) use extensions::{
-    Extensions, KEY_LWT_ADD_METADATA_MARK, KEY_LWT_MASK_PARAM, KEY_RATE_LIMIT_ERROR, LWT_MARK_MASK,
+    Extensions, KEY_COMPRESSION, KEY_LWT_ADD_METADATA_MARK, KEY_LWT_MASK_PARAM,
+    KEY_RATE_LIMIT_ERROR, LWT_MARK_MASK,
 };
 #[cfg(test)]
 pub(crate) use header::try_decode_frame;
-pub(crate) use header::{RequestFrame, try_decode_frame_of};
+pub(crate) use header::{RequestFrame, compress_frames, try_decode_frame_of};
 pub(crate) use request::{
     BatchKind, BatchQuery, BatchRequest, QueryParams, Request, decode_request,
 };

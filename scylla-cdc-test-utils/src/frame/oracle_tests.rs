@@ -76,6 +76,7 @@ fn full_ext() -> Extensions {
     Extensions {
         lwt_mark: Some(LWT_MARK_MASK),
         rate_limit_error: true,
+        ..Extensions::default()
     }
 }
 
@@ -277,7 +278,7 @@ fn options_startup_register_prepare_auth() {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     assert_eq!(got_map, want);
-    assert_eq!(Extensions::from_startup(&got), full_ext());
+    assert_eq!(Extensions::from_startup(&got), Ok(full_ext()));
 
     let reg = DRegister {
         event_types_to_register_for: vec![
