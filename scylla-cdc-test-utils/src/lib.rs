@@ -529,6 +529,21 @@ impl EmbeddedCluster {
         )
     }
 
+    /// The replicas of the tablet of `keyspace.table` that holds `token`, as (node index
+    /// (1-based), shard), in the order the `tablets-routing-v1` payload lists them; `None`
+    /// when the table does not exist or its keyspace does not use tablets. A driver that
+    /// learned the tablet sends a request for a partition with this token to one of these.
+    pub fn tablet_replicas(
+        &self,
+        keyspace: &str,
+        table: &str,
+        token: i64,
+    ) -> Option<Vec<(usize, u32)>> {
+        let layout = self.core.db.tablet_layout_of(keyspace, table)?;
+        let (_, replicas) = layout.replicas_of_token(&self.core.topology(), token);
+        Some(replicas.iter().map(|r| (r.node + 1, r.shard)).collect())
+    }
+
     /// Adds a fault-injection rule (checked in the order added; the first match wins).
     pub fn add_fault(&self, rule: FaultRule) {
         self.core.faults.add(rule);

@@ -9,6 +9,7 @@
 //! - [`partitioner`]: Murmur3 and CDC partitioners, the Scylla sharder.
 //! - [`ring`]: each node's vnode tokens and the ring they form (ownership, vnode ranges).
 //! - [`faults`]: fault-injection rules checked against every request.
+//! - [`tablets`]: tablet boundaries and the replicas (node, shard) of each tablet.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use crate::server::listen::AddressPlan;
 pub(crate) mod faults;
 pub(crate) mod partitioner;
 pub(crate) mod ring;
+pub(crate) mod tablets;
 
 /// Data center name every node reports (Scylla's default).
 pub(crate) const DATACENTER: &str = "datacenter1";

@@ -2,6 +2,9 @@
 //! connection ([`Extensions`]): the body compression it picked and the Scylla protocol
 //! extensions it echoed, and the STARTUP keys that name them.
 
+use bytes::{BufMut, Bytes, BytesMut};
+use uuid::Uuid;
+
 use super::compression::Compression;
 
 /// The bit Scylla advertises for LWT statements in PREPARED flags
@@ -15,6 +18,11 @@ pub(crate) const KEY_LWT_MASK_PARAM: &str = "LWT_OPTIMIZATION_META_BIT_MASK";
 pub(crate) const KEY_RATE_LIMIT_ERROR: &str = "SCYLLA_RATE_LIMIT_ERROR";
 /// STARTUP/SUPPORTED key of frame body compression.
 pub(crate) const KEY_COMPRESSION: &str = "COMPRESSION";
+/// STARTUP/SUPPORTED key of the tablets routing extension (Scylla's
+/// `docs/dev/protocol-extensions.md`, "Tablets routing v1").
+pub(crate) const KEY_TABLETS_ROUTING_V1: &str = "TABLETS_ROUTING_V1";
+/// Custom-payload key of a RESULT's tablet routing information.
+pub(crate) const PAYLOAD_TABLETS_ROUTING_V1: &str = "tablets-routing-v1";
 
 /// A STARTUP that names a codec the server does not have: Scylla answers it with a Protocol
 /// error carrying this message (the name lower-cased, as `process_startup` compares it).
@@ -34,6 +42,9 @@ pub(crate) struct Extensions {
     pub lwt_mark: Option<u32>,
     /// `SCYLLA_RATE_LIMIT_ERROR`: rate-limit errors may use their own code.
     pub rate_limit_error: bool,
+    /// `TABLETS_ROUTING_V1`: results of requests that missed their tablet's replicas carry
+    /// the tablet's routing information.
+    pub tablets_routing: bool,
 }
 
 impl Extensions {
@@ -58,10 +69,40 @@ impl Extensions {
                 ext.lwt_mark = Some(mask);
             } else if k == KEY_RATE_LIMIT_ERROR {
                 ext.rate_limit_error = true;
+            } else if k == KEY_TABLETS_ROUTING_V1 {
+                ext.tablets_routing = true;
             }
         }
         Ok(ext)
     }
+}
+
+/// The value of the `tablets-routing-v1` custom-payload entry: a serialized CQL
+/// `tuple<bigint, bigint, list<tuple<uuid, int>>>` of the tablet's range
+/// `(first_token, last_token]` and its replicas as (host id, shard), as Scylla's
+/// `result_message::add_tablet_info` builds it.
+pub(crate) fn tablets_routing_v1_value(
+    first_token: i64,
+    last_token: i64,
+    replicas: &[(Uuid, u32)],
+) -> Bytes {
+    fn element(out: &mut BytesMut, value: &[u8]) {
+        out.put_i32(value.len() as i32);
+        out.extend_from_slice(value);
+    }
+    let mut list = BytesMut::new();
+    list.put_i32(replicas.len() as i32);
+    for (host, shard) in replicas {
+        let mut replica = BytesMut::new();
+        element(&mut replica, host.as_bytes());
+        element(&mut replica, &(*shard as i32).to_be_bytes());
+        element(&mut list, &replica);
+    }
+    let mut out = BytesMut::new();
+    element(&mut out, &first_token.to_be_bytes());
+    element(&mut out, &last_token.to_be_bytes());
+    element(&mut out, &list);
+    out.freeze()
 }
 
 #[cfg(test)]
@@ -77,10 +118,12 @@ mod tests {
                 "LWT_OPTIMIZATION_META_BIT_MASK=2147483648".to_string(),
             ),
             (KEY_RATE_LIMIT_ERROR.to_string(), String::new()),
+            (KEY_TABLETS_ROUTING_V1.to_string(), String::new()),
         ];
         let ext = Extensions::from_startup(&opts).unwrap();
         assert_eq!(ext.lwt_mark, Some(0x8000_0000));
         assert!(ext.rate_limit_error);
+        assert!(ext.tablets_routing);
         assert_eq!(ext.compression, None);
         assert_eq!(
             Extensions::from_startup(&opts[..1]),
@@ -104,5 +147,20 @@ mod tests {
         let err = with("LZ5").unwrap_err();
         assert_eq!(err.to_string(), "Unknown compression algorithm: lz5");
         assert_eq!(with(""), Err(UnknownCompression(String::new())));
+    }
+
+    #[test]
+    fn the_tablets_payload_is_a_tuple_of_range_and_replicas() {
+        let host = Uuid::from_u128(0x0102);
+        let v = tablets_routing_v1_value(-5, 7, &[(host, 3)]);
+        let mut expected = vec![0, 0, 0, 8];
+        expected.extend_from_slice(&(-5i64).to_be_bytes());
+        expected.extend_from_slice(&[0, 0, 0, 8]);
+        expected.extend_from_slice(&7i64.to_be_bytes());
+        // list: [int] length of the list value, count 1, one tuple element of 28 bytes.
+        expected.extend_from_slice(&[0, 0, 0, 36, 0, 0, 0, 1, 0, 0, 0, 28, 0, 0, 0, 16]);
+        expected.extend_from_slice(host.as_bytes());
+        expected.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 3]);
+        assert_eq!(&v[..], &expected[..]);
     }
 }

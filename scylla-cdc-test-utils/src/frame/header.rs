@@ -13,7 +13,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use super::compression::{self, Compression, DecompressError};
 use super::error::{CqlError, ErrorKind};
 use super::extensions::Extensions;
-use super::wire::{Reader, put_string_list};
+use super::wire::{Reader, put_bytes_map, put_string_list};
 
 /// Size of a v3+ frame header.
 pub(crate) const HEADER_LEN: usize = 9;
@@ -31,11 +31,8 @@ pub(crate) const PROTOCOL_VERSION: u8 = 4;
 
 /// Header flag: the body is compressed.
 pub(crate) const FLAG_COMPRESSION: u8 = 0x01;
-/// Header flag: tracing requested (requests) / tracing id present (responses).
-#[allow(
-    dead_code,
-    reason = "tracing requests are accepted and ignored (no trace id is returned, which drivers accept)"
-)]
+/// Header flag: tracing requested (requests) / tracing id present (responses; tracing
+/// requests are accepted and ignored: no trace id is returned, which drivers accept).
 pub(crate) const FLAG_TRACING: u8 = 0x02;
 /// Header flag: a custom payload (`[bytes map]`) precedes the body.
 pub(crate) const FLAG_CUSTOM_PAYLOAD: u8 = 0x04;
@@ -356,6 +353,52 @@ fn too_large(stream: i16, what: &str, length: usize) -> FrameError {
         ),
         PROTOCOL_VERSION,
     )
+}
+
+/// Adds a custom payload (`[bytes map]` of `entries`) to the complete response frame that
+/// starts at `start` in `out`: the body gets the map after its tracing id and warnings (the
+/// order the spec reads body extensions in, and Scylla's `make_result` writes them), the
+/// header the custom-payload flag and the new length. `false` (nothing changed) if there is
+/// no complete v4 frame there, or it has a custom payload already.
+pub(crate) fn insert_custom_payload(
+    out: &mut BytesMut,
+    start: usize,
+    entries: &[(&str, Option<Bytes>)],
+) -> bool {
+    let Some(header) = out.get(start..start + HEADER_LEN) else {
+        return false;
+    };
+    let flags = header[1];
+    let len = u32::from_be_bytes([header[5], header[6], header[7], header[8]]) as usize;
+    let body_start = start + HEADER_LEN;
+    if header[0] != 0x80 | PROTOCOL_VERSION
+        || flags & FLAG_CUSTOM_PAYLOAD != 0
+        || out.len() < body_start + len
+    {
+        return false;
+    }
+    let mut at = body_start;
+    if flags & FLAG_TRACING != 0 {
+        at += 16;
+    }
+    if flags & FLAG_WARNING != 0 {
+        let mut r = Reader::new(Bytes::copy_from_slice(&out[at..body_start + len]));
+        if r.read_string_list("the warnings").is_err() {
+            return false;
+        }
+        at = body_start + len - r.remaining();
+    }
+    if at > body_start + len {
+        return false;
+    }
+    let mut payload = BytesMut::new();
+    put_bytes_map(&mut payload, entries);
+    let tail = out.split_off(at);
+    out.extend_from_slice(&payload);
+    out.extend_from_slice(&tail);
+    out[start + 1] |= FLAG_CUSTOM_PAYLOAD;
+    finish_frame(out, start, PROTOCOL_VERSION);
+    true
 }
 
 /// Rewrites every complete frame from offset `from` of `out` with its body compressed by

@@ -72,11 +72,15 @@ pub(crate) use consistency::Consistency;
 pub(crate) use error::{CqlError, ErrorKind, RATE_LIMIT_ERROR_CODE, WriteType};
 pub(crate) use extensions::{
     Extensions, KEY_COMPRESSION, KEY_LWT_ADD_METADATA_MARK, KEY_LWT_MASK_PARAM,
-    KEY_RATE_LIMIT_ERROR, LWT_MARK_MASK,
+    KEY_RATE_LIMIT_ERROR, KEY_TABLETS_ROUTING_V1, LWT_MARK_MASK, PAYLOAD_TABLETS_ROUTING_V1,
+    tablets_routing_v1_value,
 };
 #[cfg(test)]
 pub(crate) use header::try_decode_frame;
-pub(crate) use header::{RequestFrame, compress_frames, try_decode_frame_of};
+pub(crate) use header::{
+    RequestFrame, compress_frames, insert_custom_payload, opcode as response_opcode,
+    try_decode_frame_of,
+};
 pub(crate) use request::{
     BatchKind, BatchQuery, BatchRequest, QueryParams, Request, decode_request,
 };

@@ -407,7 +407,6 @@ pub(crate) fn put_string_multimap<K: AsRef<str>, V: AsRef<str>>(
 }
 
 /// `[bytes map]`, in the given order.
-#[cfg(test)]
 pub(crate) fn put_bytes_map<K: AsRef<str>>(out: &mut BytesMut, map: &[(K, Option<Bytes>)]) {
     let n = put_short_count(out, map.len());
     for (k, v) in map.iter().take(n) {

@@ -394,18 +394,7 @@ impl Connection {
 
     /// Runs a statement request and appends its response (publishing schema changes).
     fn execute(&mut self, stream: i16, request: Request, out: &mut BytesMut) {
-        let topology = self.cluster.topology();
-        let outcome = self.cluster.db.handle(
-            &self.cluster,
-            &topology,
-            &mut self.state,
-            stream,
-            request,
-            out,
-        );
-        if let Some(change) = outcome.schema_change {
-            self.cluster.publish(frame::Event::SchemaChange(change));
-        }
+        run_statement(&self.cluster, &mut self.state, stream, request, out);
     }
 
     fn fault(
@@ -453,13 +442,7 @@ impl Connection {
                 tokio::spawn(async move {
                     tokio::time::sleep(delay).await;
                     let mut out = BytesMut::new();
-                    let topology = cluster.topology();
-                    let outcome = cluster
-                        .db
-                        .handle(&cluster, &topology, &mut state, stream, request, &mut out);
-                    if let Some(change) = outcome.schema_change {
-                        cluster.publish(frame::Event::SchemaChange(change));
-                    }
+                    run_statement(&cluster, &mut state, stream, request, &mut out);
                     if let Some(codec) = state.ext.compression {
                         frame::compress_frames(&mut out, 0, codec);
                     }
@@ -485,7 +468,7 @@ impl Connection {
     }
 
     fn supported(&self) -> Vec<(String, Vec<String>)> {
-        supported_options(&self.cluster, self.state.shard)
+        supported_options(&self.cluster, self.shard)
     }
 
     /// Starts forwarding cluster events of the registered types to this connection.
@@ -522,8 +505,9 @@ impl Connection {
 }
 
 /// The SUPPORTED options of a connection to shard `shard`: the codecs, Scylla sharding keys
-/// and extensions a real node announces, sorted by key as Scylla's multimap sorts them (no
-/// metadata ids: see the driver contract §1.2).
+/// and extensions a real node announces, sorted by key as Scylla's multimap sorts them. Not
+/// offered: metadata ids (the driver contract §1.2) and tablets routing v2 (Scylla offers it
+/// only with an experimental feature).
 pub(crate) fn supported_options(cluster: &ClusterCore, shard: u32) -> Vec<(String, Vec<String>)> {
     let one = |k: &str, v: String| (k.to_string(), vec![v]);
     vec![
@@ -562,7 +546,50 @@ pub(crate) fn supported_options(cluster: &ClusterCore, shard: u32) -> Vec<(Strin
             "SCYLLA_SHARD_AWARE_PORT",
             cluster.plan.shard_aware_port.to_string(),
         ),
+        // An extension without parameters: Scylla's multimap holds one empty value for it.
+        one(frame::KEY_TABLETS_ROUTING_V1, String::new()),
     ]
+}
+
+/// Runs a statement request on the connection whose state is `state` and appends its
+/// response, publishing schema changes. With TABLETS_ROUTING_V1 negotiated, a successful
+/// result of a request for a tablet that has no replica on this node and shard carries the
+/// tablet's routing information (Scylla's `check_locality` and `add_tablet_info`), so that
+/// the driver learns where to send the next one.
+fn run_statement(
+    cluster: &ClusterCore,
+    state: &mut ConnState,
+    stream: i16,
+    request: Request,
+    out: &mut BytesMut,
+) {
+    let topology = cluster.topology();
+    let routing = if state.ext.tablets_routing {
+        cluster.db.tablet_target(state, &request).and_then(|t| {
+            t.layout
+                .check_locality(&topology, t.token, state.node, state.shard)
+        })
+    } else {
+        None
+    };
+    let start = out.len();
+    let outcome = cluster
+        .db
+        .handle(cluster, &topology, state, stream, request, out);
+    if let Some(routing) = routing
+        && out.get(start + 4) == Some(&frame::response_opcode::RESULT)
+    {
+        let value = frame::tablets_routing_v1_value(
+            routing.first_token,
+            routing.last_token,
+            &routing.replicas,
+        );
+        let entry = (frame::PAYLOAD_TABLETS_ROUTING_V1, Some(value));
+        frame::insert_custom_payload(out, start, &[entry]);
+    }
+    if let Some(change) = outcome.schema_change {
+        cluster.publish(frame::Event::SchemaChange(change));
+    }
 }
 
 fn request_consistency(request: &Request) -> Consistency {
