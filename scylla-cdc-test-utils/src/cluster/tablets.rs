@@ -6,7 +6,7 @@
 //! token, the last ends at `i64::MAX`). These are the boundaries of the table's CDC stream
 //! sets too (a stream's token is its tablet's last token).
 //!
-//! [`TabletMap::build`] gives every tablet a table is created with `rf` replicas, each a
+//! `TabletMap::build` gives every tablet a table is created with `rf` replicas, each a
 //! (node, shard), the way Scylla's allocator places a new table's tablets
 //! (`network_topology_strategy::allocate_tablets_for_new_table` with its load sketch): each
 //! tablet goes to the `rf` least-loaded nodes, and on each node to its least-loaded shard, so
@@ -94,7 +94,7 @@ impl TabletMap {
         Self::build_first(table, count, count, rf, topology)
     }
 
-    /// The replicas of the first `upto` tablets of the map [`TabletMap::build`] gives (each
+    /// The replicas of the first `upto` tablets of the map `TabletMap::build` gives (each
     /// tablet's placement depends only on the ones before it).
     fn build_first(table: Uuid, count: u64, upto: u64, rf: usize, topology: &Topology) -> Self {
         let nodes = topology.nodes.len();

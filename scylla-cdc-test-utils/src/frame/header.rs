@@ -2,7 +2,7 @@
 //! body limit; request frames cut off the read buffer, response frames started and finished
 //! (length patched) in the output buffer.
 //!
-//! [`try_decode_frame`] takes complete frames off the front of the connection's read buffer.
+//! [`try_decode_frame_of`] takes complete frames off the front of the connection's read buffer.
 //! Errors found in the header are [`FrameError`]s that carry the error to answer, the stream
 //! id to answer on, and whether the connection can go on (the body length was trusted and
 //! skipped) or must be closed after the ERROR frame (as Scylla does, or because the byte
@@ -18,7 +18,7 @@ use super::wire::{Reader, put_bytes_map, put_string_list};
 /// Size of a v3+ frame header.
 pub(crate) const HEADER_LEN: usize = 9;
 /// Largest request body accepted (256 MiB, Cassandra's default native transport limit).
-/// Scylla's limit depends on its memory (see [`try_decode_frame`]); this one is fixed.
+/// Scylla's limit depends on its memory (see [`try_decode_frame_of`]); this one is fixed.
 pub(crate) const MAX_BODY_LEN: usize = 256 * 1024 * 1024;
 
 /// Longest body of a connection's first frame (an OPTIONS or STARTUP, a few bytes), as in

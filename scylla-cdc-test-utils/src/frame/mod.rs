@@ -1,5 +1,6 @@
 //! The CQL native protocol v4 codec: a pure byte layer between the server's sockets and
-//! statement execution, with no I/O and no state beyond the negotiated [`Extensions`].
+//! statement execution, with no I/O and no state beyond the negotiated [`Extensions`]
+//! (compression codec, Scylla extensions).
 //!
 //! Inbound, [`try_decode_frame_of`] cuts a [`RequestFrame`] (stream id, opcode, zero-copy body)
 //! off the connection's read buffer, or says more bytes are needed, or returns a
@@ -16,21 +17,27 @@
 //! [`RowsWriter`] streams large Rows pages straight into the output buffer, and
 //! [`encode_event`] writes [`Event`]s on stream -1. Column types are written from
 //! [`crate::types::CqlType`]. [`wire`] holds the primitive notations both directions use,
-//! and [`Consistency`] the consistency levels.
+//! and [`Consistency`] the consistency levels. On a connection that negotiated compression,
+//! [`compress_frames`] compresses the responses written since a mark, and
+//! [`insert_custom_payload`] gives a finished RESULT its `tablets-routing-v1` entry
+//! ([`tablets_routing_v1_value`]).
 //!
 //! The files form layers, lowest first; a file imports only from files on lower layers:
 //!
-//! 1. `consistency` (consistency levels) and `extensions` (what STARTUP negotiated): no
-//!    imports from the rest of the module.
-//! 2. [`wire`]: the primitive notations, read and written, and the
+//! 1. `consistency` (consistency levels) and `compression` (the lz4 and snappy body codecs):
+//!    no imports from the rest of the module.
+//! 2. `extensions`: what STARTUP negotiated ([`Extensions`]: the codec, the Scylla
+//!    extensions) and the tablets routing payload.
+//! 3. [`wire`]: the primitive notations, read and written, and the
 //!    [`ProtocolViolation`](wire::ProtocolViolation) a malformed body is.
-//! 3. `error`: [`CqlError`] and its ERROR body.
-//! 4. `header`: the frame layout (header, flags, opcodes, body limit) in both directions,
-//!    header-level [`FrameError`](header::FrameError)s.
-//! 5. `request` (request bodies) and `result` (column specs, metadata and type writers of
+//! 4. `error`: [`CqlError`] and its ERROR body.
+//! 5. `header`: the frame layout (header, flags, opcodes, body limit) in both directions,
+//!    header-level [`FrameError`](header::FrameError)s, decompression of request bodies,
+//!    compression and custom payloads of finished response frames.
+//! 6. `request` (request bodies) and `result` (column specs, metadata and type writers of
 //!    RESULT bodies).
-//! 6. `rows`: the streaming [`RowsWriter`].
-//! 7. `response`: [`Response`]s and [`Event`]s as complete frames.
+//! 7. `rows`: the streaming [`RowsWriter`].
+//! 8. `response`: [`Response`]s and [`Event`]s as complete frames.
 //!
 //! The tests (`fuzz_tests`, `oracle_tests`) sit on top and may use everything.
 //!
@@ -38,7 +45,8 @@
 //!
 //! ```text
 //! loop {
-//!     match frame::try_decode_frame_of(&mut read_buf, first_frame) {
+//!     let mark = out.len();
+//!     match frame::try_decode_frame_of(&mut read_buf, first_frame, ext.compression) {
 //!         Ok(None) => { /* read more */ }
 //!         Ok(Some(f)) => match frame::decode_request(f.opcode, f.body) {
 //!             Ok(req) => { /* execute, then encode_response(&mut out, f.stream, &ext, &[], &resp) */ }
@@ -47,6 +55,7 @@
 //!         },
 //!         Err(e) => { e.write_response(&mut out); if !e.can_continue() { /* flush, close */ } }
 //!     }
+//!     if let Some(codec) = ext.compression { frame::compress_frames(&mut out, mark, codec) }
 //! }
 //! ```
 
