@@ -531,6 +531,21 @@ impl EmbeddedCluster {
         )
     }
 
+    /// The replicas of the tablet of `keyspace.table` that holds `token`, as (node index
+    /// (1-based), shard), in the order the `tablets-routing-v1` payload lists them; `None`
+    /// when the table does not exist or its keyspace does not use tablets. A driver that
+    /// learned the tablet sends a request for a partition with this token to one of these.
+    pub fn tablet_replicas(
+        &self,
+        keyspace: &str,
+        table: &str,
+        token: i64,
+    ) -> Option<Vec<(usize, u32)>> {
+        let layout = self.core.db.tablet_layout_of(keyspace, table)?;
+        let (_, replicas) = layout.replicas_of_token(&self.core.topology(), token);
+        Some(replicas.iter().map(|r| (r.node + 1, r.shard)).collect())
+    }
+
     /// Adds a fault-injection rule (checked in the order added; the first match wins).
     pub fn add_fault(&self, rule: FaultRule) {
         self.core.faults.add(rule);
@@ -558,6 +573,13 @@ impl EmbeddedCluster {
     /// shard of every node, plus its control connection).
     pub fn connection_counts(&self) -> BTreeMap<(usize, u32), usize> {
         self.core.stats.connections()
+    }
+
+    /// Client connections currently open per `(node, shard)` that negotiated frame
+    /// compression with `codec` (`"lz4"` or `"snappy"`, the names of the STARTUP
+    /// `COMPRESSION` option), to check that a driver compresses on every connection.
+    pub fn compressed_connection_counts(&self, codec: &str) -> BTreeMap<(usize, u32), usize> {
+        self.core.stats.compressed_connections(codec)
     }
 
     /// Resets the request counters.

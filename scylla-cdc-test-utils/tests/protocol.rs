@@ -2,6 +2,9 @@
 //! unknown opcode, oversized length, invalid UTF-8, wrong value type and syntax error gets the
 //! right ERROR frame, and the connection stays usable where the protocol allows it.
 //!
+//! Compression (lz4, snappy) is negotiated here too, and its error cases (unknown codecs,
+//! corrupt bodies, lying length prefixes) are sent by hand.
+//!
 //! The tests talk to the cluster's first contact point, so they also run against the real
 //! cluster of `SCYLLA_URI`: the embedded server answers loose framing (unknown flags,
 //! trailing bytes, unnegotiated compression, oversized bodies) as Scylla does. Exact error
@@ -10,13 +13,15 @@
 use std::time::Duration;
 
 use scylla_cdc_test_utils::{
-    EmbeddedCluster, FaultReaction, FaultRule, TestCluster, embedded_only, unique_keyspace_name,
+    EmbeddedCluster, FaultOpcode, FaultReaction, FaultRule, TestCluster, embedded_only,
+    unique_keyspace_name,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const OPTIONS: u8 = 0x05;
 const STARTUP: u8 = 0x01;
+const REGISTER: u8 = 0x0B;
 const QUERY: u8 = 0x07;
 const PREPARE: u8 = 0x09;
 const EXECUTE: u8 = 0x0A;
@@ -25,13 +30,60 @@ const ERROR: u8 = 0x00;
 const READY: u8 = 0x02;
 const SUPPORTED: u8 = 0x06;
 const RESULT: u8 = 0x08;
+const EVENT: u8 = 0x0C;
+/// Header flag of a compressed body.
+const COMPRESSED: u8 = 0x01;
 
-/// A response frame.
+/// A frame body codec, written here from the spec (§5) for the tests' side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Codec {
+    Lz4,
+    Snappy,
+}
+
+impl Codec {
+    fn name(self) -> &'static str {
+        match self {
+            Codec::Lz4 => "lz4",
+            Codec::Snappy => "snappy",
+        }
+    }
+
+    /// lz4: 4-byte big-endian uncompressed length, then a raw block; snappy: raw.
+    fn compress(self, body: &[u8]) -> Vec<u8> {
+        match self {
+            Codec::Lz4 => {
+                let mut out = (body.len() as u32).to_be_bytes().to_vec();
+                out.extend_from_slice(&lz4_flex::block::compress(body));
+                out
+            }
+            Codec::Snappy => snap::raw::Encoder::new()
+                .compress_vec(body)
+                .expect("snappy compresses"),
+        }
+    }
+
+    fn decompress(self, body: &[u8]) -> Vec<u8> {
+        match self {
+            Codec::Lz4 => {
+                let len = u32::from_be_bytes(body[..4].try_into().expect("lz4 prefix"));
+                lz4_flex::block::decompress(&body[4..], len as usize).expect("lz4 body")
+            }
+            Codec::Snappy => snap::raw::Decoder::new()
+                .decompress_vec(body)
+                .expect("snappy body"),
+        }
+    }
+}
+
+/// A response frame (its body decompressed).
 #[derive(Debug)]
 struct Frame {
     version: u8,
     stream: i16,
     opcode: u8,
+    /// Whether the body came compressed.
+    compressed: bool,
     body: Vec<u8>,
 }
 
@@ -54,12 +106,15 @@ impl Frame {
 
 struct Raw {
     socket: TcpStream,
+    /// The codec negotiated in STARTUP.
+    codec: Option<Codec>,
 }
 
 impl Raw {
     async fn connect(addr: &str) -> Raw {
         Raw {
             socket: TcpStream::connect(addr).await.expect("connect"),
+            codec: None,
         }
     }
 
@@ -94,12 +149,47 @@ impl Raw {
         let len = u32::from_be_bytes(header[5..9].try_into().expect("len")) as usize;
         let mut body = vec![0u8; len];
         self.socket.read_exact(&mut body).await.ok()?;
+        let compressed = header[1] & COMPRESSED != 0;
+        if compressed {
+            let codec = self
+                .codec
+                .expect("a compressed frame only after negotiation");
+            body = codec.decompress(&body);
+        }
         Some(Frame {
             version: header[0],
             stream: i16::from_be_bytes([header[2], header[3]]),
             opcode: header[4],
+            compressed,
             body,
         })
+    }
+
+    /// A frame whose body is compressed with the negotiated codec.
+    fn compressed_frame(&self, stream: i16, opcode: u8, body: &[u8]) -> Vec<u8> {
+        let codec = self.codec.expect("a negotiated codec");
+        Raw::frame(0x04, COMPRESSED, stream, opcode, &codec.compress(body))
+    }
+
+    /// Sends a request compressed with the negotiated codec and waits for its answer.
+    async fn compressed_request(&mut self, stream: i16, opcode: u8, body: &[u8]) -> Frame {
+        let f = self.compressed_frame(stream, opcode, body);
+        self.send_bytes(&f).await;
+        let f = self.recv().await.expect("a response");
+        assert_eq!(f.stream, stream, "response on the request's stream");
+        f
+    }
+
+    /// A connection that negotiated `codec` (spelled `name` in STARTUP, uncompressed); the
+    /// READY comes compressed already, as Scylla sends it.
+    async fn compressed(addr: &str, codec: Codec, name: &str) -> Raw {
+        let mut raw = Raw::connect(addr).await;
+        raw.codec = Some(codec);
+        let startup = string_map(&[("CQL_VERSION", "3.0.0"), ("COMPRESSION", name)]);
+        let f = raw.request(1, STARTUP, &startup).await;
+        assert_eq!((f.opcode, f.compressed), (READY, true), "{f:?}");
+        assert!(f.body.is_empty());
+        raw
     }
 
     async fn request(&mut self, stream: i16, opcode: u8, body: &[u8]) -> Frame {
@@ -132,6 +222,43 @@ impl Raw {
         let f = self.request(99, OPTIONS, &[]).await;
         assert_eq!(f.opcode, SUPPORTED);
     }
+}
+
+/// A `[string map]`.
+fn string_map(entries: &[(&str, &str)]) -> Vec<u8> {
+    let mut body = (entries.len() as u16).to_be_bytes().to_vec();
+    for (k, v) in entries {
+        for s in [k, v] {
+            body.extend_from_slice(&(s.len() as u16).to_be_bytes());
+            body.extend_from_slice(s.as_bytes());
+        }
+    }
+    body
+}
+
+/// A SUPPORTED body (`[string multimap]`) as key → values.
+fn supported_options(f: &Frame) -> Vec<(String, Vec<String>)> {
+    assert_eq!(f.opcode, SUPPORTED, "{f:?}");
+    let b = &f.body;
+    let short = |at: usize| u16::from_be_bytes([b[at], b[at + 1]]) as usize;
+    let mut at = 0;
+    let string = |at: &mut usize| {
+        let len = short(*at);
+        let s = String::from_utf8_lossy(&b[*at + 2..*at + 2 + len]).into_owned();
+        *at += 2 + len;
+        s
+    };
+    let keys = short(at);
+    at += 2;
+    let mut out = Vec::new();
+    for _ in 0..keys {
+        let key = string(&mut at);
+        let n = short(at);
+        at += 2;
+        let values = (0..n).map(|_| string(&mut at)).collect();
+        out.push((key, values));
+    }
+    out
 }
 
 /// `[long string] query`, consistency ONE, the given flags byte and extra parameter bytes.
@@ -394,6 +521,268 @@ async fn unnegotiated_compression_and_oversized_frames_answer_then_close() {
     // The node keeps serving other connections.
     let mut raw = Raw::ready(&contact_point).await;
     raw.still_usable().await;
+    cluster.shutdown().await;
+}
+
+/// SUPPORTED lists both codecs, in Scylla's order; a STARTUP naming either (in any case)
+/// turns compression on for that connection only: every response after it comes compressed
+/// (the READY included), requests may come compressed or not, a malformed compressed request
+/// gets a compressed error on its stream and the connection goes on, and events stay
+/// uncompressed (Scylla writes them without the connection's codec).
+#[tokio::test]
+async fn either_codec_is_negotiated_per_connection() {
+    let (cluster, contact_point) = cluster().await;
+    let mut plain = Raw::connect(&contact_point).await;
+    let supported = supported_options(&plain.request(3, OPTIONS, &[]).await);
+    let compression = supported
+        .iter()
+        .find(|(k, _)| k == "COMPRESSION")
+        .map(|(_, v)| v.clone());
+    assert_eq!(
+        compression,
+        Some(vec!["lz4".to_string(), "snappy".to_string()])
+    );
+    plain.startup().await;
+
+    let query = simple_query("SELECT key FROM system.local");
+    for (codec, name) in [(Codec::Lz4, "lz4"), (Codec::Snappy, "SNAPPY")] {
+        let mut raw = Raw::compressed(&contact_point, codec, name).await;
+        let f = raw.compressed_request(4, QUERY, &query).await;
+        assert!(f.compressed);
+        assert_eq!(f.result_kind(), 2, "{}", codec.name());
+        // An uncompressed request on the same connection: still a compressed answer.
+        let f = raw.request(5, OPTIONS, &[]).await;
+        assert_eq!((f.opcode, f.compressed), (SUPPORTED, true));
+        // A malformed body inside a valid compressed frame.
+        let mut truncated = 100i32.to_be_bytes().to_vec();
+        truncated.extend_from_slice(b"SELEC");
+        let f = raw.compressed_request(6, QUERY, &truncated).await;
+        assert!(f.compressed);
+        assert_eq!(f.error().0, 0x000A);
+        assert_eq!(
+            raw.compressed_request(7, QUERY, &query).await.result_kind(),
+            2
+        );
+
+        // Events: REGISTER, then a schema change made on this connection.
+        let mut register = 1u16.to_be_bytes().to_vec();
+        register.extend_from_slice(&13u16.to_be_bytes());
+        register.extend_from_slice(b"SCHEMA_CHANGE");
+        let f = raw.compressed_request(8, REGISTER, &register).await;
+        assert_eq!((f.opcode, f.compressed), (READY, true));
+        let ks = unique_keyspace_name();
+        let create = simple_query(&format!(
+            "CREATE KEYSPACE {ks} WITH replication = \
+             {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
+        ));
+        raw.send_bytes(&raw.compressed_frame(9, QUERY, &create))
+            .await;
+        let (mut result, mut event) = (None, None);
+        while result.is_none() || event.is_none() {
+            let f = raw.recv().await.expect("a frame");
+            match f.stream {
+                9 => result = Some(f),
+                -1 => event = Some(f),
+                other => panic!("unexpected frame on stream {other}: {f:?}"),
+            }
+        }
+        let (result, event) = (result.expect("result"), event.expect("event"));
+        assert_eq!((result.result_kind(), result.compressed), (5, true));
+        assert_eq!((event.opcode, event.compressed), (EVENT, false));
+        let f = raw
+            .compressed_request(10, QUERY, &simple_query(&format!("DROP KEYSPACE {ks}")))
+            .await;
+        assert_eq!(f.result_kind(), 5);
+    }
+
+    // The connection without compression never sees a compressed frame.
+    let f = plain.request(11, QUERY, &query).await;
+    assert_eq!((f.result_kind(), f.compressed), (2, false));
+    cluster.shutdown().await;
+}
+
+/// A STARTUP naming a codec the server lacks is a Protocol error naming it (lower-cased);
+/// nothing is negotiated, and a STARTUP without it then succeeds.
+#[tokio::test]
+async fn startup_with_an_unknown_codec_is_a_protocol_error() {
+    let (cluster, contact_point) = cluster().await;
+    let embedded = cluster.embedded().is_some();
+    let mut raw = Raw::connect(&contact_point).await;
+    let startup = string_map(&[("CQL_VERSION", "3.0.0"), ("COMPRESSION", "ZStd")]);
+    let f = raw.request(1, STARTUP, &startup).await;
+    assert!(!f.compressed);
+    let (code, message) = f.error();
+    assert_eq!(code, 0x000A, "{message}");
+    if embedded {
+        assert_eq!(message, "Unknown compression algorithm: zstd");
+    }
+    raw.startup().await;
+    let f = raw
+        .request(2, QUERY, &simple_query("SELECT key FROM system.local"))
+        .await;
+    assert_eq!((f.result_kind(), f.compressed), (2, false));
+    cluster.shutdown().await;
+}
+
+/// A compressed body that is not what its codec produces (a corrupt block, a length prefix
+/// that disagrees with the block, a negative or absurd one, an lz4 body too short for its
+/// prefix, a bad Snappy preamble) is a Server error on stream 0, uncompressed, with Scylla's
+/// message; the request sent before it is still answered, then the connection closes.
+#[tokio::test]
+async fn corrupt_compressed_bodies_are_server_errors_then_close() {
+    let (cluster, contact_point) = cluster().await;
+    let embedded = cluster.embedded().is_some();
+    let query = simple_query("SELECT key FROM system.local");
+    let mut lz4_longer = Codec::Lz4.compress(&query);
+    lz4_longer[..4].copy_from_slice(&(query.len() as u32 + 1).to_be_bytes());
+    let mut lz4_shorter = Codec::Lz4.compress(&query);
+    lz4_shorter[..4].copy_from_slice(&(query.len() as u32 - 1).to_be_bytes());
+    const MISMATCH: &str =
+        "Malformed CQL frame - provided uncompressed size different than real uncompressed size";
+    let cases: Vec<(Codec, Vec<u8>, &str)> = vec![
+        (
+            Codec::Lz4,
+            vec![0, 0, 0, 40, 0xF0, 1, 2, 3],
+            "CQL frame LZ4 uncompression failure",
+        ),
+        (Codec::Lz4, lz4_longer, MISMATCH),
+        (
+            Codec::Lz4,
+            lz4_shorter,
+            "CQL frame LZ4 uncompression failure",
+        ),
+        (
+            Codec::Lz4,
+            vec![0x80, 0, 0, 0, 0],
+            "CQL frame uncompressed length is negative: -2147483648",
+        ),
+        // 2 GiB announced by a 6-byte body.
+        (
+            Codec::Lz4,
+            vec![0x7F, 0xFF, 0xFF, 0xFF, 0x10, b'a'],
+            MISMATCH,
+        ),
+        (
+            Codec::Lz4,
+            vec![0, 0, 1],
+            "CQL frame truncated: expected to have at least 4 bytes, got 3",
+        ),
+        (
+            Codec::Snappy,
+            vec![],
+            "CQL frame Snappy uncompressed size is unknown",
+        ),
+        (
+            Codec::Snappy,
+            vec![0xFF, 0xFF, 0xFF, 0xFF, 0x7F],
+            "CQL frame Snappy uncompressed size is unknown",
+        ),
+        (
+            Codec::Snappy,
+            vec![20, 0x08, b'a', b'b'],
+            "CQL frame Snappy uncompression failure",
+        ),
+    ];
+    for (codec, body, expected) in cases {
+        let mut raw = Raw::compressed(&contact_point, codec, codec.name()).await;
+        let mut bytes = raw.compressed_frame(60, QUERY, &query);
+        bytes.extend_from_slice(&Raw::frame(0x04, COMPRESSED, 61, QUERY, &body));
+        raw.send_bytes(&bytes).await;
+        let frames = until_closed(&mut raw).await;
+        let streams: Vec<i16> = frames.iter().map(|f| f.stream).collect();
+        assert_eq!(streams, [60, 0], "{expected}: {frames:?}");
+        assert_eq!((frames[0].result_kind(), frames[0].compressed), (2, true));
+        assert!(!frames[1].compressed, "{expected}");
+        let (code, message) = frames[1].error();
+        assert_eq!(code, 0x0000, "{message}");
+        if embedded {
+            assert_eq!(message, expected);
+        }
+    }
+    let mut raw = Raw::ready(&contact_point).await;
+    raw.still_usable().await;
+    cluster.shutdown().await;
+}
+
+/// A genuine compressed body that expands past the server's 256 MiB request limit (an lz4
+/// block of about 1 MiB) gets the oversized-request answer on its stream, then the
+/// connection closes; nothing near that size is allocated for a length the block cannot
+/// produce (see `corrupt_compressed_bodies_are_server_errors_then_close`).
+#[tokio::test]
+async fn a_body_expanding_past_the_limit_is_too_large() {
+    if !embedded_only(
+        "a_body_expanding_past_the_limit_is_too_large",
+        "Scylla's request limit depends on its memory",
+    ) {
+        return;
+    }
+    let (cluster, contact_point) = cluster().await;
+    let mut raw = Raw::compressed(&contact_point, Codec::Lz4, "lz4").await;
+    let huge = vec![0u8; 256 * 1024 * 1024 + 1];
+    let body = Codec::Lz4.compress(&huge);
+    drop(huge);
+    let frame = Raw::frame(0x04, COMPRESSED, 70, QUERY, &body);
+    raw.send_bytes(&frame).await;
+    let frames = until_closed(&mut raw).await;
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!((frames[0].stream, frames[0].compressed), (70, false));
+    let (code, message) = frames[0].error();
+    assert_eq!(code, 0x2200);
+    assert_eq!(
+        message,
+        "request size too large (uncompressed frame size 268435457; estimate 536878914; \
+         allowed 536878912)"
+    );
+    cluster.shutdown().await;
+}
+
+/// A fault that delays STARTUP or REGISTER delays the answer only: the connection is
+/// negotiated (compression included) and registered at once, and the READY, compressed,
+/// comes after the delay.
+#[tokio::test]
+async fn a_delayed_handshake_still_negotiates_and_registers() {
+    if !embedded_only(
+        "a_delayed_handshake_still_negotiates_and_registers",
+        "injects a delay",
+    ) {
+        return;
+    }
+    let (cluster, contact_point) = cluster().await;
+    let embedded = cluster.embedded().expect("embedded");
+    let delay = Duration::from_millis(200);
+    for opcode in [FaultOpcode::Startup, FaultOpcode::Register] {
+        embedded.add_fault(
+            FaultRule::new()
+                .on_opcode(opcode)
+                .respond(FaultReaction::Delay(delay))
+                .times(1),
+        );
+    }
+    let start = std::time::Instant::now();
+    let mut raw = Raw::compressed(&contact_point, Codec::Snappy, "snappy").await;
+    assert!(start.elapsed() >= delay, "the READY waited for the delay");
+    let query = simple_query("SELECT key FROM system.local");
+    let f = raw.compressed_request(2, QUERY, &query).await;
+    assert_eq!((f.result_kind(), f.compressed), (2, true));
+
+    let mut register = 1u16.to_be_bytes().to_vec();
+    register.extend_from_slice(&13u16.to_be_bytes());
+    register.extend_from_slice(b"SCHEMA_CHANGE");
+    let start = std::time::Instant::now();
+    let f = raw.compressed_request(3, REGISTER, &register).await;
+    assert_eq!((f.opcode, f.compressed), (READY, true));
+    assert!(start.elapsed() >= delay, "the READY waited for the delay");
+    let ks = unique_keyspace_name();
+    let create = simple_query(&format!(
+        "CREATE KEYSPACE {ks} WITH replication = \
+         {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
+    ));
+    raw.send_bytes(&raw.compressed_frame(4, QUERY, &create))
+        .await;
+    let mut streams = vec![raw.recv().await.expect("a frame").stream];
+    streams.push(raw.recv().await.expect("a frame").stream);
+    streams.sort_unstable();
+    assert_eq!(streams, [-1, 4], "the schema change's result and its event");
     cluster.shutdown().await;
 }
 

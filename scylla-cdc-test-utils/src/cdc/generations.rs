@@ -165,6 +165,13 @@ impl CdcState {
         self.tablets.iter().map(|(id, s)| (*id, s))
     }
 
+    /// The current tablet count of a CDC table of a tablet keyspace: the size of its newest
+    /// stream set (one stream per tablet).
+    pub(crate) fn tablet_count(&self, table: Uuid) -> Option<u64> {
+        let (_, newest) = self.tablets.get(&table)?.sets.last()?;
+        u64::try_from(newest.len()).ok()
+    }
+
     /// The stream sets of a tablet table.
     #[cfg(test)]
     pub(crate) fn tablet_streams(&self, table: Uuid) -> Option<&TabletStreams> {

@@ -14,6 +14,7 @@ use rand::Rng;
 
 use crate::cluster::partitioner::{first_token_of_shard, shard_of};
 use crate::cluster::ring::Ring;
+use crate::cluster::tablets::tablet_last_token;
 
 /// A 16-byte CDC stream id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -151,17 +152,6 @@ fn first_token_in_vnode(
         first_token_of_shard(start_exclusive, i64::MAX, shard, shards, ignore_msb)
             .or_else(|| first_token_of_shard(i64::MIN, end, shard, shards, ignore_msb))
     }
-}
-
-/// The last token of tablet `index` of `count` tablets (a power of two): tablets split the
-/// token space into equal ranges, the last one ending at `i64::MAX`.
-pub(crate) fn tablet_last_token(index: u64, count: u64) -> i64 {
-    let count = count.max(1);
-    let width = (1u128 << 64) / u128::from(count);
-    let last = (width * u128::from(index + 1))
-        .saturating_sub(1)
-        .min(u128::from(u64::MAX));
-    (last as u64).wrapping_sub(1 << 63) as i64
 }
 
 /// A new stream set for a tablet table with `tablets` tablets: one stream per tablet, whose

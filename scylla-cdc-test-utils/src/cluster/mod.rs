@@ -9,6 +9,7 @@
 //! - [`partitioner`]: Murmur3 and CDC partitioners, the Scylla sharder.
 //! - [`ring`]: each node's vnode tokens and the ring they form (ownership, vnode ranges).
 //! - [`faults`]: fault-injection rules checked against every request.
+//! - [`tablets`]: tablet boundaries and the replicas (node, shard) of each tablet.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use crate::server::listen::AddressPlan;
 pub(crate) mod faults;
 pub(crate) mod partitioner;
 pub(crate) mod ring;
+pub(crate) mod tablets;
 
 /// Data center name every node reports (Scylla's default).
 pub(crate) const DATACENTER: &str = "datacenter1";
@@ -99,11 +101,12 @@ impl Topology {
 }
 
 /// Requests counted per (node, shard), to check token- and shard-aware routing, and the
-/// connections open on each (node, shard).
+/// connections open on each (node, shard), in all and per negotiated compression codec.
 #[derive(Debug, Default)]
 pub(crate) struct RequestStats {
     counts: Mutex<std::collections::HashMap<(usize, u32, FaultOpcode), Arc<AtomicU64>>>,
     connections: Mutex<std::collections::BTreeMap<(usize, u32), usize>>,
+    compressed: Mutex<std::collections::BTreeMap<(usize, u32, &'static str), usize>>,
 }
 
 impl RequestStats {
@@ -154,6 +157,40 @@ impl RequestStats {
     /// Connections open per `(node, shard)`.
     pub(crate) fn connections(&self) -> std::collections::BTreeMap<(usize, u32), usize> {
         self.connections.lock().clone()
+    }
+
+    /// Counts a connection that negotiated compression with `codec` (`+1`), or closed
+    /// (`-1`), on `(node, shard)`.
+    pub(crate) fn compressed_connection(
+        &self,
+        node: usize,
+        shard: u32,
+        codec: &'static str,
+        opened: bool,
+    ) {
+        let mut compressed = self.compressed.lock();
+        let n = compressed.entry((node, shard, codec)).or_default();
+        if opened {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                compressed.remove(&(node, shard, codec));
+            }
+        }
+    }
+
+    /// Connections open per `(node, shard)` that negotiated compression with `codec`.
+    pub(crate) fn compressed_connections(
+        &self,
+        codec: &str,
+    ) -> std::collections::BTreeMap<(usize, u32), usize> {
+        self.compressed
+            .lock()
+            .iter()
+            .filter(|((_, _, c), _)| *c == codec)
+            .map(|(&(node, shard, _), &n)| ((node, shard), n))
+            .collect()
     }
 }
 

@@ -17,7 +17,7 @@
 //! [`restrictions`] analyses WHERE clauses, [`values`] turns terms into values, [`paging`]
 //! encodes the resume position of paged reads, and [`consistency`] answers Unavailable when
 //! too few replicas are up. [`preload`] fills benchmark tables through the same write path
-//! without a client.
+//! without a client. [`routing`] finds the tablet a request targets (tablets routing).
 
 mod batch;
 mod cdc_write;
@@ -28,6 +28,7 @@ mod paging;
 mod plan;
 mod preload;
 mod restrictions;
+mod routing;
 mod select;
 mod values;
 

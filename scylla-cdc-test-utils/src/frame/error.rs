@@ -1,39 +1,18 @@
 //! Errors: [`CqlError`] (what an ERROR response carries: an [`ErrorKind`] with its
-//! code-specific fields, plus a message) and [`ProtocolViolation`] (a malformed request
-//! body, always answered with a Protocol error).
+//! code-specific fields, plus a message), and how a [`ProtocolViolation`] (a malformed
+//! request body) becomes a Protocol error.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::consistency::Consistency;
-use super::response::Extensions;
-use super::wire::{put_consistency, put_int, put_short_bytes, put_string, put_string_list};
-
-/// A request body that does not follow protocol v4. It is answered with a Protocol error
-/// (0x000A) on the request's stream; the connection stays usable.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub(crate) struct ProtocolViolation {
-    /// The message sent to the client.
-    message: String,
-}
-
-impl ProtocolViolation {
-    /// A violation with this message (sent to the client as is).
-    pub(crate) fn new(message: impl Into<String>) -> Self {
-        ProtocolViolation {
-            message: message.into(),
-        }
-    }
-
-    /// The message sent to the client.
-    pub(crate) fn message(&self) -> &str {
-        &self.message
-    }
-}
+use super::extensions::Extensions;
+use super::wire::{
+    ProtocolViolation, put_consistency, put_int, put_short_bytes, put_string, put_string_list,
+};
 
 impl From<ProtocolViolation> for CqlError {
     fn from(v: ProtocolViolation) -> Self {
-        CqlError::new(ErrorKind::ProtocolError, v.message)
+        CqlError::new(ErrorKind::ProtocolError, v.into_message())
     }
 }
 

@@ -1,10 +1,12 @@
 //! Property tests: arbitrary and mutated input never makes the decoder panic, truncated
 //! frames wait for more bytes, and any request a test encoder can build decodes back to
-//! itself.
+//! itself; on a connection that negotiated compression too, with compressed bodies
+//! (valid, mutated, or arbitrary bytes behind the compression flag).
 
 use bytes::{BufMut, Bytes, BytesMut};
 use proptest::prelude::*;
 
+use super::compression::{self, Compression};
 use super::wire::{
     put_byte, put_consistency, put_int, put_long, put_long_string, put_short, put_short_bytes,
     put_string, put_string_list, put_string_map, put_value,
@@ -14,17 +16,29 @@ use super::*;
 /// Feeds `input` to the decoder the way a server does; returns how many frames were read.
 /// Panics (fails the property) only if a decoder invariant is broken.
 fn drive(input: &[u8]) -> usize {
+    drive_with(input, None)
+}
+
+/// [`drive`] on a connection that negotiated `codec`.
+fn drive_with(input: &[u8], codec: Option<Compression>) -> usize {
     let mut buf = BytesMut::from(input);
     let mut frames = 0;
     loop {
         let before = buf.len();
-        match try_decode_frame(&mut buf) {
+        match try_decode_frame_of(&mut buf, false, codec) {
             Ok(None) => {
                 assert_eq!(buf.len(), before, "Ok(None) must not consume bytes");
                 return frames;
             }
             Ok(Some(f)) => {
-                assert!(buf.len() + HEADER_LEN + f.body.len() <= before);
+                if f.flags & 0x01 == 0 {
+                    assert!(buf.len() + HEADER_LEN + f.body.len() <= before);
+                } else {
+                    // A decompressed body may outgrow its frame, never the body limit.
+                    assert!(codec.is_some());
+                    assert!(buf.len() + HEADER_LEN <= before);
+                    assert!(f.body.len() <= super::header::MAX_BODY_LEN);
+                }
                 frames += 1;
                 if let Err(v) = decode_request(f.opcode, f.body) {
                     let mut out = BytesMut::new();
@@ -43,6 +57,7 @@ fn drive(input: &[u8]) -> usize {
                 e.write_response(&mut out);
                 assert!(!out.is_empty());
                 if !e.can_continue() {
+                    assert_eq!(buf.len(), before, "a fatal error consumes nothing");
                     return frames;
                 }
                 assert!(buf.len() < before, "a recoverable error consumes its frame");
@@ -303,6 +318,25 @@ fn valid_frame() -> impl Strategy<Value = (Request, Vec<u8>)> {
     )
 }
 
+fn codec() -> impl Strategy<Value = Compression> {
+    prop_oneof![Just(Compression::Lz4), Just(Compression::Snappy)]
+}
+
+/// A valid frame whose body (custom payload included) is compressed with `codec`.
+fn compressed_frame(codec: Compression) -> impl Strategy<Value = (Request, Vec<u8>)> {
+    valid_frame().prop_map(move |(req, frame)| {
+        let mut body = BytesMut::new();
+        assert!(compression::compress_into(
+            codec,
+            &frame[HEADER_LEN..],
+            &mut body
+        ));
+        let flags = frame[1] | 0x01;
+        let stream = i16::from_be_bytes([frame[2], frame[3]]);
+        (req, request_frame(stream, flags, frame[4], &body))
+    })
+}
+
 #[derive(Debug, Clone)]
 enum Mutation {
     Flip(usize, u8),
@@ -399,5 +433,66 @@ proptest! {
             None => try_decode_frame(&mut buf).unwrap().unwrap(),
         };
         prop_assert_eq!(decode_request(f.opcode, f.body).unwrap(), req);
+    }
+
+    #[test]
+    fn compressed_requests_round_trip(
+        (codec, (req, frame)) in codec().prop_flat_map(|c| (Just(c), compressed_frame(c))),
+    ) {
+        let mut buf = BytesMut::from(&frame[..]);
+        let f = try_decode_frame_of(&mut buf, false, Some(codec)).unwrap().unwrap();
+        prop_assert!(buf.is_empty());
+        prop_assert_eq!(decode_request(f.opcode, f.body).unwrap(), req);
+        // Cut anywhere, the frame waits for the rest.
+        for cut in 0..frame.len() {
+            let mut buf = BytesMut::from(&frame[..cut]);
+            prop_assert_eq!(try_decode_frame_of(&mut buf, false, Some(codec)).unwrap(), None);
+        }
+    }
+
+    #[test]
+    fn mutated_compressed_frames_never_panic(
+        (codec, (_, frame)) in codec().prop_flat_map(|c| (Just(c), compressed_frame(c))),
+        mutations in proptest::collection::vec(mutation(), 1..4),
+    ) {
+        let mut frame = frame;
+        for m in &mutations {
+            apply(&mut frame, m);
+        }
+        drive_with(&frame, Some(codec));
+    }
+
+    #[test]
+    fn arbitrary_compressed_bodies_never_panic(
+        codec in codec(),
+        stream in any::<i16>(),
+        flags in any::<u8>(),
+        op in proptest::sample::select(vec![0x01u8, 0x05, 0x07, 0x09, 0x0A, 0x0B, 0x0D, 0x0F]),
+        body in proptest::collection::vec(any::<u8>(), 0..256),
+    ) {
+        drive_with(&request_frame(stream, flags | 0x01, op, &body), Some(codec));
+    }
+
+    #[test]
+    fn bodies_with_a_lying_length_prefix_never_panic(
+        codec in codec(),
+        declared in any::<u32>(),
+        rest in proptest::collection::vec(any::<u8>(), 0..64),
+    ) {
+        let mut body = Vec::new();
+        match codec {
+            Compression::Lz4 => body.extend_from_slice(&declared.to_be_bytes()),
+            Compression::Snappy => {
+                // Snappy's varint preamble.
+                let mut v = declared;
+                while v >= 0x80 {
+                    body.push((v as u8) | 0x80);
+                    v >>= 7;
+                }
+                body.push(v as u8);
+            }
+        }
+        body.extend_from_slice(&rest);
+        drive_with(&request_frame(1, 0x01, 0x07, &body), Some(codec));
     }
 }

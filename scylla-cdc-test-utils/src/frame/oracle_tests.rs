@@ -76,6 +76,7 @@ fn full_ext() -> Extensions {
     Extensions {
         lwt_mark: Some(LWT_MARK_MASK),
         rate_limit_error: true,
+        ..Extensions::default()
     }
 }
 
@@ -277,7 +278,7 @@ fn options_startup_register_prepare_auth() {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     assert_eq!(got_map, want);
-    assert_eq!(Extensions::from_startup(&got), full_ext());
+    assert_eq!(Extensions::from_startup(&got), Ok(full_ext()));
 
     let reg = DRegister {
         event_types_to_register_for: vec![
@@ -908,6 +909,51 @@ fn void_set_keyspace_and_warnings() {
         panic!("not set keyspace")
     };
     assert_eq!(ks.keyspace_name, "My_Ks");
+}
+
+/// A custom payload inserted into a finished frame goes after its warnings, where the driver
+/// reads it, and compressed frames decompress with the driver's codecs to the same thing.
+#[test]
+fn custom_payloads_and_compression_as_the_driver_reads_them() {
+    use super::compression::Compression;
+    use scylla_cql::frame::Compression as D;
+    let host = uuid::Uuid::from_u128(0xabc);
+    let value = tablets_routing_v1_value(-10, 20, &[(host, 2)]);
+    let warnings = vec!["careful".to_string()];
+    for codec in [
+        None,
+        Some((Compression::Lz4, D::Lz4)),
+        Some((Compression::Snappy, D::Snappy)),
+    ] {
+        let mut out = BytesMut::from(&b"earlier frames"[..]);
+        let start = out.len();
+        encode_response(&mut out, 9, &full_ext(), &warnings, &Response::Void);
+        let entry = (PAYLOAD_TABLETS_ROUTING_V1, Some(value.clone()));
+        assert!(insert_custom_payload(
+            &mut out,
+            start,
+            std::slice::from_ref(&entry)
+        ));
+        // Once is all: a frame with a payload gets no second one.
+        assert!(!insert_custom_payload(&mut out, start, &[entry]));
+        if let Some((ours, _)) = codec {
+            compress_frames(&mut out, start, ours);
+        }
+        let frame = &out[start..];
+        let ext = parse_response_body_extensions(
+            frame[1],
+            codec.map(|(_, theirs)| theirs),
+            Bytes::copy_from_slice(&frame[9..]),
+        )
+        .expect("body extensions");
+        assert_eq!(ext.warnings, warnings);
+        let payload = ext.custom_payload.expect("a custom payload");
+        assert_eq!(payload.get(PAYLOAD_TABLETS_ROUTING_V1), Some(&value));
+        let resp =
+            ResponseV2::deserialize(&driver_features(), ResponseOpcode::Result, ext.body, None)
+                .expect("the driver decodes the rest");
+        assert!(matches!(resp, ResponseV2::Result(DResult::Void)));
+    }
 }
 
 fn schema_changes() -> Vec<SchemaChange> {

@@ -3,8 +3,8 @@
 use bytes::Bytes;
 
 use super::consistency::Consistency;
-use super::error::{CqlError, ProtocolViolation};
-use super::wire::{BoundValue, Reader};
+use super::error::CqlError;
+use super::wire::{BoundValue, ProtocolViolation, Reader};
 
 /// Request opcodes (spec §2.4).
 pub(crate) mod opcode {
@@ -174,7 +174,7 @@ pub(crate) struct BatchRequest {
     pub timestamp: Option<i64>,
 }
 
-/// Decodes a request body (as [`super::try_decode_frame`] split it off) for its opcode.
+/// Decodes a request body (as [`super::try_decode_frame_of`] split it off) for its opcode.
 ///
 /// The error goes on the frame's stream and the connection stays usable. As on Scylla:
 /// - a malformed body (truncated, bad UTF-8, an unknown consistency code or batch kind), an

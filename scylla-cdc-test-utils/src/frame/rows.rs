@@ -3,10 +3,8 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::header::PROTOCOL_VERSION;
-use super::response::{
-    ResultMetadata, finish_frame, opcode, put_result_metadata, result_kind, start_frame,
-};
+use super::header::{PROTOCOL_VERSION, finish_frame, opcode, start_frame};
+use super::result::{ResultMetadata, put_result_metadata, result_kind};
 
 /// Why a [`RowsWriter`] refused to finish (the partial frame has been removed).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -235,7 +233,7 @@ impl<'a> RowsWriter<'a> {
                 this.out[insert_at + 4..insert_at + n].copy_from_slice(state);
                 let mut flags = [0u8; 4];
                 flags.copy_from_slice(&this.out[flags_at..flags_at + 4]);
-                let flags = i32::from_be_bytes(flags) | super::response::META_HAS_MORE_PAGES;
+                let flags = i32::from_be_bytes(flags) | super::result::META_HAS_MORE_PAGES;
                 this.out[flags_at..flags_at + 4].copy_from_slice(&flags.to_be_bytes());
                 this.rows_count_at += n;
             }
@@ -279,7 +277,7 @@ impl Drop for RowsWriter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::response::ColumnSpec;
+    use crate::frame::result::ColumnSpec;
     use crate::types::CqlType;
 
     fn meta(n: usize) -> ResultMetadata {

@@ -16,7 +16,34 @@ use std::net::{IpAddr, SocketAddr};
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::consistency::Consistency;
-use super::error::ProtocolViolation;
+
+/// A request body that does not follow protocol v4. It is answered with a Protocol error
+/// (0x000A) on the request's stream; the connection stays usable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct ProtocolViolation {
+    /// The message sent to the client.
+    message: String,
+}
+
+impl ProtocolViolation {
+    /// A violation with this message (sent to the client as is).
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        ProtocolViolation {
+            message: message.into(),
+        }
+    }
+
+    /// The message sent to the client.
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The message, by value.
+    pub(crate) fn into_message(self) -> String {
+        self.message
+    }
+}
 
 /// A bound value as the protocol's `[value]` notation carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -380,7 +407,6 @@ pub(crate) fn put_string_multimap<K: AsRef<str>, V: AsRef<str>>(
 }
 
 /// `[bytes map]`, in the given order.
-#[cfg(test)]
 pub(crate) fn put_bytes_map<K: AsRef<str>>(out: &mut BytesMut, map: &[(K, Option<Bytes>)]) {
     let n = put_short_count(out, map.len());
     for (k, v) in map.iter().take(n) {

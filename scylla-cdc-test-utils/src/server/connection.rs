@@ -1,5 +1,5 @@
-//! One client connection: the CQL v4 handshake, authentication, event registration, fault
-//! injection and request dispatch.
+//! One client connection: the CQL v4 handshake (with compression negotiation),
+//! authentication, event registration, fault injection and request dispatch.
 //!
 //! The reader half decodes every complete frame in its buffer and handles it inline (the
 //! executor is synchronous and never waits), appending the response to an output buffer;
@@ -8,9 +8,16 @@
 //! requests on the same connection are answered first, each on its own stream id. A
 //! connection registered for events gets a forwarder task that copies matching cluster
 //! events into the same writer queue.
+//!
+//! Compression follows Scylla (`transport/server.cc`): once a STARTUP names `lz4` or
+//! `snappy`, compressed request bodies are decompressed, and every response to a request is
+//! compressed, starting with that STARTUP's READY; the errors that end a connection (on
+//! stream 0, or an oversized body) and pushed events are written uncompressed, as Scylla
+//! writes them without the connection's codec.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -126,11 +133,17 @@ pub(crate) async fn serve(
             _ = shutdown.changed() => break 'serve,
         }
         loop {
-            match frame::try_decode_frame_of(&mut buf, first_frame) {
+            // Responses written from here on are compressed once the frame is handled (with
+            // the codec in force after it: Scylla compresses the READY to the STARTUP that
+            // negotiated compression); errors that end the connection are not.
+            let mark = out.len();
+            match frame::try_decode_frame_of(&mut buf, first_frame, conn.state.ext.compression) {
                 Ok(None) => break,
                 Ok(Some(f)) => {
                     first_frame = false;
-                    if let Next::Close = conn.handle_frame(f, &mut out) {
+                    let next = conn.handle_frame(f, &mut out);
+                    conn.compress_since(&mut out, mark);
+                    if let Next::Close = next {
                         conn.flush(&mut out);
                         break 'serve;
                     }
@@ -142,6 +155,7 @@ pub(crate) async fn serve(
                         conn.flush(&mut out);
                         break 'serve;
                     }
+                    conn.compress_since(&mut out, mark);
                 }
             }
         }
@@ -149,6 +163,11 @@ pub(crate) async fn serve(
     }
     debug!(node, shard, %peer, "connection closed");
     conn.cluster.stats.connection(node, shard, false);
+    if let Some(codec) = conn.state.ext.compression {
+        conn.cluster
+            .stats
+            .compressed_connection(node, shard, codec.name(), false);
+    }
     drop(conn);
     // The writer ends once every sender (this connection, its event forwarder, delayed
     // requests) is gone, after flushing what they queued. When the node shuts down, do not
@@ -170,6 +189,65 @@ impl Connection {
 
     fn respond(&self, out: &mut BytesMut, stream: i16, response: &Response) {
         frame::encode_response(out, stream, &self.state.ext, &[], response);
+    }
+
+    /// Compresses the responses appended to `out` since `mark`, if the connection
+    /// negotiated compression.
+    fn compress_since(&self, out: &mut BytesMut, mark: usize) {
+        if let Some(codec) = self.state.ext.compression {
+            frame::compress_frames(out, mark, codec);
+        }
+    }
+
+    /// What a fault rule does to a handshake request (OPTIONS, STARTUP, REGISTER):
+    /// `Err(next)` when the fault took it over (dropped the connection or answered an error),
+    /// otherwise the delay before the normal answer, if any. A delay holds back the answer
+    /// only: the request's effects (negotiation, registration) take place at once.
+    fn handshake_fault(
+        &self,
+        opcode: FaultOpcode,
+        stream: i16,
+        out: &mut BytesMut,
+    ) -> Result<Option<Duration>, Next> {
+        let Some(reaction) = self.fault(opcode, None, None) else {
+            return Ok(None);
+        };
+        debug!(
+            node = self.node,
+            shard = self.shard,
+            stream,
+            ?reaction,
+            "fault injected"
+        );
+        match reaction {
+            FaultReaction::DropConnection => Err(Next::Close),
+            FaultReaction::Error(e) => {
+                let error = fault_error(e, Consistency::One);
+                self.respond(out, stream, &Response::Error(error));
+                Err(Next::Continue)
+            }
+            FaultReaction::Delay(delay) => Ok(Some(delay)),
+        }
+    }
+
+    /// Answers `response` now, or after `delay` on its own task (so the connection keeps
+    /// serving), compressed as negotiated at this point.
+    fn answer(&self, out: &mut BytesMut, stream: i16, delay: Option<Duration>, response: Response) {
+        let Some(delay) = delay else {
+            self.respond(out, stream, &response);
+            return;
+        };
+        let ext = self.state.ext;
+        let tx = self.out_tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let mut out = BytesMut::new();
+            frame::encode_response(&mut out, stream, &ext, &[], &response);
+            if let Some(codec) = ext.compression {
+                frame::compress_frames(&mut out, 0, codec);
+            }
+            let _ = tx.send(out.freeze());
+        });
     }
 
     fn handle_frame(&mut self, f: RequestFrame, out: &mut BytesMut) -> Next {
@@ -199,34 +277,40 @@ impl Connection {
         );
         match (self.phase, request) {
             (_, Request::Options) => {
-                if let Some(reaction) = self.fault(FaultOpcode::Options, None, None) {
-                    return self.react(reaction, stream, out, Request::Options);
-                }
+                let delay = match self.handshake_fault(FaultOpcode::Options, stream, out) {
+                    Ok(delay) => delay,
+                    Err(next) => return next,
+                };
                 let supported = self.supported();
-                self.respond(out, stream, &Response::Supported(supported));
+                self.answer(out, stream, delay, Response::Supported(supported));
             }
             (Phase::Handshake, Request::Startup(options)) => {
-                if let Some(reaction) = self.fault(FaultOpcode::Startup, None, None) {
-                    return self.react(reaction, stream, out, Request::Startup(options));
+                let delay = match self.handshake_fault(FaultOpcode::Startup, stream, out) {
+                    Ok(delay) => delay,
+                    Err(next) => return next,
+                };
+                // An unknown codec is refused before anything is negotiated (Scylla's
+                // `process_startup`); the connection stays in its handshake.
+                self.state.ext = match Extensions::from_startup(&options) {
+                    Ok(ext) => ext,
+                    Err(unknown) => {
+                        let error = CqlError::protocol(unknown.to_string());
+                        self.respond(out, stream, &Response::Error(error));
+                        return Next::Continue;
+                    }
+                };
+                if let Some(codec) = self.state.ext.compression {
+                    let stats = &self.cluster.stats;
+                    stats.compressed_connection(self.node, self.shard, codec.name(), true);
                 }
-                if let Some(c) = options.iter().find(|(k, _)| k == "COMPRESSION") {
-                    let error =
-                        CqlError::protocol(format!("Unknown compression algorithm: {}", c.1));
-                    self.respond(out, stream, &Response::Error(error));
-                    return Next::Continue;
-                }
-                self.state.ext = Extensions::from_startup(&options);
-                if self.cluster.config.credentials.is_some() {
+                let response = if self.cluster.config.credentials.is_some() {
                     self.phase = Phase::Authenticating;
-                    self.respond(
-                        out,
-                        stream,
-                        &Response::Authenticate(PASSWORD_AUTHENTICATOR.into()),
-                    );
+                    Response::Authenticate(PASSWORD_AUTHENTICATOR.into())
                 } else {
                     self.phase = Phase::Ready;
-                    self.respond(out, stream, &Response::Ready);
-                }
+                    Response::Ready
+                };
+                self.answer(out, stream, delay, response);
             }
             (Phase::Authenticating, Request::AuthResponse { token }) => {
                 if self.credentials_match(token.as_deref()) {
@@ -241,9 +325,10 @@ impl Connection {
                 }
             }
             (Phase::Ready, Request::Register { events }) => {
-                if let Some(reaction) = self.fault(FaultOpcode::Register, None, None) {
-                    return self.react(reaction, stream, out, Request::Register { events });
-                }
+                let delay = match self.handshake_fault(FaultOpcode::Register, stream, out) {
+                    Ok(delay) => delay,
+                    Err(next) => return next,
+                };
                 for e in &events {
                     if !matches!(
                         e.as_str(),
@@ -255,7 +340,7 @@ impl Connection {
                     }
                 }
                 self.register_events(events);
-                self.respond(out, stream, &Response::Ready);
+                self.answer(out, stream, delay, Response::Ready);
             }
             (
                 Phase::Ready,
@@ -309,18 +394,7 @@ impl Connection {
 
     /// Runs a statement request and appends its response (publishing schema changes).
     fn execute(&mut self, stream: i16, request: Request, out: &mut BytesMut) {
-        let topology = self.cluster.topology();
-        let outcome = self.cluster.db.handle(
-            &self.cluster,
-            &topology,
-            &mut self.state,
-            stream,
-            request,
-            out,
-        );
-        for change in outcome.schema_changes {
-            self.cluster.publish(frame::Event::SchemaChange(change));
-        }
+        run_statement(&self.cluster, &mut self.state, stream, request, out);
     }
 
     fn fault(
@@ -368,35 +442,9 @@ impl Connection {
                 tokio::spawn(async move {
                     tokio::time::sleep(delay).await;
                     let mut out = BytesMut::new();
-                    match request {
-                        Request::Options => {
-                            let conn_supported = supported_options(&cluster, state.shard);
-                            frame::encode_response(
-                                &mut out,
-                                stream,
-                                &state.ext,
-                                &[],
-                                &Response::Supported(conn_supported),
-                            );
-                        }
-                        Request::Startup(_) | Request::Register { .. } => {
-                            frame::encode_response(
-                                &mut out,
-                                stream,
-                                &state.ext,
-                                &[],
-                                &Response::Ready,
-                            );
-                        }
-                        request => {
-                            let topology = cluster.topology();
-                            let outcome = cluster
-                                .db
-                                .handle(&cluster, &topology, &mut state, stream, request, &mut out);
-                            for change in outcome.schema_changes {
-                                cluster.publish(frame::Event::SchemaChange(change));
-                            }
-                        }
+                    run_statement(&cluster, &mut state, stream, request, &mut out);
+                    if let Some(codec) = state.ext.compression {
+                        frame::compress_frames(&mut out, 0, codec);
                     }
                     let _ = tx.send(out.freeze());
                 });
@@ -456,15 +504,18 @@ impl Connection {
     }
 }
 
-/// The SUPPORTED options of a connection to shard `shard`: the Scylla sharding keys and
-/// extensions a real node announces (no compression; no tablets routing, no metadata ids:
-/// see the driver contract §1.2, §3.6).
+/// The SUPPORTED options of a connection to shard `shard`: the codecs, Scylla sharding keys
+/// and extensions a real node announces, sorted by key as Scylla's multimap sorts them. Not
+/// offered: metadata ids (the driver contract §1.2) and tablets routing v2 (Scylla offers it
+/// only with an experimental feature).
 pub(crate) fn supported_options(cluster: &ClusterCore, shard: u32) -> Vec<(String, Vec<String>)> {
     let one = |k: &str, v: String| (k.to_string(), vec![v]);
     vec![
-        // Every driver reads this key; the Python driver fails without it. Empty until the
-        // frame layer compresses (Scylla lists lz4 and snappy).
-        ("COMPRESSION".to_string(), Vec::new()),
+        // Every driver reads this key; the Python driver fails without it.
+        (
+            frame::KEY_COMPRESSION.to_string(),
+            frame::SUPPORTED_COMPRESSION.map(String::from).to_vec(),
+        ),
         one("CQL_VERSION", "3.3.1".into()),
         one(
             frame::KEY_LWT_ADD_METADATA_MARK,
@@ -495,7 +546,50 @@ pub(crate) fn supported_options(cluster: &ClusterCore, shard: u32) -> Vec<(Strin
             "SCYLLA_SHARD_AWARE_PORT",
             cluster.plan.shard_aware_port.to_string(),
         ),
+        // An extension without parameters: Scylla's multimap holds one empty value for it.
+        one(frame::KEY_TABLETS_ROUTING_V1, String::new()),
     ]
+}
+
+/// Runs a statement request on the connection whose state is `state` and appends its
+/// response, publishing schema changes. With TABLETS_ROUTING_V1 negotiated, a successful
+/// result of a request for a tablet that has no replica on this node and shard carries the
+/// tablet's routing information (Scylla's `check_locality` and `add_tablet_info`), so that
+/// the driver learns where to send the next one.
+fn run_statement(
+    cluster: &ClusterCore,
+    state: &mut ConnState,
+    stream: i16,
+    request: Request,
+    out: &mut BytesMut,
+) {
+    let topology = cluster.topology();
+    let routing = if state.ext.tablets_routing {
+        cluster.db.tablet_target(state, &request).and_then(|t| {
+            t.layout
+                .check_locality(&topology, t.token, state.node, state.shard)
+        })
+    } else {
+        None
+    };
+    let start = out.len();
+    let outcome = cluster
+        .db
+        .handle(cluster, &topology, state, stream, request, out);
+    if let Some(routing) = routing
+        && out.get(start + 4) == Some(&frame::response_opcode::RESULT)
+    {
+        let value = frame::tablets_routing_v1_value(
+            routing.first_token,
+            routing.last_token,
+            &routing.replicas,
+        );
+        let entry = (frame::PAYLOAD_TABLETS_ROUTING_V1, Some(value));
+        frame::insert_custom_payload(out, start, &[entry]);
+    }
+    for change in outcome.schema_changes {
+        cluster.publish(frame::Event::SchemaChange(change));
+    }
 }
 
 fn request_consistency(request: &Request) -> Consistency {

@@ -7,7 +7,8 @@
 //! until they are gone.
 //!
 //! - [`listen`]: loopback address plans and binding of each node's two listeners.
-//! - [`connection`]: the per-connection protocol state machine.
+//! - [`connection`]: the per-connection protocol state machine (handshake and compression,
+//!   dispatch, tablet routing information on results).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,9 +1,10 @@
 //! CREATE / ALTER / DROP KEYSPACE and the keyspace options (`replication`,
 //! `durable_writes`, `tablets`, `storage`).
 //!
-//! Keyspaces use vnodes unless `tablets = {'enabled': true}` or `{'initial': N}` is given:
-//! the driver contract (§3.6) recommends the vnode model, because a tablets keyspace makes
-//! the driver wait for tablet routing information the embedded cluster does not send.
+//! Keyspaces use vnodes unless `tablets = {'enabled': true}` or `{'initial': N}` is given.
+//! A driver routes a tablet keyspace's statements at random until it learns each tablet's
+//! replicas from the `tablets-routing-v1` payload the server attaches to results of requests
+//! that missed them (`crate::cluster::tablets`, `exec::routing`).
 
 use std::collections::BTreeMap;
 
