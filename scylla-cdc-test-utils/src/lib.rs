@@ -73,7 +73,8 @@ pub use helpers::{
 };
 pub use preload::{MAX_PRELOAD_ROWS, Preload, PreloadProgress, PreloadSpecError};
 
-use cluster::{ClusterConfig, ClusterCore, NodeInfo, Topology};
+use cluster::{ClusterConfig, NodeInfo, Topology};
+use server::ClusterCore;
 use frame::{Event, StatusChangeType};
 use server::NodeServer;
 use server::listen::{self, AddressPlan};

@@ -1,29 +1,26 @@
-//! Nodes, shards and the token ring of the embedded cluster, and the state all nodes share.
+//! Nodes, shards and the token ring of the embedded cluster: the cluster state the layers
+//! above read.
 //!
-//! [`ClusterCore`] is what every node's server holds: the configuration, the
-//! [`Topology`] (nodes with their host ids, tokens, shard counts and up/down state, and
-//! the [`ring::Ring`] they form), the database (`exec::Database`: schema, data, prepared
-//! statements, CDC generations), the event broadcast that registered control connections
-//! forward, the fault-injection rules and per-(node, shard) request counters.
+//! The configuration ([`ClusterConfig`]), the [`Topology`] (nodes with their host ids,
+//! tokens, shard counts and up/down state, and the [`ring::Ring`] they form), the
+//! fault-injection rules and per-(node, shard) request counters ([`RequestStats`]). The state
+//! a running cluster's servers share, with the database, is `server::core::ClusterCore`, a
+//! layer up: nothing here imports `exec/` or `server/`.
 //!
 //! - [`partitioner`]: Murmur3 and CDC partitioners, the Scylla sharder.
 //! - [`ring`]: each node's vnode tokens and the ring they form (ownership, vnode ranges).
 //! - [`faults`]: fault-injection rules checked against every request.
 //! - [`tablets`]: tablet boundaries and the replicas (node, shard) of each tablet.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use parking_lot::{Mutex, RwLock};
-use tokio::sync::broadcast;
+use parking_lot::Mutex;
 use uuid::Uuid;
 
 use crate::cluster::faults::FaultOpcode;
-use crate::exec::Database;
-use crate::frame::Event;
-use crate::server::listen::AddressPlan;
 
 pub(crate) mod faults;
 pub(crate) mod partitioner;
@@ -191,41 +188,5 @@ impl RequestStats {
             .filter(|((_, _, c), _)| *c == codec)
             .map(|(&(node, shard, _), &n)| ((node, shard), n))
             .collect()
-    }
-}
-
-/// State shared by every node of a running cluster.
-pub(crate) struct ClusterCore {
-    /// Fixed settings.
-    pub(crate) config: ClusterConfig,
-    /// Where nodes listen.
-    pub(crate) plan: AddressPlan,
-    /// Nodes and ring.
-    pub(crate) topology: RwLock<Arc<Topology>>,
-    /// Schema, data, prepared statements, CDC state.
-    pub(crate) db: Database,
-    /// Events for registered connections.
-    pub(crate) events: broadcast::Sender<Event>,
-    /// Fault-injection rules.
-    pub(crate) faults: faults::FaultRules,
-    /// Request counters.
-    pub(crate) stats: RequestStats,
-}
-
-impl ClusterCore {
-    /// A snapshot of the topology.
-    pub(crate) fn topology(&self) -> Arc<Topology> {
-        self.topology.read().clone()
-    }
-
-    /// The CQL endpoint of node `index`.
-    pub(crate) fn node_endpoint(&self, index: usize) -> Option<SocketAddr> {
-        self.plan.node_addr(index)
-    }
-
-    /// Publishes an event to every registered connection (no-op without listeners).
-    pub(crate) fn publish(&self, event: Event) {
-        // An error only means nobody is registered right now.
-        let _ = self.events.send(event);
     }
 }

@@ -47,7 +47,7 @@ use md5::{Digest, Md5};
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
-use crate::cluster::{ClusterConfig, ClusterCore, Topology};
+use crate::cluster::{ClusterConfig, Topology};
 use crate::cql::{self, BatchKind, Statement};
 use crate::frame::{
     self, BatchQuery, BatchRequest, BoundValue, ColumnSpec, Consistency, CqlError, Extensions,
@@ -291,7 +291,6 @@ impl Database {
     /// Executes a statement request and appends its response on `stream` to `out`.
     pub(crate) fn handle(
         &self,
-        _cluster: &ClusterCore,
         topology: &Topology,
         conn: &mut ConnState,
         stream: i16,

@@ -25,7 +25,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, trace};
 
-use crate::cluster::ClusterCore;
+use crate::server::ClusterCore;
 use crate::cluster::faults::{FaultError, FaultOpcode, FaultReaction, RequestInfo};
 use crate::exec::ConnState;
 use crate::frame::{
@@ -575,7 +575,7 @@ fn run_statement(
     let start = out.len();
     let outcome = cluster
         .db
-        .handle(cluster, &topology, state, stream, request, out);
+        .handle(&topology, state, stream, request, out);
     if let Some(routing) = routing
         && out.get(start + 4) == Some(&frame::response_opcode::RESULT)
     {

@@ -6,6 +6,8 @@
 //! ([`connection`]). Stopping a node closes its listeners and every connection, and waits
 //! until they are gone.
 //!
+//! - [`core`]: [`ClusterCore`], the state every node's server shares (configuration,
+//!   topology, database, events, faults, counters).
 //! - [`listen`]: loopback address plans and binding of each node's two listeners.
 //! - [`connection`]: the per-connection protocol state machine (handshake and compression,
 //!   dispatch, tablet routing information on results).
@@ -17,10 +19,12 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::cluster::ClusterCore;
 
 pub(crate) mod connection;
+pub(crate) mod core;
 pub(crate) mod listen;
+
+pub(crate) use self::core::ClusterCore;
 
 /// A running node's listeners and connections.
 pub(crate) struct NodeServer {
