@@ -1406,7 +1406,7 @@ fn bind_metadata_of_the_golden_statements() {
     );
     assert_eq!((pk, lwt), (vec![5], true));
     let (vars, ..) = t.bind_meta("SELECT v FROM mt WHERE pk = ? AND (ck, ck1) IN ? LIMIT ?");
-    assert_eq!(vars[1].1, "list<tuple<int, int>>");
+    assert_eq!(vars[1].1, "list<frozen<tuple<int, int>>>");
     assert_eq!(vars[2], ("[limit]".into(), "int".into()));
     let (vars, ..) =
         t.bind_meta("SELECT v FROM mt WHERE pk = ? AND (ck, ck1) = (?, ?) PER PARTITION LIMIT ?");

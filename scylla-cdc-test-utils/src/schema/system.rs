@@ -3,8 +3,12 @@
 //!
 //! - `system`: `local` and `peers` (rendered per coordinator node), and the tablet CDC
 //!   tables `cdc_timestamps` and `cdc_streams` (virtual, computed from the tablet stream sets).
-//! - `system_schema`: `keyspaces`, `scylla_keyspaces`, `tables`, `scylla_tables`, `columns`,
-//!   `dropped_columns`, `types`, `views`, `indexes` (rendered from the schema snapshot).
+//! - `system_schema`: every table Scylla 2025.x has there, with its columns and types
+//!   (`db/schema_tables.cc`): `keyspaces`, `scylla_keyspaces`, `tables`, `scylla_tables`,
+//!   `columns`, `view_virtual_columns`, `computed_columns`, `dropped_columns`, `triggers`,
+//!   `types`, `functions`, `aggregates`, `scylla_aggregates`, `views`, `indexes` (rendered
+//!   from the schema snapshot; those for objects the embedded cluster cannot create, such as
+//!   functions, views and indexes, are always empty).
 //! - `system_distributed`: `cdc_generation_timestamps` and `cdc_streams_descriptions_v2`,
 //!   stored tables the cluster writes when it creates a generation (`SimpleStrategy`, RF 3,
 //!   which makes QUORUM reads fail on a one-node cluster exactly as on Scylla).
@@ -16,8 +20,8 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::{
-    ClusteringOrder, ColumnDef, ColumnKind, KeyspaceDef, Replication, TableDef, TableKind,
-    TableOptions,
+    ClusteringOrder, ColumnDef, ColumnKind, DroppedColumn, KeyspaceDef, Replication, TableDef,
+    TableKind, TableOptions,
 };
 use crate::types::CqlType;
 
@@ -122,6 +126,29 @@ impl Spec {
 
 use ClusteringOrder::{Asc, Desc};
 
+impl TableDef {
+    /// `system.local` as Scylla defines it removes four old columns at the maximum write
+    /// timestamp (`system_keyspace::local()`), and they are listed in
+    /// `system_schema.dropped_columns`.
+    fn with_local_dropped_columns(mut self) -> TableDef {
+        for (name, typ) in [
+            ("scylla_cpu_sharding_algorithm", text()),
+            ("scylla_nr_shards", CqlType::Int),
+            ("scylla_msb_ignore", CqlType::Int),
+            ("thrift_version", text()),
+        ] {
+            self.dropped_columns.insert(
+                name.into(),
+                DroppedColumn {
+                    dropped_at: i64::MAX,
+                    typ,
+                },
+            );
+        }
+        self
+    }
+}
+
 fn system_tables() -> Vec<TableDef> {
     let tokens = CqlType::Set {
         elem: Box::new(text()),
@@ -162,7 +189,8 @@ fn system_tables() -> Vec<TableDef> {
             kind: TableKind::Virtual,
             comment: "information about the local node",
         }
-        .build(),
+        .build()
+        .with_local_dropped_columns(),
         Spec {
             keyspace: SYSTEM,
             name: "peers",
@@ -232,6 +260,7 @@ fn system_schema_tables() -> Vec<TableDef> {
             ("speculative_retry", text()),
         ]
     };
+    let text_list = || frozen_list(text());
     let mut tables_regular = common_table_props();
     tables_regular.push((
         "flags",
@@ -288,11 +317,15 @@ fn system_schema_tables() -> Vec<TableDef> {
         sys(
             "scylla_tables",
             vec![("table_name", text(), Asc)],
+            // With the IN_MEMORY_TABLES and GROUP0_SCHEMA_VERSIONING schema features, which
+            // every 2025.x cluster has enabled.
             vec![
                 ("version", CqlType::Uuid),
                 ("cdc", text_map()),
                 ("partitioner", text()),
+                ("in_memory", CqlType::Boolean),
                 ("committed_by_group0", CqlType::Boolean),
+                ("tablets", text_map()),
             ],
             "scylla-specific information for tables",
         ),
@@ -309,6 +342,24 @@ fn system_schema_tables() -> Vec<TableDef> {
             "column definitions",
         ),
         sys(
+            "view_virtual_columns",
+            vec![("table_name", text(), Asc), ("column_name", text(), Asc)],
+            vec![
+                ("clustering_order", text()),
+                ("column_name_bytes", CqlType::Blob),
+                ("kind", text()),
+                ("position", CqlType::Int),
+                ("type", text()),
+            ],
+            "column definitions",
+        ),
+        sys(
+            "computed_columns",
+            vec![("table_name", text(), Asc), ("column_name", text(), Asc)],
+            vec![("computation", CqlType::Blob)],
+            "computed columns",
+        ),
+        sys(
             "dropped_columns",
             vec![("table_name", text(), Asc), ("column_name", text(), Asc)],
             vec![("dropped_time", CqlType::Timestamp), ("type", text())],
@@ -322,6 +373,51 @@ fn system_schema_tables() -> Vec<TableDef> {
                 ("field_types", frozen_list(text())),
             ],
             "user defined type definitions",
+        ),
+        sys(
+            "triggers",
+            vec![("table_name", text(), Asc), ("trigger_name", text(), Asc)],
+            vec![("options", text_map())],
+            "trigger definitions",
+        ),
+        sys(
+            "functions",
+            vec![
+                ("function_name", text(), Asc),
+                ("argument_types", text_list(), Asc),
+            ],
+            vec![
+                ("argument_names", text_list()),
+                ("body", text()),
+                ("language", text()),
+                ("return_type", text()),
+                ("called_on_null_input", CqlType::Boolean),
+            ],
+            "user defined function definitions",
+        ),
+        sys(
+            "aggregates",
+            vec![
+                ("aggregate_name", text(), Asc),
+                ("argument_types", text_list(), Asc),
+            ],
+            vec![
+                ("final_func", text()),
+                ("initcond", text()),
+                ("return_type", text()),
+                ("state_func", text()),
+                ("state_type", text()),
+            ],
+            "user defined aggregate definitions",
+        ),
+        sys(
+            "scylla_aggregates",
+            vec![
+                ("aggregate_name", text(), Asc),
+                ("argument_types", text_list(), Asc),
+            ],
+            vec![("reduce_func", text()), ("state_type", text())],
+            "scylla-specific information for user defined aggregates",
         ),
         sys(
             "views",
