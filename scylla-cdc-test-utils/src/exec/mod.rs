@@ -87,8 +87,9 @@ impl ConnState {
 /// Side effects of a request the connection must act on.
 #[derive(Debug, Default)]
 pub(crate) struct Outcome {
-    /// A schema change to announce to registered connections.
-    pub(crate) schema_change: Option<SchemaChange>,
+    /// The schema changes to announce to registered connections, in order (see
+    /// [`ddl::schema_change_events`]).
+    pub(crate) schema_changes: Vec<SchemaChange>,
 }
 
 /// The data of one table, behind its own lock (never held across an `.await`: the executor
@@ -974,13 +975,11 @@ impl Database {
             }
         }
         if let Some(new) = result.schema {
+            outcome.schema_changes = ddl::schema_change_events(&schema, &new);
             *self.schema.write() = Arc::new(new);
         }
         match result.change {
-            Some(change) => {
-                outcome.schema_change = Some(change.clone());
-                Ok(Some(Response::SchemaChange(change)))
-            }
+            Some(change) => Ok(Some(Response::SchemaChange(change))),
             None => Ok(Some(Response::Void)),
         }
     }

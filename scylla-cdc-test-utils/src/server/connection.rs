@@ -318,7 +318,7 @@ impl Connection {
             request,
             out,
         );
-        if let Some(change) = outcome.schema_change {
+        for change in outcome.schema_changes {
             self.cluster.publish(frame::Event::SchemaChange(change));
         }
     }
@@ -393,7 +393,7 @@ impl Connection {
                             let outcome = cluster
                                 .db
                                 .handle(&cluster, &topology, &mut state, stream, request, &mut out);
-                            if let Some(change) = outcome.schema_change {
+                            for change in outcome.schema_changes {
                                 cluster.publish(frame::Event::SchemaChange(change));
                             }
                         }

@@ -24,8 +24,9 @@ use uuid::Uuid;
 use crate::cql::{QualifiedName, Statement};
 use crate::frame::{CqlError, ErrorKind, SchemaChange, SchemaChangeTarget, SchemaChangeType};
 use crate::schema::system::{SYSTEM, SYSTEM_DISTRIBUTED, SYSTEM_SCHEMA, SYSTEM_TRACES};
-use crate::schema::{Schema, TableDef};
+use crate::schema::{Replication, Schema, TableDef};
 use crate::storage::ColumnId;
+use crate::types::UserType;
 
 mod keyspace;
 mod options;
@@ -105,6 +106,104 @@ pub(crate) fn execute_ddl(
         Statement::DropType(s) => types::drop(schema, s, ctx),
         _ => Err(CqlError::server("not a DDL statement")),
     }
+}
+
+/// The `SCHEMA_CHANGE` events Scylla pushes to registered connections when the schema goes
+/// from `old` to `new`. Scylla derives them from the difference of the schema tables, not
+/// from the statement (`schema_applier::post_commit` in `db/schema_applier.cc`): keyspaces
+/// created, altered and dropped, then user types created, altered and dropped, then tables
+/// dropped, created and altered. So one statement can announce several objects:
+/// `CREATE TABLE ... WITH cdc` creates the base and its log, `DROP KEYSPACE` drops every
+/// type and table in it, and the log of a CDC table changes with its base's columns. An
+/// unchanged schema announces nothing.
+pub(crate) fn schema_change_events(old: &Schema, new: &Schema) -> Vec<SchemaChange> {
+    use std::collections::BTreeMap;
+
+    /// Objects by (keyspace, name) → (created, altered, dropped) names.
+    type Objects<'a, T> = BTreeMap<(&'a str, &'a str), T>;
+    fn diff<'a, T: PartialEq>(
+        old: &Objects<'a, T>,
+        new: &Objects<'a, T>,
+    ) -> [Vec<(&'a str, &'a str)>; 3] {
+        let created = new.keys().filter(|k| !old.contains_key(*k)).copied();
+        let dropped = old.keys().filter(|k| !new.contains_key(*k)).copied();
+        let altered = new
+            .iter()
+            .filter(|(k, v)| old.get(*k).is_some_and(|o| o != *v))
+            .map(|(k, _)| *k);
+        [created.collect(), altered.collect(), dropped.collect()]
+    }
+    // A keyspace is altered when its own row changes, not when its tables or types do.
+    type KeyspaceRow<'a> = (&'a Replication, bool, Option<u32>);
+    fn keyspaces(s: &Schema) -> Objects<'_, KeyspaceRow<'_>> {
+        s.keyspaces
+            .values()
+            .map(|k| {
+                let row = (&k.replication, k.durable_writes, k.initial_tablets);
+                ((k.name.as_str(), ""), row)
+            })
+            .collect()
+    }
+    fn types(s: &Schema) -> Objects<'_, &UserType> {
+        s.keyspaces
+            .values()
+            .flat_map(|k| {
+                k.types
+                    .iter()
+                    .map(|(n, t)| ((k.name.as_str(), n.as_str()), &**t))
+            })
+            .collect()
+    }
+    fn tables(s: &Schema) -> Objects<'_, &TableDef> {
+        s.keyspaces
+            .values()
+            .flat_map(|k| {
+                k.tables
+                    .iter()
+                    .map(|(n, t)| ((k.name.as_str(), n.as_str()), &**t))
+            })
+            .collect()
+    }
+    let [ks_created, ks_altered, ks_dropped] = diff(&keyspaces(old), &keyspaces(new));
+    let [types_created, types_altered, types_dropped] = diff(&types(old), &types(new));
+    let [tables_created, tables_altered, tables_dropped] = diff(&tables(old), &tables(new));
+
+    use SchemaChangeType::{Created, Dropped, Updated};
+    let keyspace = |(ks, _): (&str, &str)| SchemaChangeTarget::Keyspace {
+        keyspace: ks.to_string(),
+    };
+    let user_type = |(ks, name): (&str, &str)| SchemaChangeTarget::Type {
+        keyspace: ks.to_string(),
+        name: name.to_string(),
+    };
+    let table = |(ks, name): (&str, &str)| SchemaChangeTarget::Table {
+        keyspace: ks.to_string(),
+        table: name.to_string(),
+    };
+    let groups: [(
+        SchemaChangeType,
+        Vec<(&str, &str)>,
+        &dyn Fn((&str, &str)) -> SchemaChangeTarget,
+    ); 9] = [
+        (Created, ks_created, &keyspace),
+        (Updated, ks_altered, &keyspace),
+        (Dropped, ks_dropped, &keyspace),
+        (Created, types_created, &user_type),
+        (Updated, types_altered, &user_type),
+        (Dropped, types_dropped, &user_type),
+        (Dropped, tables_dropped, &table),
+        (Created, tables_created, &table),
+        (Updated, tables_altered, &table),
+    ];
+    groups
+        .into_iter()
+        .flat_map(|(change, names, target)| {
+            names.into_iter().map(move |n| SchemaChange {
+                change,
+                target: target(n),
+            })
+        })
+        .collect()
 }
 
 impl DdlOutcome {

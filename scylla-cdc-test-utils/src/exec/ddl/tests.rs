@@ -1707,3 +1707,93 @@ fn cdc_works_on_tablets_keyspaces() {
          tablets",
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Schema change events
+// ---------------------------------------------------------------------------------------
+
+/// The events announced by running `cql` (as "CREATED TABLE ks.t" strings).
+fn events_of(db: &mut Db, cql: &str) -> Vec<String> {
+    let before = db.schema.clone();
+    db.ok(cql);
+    schema_change_events(&before, &db.schema)
+        .into_iter()
+        .map(|e| {
+            let change = match e.change {
+                SchemaChangeType::Created => "CREATED",
+                SchemaChangeType::Updated => "UPDATED",
+                SchemaChangeType::Dropped => "DROPPED",
+            };
+            let target = match e.target {
+                SchemaChangeTarget::Keyspace { keyspace } => format!("KEYSPACE {keyspace}"),
+                SchemaChangeTarget::Table { keyspace, table } => {
+                    format!("TABLE {keyspace}.{table}")
+                }
+                SchemaChangeTarget::Type { keyspace, name } => format!("TYPE {keyspace}.{name}"),
+                other => format!("{other:?}"),
+            };
+            format!("{change} {target}")
+        })
+        .collect()
+}
+
+#[test]
+fn events_announce_every_object_a_statement_changes() {
+    let mut db = Db::new();
+    assert_eq!(
+        events_of(
+            &mut db,
+            "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', \
+             'replication_factor': 1}"
+        ),
+        ["CREATED KEYSPACE ks"]
+    );
+    assert_eq!(
+        events_of(&mut db, "CREATE TYPE ks.ut (a int)"),
+        ["CREATED TYPE ks.ut"]
+    );
+    // A CDC table comes with its log: two tables created.
+    assert_eq!(
+        events_of(
+            &mut db,
+            "CREATE TABLE ks.t (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}"
+        ),
+        ["CREATED TABLE ks.t", "CREATED TABLE ks.t_scylla_cdc_log"]
+    );
+    // A new base column is logged: both tables change.
+    assert_eq!(
+        events_of(&mut db, "ALTER TABLE ks.t ADD w frozen<ut>"),
+        ["UPDATED TABLE ks.t", "UPDATED TABLE ks.t_scylla_cdc_log"]
+    );
+    // A property of the base only: the log does not change.
+    assert_eq!(
+        events_of(&mut db, "ALTER TABLE ks.t WITH comment = 'c'"),
+        ["UPDATED TABLE ks.t"]
+    );
+    // Nothing changes, nothing is announced (the statement still answers CREATED).
+    let before = db.schema.clone();
+    let o = db.ok("CREATE TABLE IF NOT EXISTS ks.t (pk int PRIMARY KEY)");
+    assert!(o.schema.is_none() && o.change.is_some());
+    assert_eq!(db.schema, before);
+    assert_eq!(
+        events_of(
+            &mut db,
+            "ALTER KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', \
+             'replication_factor': 2}"
+        ),
+        ["UPDATED KEYSPACE ks"]
+    );
+    assert_eq!(
+        events_of(&mut db, "DROP TABLE ks.t"),
+        ["DROPPED TABLE ks.t", "DROPPED TABLE ks.t_scylla_cdc_log"]
+    );
+    db.ok("CREATE TABLE ks.u (pk int PRIMARY KEY)");
+    assert_eq!(
+        events_of(&mut db, "DROP KEYSPACE ks"),
+        [
+            "DROPPED KEYSPACE ks",
+            "DROPPED TYPE ks.ut",
+            "DROPPED TABLE ks.u"
+        ]
+    );
+}
