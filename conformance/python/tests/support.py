@@ -120,6 +120,8 @@ class Emulator:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+                raise AssertionError(
+                    f"scylla-emulator ignored SIGTERM for 15 s (log: {self.log_path})")
         for f in (self.process.stdin, self.process.stdout):
             try:
                 f.close()

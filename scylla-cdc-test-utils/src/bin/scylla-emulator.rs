@@ -197,7 +197,10 @@ async fn main() -> ExitCode {
         }
     }
     cluster.shutdown().await;
-    ExitCode::SUCCESS
+    // Exit here rather than by returning: the runtime's shutdown would wait for the blocking
+    // thread of a stdin read still in progress (stdin is open when a signal arrives), that is
+    // forever.
+    std::process::exit(0)
 }
 
 /// The stdin console: runs one command line against the cluster.
