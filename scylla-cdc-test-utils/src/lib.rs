@@ -274,6 +274,7 @@ impl ClusterBuilder {
                 tokens: t,
                 shards: self.shards_per_node,
                 up: true,
+                gossip_generation: cluster::generation_number_now(),
             });
         }
         let config = ClusterConfig {
@@ -459,6 +460,7 @@ impl EmbeddedCluster {
                 tokens,
                 shards: self.core.config.shards_per_node,
                 up: true,
+                gossip_generation: cluster::generation_number_now(),
             });
             Arc::new(Topology::new(nodes))
         };
@@ -512,6 +514,11 @@ impl EmbeddedCluster {
         let mut t = (**topology).clone();
         if let Some(node) = index.checked_sub(1).and_then(|i| t.nodes.get_mut(i)) {
             node.up = up;
+            if up {
+                // A restarted node gossips with a new, larger generation.
+                node.gossip_generation =
+                    cluster::generation_number_now().max(node.gossip_generation + 1);
+            }
         }
         *topology = Arc::new(t);
     }

@@ -71,6 +71,18 @@ pub(crate) struct NodeInfo {
     pub(crate) shards: u32,
     /// Whether the node currently accepts connections.
     pub(crate) up: bool,
+    /// `system.local.gossip_generation`: seconds since the epoch when the node last started
+    /// (Scylla's `increment_and_get_generation`).
+    pub(crate) gossip_generation: i32,
+}
+
+/// The gossip generation of a node starting now: seconds since the epoch (Scylla's
+/// `gms::get_generation_number`).
+pub(crate) fn generation_number_now() -> i32 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    i32::try_from(secs).unwrap_or(i32::MAX)
 }
 
 /// The nodes and the ring they form.

@@ -306,6 +306,10 @@ fn local(rows: &mut Rows<'_>, view: &SystemView<'_>) {
         ("cluster_name", text(CLUSTER_NAME)),
         ("cql_version", text(CQL_VERSION)),
         ("data_center", text(DATACENTER)),
+        (
+            "gossip_generation",
+            Some(Value::Int(node.gossip_generation)),
+        ),
         ("host_id", Some(Value::uuid(node.host_id))),
         ("listen_address", inet(node.ip)),
         ("native_protocol_version", text(NATIVE_PROTOCOL_VERSION)),
@@ -605,6 +609,7 @@ mod tests {
                     tokens: vec![-(i as i64) * 1000, i as i64 * 1000],
                     shards: 2,
                     up: i != 2,
+                    gossip_generation: 1_700_000_000 + i as i32,
                 })
                 .collect(),
         )
@@ -701,6 +706,7 @@ mod tests {
         );
         assert_eq!(s(r, "release_version"), RELEASE_VERSION);
         assert_eq!(r.get("host_id"), Some(&Value::Uuid(Uuid::from_u128(3))));
+        assert_eq!(r.get("gossip_generation"), Some(&Value::Int(1_700_000_003)));
         assert_eq!(
             r.get("schema_version"),
             Some(&Value::Uuid(db.schema.version))

@@ -68,6 +68,7 @@ fn topology(nodes: usize) -> Topology {
             tokens: t,
             shards: 2,
             up: true,
+            gossip_generation: 1_700_000_000,
         });
     }
     Topology::new(infos)
@@ -1748,4 +1749,31 @@ fn contains_filters_named_values_and_unset_keys() {
     );
     assert_eq!(outcome.schema_changes.len(), 1);
     assert_eq!(decode(&out), Ok(Res::SchemaChange));
+}
+
+/// The Java driver 4.x refreshes one peer with `SELECT * FROM system.peers WHERE peer =
+/// :address`, its value sent by name in an unprepared QUERY (flag 0x40).
+#[test]
+fn a_peer_is_selected_by_a_named_value() {
+    let mut t = TestDb::with_nodes(3);
+    let ip = |i: u8| Value::Inet(IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)));
+    let mut p = params(vec![bv(&ip(3))], None, None);
+    p.names = Some(vec!["address".into()]);
+    let Ok(Res::Rows { rows, cols, .. }) =
+        t.query_with("SELECT * FROM system.peers WHERE peer = :address", p)
+    else {
+        panic!("rows expected");
+    };
+    assert_eq!(rows.len(), 1);
+    assert_eq!(cols.first().map(|(name, _)| name.as_str()), Some("peer"));
+    assert_eq!(rows[0][0], Some(ip(3)));
+    // The coordinator is no peer of itself.
+    let mut p = params(vec![bv(&ip(1))], None, None);
+    p.names = Some(vec!["address".into()]);
+    let Ok(Res::Rows { rows, .. }) =
+        t.query_with("SELECT * FROM system.peers WHERE peer = :address", p)
+    else {
+        panic!("rows expected");
+    };
+    assert!(rows.is_empty());
 }
