@@ -172,6 +172,7 @@ const DRIVER_QUERIES: &[&str] = &[
     "SELECT host_id, peer, data_center, rack, rpc_address, release_version, schema_version FROM system.peers",
     "SELECT schema_version FROM system.local WHERE key='local'",
     "SELECT rpc_address FROM system.local WHERE key='local'",
+    "SELECT release_version FROM system.local WHERE key='local'",
     "SELECT * FROM system_schema.keyspaces",
     "SELECT * FROM system_schema.tables",
     "SELECT * FROM system_schema.columns",
@@ -216,6 +217,7 @@ const DRIVER_QUERIES: &[&str] = &[
     "SELECT * FROM system_traces.sessions WHERE session_id = 5bc1f5f0-4a1e-11ee-be56-0242ac120002",
     "SELECT * FROM system_traces.events WHERE session_id = 5bc1f5f0-4a1e-11ee-be56-0242ac120002",
     // Java 3.x
+    "select cluster_name from system.local where key = 'local'",
     "SELECT * FROM system.local WHERE key='local'",
     "SELECT peer, rpc_address, schema_version, host_id FROM system.peers",
     "SELECT schema_version, host_id FROM system.local WHERE key='local'",
@@ -260,6 +262,100 @@ async fn every_driver_metadata_query_is_answered_with_scyllas_columns() {
             .query_unpaged(query.as_str(), ())
             .await
             .unwrap_or_else(|e| panic!("{query}: {e}"));
+    }
+    // gocql binds the keyspace and table names: prepared statements with markers, whose
+    // first marker is the partition key. (query, whether the test's schema has rows there)
+    for (query, has_rows) in [
+        (
+            "SELECT durable_writes, replication FROM system_schema.keyspaces WHERE keyspace_name = ?",
+            true,
+        ),
+        (
+            "SELECT * FROM system_schema.tables WHERE keyspace_name = ?",
+            true,
+        ),
+        (
+            "SELECT * FROM system_schema.scylla_tables WHERE keyspace_name = ?",
+            true,
+        ),
+        (
+            "SELECT table_name, column_name, clustering_order, type, kind, position \
+             FROM system_schema.columns WHERE keyspace_name = ?",
+            true,
+        ),
+        (
+            "SELECT * FROM system_schema.types WHERE keyspace_name = ?",
+            true,
+        ),
+        (
+            "SELECT * FROM system_schema.functions WHERE keyspace_name = ?",
+            false,
+        ),
+        (
+            "SELECT * FROM system_schema.aggregates WHERE keyspace_name = ?",
+            false,
+        ),
+        (
+            "SELECT * FROM system_schema.indexes WHERE keyspace_name = ?",
+            false,
+        ),
+        (
+            "SELECT * FROM system_schema.views WHERE keyspace_name = ?",
+            false,
+        ),
+    ] {
+        let prepared = session
+            .prepare(query)
+            .await
+            .unwrap_or_else(|e| panic!("{query}: {e}"));
+        let spec = prepared.get_variable_col_specs();
+        assert_eq!(spec.len(), 1, "{query}");
+        assert_eq!(
+            spec.get_by_index(0).map(|c| c.name()),
+            Some("keyspace_name")
+        );
+        assert_eq!(prepared.get_variable_pk_indexes().len(), 1, "{query}");
+        let n = session
+            .execute_unpaged(&prepared, (&ks,))
+            .await
+            .unwrap_or_else(|e| panic!("{query}: {e}"))
+            .into_rows_result()
+            .expect("rows")
+            .rows_num();
+        assert_eq!(n > 0, has_rows, "{query}");
+    }
+    for (query, has_rows) in [
+        (
+            "SELECT * FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?",
+            true,
+        ),
+        (
+            "SELECT * FROM system_schema.scylla_tables WHERE keyspace_name = ? AND table_name = ?",
+            true,
+        ),
+        (
+            "SELECT table_name, column_name, clustering_order, type, kind, position \
+             FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?",
+            true,
+        ),
+        (
+            "SELECT * FROM system_schema.indexes WHERE keyspace_name = ? AND table_name = ?",
+            false,
+        ),
+        (
+            "SELECT * FROM system_schema.views WHERE keyspace_name = ? AND base_table_name = ? \
+             ALLOW FILTERING",
+            false,
+        ),
+    ] {
+        let n = session
+            .query_unpaged(query, (&ks, "t"))
+            .await
+            .unwrap_or_else(|e| panic!("{query}: {e}"))
+            .into_rows_result()
+            .expect("rows")
+            .rows_num();
+        assert_eq!(n > 0, has_rows, "{query}");
     }
     for (table, expected) in SCYLLA_COLUMNS {
         let query = format!("SELECT * FROM {table}");
@@ -314,6 +410,11 @@ async fn what_scylla_lacks_is_invalid_as_on_scylla() {
         (
             "SELECT keyspace_name, consistency FROM system_schema.scylla_keyspaces",
             "Undefined column name consistency",
+        ),
+        // The Python driver asks for it when it does not know the release version yet.
+        (
+            "SELECT dse_version FROM system.local WHERE key='local'",
+            "Undefined column name dse_version",
         ),
     ] {
         let (e, msg) = db_error(&session, cql).await;
