@@ -9,8 +9,8 @@ from cassandra.query import BatchStatement, BatchType, SimpleStatement
 
 from conftest import create_keyspace
 
-PARTITIONS = 23
-ROWS = 17
+PARTITIONS = 40
+ROWS = 30
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def expected_order():
     return [(pk, ck) for pk in by_token for ck in reversed(range(ROWS))]
 
 
-@pytest.mark.parametrize("fetch_size", [1, 7, 100, 1000])
+@pytest.mark.parametrize("fetch_size", [1, 7, 100, 5000])
 def test_paging_over_partitions(session, paged, fetch_size):
     statement = SimpleStatement(f"SELECT pk, ck, v FROM {paged}.p", fetch_size=fetch_size)
     result = session.execute(statement)

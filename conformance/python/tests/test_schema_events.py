@@ -1,7 +1,6 @@
 """Schema changes made through one Cluster reach another Cluster's metadata through the
 server's SCHEMA_CHANGE events, without reconnecting."""
 
-
 from support import unique_name, wait_until
 
 TIMEOUT = 30

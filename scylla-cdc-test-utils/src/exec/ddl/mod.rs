@@ -169,41 +169,35 @@ pub(crate) fn schema_change_events(old: &Schema, new: &Schema) -> Vec<SchemaChan
     let [tables_created, tables_altered, tables_dropped] = diff(&tables(old), &tables(new));
 
     use SchemaChangeType::{Created, Dropped, Updated};
-    let keyspace = |(ks, _): (&str, &str)| SchemaChangeTarget::Keyspace {
+    type Target = fn(&str, &str) -> SchemaChangeTarget;
+    let keyspace: Target = |ks, _| SchemaChangeTarget::Keyspace {
         keyspace: ks.to_string(),
     };
-    let user_type = |(ks, name): (&str, &str)| SchemaChangeTarget::Type {
+    let user_type: Target = |ks, name| SchemaChangeTarget::Type {
         keyspace: ks.to_string(),
         name: name.to_string(),
     };
-    let table = |(ks, name): (&str, &str)| SchemaChangeTarget::Table {
+    let table: Target = |ks, name| SchemaChangeTarget::Table {
         keyspace: ks.to_string(),
         table: name.to_string(),
     };
-    let groups: [(
-        SchemaChangeType,
-        Vec<(&str, &str)>,
-        &dyn Fn((&str, &str)) -> SchemaChangeTarget,
-    ); 9] = [
-        (Created, ks_created, &keyspace),
-        (Updated, ks_altered, &keyspace),
-        (Dropped, ks_dropped, &keyspace),
-        (Created, types_created, &user_type),
-        (Updated, types_altered, &user_type),
-        (Dropped, types_dropped, &user_type),
-        (Dropped, tables_dropped, &table),
-        (Created, tables_created, &table),
-        (Updated, tables_altered, &table),
-    ];
-    groups
-        .into_iter()
-        .flat_map(|(change, names, target)| {
-            names.into_iter().map(move |n| SchemaChange {
-                change,
-                target: target(n),
-            })
-        })
-        .collect()
+    let mut events = Vec::new();
+    let mut announce = |change, names: Vec<(&str, &str)>, target: Target| {
+        events.extend(names.into_iter().map(|(ks, name)| SchemaChange {
+            change,
+            target: target(ks, name),
+        }));
+    };
+    announce(Created, ks_created, keyspace);
+    announce(Updated, ks_altered, keyspace);
+    announce(Dropped, ks_dropped, keyspace);
+    announce(Created, types_created, user_type);
+    announce(Updated, types_altered, user_type);
+    announce(Dropped, types_dropped, user_type);
+    announce(Dropped, tables_dropped, table);
+    announce(Created, tables_created, table);
+    announce(Updated, tables_altered, table);
+    events
 }
 
 impl DdlOutcome {
