@@ -21,6 +21,7 @@ use common::{run, vnode_keyspace as keyspace};
 fn type_name(t: &ColumnType<'_>) -> String {
     match t {
         ColumnType::Native(n) => match n {
+            NativeType::BigInt => "bigint",
             NativeType::Blob => "blob",
             NativeType::Boolean => "boolean",
             NativeType::Double => "double",
@@ -28,6 +29,7 @@ fn type_name(t: &ColumnType<'_>) -> String {
             NativeType::Int => "int",
             NativeType::Text => "text",
             NativeType::Timestamp => "timestamp",
+            NativeType::Timeuuid => "timeuuid",
             NativeType::Uuid => "uuid",
             other => panic!("no {other:?} column in the system tables"),
         }
@@ -71,6 +73,17 @@ const SCYLLA_COLUMNS: &[(&str, &str)] = &[
         "peer inet, data_center text, host_id uuid, preferred_ip inet, rack text, \
          release_version text, rpc_address inet, schema_version uuid, supported_features text, \
          tokens set<text>",
+    ),
+    (
+        "system_traces.sessions",
+        "session_id uuid, client inet, command text, coordinator inet, duration int, \
+         parameters map<text, text>, request text, request_size int, response_size int, \
+         started_at timestamp, username text",
+    ),
+    (
+        "system_traces.events",
+        "session_id uuid, event_id timeuuid, activity text, scylla_parent_id bigint, \
+         scylla_span_id bigint, source inet, source_elapsed int, thread text",
     ),
     (
         "system_schema.keyspaces",

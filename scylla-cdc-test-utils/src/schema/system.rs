@@ -12,7 +12,8 @@
 //! - `system_distributed`: `cdc_generation_timestamps` and `cdc_streams_descriptions_v2`,
 //!   stored tables the cluster writes when it creates a generation (`SimpleStrategy`, RF 3,
 //!   which makes QUORUM reads fail on a one-node cluster exactly as on Scylla).
-//! - `system_traces`: `sessions` and `events` (always empty: tracing is not implemented).
+//! - `system_traces`: `sessions`, `sessions_time_idx`, `events`, `node_slow_log`,
+//!   `node_slow_log_time_idx` (always empty: tracing is not implemented).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -218,7 +219,7 @@ fn system_tables() -> Vec<TableDef> {
             clustering: vec![("timestamp", CqlType::Timestamp, Desc)],
             regular: vec![],
             kind: TableKind::Virtual,
-            comment: "CDC stream set timestamps of tablet tables",
+            comment: "CDC generations for tablets-based tables",
         }
         .build(),
         Spec {
@@ -232,7 +233,7 @@ fn system_tables() -> Vec<TableDef> {
             ],
             regular: vec![],
             kind: TableKind::Virtual,
-            comment: "CDC streams of tablet tables",
+            comment: "CDC streams for each generation for tablets-based tables",
         }
         .build(),
     ]
@@ -443,7 +444,7 @@ fn system_distributed_tables() -> Vec<TableDef> {
             clustering: vec![("time", CqlType::Timestamp, Desc)],
             regular: vec![("expired", CqlType::Timestamp)],
             kind: TableKind::System,
-            comment: "CDC generation timestamps",
+            comment: "",
         }
         .build(),
         Spec {
@@ -459,54 +460,111 @@ fn system_distributed_tables() -> Vec<TableDef> {
                 },
             )],
             kind: TableKind::System,
-            comment: "CDC stream descriptions",
+            comment: "",
         }
         .build(),
     ]
 }
 
+/// The tracing tables as Scylla creates them (`tracing/trace_keyspace_helper.cc`): plain CQL
+/// tables with a default TTL of one day and no comment.
 fn system_traces_tables() -> Vec<TableDef> {
-    vec![
-        Spec {
+    let traces = |name, partition, clustering, regular| {
+        let mut t = Spec {
             keyspace: SYSTEM_TRACES,
-            name: "sessions",
-            partition: vec![("session_id", CqlType::Uuid)],
-            clustering: vec![],
-            regular: vec![
+            name,
+            partition,
+            clustering,
+            regular,
+            kind: TableKind::System,
+            comment: "",
+        }
+        .build();
+        t.options.default_time_to_live = 86400;
+        t
+    };
+    let parameters = || CqlType::Map {
+        key: Box::new(text()),
+        value: Box::new(text()),
+        frozen: false,
+    };
+    vec![
+        traces(
+            "sessions",
+            vec![("session_id", CqlType::Uuid)],
+            vec![],
+            vec![
                 ("client", CqlType::Inet),
                 ("command", text()),
                 ("coordinator", CqlType::Inet),
                 ("duration", CqlType::Int),
-                (
-                    "parameters",
-                    CqlType::Map {
-                        key: Box::new(text()),
-                        value: Box::new(text()),
-                        frozen: false,
-                    },
-                ),
+                ("parameters", parameters()),
                 ("request", text()),
+                ("request_size", CqlType::Int),
+                ("response_size", CqlType::Int),
                 ("started_at", CqlType::Timestamp),
+                ("username", text()),
             ],
-            kind: TableKind::System,
-            comment: "tracing sessions",
-        }
-        .build(),
-        Spec {
-            keyspace: SYSTEM_TRACES,
-            name: "events",
-            partition: vec![("session_id", CqlType::Uuid)],
-            clustering: vec![("event_id", CqlType::Timeuuid, Asc)],
-            regular: vec![
+        ),
+        traces(
+            "sessions_time_idx",
+            vec![("minute", CqlType::Timestamp)],
+            vec![
+                ("started_at", CqlType::Timestamp, Asc),
+                ("session_id", CqlType::Uuid, Asc),
+            ],
+            vec![],
+        ),
+        traces(
+            "events",
+            vec![("session_id", CqlType::Uuid)],
+            vec![("event_id", CqlType::Timeuuid, Asc)],
+            vec![
                 ("activity", text()),
+                ("scylla_parent_id", CqlType::Bigint),
+                ("scylla_span_id", CqlType::Bigint),
                 ("source", CqlType::Inet),
                 ("source_elapsed", CqlType::Int),
                 ("thread", text()),
             ],
-            kind: TableKind::System,
-            comment: "tracing events",
-        }
-        .build(),
+        ),
+        traces(
+            "node_slow_log",
+            vec![("start_time", CqlType::Timeuuid)],
+            vec![
+                ("node_ip", CqlType::Inet, Asc),
+                ("shard", CqlType::Int, Asc),
+            ],
+            vec![
+                ("command", text()),
+                ("date", CqlType::Timestamp),
+                ("duration", CqlType::Int),
+                ("parameters", parameters()),
+                ("session_id", CqlType::Uuid),
+                ("source_ip", CqlType::Inet),
+                (
+                    "table_names",
+                    CqlType::Set {
+                        elem: Box::new(text()),
+                        frozen: false,
+                    },
+                ),
+                ("username", text()),
+            ],
+        ),
+        traces(
+            "node_slow_log_time_idx",
+            vec![("minute", CqlType::Timestamp)],
+            vec![
+                ("started_at", CqlType::Timestamp, Asc),
+                ("session_id", CqlType::Uuid, Asc),
+            ],
+            vec![
+                ("node_ip", CqlType::Inet),
+                ("shard", CqlType::Int),
+                ("start_time", CqlType::Timeuuid),
+            ],
+        ),
     ]
 }
 
