@@ -148,6 +148,12 @@ impl TableDef {
         }
         self
     }
+
+    /// `gc_grace_seconds = 0`, as Scylla sets it on `system.local` and `system.peers`.
+    fn without_gc_grace(mut self) -> TableDef {
+        self.options.gc_grace_seconds = 0;
+        self
+    }
 }
 
 fn system_tables() -> Vec<TableDef> {
@@ -191,7 +197,8 @@ fn system_tables() -> Vec<TableDef> {
             comment: "information about the local node",
         }
         .build()
-        .with_local_dropped_columns(),
+        .with_local_dropped_columns()
+        .without_gc_grace(),
         Spec {
             keyspace: SYSTEM,
             name: "peers",
@@ -211,7 +218,8 @@ fn system_tables() -> Vec<TableDef> {
             kind: TableKind::Virtual,
             comment: "information about known peers in the cluster",
         }
-        .build(),
+        .build()
+        .without_gc_grace(),
         Spec {
             keyspace: SYSTEM,
             name: CDC_TIMESTAMPS,
