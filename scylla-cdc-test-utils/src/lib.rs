@@ -274,7 +274,6 @@ impl ClusterBuilder {
                 tokens: t,
                 shards: self.shards_per_node,
                 up: true,
-                gossip_generation: cluster::generation_number_now(),
             });
         }
         let config = ClusterConfig {
@@ -460,9 +459,12 @@ impl EmbeddedCluster {
                 tokens,
                 shards: self.core.config.shards_per_node,
                 up: true,
-                gossip_generation: cluster::generation_number_now(),
             });
-            Arc::new(Topology::new(nodes))
+            let mut next = Topology::new(nodes);
+            // The nodes already there keep their gossip generations.
+            next.gossip_generations
+                .extend(current.gossip_generations.iter().map(|(i, g)| (*i, *g)));
+            Arc::new(next)
         };
         *self.core.topology.write() = topology.clone();
         servers.push(Some(NodeServer::spawn(self.core.clone(), index, listeners)));
@@ -514,11 +516,9 @@ impl EmbeddedCluster {
         let mut t = (**topology).clone();
         if let Some(node) = index.checked_sub(1).and_then(|i| t.nodes.get_mut(i)) {
             node.up = up;
-            if up {
-                // A restarted node gossips with a new, larger generation.
-                node.gossip_generation =
-                    cluster::generation_number_now().max(node.gossip_generation + 1);
-            }
+        }
+        if up {
+            t.restarted(index);
         }
         *topology = Arc::new(t);
     }

@@ -71,9 +71,6 @@ pub(crate) struct NodeInfo {
     pub(crate) shards: u32,
     /// Whether the node currently accepts connections.
     pub(crate) up: bool,
-    /// `system.local.gossip_generation`: seconds since the epoch when the node last started
-    /// (Scylla's `increment_and_get_generation`).
-    pub(crate) gossip_generation: i32,
 }
 
 /// The gossip generation of a node starting now: seconds since the epoch (Scylla's
@@ -92,14 +89,19 @@ pub(crate) struct Topology {
     pub(crate) nodes: Vec<NodeInfo>,
     /// The token ring over all nodes.
     pub(crate) ring: ring::Ring,
+    /// `system.local.gossip_generation` of each node, by index: seconds since the epoch when
+    /// the node last started (Scylla's `increment_and_get_generation`).
+    pub(crate) gossip_generations: std::collections::BTreeMap<usize, i32>,
 }
 
 impl Topology {
-    /// Builds the ring from the nodes' tokens.
+    /// Builds the ring from the nodes' tokens; every node starts now.
     pub(crate) fn new(nodes: Vec<NodeInfo>) -> Topology {
         let tokens: Vec<Vec<i64>> = nodes.iter().map(|n| n.tokens.clone()).collect();
+        let now = generation_number_now();
         Topology {
             ring: ring::Ring::new(&tokens),
+            gossip_generations: nodes.iter().map(|n| (n.index, now)).collect(),
             nodes,
         }
     }
@@ -107,6 +109,12 @@ impl Topology {
     /// Node `index` (1-based).
     pub(crate) fn node(&self, index: usize) -> Option<&NodeInfo> {
         index.checked_sub(1).and_then(|i| self.nodes.get(i))
+    }
+
+    /// Records that node `index` (re)started now: its gossip generation grows.
+    pub(crate) fn restarted(&mut self, index: usize) {
+        let generation = self.gossip_generations.entry(index).or_default();
+        *generation = generation_number_now().max(generation.saturating_add(1));
     }
 }
 

@@ -308,7 +308,10 @@ fn local(rows: &mut Rows<'_>, view: &SystemView<'_>) {
         ("data_center", text(DATACENTER)),
         (
             "gossip_generation",
-            Some(Value::Int(node.gossip_generation)),
+            view.topology
+                .gossip_generations
+                .get(&node.index)
+                .map(|g| Value::Int(*g)),
         ),
         ("host_id", Some(Value::uuid(node.host_id))),
         ("listen_address", inet(node.ip)),
@@ -609,7 +612,6 @@ mod tests {
                     tokens: vec![-(i as i64) * 1000, i as i64 * 1000],
                     shards: 2,
                     up: i != 2,
-                    gossip_generation: 1_700_000_000 + i as i32,
                 })
                 .collect(),
         )
@@ -706,7 +708,18 @@ mod tests {
         );
         assert_eq!(s(r, "release_version"), RELEASE_VERSION);
         assert_eq!(r.get("host_id"), Some(&Value::Uuid(Uuid::from_u128(3))));
-        assert_eq!(r.get("gossip_generation"), Some(&Value::Int(1_700_000_003)));
+        // Seconds since the epoch when the node started, larger after each restart.
+        let generation = |topo: &Topology| match read(&db, topo, 3, "system", "local")[0]
+            .get("gossip_generation")
+        {
+            Some(Value::Int(g)) => *g,
+            other => panic!("gossip_generation {other:?}"),
+        };
+        let started = generation(&topo);
+        assert!(started > 1_700_000_000, "{started}");
+        let mut restarted = topo.clone();
+        restarted.restarted(3);
+        assert!(generation(&restarted) > started);
         assert_eq!(
             r.get("schema_version"),
             Some(&Value::Uuid(db.schema.version))

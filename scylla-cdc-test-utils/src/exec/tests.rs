@@ -68,7 +68,6 @@ fn topology(nodes: usize) -> Topology {
             tokens: t,
             shards: 2,
             up: true,
-            gossip_generation: 1_700_000_000,
         });
     }
     Topology::new(infos)
