@@ -1,8 +1,8 @@
 //! Nodes, shards and the token ring of the embedded cluster, and the state all nodes share.
 //!
 //! [`ClusterCore`] is what every node's server holds: the configuration, the
-//! [`Topology`] (nodes with their host ids, tokens, shard counts and up/down state, and
-//! the [`ring::Ring`] they form), the database (`exec::Database`: schema, data, prepared
+//! [`Topology`] (nodes with their host ids, tokens, shard counts, up/down state and gossip
+//! generations, and the [`ring::Ring`] they form), the database (`exec::Database`: schema, data, prepared
 //! statements, CDC generations), the event broadcast that registered control connections
 //! forward, the fault-injection rules and per-(node, shard) request counters.
 //!
