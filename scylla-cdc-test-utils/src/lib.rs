@@ -463,7 +463,11 @@ impl EmbeddedCluster {
                 shards: self.core.config.shards_per_node,
                 up: true,
             });
-            Arc::new(Topology::new(nodes))
+            let mut next = Topology::new(nodes);
+            // The nodes already there keep their gossip generations.
+            next.gossip_generations
+                .extend(current.gossip_generations.iter().map(|(i, g)| (*i, *g)));
+            Arc::new(next)
         };
         *self.core.topology.write() = topology.clone();
         servers.push(Some(NodeServer::spawn(self.core.clone(), index, listeners)));
@@ -515,6 +519,9 @@ impl EmbeddedCluster {
         let mut t = (**topology).clone();
         if let Some(node) = index.checked_sub(1).and_then(|i| t.nodes.get_mut(i)) {
             node.up = up;
+        }
+        if up {
+            t.restarted(index);
         }
         *topology = Arc::new(t);
     }

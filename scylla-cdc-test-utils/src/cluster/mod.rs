@@ -2,7 +2,7 @@
 //! above read.
 //!
 //! The configuration ([`ClusterConfig`]), the [`Topology`] (nodes with their host ids,
-//! tokens, shard counts and up/down state, and the [`ring::Ring`] they form), the
+//! tokens, shard counts, up/down state and gossip generations, and the [`ring::Ring`] they form), the
 //! fault-injection rules and per-(node, shard) request counters ([`RequestStats`]). The state
 //! a running cluster's servers share, with the database, is `server::core::ClusterCore`, a
 //! layer up: nothing here imports `exec/` or `server/`.
@@ -72,6 +72,15 @@ pub(crate) struct NodeInfo {
     pub(crate) up: bool,
 }
 
+/// The gossip generation of a node starting now: seconds since the epoch (Scylla's
+/// `gms::get_generation_number`).
+pub(crate) fn generation_number_now() -> i32 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    i32::try_from(secs).unwrap_or(i32::MAX)
+}
+
 /// The nodes and the ring they form.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Topology {
@@ -79,14 +88,19 @@ pub(crate) struct Topology {
     pub(crate) nodes: Vec<NodeInfo>,
     /// The token ring over all nodes.
     pub(crate) ring: ring::Ring,
+    /// `system.local.gossip_generation` of each node, by index: seconds since the epoch when
+    /// the node last started (Scylla's `increment_and_get_generation`).
+    pub(crate) gossip_generations: std::collections::BTreeMap<usize, i32>,
 }
 
 impl Topology {
-    /// Builds the ring from the nodes' tokens.
+    /// Builds the ring from the nodes' tokens; every node starts now.
     pub(crate) fn new(nodes: Vec<NodeInfo>) -> Topology {
         let tokens: Vec<Vec<i64>> = nodes.iter().map(|n| n.tokens.clone()).collect();
+        let now = generation_number_now();
         Topology {
             ring: ring::Ring::new(&tokens),
+            gossip_generations: nodes.iter().map(|n| (n.index, now)).collect(),
             nodes,
         }
     }
@@ -94,6 +108,12 @@ impl Topology {
     /// Node `index` (1-based).
     pub(crate) fn node(&self, index: usize) -> Option<&NodeInfo> {
         index.checked_sub(1).and_then(|i| self.nodes.get(i))
+    }
+
+    /// Records that node `index` (re)started now: its gossip generation grows.
+    pub(crate) fn restarted(&mut self, index: usize) {
+        let generation = self.gossip_generations.entry(index).or_default();
+        *generation = generation_number_now().max(generation.saturating_add(1));
     }
 }
 

@@ -9,7 +9,10 @@
 //!   (driver contract §2).
 //! - `system_schema.*`: keyspaces, tables, columns, dropped columns and user types of every
 //!   keyspace, user and system alike (contract §3), with the CDC extension and partitioner
-//!   (semantics §1.1, §1.3). `views` and `indexes` are always empty.
+//!   (semantics §1.1, §1.3), written as Scylla writes them (`db/schema_tables.cc`). The
+//!   tables of objects the embedded cluster has no way to create (`views`, `indexes`,
+//!   `triggers`, `functions`, `aggregates`, `scylla_aggregates`, `computed_columns`,
+//!   `view_virtual_columns`) are always empty.
 //! - `system.cdc_timestamps` / `system.cdc_streams`: the stream sets of every CDC table of a
 //!   tablet keyspace (semantics §5.4), from the cluster's [`CdcState`].
 
@@ -21,8 +24,8 @@ use bytes::Bytes;
 use crate::cdc::generations::CdcState;
 use crate::cluster::partitioner::{murmur3_token, serialize_partition_key};
 use crate::cluster::{CLUSTER_NAME, DATACENTER, NodeInfo, RACK, RELEASE_VERSION, Topology};
-use crate::schema::system::{CDC_STREAMS, CDC_TIMESTAMPS, SYSTEM, SYSTEM_SCHEMA};
-use crate::schema::{ColumnKind, Schema, TableDef};
+use crate::schema::system::{CDC_STREAMS, CDC_TIMESTAMPS, LOCAL_STRATEGY, SYSTEM, SYSTEM_SCHEMA};
+use crate::schema::{ColumnDef, ColumnKind, Schema, TableDef};
 use crate::storage::{
     CellUpdate, ClusteringKey, ColumnId, ElementUpdate, Liveness, PartitionKey, PartitionMutation,
     RowUpdate,
@@ -84,7 +87,9 @@ pub(crate) fn virtual_table_rows(
         (SYSTEM_SCHEMA, "types") => types(&mut rows, view.schema),
         (SYSTEM, CDC_TIMESTAMPS) => cdc_timestamps(&mut rows, view),
         (SYSTEM, CDC_STREAMS) => cdc_streams(&mut rows, view),
-        // `views`, `indexes`: the embedded cluster has no materialized views or indexes.
+        // No materialized views, secondary indexes, triggers, user-defined functions or
+        // aggregates can be created, so their tables (and the columns of views and indexes)
+        // have no rows.
         _ => {}
     }
     rows.finish()
@@ -301,6 +306,13 @@ fn local(rows: &mut Rows<'_>, view: &SystemView<'_>) {
         ("cluster_name", text(CLUSTER_NAME)),
         ("cql_version", text(CQL_VERSION)),
         ("data_center", text(DATACENTER)),
+        (
+            "gossip_generation",
+            view.topology
+                .gossip_generations
+                .get(&node.index)
+                .map(|g| Value::Int(*g)),
+        ),
         ("host_id", Some(Value::uuid(node.host_id))),
         ("listen_address", inet(node.ip)),
         ("native_protocol_version", text(NATIVE_PROTOCOL_VERSION)),
@@ -444,16 +456,38 @@ fn tables(rows: &mut Rows<'_>, schema: &Schema) {
 }
 
 /// `system_schema.scylla_tables`: the CDC partitioner for log tables (attached or
-/// detached), null for the others.
+/// detached), null for the others. As in Scylla's `make_scylla_tables_mutation`, `cdc` is
+/// always empty (the option lives in `tables.extensions`), `in_memory` is never written and
+/// `tablets` only for tables created with tablet options (the embedded cluster has none).
+/// `committed_by_group0` is set by schema changes that go through group 0, that is every
+/// table but those of the node-local `system` and `system_schema` keyspaces (which Scylla
+/// writes directly at boot).
 fn scylla_tables(rows: &mut Rows<'_>, schema: &Schema) {
     for t in schema.tables() {
+        let through_group0 = schema
+            .keyspaces
+            .get(&t.keyspace)
+            .is_some_and(|ks| ks.replication.class() != LOCAL_STRATEGY);
         rows.add(vec![
             ("keyspace_name", text(&t.keyspace)),
             ("table_name", text(&t.name)),
             ("version", Some(Value::uuid(schema.version))),
             ("partitioner", t.partitioner().and_then(text)),
-            ("committed_by_group0", Some(Value::Boolean(true))),
+            (
+                "committed_by_group0",
+                through_group0.then_some(Value::Boolean(true)),
+            ),
         ]);
+    }
+}
+
+/// `system_schema.columns.clustering_order` of a column, upper-case as Scylla writes it
+/// (`NONE`, `ASC`, `DESC`).
+fn clustering_order(c: &ColumnDef) -> &'static str {
+    if c.kind == ColumnKind::Clustering {
+        c.order.as_str()
+    } else {
+        "NONE"
     }
 }
 
@@ -461,16 +495,11 @@ fn scylla_tables(rows: &mut Rows<'_>, schema: &Schema) {
 fn columns(rows: &mut Rows<'_>, schema: &Schema) {
     for t in schema.tables() {
         for c in &t.columns {
-            let order = if c.kind == ColumnKind::Clustering {
-                c.order.as_str()
-            } else {
-                "none"
-            };
             rows.add(vec![
                 ("keyspace_name", text(&t.keyspace)),
                 ("table_name", text(&t.name)),
                 ("column_name", text(&c.name)),
-                ("clustering_order", text(order)),
+                ("clustering_order", text(clustering_order(c))),
                 ("column_name_bytes", Some(Value::blob(c.name.as_bytes()))),
                 ("kind", text(c.kind.as_str())),
                 ("position", Some(Value::Int(c.position))),
@@ -480,7 +509,11 @@ fn columns(rows: &mut Rows<'_>, schema: &Schema) {
     }
 }
 
-/// `system_schema.dropped_columns`
+/// `system_schema.dropped_columns`. Scylla stores the drop's write timestamp (µs since the
+/// epoch) as the `timestamp` value unchanged, that is as if it were milliseconds
+/// (`add_dropped_column_to_schema_mutation` in `db/schema_tables.cc` builds a `db_clock`
+/// time point of `column.timestamp` milliseconds, and reads it back the same way), so
+/// `dropped_time` is the microsecond count.
 fn dropped_columns(rows: &mut Rows<'_>, schema: &Schema) {
     for t in schema.tables() {
         for (name, d) in &t.dropped_columns {
@@ -488,13 +521,40 @@ fn dropped_columns(rows: &mut Rows<'_>, schema: &Schema) {
                 ("keyspace_name", text(&t.keyspace)),
                 ("table_name", text(&t.name)),
                 ("column_name", text(name)),
-                (
-                    "dropped_time",
-                    Some(Value::Timestamp(d.dropped_at.div_euclid(1000))),
-                ),
-                ("type", text(&d.typ.to_string())),
+                ("dropped_time", Some(Value::Timestamp(d.dropped_at))),
+                ("type", text(&expand_user_types(&d.typ).to_string())),
             ]);
         }
+    }
+}
+
+/// `typ` with every user type replaced by the tuple of its (expanded) field types, as Scylla
+/// (like Cassandra) records the types of dropped columns, so that a type can be dropped once
+/// no live column uses it (`expand_user_type` in `db/schema_tables.cc`).
+fn expand_user_types(typ: &CqlType) -> CqlType {
+    let expand = |t: &CqlType| Box::new(expand_user_types(t));
+    match typ {
+        CqlType::Udt { def, .. } => CqlType::Tuple(
+            def.fields
+                .iter()
+                .map(|(_, t)| expand_user_types(t))
+                .collect(),
+        ),
+        CqlType::Tuple(elems) => CqlType::Tuple(elems.iter().map(expand_user_types).collect()),
+        CqlType::List { elem, frozen } => CqlType::List {
+            elem: expand(elem),
+            frozen: *frozen,
+        },
+        CqlType::Set { elem, frozen } => CqlType::Set {
+            elem: expand(elem),
+            frozen: *frozen,
+        },
+        CqlType::Map { key, value, frozen } => CqlType::Map {
+            key: expand(key),
+            value: expand(value),
+            frozen: *frozen,
+        },
+        other => other.clone(),
     }
 }
 
@@ -648,6 +708,18 @@ mod tests {
         );
         assert_eq!(s(r, "release_version"), RELEASE_VERSION);
         assert_eq!(r.get("host_id"), Some(&Value::Uuid(Uuid::from_u128(3))));
+        // Seconds since the epoch when the node started, larger after each restart.
+        let generation = |topo: &Topology| match read(&db, topo, 3, "system", "local")[0]
+            .get("gossip_generation")
+        {
+            Some(Value::Int(g)) => *g,
+            other => panic!("gossip_generation {other:?}"),
+        };
+        let started = generation(&topo);
+        assert!(started > 1_700_000_000, "{started}");
+        let mut restarted = topo.clone();
+        restarted.restarted(3);
+        assert!(generation(&restarted) > started);
         assert_eq!(
             r.get("schema_version"),
             Some(&Value::Uuid(db.schema.version))
@@ -921,10 +993,10 @@ mod tests {
         let pk = col("t", "pk");
         assert_eq!(s(pk, "kind"), "partition_key");
         assert_eq!(pk.get("position"), Some(&Value::Int(0)));
-        assert_eq!(s(pk, "clustering_order"), "none");
+        assert_eq!(s(pk, "clustering_order"), "NONE");
         let ck = col("t", "ck");
         assert_eq!(s(ck, "kind"), "clustering");
-        assert_eq!(s(ck, "clustering_order"), "desc");
+        assert_eq!(s(ck, "clustering_order"), "DESC");
         assert_eq!(s(ck, "type"), "text");
         let st = col("t", "s");
         assert_eq!(s(st, "kind"), "static");
@@ -940,7 +1012,7 @@ mod tests {
             ("partition_key".into(), "blob".into())
         );
         let time = col("t_scylla_cdc_log", "cdc$time");
-        assert_eq!(s(time, "clustering_order"), "asc");
+        assert_eq!(s(time, "clustering_order"), "ASC");
         assert_eq!(time.get("position"), Some(&Value::Int(0)));
         let seq = col("t_scylla_cdc_log", "cdc$batch_seq_no");
         assert_eq!(seq.get("position"), Some(&Value::Int(1)));
@@ -1012,22 +1084,22 @@ mod tests {
         db.keyspace("ks");
         db.ok("CREATE TYPE ks.ut (a int, b frozen<list<text>>)");
         db.ok("CREATE TABLE ks.t (pk int PRIMARY KEY, v int, w text) WITH cdc = {'enabled': true}");
+        db.ok("CREATE TABLE ks.u (pk int PRIMARY KEY, f frozen<ut>, n ut, l list<frozen<ut>>)");
         db.ok("ALTER TABLE ks.t DROP w");
+        db.ok("ALTER TABLE ks.u DROP (f, n, l)");
         let topo = topology(1);
         let rows = read(&db, &topo, 1, "system_schema", "dropped_columns");
         let base = find(&rows, &[("table_name", "t"), ("column_name", "w")]);
         assert_eq!(s(base, "type"), "text");
-        assert_eq!(
-            base.get("dropped_time"),
-            Some(&Value::Timestamp(db.now / 1000))
-        );
+        // The drop's microsecond timestamp, stored unchanged as Scylla stores it.
+        assert_eq!(base.get("dropped_time"), Some(&Value::Timestamp(db.now)));
         let log = find(
             &rows,
             &[("table_name", "t_scylla_cdc_log"), ("column_name", "w")],
         );
         assert_eq!(
             log.get("dropped_time"),
-            Some(&Value::Timestamp((db.now + 5_000_000) / 1000))
+            Some(&Value::Timestamp(db.now + 5_000_000))
         );
         find(
             &rows,
@@ -1036,7 +1108,42 @@ mod tests {
                 ("column_name", "cdc$deleted_w"),
             ],
         );
-        assert_eq!(rows.len(), 3);
+        // User types are stored expanded to tuples.
+        let u = |c: &str| {
+            s(
+                find(&rows, &[("table_name", "u"), ("column_name", c)]),
+                "type",
+            )
+        };
+        assert_eq!(u("f"), "frozen<tuple<int, frozen<list<text>>>>");
+        assert_eq!(u("n"), "frozen<tuple<int, frozen<list<text>>>>");
+        assert_eq!(u("l"), "list<frozen<tuple<int, frozen<list<text>>>>>");
+        let in_ks = rows
+            .iter()
+            .filter(|r| s(r, "keyspace_name") == "ks")
+            .count();
+        assert_eq!(in_ks, 6);
+        // system.local's columns that Scylla removed (dropped at the maximum timestamp).
+        let local: Vec<(String, String)> = rows
+            .iter()
+            .filter(|r| s(r, "keyspace_name") == "system")
+            .map(|r| (s(r, "column_name"), s(r, "type")))
+            .collect();
+        assert_eq!(
+            local,
+            [
+                ("scylla_cpu_sharding_algorithm", "text"),
+                ("scylla_msb_ignore", "int"),
+                ("scylla_nr_shards", "int"),
+                ("thrift_version", "text"),
+            ]
+            .map(|(c, t)| (c.to_string(), t.to_string()))
+        );
+        assert!(
+            rows.iter()
+                .filter(|r| s(r, "keyspace_name") == "system")
+                .all(|r| r.get("dropped_time") == Some(&Value::Timestamp(i64::MAX)))
+        );
 
         let rows = read(&db, &topo, 1, "system_schema", "types");
         assert_eq!(rows.len(), 1);

@@ -267,13 +267,16 @@ impl TestDb {
 
     fn request(&mut self, request: Request) -> Result<Res, Err> {
         let mut out = BytesMut::new();
+        let version = self.db.schema().version;
         let outcome = self
             .db
             .handle_request(&self.topology, &mut self.conn, 1, request, &mut out);
         let r = decode(&out);
-        // Only a schema change announces events (an `IF NOT EXISTS` no-op answers one
-        // without announcing anything).
-        if !outcome.schema_changes.is_empty() {
+        // Every schema change is announced; an unchanged schema (an `IF NOT EXISTS` no-op)
+        // announces nothing.
+        let changed = self.db.schema().version != version;
+        assert_eq!(!outcome.schema_changes.is_empty(), changed, "{r:?}");
+        if changed {
             assert_eq!(r, Ok(Res::SchemaChange));
         }
         r
@@ -1412,7 +1415,7 @@ fn bind_metadata_of_the_golden_statements() {
     let (vars, ..) = t.bind_meta("SELECT v FROM mt WHERE pk = ? AND (ck, ck1) IN ? LIMIT ?");
     assert_eq!(
         vars[1],
-        ("IN((ck,ck1))".into(), "list<tuple<int, int>>".into())
+        ("IN((ck,ck1))".into(), "list<frozen<tuple<int, int>>>".into())
     );
     assert_eq!(vars[2], ("[limit]".into(), "int".into()));
     let (vars, ..) =
@@ -1428,7 +1431,7 @@ fn bind_metadata_of_the_golden_statements() {
             ("pk".into(), "int".into()),
             ("value(IN((ck,ck1)))[0]".into(), "int".into()),
             ("value(IN((ck,ck1)))[1]".into(), "int".into()),
-            ("value(IN((ck,ck1)))".into(), "tuple<int, int>".into()),
+            ("value(IN((ck,ck1)))".into(), "frozen<tuple<int, int>>".into()),
         ]
     );
     let (vars, pk, _) = t.bind_meta("SELECT v FROM t WHERE pk IN ?");
@@ -1955,4 +1958,31 @@ fn contains_filters_named_values_and_unset_keys() {
     );
     assert_eq!(outcome.schema_changes.len(), 1);
     assert_eq!(decode(&out), Ok(Res::SchemaChange));
+}
+
+/// The Java driver 4.x refreshes one peer with `SELECT * FROM system.peers WHERE peer =
+/// :address`, its value sent by name in an unprepared QUERY (flag 0x40).
+#[test]
+fn a_peer_is_selected_by_a_named_value() {
+    let mut t = TestDb::with_nodes(3);
+    let ip = |i: u8| Value::Inet(IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)));
+    let mut p = params(vec![bv(&ip(3))], None, None);
+    p.names = Some(vec!["address".into()]);
+    let Ok(Res::Rows { rows, cols, .. }) =
+        t.query_with("SELECT * FROM system.peers WHERE peer = :address", p)
+    else {
+        panic!("rows expected");
+    };
+    assert_eq!(rows.len(), 1);
+    assert_eq!(cols.first().map(|(name, _)| name.as_str()), Some("peer"));
+    assert_eq!(rows[0][0], Some(ip(3)));
+    // The coordinator is no peer of itself.
+    let mut p = params(vec![bv(&ip(1))], None, None);
+    p.names = Some(vec!["address".into()]);
+    let Ok(Res::Rows { rows, .. }) =
+        t.query_with("SELECT * FROM system.peers WHERE peer = :address", p)
+    else {
+        panic!("rows expected");
+    };
+    assert!(rows.is_empty());
 }

@@ -74,11 +74,13 @@ pub(crate) enum ClusteringOrder {
 }
 
 impl ClusteringOrder {
-    /// The name `system_schema.columns.clustering_order` uses (`none` for non-clustering).
+    /// The name `system_schema.columns.clustering_order` uses for a clustering column
+    /// (`NONE` for the others): Scylla writes it upper-case (`fill_column_info` in
+    /// `db/schema_tables.cc`), unlike Cassandra (scylladb/scylladb#8477).
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            ClusteringOrder::Asc => "asc",
-            ClusteringOrder::Desc => "desc",
+            ClusteringOrder::Asc => "ASC",
+            ClusteringOrder::Desc => "DESC",
         }
     }
 }

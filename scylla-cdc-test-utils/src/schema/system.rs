@@ -3,12 +3,17 @@
 //!
 //! - `system`: `local` and `peers` (rendered per coordinator node), and the tablet CDC
 //!   tables `cdc_timestamps` and `cdc_streams` (virtual, computed from the tablet stream sets).
-//! - `system_schema`: `keyspaces`, `scylla_keyspaces`, `tables`, `scylla_tables`, `columns`,
-//!   `dropped_columns`, `types`, `views`, `indexes` (rendered from the schema snapshot).
+//! - `system_schema`: every table Scylla 2025.x has there, with its columns and types
+//!   (`db/schema_tables.cc`): `keyspaces`, `scylla_keyspaces`, `tables`, `scylla_tables`,
+//!   `columns`, `view_virtual_columns`, `computed_columns`, `dropped_columns`, `triggers`,
+//!   `types`, `functions`, `aggregates`, `scylla_aggregates`, `views`, `indexes` (rendered
+//!   from the schema snapshot; those for objects the embedded cluster cannot create, such as
+//!   functions, views and indexes, are always empty).
 //! - `system_distributed`: `cdc_generation_timestamps` and `cdc_streams_descriptions_v2`,
 //!   stored tables the cluster writes when it creates a generation (`SimpleStrategy`, RF 3,
 //!   which makes QUORUM reads fail on a one-node cluster exactly as on Scylla).
-//! - `system_traces`: `sessions` and `events` (always empty: tracing is not implemented).
+//! - `system_traces`: `sessions`, `sessions_time_idx`, `events`, `node_slow_log`,
+//!   `node_slow_log_time_idx` (always empty: tracing is not implemented).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,8 +21,8 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::{
-    ClusteringOrder, ColumnDef, ColumnKind, KeyspaceDef, Replication, TableDef, TableKind,
-    TableOptions,
+    ClusteringOrder, ColumnDef, ColumnKind, DroppedColumn, KeyspaceDef, Replication, TableDef,
+    TableKind, TableOptions,
 };
 use crate::types::CqlType;
 
@@ -122,6 +127,35 @@ impl Spec {
 
 use ClusteringOrder::{Asc, Desc};
 
+impl TableDef {
+    /// `system.local` as Scylla defines it removes four old columns at the maximum write
+    /// timestamp (`system_keyspace::local()`), and they are listed in
+    /// `system_schema.dropped_columns`.
+    fn with_local_dropped_columns(mut self) -> TableDef {
+        for (name, typ) in [
+            ("scylla_cpu_sharding_algorithm", text()),
+            ("scylla_nr_shards", CqlType::Int),
+            ("scylla_msb_ignore", CqlType::Int),
+            ("thrift_version", text()),
+        ] {
+            self.dropped_columns.insert(
+                name.into(),
+                DroppedColumn {
+                    dropped_at: i64::MAX,
+                    typ,
+                },
+            );
+        }
+        self
+    }
+
+    /// `gc_grace_seconds = 0`, as Scylla sets it on `system.local` and `system.peers`.
+    fn without_gc_grace(mut self) -> TableDef {
+        self.options.gc_grace_seconds = 0;
+        self
+    }
+}
+
 fn system_tables() -> Vec<TableDef> {
     let tokens = CqlType::Set {
         elem: Box::new(text()),
@@ -162,7 +196,9 @@ fn system_tables() -> Vec<TableDef> {
             kind: TableKind::Virtual,
             comment: "information about the local node",
         }
-        .build(),
+        .build()
+        .with_local_dropped_columns()
+        .without_gc_grace(),
         Spec {
             keyspace: SYSTEM,
             name: "peers",
@@ -182,7 +218,8 @@ fn system_tables() -> Vec<TableDef> {
             kind: TableKind::Virtual,
             comment: "information about known peers in the cluster",
         }
-        .build(),
+        .build()
+        .without_gc_grace(),
         Spec {
             keyspace: SYSTEM,
             name: CDC_TIMESTAMPS,
@@ -190,7 +227,7 @@ fn system_tables() -> Vec<TableDef> {
             clustering: vec![("timestamp", CqlType::Timestamp, Desc)],
             regular: vec![],
             kind: TableKind::Virtual,
-            comment: "CDC stream set timestamps of tablet tables",
+            comment: "CDC generations for tablets-based tables",
         }
         .build(),
         Spec {
@@ -204,7 +241,7 @@ fn system_tables() -> Vec<TableDef> {
             ],
             regular: vec![],
             kind: TableKind::Virtual,
-            comment: "CDC streams of tablet tables",
+            comment: "CDC streams for each generation for tablets-based tables",
         }
         .build(),
     ]
@@ -232,6 +269,7 @@ fn system_schema_tables() -> Vec<TableDef> {
             ("speculative_retry", text()),
         ]
     };
+    let text_list = || frozen_list(text());
     let mut tables_regular = common_table_props();
     tables_regular.push((
         "flags",
@@ -288,11 +326,15 @@ fn system_schema_tables() -> Vec<TableDef> {
         sys(
             "scylla_tables",
             vec![("table_name", text(), Asc)],
+            // With the IN_MEMORY_TABLES and GROUP0_SCHEMA_VERSIONING schema features, which
+            // every 2025.x cluster has enabled.
             vec![
                 ("version", CqlType::Uuid),
                 ("cdc", text_map()),
                 ("partitioner", text()),
+                ("in_memory", CqlType::Boolean),
                 ("committed_by_group0", CqlType::Boolean),
+                ("tablets", text_map()),
             ],
             "scylla-specific information for tables",
         ),
@@ -309,6 +351,24 @@ fn system_schema_tables() -> Vec<TableDef> {
             "column definitions",
         ),
         sys(
+            "view_virtual_columns",
+            vec![("table_name", text(), Asc), ("column_name", text(), Asc)],
+            vec![
+                ("clustering_order", text()),
+                ("column_name_bytes", CqlType::Blob),
+                ("kind", text()),
+                ("position", CqlType::Int),
+                ("type", text()),
+            ],
+            "column definitions",
+        ),
+        sys(
+            "computed_columns",
+            vec![("table_name", text(), Asc), ("column_name", text(), Asc)],
+            vec![("computation", CqlType::Blob)],
+            "computed columns",
+        ),
+        sys(
             "dropped_columns",
             vec![("table_name", text(), Asc), ("column_name", text(), Asc)],
             vec![("dropped_time", CqlType::Timestamp), ("type", text())],
@@ -322,6 +382,51 @@ fn system_schema_tables() -> Vec<TableDef> {
                 ("field_types", frozen_list(text())),
             ],
             "user defined type definitions",
+        ),
+        sys(
+            "triggers",
+            vec![("table_name", text(), Asc), ("trigger_name", text(), Asc)],
+            vec![("options", text_map())],
+            "trigger definitions",
+        ),
+        sys(
+            "functions",
+            vec![
+                ("function_name", text(), Asc),
+                ("argument_types", text_list(), Asc),
+            ],
+            vec![
+                ("argument_names", text_list()),
+                ("body", text()),
+                ("language", text()),
+                ("return_type", text()),
+                ("called_on_null_input", CqlType::Boolean),
+            ],
+            "user defined function definitions",
+        ),
+        sys(
+            "aggregates",
+            vec![
+                ("aggregate_name", text(), Asc),
+                ("argument_types", text_list(), Asc),
+            ],
+            vec![
+                ("final_func", text()),
+                ("initcond", text()),
+                ("return_type", text()),
+                ("state_func", text()),
+                ("state_type", text()),
+            ],
+            "user defined aggregate definitions",
+        ),
+        sys(
+            "scylla_aggregates",
+            vec![
+                ("aggregate_name", text(), Asc),
+                ("argument_types", text_list(), Asc),
+            ],
+            vec![("reduce_func", text()), ("state_type", text())],
+            "scylla-specific information for user defined aggregates",
         ),
         sys(
             "views",
@@ -347,7 +452,7 @@ fn system_distributed_tables() -> Vec<TableDef> {
             clustering: vec![("time", CqlType::Timestamp, Desc)],
             regular: vec![("expired", CqlType::Timestamp)],
             kind: TableKind::System,
-            comment: "CDC generation timestamps",
+            comment: "",
         }
         .build(),
         Spec {
@@ -363,54 +468,111 @@ fn system_distributed_tables() -> Vec<TableDef> {
                 },
             )],
             kind: TableKind::System,
-            comment: "CDC stream descriptions",
+            comment: "",
         }
         .build(),
     ]
 }
 
+/// The tracing tables as Scylla creates them (`tracing/trace_keyspace_helper.cc`): plain CQL
+/// tables with a default TTL of one day and no comment.
 fn system_traces_tables() -> Vec<TableDef> {
-    vec![
-        Spec {
+    let traces = |name, partition, clustering, regular| {
+        let mut t = Spec {
             keyspace: SYSTEM_TRACES,
-            name: "sessions",
-            partition: vec![("session_id", CqlType::Uuid)],
-            clustering: vec![],
-            regular: vec![
+            name,
+            partition,
+            clustering,
+            regular,
+            kind: TableKind::System,
+            comment: "",
+        }
+        .build();
+        t.options.default_time_to_live = 86400;
+        t
+    };
+    let parameters = || CqlType::Map {
+        key: Box::new(text()),
+        value: Box::new(text()),
+        frozen: false,
+    };
+    vec![
+        traces(
+            "sessions",
+            vec![("session_id", CqlType::Uuid)],
+            vec![],
+            vec![
                 ("client", CqlType::Inet),
                 ("command", text()),
                 ("coordinator", CqlType::Inet),
                 ("duration", CqlType::Int),
-                (
-                    "parameters",
-                    CqlType::Map {
-                        key: Box::new(text()),
-                        value: Box::new(text()),
-                        frozen: false,
-                    },
-                ),
+                ("parameters", parameters()),
                 ("request", text()),
+                ("request_size", CqlType::Int),
+                ("response_size", CqlType::Int),
                 ("started_at", CqlType::Timestamp),
+                ("username", text()),
             ],
-            kind: TableKind::System,
-            comment: "tracing sessions",
-        }
-        .build(),
-        Spec {
-            keyspace: SYSTEM_TRACES,
-            name: "events",
-            partition: vec![("session_id", CqlType::Uuid)],
-            clustering: vec![("event_id", CqlType::Timeuuid, Asc)],
-            regular: vec![
+        ),
+        traces(
+            "sessions_time_idx",
+            vec![("minute", CqlType::Timestamp)],
+            vec![
+                ("started_at", CqlType::Timestamp, Asc),
+                ("session_id", CqlType::Uuid, Asc),
+            ],
+            vec![],
+        ),
+        traces(
+            "events",
+            vec![("session_id", CqlType::Uuid)],
+            vec![("event_id", CqlType::Timeuuid, Asc)],
+            vec![
                 ("activity", text()),
+                ("scylla_parent_id", CqlType::Bigint),
+                ("scylla_span_id", CqlType::Bigint),
                 ("source", CqlType::Inet),
                 ("source_elapsed", CqlType::Int),
                 ("thread", text()),
             ],
-            kind: TableKind::System,
-            comment: "tracing events",
-        }
-        .build(),
+        ),
+        traces(
+            "node_slow_log",
+            vec![("start_time", CqlType::Timeuuid)],
+            vec![
+                ("node_ip", CqlType::Inet, Asc),
+                ("shard", CqlType::Int, Asc),
+            ],
+            vec![
+                ("command", text()),
+                ("date", CqlType::Timestamp),
+                ("duration", CqlType::Int),
+                ("parameters", parameters()),
+                ("session_id", CqlType::Uuid),
+                ("source_ip", CqlType::Inet),
+                (
+                    "table_names",
+                    CqlType::Set {
+                        elem: Box::new(text()),
+                        frozen: false,
+                    },
+                ),
+                ("username", text()),
+            ],
+        ),
+        traces(
+            "node_slow_log_time_idx",
+            vec![("minute", CqlType::Timestamp)],
+            vec![
+                ("started_at", CqlType::Timestamp, Asc),
+                ("session_id", CqlType::Uuid, Asc),
+            ],
+            vec![
+                ("node_ip", CqlType::Inet),
+                ("shard", CqlType::Int),
+                ("start_time", CqlType::Timeuuid),
+            ],
+        ),
     ]
 }
 

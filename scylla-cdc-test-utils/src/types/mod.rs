@@ -208,18 +208,22 @@ impl CqlType {
 }
 
 /// Renders the type as `system_schema.columns.type` shows it and the driver's type parser
-/// reads it: lower-case native names, `frozen<...>` around every frozen collection or UDT
-/// (nested ones included, as Scylla spells them), and bare UDT names without the keyspace.
+/// reads it: lower-case native names, `frozen<...>` around every frozen collection or UDT and
+/// around every tuple (nested ones included, as Scylla spells them), and bare UDT names
+/// without the keyspace.
 impl fmt::Display for CqlType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(name) = self.native_name() {
             return f.write_str(name);
         }
+        // Tuples are never multi-cell, so Scylla always spells them `frozen<tuple<...>>`
+        // (`abstract_type::cql3_type_name` in `types/types.cc`).
         let frozen = match self {
             CqlType::List { frozen, .. }
             | CqlType::Set { frozen, .. }
             | CqlType::Map { frozen, .. }
             | CqlType::Udt { frozen, .. } => *frozen,
+            CqlType::Tuple(_) => true,
             _ => false,
         };
         if frozen {
@@ -310,9 +314,10 @@ mod tests {
             frozen: false,
         };
         assert_eq!(l.to_string(), "list<text>");
+        // A tuple is never multi-cell: Scylla always writes it frozen.
         assert_eq!(
             CqlType::Tuple(vec![CqlType::Int, CqlType::Text]).to_string(),
-            "tuple<int, text>"
+            "frozen<tuple<int, text>>"
         );
         assert_eq!(
             CqlType::Udt {

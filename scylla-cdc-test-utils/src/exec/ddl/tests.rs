@@ -978,8 +978,11 @@ fn freezing_rules() {
         ("frozen<list<list<int>>>", "frozen<list<frozen<list<int>>>>"),
         ("map<int, frozen<ut>>", "map<int, frozen<ut>>"),
         ("set<frozen<map<int, text>>>", "set<frozen<map<int, text>>>"),
-        ("tuple<int, list<int>>", "tuple<int, frozen<list<int>>>"),
-        ("list<tuple<int, text>>", "list<tuple<int, text>>"),
+        (
+            "tuple<int, list<int>>",
+            "frozen<tuple<int, frozen<list<int>>>>",
+        ),
+        ("list<tuple<int, text>>", "list<frozen<tuple<int, text>>>"),
         ("ut", "ut"),
         ("frozen<ut>", "frozen<ut>"),
         ("ks.ut", "ut"),
