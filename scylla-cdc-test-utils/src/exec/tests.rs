@@ -1312,13 +1312,13 @@ fn bind_metadata_of_the_golden_statements() {
     let (vars, pk, _) = t.bind_meta("SELECT keyspace_name, type_name, field_names, field_types FROM system_schema.types where keyspace_name in ? USING TIMEOUT 30000ms");
     assert_eq!(
         vars,
-        vec![("in(keyspace_name)".into(), "list<text>".into())]
+        vec![("IN(keyspace_name)".into(), "list<text>".into())]
     );
     assert!(pk.is_empty());
     let (vars, ..) = t.bind_meta("SELECT keyspace_name, initial_tablets FROM system_schema.scylla_keyspaces where keyspace_name in ? USING TIMEOUT 30000ms");
     assert_eq!(
         vars,
-        vec![("in(keyspace_name)".into(), "list<text>".into())]
+        vec![("IN(keyspace_name)".into(), "list<text>".into())]
     );
     let (vars, pk, _) = t.bind_meta("SELECT time FROM system_distributed.cdc_generation_timestamps WHERE key = 'timestamps' AND time <= ? ORDER BY time DESC LIMIT 1");
     assert_eq!(vars, vec![("time".into(), "timestamp".into())]);
@@ -1348,7 +1348,7 @@ fn bind_metadata_of_the_golden_statements() {
     // A CDC-log-like table and a user table.
     t.ok("CREATE TABLE t_scylla_cdc_log (\"cdc$stream_id\" blob, \"cdc$time\" timeuuid, \"cdc$batch_seq_no\" int, v int, PRIMARY KEY (\"cdc$stream_id\", \"cdc$time\", \"cdc$batch_seq_no\"))");
     let (vars, pk, _) = t.bind_meta("SELECT * FROM ks.t_scylla_cdc_log WHERE \"cdc$stream_id\" in ? AND \"cdc$time\" >= minTimeuuid(?) AND \"cdc$time\" < minTimeuuid(?) BYPASS CACHE");
-    assert_eq!(vars[0], ("in(cdc$stream_id)".into(), "list<blob>".into()));
+    assert_eq!(vars[0], ("IN(cdc$stream_id)".into(), "list<blob>".into()));
     assert_eq!(vars[1].1, "timestamp");
     assert_eq!(vars[2].1, "timestamp");
     assert!(pk.is_empty());
@@ -1359,8 +1359,8 @@ fn bind_metadata_of_the_golden_statements() {
     );
     assert_eq!(pk, vec![0]);
     let (vars, ..) = t.bind_meta("SELECT * FROM ks.t_scylla_cdc_log WHERE \"cdc$stream_id\" IN (?, ?) AND \"cdc$time\" > ? AND \"cdc$time\" <= ? BYPASS CACHE");
-    assert_eq!(vars[0], ("cdc$stream_id".into(), "blob".into()));
-    assert_eq!(vars[1], ("cdc$stream_id".into(), "blob".into()));
+    assert_eq!(vars[0], ("value(IN(cdc$stream_id))".into(), "blob".into()));
+    assert_eq!(vars[1], ("value(IN(cdc$stream_id))".into(), "blob".into()));
     t.ok("CREATE TYPE ut (a int, b int)");
     t.ok("CREATE TABLE t (pk int, ck int, s int static, v int, m map<int,text>, l list<text>, st set<int>, tup frozen<tuple<int, int>>, nu ut, PRIMARY KEY (pk, ck))");
     t.ok("CREATE TABLE ct (pk int, ck int, c counter, PRIMARY KEY (pk, ck))");
@@ -1406,18 +1406,21 @@ fn bind_metadata_of_the_golden_statements() {
     );
     assert_eq!((pk, lwt), (vec![5], true));
     let (vars, ..) = t.bind_meta("SELECT v FROM mt WHERE pk = ? AND (ck, ck1) IN ? LIMIT ?");
-    assert_eq!(vars[1].1, "list<tuple<int, int>>");
+    assert_eq!(
+        vars[1],
+        ("IN((ck,ck1))".into(), "list<tuple<int, int>>".into())
+    );
     assert_eq!(vars[2], ("[limit]".into(), "int".into()));
     let (vars, ..) =
         t.bind_meta("SELECT v FROM mt WHERE pk = ? AND (ck, ck1) = (?, ?) PER PARTITION LIMIT ?");
     assert_eq!(
         vars.iter().map(|v| v.0.as_str()).collect::<Vec<_>>(),
-        ["pk", "ck", "ck1", "[per_partition_limit]"]
+        ["pk", "(ck,ck1)[0]", "(ck,ck1)[1]", "[per_partition_limit]"]
     );
     let (vars, pk, _) = t.bind_meta("SELECT v FROM t WHERE pk IN ?");
     let (vars2, ..) = t.bind_meta("UPDATE ct SET c = c + ? WHERE pk = 1 AND ck = 1");
     assert_eq!(vars2, vec![("c".into(), "counter".into())]);
-    assert_eq!(vars, vec![("in(pk)".into(), "list<int>".into())]);
+    assert_eq!(vars, vec![("IN(pk)".into(), "list<int>".into())]);
     assert!(pk.is_empty());
     let (_, _, lwt) =
         t.bind_meta("INSERT INTO mt (pk, ck, ck1, ck2) VALUES (1, 1, 1, 1) IF NOT EXISTS");
@@ -1745,3 +1748,6 @@ fn contains_filters_named_values_and_unset_keys() {
     assert!(outcome.schema_change.is_some());
     assert_eq!(decode(&out), Ok(Res::SchemaChange));
 }
+
+#[path = "select_tests.rs"]
+mod select_tests;
