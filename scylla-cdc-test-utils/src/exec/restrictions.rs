@@ -1,6 +1,8 @@
 //! WHERE analysis: relations become partition restrictions (`=`/`IN` on every partition-key
 //! column, or `token()` bounds, or none for a full scan), clustering restrictions (an `=`/`IN`
-//! prefix then at most one slice, single- or multi-column) and filters on anything else.
+//! prefix then at most one slice, single- or multi-column, also over columns of mixed
+//! clustering order) and filters on anything else. Bind markers get the receivers ScyllaDB
+//! 2025.x gives them (`IN(c)`, `value(IN(c))`, `(a,b)[0]`, `value(s)`, `arg0(system.token)`).
 
 use std::cmp::Ordering;
 

@@ -321,14 +321,14 @@ mod tests {
         assert_eq!(d(0.00001), "1e-05");
         assert_eq!(d(1e15), "1000000000000000");
         assert_eq!(d(1e16), "1e+16");
-        assert_eq!(d(-3.141592653589793), "-3.141592653589793");
+        assert_eq!(d(-std::f64::consts::PI), "-3.141592653589793");
         assert_eq!(d(1.5e300), "1.5e+300");
         assert_eq!(d(0.0), "0");
         assert_eq!(d(-0.0), "-0");
         assert_eq!(d(f64::NAN), "nan");
         assert_eq!(d(f64::NEG_INFINITY), "-inf");
         assert_eq!(f(2.5), "2.5");
-        assert_eq!(f(3.1415927), "3.1415927");
+        assert_eq!(f(std::f32::consts::PI), "3.1415927");
         assert_eq!(f(1_000_000.0), "1000000");
         assert_eq!(f(10_000_000.0), "1e+07");
         assert_eq!(f(0.1), "0.1");

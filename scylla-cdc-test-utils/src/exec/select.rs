@@ -3,6 +3,14 @@
 //! slices, filters, static-only rows, DISTINCT, ORDER BY, LIMIT, PER PARTITION LIMIT, GROUP
 //! BY) and paging. Rows stream straight into the response frame through
 //! [`crate::frame::RowsWriter`].
+//!
+//! The behaviour is ScyllaDB 2025.x's: result columns are named as its
+//! `{:result_set_metadata}` expression printer names them (`m['k']`, `cast(x as text)`,
+//! `system.max(v)`), `IN` partitions are read in the order of their sorted values (also
+//! across pages), every GROUP BY query aggregates (a plain selector gives its group's first
+//! value) and is answered in one page, PER PARTITION LIMIT then counting groups, and sums and
+//! averages are computed as `aggregate_fcts.cc` computes them. Its tests are in
+//! `select_tests.rs`.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -580,6 +588,11 @@ pub(crate) fn plan_select(
         }
     }
     let group_by = plan_group_by(s, &table)?;
+    if s.distinct && group_by > table.partition_key().count() {
+        return Err(CqlError::invalid(
+            "Grouping on clustering columns is not allowed for SELECT DISTINCT queries",
+        ));
+    }
     // Every GROUP BY query aggregates: a plain selector gives its group's first value.
     let selection = match selection {
         _ if group_by == 0 => selection,

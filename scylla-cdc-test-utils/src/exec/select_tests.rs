@@ -273,6 +273,7 @@ fn distinct_rules_follow_scylla() {
         "SELECT DISTINCT s FROM t",
         "SELECT DISTINCT count(*) FROM t",
         "SELECT DISTINCT pk, v FROM t",
+        "SELECT DISTINCT pk FROM t GROUP BY pk, ck",
     ] {
         assert_eq!(t.err(cql).code, 0x2200, "{cql}");
     }
