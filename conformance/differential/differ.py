@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import fnmatch
 import ipaddress
 import math
 import re
@@ -538,10 +539,35 @@ class Allowance:
     # If given: what the emulator must show for that aspect (ScyllaDB's documented answer).
     scylla: Any = None
     has_scylla: bool = False
+    # If given (aspect ``bind`` only): ScyllaDB's bind marker names are Cassandra's rewritten
+    # by these [pattern, replacement] regex pairs (the first full match per name); the
+    # difference is allowed only when the emulator shows exactly the rewritten metadata.
+    rename: list | None = None
+
+    def applies_to(self, case_id: str) -> bool:
+        """``case`` is a case id or a glob over case ids (``*/*`` for every case)."""
+        return fnmatch.fnmatchcase(case_id, self.case)
 
     def matches(self, d: Difference) -> bool:
-        return (self.case == d.case and (self.step is None or self.step == d.step)
-                and (self.aspect is None or self.aspect == d.aspect))
+        if not (self.applies_to(d.case) and (self.step is None or self.step == d.step)
+                and (self.aspect is None or self.aspect == d.aspect)):
+            return False
+        return self.rename is None or renamed_binds(d.cassandra, self.rename) == d.emulator
+
+
+def renamed_binds(binds: Any, rules: list) -> Any:
+    """Bind metadata ([keyspace, table, name, type] per marker) with each name rewritten by
+    the first [pattern, replacement] pair whose pattern matches all of it."""
+    if not isinstance(binds, list):
+        return binds
+    out = []
+    for ks, table, name, typ in binds:
+        for pattern, replacement in rules:
+            if re.fullmatch(pattern, name):
+                name = re.sub(pattern, replacement, name)
+                break
+        out.append([ks, table, name, typ])
+    return out
 
 
 def load_allowances(path) -> list[Allowance]:
@@ -558,10 +584,12 @@ def load_allowances(path) -> list[Allowance]:
                         r"scylladb/scylladb:)", entry["source"]):
             raise ValueError(f"allowed_differences entry {i}: source must be a ScyllaDB document "
                              f"URL or a scylladb/scylladb:<path> source file: {entry['source']}")
+        if "rename" in entry and entry.get("aspect") != "bind":
+            raise ValueError(f"allowed_differences entry {i}: rename needs aspect: bind")
         out.append(Allowance(case=entry["case"], reason=entry["reason"], source=entry["source"],
                              step=None if entry.get("step") is None else str(entry["step"]),
                              aspect=entry.get("aspect"), scylla=entry.get("scylla"),
-                             has_scylla="scylla" in entry))
+                             has_scylla="scylla" in entry, rename=entry.get("rename")))
     return out
 
 
@@ -569,7 +597,7 @@ def judge(case_id: str, steps: list[Step], emu: list[dict], diffs: list[Differen
           allowances: list[Allowance]):
     """Returns (unexplained differences, allowed differences, broken allowances). An
     allowance with a ``scylla`` expectation also checks that the emulator shows it."""
-    mine = [a for a in allowances if a.case == case_id]
+    mine = [a for a in allowances if a.applies_to(case_id)]
     unexplained, allowed = [], []
     for d in diffs:
         match = next((a for a in mine if a.matches(d)), None)

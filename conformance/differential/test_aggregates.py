@@ -6,10 +6,10 @@ from differ import Case, ddl, p, px, q
 def numbers(extra):
     steps = [ddl("CREATE TABLE @t (pk int, ck int, i int, b bigint, f float, d double, "
                  "dc decimal, vi varint, t text, ts timestamp, PRIMARY KEY (pk, ck))")]
-    rows = [(1, 1, 10, 100, 1.5, 2.25, "1.10", 5, "b", "'2024-01-01'"),
-            (1, 2, -3, 7, 2.5, -1.0, "2.205", -9, "a", "'2023-06-01'"),
-            (1, 3, 4, 1, 0.25, 0.5, "0", 100000000000000000000, "c", "'2025-12-31'"),
-            (2, 1, 7, 2, 3.0, 10.0, "-1.5", 1, "z", "'2020-02-02'"),
+    rows = [(1, 1, 10, 100, 1.5, 2.25, "1.10", 5, "'b'", "'2024-01-01'"),
+            (1, 2, -3, 7, 2.5, -1.0, "2.205", -9, "'a'", "'2023-06-01'"),
+            (1, 3, 4, 1, 0.25, 0.5, "0", 100000000000000000000, "'c'", "'2025-12-31'"),
+            (2, 1, 7, 2, 3.0, 10.0, "-1.5", 1, "'z'", "'2020-02-02'"),
             (2, 2, None, None, None, None, None, None, None, None)]
     for r in rows:
         vals = ", ".join("null" if v is None else str(v) for v in r)
@@ -75,6 +75,13 @@ CASES = [
         q("SELECT pk, ck, count(*) FROM @t WHERE pk = 1 GROUP BY pk, ck"),
         q("SELECT pk, count(*) FROM @t WHERE pk = 1 GROUP BY pk LIMIT 1"),
         q("SELECT pk, count(*) FROM @t GROUP BY pk LIMIT 1"),
+    ])),
+    Case("group_by_limits", numbers([
+        q("SELECT pk, ck, count(*) FROM @t GROUP BY pk, ck PER PARTITION LIMIT 2"),
+        q("SELECT pk, ck, count(*) FROM @t GROUP BY pk, ck PER PARTITION LIMIT 1 LIMIT 1"),
+        q("SELECT pk, ck, i FROM @t GROUP BY pk, ck PER PARTITION LIMIT 2", label="plain"),
+        q("SELECT ck, count(*) FROM @t WHERE pk = 1 GROUP BY ck", label="skip_restricted_pk"),
+        q("SELECT count(*) FROM @t PER PARTITION LIMIT 1", label="ungrouped_ppl"),
     ])),
     Case("group_by_errors", numbers([
         q("SELECT ck, count(*) FROM @t GROUP BY ck", label="skip_partition_key"),

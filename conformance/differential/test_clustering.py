@@ -56,6 +56,10 @@ CASES = [
     Case("multi_column_slice_desc", filled([
         q("SELECT * FROM @t WHERE pk = 0 AND (c1, c2) > (2, 'a')"),
         q("SELECT * FROM @t WHERE pk = 0 AND (c1, c2) < (2, 'c') ORDER BY c1 ASC"),
+        q("SELECT * FROM @t WHERE pk = 0 AND (c1, c2) >= (1, 'b') AND (c1, c2) < (3, 'a')"),
+        px("SELECT * FROM @t WHERE pk = ? AND (c1, c2) <= (?, ?)", [0, 2, "b"]),
+        q("SELECT * FROM @t WHERE pk = 0 AND (c1, c2) > (2, 'a') AND (c1, c2) < (2, 'c')"),
+        q("SELECT * FROM @t WHERE pk = 0 AND (c1, c2) > (2, 'b') AND (c1, c2) < (2, 'b')"),
     ], order=" WITH CLUSTERING ORDER BY (c1 DESC, c2 ASC)")),
     Case("multi_column_eq_and_in", filled([
         q("SELECT * FROM @t WHERE pk = 0 AND (c1, c2) = (2, 'b')"),

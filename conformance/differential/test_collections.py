@@ -23,6 +23,19 @@ CASES = [
         q("SELECT s['a'..'b'] FROM @t WHERE pk = 1"),
         q("SELECT fs[1] FROM @t WHERE pk = 1"),
     ]),
+    Case("element_selection_names", [
+        ddl("CREATE TABLE @t (pk int PRIMARY KEY, mi map<int, int>, mb map<blob, int>, "
+            "mt map<timestamp, int>, md map<date, int>, mu map<uuid, int>, st set<text>)"),
+        q("INSERT INTO @t (pk, mi, mb, mt, md, mu, st) VALUES (1, {1: 10}, {0x01: 11}, "
+          "{'2024-01-01 00:00:00+0000': 12}, {'2024-01-01': 13}, "
+          "{d2177dd0-eaa2-11de-a572-001b779c76e3: 14}, {'a'})"),
+        q("SELECT mi[1], mb[0x01], mt['2024-01-01 00:00:00+0000'] FROM @t WHERE pk = 1",
+          label="typed_keys"),
+        q("SELECT md['2024-01-01'], mu[d2177dd0-eaa2-11de-a572-001b779c76e3], st['a'] FROM @t "
+          "WHERE pk = 1", label="more_typed_keys"),
+        p("SELECT mi[?], st[?] FROM @t WHERE pk = ?", label="markers"),
+        p("SELECT mi[:k] FROM @t WHERE pk = :p", label="named_marker"),
+    ]),
     Case("list_element_selection", [
         ddl(TABLE), q(ROW),
         q("SELECT l[0] FROM @t WHERE pk = 1", label="index"),

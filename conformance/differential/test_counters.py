@@ -1,6 +1,6 @@
 """Counter tables."""
 
-from differ import Case, ddl, p, px, q
+from differ import Case, ddl, is_recent_micros, p, px, q
 
 TABLE = "CREATE TABLE @t (pk int, ck int, a counter, b counter, PRIMARY KEY (pk, ck))"
 
@@ -40,6 +40,16 @@ CASES = [
         q("UPDATE @t SET a = a + 1.5 WHERE pk = 1 AND ck = 1", label="float"),
         q("SELECT writetime(a) FROM @t", label="writetime"),
         q("SELECT ttl(a) FROM @t", label="ttl_function"),
+    ]),
+    Case("counter_functions", [
+        ddl(TABLE),
+        q("UPDATE @t SET a = a + 5, b = b - 2 WHERE pk = 1 AND ck = 1"),
+        q("UPDATE @t SET a = a + 1 WHERE pk = 1 AND ck = 2"),
+        q("SELECT writetime(a), ttl(a) FROM @t WHERE pk = 1 AND ck = 1",
+          mask={0: is_recent_micros}),
+        q("SELECT min(a), max(a), sum(a), avg(a), count(a) FROM @t", label="aggregates"),
+        q("SELECT CAST(a AS bigint), CAST(a AS text), CAST(a AS double) FROM @t "
+          "WHERE pk = 1 AND ck = 1", label="casts"),
     ]),
     Case("counter_table_definition_errors", [
         ddl("CREATE TABLE @t (pk int PRIMARY KEY, c counter, v int)", label="mixed"),

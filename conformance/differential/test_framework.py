@@ -51,3 +51,21 @@ def test_aspects_of_pages_flag_short_pages():
     obs = {"kind": "pages", "columns": [], "pages": [{"rows": [[1], [2]], "more": True},
                                                      {"rows": [[3]], "more": False}]}
     assert aspects(obs, step)["short_pages"] is True
+
+
+def test_rename_allowance_requires_the_rewritten_names():
+    step = q("SELECT * FROM @t WHERE pk IN ?", label="p")
+    def prepared(name):
+        return [{"kind": "prepared", "bind": [["ks", "tbl", name, "list<int>"]],
+                 "pk_indexes": [], "result_metadata": []}]
+
+    cas, emu_ok, emu_bad = prepared("in(pk)"), prepared("IN(pk)"), prepared("pk")
+    rule = Allowance(case="*/*", reason="r", source="s", aspect="bind",
+                     rename=[[r"in\((.*)\)", r"IN(\1)"]])
+    diffs = compare("c/x", [step], emu_ok, cas, NAMES)
+    assert [d.aspect for d in diffs] == ["bind"]
+    unexplained, allowed, _ = judge("c/x", [step], emu_ok, diffs, [rule])
+    assert not unexplained and len(allowed) == 1
+    diffs = compare("c/x", [step], emu_bad, cas, NAMES)
+    unexplained, _, _ = judge("c/x", [step], emu_bad, diffs, [rule])
+    assert len(unexplained) == 1

@@ -64,6 +64,41 @@ CASES = [
         q("SELECT CAST(bl AS text) FROM @t WHERE pk = 1", label="blob_to_text"),
         q("SELECT CAST(i AS ascii), CAST(f AS decimal), CAST(i AS smallint) FROM @t WHERE pk = 1"),
     ]),
+    Case("cast_matrix", [
+        ddl("CREATE TABLE @t (pk int PRIMARY KEY, i int, vi varint, db double, f float, "
+            "dc decimal, a ascii, t text, bo boolean, ip inet, tm time, d date, "
+            "ts timestamp, tu timeuuid, u uuid, bl blob)"),
+        q("INSERT INTO @t (pk, i, vi, db, f, dc, a, t, bo, ip, tm, d, ts, tu, u, bl) VALUES "
+          "(1, 42, 7, 1.0, 2.5, 1.10, 'asc', 'txt', true, '10.0.0.1', '07:08:09.010', "
+          "'2024-05-06', '1969-12-31 23:59:59.999Z', 50554d6e-29bb-11e5-b345-feff819cdc9f, "
+          "d2177dd0-eaa2-11de-a572-001b779c76e3, 0x0102)"),
+        q("SELECT CAST(i AS decimal), CAST(vi AS decimal), CAST(f AS decimal) FROM @t "
+          "WHERE pk = 1", label="to_decimal"),
+        q("SELECT CAST(db AS text), CAST(f AS text), CAST(dc AS text) FROM @t WHERE pk = 1",
+          label="numbers_to_text"),
+        q("SELECT CAST(a AS text), CAST(bo AS text), CAST(ip AS text), CAST(tm AS text), "
+          "CAST(d AS text), CAST(ts AS text), CAST(tu AS text), CAST(u AS text) FROM @t "
+          "WHERE pk = 1", label="others_to_text"),
+        q("SELECT CAST(i AS tinyint), CAST(db AS int), CAST(dc AS bigint), CAST(vi AS double), "
+          "CAST(i AS varint), CAST(tu AS date) FROM @t WHERE pk = 1", label="numbers"),
+        q("SELECT CAST(i AS int), CAST(t AS varchar) FROM @t WHERE pk = 1",
+          label="same_type"),
+        q("SELECT CAST(tu AS uuid) FROM @t WHERE pk = 1", label="timeuuid_to_uuid"),
+        q("SELECT CAST(t AS ascii) FROM @t WHERE pk = 1", label="text_to_ascii"),
+        q("SELECT CAST(bo AS int) FROM @t WHERE pk = 1", label="boolean_to_int"),
+        q("SELECT CAST(ts AS bigint) FROM @t WHERE pk = 1", label="timestamp_to_bigint"),
+        q("SELECT CAST(t AS blob) FROM @t WHERE pk = 1", label="text_to_blob"),
+        q("SELECT CAST(i AS counter) FROM @t WHERE pk = 1", label="to_counter"),
+    ]),
+    Case("time_function_overloads", [
+        ddl(TABLE),
+        q("INSERT INTO @t (pk, ts) VALUES (2, toTimestamp('2024-01-02'))", label="date_literal"),
+        q("SELECT ts FROM @t WHERE pk = 2"),
+        q("INSERT INTO @t (pk, b) VALUES (3, toUnixTimestamp('2024-01-02'))",
+          label="ambiguous_literal"),
+        p("INSERT INTO @t (pk, d) VALUES (?, toDate(?))", label="ambiguous_marker"),
+        p("INSERT INTO @t (pk, ts) VALUES (?, toTimestamp((date) ?))", label="type_hint"),
+    ]),
     Case("function_column_names", [
         ddl(TABLE), q(ROW),
         q("SELECT blobAsInt(bl), TOTIMESTAMP(tu), Token(pk), CAST(i AS text), WRITETIME(i) FROM @t WHERE pk = 1",

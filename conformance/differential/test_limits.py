@@ -40,6 +40,13 @@ CASES = [
         q("SELECT * FROM @t LIMIT 'a'", label="text"),
         q("SELECT DISTINCT pk FROM @t PER PARTITION LIMIT 1", label="distinct_ppl"),
     ])),
+    Case("distinct_rules", data([
+        q("SELECT DISTINCT pk FROM @t WHERE pk IN (3, 1)"),
+        q("SELECT DISTINCT pk FROM @t WHERE ck = 1 ALLOW FILTERING", label="clustering_restriction"),
+        q("SELECT DISTINCT pk FROM @t WHERE v = 11 ALLOW FILTERING", label="regular_restriction"),
+        q("SELECT DISTINCT token(pk) FROM @t", label="token_only"),
+        q("SELECT DISTINCT count(*) FROM @t", label="aggregate_only"),
+    ])),
     Case("limit_with_aggregate", data([
         q("SELECT count(*) FROM @t LIMIT 1"),
         q("SELECT pk, count(*) FROM @t GROUP BY pk PER PARTITION LIMIT 1"),

@@ -42,6 +42,7 @@ CASES = [
         q("SELECT * FROM @t WHERE a = 1 AND b = 'y'"),
         q("SELECT * FROM @t WHERE a = 1 AND b IN ('y', 'x')"),
         q("SELECT * FROM @t WHERE a IN (2, 1) AND b = 'x'"),
+        q("SELECT * FROM @t WHERE a IN (2, 1, 2) AND b IN ('y', 'x')"),
         q("SELECT * FROM @t WHERE a = 1", label="partial_key"),
         q("SELECT token(a, b), a, b FROM @t"),
         p("SELECT * FROM @t WHERE b = ? AND a = ?"),

@@ -592,8 +592,7 @@ pub(crate) struct SelectItem {
 pub(crate) enum Selector {
     /// A column.
     Column(String),
-    /// `COUNT(*)`. (`COUNT(1)` is a [`Selector::Function`] named `count` with a constant
-    /// argument.)
+    /// `COUNT(*)`, or its spelling `COUNT(1)`.
     CountAll,
     /// `WRITETIME(col)`
     WriteTime(String),
@@ -621,16 +620,14 @@ pub(crate) enum Selector {
         /// The field.
         field: String,
     },
-    /// `selector[key]`: a collection element.
+    /// `selector[key]`: a collection element (the key is the only place of a selection
+    /// where a constant or a bind marker may appear).
     Element {
         /// The collection-valued selector.
         selector: Box<Selector>,
         /// The key or index.
         key: Term,
     },
-    /// A constant, a bind marker or another term (function arguments such as `?` in
-    /// `minTimeuuid(?)`).
-    Term(Term),
 }
 
 /// A sort direction.
@@ -1268,7 +1265,6 @@ fn collect_selector<'a>(selector: &'a Selector, out: &mut Vec<&'a BindMarker>) {
             collect_selector(selector, out);
             collect_term(key, out);
         }
-        Selector::Term(t) => collect_term(t, out),
     }
 }
 

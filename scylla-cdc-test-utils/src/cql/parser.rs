@@ -153,7 +153,7 @@ struct Mark {
 /// The selectors with their own syntax among `word(...)` calls.
 #[derive(Clone, Copy)]
 enum SpecialSelector {
-    /// `COUNT(*)`
+    /// `COUNT(*)` / `COUNT(1)` (another integer is a syntax error)
     CountAll,
     /// `CAST(s AS t)`
     Cast,
@@ -829,16 +829,26 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// A selector without suffixes.
+    /// A selector without suffixes. ScyllaDB's grammar (`unaliasedSelector` in `Cql.g`, the
+    /// same in every 2025.x release) has no constants, bind markers, arithmetic or type hints
+    /// here: a column, `COUNT(*)` / `COUNT(1)`, `WRITETIME(c)`, `TTL(c)`, a function of
+    /// selectors or `CAST(selector AS native_type)`; anything else is a syntax error.
     fn selector_base(&mut self) -> PResult<Selector> {
         if !self.ident_at(0) {
-            return self.term().map(Selector::Term);
+            return Err(self.mismatch("a selector"));
         }
         match self.kind_at(1) {
             TokenKind::LParen => match self.special_selector() {
                 Some(SpecialSelector::CountAll) => {
                     self.advance();
                     self.advance();
+                    let arg = self.peek();
+                    if arg.kind == TokenKind::Integer && self.text(arg) != "1" {
+                        return Err(self.error_at(
+                            arg,
+                            format!("Only COUNT(1) is supported, got COUNT({})", self.text(arg)),
+                        ));
+                    }
                     self.advance();
                     self.expect(TokenKind::RParen)?;
                     Ok(Selector::CountAll)
@@ -862,7 +872,9 @@ impl<'a> Parser<'a> {
             return None;
         }
         let word = self.text(tok);
-        if word.eq_ignore_ascii_case("COUNT") && self.kind_at(2) == TokenKind::Star {
+        if word.eq_ignore_ascii_case("COUNT")
+            && matches!(self.kind_at(2), TokenKind::Star | TokenKind::Integer)
+        {
             Some(SpecialSelector::CountAll)
         } else if word.eq_ignore_ascii_case("CAST") {
             Some(SpecialSelector::Cast)
@@ -901,15 +913,24 @@ impl<'a> Parser<'a> {
         Ok(Selector::Function { name, args })
     }
 
-    /// `CAST(selector AS type)`
+    /// `CAST(selector AS type)`: only a native type may follow `AS` (`native_type` in
+    /// ScyllaDB's grammar).
     fn cast_selector(&mut self) -> PResult<Selector> {
         self.advance();
         self.expect(TokenKind::LParen)?;
         let selector = Box::new(self.selector()?);
         self.expect_kw("AS")?;
-        let ty = self.type_expr()?;
+        let tok = self.peek();
+        let native = (tok.kind == TokenKind::Ident)
+            .then(|| CqlType::from_native_name(self.text(tok)))
+            .flatten()
+            .ok_or_else(|| self.mismatch("a native type"))?;
+        self.advance();
         self.expect(TokenKind::RParen)?;
-        Ok(Selector::Cast { selector, ty })
+        Ok(Selector::Cast {
+            selector,
+            ty: TypeExpr::Native(native),
+        })
     }
 
     /// `INSERT INTO ...`

@@ -679,10 +679,7 @@ fn select_modifiers_and_aliases() {
                 alias: Some("p".into())
             },
             SelectItem {
-                selector: Selector::Function {
-                    name: name("count"),
-                    args: vec![Selector::Term(int("1"))]
-                },
+                selector: Selector::CountAll,
                 alias: Some("n".into())
             },
         ])
@@ -707,7 +704,7 @@ fn select_modifiers_and_aliases() {
 fn select_functions_casts_fields_and_elements() {
     let s = select(
         "SELECT CAST(v AS text), toTimestamp(t), blobAsText(b), u.f, m['k'], uuid(), now(), \
-         ks.myfn(a, 1, ?), \"MyFn\"(x), dateOf(t) FROM t",
+         ks.myfn(a, count(b)), \"MyFn\"(x), dateOf(t) FROM t",
     );
     let Selection::Items(items) = s.selection else {
         panic!()
@@ -748,8 +745,10 @@ fn select_functions_casts_fields_and_elements() {
                 name: qname("ks", "myfn"),
                 args: vec![
                     Selector::Column("a".into()),
-                    Selector::Term(int("1")),
-                    Selector::Term(marker(0))
+                    Selector::Function {
+                        name: name("count"),
+                        args: vec![Selector::Column("b".into())]
+                    }
                 ]
             },
             Selector::Function {
@@ -761,6 +760,53 @@ fn select_functions_casts_fields_and_elements() {
                 args: vec![Selector::Column("t".into())]
             },
         ]
+    );
+}
+
+/// ScyllaDB 2025.x's selector grammar (`unaliasedSelector`, `selectionFunctionArgs` and
+/// `countArgument` in `cql3/Cql.g`) has no constants, bind markers, arithmetic or type hints,
+/// takes only native types in CAST and only `*` or `1` in COUNT: each is a syntax error.
+#[test]
+fn selectors_take_no_terms() {
+    for text in [
+        "SELECT 1 FROM t",
+        "SELECT 'text' FROM t",
+        "SELECT ? FROM t",
+        "SELECT :x FROM t",
+        "SELECT (int) 5 FROM t",
+        "SELECT i + 1 FROM t",
+        "SELECT -i FROM t",
+        "SELECT minTimeuuid('2013-01-01 00:00+0000') FROM t",
+        "SELECT maxTimeuuid(1000) FROM t",
+        "SELECT intAsBlob(?) FROM t",
+        "SELECT blobAsText(textAsBlob('x')) FROM t",
+        "SELECT count(2) FROM t",
+        "SELECT count('a') FROM t",
+        "SELECT CAST(v AS frozen<list<int>>) FROM t",
+        "SELECT CAST(v AS my_type) FROM t",
+        "SELECT writetime(m['k']) FROM t",
+    ] {
+        assert_eq!(err(text).kind, ParseErrorKind::Syntax, "{text}");
+    }
+    // COUNT(1) is COUNT(*); subscripts keep their terms.
+    let s = select("SELECT COUNT(1), m[?], l[0] FROM t");
+    let Selection::Items(items) = s.selection else {
+        panic!()
+    };
+    assert_eq!(items[0].selector, Selector::CountAll);
+    assert_eq!(
+        items[1].selector,
+        Selector::Element {
+            selector: Box::new(Selector::Column("m".into())),
+            key: marker(0)
+        }
+    );
+    assert_eq!(
+        items[2].selector,
+        Selector::Element {
+            selector: Box::new(Selector::Column("l".into())),
+            key: int("0")
+        }
     );
 }
 

@@ -14,7 +14,8 @@
 //! [`batch`] build `storage::PartitionMutation`s that go through the one write path
 //! ([`Database::write`], where the CDC module hooks in), DDL goes to `ddl::execute_ddl`,
 //! and [`describe`] answers DESCRIBE from the schema snapshot, as Scylla does on the server.
-//! [`restrictions`] analyses WHERE clauses, [`values`] turns terms into values, [`paging`]
+//! [`restrictions`] analyses WHERE clauses, [`values`] turns terms into values
+//! ([`scylla_text`] renders them as Scylla does in casts and result column names), [`paging`]
 //! encodes the resume position of paged reads, and [`consistency`] answers Unavailable when
 //! too few replicas are up. [`preload`] fills benchmark tables through the same write path
 //! without a client. [`routing`] finds the tablet a request targets (tablets routing).
@@ -29,6 +30,7 @@ mod plan;
 mod preload;
 mod restrictions;
 mod routing;
+mod scylla_text;
 mod select;
 mod values;
 

@@ -1,6 +1,8 @@
 //! WHERE analysis: relations become partition restrictions (`=`/`IN` on every partition-key
 //! column, or `token()` bounds, or none for a full scan), clustering restrictions (an `=`/`IN`
-//! prefix then at most one slice, single- or multi-column) and filters on anything else.
+//! prefix then at most one slice, single- or multi-column, also over columns of mixed
+//! clustering order) and filters on anything else. Bind markers get the receivers ScyllaDB
+//! 2025.x gives them (`IN(c)`, `value(IN(c))`, `(a,b)[0]`, `value(s)`, `arg0(system.token)`).
 
 use std::cmp::Ordering;
 
@@ -412,8 +414,7 @@ pub(crate) fn plan_where(
                     }
                 };
                 non_key.push(column.clone());
-                // Received by `value(c)`, or `key(m)` for CONTAINS KEY (get_rhs_receiver,
-                // scylladb cql3/expr/prepare_expr.cc).
+                // `get_rhs_receiver`: value(c) for CONTAINS, key(m) for CONTAINS KEY.
                 let receiver = if *key {
                     format!("key({})", def.name)
                 } else {
@@ -465,8 +466,7 @@ pub(crate) fn plan_where(
             Relation::MultiCompare { columns, op, value } => {
                 let (first, idxs, types) = multi_columns(table, columns, &ck_cols)?;
                 let n = columns.len();
-                let receiver = format!("({})", columns.join(","));
-                let tv = plan_tuple(value, &types, columns, &receiver, binder)?;
+                let tv = plan_tuple(value, &types, &tuple_receiver(table, &idxs), binder)?;
                 if *op == CompareOp::Eq {
                     if ck_multi_eq.is_some() {
                         return Err(CqlError::invalid(
@@ -485,28 +485,20 @@ pub(crate) fn plan_where(
                 } else if *op == CompareOp::Ne {
                     return Err(CqlError::invalid("Unsupported \"!=\" relation"));
                 } else {
-                    let orders: Vec<ClusteringOrder> =
-                        idxs.iter().map(|&c| table.columns[c].order).collect();
-                    let mixed = orders.iter().any(|o| *o != orders[0]);
-                    if mixed {
-                        filters.push(Filter::Tuple {
-                            cols: idxs,
-                            op: *op,
-                            values: tv,
-                        });
-                    } else {
-                        let bound = SliceBound {
-                            values: tv,
-                            inclusive: matches!(op, CompareOp::Le | CompareOp::Ge),
-                        };
-                        add_slice(&mut ck_slices, first, n, *op, bound, &columns.join(","))?;
-                    }
+                    // A slice in CQL (natural) order, also over columns of mixed clustering
+                    // order: `clustering_ranges` turns it into storage ranges.
+                    let bound = SliceBound {
+                        values: tv,
+                        inclusive: matches!(op, CompareOp::Le | CompareOp::Ge),
+                    };
+                    add_slice(&mut ck_slices, first, n, *op, bound, &columns.join(","))?;
                 }
             }
             Relation::MultiIn { columns, values } => {
-                let (first, _idxs, types) = multi_columns(table, columns, &ck_cols)?;
+                let (first, idxs, types) = multi_columns(table, columns, &ck_cols)?;
                 let n = columns.len();
                 let tuple_type = CqlType::Tuple(types.clone());
+                let in_name = format!("IN({})", tuple_receiver(table, &idxs));
                 let part = match values {
                     InValues::Marker(m) => PrefixPart::Multi {
                         n,
@@ -517,17 +509,17 @@ pub(crate) fn plan_where(
                                 elem: Box::new(tuple_type),
                                 frozen: false,
                             },
-                            &format!("IN(({}))", columns.join(",")),
+                            &in_name,
                             binder,
                         )),
                     },
                     InValues::List(items) => {
-                        let receiver = format!("value(IN(({})))", columns.join(","));
+                        let element = format!("value({in_name})");
                         PrefixPart::Multi {
                             n,
                             tuples: items
                                 .iter()
-                                .map(|t| plan_tuple(t, &types, columns, &receiver, binder))
+                                .map(|t| plan_tuple(t, &types, &element, binder))
                                 .collect::<Result<_, _>>()?,
                             list_marker: None,
                         }
@@ -835,13 +827,17 @@ fn add_slice(
     Ok(())
 }
 
-/// The `IN` values of one column.
+/// The `IN` values of one column. The receiver of the list is named `IN(col)` in ScyllaDB
+/// 2025.x (`get_rhs_receiver`: the operator as `oper_t` prints it; Cassandra and ScyllaDB
+/// 2026.1.12+ spell it `in(col)`), and the receiver of each element of `IN (x, y)` is that
+/// list's element, `value(IN(col))` (`list_value_spec_of`).
 fn plan_in(
     values: &InValues,
     typ: &CqlType,
     name: &str,
     binder: &mut Binder,
 ) -> Result<KeyValues, CqlError> {
+    let in_name = format!("IN({name})");
     Ok(match values {
         // Scylla names the marker `IN(c)`, the operator in uppercase, where Cassandra writes
         // `in(c)` (get_rhs_receiver, scylladb cql3/expr/prepare_expr.cc; the spelling is the
@@ -852,31 +848,35 @@ fn plan_in(
                 elem: Box::new(typ.frozen()),
                 frozen: false,
             },
-            &format!("IN({name})"),
+            &in_name,
             binder,
         )),
-        // A list literal received by `IN(c)`: its elements are `value(IN(c))`
-        // (get_rhs_receiver and list_value_spec_of, scylladb cql3/expr/prepare_expr.cc).
         InValues::List(items) => {
-            let element_name = format!("value(IN({name}))");
+            let element = format!("value({in_name})");
             KeyValues::In(
                 items
                     .iter()
-                    .map(|t| plan_term(t, typ, &element_name, binder))
+                    .map(|t| plan_term(t, typ, &element, binder))
                     .collect::<Result<_, _>>()?,
             )
         }
     })
 }
 
-/// A tuple of values for columns `names` of types `types`, received by `receiver`: `(a,b)`
-/// for `(a, b) = ...`, `value(IN((a,b)))` for an element of `(a, b) IN (...)`. A tuple
-/// literal's component `i` is received by `receiver[i]` (component_spec_of and
-/// get_lhs_receiver, scylladb cql3/expr/prepare_expr.cc).
+/// The receiver name ScyllaDB gives the left side of a multi-column relation: `(c1,c2)`.
+fn tuple_receiver(table: &TableDef, cols: &[usize]) -> String {
+    let names: Vec<&str> = cols
+        .iter()
+        .map(|&c| table.columns[c].name.as_str())
+        .collect();
+    format!("({})", names.join(","))
+}
+
+/// A tuple of values of types `types` for the receiver `receiver` (a whole-tuple marker is
+/// named `receiver`, a component of a tuple literal `receiver[i]`: `component_spec_of`).
 fn plan_tuple(
     t: &Term,
     types: &[CqlType],
-    names: &[String],
     receiver: &str,
     binder: &mut Binder,
 ) -> Result<TupleValues, CqlError> {
@@ -884,10 +884,9 @@ fn plan_tuple(
         Term::Tuple(items) => {
             if items.len() != types.len() {
                 return Err(CqlError::invalid(format!(
-                    "Expected {} elements in value tuple, but got {}: {}",
+                    "Expected {} elements in value tuple, but got {}: {receiver}",
                     types.len(),
                     items.len(),
-                    names.join(",")
                 )));
             }
             Ok(TupleValues::Cols(
@@ -952,10 +951,19 @@ fn plan_token_value(
                     "Invalid number of arguments in call to function token",
                 ));
             }
+            // `functions::make_arg_spec`: the arguments of system.token are arg<i>.
             let exprs = args
                 .iter()
                 .zip(pk_cols)
-                .map(|(a, &c)| plan_term(a, &table.columns[c].typ, &table.columns[c].name, binder))
+                .enumerate()
+                .map(|(i, (a, &c))| {
+                    plan_term(
+                        a,
+                        &table.columns[c].typ,
+                        &format!("arg{i}(system.token)"),
+                        binder,
+                    )
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Expr::Call(super::values::Func::Token, exprs))
         }
@@ -970,7 +978,10 @@ impl WherePlan {
         self.prefix_len > 0 || self.slice.is_some()
     }
 
-    /// The partition keys of a `Keys` restriction, deduplicated, in token order.
+    /// The partition keys of a `Keys` restriction, in the order ScyllaDB reads them
+    /// (`partition_ranges_from_singles` with `get_IN_values`): each column's values sorted by
+    /// its type's order and deduplicated (equal bytes), then their cartesian product, first
+    /// column outermost. Not token order: `pk IN (3, 1, 2)` reads partitions 1, 2, 3.
     pub(crate) fn partition_keys(
         &self,
         table: &TableDef,
@@ -982,7 +993,9 @@ impl WherePlan {
         let pk_defs: Vec<_> = table.partition_key().collect();
         let mut combos: Vec<Vec<Value>> = vec![Vec::new()];
         for (kv, def) in parts.iter().zip(&pk_defs) {
-            let vals = kv.eval(ctx, &format!("partition key part {}", def.name))?;
+            let mut vals = kv.eval(ctx, &format!("partition key part {}", def.name))?;
+            vals.sort();
+            vals.dedup_by(|a, b| a.to_bytes() == b.to_bytes());
             let mut next = Vec::with_capacity(combos.len() * vals.len());
             for c in &combos {
                 for v in &vals {
@@ -998,12 +1011,10 @@ impl WherePlan {
                 ));
             }
         }
-        let mut keys = combos
+        let keys = combos
             .into_iter()
             .map(|vals| make_partition_key(table, vals))
             .collect::<Result<Vec<_>, _>>()?;
-        keys.sort_by(|a, b| (a.token, &a.bytes).cmp(&(b.token, &b.bytes)));
-        keys.dedup_by(|a, b| a.token == b.token && a.bytes == b.bytes);
         Ok(Some(keys))
     }
 
@@ -1126,6 +1137,27 @@ impl WherePlan {
             None => None,
         };
         let desc = ck_desc.get(slice.first).copied().unwrap_or(false);
+        let slice_orders = ck_desc
+            .get(slice.first..slice.first + slice.n)
+            .unwrap_or(&[]);
+        if slice_orders.iter().any(|&d| d != desc) {
+            // Mixed clustering order: the CQL-order range is a union of storage ranges.
+            let mut out = Vec::new();
+            for p in prefixes {
+                let side = |b: &Option<(Vec<Value>, bool)>| -> (Vec<Value>, bool) {
+                    match b {
+                        Some((vals, inclusive)) => {
+                            let mut v = p.clone();
+                            v.extend(vals.iter().cloned());
+                            (v, *inclusive)
+                        }
+                        None => (p.clone(), true),
+                    }
+                };
+                out.extend(equivalent_ranges(&side(&lower), &side(&upper), &ck_desc));
+            }
+            return Ok(out);
+        }
         let mut out = Vec::with_capacity(prefixes.len());
         for p in prefixes {
             let bound = |side: &Option<(Vec<Value>, bool)>| -> ClusteringBound {
@@ -1185,6 +1217,63 @@ impl WherePlan {
             })
             .collect()
     }
+}
+
+/// ScyllaDB's `get_equivalent_ranges`: a clustering range in CQL order (bounds as key
+/// prefixes with inclusiveness; an empty prefix is no bound) as storage ranges when the
+/// columns it spans have different clustering orders. `(a, b) < (5, 5)` with `b DESC` is
+/// `a < 5` plus `a = 5 AND b < 5`, each continuous in storage.
+fn equivalent_ranges(
+    lower: &(Vec<Value>, bool),
+    upper: &(Vec<Value>, bool),
+    desc: &[bool],
+) -> Vec<ClusteringRange> {
+    let (lb, lb_inclusive) = (&lower.0, lower.1);
+    let (ub, ub_inclusive) = (&upper.0, upper.1);
+    if lb == ub && (lb.is_empty() || (lb_inclusive && ub_inclusive)) {
+        return vec![ClusteringRange::new(
+            ClusteringBound::inclusive(lb.clone()),
+            ClusteringBound::inclusive(ub.clone()),
+        )];
+    }
+    // `make_prefix_bound`: the first `len` values; inclusive only when that is the whole bound.
+    let bound = |len: usize, whole: &[Value], inclusive: bool| -> ClusteringBound {
+        if whole.is_empty() {
+            return ClusteringBound::unbounded();
+        }
+        let prefix = whole[..len.min(whole.len())].to_vec();
+        if len >= whole.len() && inclusive {
+            ClusteringBound::inclusive(prefix)
+        } else {
+            ClusteringBound::exclusive(prefix)
+        }
+    };
+    let range = |column: usize, lo: ClusteringBound, hi: ClusteringBound| {
+        if desc.get(column).copied().unwrap_or(false) {
+            ClusteringRange::new(hi, lo)
+        } else {
+            ClusteringRange::new(lo, hi)
+        }
+    };
+    let common = lb.iter().zip(ub.iter()).take_while(|(a, b)| a == b).count();
+    if common >= desc.len() {
+        // Equal full keys, one side exclusive: nothing.
+        return Vec::new();
+    }
+    let mut ranges = vec![range(
+        common,
+        bound(common + 1, lb, lb_inclusive),
+        bound(common + 1, ub, ub_inclusive),
+    )];
+    for p in common + 2..=lb.len() {
+        let hi = ClusteringBound::inclusive(lb[..p - 1].to_vec());
+        ranges.push(range(p - 1, bound(p, lb, lb_inclusive), hi));
+    }
+    for p in common + 2..=ub.len() {
+        let lo = ClusteringBound::inclusive(ub[..p - 1].to_vec());
+        ranges.push(range(p - 1, lo, bound(p, ub, ub_inclusive)));
+    }
+    ranges
 }
 
 /// Builds the partition key of `values` (one per partition-key column): serialized form and

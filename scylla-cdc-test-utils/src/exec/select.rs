@@ -3,13 +3,22 @@
 //! slices, filters, static-only rows, DISTINCT, ORDER BY, LIMIT, PER PARTITION LIMIT, GROUP
 //! BY) and paging. Rows stream straight into the response frame through
 //! [`crate::frame::RowsWriter`].
+//!
+//! The behaviour is ScyllaDB 2025.x's: result columns are named as its
+//! `{:result_set_metadata}` expression printer names them (`m['k']`, `cast(x as text)`,
+//! `system.max(v)`), `IN` partitions are read in the order of their sorted values (also
+//! across pages), every GROUP BY query aggregates (a plain selector gives its group's first
+//! value) and is answered in one page, PER PARTITION LIMIT then counting groups, and sums and
+//! averages are computed as `aggregate_fcts.cc` computes them. Its tests are in
+//! `select_tests.rs`.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use num_bigint::BigInt;
 
-use crate::cql::{Order, Select, Selection, Selector, Term};
+use crate::cql::{Order, Select, Selection, Selector};
 use crate::frame::{ColumnSpec, CqlError, ResultMetadata, RowsWriter};
 use crate::schema::{ClusteringOrder, ColumnKind, Schema, TableDef};
 use crate::storage::{
@@ -134,8 +143,6 @@ pub(crate) enum SelExpr {
     Token,
     /// A scalar function.
     Call(Func, Vec<SelExpr>),
-    /// A constant or marker.
-    Term(Expr),
     /// A UDT field (by index).
     Field(Box<SelExpr>, usize),
     /// A map value by key / list element by index.
@@ -145,6 +152,28 @@ pub(crate) enum SelExpr {
 }
 
 impl SelExpr {
+    /// Appends the table columns the selector reads (`token()` reads the partition key).
+    fn columns(&self, table: &TableDef, out: &mut Vec<usize>) {
+        match self {
+            SelExpr::Col(i) | SelExpr::WriteTime(i) | SelExpr::Ttl(i) => out.push(*i),
+            SelExpr::Token => out.extend(
+                (0..table.columns.len())
+                    .filter(|&i| table.columns[i].kind == ColumnKind::PartitionKey),
+            ),
+            SelExpr::Call(_, args) => {
+                for a in args {
+                    a.columns(table, out);
+                }
+            }
+            SelExpr::Field(e, _) | SelExpr::Element(e, _) => e.columns(table, out),
+            SelExpr::Agg(_, arg, _) => {
+                if let Some(a) = arg {
+                    a.columns(table, out);
+                }
+            }
+        }
+    }
+
     fn is_aggregate(&self) -> bool {
         match self {
             SelExpr::Agg(..) => true,
@@ -180,7 +209,6 @@ impl SelExpr {
                 }
                 f.apply(&vals)?
             }
-            SelExpr::Term(e) => e.eval(ctx)?.into_option(),
             SelExpr::Field(e, i) => e
                 .eval(r, cols, ctx)?
                 .and_then(|v| v.as_fields().and_then(|f| f.get(*i).cloned().flatten())),
@@ -205,7 +233,10 @@ impl SelExpr {
     }
 }
 
-/// The accumulated state of one selector of an aggregate query.
+/// The accumulated state of one selector of an aggregate query, as ScyllaDB's
+/// `aggregate_fcts.cc` keeps it: integer sums in an unbounded integer (narrowed to the
+/// argument's type at the end, an overflow being an error), float sums in the float type
+/// itself, decimal sums exactly.
 #[derive(Debug, Clone)]
 enum AggState {
     /// A non-aggregate selector: its value in the first row.
@@ -214,10 +245,14 @@ enum AggState {
     Count(i64),
     /// The smallest / largest value so far.
     MinMax(Option<Value>),
-    /// Integer sum and count.
-    IntSum(i128, i64),
-    /// Float sum and count.
-    FloatSum(f64, i64),
+    /// Integer (tinyint .. bigint, counter, varint) sum and count.
+    IntSum(BigInt, i64),
+    /// `float` sum and count.
+    FloatSum(f32, i64),
+    /// `double` sum and count.
+    DoubleSum(f64, i64),
+    /// `decimal` sum (unscaled value, scale) and count.
+    DecimalSum(BigInt, i32, i64),
 }
 
 impl AggState {
@@ -225,13 +260,12 @@ impl AggState {
         match e {
             SelExpr::Agg(AggKind::Count, ..) => AggState::Count(0),
             SelExpr::Agg(AggKind::Min | AggKind::Max, ..) => AggState::MinMax(None),
-            SelExpr::Agg(AggKind::Sum | AggKind::Avg, _, t) => {
-                if matches!(t, CqlType::Float | CqlType::Double | CqlType::Decimal) {
-                    AggState::FloatSum(0.0, 0)
-                } else {
-                    AggState::IntSum(0, 0)
-                }
-            }
+            SelExpr::Agg(AggKind::Sum | AggKind::Avg, _, t) => match t {
+                CqlType::Float => AggState::FloatSum(0.0, 0),
+                CqlType::Double => AggState::DoubleSum(0.0, 0),
+                CqlType::Decimal => AggState::DecimalSum(BigInt::from(0), 0, 0),
+                _ => AggState::IntSum(BigInt::from(0), 0),
+            },
             _ => AggState::First(None),
         }
     }
@@ -272,19 +306,41 @@ impl AggState {
                     }
                 }
             }
-            (AggState::IntSum(s, n), SelExpr::Agg(_, Some(a), _)) => {
-                if let Some(v) = a.eval(r, cols, ctx)? {
-                    *s += i128::from(v.as_i64().unwrap_or(0));
-                    *n += 1;
-                }
-            }
-            (AggState::FloatSum(s, n), SelExpr::Agg(_, Some(a), _)) => {
-                if let Some(v) = a.eval(r, cols, ctx)? {
-                    *s += match &v {
-                        Value::Decimal(d) => d.to_string().parse().unwrap_or(0.0),
-                        other => other.as_f64().unwrap_or(0.0),
-                    };
-                    *n += 1;
+            (state, SelExpr::Agg(_, Some(a), _)) => {
+                let Some(v) = a.eval(r, cols, ctx)? else {
+                    return Ok(());
+                };
+                match (state, &v) {
+                    (AggState::IntSum(sum, n), Value::Varint(x)) => {
+                        *sum += x.to_bigint();
+                        *n += 1;
+                    }
+                    (AggState::IntSum(sum, n), other) => {
+                        *sum += BigInt::from(other.as_i64().unwrap_or(0));
+                        *n += 1;
+                    }
+                    (AggState::FloatSum(sum, n), Value::Float(x)) => {
+                        *sum += *x;
+                        *n += 1;
+                    }
+                    (AggState::DoubleSum(sum, n), Value::Double(x)) => {
+                        *sum += *x;
+                        *n += 1;
+                    }
+                    (AggState::DecimalSum(sum, scale, n), Value::Decimal(d)) => {
+                        // `big_decimal::operator+=`: rescale both to the larger scale.
+                        let (mut a, mut b) = (std::mem::take(sum), d.unscaled.to_bigint());
+                        let ten = BigInt::from(10);
+                        if d.scale > *scale {
+                            a *= ten.pow((d.scale - *scale).unsigned_abs());
+                            *scale = d.scale;
+                        } else {
+                            b *= ten.pow((*scale - d.scale).unsigned_abs());
+                        }
+                        *sum = a + b;
+                        *n += 1;
+                    }
+                    _ => {}
                 }
             }
             _ => {}
@@ -292,50 +348,82 @@ impl AggState {
         Ok(())
     }
 
-    fn result(&self, e: &SelExpr) -> Option<Value> {
+    fn result(&self, e: &SelExpr) -> Result<Option<Value>, CqlError> {
         let (kind, typ) = match e {
             SelExpr::Agg(k, _, t) => (*k, t),
             _ => {
-                return match self {
+                return Ok(match self {
                     AggState::First(v) => v.clone().flatten(),
                     _ => None,
-                };
+                });
             }
         };
-        match self {
+        let avg = kind == AggKind::Avg;
+        Ok(match self {
             AggState::Count(n) => Some(Value::Bigint(*n)),
             AggState::MinMax(v) => v.clone(),
-            AggState::IntSum(s, n) => {
-                let x = if kind == AggKind::Avg {
-                    if *n == 0 { 0 } else { s / i128::from(*n) }
+            AggState::IntSum(sum, n) => {
+                // avg: `Type(sum / count)` (truncating); sum: `narrow`, which refuses a
+                // total that does not fit the type.
+                let x = if avg {
+                    if *n == 0 {
+                        BigInt::from(0)
+                    } else {
+                        sum / BigInt::from(*n)
+                    }
                 } else {
-                    *s
+                    sum.clone()
                 };
+                let overflow =
+                    || CqlError::invalid("Sum overflow. Values should be casted to a wider type.");
                 Some(match typ {
-                    CqlType::Tinyint => Value::Tinyint(x as i8),
-                    CqlType::Smallint => Value::Smallint(x as i16),
-                    CqlType::Int => Value::Int(x as i32),
-                    CqlType::Varint => Value::varint(&num_bigint::BigInt::from(x)),
-                    _ => Value::Bigint(x as i64),
+                    CqlType::Varint => Value::varint(&x),
+                    CqlType::Tinyint => Value::Tinyint(i8::try_from(&x).map_err(|_| overflow())?),
+                    CqlType::Smallint => {
+                        Value::Smallint(i16::try_from(&x).map_err(|_| overflow())?)
+                    }
+                    CqlType::Int => Value::Int(i32::try_from(&x).map_err(|_| overflow())?),
+                    _ => Value::Bigint(i64::try_from(&x).map_err(|_| overflow())?),
                 })
             }
-            AggState::FloatSum(s, n) => {
-                let x = if kind == AggKind::Avg {
-                    if *n == 0 { 0.0 } else { s / *n as f64 }
+            AggState::FloatSum(sum, n) => Some(Value::Float(if avg {
+                if *n == 0 { 0.0 } else { *sum / *n as f32 }
+            } else {
+                *sum
+            })),
+            AggState::DoubleSum(sum, n) => Some(Value::Double(if avg {
+                if *n == 0 { 0.0 } else { *sum / *n as f64 }
+            } else {
+                *sum
+            })),
+            AggState::DecimalSum(sum, scale, n) => {
+                if avg && *n == 0 {
+                    Some(Value::decimal(&BigInt::from(0), 0))
+                } else if avg {
+                    Some(Value::decimal(&div_half_even(sum, *n), *scale))
                 } else {
-                    *s
-                };
-                Some(match typ {
-                    CqlType::Float => Value::Float(x as f32),
-                    CqlType::Decimal => {
-                        super::values::parse_decimal(&format!("{x}")).unwrap_or(Value::Double(x))
-                    }
-                    _ => Value::Double(x),
-                })
+                    Some(Value::decimal(sum, *scale))
+                }
             }
             AggState::First(v) => v.clone().flatten(),
-        }
+        })
     }
+}
+
+/// `big_decimal::div` of an unscaled value by a count: the quotient rounded half to even.
+fn div_half_even(a: &BigInt, n: i64) -> BigInt {
+    let (sign, magnitude) = if a.sign() == num_bigint::Sign::Minus {
+        (-1, -a)
+    } else {
+        (1, a.clone())
+    };
+    let y = BigInt::from(n);
+    let mut q = &magnitude / &y;
+    let twice_r = (&magnitude % &y) * 2;
+    if twice_r > y || (twice_r == y && &q % 2 == BigInt::from(1)) {
+        q += 1;
+    }
+    q * sign
 }
 
 /// What the SELECT returns.
@@ -417,9 +505,9 @@ pub(crate) fn plan_select(
             let mut exprs = Vec::new();
             let mut specs = Vec::new();
             for item in items {
-                let (e, t, name) = plan_selector(&item.selector, &table, binder)?;
-                specs.push(spec(item.alias.clone().unwrap_or(name), t));
-                exprs.push(e);
+                let p = plan_selector(&item.selector, &table, binder)?;
+                specs.push(spec(item.alias.clone().unwrap_or(p.name), p.typ));
+                exprs.push(p.expr);
             }
             if exprs.iter().all(|e| matches!(e, SelExpr::Col(_))) {
                 let idx = exprs
@@ -442,6 +530,21 @@ pub(crate) fn plan_select(
             }
         }
     };
+    // Cassandra 5.0.2 and ScyllaDB refuse a per-partition limit on an ungrouped aggregate.
+    if s.per_partition_limit.is_some()
+        && s.group_by.is_empty()
+        && matches!(
+            selection,
+            SelectionPlan::Exprs {
+                aggregate: true,
+                ..
+            }
+        )
+    {
+        return Err(CqlError::invalid(
+            "PER PARTITION LIMIT is not allowed with aggregate queries.",
+        ));
+    }
     let where_ = plan_where(
         &table,
         &s.where_clause,
@@ -451,41 +554,7 @@ pub(crate) fn plan_select(
         binder,
     )?;
     if s.distinct {
-        let used: Vec<usize> = match &selection {
-            SelectionPlan::Columns(c) => c.clone(),
-            SelectionPlan::Exprs { items, .. } => items
-                .iter()
-                .filter_map(|e| match e {
-                    SelExpr::Col(i) => Some(*i),
-                    _ => None,
-                })
-                .collect(),
-        };
-        for &i in &used {
-            let c = &table.columns[i];
-            if !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
-                return Err(CqlError::invalid(format!(
-                    "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
-                    c.name
-                )));
-            }
-        }
-        if let Some(c) = table
-            .partition_key()
-            .find(|c| !used.iter().any(|&i| table.columns[i].name == c.name))
-            && !matches!(
-                &selection,
-                SelectionPlan::Exprs {
-                    aggregate: true,
-                    ..
-                }
-            )
-        {
-            return Err(CqlError::invalid(format!(
-                "SELECT DISTINCT queries must request all the partition key columns (missing {})",
-                c.name
-            )));
-        }
+        validate_distinct(s, &table, &selection, &where_)?;
     }
     // ORDER BY
     let mut reversed = false;
@@ -518,17 +587,24 @@ pub(crate) fn plan_select(
             }
         }
     }
-    // GROUP BY: a primary-key prefix.
-    let mut group_by = 0;
-    for (i, name) in s.group_by.iter().enumerate() {
-        let ci = column_index(&table, name)?;
-        if ci != i || !table.columns[ci].kind.is_primary_key() {
-            return Err(CqlError::invalid(
-                "Group by currently only support groups of columns following their declared order in the PRIMARY KEY",
-            ));
-        }
-        group_by = i + 1;
+    let group_by = plan_group_by(s, &table)?;
+    if s.distinct && group_by > table.partition_key().count() {
+        return Err(CqlError::invalid(
+            "Grouping on clustering columns is not allowed for SELECT DISTINCT queries",
+        ));
     }
+    // Every GROUP BY query aggregates: a plain selector gives its group's first value.
+    let selection = match selection {
+        _ if group_by == 0 => selection,
+        SelectionPlan::Columns(idx) => SelectionPlan::Exprs {
+            items: idx.into_iter().map(SelExpr::Col).collect(),
+            aggregate: true,
+        },
+        SelectionPlan::Exprs { items, .. } => SelectionPlan::Exprs {
+            items,
+            aggregate: true,
+        },
+    };
     let limit = match &s.limit {
         Some(t) => Some(plan_term(t, &CqlType::Int, "[limit]", binder)?),
         None => None,
@@ -560,18 +636,161 @@ pub(crate) fn plan_select(
     })
 }
 
-/// Plans one selector: expression, result type, default column name.
+/// `select_statement::validate_distinct_selection`: no per-partition limit, no restriction
+/// but on the partition key, only partition-key and static columns in the selection, and
+/// every partition-key column when the partitions are a range (not keys given by `=`/`IN`).
+fn validate_distinct(
+    s: &Select,
+    table: &TableDef,
+    selection: &SelectionPlan,
+    where_: &WherePlan,
+) -> Result<(), CqlError> {
+    if s.per_partition_limit.is_some() {
+        return Err(CqlError::invalid(
+            "PER PARTITION LIMIT is not allowed with SELECT DISTINCT queries",
+        ));
+    }
+    let beyond_partition_key = s.where_clause.iter().any(|r| {
+        use crate::cql::Relation as R;
+        match r {
+            R::Compare { column, .. }
+            | R::In { column, .. }
+            | R::Contains { column, .. }
+            | R::Element { column, .. }
+            | R::Like { column, .. }
+            | R::IsNotNull { column } => table
+                .column(column)
+                .is_none_or(|c| c.kind != ColumnKind::PartitionKey),
+            R::MultiCompare { .. } | R::MultiIn { .. } => true,
+            R::Token { .. } => false,
+        }
+    });
+    if beyond_partition_key {
+        return Err(CqlError::invalid(
+            "SELECT DISTINCT with WHERE clause only supports restriction by partition key.",
+        ));
+    }
+    let mut used = Vec::new();
+    match selection {
+        SelectionPlan::Columns(c) => used.extend(c.iter().copied()),
+        SelectionPlan::Exprs { items, .. } => {
+            for e in items {
+                e.columns(table, &mut used);
+            }
+        }
+    }
+    for &i in &used {
+        let c = &table.columns[i];
+        if !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+            return Err(CqlError::invalid(format!(
+                "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
+                c.name
+            )));
+        }
+    }
+    if !matches!(where_.partition, PartitionRestriction::Keys(_))
+        && let Some(c) = table
+            .partition_key()
+            .find(|c| !used.iter().any(|&i| table.columns[i].name == c.name))
+    {
+        return Err(CqlError::invalid(format!(
+            "SELECT DISTINCT queries must request all the partition key columns (missing {})",
+            c.name
+        )));
+    }
+    Ok(())
+}
+
+/// `select_statement::prepare_group_by`: the GROUP BY columns follow the primary key in
+/// order, where a column restricted by `=` may be left out, and cover the partition key.
+/// Returns how many leading primary-key columns form the group (0: no GROUP BY).
+fn plan_group_by(s: &Select, table: &TableDef) -> Result<usize, CqlError> {
+    if s.group_by.is_empty() {
+        return Ok(0);
+    }
+    let key_size = table.partition_key().count() + table.clustering_key().count();
+    let eq_restricted = |name: &str| {
+        s.where_clause.iter().any(|r| {
+            matches!(r, crate::cql::Relation::Compare { column, op: crate::cql::CompareOp::Eq, .. } if column == name)
+        })
+    };
+    let out_of_order =
+        |name: &str| CqlError::invalid(format!("Group by column {name} is out of order"));
+    let mut expected = 0;
+    for name in &s.group_by {
+        let ci = table
+            .column_index(name)
+            .ok_or_else(|| CqlError::invalid(format!("Group by unknown column {name}")))?;
+        if !table.columns[ci].kind.is_primary_key() {
+            return Err(CqlError::invalid(format!(
+                "Group by non-primary-key column {name}"
+            )));
+        }
+        if expected >= key_size {
+            return Err(out_of_order(name));
+        }
+        while ci != expected && eq_restricted(&table.columns[expected].name) {
+            expected += 1;
+            if expected >= key_size {
+                return Err(out_of_order(name));
+            }
+        }
+        if ci != expected {
+            return Err(out_of_order(name));
+        }
+        expected += 1;
+    }
+    if expected < table.partition_key().count() {
+        return Err(CqlError::invalid(
+            "GROUP BY must include the entire partition key",
+        ));
+    }
+    Ok(expected)
+}
+
+/// A planned selector: its expression, result type and result column name (ScyllaDB's
+/// `{:result_set_metadata}` rendering of the prepared expression, `expr::expression::printer`).
+struct PlannedSelector {
+    /// The expression.
+    expr: SelExpr,
+    /// The result type.
+    typ: CqlType,
+    /// The result column name.
+    name: String,
+    /// The value is a clustering column of DESC order (Scylla's reversed type, which no
+    /// `CAST` target equals).
+    reversed: bool,
+}
+
+impl PlannedSelector {
+    fn new(expr: SelExpr, typ: CqlType, name: String) -> PlannedSelector {
+        PlannedSelector {
+            expr,
+            typ,
+            name,
+            reversed: false,
+        }
+    }
+}
+
+/// Plans one selector.
 fn plan_selector(
     sel: &Selector,
     table: &TableDef,
     binder: &mut Binder,
-) -> Result<(SelExpr, CqlType, String), CqlError> {
+) -> Result<PlannedSelector, CqlError> {
     Ok(match sel {
         Selector::Column(name) => {
             let i = column_index(table, name)?;
-            (SelExpr::Col(i), table.columns[i].typ.clone(), name.clone())
+            let c = &table.columns[i];
+            PlannedSelector {
+                expr: SelExpr::Col(i),
+                typ: c.typ.clone(),
+                name: c.name.clone(),
+                reversed: c.kind == ColumnKind::Clustering && c.order == ClusteringOrder::Desc,
+            }
         }
-        Selector::CountAll => (
+        Selector::CountAll => PlannedSelector::new(
             SelExpr::Agg(AggKind::Count, None, CqlType::Bigint),
             CqlType::Bigint,
             "count".into(),
@@ -581,161 +800,51 @@ fn plan_selector(
             let fname = if wt { "writetime" } else { "ttl" };
             let i = column_index(table, name)?;
             let c = &table.columns[i];
-            if c.kind.is_primary_key() {
-                return Err(CqlError::invalid(format!(
-                    "Cannot use selection function {fname} on PRIMARY KEY part {name}"
-                )));
-            }
+            // `prepare_column_mutation_attribute`: an atomic, non-key column (a counter is
+            // atomic: its write time is its cell's, its TTL null).
             if c.typ.is_multi_cell() {
                 return Err(CqlError::invalid(format!(
-                    "Cannot use selection function {fname} on non-frozen {} {name}",
-                    if c.typ.is_collection() {
-                        "collection"
-                    } else {
-                        "UDT"
-                    }
+                    "{} expects an atomic column, but {name} is a non-frozen collection",
+                    fname.to_ascii_uppercase()
                 )));
             }
-            if c.typ.is_counter() {
+            if c.kind.is_primary_key() {
                 return Err(CqlError::invalid(format!(
-                    "Cannot use selection function {fname} on counter column {name}"
+                    "{} is not legal on partition key component {name}",
+                    fname.to_ascii_uppercase()
                 )));
             }
             if wt {
-                (
+                PlannedSelector::new(
                     SelExpr::WriteTime(i),
                     CqlType::Bigint,
-                    format!("writetime({name})"),
+                    format!("writetime({})", c.name),
                 )
             } else {
-                (SelExpr::Ttl(i), CqlType::Int, format!("ttl({name})"))
+                PlannedSelector::new(SelExpr::Ttl(i), CqlType::Int, format!("ttl({})", c.name))
             }
         }
-        Selector::Function { name, args } => {
-            let fname = name.name.as_str();
-            let agg = match fname {
-                "count" => Some(AggKind::Count),
-                "min" => Some(AggKind::Min),
-                "max" => Some(AggKind::Max),
-                "sum" => Some(AggKind::Sum),
-                "avg" => Some(AggKind::Avg),
-                _ => None,
-            };
-            if let Some(kind) = agg {
-                if args.len() != 1 {
-                    return Err(CqlError::invalid(format!(
-                        "Invalid number of arguments in call to function {fname}: 1 required but {} provided",
-                        args.len()
-                    )));
-                }
-                if kind == AggKind::Count && matches!(args[0], Selector::Term(_)) {
-                    return Ok((
-                        SelExpr::Agg(AggKind::Count, None, CqlType::Bigint),
-                        CqlType::Bigint,
-                        "count".into(),
-                    ));
-                }
-                let (e, t, n) = plan_selector(&args[0], table, binder)?;
-                if e.is_aggregate() {
-                    return Err(CqlError::invalid("Aggregate functions cannot be nested"));
-                }
-                if matches!(kind, AggKind::Sum | AggKind::Avg)
-                    && !matches!(
-                        t,
-                        CqlType::Tinyint
-                            | CqlType::Smallint
-                            | CqlType::Int
-                            | CqlType::Bigint
-                            | CqlType::Counter
-                            | CqlType::Varint
-                            | CqlType::Float
-                            | CqlType::Double
-                            | CqlType::Decimal
-                    )
-                {
-                    return Err(CqlError::invalid(format!(
-                        "Invalid call to function {fname}: argument of type {t}"
-                    )));
-                }
-                let rt = match kind {
-                    AggKind::Count => CqlType::Bigint,
-                    _ if t == CqlType::Counter => CqlType::Bigint,
-                    _ => t.clone(),
-                };
-                return Ok((
-                    SelExpr::Agg(kind, Some(Box::new(e)), rt.clone()),
-                    rt,
-                    format!("system.{fname}({n})"),
-                ));
-            }
-            if fname == "token" {
-                let pk: Vec<&str> = table.partition_key().map(|c| c.name.as_str()).collect();
-                let given: Vec<&str> = args
-                    .iter()
-                    .map(|a| match a {
-                        Selector::Column(c) => c.as_str(),
-                        _ => "",
-                    })
-                    .collect();
-                if given != pk {
-                    return Err(CqlError::invalid(format!(
-                        "Invalid arguments for function token: expected the partition key columns ({})",
-                        pk.join(", ")
-                    )));
-                }
-                return Ok((
-                    SelExpr::Token,
-                    CqlType::Bigint,
-                    format!("system.token({})", pk.join(", ")),
-                ));
-            }
-            let f = Func::by_name(fname)
-                .ok_or_else(|| CqlError::invalid(format!("Unknown function '{name}'")))?;
-            let mut exprs = Vec::new();
-            let mut types = Vec::new();
-            let mut names = Vec::new();
-            for (i, a) in args.iter().enumerate() {
-                let (e, t, n) = match a {
-                    Selector::Term(term) => {
-                        let t = match term {
-                            Term::Literal(crate::cql::Literal::Integer(_))
-                                if matches!(f, Func::MinTimeuuid | Func::MaxTimeuuid) =>
-                            {
-                                CqlType::Timestamp
-                            }
-                            _ => function_arg_type(&f),
-                        };
-                        let e = plan_term(term, &t, &format!("arg{i}(system.{fname})"), binder)?;
-                        (SelExpr::Term(e), t, term_display(term))
-                    }
-                    other => plan_selector(other, table, binder)?,
-                };
-                exprs.push(e);
-                types.push(t);
-                names.push(n);
-            }
-            f.check_args(fname, &types)?;
-            let rt = f.return_type(&types);
-            (
-                SelExpr::Call(f, exprs),
-                rt,
-                format!("system.{fname}({})", names.join(", ")),
-            )
-        }
+        Selector::Function { name, args } => plan_function_selector(name, args, table, binder)?,
         Selector::Cast { selector, ty } => {
-            let (e, _t, n) = plan_selector(selector, table, binder)?;
+            let inner = plan_selector(selector, table, binder)?;
             let target = super::ddl::resolve_type(&binder.schema, &table.keyspace, ty)?;
-            (
-                SelExpr::Call(Func::Cast(target.clone()), vec![e]),
+            // `sql_cast_prepare_expression`: a cast to the argument's own type is the argument.
+            if target == inner.typ && !inner.reversed {
+                return Ok(inner);
+            }
+            super::values::check_cast(&inner.typ, &target)?;
+            PlannedSelector::new(
+                SelExpr::Call(Func::Cast(target.clone()), vec![inner.expr]),
                 target.clone(),
-                format!("cast({n} as {target})"),
+                format!("cast({} as {target})", inner.name),
             )
         }
         Selector::Field { selector, field } => {
-            let (e, t, n) = plan_selector(selector, table, binder)?;
-            let CqlType::Udt { def, .. } = &t else {
+            let inner = plan_selector(selector, table, binder)?;
+            let CqlType::Udt { def, .. } = &inner.typ else {
                 return Err(CqlError::invalid(format!(
-                    "Invalid field selection: {n} of type {t} is not a user type"
+                    "Invalid field selection: {} of type {} is not a user type",
+                    inner.name, inner.typ
                 )));
             };
             let i = def
@@ -743,60 +852,159 @@ fn plan_selector(
                 .iter()
                 .position(|(f, _)| f == field)
                 .ok_or_else(|| {
-                    CqlError::invalid(format!("{} of type {} has no field {field}", n, def.name))
+                    CqlError::invalid(format!(
+                        "{} of type {} has no field {field}",
+                        inner.name, def.name
+                    ))
                 })?;
             let ft = def.fields[i].1.clone();
-            (SelExpr::Field(Box::new(e), i), ft, format!("{n}.{field}"))
+            PlannedSelector::new(
+                SelExpr::Field(Box::new(inner.expr), i),
+                ft,
+                format!("{}.{field}", inner.name),
+            )
         }
         Selector::Element { selector, key } => {
-            let (e, t, n) = plan_selector(selector, table, binder)?;
-            let (kt, vt) = match &t {
-                CqlType::Map { key, value, .. } => ((**key).clone(), (**value).clone()),
-                CqlType::List { elem, .. } => (CqlType::Int, (**elem).clone()),
-                CqlType::Set { elem, .. } => ((**elem).clone(), (**elem).clone()),
+            let inner = plan_selector(selector, table, binder)?;
+            let n = &inner.name;
+            // The receiver of the subscript (`prepare_expression` of a subscript):
+            // key(m) for a map, index(l) for a list, value(s) for a set.
+            let (receiver, kt, vt) = match &inner.typ {
+                CqlType::Map { key, value, .. } => {
+                    (format!("key({n})"), (**key).clone(), (**value).clone())
+                }
+                CqlType::List { elem, .. } => {
+                    (format!("index({n})"), CqlType::Int, (**elem).clone())
+                }
+                CqlType::Set { elem, .. } => {
+                    (format!("value({n})"), (**elem).clone(), (**elem).clone())
+                }
                 _ => {
                     return Err(CqlError::invalid(format!(
-                        "Invalid element selection: {n} is of type {t} is not a collection"
+                        "Column {n} is not a map/set/list, cannot be subscripted"
                     )));
                 }
             };
-            let k = plan_term(key, &kt, &format!("key({n})"), binder)?;
-            (
-                SelExpr::Element(Box::new(e), k),
+            let k = plan_term(key, &kt, &receiver, binder)?;
+            let key_name = expr_name(&k, &kt);
+            PlannedSelector::new(
+                SelExpr::Element(Box::new(inner.expr), k),
                 vt,
-                format!("{n}[{}]", term_display(key)),
+                format!("{n}[{key_name}]"),
             )
-        }
-        Selector::Term(t) => {
-            let typ = match t {
-                Term::Literal(crate::cql::Literal::Integer(_)) => CqlType::Int,
-                Term::Literal(crate::cql::Literal::Float(_)) => CqlType::Double,
-                Term::Literal(crate::cql::Literal::Boolean(_)) => CqlType::Boolean,
-                Term::Literal(crate::cql::Literal::Uuid(_)) => CqlType::Uuid,
-                Term::Literal(crate::cql::Literal::Blob(_)) => CqlType::Blob,
-                _ => CqlType::Text,
-            };
-            let e = plan_term(t, &typ, "selector", binder)?;
-            (SelExpr::Term(e), typ, term_display(t))
         }
     })
 }
 
-/// The type a constant argument of a function selector is read as.
-fn function_arg_type(f: &Func) -> CqlType {
-    match f {
-        Func::MinTimeuuid | Func::MaxTimeuuid => CqlType::Timestamp,
-        Func::BlobAs(_) => CqlType::Blob,
-        Func::AsBlob(t) => t.clone(),
-        _ => CqlType::Timeuuid,
+/// A function call in a selection: an aggregate, `token`, or a scalar function.
+fn plan_function_selector(
+    name: &crate::cql::QualifiedName,
+    args: &[Selector],
+    table: &TableDef,
+    binder: &mut Binder,
+) -> Result<PlannedSelector, CqlError> {
+    let fname = name.name.as_str();
+    let agg = match fname {
+        "count" => Some(AggKind::Count),
+        "min" => Some(AggKind::Min),
+        "max" => Some(AggKind::Max),
+        "sum" => Some(AggKind::Sum),
+        "avg" => Some(AggKind::Avg),
+        _ => None,
+    };
+    if let Some(kind) = agg {
+        if args.len() != 1 {
+            return Err(CqlError::invalid(format!(
+                "Invalid number of arguments in call to function {fname}: 1 required but {} provided",
+                args.len()
+            )));
+        }
+        let arg = plan_selector(&args[0], table, binder)?;
+        if arg.expr.is_aggregate() {
+            return Err(CqlError::invalid(
+                "SELECT clause contains aggeregation of an aggregation",
+            ));
+        }
+        let t = &arg.typ;
+        if matches!(kind, AggKind::Sum | AggKind::Avg)
+            && !matches!(
+                t,
+                CqlType::Tinyint
+                    | CqlType::Smallint
+                    | CqlType::Int
+                    | CqlType::Bigint
+                    | CqlType::Counter
+                    | CqlType::Varint
+                    | CqlType::Float
+                    | CqlType::Double
+                    | CqlType::Decimal
+            )
+        {
+            return Err(CqlError::invalid(format!(
+                "Invalid call to function {fname}, none of its type signatures match (argument of type {t})"
+            )));
+        }
+        // `get_dynamic_aggregate`: min and max keep the argument's type (a counter stays a
+        // counter); sum and avg of a counter are the bigint overloads (`expression_test_assignment`
+        // makes a counter an exact match for bigint).
+        let rt = match kind {
+            AggKind::Count => CqlType::Bigint,
+            AggKind::Sum | AggKind::Avg if *t == CqlType::Counter => CqlType::Bigint,
+            _ => t.clone(),
+        };
+        return Ok(PlannedSelector::new(
+            SelExpr::Agg(kind, Some(Box::new(arg.expr)), rt.clone()),
+            rt,
+            format!("system.{fname}({})", arg.name),
+        ));
     }
+    if fname == "token" {
+        let pk: Vec<&str> = table.partition_key().map(|c| c.name.as_str()).collect();
+        let given: Vec<&str> = args
+            .iter()
+            .map(|a| match a {
+                Selector::Column(c) => c.as_str(),
+                _ => "",
+            })
+            .collect();
+        if given != pk {
+            return Err(CqlError::invalid(format!(
+                "Invalid arguments for function token: expected the partition key columns ({})",
+                pk.join(", ")
+            )));
+        }
+        return Ok(PlannedSelector::new(
+            SelExpr::Token,
+            CqlType::Bigint,
+            format!("system.token({})", pk.join(", ")),
+        ));
+    }
+    let f = Func::by_name(fname)
+        .ok_or_else(|| CqlError::invalid(format!("Unknown function {name} called")))?;
+    let mut exprs = Vec::with_capacity(args.len());
+    let mut types = Vec::with_capacity(args.len());
+    let mut names = Vec::with_capacity(args.len());
+    for a in args {
+        let p = plan_selector(a, table, binder)?;
+        exprs.push(p.expr);
+        types.push(p.typ);
+        names.push(p.name);
+    }
+    f.check_args(fname, &types)?;
+    let rt = f.return_type(&types);
+    Ok(PlannedSelector::new(
+        SelExpr::Call(f, exprs),
+        rt,
+        format!("system.{fname}({})", names.join(", ")),
+    ))
 }
 
-/// A term as it appears in a result column name.
-fn term_display(t: &Term) -> String {
-    match t {
-        Term::Literal(l) => l.to_option_text(),
-        Term::Marker(m) => m.name.as_ref().map_or("?".into(), |n| format!(":{n}")),
+/// A planned term as it appears in a result column name: a constant as
+/// `data_value::to_parsable_string` renders it, a bind marker as `?` (named or not).
+fn expr_name(e: &Expr, typ: &CqlType) -> String {
+    match e {
+        Expr::Const(Some(v)) => super::scylla_text::to_parsable(v, typ),
+        Expr::Const(None) => "null".into(),
         _ => "?".into(),
     }
 }
@@ -865,7 +1073,8 @@ impl Sink<'_, '_, '_> {
             self.current = Some((key.0, key.1.clone()));
             self.in_partition = 0;
         }
-        if self.in_partition >= self.ppl {
+        // An aggregate counts groups against the per-partition limit (in `aggregate`).
+        if self.agg.is_none() && self.in_partition >= self.ppl {
             return Ok(Flow::NextPartition);
         }
         if !self.filters.is_empty() {
@@ -946,10 +1155,17 @@ impl Sink<'_, '_, '_> {
             if self.group_key.as_ref() != Some(&key) {
                 if self.group_key.is_some() {
                     self.flush_group()?;
+                    self.group_key = None;
                     if self.groups >= self.limit {
                         return Ok(Flow::Stop);
                     }
                 }
+                // PER PARTITION LIMIT counts the groups of a partition (Scylla's
+                // `result_set_builder`): the rest of the partition makes no group.
+                if self.in_partition >= self.ppl {
+                    return Ok(Flow::NextPartition);
+                }
+                self.in_partition += 1;
                 self.group_key = Some(key);
                 self.agg = Some(items.iter().map(AggState::new).collect());
             }
@@ -959,7 +1175,6 @@ impl Sink<'_, '_, '_> {
                 s.add(e, &r, &self.plan.cols, self.ctx)?;
             }
         }
-        self.in_partition += 1;
         Ok(Flow::Continue)
     }
 
@@ -971,7 +1186,7 @@ impl Sink<'_, '_, '_> {
             return Ok(());
         };
         for (s, e) in states.iter().zip(items) {
-            match s.result(e) {
+            match s.result(e)? {
                 Some(v) => w.cell_with(|buf| v.encode(buf)),
                 None => w.null_cell(),
             }
@@ -1143,17 +1358,24 @@ pub(crate) fn execute_select(
             }
         }
         Some(keys) => {
-            for k in &keys {
+            // The keys are read in their list order (IN values sorted by value, not by
+            // token). A resumed read starts at the key of the paging state, as Scylla's pager
+            // drops the ranges before the one holding it (none left if no key matches).
+            let skip = match &resume_pos {
+                Some((t, kb, _)) => keys
+                    .iter()
+                    .position(|k| k.token == *t && k.bytes == *kb)
+                    .unwrap_or(keys.len()),
+                None => 0,
+            };
+            for (i, k) in keys.iter().enumerate().skip(skip) {
                 let mut after = None;
-                if let Some((t, kb, ck)) = &resume_pos {
-                    if (k.token, &k.bytes) < (*t, kb) {
-                        continue;
-                    }
-                    if (k.token, &k.bytes) == (*t, kb) {
-                        match ck {
-                            None => continue,
-                            Some(ck) => after = Some(ck.as_slice()),
-                        }
+                if i == skip
+                    && let Some((_, _, ck)) = &resume_pos
+                {
+                    match ck {
+                        None => continue,
+                        Some(ck) => after = Some(ck.as_slice()),
                     }
                 }
                 let Some(pv) = data.partition(k.token, &k.bytes, now) else {

@@ -1986,3 +1986,5 @@ fn a_peer_is_selected_by_a_named_value() {
     };
     assert!(rows.is_empty());
 }
+#[path = "select_tests.rs"]
+mod select_tests;

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::cql::{BindMarker, Literal, Term};
 use crate::frame::{BoundValue, CqlError};
-use crate::types::value::{self, Decimal, Duration, Value, Varint};
+use crate::types::value::{self, Duration, Value};
 use crate::types::{CqlType, timeuuid};
 
 use super::plan::Binder;
@@ -165,11 +165,24 @@ impl Func {
             (Func::MinTimeuuid | Func::MaxTimeuuid, [a]) => {
                 matches!(a, CqlType::Timestamp | CqlType::Bigint)
             }
-            (Func::ToTimestamp, [a]) => matches!(a, CqlType::Timeuuid | CqlType::Date),
-            (Func::ToDate, [a]) => matches!(a, CqlType::Timeuuid | CqlType::Timestamp),
-            (Func::ToUnixTimestamp, [a]) => {
-                matches!(a, CqlType::Timeuuid | CqlType::Timestamp | CqlType::Date)
+            // dateOf and unixTimestampOf have only the timeuuid signature.
+            (Func::ToTimestamp | Func::ToUnixTimestamp, [a])
+                if matches!(
+                    name.strip_prefix("system.").unwrap_or(name),
+                    "dateof" | "unixtimestampof"
+                ) =>
+            {
+                *a == CqlType::Timeuuid
             }
+            (Func::ToTimestamp, [a]) => matches!(a, CqlType::Timeuuid | CqlType::Date),
+            // A bigint is value-compatible with a timestamp parameter.
+            (Func::ToDate, [a]) => {
+                matches!(a, CqlType::Timeuuid | CqlType::Timestamp | CqlType::Bigint)
+            }
+            (Func::ToUnixTimestamp, [a]) => matches!(
+                a,
+                CqlType::Timeuuid | CqlType::Timestamp | CqlType::Date | CqlType::Bigint
+            ),
             (Func::BlobAs(_), [a]) => *a == CqlType::Blob,
             (Func::AsBlob(t), [a]) => a == t || (*t == CqlType::Text && *a == CqlType::Ascii),
             _ => true,
@@ -226,7 +239,7 @@ impl Func {
                 Some(Value::Timeuuid(u)) => Some(Value::Date(days_to_date(
                     timeuuid::to_millis(&u).div_euclid(86_400_000),
                 ))),
-                Some(Value::Timestamp(ms)) => {
+                Some(Value::Timestamp(ms) | Value::Bigint(ms)) => {
                     Some(Value::Date(days_to_date(ms.div_euclid(86_400_000))))
                 }
                 Some(v @ Value::Date(_)) => Some(v),
@@ -234,7 +247,7 @@ impl Func {
             },
             Func::ToUnixTimestamp => match first {
                 Some(Value::Timeuuid(u)) => Some(Value::Bigint(timeuuid::to_millis(&u))),
-                Some(Value::Timestamp(ms)) => Some(Value::Bigint(ms)),
+                Some(Value::Timestamp(ms) | Value::Bigint(ms)) => Some(Value::Bigint(ms)),
                 Some(Value::Date(d)) => Some(Value::Bigint(date_to_days(d) * 86_400_000)),
                 _ => None,
             },
@@ -269,87 +282,149 @@ impl Func {
     }
 }
 
-/// `CAST(v AS t)` between the types Scylla converts.
+/// The numeric types CAST converts between (`castas_fcts.cc`; a counter reads as a bigint).
+fn is_cast_number(t: &CqlType) -> bool {
+    matches!(
+        t,
+        CqlType::Tinyint
+            | CqlType::Smallint
+            | CqlType::Int
+            | CqlType::Bigint
+            | CqlType::Float
+            | CqlType::Double
+            | CqlType::Varint
+            | CqlType::Decimal
+            | CqlType::Counter
+    )
+}
+
+/// Whether ScyllaDB has a `CAST(from AS to)` (`get_castas_fctn` in `castas_fcts.cc`): between
+/// the numeric types (a counter only as the source), any number and the time, uuid, boolean
+/// and inet types to `text` / `ascii`, `ascii` to `text`, `timestamp` / `timeuuid` to `date`,
+/// `date` / `timeuuid` to `timestamp`, and any type to itself. Anything else is refused with
+/// `<from> cannot be cast to <to>` (e.g. `blob` to `text`).
+pub(crate) fn check_cast(from: &CqlType, to: &CqlType) -> Result<(), CqlError> {
+    use CqlType as T;
+    let ok = from == to
+        || match to {
+            T::Tinyint
+            | T::Smallint
+            | T::Int
+            | T::Bigint
+            | T::Float
+            | T::Double
+            | T::Varint
+            | T::Decimal => is_cast_number(from),
+            T::Text | T::Ascii => {
+                is_cast_number(from)
+                    || matches!(
+                        from,
+                        T::Timestamp
+                            | T::Date
+                            | T::Time
+                            | T::Timeuuid
+                            | T::Uuid
+                            | T::Boolean
+                            | T::Inet
+                    )
+                    || (*to == T::Text && *from == T::Ascii)
+            }
+            T::Date => matches!(from, T::Timestamp | T::Timeuuid),
+            T::Timestamp => matches!(from, T::Date | T::Timeuuid),
+            _ => false,
+        };
+    if ok {
+        Ok(())
+    } else {
+        Err(CqlError::invalid(format!("{from} cannot be cast to {to}")))
+    }
+}
+
+/// The low 64 bits of an integral number (C++'s conversion of a wider integer).
+fn low_bits(n: &BigInt) -> i64 {
+    let bytes = n.to_signed_bytes_le();
+    let fill = if n.sign() == num_bigint::Sign::Minus {
+        0xff
+    } else {
+        0
+    };
+    let mut buf = [fill; 8];
+    for (b, x) in buf.iter_mut().zip(bytes) {
+        *b = x;
+    }
+    i64::from_le_bytes(buf)
+}
+
+/// `CAST(v AS t)` as ScyllaDB computes it (`castas_fcts.cc`); the planner has already refused
+/// the pairs [`check_cast`] refuses. Integers convert with C++ truncation of the high bits,
+/// floats and decimals towards zero, integers become decimals of scale 1 (`42` is `42.0`),
+/// floats become the decimal of their shortest text, and text is [`scylla_text::to_text`].
 fn cast_value(v: Value, t: &CqlType) -> Result<Value, CqlError> {
     use CqlType as T;
+    // An integral view: integers exactly, floats and decimals truncated towards zero.
+    let integral = |v: &Value| -> Option<BigInt> {
+        match v {
+            Value::Varint(x) => Some(x.to_bigint()),
+            Value::Decimal(d) => {
+                let unscaled = d.unscaled.to_bigint();
+                let ten = BigInt::from(10);
+                Some(if d.scale >= 0 {
+                    unscaled / ten.pow(d.scale.unsigned_abs())
+                } else {
+                    unscaled * ten.pow(d.scale.unsigned_abs())
+                })
+            }
+            Value::Float(f) => Some(BigInt::from(*f as i64)),
+            Value::Double(f) => Some(BigInt::from(*f as i64)),
+            other => other.as_i64().map(BigInt::from),
+        }
+    };
     let as_f64 = |v: &Value| -> Option<f64> {
         match v {
             Value::Float(f) => Some(f64::from(*f)),
             Value::Double(d) => Some(*d),
             Value::Varint(x) => x.to_bigint().to_string().parse().ok(),
-            Value::Decimal(d) => d.to_string().parse().ok(),
+            Value::Decimal(_) => super::scylla_text::to_text(v).parse().ok(),
             other => other.as_i64().map(|i| i as f64),
         }
     };
+    let as_f32 = |v: &Value| -> Option<f32> {
+        match v {
+            Value::Float(f) => Some(*f),
+            Value::Double(d) => Some(*d as f32),
+            Value::Varint(x) => x.to_bigint().to_string().parse().ok(),
+            Value::Decimal(_) => super::scylla_text::to_text(v).parse().ok(),
+            other => other.as_i64().map(|i| i as f32),
+        }
+    };
+    let fail = || CqlError::invalid(format!("Cannot cast value {} to type {t}", v.cql_literal()));
     Ok(match t {
-        T::Text | T::Ascii => Value::text(&match &v {
-            Value::Text(s) => s.to_string(),
-            other => {
-                let lit = other.cql_literal();
-                lit.trim_matches('\'').to_string()
+        T::Text | T::Ascii => Value::text(&super::scylla_text::to_text(&v)),
+        T::Tinyint => Value::Tinyint(low_bits(&integral(&v).ok_or_else(fail)?) as i8),
+        T::Smallint => Value::Smallint(low_bits(&integral(&v).ok_or_else(fail)?) as i16),
+        T::Int => Value::Int(low_bits(&integral(&v).ok_or_else(fail)?) as i32),
+        T::Bigint | T::Counter => Value::Bigint(low_bits(&integral(&v).ok_or_else(fail)?)),
+        T::Float => Value::Float(as_f32(&v).ok_or_else(fail)?),
+        T::Double => Value::Double(as_f64(&v).ok_or_else(fail)?),
+        T::Varint => Value::varint(&integral(&v).ok_or_else(fail)?),
+        T::Decimal => match &v {
+            Value::Decimal(_) => v,
+            Value::Float(_) | Value::Double(_) => {
+                let single = matches!(v, Value::Float(_));
+                let text = super::scylla_text::shortest_float(as_f64(&v).ok_or_else(fail)?, single);
+                parse_decimal(&text).ok_or_else(|| {
+                    CqlError::invalid(format!("Cannot cast value {text} to type decimal"))
+                })?
             }
-        }),
-        T::Tinyint => Value::Tinyint(
-            v.as_i64()
-                .map(|i| i as i8)
-                .or_else(|| as_f64(&v).map(|f| f as i8))
-                .ok_or_else(|| cast_error(&v, t))?,
-        ),
-        T::Smallint => Value::Smallint(
-            v.as_i64()
-                .map(|i| i as i16)
-                .or_else(|| as_f64(&v).map(|f| f as i16))
-                .ok_or_else(|| cast_error(&v, t))?,
-        ),
-        T::Int => Value::Int(
-            v.as_i64()
-                .map(|i| i as i32)
-                .or_else(|| as_f64(&v).map(|f| f as i32))
-                .ok_or_else(|| cast_error(&v, t))?,
-        ),
-        T::Bigint | T::Counter => Value::Bigint(
-            v.as_i64()
-                .or_else(|| as_f64(&v).map(|f| f as i64))
-                .ok_or_else(|| cast_error(&v, t))?,
-        ),
-        T::Float => Value::Float(as_f64(&v).ok_or_else(|| cast_error(&v, t))? as f32),
-        T::Double => Value::Double(as_f64(&v).ok_or_else(|| cast_error(&v, t))?),
-        T::Varint => match v.as_i64() {
-            Some(i) => Value::Varint(Varint::from_i64(i)),
-            None => match v {
-                Value::Varint(_) => v,
-                _ => return Err(cast_error(&v, t)),
-            },
-        },
-        T::Decimal => match v.as_i64() {
-            Some(i) => Value::Decimal(std::sync::Arc::new(Decimal::new(0, Varint::from_i64(i)))),
-            None => match &v {
-                Value::Decimal(_) => v,
-                Value::Float(_) | Value::Double(_) => {
-                    parse_decimal(&format!("{}", as_f64(&v).unwrap_or(0.0)))
-                        .ok_or_else(|| cast_error(&v, t))?
-                }
-                _ => return Err(cast_error(&v, t)),
-            },
+            _ => Value::decimal(&(integral(&v).ok_or_else(fail)? * 10), 1),
         },
         T::Timestamp => Func::ToTimestamp
             .apply(&[Some(v.clone())])?
-            .ok_or_else(|| cast_error(&v, t))?,
-        T::Date => Func::ToDate
-            .apply(&[Some(v.clone())])?
-            .ok_or_else(|| cast_error(&v, t))?,
-        T::Uuid => match v {
-            Value::Timeuuid(u) | Value::Uuid(u) => Value::Uuid(u),
-            _ => return Err(cast_error(&v, t)),
-        },
+            .ok_or_else(fail)?,
+        T::Date => Func::ToDate.apply(&[Some(v.clone())])?.ok_or_else(fail)?,
         _ if v.fits(t) => v,
-        _ => return Err(cast_error(&v, t)),
+        _ => return Err(fail()),
     })
-}
-
-/// The error of an impossible CAST.
-fn cast_error(v: &Value, t: &CqlType) -> CqlError {
-    CqlError::invalid(format!("Cannot cast value {} to type {t}", v.cql_literal()))
 }
 
 /// A planned value expression: a constant, a bind marker with its type, a collection literal
@@ -680,13 +755,11 @@ pub(crate) fn plan_term(
                     "The token function can only be used in a WHERE clause on the partition key",
                 ));
             }
+            let arg_types = resolve_signature(full, &f, args, binder)?;
             let mut exprs = Vec::with_capacity(args.len());
-            let mut arg_types = Vec::with_capacity(args.len());
-            for (i, a) in args.iter().enumerate() {
-                let at = term_type_hint(a).unwrap_or_else(|| f.marker_arg_type());
+            for (i, (a, at)) in args.iter().zip(&arg_types).enumerate() {
                 let aname = format!("arg{i}(system.{full})");
-                exprs.push(plan_term(a, &at, &aname, binder)?);
-                arg_types.push(at);
+                exprs.push(plan_term(a, at, &aname, binder)?);
             }
             f.check_args(full, &arg_types)?;
             let ret = f.return_type(&arg_types);
@@ -714,16 +787,107 @@ fn resolve_hint(ty: &crate::cql::TypeExpr, binder: &Binder) -> Result<CqlType, C
     super::ddl::resolve_type(&binder.schema, &binder.keyspace, ty)
 }
 
-/// The type a term announces by itself (a function's argument without a marker).
-fn term_type_hint(t: &Term) -> Option<CqlType> {
-    match t {
-        Term::Literal(Literal::String(_)) => Some(CqlType::Timestamp),
-        Term::Literal(Literal::Integer(_)) => Some(CqlType::Timestamp),
-        Term::FunctionCall { name, .. } => {
-            let f = Func::by_name(&name.name)?;
-            Some(f.return_type(&[]))
-        }
+/// The argument types of a call of `f` (named `name`) with `args`, chosen as ScyllaDB's
+/// `functions::get` chooses an overload: the time conversions have one signature per
+/// argument type (`toTimestamp(timeuuid | date)`, `toDate(timeuuid | timestamp)`,
+/// `toUnixTimestamp(timeuuid | timestamp | date)`); an exact type match wins, otherwise the
+/// one signature the argument is assignable to, and a bind marker (assignable to all of them)
+/// or a constant that fits several is an ambiguous call. Other functions have one signature.
+fn resolve_signature(
+    name: &str,
+    f: &Func,
+    args: &[Term],
+    binder: &Binder,
+) -> Result<Vec<CqlType>, CqlError> {
+    use CqlType as T;
+    let bare = name.strip_prefix("system.").unwrap_or(name);
+    let candidates: Vec<CqlType> = match bare {
+        "totimestamp" => vec![T::Timeuuid, T::Date],
+        "todate" => vec![T::Timeuuid, T::Timestamp],
+        "tounixtimestamp" => vec![T::Timeuuid, T::Timestamp, T::Date],
+        "dateof" | "unixtimestampof" => vec![T::Timeuuid],
+        _ => return Ok(vec![f.marker_arg_type(); args.len()]),
+    };
+    let [arg] = args else {
+        return Err(CqlError::invalid(format!(
+            "Invalid number of arguments in call to function system.{bare}: 1 required but {} provided",
+            args.len()
+        )));
+    };
+    let signatures = || {
+        candidates
+            .iter()
+            .map(|t| format!("system.{bare}({t})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let exact = term_exact_type(arg, binder)?;
+    if let Some(t) = exact.as_ref().filter(|t| candidates.contains(t)) {
+        return Ok(vec![t.clone()]);
+    }
+    let compatible: Vec<&CqlType> = candidates
+        .iter()
+        .filter(|c| match (&exact, arg) {
+            (Some(t), _) => **c == T::Timestamp && *t == T::Bigint,
+            (None, Term::Literal(lit)) => literal_assignable(lit, c),
+            (None, _) => true,
+        })
+        .collect();
+    match compatible.as_slice() {
+        [one] => Ok(vec![(*one).clone()]),
+        [] => Err(CqlError::invalid(format!(
+            "Invalid call to function system.{bare}, none of its type signatures match (known type signatures: {})",
+            signatures()
+        ))),
+        _ => Err(CqlError::invalid(format!(
+            "Ambiguous call to function system.{bare} (can be matched by following signatures: {}): use type casts to disambiguate",
+            compatible
+                .iter()
+                .map(|t| format!("system.{bare}({t})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// The type of a term that has one by itself: a function call's result, a type-hinted term.
+fn term_exact_type(t: &Term, binder: &Binder) -> Result<Option<CqlType>, CqlError> {
+    Ok(match t {
+        Term::FunctionCall { name, .. } => Func::by_name(&name.name).map(|f| f.return_type(&[])),
+        Term::Cast { ty, .. } => Some(resolve_hint(ty, binder)?),
         _ => None,
+    })
+}
+
+/// Whether an untyped constant may be assigned to a native type
+/// (`untyped_constant_test_assignment`).
+fn literal_assignable(lit: &Literal, t: &CqlType) -> bool {
+    use CqlType as T;
+    match lit {
+        Literal::String(_) => matches!(
+            t,
+            T::Ascii | T::Text | T::Inet | T::Timestamp | T::Date | T::Time
+        ),
+        Literal::Integer(_) => matches!(
+            t,
+            T::Bigint
+                | T::Counter
+                | T::Decimal
+                | T::Double
+                | T::Float
+                | T::Int
+                | T::Smallint
+                | T::Timestamp
+                | T::Date
+                | T::Tinyint
+                | T::Varint
+        ),
+        Literal::Uuid(_) => matches!(t, T::Uuid | T::Timeuuid),
+        Literal::Float(_) => matches!(t, T::Decimal | T::Double | T::Float),
+        Literal::Boolean(_) => *t == T::Boolean,
+        Literal::Blob(_) => *t == T::Blob,
+        Literal::Duration(_) => *t == T::Duration,
+        Literal::Null => true,
     }
 }
 

@@ -3,7 +3,7 @@
 //! A [`Schema`] is an immutable snapshot (keyspaces → tables and types) with a version UUID;
 //! DDL builds a new snapshot and swaps it in, so readers hold an `Arc<Schema>` without locks.
 //! A [`TableDef`] lists its columns in Scylla's order (partition key, clustering key, then
-//! static and regular columns sorted by name bytes) and carries its [`TableOptions`],
+//! static columns, then regular columns, each group sorted by name bytes) and carries its [`TableOptions`],
 //! including the [`CdcOptions`] that decide whether writes are logged, and the
 //! [`DroppedColumn`]s it remembers. A table of kind [`TableKind::CdcLog`] is the CDC log of
 //! the base table it names; it is *attached* while that base has CDC enabled and *detached*
@@ -352,8 +352,8 @@ pub(crate) struct TableDef {
     pub(crate) name: String,
     /// Table id (`system_schema.tables.id`).
     pub(crate) id: Uuid,
-    /// Columns in Scylla's order: partition key, clustering key, then static and regular
-    /// columns sorted by the bytes of their names.
+    /// Columns in Scylla's order: partition key, clustering key, then static columns, then
+    /// regular columns, each group sorted by the bytes of its names.
     pub(crate) columns: Vec<ColumnDef>,
     /// Properties.
     pub(crate) options: TableOptions,
@@ -430,7 +430,7 @@ impl TableDef {
             .filter(|c| c.kind == ColumnKind::Clustering)
     }
 
-    /// Static and regular columns, in name order.
+    /// Static columns (in name order), then regular columns (in name order).
     pub(crate) fn value_columns(&self) -> impl Iterator<Item = &ColumnDef> {
         self.columns.iter().filter(|c| !c.kind.is_primary_key())
     }
@@ -514,13 +514,15 @@ impl TableDef {
     }
 }
 
-/// Sorts columns into Scylla's order: partition key by position, clustering key by position,
-/// then static and regular columns by the bytes of their names.
+/// Sorts columns into Scylla's order (`schema::all_columns()`, which `SELECT *` and
+/// `DESCRIBE` follow): partition key by position, clustering key by position, then the static
+/// columns and then the regular columns, each group by the bytes of the names.
 fn sort_columns(columns: &mut [ColumnDef]) {
     let rank = |k: ColumnKind| match k {
         ColumnKind::PartitionKey => 0,
         ColumnKind::Clustering => 1,
-        ColumnKind::Static | ColumnKind::Regular => 2,
+        ColumnKind::Static => 2,
+        ColumnKind::Regular => 3,
     };
     columns.sort_by(|a, b| {
         rank(a.kind).cmp(&rank(b.kind)).then_with(|| {
@@ -687,7 +689,7 @@ mod tests {
             TableKind::User,
         );
         let names: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["pk", "ck1", "ck2", "MyCol", "cdc$time", "s", "v"]);
+        assert_eq!(names, ["pk", "ck1", "ck2", "s", "MyCol", "cdc$time", "v"]);
         let ids: Vec<u32> = t.columns.iter().map(|c| c.id).collect();
         assert_eq!(ids, [0, 1, 2, 3, 4, 5, 6]);
     }

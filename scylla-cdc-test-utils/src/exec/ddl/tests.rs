@@ -487,7 +487,7 @@ fn create_table_builds_columns_in_scylla_order() {
         (SchemaChangeType::Created, "ks".into(), "t".into())
     );
     let t = db.table("ks", "t");
-    assert_eq!(column_names(&t), ["pk1", "pk2", "c1", "c2", "a", "b", "s"]);
+    assert_eq!(column_names(&t), ["pk1", "pk2", "c1", "c2", "s", "a", "b"]);
     let kinds: Vec<(ColumnKind, i32)> = t.columns.iter().map(|c| (c.kind, c.position)).collect();
     assert_eq!(
         kinds,
@@ -496,9 +496,9 @@ fn create_table_builds_columns_in_scylla_order() {
             (ColumnKind::PartitionKey, 1),
             (ColumnKind::Clustering, 0),
             (ColumnKind::Clustering, 1),
-            (ColumnKind::Regular, -1),
-            (ColumnKind::Regular, -1),
             (ColumnKind::Static, -1),
+            (ColumnKind::Regular, -1),
+            (ColumnKind::Regular, -1),
         ]
     );
     assert_eq!(t.column("c1").map(|c| c.order), Some(ClusteringOrder::Desc));
@@ -759,7 +759,7 @@ fn alter_table_add_columns() {
     let t = db.table("ks", "t");
     assert_eq!(t.column("s").map(|c| c.kind), Some(ColumnKind::Static));
     assert_eq!(t.column("l").map(|c| c.id), Some(4));
-    assert_eq!(column_names(&t), ["pk", "c", "l", "s", "v"]);
+    assert_eq!(column_names(&t), ["pk", "c", "s", "l", "v"]);
     for (cql, kind, message) in [
         (
             "ALTER TABLE ks.t ADD pk int",
