@@ -41,6 +41,22 @@
 //! answering each with a line `ok ...` or `error: <reason>`. `cql` statements run at
 //! consistency ONE unless `consistency` sets another level, as in cqlsh. SIGTERM and SIGINT
 //! stop it cleanly (exit status 0), whatever its stdin is. `--help` lists its flags.
+//!
+//! # Inside
+//!
+//! The modules form layers; each imports only from the layers below it (lowest first):
+//!
+//! 1. `types` (CQL values and types);
+//! 2. `cql` (lexer, parser, statements), `schema` (keyspaces, tables, user types, the
+//!    `system_schema` rows), `storage` (partitions, cells, tombstones, reconciliation),
+//!    `frame` (the native protocol: compression, header, requests, responses);
+//! 3. `cluster` (configuration, topology and token ring, tablets, fault rules, request
+//!    counters: the cluster state the layers above read);
+//! 4. `cdc` (log tables, stream ids, generations);
+//! 5. `exec` (statement execution over a schema, storage and topology snapshot);
+//! 6. `server` (`ClusterCore`, the state every node's server shares, which owns the
+//!    database; listeners and connections);
+//! 7. this facade (`EmbeddedCluster`, the test helpers), then the `scylla-emulator` binary.
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
