@@ -1956,3 +1956,6 @@ fn contains_filters_named_values_and_unset_keys() {
     assert_eq!(outcome.schema_changes.len(), 1);
     assert_eq!(decode(&out), Ok(Res::SchemaChange));
 }
+
+#[path = "json_statements.rs"]
+mod json_statements;
