@@ -2,7 +2,8 @@
 //! row scan over a table's data (partition keys, token ranges or full scans, clustering
 //! slices, filters, static-only rows, DISTINCT, ORDER BY, LIMIT, PER PARTITION LIMIT, GROUP
 //! BY) and paging. Rows stream straight into the response frame through
-//! [`crate::frame::RowsWriter`].
+//! [`crate::frame::RowsWriter`]. `SELECT JSON` plans the same selection and writes each
+//! row as one `[json]` text ([`super::json::JsonSelection`]).
 
 use std::borrow::Cow;
 use std::sync::Arc;

@@ -4,8 +4,8 @@
 //! types are shared through [`UserType`] (`Arc`). Values of these types are [`value::Value`],
 //! encoded and decoded by [`value`]'s wire codec exactly as the CQL v4 protocol specifies.
 //! [`timeuuid`] builds, bounds and orders the version-1 UUIDs of `timeuuid` values.
-//! [`json`] is JSON text as ScyllaDB's RapidJSON-based reader and writer see it (the
-//! document model of `INSERT JSON`, `fromJson()`, and the spellings of `SELECT JSON`).
+//! `json` (crate-internal) is JSON text as ScyllaDB's RapidJSON-based reader and writer see
+//! it: the document model of `INSERT JSON` and `fromJson()`, the spellings of `SELECT JSON`.
 
 use std::fmt;
 use std::sync::Arc;
