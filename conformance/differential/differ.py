@@ -259,6 +259,14 @@ def error_observation(exc: BaseException) -> dict:
     if type(exc).__name__ == "AlreadyExists":
         obs["keyspace"] = getattr(exc, "keyspace", None)
         obs["table"] = getattr(exc, "table", None) or None
+    inner = getattr(exc, "errors", None)
+    if code is None and isinstance(inner, dict) and inner:
+        answers = [error_observation(e) for e in inner.values()]
+        if all(a.get("code") for a in answers):
+            # The driver gave up after every host answered with an error it retries on the
+            # next host (a ServerError): what the servers answered, not the hosts' addresses.
+            obs["errors"] = answers
+            return obs
     if code is None:
         # Not a server answer (the driver refused a value, or lost the connection): the
         # text is the only clue, and it comes from the same driver on both sides.

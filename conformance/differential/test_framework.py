@@ -2,7 +2,7 @@
 
 import decimal
 
-from differ import Allowance, Names, aspects, compare, judge, norm, q
+from differ import Allowance, Names, aspects, compare, error_observation, judge, norm, q
 
 NAMES = Names("ks", "tbl")
 
@@ -69,3 +69,18 @@ def test_rename_allowance_requires_the_rewritten_names():
     diffs = compare("c/x", [step], emu_bad, cas, NAMES)
     unexplained, _, _ = judge("c/x", [step], emu_bad, diffs, [rule])
     assert len(unexplained) == 1
+
+
+def test_error_observation_keeps_the_servers_answers_of_no_host_available():
+    from cassandra.cluster import NoHostAvailable
+    from cassandra.protocol import ServerError
+
+    server = ServerError(code=0x0000, message="marshaling error: x", info=None)
+    exc = NoHostAvailable("Unable to complete the operation against any hosts",
+                          {"127.0.87.1:41234": server})
+    obs = error_observation(exc)
+    assert obs == {"class": "NoHostAvailable", "code": None,
+                   "errors": [{"class": "ServerError", "code": "0x0000"}]}
+    # Without server answers (a connection failure), the text is still the only clue.
+    lost = NoHostAvailable("Unable to connect", {"127.0.87.1:41234": OSError("refused")})
+    assert "detail" in error_observation(lost)

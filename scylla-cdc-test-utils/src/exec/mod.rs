@@ -19,11 +19,13 @@
 //! encodes the resume position of paged reads, and [`consistency`] answers Unavailable when
 //! too few replicas are up. [`preload`] fills benchmark tables through the same write path
 //! without a client. [`routing`] finds the tablet a request targets (tablets routing).
+//! [`json`] is JSON in CQL: `SELECT JSON`, `INSERT JSON`, `toJson()`, `fromJson()`.
 
 mod batch;
 mod cdc_write;
 mod consistency;
 mod describe;
+mod json;
 mod modify;
 mod paging;
 mod plan;
@@ -487,6 +489,8 @@ impl Database {
         match &planned.plan {
             Plan::Select(p) => self.run_select(p, &ctx, ex, stream, out),
             Plan::Modify(p) => {
+                let values = json::bind_values(p, ex.values)?;
+                let ctx = EvalCtx { values: &values };
                 if p.is_conditional() {
                     self.run_conditional(&[(p, ctx)], ex)
                 } else {
@@ -507,8 +511,17 @@ impl Database {
                     ),
                     None => None,
                 };
-                let items: Vec<(&ModifyPlan, EvalCtx<'_>)> =
-                    b.statements.iter().map(|s| (s, ctx)).collect();
+                let values = b
+                    .statements
+                    .iter()
+                    .map(|s| json::bind_values(s, ex.values))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let items: Vec<(&ModifyPlan, EvalCtx<'_>)> = b
+                    .statements
+                    .iter()
+                    .zip(&values)
+                    .map(|(s, v)| (s, EvalCtx { values: v }))
+                    .collect();
                 self.run_batch(&items, batch_ts, ex)
             }
             Plan::Use(ks) => {
@@ -932,10 +945,19 @@ impl Database {
                     s.values.len()
                 )));
             }
-            items.push((&**m, EvalCtx { values: &s.values }));
+            items.push((&**m, &s.values));
         }
         let refs: Vec<&ModifyPlan> = items.iter().map(|(m, _)| *m).collect();
         batch::validate_batch(kind, &refs, false)?;
+        let values = items
+            .iter()
+            .map(|(m, v)| json::bind_values(m, v))
+            .collect::<Result<Vec<_>, _>>()?;
+        let items: Vec<(&ModifyPlan, EvalCtx<'_>)> = items
+            .iter()
+            .zip(&values)
+            .map(|((m, _), v)| (*m, EvalCtx { values: v }))
+            .collect();
         let params = QueryParams {
             consistency: b.consistency,
             values: Vec::new(),

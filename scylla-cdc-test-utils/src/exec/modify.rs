@@ -133,6 +133,9 @@ pub(crate) struct ModifyPlan {
     pub(crate) condition: Option<CondPlan>,
     /// Whether every written column is static (the clustering key may be absent).
     pub(crate) static_only: bool,
+    /// For `INSERT JSON`: the document whose values the key and column expressions take
+    /// (see [`super::json::bind_values`]).
+    pub(crate) json: Option<Arc<super::json::JsonInsert>>,
 }
 
 impl ModifyPlan {
@@ -163,12 +166,19 @@ pub(crate) fn plan_modify(
         Statement::Insert(s) => {
             let table = resolve_table(schema, keyspace, &s.table)?;
             binder.set_table(&table);
-            let InsertValues::Columns(pairs) = &s.values else {
-                return Err(CqlError::invalid(
-                    "INSERT JSON is not supported by the embedded cluster",
-                ));
-            };
-            plan_insert(table, pairs, s.if_not_exists, &s.using, binder)
+            match &s.values {
+                InsertValues::Columns(pairs) => {
+                    plan_insert(table, pairs, s.if_not_exists, &s.using, binder)
+                }
+                InsertValues::Json { json, default } => super::json::plan_insert_json(
+                    table,
+                    json,
+                    *default,
+                    s.if_not_exists,
+                    &s.using,
+                    binder,
+                ),
+            }
         }
         Statement::Update(s) => {
             let table = resolve_table(schema, keyspace, &s.table)?;
@@ -185,7 +195,7 @@ pub(crate) fn plan_modify(
 }
 
 /// Refuses writes to virtual tables and to `system_schema`.
-fn check_writable(table: &TableDef) -> Result<(), CqlError> {
+pub(crate) fn check_writable(table: &TableDef) -> Result<(), CqlError> {
     match table.kind {
         crate::schema::TableKind::Virtual => Err(CqlError::invalid(format!(
             "Cannot modify virtual table {}.{}",
@@ -200,7 +210,7 @@ fn check_writable(table: &TableDef) -> Result<(), CqlError> {
 }
 
 /// Plans `USING TTL` / `TIMESTAMP` / `TIMEOUT` (TTL only where `allow_ttl`).
-fn plan_using(
+pub(crate) fn plan_using(
     using: &Using,
     binder: &mut Binder,
     allow_ttl: bool,
@@ -315,6 +325,7 @@ fn plan_insert(
         timestamp,
         condition: if_not_exists.then_some(CondPlan::NotExists),
         static_only,
+        json: None,
     })
 }
 
@@ -534,6 +545,7 @@ fn plan_update(
         timestamp,
         condition,
         static_only,
+        json: None,
     })
 }
 
@@ -639,6 +651,7 @@ fn plan_delete(
         timestamp,
         condition,
         static_only,
+        json: None,
     })
 }
 

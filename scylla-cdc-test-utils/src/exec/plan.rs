@@ -67,6 +67,22 @@ impl Binder {
         }
     }
 
+    /// Records the receiver of a marker as given (a receiver outside the statement's table,
+    /// like `INSERT JSON ?`'s); a `:name` marker keeps its own name.
+    pub(crate) fn bind_spec(&mut self, m: &BindMarker, mut spec: ColumnSpec) {
+        if let Some(name) = &m.name {
+            spec.name = name.clone();
+        }
+        if let Some(slot) = self.specs.get_mut(m.index) {
+            *slot = Some(spec);
+        }
+    }
+
+    /// Number of markers of the statement.
+    pub(crate) fn count(&self) -> usize {
+        self.specs.len()
+    }
+
     /// Records which markers bind each partition-key column by `=` (first call wins).
     pub(crate) fn set_pk_markers(&mut self, markers: Vec<Option<usize>>) {
         if !self.pk_set {

@@ -1988,3 +1988,6 @@ fn a_peer_is_selected_by_a_named_value() {
 }
 #[path = "select_tests.rs"]
 mod select_tests;
+
+#[path = "json_statements.rs"]
+mod json_statements;

@@ -80,6 +80,10 @@ pub(crate) enum Func {
     AsBlob(CqlType),
     /// `CAST(x AS type)`
     Cast(CqlType),
+    /// `toJson(x)` for an argument of this type.
+    ToJson(CqlType),
+    /// `fromJson(s)` for a receiver of this type, in the statement's keyspace.
+    FromJson(CqlType, Arc<str>),
 }
 
 impl Func {
@@ -128,6 +132,7 @@ impl Func {
     /// overloads: the first signature is used).
     fn marker_arg_type(&self) -> CqlType {
         match self {
+            Func::FromJson(..) => CqlType::Text,
             Func::MinTimeuuid | Func::MaxTimeuuid => CqlType::Timestamp,
             Func::ToTimestamp | Func::ToDate | Func::ToUnixTimestamp => CqlType::Timeuuid,
             Func::BlobAs(_) => CqlType::Blob,
@@ -146,8 +151,9 @@ impl Func {
             Func::CurrentTime => CqlType::Time,
             Func::MinTimeuuid | Func::MaxTimeuuid => CqlType::Timeuuid,
             Func::ToUnixTimestamp | Func::Token => CqlType::Bigint,
-            Func::BlobAs(t) | Func::Cast(t) => t.clone(),
+            Func::BlobAs(t) | Func::Cast(t) | Func::FromJson(t, _) => t.clone(),
             Func::AsBlob(_) => CqlType::Blob,
+            Func::ToJson(_) => CqlType::Text,
         }
     }
 
@@ -278,6 +284,10 @@ impl Func {
                 Some(v) => Some(cast_value(v, t)?),
                 None => None,
             },
+            Func::ToJson(t) => Some(super::json::to_json_call(t, first.as_ref())?),
+            Func::FromJson(t, keyspace) => {
+                super::json::from_json_call(keyspace, t, first.as_ref())?
+            }
         })
     }
 }
@@ -748,6 +758,9 @@ pub(crate) fn plan_term(
         }
         Term::FunctionCall { name: fname, args } => {
             let full = fname.name.as_str();
+            if let Some(json_call) = plan_json_call(full, args, typ, name, binder)? {
+                return Ok(json_call);
+            }
             let f = Func::by_name(full)
                 .ok_or_else(|| CqlError::invalid(format!("Unknown function '{fname}'")))?;
             if f == Func::Token {
@@ -780,6 +793,69 @@ pub(crate) fn plan_term(
             coerce(inner, &hinted, typ, name, &format!("({ty})"))
         }
     }
+}
+
+/// `toJson(x)` / `fromJson(s)` in a term received by `name` of type `typ` (`None` for any
+/// other function). `fromJson` takes its type from the receiver; `toJson` needs an argument
+/// of a known type (a cast or a function call), never a bare literal or marker
+/// (`functions::get`, cql3/functions/functions.cc).
+fn plan_json_call(
+    full: &str,
+    args: &[Term],
+    typ: &CqlType,
+    name: &str,
+    binder: &mut Binder,
+) -> Result<Option<Expr>, CqlError> {
+    let short = full.strip_prefix("system.").unwrap_or(full);
+    let f = match short {
+        "tojson" => {
+            if args.len() != 1 {
+                return Err(CqlError::invalid("toJson() accepts 1 argument only"));
+            }
+            let arg_type = match &args[0] {
+                Term::Cast { ty, .. } => resolve_hint(ty, binder)?,
+                Term::FunctionCall { name: inner, .. } => match Func::by_name(&inner.name) {
+                    Some(f) if !matches!(f, Func::Token) => f.return_type(&[]),
+                    _ => {
+                        return Err(CqlError::invalid(
+                            "toJson() is only valid when its argument type is known",
+                        ));
+                    }
+                },
+                _ => {
+                    return Err(CqlError::invalid(
+                        "toJson() is only valid when its argument type is known",
+                    ));
+                }
+            };
+            Func::ToJson(arg_type)
+        }
+        "fromjson" => {
+            if args.len() != 1 {
+                return Err(CqlError::invalid("fromJson() accepts 1 argument only"));
+            }
+            Func::FromJson(typ.clone(), Arc::from(binder.keyspace.as_str()))
+        }
+        _ => return Ok(None),
+    };
+    let arg_type = match &f {
+        Func::ToJson(t) => t.clone(),
+        _ => CqlType::Text,
+    };
+    let arg = plan_term(
+        &args[0],
+        &arg_type,
+        &format!("arg0(system.{short})"),
+        binder,
+    )?;
+    let ret = f.return_type(&[]);
+    let call = match arg.as_const() {
+        // Pure with a constant argument: evaluated now, so a bad constant fails the
+        // statement's preparation (prepare_function_call).
+        Some(v) => Expr::Const(f.apply(std::slice::from_ref(v))?),
+        None => Expr::Call(f, vec![arg]),
+    };
+    coerce(call, &ret, typ, name, &format!("system.{short}()")).map(Some)
 }
 
 /// Resolves the type of a cast in a term.

@@ -117,11 +117,7 @@ pub(crate) enum ErrorKind {
         /// Whether the replica asked for data answered.
         data_present: bool,
     },
-    /// 0x1400: a user-defined function failed.
-    #[allow(
-        dead_code,
-        reason = "spec error code; user-defined functions are not supported"
-    )]
+    /// 0x1400: a function failed (`fromJson` / `toJson` conversions).
     FunctionFailure {
         /// Keyspace of the function.
         keyspace: String,

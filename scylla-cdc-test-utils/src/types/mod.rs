@@ -4,10 +4,13 @@
 //! types are shared through [`UserType`] (`Arc`). Values of these types are [`value::Value`],
 //! encoded and decoded by [`value`]'s wire codec exactly as the CQL v4 protocol specifies.
 //! [`timeuuid`] builds, bounds and orders the version-1 UUIDs of `timeuuid` values.
+//! `json` (crate-internal) is JSON text as ScyllaDB's RapidJSON-based reader and writer see
+//! it: the document model of `INSERT JSON` and `fromJson()`, the spellings of `SELECT JSON`.
 
 use std::fmt;
 use std::sync::Arc;
 
+pub(crate) mod json;
 pub mod timeuuid;
 pub mod value;
 
