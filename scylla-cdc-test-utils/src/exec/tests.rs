@@ -14,6 +14,8 @@ use crate::frame::{BatchStatement, BoundValue};
 use crate::types::UserType;
 use crate::types::value::{self, Value};
 
+mod write;
+
 /// A decoded RESULT or ERROR.
 #[derive(Debug, Clone, PartialEq)]
 enum Res {
@@ -1705,7 +1707,7 @@ fn lightweight_transactions() {
     let e = t.err("BEGIN BATCH INSERT INTO t (pk, ck, v) VALUES (3, 1, 1) IF NOT EXISTS; INSERT INTO t (pk, ck, v) VALUES (4, 2, 2); APPLY BATCH");
     assert_eq!(
         e.message,
-        "Batch with conditions cannot span multiple partitions"
+        "BATCH with conditions cannot span multiple partitions"
     );
 }
 
