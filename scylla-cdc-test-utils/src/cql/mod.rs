@@ -25,7 +25,6 @@ mod tests;
 // The facade of the module; the executor is its consumer.
 pub(crate) use ast::*;
 pub(crate) use error::ParseErrorKind;
-pub(crate) use literal::parse_duration as parse_duration_text;
 pub(crate) use parser::{is_reserved, parse_statement};
 
 // Named by tests only.

@@ -124,7 +124,8 @@ const UNSUPPORTED: &[&[&str]] = &[
 pub(crate) fn parse_statement(text: &str) -> Result<Statement, ParseError> {
     let mut p = Parser::new(text)?;
     let stmt = p.statement()?;
-    p.eat(TokenKind::Semicolon);
+    // Cql.g `query: cqlStatement (';')* EOF`: any number of semicolons may end it.
+    while p.eat(TokenKind::Semicolon) {}
     p.expect_eof()?;
     Ok(stmt)
 }

@@ -1555,8 +1555,14 @@ fn comments_whitespace_and_semicolons() {
         e.to_string(),
         "line 1:17 mismatched input 'SELECT' expecting <EOF>"
     );
-    let e = err("SELECT a FROM t;;");
-    assert!(e.message.contains("expecting <EOF>"), "{e}");
+    // Cql.g `query: cqlStatement (';')* EOF`.
+    assert!(parse_statement("SELECT a FROM t;;").is_ok());
+    assert!(parse_statement("SELECT a FROM t ; ; ;").is_ok());
+    assert!(parse_statement(";").is_err());
+    // A line comment must end with an end of line (Cql.g COMMENT), even the last one.
+    assert!(parse_statement("SELECT a FROM t // trailing").is_err());
+    assert!(parse_statement("SELECT a FROM t -- trailing").is_err());
+    assert!(parse_statement("SELECT a FROM t -- trailing\r").is_ok());
 }
 
 // ---------------------------------------------------------------------------------------

@@ -573,7 +573,13 @@ fn every_native_type_round_trips_as_literal_and_bound_value() {
 fn literal_forms_of_time_types_and_floats() {
     let mut t = TestDb::with_ks();
     t.ok("CREATE TABLE x (pk int PRIMARY KEY, ts timestamp, d date, ti time, f float, dbl double, v varint, de decimal)");
-    t.ok("INSERT INTO x (pk, ts, d, ti, f, dbl, v, de) VALUES (1, 1000, 2147483648, 5, NaN, -Infinity, 1, 3)");
+    t.ok("INSERT INTO x (pk, ts, d, ti, f, dbl, v, de) VALUES (1, 1000, 2147483648, '00:00:00.000000005', NaN, -Infinity, 1, 3)");
+    // ScyllaDB takes no integer constant for a time (`untyped_constant_test_assignment`).
+    let e = t.err("INSERT INTO x (pk, ti) VALUES (1, 5)");
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (0x2200, "Invalid INTEGER constant (5) for \"ti\" of type time")
+    );
     let r = t.rows("SELECT ts, d, ti, f, dbl, v FROM x WHERE pk = 1");
     assert_eq!(r[0][0], Some(Value::Timestamp(1000)));
     assert_eq!(r[0][1], Some(Value::Date(1 << 31)));

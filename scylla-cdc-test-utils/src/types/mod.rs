@@ -3,13 +3,16 @@
 //! [`CqlType`] is the type of a column, a bind variable or a collection element; user-defined
 //! types are shared through [`UserType`] (`Arc`). Values of these types are [`value::Value`],
 //! encoded and decoded by [`value`]'s wire codec exactly as the CQL v4 protocol specifies.
-//! [`timeuuid`] builds, bounds and orders the version-1 UUIDs of `timeuuid` values.
+//! [`timeuuid`] builds, bounds and orders the version-1 UUIDs of `timeuuid` values;
+//! `datetime` parses the text forms of dates, times and timestamps as ScyllaDB does.
 
 use std::fmt;
 use std::sync::Arc;
 
 pub mod timeuuid;
 pub mod value;
+
+pub(crate) mod datetime;
 
 /// A CQL type, as a column or bind variable has it.
 ///

@@ -653,7 +653,10 @@ pub(super) fn drop(
         if stmt.if_exists {
             return Ok(DdlOutcome::unchanged(None));
         }
-        return Err(CqlError::config(format!(
+        // `prepare_column_family_drop_announcement` throws a configuration_exception, which
+        // `drop_table_statement::prepare_schema_mutations` turns into an InvalidRequest
+        // (unlike DROP KEYSPACE and DROP MATERIALIZED VIEW, which pass it on).
+        return Err(CqlError::invalid(format!(
             "Cannot drop non existing table '{name}' in keyspace '{ks_name}'."
         )));
     };

@@ -932,11 +932,26 @@ fn drop_table_and_truncate() {
     );
     assert!(matches!(o.storage.as_slice(), [StorageChange::DropTable(x)] if *x == id));
     assert!(db.schema.table("ks", "t").is_none());
+    // ScyllaDB turns the configuration_exception into an InvalidRequest
+    // (drop_table_statement.cc), also for a table of a missing keyspace.
     let e = db.err("DROP TABLE ks.t");
     assert_error(
         &e,
-        ErrorKind::ConfigError,
+        ErrorKind::Invalid,
         "Cannot drop non existing table 't' in keyspace 'ks'.",
+    );
+    let e = db.err("DROP TABLE nosuchks.t");
+    assert_error(
+        &e,
+        ErrorKind::Invalid,
+        "Cannot drop non existing table 't' in keyspace 'nosuchks'.",
+    );
+    // DROP KEYSPACE passes the configuration_exception on.
+    let e = db.err("DROP KEYSPACE nosuchks");
+    assert_error(
+        &e,
+        ErrorKind::ConfigError,
+        "Cannot drop non existing keyspace 'nosuchks'.",
     );
     let o = db.ok("DROP TABLE IF EXISTS ks.t");
     assert!(o.schema.is_none() && o.change.is_none() && o.storage.is_empty());
