@@ -178,6 +178,18 @@ CASES = [
         q("INSERT INTO @t (pk, ck, v) VALUES ('a', d2177dd0-eaa2-11de-a572-001b779c76e3, 3)"),
         q("SELECT * FROM @t WHERE pk = 'a'"),
     ]),
+    Case("decimal_equality", [
+        ddl("CREATE TABLE @t (pk decimal, ck decimal, v int, s set<decimal>, "
+            "m map<decimal, int>, PRIMARY KEY (pk, ck))"),
+        q("INSERT INTO @t (pk, ck, v) VALUES (1.0, 1.0, 1)"),
+        q("INSERT INTO @t (pk, ck, v) VALUES (1.0, 1.00, 2)", label="same_clustering_row"),
+        q("INSERT INTO @t (pk, ck, v) VALUES (1.00, 1.0, 3)", label="other_partition"),
+        q("SELECT pk, ck, v FROM @t WHERE pk = 1.0"),
+        q("SELECT pk, ck, v FROM @t WHERE pk = 1.00"),
+        q("SELECT v FROM @t WHERE pk = 1.0 AND ck = 1.000", label="lookup_other_scale"),
+        q("UPDATE @t SET s = {1.0, 1.00, 2}, m = {1.0: 1, 1.00: 2} WHERE pk = 1.0 AND ck = 1"),
+        q("SELECT s, m FROM @t WHERE pk = 1.0 AND ck = 1", label="collections"),
+    ]),
     Case("blob_and_varint_keys_order", [
         ddl("CREATE TABLE @t (pk int, b blob, n varint, d decimal, PRIMARY KEY (pk, b, n, d))"),
         q("INSERT INTO @t (pk, b, n, d) VALUES (1, 0x02, 10, 1.0)"),

@@ -500,7 +500,10 @@ mod tests {
         assert_eq!(lex("a // two\r"), vec![(K::Ident, "a")]);
         // ScyllaDB's COMMENT token ends with an end of line: not at the end of the text.
         for bad in ["-- only a comment", "a // trailing", "a --"] {
-            assert!(lex_err(bad).contains("line comment without an end of line"), "{bad}");
+            assert!(
+                lex_err(bad).contains("line comment without an end of line"),
+                "{bad}"
+            );
         }
         assert!(lex_err("a /* open").contains("unterminated comment"));
     }
@@ -611,7 +614,11 @@ mod tests {
         // Upper case units, and the longest unit first.
         assert_eq!(
             lex("1H30M 2MS 3Mo"),
-            vec![(K::Duration, "1H30M"), (K::Duration, "2MS"), (K::Duration, "3Mo")]
+            vec![
+                (K::Duration, "1H30M"),
+                (K::Duration, "2MS"),
+                (K::Duration, "3Mo")
+            ]
         );
         // Digits not followed by a unit end the duration.
         assert_eq!(
@@ -632,7 +639,12 @@ mod tests {
         assert_eq!(lex("1mox"), vec![(K::Duration, "1mo"), (K::Ident, "x")]);
         assert_eq!(
             lex("a=1and"),
-            vec![(K::Ident, "a"), (K::Eq, "="), (K::Integer, "1"), (K::Ident, "and")]
+            vec![
+                (K::Ident, "a"),
+                (K::Eq, "="),
+                (K::Integer, "1"),
+                (K::Ident, "and")
+            ]
         );
     }
 

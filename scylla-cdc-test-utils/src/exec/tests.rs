@@ -578,7 +578,10 @@ fn literal_forms_of_time_types_and_floats() {
     let e = t.err("INSERT INTO x (pk, ti) VALUES (1, 5)");
     assert_eq!(
         (e.code, e.message.as_str()),
-        (0x2200, "Invalid INTEGER constant (5) for \"ti\" of type time")
+        (
+            0x2200,
+            "Invalid INTEGER constant (5) for \"ti\" of type time"
+        )
     );
     let r = t.rows("SELECT ts, d, ti, f, dbl, v FROM x WHERE pk = 1");
     assert_eq!(r[0][0], Some(Value::Timestamp(1000)));

@@ -67,8 +67,9 @@ pub(crate) fn parse_date(s: &str) -> Result<u32, ParseError> {
     match from_chars_i64(s) {
         Some(Err(())) => {
             // `^(-?\d+)-(\d+)-(\d+)`, matched against the whole text.
-            let coerce =
-                || ParseError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"));
+            let coerce = || {
+                ParseError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
+            };
             let (neg, rest) = match s.strip_prefix('-') {
                 Some(r) => (true, r),
                 None => (false, s),
@@ -174,9 +175,9 @@ pub(crate) fn parse_timestamp(s: &str) -> Result<i64, ParseError> {
     }
     // `lexical_cast<int>` of each part, then `boost::gregorian::date` (validated).
     let int = |t: &str| -> Result<i64, ParseError> {
-        t.parse::<i32>()
-            .map(i64::from)
-            .map_err(|_| wrap("bad lexical cast: source type value could not be interpreted as target".into()))
+        t.parse::<i32>().map(i64::from).map_err(|_| {
+            wrap("bad lexical cast: source type value could not be interpreted as target".into())
+        })
     };
     let (y, m, d) = (int(year)?, int(month)?, int(day)?);
     if !(1400..=9999).contains(&y) {
@@ -375,7 +376,10 @@ mod tests {
             "-5",
             "4294967296",
         ] {
-            assert!(matches!(parse_date(bad), Err(ParseError::Invalid(_))), "{bad}");
+            assert!(
+                matches!(parse_date(bad), Err(ParseError::Invalid(_))),
+                "{bad}"
+            );
         }
     }
 
@@ -433,12 +437,12 @@ mod tests {
     #[test]
     fn times_are_read_with_stol() {
         assert_eq!(parse_time("08:12:54"), Ok(29_574_000_000_000));
-        assert_eq!(
-            parse_time("08:12:54.123456789"),
-            Ok(29_574_123_456_789)
-        );
+        assert_eq!(parse_time("08:12:54.123456789"), Ok(29_574_123_456_789));
         assert_eq!(parse_time("08:12:54.1"), Ok(29_574_100_000_000));
-        assert_eq!(parse_time("8:1:2"), Ok(((8 * 60 + 1) * 60 + 2) * 1_000_000_000));
+        assert_eq!(
+            parse_time("8:1:2"),
+            Ok(((8 * 60 + 1) * 60 + 2) * 1_000_000_000)
+        );
         assert_eq!(parse_time(" 8: 1:+2"), parse_time("8:1:2"));
         assert_eq!(parse_time("00:00:00"), Ok(0));
         for bad in [
@@ -451,11 +455,17 @@ mod tests {
             "08:00:00.1234567890",
             "08:00:00.-5",
         ] {
-            assert!(matches!(parse_time(bad), Err(ParseError::Invalid(_))), "{bad}");
+            assert!(
+                matches!(parse_time(bad), Err(ParseError::Invalid(_))),
+                "{bad}"
+            );
         }
         // `std::stol` throws on a part without digits: ScyllaDB answers a server error.
         for bad in ["x:00:00", "08::00", "08:00:00.", ":00:00"] {
-            assert!(matches!(parse_time(bad), Err(ParseError::Server(_))), "{bad}");
+            assert!(
+                matches!(parse_time(bad), Err(ParseError::Server(_))),
+                "{bad}"
+            );
         }
     }
 }

@@ -302,3 +302,44 @@ fn counter_updates_refuse_timestamps_when_executed() {
         vec![vec![Some(Value::Bigint(2))]]
     );
 }
+
+#[test]
+fn decimals_equal_in_value_are_one_clustering_key_and_one_element() {
+    let mut t = TestDb::with_ks();
+    t.ok("CREATE TABLE d (pk decimal, ck decimal, v int, s set<decimal>, PRIMARY KEY (pk, ck))");
+    t.ok("INSERT INTO d (pk, ck, v) VALUES (1.0, 1.0, 1)");
+    t.ok("INSERT INTO d (pk, ck, v) VALUES (1.0, 1.00, 2)");
+    // A partition key is its serialized form: 1.00 is another partition.
+    t.ok("INSERT INTO d (pk, ck, v) VALUES (1.00, 1.0, 3)");
+    let scale = |v: &Option<Value>| match v {
+        Some(Value::Decimal(d)) => d.scale,
+        other => panic!("not a decimal: {other:?}"),
+    };
+    let rows = t.rows("SELECT pk, ck, v FROM d WHERE pk = 1.0");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    // The row keeps the key it was first written with.
+    assert_eq!((scale(&rows[0][0]), scale(&rows[0][1])), (1, 1));
+    assert_eq!(rows[0][2], int(2));
+    let rows = t.rows("SELECT pk, v FROM d WHERE pk = 1.00");
+    assert_eq!(rows.len(), 1);
+    assert_eq!((scale(&rows[0][0]), rows[0][1].clone()), (2, int(3)));
+    assert_eq!(
+        t.rows("SELECT v FROM d WHERE pk = 1.0 AND ck = 1.000"),
+        vec![vec![int(2)]]
+    );
+    t.ok("UPDATE d SET s = {1.0, 1.00, 2} WHERE pk = 1.0 AND ck = 1");
+    let rows = t.rows("SELECT s FROM d WHERE pk = 1.0 AND ck = 1");
+    let Some(Value::Set(s)) = &rows[0][0] else {
+        panic!("{rows:?}")
+    };
+    assert_eq!(s.len(), 2, "{s:?}");
+    // A condition compares values, not scales.
+    assert_eq!(
+        t.rows("UPDATE d SET v = 4 WHERE pk = 1.0 AND ck = 1.0 IF v = 2")[0][0],
+        yes()
+    );
+    assert_eq!(
+        t.rows("UPDATE d SET s = {5} WHERE pk = 1.0 AND ck = 1.0 IF s CONTAINS 1.000")[0][0],
+        yes()
+    );
+}
