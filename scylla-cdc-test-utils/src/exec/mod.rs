@@ -945,7 +945,7 @@ impl Database {
                             (new.keyspace(&t.keyspace), new.table(&t.keyspace, base))
                             && let Some(tablets) = ks.initial_tablets
                         {
-                            self.create_tablet_streams(base, tablets);
+                            self.create_tablet_streams(base, ddl::tablet_count(tablets));
                         }
                     }
                     if t.kind != TableKind::Virtual {

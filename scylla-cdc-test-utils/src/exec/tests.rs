@@ -1423,7 +1423,10 @@ fn bind_metadata_of_the_golden_statements() {
     let (vars, ..) = t.bind_meta("SELECT v FROM mt WHERE pk = ? AND (ck, ck1) IN ? LIMIT ?");
     assert_eq!(
         vars[1],
-        ("IN((ck,ck1))".into(), "list<tuple<int, int>>".into())
+        (
+            "IN((ck,ck1))".into(),
+            "list<frozen<tuple<int, int>>>".into()
+        )
     );
     assert_eq!(vars[2], ("[limit]".into(), "int".into()));
     let (vars, ..) =
@@ -1439,7 +1442,10 @@ fn bind_metadata_of_the_golden_statements() {
             ("pk".into(), "int".into()),
             ("value(IN((ck,ck1)))[0]".into(), "int".into()),
             ("value(IN((ck,ck1)))[1]".into(), "int".into()),
-            ("value(IN((ck,ck1)))".into(), "tuple<int, int>".into()),
+            (
+                "value(IN((ck,ck1)))".into(),
+                "frozen<tuple<int, int>>".into()
+            ),
         ]
     );
     let (vars, pk, _) = t.bind_meta("SELECT v FROM t WHERE pk IN ?");

@@ -333,9 +333,19 @@ fn tablets_are_opt_in() {
     db.ok(&format!(
         "CREATE KEYSPACE t1 WITH {nts} AND tablets = {{'enabled': true}}"
     ));
+    // Stored as 0, as ScyllaDB stores it (`ks_prop_defs::get_initial_tablets`); the
+    // embedded cluster's tables then get `DEFAULT_INITIAL_TABLETS` tablets.
     assert_eq!(
         db.schema.keyspace("t1").and_then(|k| k.initial_tablets),
-        Some(keyspace::DEFAULT_INITIAL_TABLETS)
+        Some(0)
+    );
+    assert_eq!(keyspace::tablet_count(0), keyspace::DEFAULT_INITIAL_TABLETS);
+    assert_eq!(keyspace::tablet_count(16), 16);
+    // An empty tablets map enables tablets too.
+    db.ok(&format!("CREATE KEYSPACE t0 WITH {nts} AND tablets = {{}}"));
+    assert_eq!(
+        db.schema.keyspace("t0").and_then(|k| k.initial_tablets),
+        Some(0)
     );
     db.ok(&format!(
         "CREATE KEYSPACE t2 WITH {nts} AND tablets = {{'initial': 16}}"
@@ -993,8 +1003,12 @@ fn freezing_rules() {
         ("frozen<list<list<int>>>", "frozen<list<frozen<list<int>>>>"),
         ("map<int, frozen<ut>>", "map<int, frozen<ut>>"),
         ("set<frozen<map<int, text>>>", "set<frozen<map<int, text>>>"),
-        ("tuple<int, list<int>>", "tuple<int, frozen<list<int>>>"),
-        ("list<tuple<int, text>>", "list<tuple<int, text>>"),
+        // Tuples are never multi-cell: shown frozen, as Scylla's cql3_type_name does.
+        (
+            "tuple<int, list<int>>",
+            "frozen<tuple<int, frozen<list<int>>>>",
+        ),
+        ("list<tuple<int, text>>", "list<frozen<tuple<int, text>>>"),
         ("ut", "ut"),
         ("frozen<ut>", "frozen<ut>"),
         ("ks.ut", "ut"),

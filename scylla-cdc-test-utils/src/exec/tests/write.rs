@@ -343,3 +343,168 @@ fn decimals_equal_in_value_are_one_clustering_key_and_one_element() {
         yes()
     );
 }
+
+/// The CREATE statement DESCRIBE gives for a table.
+#[track_caller]
+fn describe_table(t: &mut TestDb, table: &str) -> String {
+    let rows = t.rows(&format!("DESCRIBE TABLE {table}"));
+    match rows[0].get(3) {
+        Some(Some(Value::Text(s))) => s.to_string(),
+        other => panic!("no create statement: {other:?}"),
+    }
+}
+
+#[test]
+fn new_tables_get_scylla_2025_4_compression_and_tombstone_gc_defaults() {
+    let mut t = TestDb::with_nodes(3);
+    t.ok("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+    t.ok("CREATE TABLE ks.t (pk int PRIMARY KEY, v int)");
+    let rows = t.rows(
+        "SELECT compression FROM system_schema.tables WHERE keyspace_name = 'ks' AND table_name = 't'",
+    );
+    assert_eq!(
+        rows,
+        vec![vec![Some(Value::Map(
+            vec![(
+                Value::text("sstable_compression"),
+                Value::text("LZ4WithDictsCompressor")
+            )]
+            .into()
+        ))]]
+    );
+    let d = describe_table(&mut t, "ks.t");
+    assert!(
+        d.contains(
+            "AND tombstone_gc = {'mode': 'timeout', 'propagation_delay_in_seconds': '3600'}"
+        ),
+        "{d}"
+    );
+    // Cassandra-compatible compressors are stored fully qualified, dictionary ones not;
+    // chunk_length_kb is stored as chunk_length_in_kb.
+    t.ok("CREATE TABLE ks.z (pk int PRIMARY KEY) WITH compression = {'sstable_compression': 'ZstdCompressor', 'chunk_length_kb': 16, 'compression_level': 3}");
+    let d = describe_table(&mut t, "ks.z");
+    assert!(
+        d.contains("AND compression = {'chunk_length_in_kb': '16', 'compression_level': '3', 'sstable_compression': 'org.apache.cassandra.io.compress.ZstdCompressor'}"),
+        "{d}"
+    );
+    t.ok("CREATE TABLE ks.d (pk int PRIMARY KEY) WITH compression = {'sstable_compression': 'org.apache.cassandra.io.compress.ZstdWithDictsCompressor'}");
+    assert!(
+        describe_table(&mut t, "ks.d")
+            .contains("{'sstable_compression': 'ZstdWithDictsCompressor'}")
+    );
+    for (cql, code, message) in [
+        (
+            "CREATE TABLE ks.e (pk int PRIMARY KEY) WITH compression = {'class': 'LZ4Compressor'}",
+            0x2300,
+            "Missing sub-option 'sstable_compression' for the 'compression' option.",
+        ),
+        (
+            "CREATE TABLE ks.e (pk int PRIMARY KEY) WITH compression = {'sstable_compression': 'LZ4Compressor', 'compression_level': 1}",
+            0x2300,
+            "Unknown compression option 'compression_level'.",
+        ),
+        (
+            "CREATE TABLE ks.e (pk int PRIMARY KEY) WITH compression = {'sstable_compression': 'LZ4Compressor', 'chunk_length_in_kb': 3}",
+            0x2300,
+            "chunk_length_in_kb/chunk_length_kb must be a power of 2.",
+        ),
+        (
+            "CREATE TABLE ks.e (pk int PRIMARY KEY) WITH compression = {'sstable_compression': 'Nope'}",
+            0x0000,
+            "Unknown sstable_compression: Nope",
+        ),
+        (
+            "CREATE TABLE ks.e (pk int PRIMARY KEY) WITH tombstone_gc = {'mode': 'repair'}",
+            0x2300,
+            "tombstone_gc option with mode = repair not supported for table with RF one or local replication strategy",
+        ),
+        (
+            "CREATE TABLE ks.e (pk int PRIMARY KEY) WITH tombstone_gc = {'mode': 'Timeout'}",
+            0x2300,
+            "Invalid value for tombstone_gc option mode: Timeout",
+        ),
+    ] {
+        let e = t.err(cql);
+        assert_eq!((e.code, e.message.as_str()), (code, message), "{cql}");
+    }
+    // A tablets keyspace that needs repairs defaults to repair mode; its CDC log to timeout.
+    t.ok("CREATE KEYSPACE tk WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 3} AND tablets = {'enabled': true}");
+    t.ok("CREATE TABLE tk.t (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}");
+    assert!(
+        describe_table(&mut t, "tk.t")
+            .contains("tombstone_gc = {'mode': 'repair', 'propagation_delay_in_seconds': '3600'}")
+    );
+    let log = t.rows("DESCRIBE TABLE tk.t");
+    let Some(Some(Value::Text(alter))) = log[1].get(3) else {
+        panic!("{log:?}")
+    };
+    assert!(
+        alter.contains("compression = {'sstable_compression': 'LZ4WithDictsCompressor'}"),
+        "{alter}"
+    );
+    assert!(
+        alter
+            .contains("tombstone_gc = {'mode': 'timeout', 'propagation_delay_in_seconds': '3600'}"),
+        "{alter}"
+    );
+    t.ok("CREATE TABLE tk.r (pk int PRIMARY KEY) WITH tombstone_gc = {'mode': 'repair'}");
+}
+
+#[test]
+fn tablets_keyspaces_store_initial_zero_unless_given() {
+    let mut t = TestDb::new();
+    t.ok("CREATE KEYSPACE tk WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'enabled': true}");
+    t.ok("CREATE KEYSPACE t4 WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'initial': 4}");
+    let rows = t.rows("SELECT keyspace_name, initial_tablets FROM system_schema.scylla_keyspaces");
+    assert!(rows.contains(&vec![text("tk"), int(0)]), "{rows:?}");
+    assert!(rows.contains(&vec![text("t4"), int(4)]), "{rows:?}");
+    let d = t.rows("DESCRIBE KEYSPACE tk");
+    let Some(Some(Value::Text(create))) = d[0].get(3) else {
+        panic!("{d:?}")
+    };
+    assert!(
+        create.ends_with("AND tablets = {'enabled': true};"),
+        "{create}"
+    );
+    // A CDC log of a table there still gets the embedded cluster's tablet streams.
+    t.ok("CREATE TABLE tk.t (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}");
+    let streams = t.rows(
+        "SELECT stream_id FROM system.cdc_streams WHERE keyspace_name = 'tk' AND table_name = 't'",
+    );
+    let distinct: std::collections::BTreeSet<_> = streams.into_iter().collect();
+    assert_eq!(
+        distinct.len(),
+        crate::exec::ddl::tablet_count(0) as usize,
+        "{distinct:?}"
+    );
+}
+
+#[test]
+fn schema_tables_show_tuples_frozen_and_dropped_user_types_as_tuples() {
+    let mut t = TestDb::with_ks();
+    t.ok("CREATE TYPE ut (a int, b text)");
+    t.ok("CREATE TABLE t (pk int PRIMARY KEY, tup tuple<int, text>, l list<frozen<tuple<int>>>, u ut, fu frozen<ut>)");
+    let rows = t.rows("SELECT column_name, type FROM system_schema.columns WHERE keyspace_name = 'ks' AND table_name = 't'");
+    for (c, ty) in [
+        ("tup", "frozen<tuple<int, text>>"),
+        ("l", "list<frozen<tuple<int>>>"),
+        ("u", "ut"),
+        ("fu", "frozen<ut>"),
+    ] {
+        assert!(rows.contains(&vec![text(c), text(ty)]), "{c}: {rows:?}");
+    }
+    t.ok("ALTER TABLE t DROP u");
+    t.ok("ALTER TABLE t DROP fu");
+    t.ok("ALTER TABLE t DROP tup");
+    let rows = t.rows("SELECT column_name, type FROM system_schema.dropped_columns WHERE keyspace_name = 'ks' AND table_name = 't'");
+    assert_eq!(
+        rows,
+        vec![
+            vec![text("fu"), text("frozen<tuple<int, text>>")],
+            vec![text("tup"), text("frozen<tuple<int, text>>")],
+            vec![text("u"), text("frozen<tuple<int, text>>")],
+        ]
+    );
+    // Nothing refers to the type any more: it can be dropped.
+    t.ok("DROP TYPE ut");
+}
