@@ -121,6 +121,14 @@ fn take_digits(s: &str) -> (&str, &str) {
     s.split_at(n)
 }
 
+/// The time-of-day digits of a timestamp text: hours, minutes, and the seconds with
+/// their optional fraction.
+struct TimeText<'a> {
+    hours: &'a str,
+    minutes: &'a str,
+    seconds: Option<(&'a str, Option<&'a str>)>,
+}
+
 /// Parses a `timestamp` text into milliseconds since the epoch.
 pub(crate) fn parse_timestamp(s: &str) -> Result<i64, ParseError> {
     let wrap = |inner: String| ParseError::invalid(format!("unable to parse date '{s}': {inner}"));
@@ -145,7 +153,7 @@ pub(crate) fn parse_timestamp(s: &str) -> Result<i64, ParseError> {
         return Err(no_match());
     }
     // The optional time: all of `[ t]h:m` or nothing.
-    let mut time: Option<(&str, &str, Option<(&str, Option<&str>)>)> = None;
+    let mut time: Option<TimeText<'_>> = None;
     if let Some(after) = rest.strip_prefix([' ', 't']) {
         let (h, r) = take_digits(after);
         if let Some(r) = r.strip_prefix(':').filter(|_| !h.is_empty()) {
@@ -168,7 +176,11 @@ pub(crate) fn parse_timestamp(s: &str) -> Result<i64, ParseError> {
                         sec = Some((sc, frac));
                     }
                 }
-                time = Some((h, mi, sec));
+                time = Some(TimeText {
+                    hours: h,
+                    minutes: mi,
+                    seconds: sec,
+                });
                 rest = r;
             }
         }
@@ -199,9 +211,14 @@ pub(crate) fn parse_timestamp(s: &str) -> Result<i64, ParseError> {
         return Err(wrap("Day of month is not valid for year".into()));
     }
     let mut ms = days_from_civil(y, m as u32, d as u32) * 86_400_000;
-    if let Some((h, mi, sec)) = time {
-        let (h, mi) = (int(h)?, int(mi)?);
-        let (sc, frac) = match sec {
+    if let Some(TimeText {
+        hours,
+        minutes,
+        seconds,
+    }) = time
+    {
+        let (h, mi) = (int(hours)?, int(minutes)?);
+        let (sc, frac) = match seconds {
             Some((sc, frac)) => (int(sc)?, frac),
             None => (0, None),
         };
