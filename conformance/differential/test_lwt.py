@@ -63,6 +63,12 @@ CASES = [
         q("UPDATE @t SET v = 1 WHERE pk = 1 AND ck = 1 IF pk = 1", label="condition_on_key"),
         q("UPDATE @t SET v = 1 WHERE pk = 1 AND ck = 1 IF nosuch = 1", label="unknown_column"),
         q("DELETE FROM @t WHERE pk = 1 IF v = 1", label="partition_delete_condition"),
+        q("INSERT INTO @t (pk, ck, v) VALUES (1, 1, 1) IF NOT EXISTS USING TIMESTAMP 5",
+          label="insert_timestamp"),
+        q("UPDATE @t USING TIMESTAMP 5 SET v = 1 WHERE pk = 1 AND ck = 1 IF v = 1",
+          label="update_timestamp"),
+        q("DELETE FROM @t USING TIMESTAMP 5 WHERE pk = 1 AND ck = 1 IF EXISTS",
+          label="delete_timestamp"),
     ]),
     Case("lwt_prepared", [
         ddl(TABLE),
@@ -101,6 +107,9 @@ CASES = [
         batch(["INSERT INTO @t (pk, ck, v) VALUES (1, 1, 1) IF NOT EXISTS",
                "INSERT INTO @t (pk, ck, v) VALUES (1, 2, 1) USING TIMESTAMP 5"],
               label="timestamp_in_conditional"),
+        # The statement is written at the transaction's timestamp, not its own.
+        q("SELECT writetime(v) FROM @t WHERE pk = 1 AND ck = 2",
+          mask={0: lambda w: w is not None and w != 5}, label="statement_timestamp_unused"),
         batch(["INSERT INTO @t (pk, ck, v) VALUES (1, 1, 1) IF NOT EXISTS"],
               batch_type=BatchType.UNLOGGED, label="unlogged_conditional"),
     ]),
@@ -110,6 +119,13 @@ CASES = [
         q("UPDATE @t SET s = 6 WHERE pk = 1 IF s = 5", label="static_update"),
         q("UPDATE @t SET v = 1 WHERE pk = 1 AND ck = 1 IF s = 6", label="regular_by_static"),
         q("SELECT * FROM @t"),
+        batch(["UPDATE @t SET v = 2 WHERE pk = 1 AND ck = 2 IF s = 6",
+               "UPDATE @t SET s = 7 WHERE pk = 1"], label="batch_static_condition"),
+        q("SELECT * FROM @t", label="after_batch"),
+        q("DELETE s FROM @t WHERE pk = 1 IF v = 1", label="static_delete_regular_condition"),
+        q("DELETE FROM @t WHERE pk = 1 IF EXISTS", label="partition_delete_if_exists"),
+        q("DELETE s FROM @t WHERE pk = 1 IF s = 7", label="static_delete_static_condition"),
+        q("SELECT * FROM @t", label="after_static_delete"),
     ]),
 ]
 

@@ -90,8 +90,8 @@ pub use helpers::{
 pub use preload::{MAX_PRELOAD_ROWS, Preload, PreloadProgress, PreloadSpecError};
 
 use cluster::{ClusterConfig, NodeInfo, Topology};
-use server::ClusterCore;
 use frame::{Event, StatusChangeType};
+use server::ClusterCore;
 use server::NodeServer;
 use server::listen::{self, AddressPlan};
 

@@ -162,7 +162,7 @@ const SCHEMA: &[&str] = &[
      AND memtable_flush_period_in_ms = 60000
      AND speculative_retry = '50ms'
      AND paxos_grace_seconds = 600
-     AND tombstone_gc = {'mode': 'repair', 'propagation_delay_in_seconds': '120'}",
+     AND tombstone_gc = {'mode': 'disabled', 'propagation_delay_in_seconds': '120'}",
     "CREATE TABLE ks_main.no_compression (pk int PRIMARY KEY, v int)
      WITH compression = {} AND speculative_retry = 'ALWAYS' AND caching = {'enabled': 'true', 'keys': 'NONE'} AND compaction = {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'HOURS', 'compaction_window_size': '2'}",
     "CREATE TABLE ks_main.cdc_full (pk int, ck int, s int STATIC, v text, l list<int>, u a_outer, PRIMARY KEY (pk, ck))
@@ -376,7 +376,7 @@ async fn describe_answers_scylla_s_columns_and_statements() {
     AND caching = {'keys': 'ALL', 'rows_per_partition': 'ALL'}
     AND comment = ''
     AND compaction = {'class': 'SizeTieredCompactionStrategy'}
-    AND compression = {'sstable_compression': 'org.apache.cassandra.io.compress.LZ4Compressor'}
+    AND compression = {'sstable_compression': 'LZ4WithDictsCompressor'}
     AND crc_check_chance = 1
     AND default_time_to_live = 0
     AND gc_grace_seconds = 864000
@@ -384,7 +384,8 @@ async fn describe_answers_scylla_s_columns_and_statements() {
     AND memtable_flush_period_in_ms = 0
     AND min_index_interval = 128
     AND speculative_retry = '99.0PERCENTILE'
-    AND cdc = {'delta': 'full', 'enabled': 'true', 'postimage': 'false', 'preimage': 'false', 'ttl': '86400'};
+    AND cdc = {'delta': 'full', 'enabled': 'true', 'postimage': 'false', 'preimage': 'false', 'ttl': '86400'}
+    AND tombstone_gc = {'mode': 'timeout', 'propagation_delay_in_seconds': '3600'};
 "
         )
     );
@@ -399,7 +400,7 @@ async fn describe_answers_scylla_s_columns_and_statements() {
     AND caching = {'enabled': 'false', 'keys': 'NONE', 'rows_per_partition': 'NONE'}
     AND comment = 'CDC log for ks.t'
     AND compaction = {'class': 'TimeWindowCompactionStrategy', 'compaction_window_size': '60', 'compaction_window_unit': 'MINUTES', 'expired_sstable_check_frequency_seconds': '1800'}
-    AND compression = {'sstable_compression': 'org.apache.cassandra.io.compress.LZ4Compressor'}
+    AND compression = {'sstable_compression': 'LZ4WithDictsCompressor'}
     AND crc_check_chance = 1
     AND default_time_to_live = 0
     AND gc_grace_seconds = 0

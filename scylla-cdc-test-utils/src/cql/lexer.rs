@@ -2,8 +2,8 @@
 //!
 //! Tokens are byte ranges into the source, so lexing allocates only the token vector. Keywords
 //! are not distinguished from identifiers here: every word is an [`TokenKind::Ident`] and the
-//! parser decides from context whether it is a keyword. Whitespace and comments (`-- ...`,
-//! `// ...`, `/* ... */`) are skipped. A `-` is always its own token; the parser folds it into
+//! parser decides from context whether it is a keyword. Whitespace and comments (`-- ...` and
+//! `// ...` up to an end of line, which they need, and `/* ... */`) are skipped. A `-` is always its own token; the parser folds it into
 //! negative constants.
 
 use super::error::ParseError;
@@ -163,11 +163,20 @@ impl Lexer<'_> {
             match (self.peek(0), self.peek(1)) {
                 (Some(c), _) if c.is_ascii_whitespace() => self.pos += 1,
                 (Some(b'-'), Some(b'-')) | (Some(b'/'), Some(b'/')) => {
-                    while let Some(c) = self.peek(0) {
-                        if c == b'\n' {
-                            break;
+                    // Cql.g `COMMENT: ('--' | '//') .* ('\n'|'\r')`: a line comment needs
+                    // its end of line; at the end of the text it is a lexing error.
+                    let start = self.pos;
+                    loop {
+                        match self.peek(0) {
+                            Some(b'\n' | b'\r') => break,
+                            Some(_) => self.pos += 1,
+                            None => {
+                                return Err(self.error(
+                                    start,
+                                    "line comment without an end of line at the end of the text",
+                                ));
+                            }
                         }
-                        self.pos += 1;
                     }
                 }
                 (Some(b'/'), Some(b'*')) => {
@@ -329,28 +338,43 @@ impl Lexer<'_> {
                 kind = TokenKind::Float;
             }
         }
-        let continues_duration = |lexer: &Self| {
-            lexer.peek(0).is_some_and(|b| b.is_ascii_alphanumeric())
-                || (lexer.peek(0), lexer.peek(1)) == (Some(MICRO_SIGN[0]), Some(MICRO_SIGN[1]))
-        };
-        if kind == TokenKind::Integer && continues_duration(self) {
-            // A duration such as `1h30m` or `2µs`: its units are checked by the parser.
-            while continues_duration(self) {
-                self.pos += if self.peek(0) == Some(MICRO_SIGN[0]) {
-                    2
-                } else {
-                    1
-                };
-            }
-            if self.peek(0) == Some(b'_') {
-                return Err(self.error(start, "invalid numeric or duration constant"));
+        if kind == TokenKind::Integer && self.unit_len(self.pos).is_some() {
+            // A duration such as `1h30m` or `2µs`: Cql.g's
+            // `DIGIT+ DURATION_UNIT (DIGIT+ DURATION_UNIT)*`. The loop goes on only where
+            // digits are followed by a unit; anything else after the last unit starts the
+            // next token (so `1h30` is a duration and an integer, `1x` an integer and a
+            // word: syntax errors in the parser, as in ScyllaDB).
+            loop {
+                self.pos += self.unit_len(self.pos).unwrap_or(0);
+                let digits = self.bytes[self.pos..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+                if digits == 0 || self.unit_len(self.pos + digits).is_none() {
+                    break;
+                }
+                self.pos += digits;
             }
             return Ok(TokenKind::Duration);
         }
-        if self.peek(0).is_some_and(is_ident_byte) || self.peek(0) == Some(b'.') {
+        // A word right after a number is the next token (`1and` is `1` `and`, as ANTLR
+        // lexes it); a second dot cannot continue anything.
+        if self.peek(0) == Some(b'.') {
             return Err(self.error(start, "invalid numeric constant"));
         }
         Ok(kind)
+    }
+
+    /// The length in bytes of a duration unit (Cql.g `DURATION_UNIT`, any case) at `at`:
+    /// `y`, `mo`, `w`, `d`, `h`, `m`, `s`, `ms`, `us`, `µs` or `ns`, longest first.
+    fn unit_len(&self, at: usize) -> Option<usize> {
+        let b = |i: usize| self.bytes.get(at + i).map(u8::to_ascii_lowercase);
+        match (b(0), b(1)) {
+            (Some(b'm'), Some(b'o' | b's')) | (Some(b'u' | b'n'), Some(b's')) => Some(2),
+            (Some(c0), Some(c1)) if [c0, c1] == MICRO_SIGN && b(2) == Some(b's') => Some(3),
+            (Some(b'y' | b'w' | b'd' | b'h' | b'm' | b's'), _) => Some(1),
+            _ => None,
+        }
     }
 
     /// Skips ASCII digits.
@@ -472,7 +496,15 @@ mod tests {
             lex("a -- one\n b // two\n/* three\n */ c"),
             vec![(K::Ident, "a"), (K::Ident, "b"), (K::Ident, "c")]
         );
-        assert_eq!(lex("-- only a comment"), vec![]);
+        assert_eq!(lex("-- only a comment\n"), vec![]);
+        assert_eq!(lex("a // two\r"), vec![(K::Ident, "a")]);
+        // ScyllaDB's COMMENT token ends with an end of line: not at the end of the text.
+        for bad in ["-- only a comment", "a // trailing", "a --"] {
+            assert!(
+                lex_err(bad).contains("line comment without an end of line"),
+                "{bad}"
+            );
+        }
         assert!(lex_err("a /* open").contains("unterminated comment"));
     }
 
@@ -513,8 +545,9 @@ mod tests {
             lex("123456789012345678901234567890"),
             vec![(K::Integer, "123456789012345678901234567890")]
         );
-        assert!(lex_err("1_000").contains("invalid numeric"));
-        assert!(lex_err("1.5x").contains("invalid numeric"));
+        // `_` cannot start a token; a word after a number is its own token.
+        assert!(lex_err("1_000").contains("unexpected character '_'"));
+        assert_eq!(lex("1.5x"), vec![(K::Float, "1.5"), (K::Ident, "x")]);
         assert!(lex_err("1.2.3").contains("invalid numeric"));
     }
 
@@ -572,6 +605,45 @@ mod tests {
                 (K::Duration, "30000ms"),
                 (K::Ident, "P1DT2H"),
                 (K::Duration, "P0001-02-03T04:05:06"),
+            ]
+        );
+    }
+
+    #[test]
+    fn durations_end_where_scylla_s_duration_token_ends() {
+        // Upper case units, and the longest unit first.
+        assert_eq!(
+            lex("1H30M 2MS 3Mo"),
+            vec![
+                (K::Duration, "1H30M"),
+                (K::Duration, "2MS"),
+                (K::Duration, "3Mo")
+            ]
+        );
+        // Digits not followed by a unit end the duration.
+        assert_eq!(
+            lex("1h30 2d 7"),
+            vec![
+                (K::Duration, "1h"),
+                (K::Integer, "30"),
+                (K::Duration, "2d"),
+                (K::Integer, "7")
+            ]
+        );
+        // Not a unit: a number, then a word (`VALUES (1x)` is then a syntax error in the
+        // parser, as in ScyllaDB; `a = 1and b = 2` is valid).
+        assert_eq!(lex("1x"), vec![(K::Integer, "1"), (K::Ident, "x")]);
+        assert_eq!(lex("1E"), vec![(K::Integer, "1"), (K::Ident, "E")]);
+        assert_eq!(lex("1.5e"), vec![(K::Float, "1.5"), (K::Ident, "e")]);
+        assert_eq!(lex("2hx"), vec![(K::Duration, "2h"), (K::Ident, "x")]);
+        assert_eq!(lex("1mox"), vec![(K::Duration, "1mo"), (K::Ident, "x")]);
+        assert_eq!(
+            lex("a=1and"),
+            vec![
+                (K::Ident, "a"),
+                (K::Eq, "="),
+                (K::Integer, "1"),
+                (K::Ident, "and")
             ]
         );
     }

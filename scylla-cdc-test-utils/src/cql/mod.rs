@@ -25,8 +25,9 @@ mod tests;
 // The facade of the module; the executor is its consumer.
 pub(crate) use ast::*;
 pub(crate) use error::ParseErrorKind;
-pub(crate) use literal::parse_duration as parse_duration_text;
 pub(crate) use parser::{is_reserved, parse_statement};
+// `fromJson` reads a duration from a JSON string with the literal's rules.
+pub(crate) use literal::parse_duration as parse_duration_text;
 
 // Named by tests only.
 #[cfg(test)]

@@ -17,28 +17,30 @@ use crate::types::CqlType;
 /// How deeply terms, types and selectors may nest before the parser gives up.
 pub(crate) const MAX_DEPTH: usize = 100;
 
-/// Words that can never be unquoted identifiers: Cassandra's reserved keywords, plus
-/// `VALUES`, `TRUE` and `FALSE` (constants / clause keywords where an identifier would be
-/// ambiguous). Upper-case; compared case-insensitively.
+/// Words that can never be unquoted identifiers: ScyllaDB's keywords outside
+/// `unreserved_keyword` (Cql.g: every `K_*` token not in `basic_unreserved_keyword`,
+/// `type_unreserved_keyword`, `K_TTL`, `K_COUNT`, `K_WRITETIME` or `K_KEY`), plus `TRUE` and
+/// `FALSE` (the BOOLEAN token is lexed before IDENT). Upper-case; compared
+/// case-insensitively.
 pub(crate) const RESERVED: &[&str] = &[
     "ADD",
     "ALLOW",
     "ALTER",
     "AND",
+    "ANN",
     "APPLY",
     "ASC",
     "AUTHORIZE",
     "BATCH",
     "BEGIN",
     "BY",
+    "CAST",
     "COLUMNFAMILY",
     "CREATE",
+    "DEFAULT",
     "DELETE",
-    "DESC",
-    "DESCRIBE",
     "DROP",
     "ENTRIES",
-    "EXECUTE",
     "FALSE",
     "FROM",
     "FULL",
@@ -49,8 +51,10 @@ pub(crate) const RESERVED: &[&str] = &[
     "INFINITY",
     "INSERT",
     "INTO",
+    "IS",
     "KEYSPACE",
     "LIMIT",
+    "MATERIALIZED",
     "MODIFY",
     "NAN",
     "NORECURSIVE",
@@ -62,19 +66,25 @@ pub(crate) const RESERVED: &[&str] = &[
     "ORDER",
     "PRIMARY",
     "RENAME",
+    "REPLACE",
     "REVOKE",
     "SCHEMA",
+    "SCYLLA_CLUSTERING_BOUND",
+    "SCYLLA_COUNTER_SHARD_LIST",
+    "SCYLLA_TIMEUUID_LIST_INDEX",
     "SELECT",
     "SET",
     "TABLE",
     "TO",
+    "TOKEN",
     "TRUE",
     "TRUNCATE",
     "UNLOGGED",
+    "UNSET",
     "UPDATE",
     "USE",
     "USING",
-    "VALUES",
+    "VECTOR_SEARCH_INDEXING",
     "VIEW",
     "WHERE",
     "WITH",
@@ -82,8 +92,8 @@ pub(crate) const RESERVED: &[&str] = &[
 
 /// Whether `word` is a reserved keyword (case-insensitive).
 pub(crate) fn is_reserved(word: &str) -> bool {
-    // Every reserved word is 2 to 12 ASCII letters: compare without allocating.
-    (2..=12).contains(&word.len()) && RESERVED.iter().any(|r| r.eq_ignore_ascii_case(word))
+    // Every reserved word is 2 to 26 ASCII characters: compare without allocating.
+    (2..=26).contains(&word.len()) && RESERVED.iter().any(|r| r.eq_ignore_ascii_case(word))
 }
 
 /// Statements recognised by their leading keywords and answered as unsupported.
@@ -124,7 +134,8 @@ const UNSUPPORTED: &[&[&str]] = &[
 pub(crate) fn parse_statement(text: &str) -> Result<Statement, ParseError> {
     let mut p = Parser::new(text)?;
     let stmt = p.statement()?;
-    p.eat(TokenKind::Semicolon);
+    // Cql.g `query: cqlStatement (';')* EOF`: any number of semicolons may end it.
+    while p.eat(TokenKind::Semicolon) {}
     p.expect_eof()?;
     Ok(stmt)
 }
@@ -834,7 +845,10 @@ impl<'a> Parser<'a> {
     /// here: a column, `COUNT(*)` / `COUNT(1)`, `WRITETIME(c)`, `TTL(c)`, a function of
     /// selectors or `CAST(selector AS native_type)`; anything else is a syntax error.
     fn selector_base(&mut self) -> PResult<Selector> {
-        if !self.ident_at(0) {
+        // `CAST(` and `token(` start selectors although both words are reserved.
+        let reserved_call =
+            (self.at_kw("CAST") || self.at_kw("TOKEN")) && self.kind_at(1) == TokenKind::LParen;
+        if !self.ident_at(0) && !reserved_call {
             return Err(self.mismatch("a selector"));
         }
         match self.kind_at(1) {
@@ -858,7 +872,7 @@ impl<'a> Parser<'a> {
                 Some(SpecialSelector::Ttl) => self.column_function().map(Selector::Ttl),
                 None => self.function_selector(),
             },
-            TokenKind::Dot if self.ident_at(2) && self.kind_at(3) == TokenKind::LParen => {
+            TokenKind::Dot if self.function_name_at(2) && self.kind_at(3) == TokenKind::LParen => {
                 self.function_selector()
             }
             _ => self.ident("column name").map(Selector::Column),
@@ -898,7 +912,7 @@ impl<'a> Parser<'a> {
 
     /// `name(args)` / `ks.name(args)` where the arguments are selectors.
     fn function_selector(&mut self) -> PResult<Selector> {
-        let name = self.qualified_name("function name")?;
+        let name = self.function_name()?;
         self.expect(TokenKind::LParen)?;
         let mut args = Vec::new();
         if !self.eat(TokenKind::RParen) {
@@ -1013,7 +1027,22 @@ impl<'a> Parser<'a> {
     fn assignment(&mut self) -> PResult<Assignment> {
         let column = self.ident("column name")?;
         if self.eat(TokenKind::LBracket) {
-            let key = self.term()?;
+            // Cql.g: `'[' K_SCYLLA_TIMEUUID_LIST_INDEX '(' term ')' ']'` (a reserved word
+            // only allowed here), else `'[' term ']'`.
+            let key = if self.at_kw("SCYLLA_TIMEUUID_LIST_INDEX")
+                && self.kind_at(1) == TokenKind::LParen
+            {
+                self.advance();
+                self.advance();
+                let arg = self.term()?;
+                self.expect(TokenKind::RParen)?;
+                Term::FunctionCall {
+                    name: QualifiedName::unqualified("scylla_timeuuid_list_index".to_string()),
+                    args: vec![arg],
+                }
+            } else {
+                self.term()?
+            };
             self.expect(TokenKind::RBracket)?;
             self.expect(TokenKind::Eq)?;
             let value = self.term()?;
@@ -1460,7 +1489,7 @@ impl<'a> Parser<'a> {
             | TokenKind::LBrace
             | TokenKind::LParen
             | TokenKind::QuotedIdent => true,
-            TokenKind::Ident => self.term_word_at(0) || self.ident_at(0),
+            TokenKind::Ident => self.term_word_at(0) || self.ident_at(0) || self.call_at(),
             _ => false,
         }
     }
@@ -1504,18 +1533,47 @@ impl<'a> Parser<'a> {
         Ok(items)
     }
 
+    /// Whether the token `ahead` positions on can name a function (Cql.g
+    /// `allowedFunctionName`): an identifier, or the reserved word `token`.
+    fn function_name_at(&self, ahead: usize) -> bool {
+        self.ident_at(ahead) || self.is_kw_at(ahead, "TOKEN")
+    }
+
+    /// Whether `name(` or `ks.name(` starts at the current token.
+    fn call_at(&self) -> bool {
+        (self.function_name_at(0) && self.kind_at(1) == TokenKind::LParen)
+            || (self.ident_at(0)
+                && self.kind_at(1) == TokenKind::Dot
+                && self.function_name_at(2)
+                && self.kind_at(3) == TokenKind::LParen)
+    }
+
+    /// A function name, `[ks.]name` (`token` is the one reserved word allowed).
+    fn function_name(&mut self) -> PResult<QualifiedName> {
+        let word = |p: &mut Self| -> PResult<String> {
+            if p.at_kw("TOKEN") {
+                p.advance();
+                Ok("token".to_string())
+            } else {
+                p.ident("function name")
+            }
+        };
+        if self.kind_at(1) == TokenKind::Dot {
+            let ks = self.ident("function name")?;
+            self.expect(TokenKind::Dot)?;
+            Ok(QualifiedName::qualified(ks, word(self)?))
+        } else {
+            Ok(QualifiedName::unqualified(word(self)?))
+        }
+    }
+
     /// A function call term: `name(args)` or `ks.name(args)`.
     fn call_term(&mut self) -> PResult<Term> {
-        let is_call = self.ident_at(0)
-            && (self.kind_at(1) == TokenKind::LParen
-                || (self.kind_at(1) == TokenKind::Dot
-                    && self.ident_at(2)
-                    && self.kind_at(3) == TokenKind::LParen));
-        if !is_call {
+        if !self.call_at() {
             return Err(self
                 .mismatch("a value (a constant, a bind marker, a collection or a function call)"));
         }
-        let name = self.qualified_name("function name")?;
+        let name = self.function_name()?;
         self.expect(TokenKind::LParen)?;
         let args = self.terms_until(TokenKind::RParen, true)?;
         Ok(Term::FunctionCall { name, args })

@@ -1444,18 +1444,25 @@ fn collection_udt_tuple_and_function_terms() {
         "maxTimeuuid(?)",
         "toTimestamp(now())",
         "token(1, 2)",
-        "SCYLLA_TIMEUUID_LIST_INDEX(?)",
+        "TOKEN(1)",
+        "system.token(1)",
         "system.now()",
     ] {
         assert!(matches!(term(f), Term::FunctionCall { .. }), "{f}");
     }
+    // SCYLLA_TIMEUUID_LIST_INDEX is a reserved word of Cql.g's list subscript only.
     assert_eq!(
-        term("SCYLLA_TIMEUUID_LIST_INDEX(?)"),
-        Term::FunctionCall {
-            name: name("scylla_timeuuid_list_index"),
-            args: vec![marker(0)]
-        }
+        update("UPDATE t SET l[SCYLLA_TIMEUUID_LIST_INDEX(?)] = 1 WHERE pk = 0").assignments,
+        vec![Assignment::SetElement {
+            column: "l".into(),
+            key: Term::FunctionCall {
+                name: name("scylla_timeuuid_list_index"),
+                args: vec![marker(0)]
+            },
+            value: int("1")
+        }]
     );
+    assert!(parse_statement("INSERT INTO t (v) VALUES (SCYLLA_TIMEUUID_LIST_INDEX(?))").is_err());
     // A bare column name is not a value.
     let e = err("INSERT INTO t (v) VALUES (x)");
     assert!(e.message.contains("expecting a value"), "{e}");
@@ -1502,21 +1509,24 @@ fn non_reserved_keywords_are_identifiers() {
         "per",
         "distinct",
         "contains",
-        "cast",
         "writetime",
-        "token",
         "uuid",
         "as",
-        "is",
         "like",
         "group",
         "storage",
         "compact",
         "counter",
         "custom",
-        "unset",
-        "default",
         "apply2",
+        // Unreserved in ScyllaDB's Cql.g (basic_unreserved_keyword), unlike Cassandra.
+        "values",
+        "desc",
+        "describe",
+        "execute",
+        "empty",
+        "only",
+        "effective",
         "varchar",
         "tuple",
         "vector",
@@ -1558,9 +1568,46 @@ fn non_reserved_keywords_are_identifiers() {
 #[test]
 fn reserved_keywords_are_refused_as_identifiers() {
     for w in [
-        "select", "from", "where", "and", "set", "values", "table", "keyspace", "primary", "order",
-        "limit", "using", "with", "in", "null", "true", "if", "not", "to", "batch", "apply",
-        "begin", "use", "into", "by", "asc", "desc", "infinity", "nan",
+        "select",
+        "from",
+        "where",
+        "and",
+        "set",
+        "table",
+        "keyspace",
+        "primary",
+        "order",
+        "limit",
+        "using",
+        "with",
+        "in",
+        "null",
+        "true",
+        "if",
+        "not",
+        "to",
+        "batch",
+        "apply",
+        "begin",
+        "use",
+        "into",
+        "by",
+        "asc",
+        "infinity",
+        "nan",
+        // Reserved in ScyllaDB's Cql.g, not in Cassandra's.
+        "cast",
+        "default",
+        "is",
+        "token",
+        "unset",
+        "replace",
+        "materialized",
+        "ann",
+        "schema",
+        "columnfamily",
+        "scylla_timeuuid_list_index",
+        "vector_search_indexing",
     ] {
         assert!(is_reserved(w), "{w}");
         let text = format!("CREATE TABLE t ({w} int PRIMARY KEY)");
@@ -1572,7 +1619,10 @@ fn reserved_keywords_are_refused_as_identifiers() {
     let e = err("SELECT a FROM t WHERE select = 1");
     assert!(e.message.contains("reserved keyword"), "{e}");
     assert!(e.message.contains("\"select\""), "{e}");
-    assert!(!is_reserved("key") && !is_reserved("token") && !is_reserved("json"));
+    assert!(!is_reserved("key") && !is_reserved("json") && !is_reserved("values"));
+    // Exactly ScyllaDB's reserved set (every K_ token outside unreserved_keyword) and the
+    // BOOLEAN words.
+    assert_eq!(super::parser::RESERVED.len(), 65);
 }
 
 #[test]
@@ -1601,8 +1651,14 @@ fn comments_whitespace_and_semicolons() {
         e.to_string(),
         "line 1:17 mismatched input 'SELECT' expecting <EOF>"
     );
-    let e = err("SELECT a FROM t;;");
-    assert!(e.message.contains("expecting <EOF>"), "{e}");
+    // Cql.g `query: cqlStatement (';')* EOF`.
+    assert!(parse_statement("SELECT a FROM t;;").is_ok());
+    assert!(parse_statement("SELECT a FROM t ; ; ;").is_ok());
+    assert!(parse_statement(";").is_err());
+    // A line comment must end with an end of line (Cql.g COMMENT), even the last one.
+    assert!(parse_statement("SELECT a FROM t // trailing").is_err());
+    assert!(parse_statement("SELECT a FROM t -- trailing").is_err());
+    assert!(parse_statement("SELECT a FROM t -- trailing\r").is_ok());
 }
 
 // ---------------------------------------------------------------------------------------

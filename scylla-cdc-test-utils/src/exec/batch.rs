@@ -63,15 +63,41 @@ pub(crate) fn plan_batch(
     })
 }
 
-/// Checks the rules every batch follows.
+/// Checks the rules every batch follows, in ScyllaDB's order and words
+/// (`batch_statement::validate`, cql3/statements/batch_statement.cc). A statement's own
+/// `USING TIMESTAMP` is allowed in a conditional batch (only on its unconditional
+/// statements: a conditional statement refuses it when it is planned).
 pub(crate) fn validate_batch(
     kind: BatchKind,
     statements: &[&ModifyPlan],
     batch_timestamp: bool,
 ) -> Result<(), CqlError> {
+    let conditional = statements.iter().any(|s| s.is_conditional());
+    if batch_timestamp {
+        if conditional {
+            return Err(CqlError::invalid(
+                "Cannot provide custom timestamp for conditional BATCH",
+            ));
+        }
+        if kind == BatchKind::Counter {
+            return Err(CqlError::invalid(
+                "Cannot provide custom timestamp for counter BATCH",
+            ));
+        }
+    }
     let counters = statements.iter().filter(|s| s.is_counter()).count();
     let has_counter = counters > 0;
     let has_non_counter = counters < statements.len();
+    if batch_timestamp && has_counter {
+        return Err(CqlError::invalid(
+            "Cannot provide custom timestamp for a BATCH containing counters",
+        ));
+    }
+    if batch_timestamp && statements.iter().any(|s| s.has_timestamp()) {
+        return Err(CqlError::invalid(
+            "Timestamp must be set either on BATCH or individual statements",
+        ));
+    }
     if kind == BatchKind::Counter && has_non_counter {
         return Err(CqlError::invalid(
             "Cannot include non-counter statement in a counter batch",
@@ -87,21 +113,11 @@ pub(crate) fn validate_batch(
             "Counter and non-counter mutations cannot exist in the same batch",
         ));
     }
-    if batch_timestamp && statements.iter().any(|s| s.has_timestamp()) {
-        return Err(CqlError::invalid(
-            "Timestamp must be set either on BATCH or individual statements",
-        ));
-    }
-    if statements.iter().any(|s| s.is_conditional()) {
+    if conditional {
         let first = statements.first().map(|s| s.table.id);
         if statements.iter().any(|s| Some(s.table.id) != first) {
             return Err(CqlError::invalid(
-                "Batch with conditions cannot span multiple tables",
-            ));
-        }
-        if batch_timestamp || statements.iter().any(|s| s.has_timestamp()) {
-            return Err(CqlError::invalid(
-                "Cannot provide custom timestamp for conditional BATCH",
+                "BATCH with conditions cannot span multiple tables",
             ));
         }
     }

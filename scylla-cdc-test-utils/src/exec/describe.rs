@@ -40,76 +40,6 @@ const PARTITIONER: &str = "org.apache.cassandra.dht.Murmur3Partitioner";
 /// is the `datacenter1` every node of the embedded cluster is in).
 const SNITCH: &str = "org.apache.cassandra.locator.SimpleSnitch";
 
-/// Words Scylla's grammar reserves (every keyword that is not an `unreserved_keyword` of
-/// `cql3/Cql.g`, plus the boolean constants): `maybe_quote` quotes them.
-const SCYLLA_RESERVED: &[&str] = &[
-    "add",
-    "allow",
-    "alter",
-    "and",
-    "ann",
-    "apply",
-    "asc",
-    "authorize",
-    "batch",
-    "begin",
-    "by",
-    "cast",
-    "columnfamily",
-    "create",
-    "default",
-    "delete",
-    "drop",
-    "entries",
-    "false",
-    "from",
-    "full",
-    "grant",
-    "if",
-    "in",
-    "index",
-    "infinity",
-    "insert",
-    "into",
-    "is",
-    "keyspace",
-    "limit",
-    "materialized",
-    "modify",
-    "nan",
-    "norecursive",
-    "not",
-    "null",
-    "of",
-    "on",
-    "or",
-    "order",
-    "primary",
-    "rename",
-    "replace",
-    "revoke",
-    "schema",
-    "scylla_clustering_bound",
-    "scylla_counter_shard_list",
-    "scylla_timeuuid_list_index",
-    "select",
-    "set",
-    "table",
-    "to",
-    "token",
-    "true",
-    "truncate",
-    "unlogged",
-    "unset",
-    "update",
-    "use",
-    "using",
-    "vector_search_indexing",
-    "view",
-    "where",
-    "with",
-];
-
 /// What the describing connection brings: its keyspace and whether its user is a superuser.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct DescribeContext<'a> {
@@ -794,14 +724,14 @@ fn range_ownership(topology: &Topology, ks: &KeyspaceDef) -> Bytes {
 // ---------------------------------------------------------------------------------------
 
 /// Scylla's `cql3::util::maybe_quote`: bare when the name is `[a-z][a-z0-9_]*` and not a
-/// reserved word, otherwise double-quoted with inner quotes doubled. Words reserved by the
-/// embedded cluster's own parser (which reserves a few that Scylla does not, such as
-/// `desc`) are quoted too, so that every statement parses back.
+/// reserved word (the parser's set, which is Scylla's: every keyword of `cql3/Cql.g` that is
+/// not an `unreserved_keyword`, plus the boolean constants), otherwise double-quoted with
+/// inner quotes doubled.
 fn maybe_quote(name: &str) -> String {
     let mut chars = name.chars();
     let plain = matches!(chars.next(), Some('a'..='z'))
         && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'));
-    if plain && !SCYLLA_RESERVED.contains(&name) && !is_reserved(name) {
+    if plain && !is_reserved(name) {
         return name.to_string();
     }
     format!("\"{}\"", name.replace('"', "\"\""))

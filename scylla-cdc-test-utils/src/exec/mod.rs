@@ -26,6 +26,7 @@ mod cdc_write;
 mod consistency;
 mod describe;
 mod json;
+mod lwt;
 mod modify;
 mod paging;
 mod plan;
@@ -158,9 +159,6 @@ impl Clock {
 
 /// Key of the unprepared-statement cache: connection keyspace and text.
 type UnpreparedKey = (Option<String>, String);
-
-/// The current values of the columns an LWT condition looked at.
-type LwtReport = (Vec<usize>, Option<Vec<Option<Value>>>);
 
 /// The `tracing` target of the statement log: every statement request (its text, the
 /// prepared statement's text for EXECUTE) and every error answered, at DEBUG level
@@ -489,10 +487,11 @@ impl Database {
         match &planned.plan {
             Plan::Select(p) => self.run_select(p, &ctx, ex, stream, out),
             Plan::Modify(p) => {
+                p.validate()?;
                 let values = json::bind_values(p, ex.values)?;
                 let ctx = EvalCtx { values: &values };
                 if p.is_conditional() {
-                    self.run_conditional(&[(p, ctx)], ex)
+                    self.run_conditional(&[(p, ctx)], false, ex)
                 } else {
                     let default_ts = ex.params.timestamp.unwrap_or_else(|| self.next_timestamp());
                     let wp = modify::write_params(p, &ctx, default_ts)?;
@@ -709,44 +708,49 @@ impl Database {
         self.apply_with_log(table, data, m, cdc, now);
     }
 
-    /// Runs conditional statements (one, or a conditional batch on one partition)
-    /// atomically under the table's lock.
-    fn run_conditional(&self, items: &[(&ModifyPlan, EvalCtx<'_>)], ex: &mut Exec<'_>) -> Answer {
+    /// Runs a CAS request (one conditional statement, or a conditional batch on one
+    /// partition) atomically under the table's lock, as [`lwt`] describes.
+    fn run_conditional(
+        &self,
+        items: &[(&ModifyPlan, EvalCtx<'_>)],
+        batch: bool,
+        ex: &mut Exec<'_>,
+    ) -> Answer {
         let Some((first, _)) = items.first() else {
             return Ok(Some(Response::Void));
         };
         let table = first.table.clone();
         let schema = self.schema();
         let serial = ex.params.serial_consistency.unwrap_or(Consistency::Serial);
-        for (p, _) in items {
-            if p.has_timestamp() {
-                return Err(CqlError::invalid(
-                    "Cannot provide custom timestamp for conditional updates",
-                ));
-            }
-        }
-        // The one partition.
+        // The one partition (`batch_statement::execute_with_conditions`): statements whose
+        // partition key restriction selects nothing take no part.
         let mut key = None;
+        let mut request: Vec<(&ModifyPlan, EvalCtx<'_>)> = Vec::with_capacity(items.len());
         for (p, ctx) in items {
             let keys = p.keys.partition_keys(&p.table, ctx)?.unwrap_or_default();
-            if keys.len() != 1 {
-                return Err(CqlError::invalid(
-                    "IN on the partition key is not supported with conditional updates",
-                ));
+            if keys.is_empty() {
+                continue;
             }
-            let k = keys.into_iter().next();
-            match (&key, k) {
-                (None, k) => key = k,
-                (Some(a), Some(b)) if a.bytes != b.bytes => {
+            match &key {
+                None if keys.len() == 1 => key = keys.into_iter().next(),
+                Some(k) if keys.len() == 1 && keys[0].bytes == k.bytes => {}
+                _ => {
                     return Err(CqlError::invalid(
-                        "Batch with conditions cannot span multiple partitions",
+                        "BATCH with conditions cannot span multiple partitions",
                     ));
                 }
-                _ => {}
             }
+            request.push((p, *ctx));
         }
         let Some(key) = key else {
-            return Err(CqlError::invalid("Missing partition key"));
+            let what = match (batch, first.kind) {
+                (true, _) => "BATCH",
+                (false, modify::ModifyKind::Delete) => "deletion",
+                (false, _) => "update",
+            };
+            return Err(CqlError::invalid(format!(
+                "Unrestricted partition key in a conditional {what}"
+            )));
         };
         let tokens = consistency::Tokens::Some(vec![key.token]);
         consistency::check(
@@ -769,50 +773,18 @@ impl Database {
         let now = self.now();
         let ts = self.next_timestamp();
         let mut data = store.data.write();
-        // Evaluate every condition on the current data.
-        let mut applied = true;
-        let mut report: Option<LwtReport> = None;
-        for (p, ctx) in items {
-            let Some(cond) = &p.condition else { continue };
-            let prefixes = p.keys.prefixes(ctx)?;
-            if prefixes.len() > 1 {
-                return Err(CqlError::invalid(
-                    "IN on the clustering key columns is not supported with conditional updates",
-                ));
-            }
-            let ck = prefixes.into_iter().next().unwrap_or_default();
-            let pv = data.partition(key.token, &key.bytes, now);
-            let current = pv.and_then(|pv| {
-                let static_row = pv.static_row();
-                let row = if p.static_only || p.table.clustering_key().count() > ck.len() {
-                    None
-                } else {
-                    pv.row(&ck)
-                };
-                let exists = if p.static_only {
-                    static_row.is_some()
-                } else {
-                    row.is_some()
-                };
-                exists.then_some(select::RowRef {
-                    part: pv,
-                    static_row,
-                    row,
-                })
-            });
-            let holds = modify::check_condition(p, cond, current.as_ref(), ctx)?;
-            if report.is_none() {
-                let cols = modify::condition_columns(p, cond);
-                let vals = current
-                    .as_ref()
-                    .map(|r| cols.iter().map(|&c| r.value(&p.cols[c])).collect());
-                report = Some((cols, vals));
-            }
-            applied &= holds;
-        }
+        let (applied, rows) = {
+            let prefetch = lwt::Prefetch::read(&data, &key, &request, now)?;
+            let applied = prefetch.applies(&request)?;
+            let cols = lwt::result_columns(&request, batch);
+            let rows = prefetch.result_rows(&request, &cols, applied)?;
+            (applied, (cols, rows))
+        };
         if applied {
             let mut merged: Vec<PartitionMutation> = Vec::new();
-            for (p, ctx) in items {
+            for (p, ctx) in &request {
+                // Every statement is written at the transaction's timestamp
+                // (`cas_request::apply_updates`), whatever its own USING TIMESTAMP.
                 let wp = WriteParams {
                     ts,
                     ttl: modify::write_params(p, ctx, ts)?.ttl,
@@ -833,9 +805,7 @@ impl Database {
             }
         }
         drop(data);
-        // The result: [applied] then the columns the conditions looked at, with their
-        // current (pre-statement) values, as Scylla returns them.
-        let (cols, vals) = report.unwrap_or_default();
+        let (cols, rows) = rows;
         let mut columns = vec![ColumnSpec::new(
             table.keyspace.clone(),
             table.name.clone(),
@@ -851,16 +821,15 @@ impl Database {
                 def.typ.clone(),
             ));
         }
-        let mut row = vec![Some(Value::Boolean(applied).to_bytes())];
-        for i in 0..cols.len() {
-            let v = vals.as_ref().and_then(|v| v.get(i).cloned().flatten());
-            row.push(v.map(|v| v.to_bytes()));
-        }
+        let rows = rows
+            .into_iter()
+            .map(|r| r.into_iter().map(|v| v.map(|v| v.to_bytes())).collect())
+            .collect();
         Ok(Some(Response::Rows(RowsResult {
             metadata: Arc::new(ResultMetadata { columns }),
             paging_state: None,
             skip_metadata: false,
-            rows: vec![row],
+            rows,
         })))
     }
 
@@ -872,8 +841,11 @@ impl Database {
         batch_ts: Option<i64>,
         ex: &mut Exec<'_>,
     ) -> Answer {
+        for (p, _) in items {
+            p.validate()?;
+        }
         if items.iter().any(|(p, _)| p.is_conditional()) {
-            return self.run_conditional(items, ex);
+            return self.run_conditional(items, true, ex);
         }
         let default_ts = batch_ts
             .or(ex.params.timestamp)
@@ -997,7 +969,7 @@ impl Database {
                             (new.keyspace(&t.keyspace), new.table(&t.keyspace, base))
                             && let Some(tablets) = ks.initial_tablets
                         {
-                            self.create_tablet_streams(base, tablets);
+                            self.create_tablet_streams(base, ddl::tablet_count(tablets));
                         }
                     }
                     if t.kind != TableKind::Virtual {

@@ -153,6 +153,69 @@ impl ModifyPlan {
     pub(crate) fn has_timestamp(&self) -> bool {
         self.timestamp.is_some()
     }
+
+    /// Whether an operation reads the current value first (list element writes and
+    /// removals: Scylla's `operation::requires_read`).
+    pub(crate) fn requires_read(&self) -> bool {
+        self.ops.iter().any(|o| o.reads(&self.cols))
+    }
+
+    /// The columns (table indexes) operations read first.
+    pub(crate) fn read_columns(&self) -> Vec<usize> {
+        self.ops
+            .iter()
+            .filter(|o| o.reads(&self.cols))
+            .map(Op::column)
+            .collect()
+    }
+
+    /// Whether the IF clause looks at static columns only (Scylla's
+    /// `has_only_static_column_conditions`): conditions naming only static columns, or
+    /// `IF [NOT] EXISTS` on a table with static columns without a clustering restriction
+    /// (`modification_statement::process_where_clause`).
+    pub(crate) fn has_only_static_conditions(&self) -> bool {
+        match &self.condition {
+            None => false,
+            Some(CondPlan::Exists | CondPlan::NotExists) => {
+                self.table
+                    .columns
+                    .iter()
+                    .any(|c| c.kind == ColumnKind::Static)
+                    && !self.keys.restricts_clustering()
+            }
+            Some(CondPlan::Conditions(list)) => list
+                .iter()
+                .all(|(c, _)| self.table.columns[*c].kind == ColumnKind::Static),
+        }
+    }
+
+    /// Whether the IF clause looks at regular columns (Scylla's
+    /// `_has_regular_column_conditions`).
+    fn has_regular_conditions(&self) -> bool {
+        match &self.condition {
+            None => false,
+            Some(CondPlan::Exists | CondPlan::NotExists) => !self.has_only_static_conditions(),
+            Some(CondPlan::Conditions(list)) => list
+                .iter()
+                .any(|(c, _)| self.table.columns[*c].kind != ColumnKind::Static),
+        }
+    }
+
+    /// The checks ScyllaDB makes when a statement is executed (alone or in a batch)
+    /// rather than prepared (`modification_statement::validate`).
+    pub(crate) fn validate(&self) -> Result<(), CqlError> {
+        if self.is_counter() && self.has_timestamp() {
+            return Err(CqlError::invalid(
+                "Cannot provide custom timestamp for counter updates",
+            ));
+        }
+        if self.is_counter() && self.ttl.is_some() {
+            return Err(CqlError::invalid(
+                "Cannot provide custom TTL for counter updates",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Plans an INSERT, UPDATE or DELETE.
@@ -162,7 +225,7 @@ pub(crate) fn plan_modify(
     stmt: &Statement,
     binder: &mut Binder,
 ) -> Result<ModifyPlan, CqlError> {
-    match stmt {
+    let plan = match stmt {
         Statement::Insert(s) => {
             let table = resolve_table(schema, keyspace, &s.table)?;
             binder.set_table(&table);
@@ -188,10 +251,74 @@ pub(crate) fn plan_modify(
         Statement::Delete(s) => {
             let table = resolve_table(schema, keyspace, &s.table)?;
             binder.set_table(&table);
-            plan_delete(table, s, binder)
+            // Checks its conditions itself (before range deletions).
+            return plan_delete(table, s, binder);
         }
         _ => Err(CqlError::invalid("not a modification statement")),
+    }?;
+    check_conditional(&plan)?;
+    Ok(plan)
+}
+
+/// The checks ScyllaDB makes when it prepares a conditional statement
+/// (`raw::modification_statement::prepare_conditions` and
+/// `modification_statement::validate_where_clause_for_conditions`).
+fn check_conditional(p: &ModifyPlan) -> Result<(), CqlError> {
+    if p.condition.is_none() {
+        return Ok(());
     }
+    if p.timestamp.is_some() {
+        return Err(CqlError::invalid(
+            "Cannot provide custom timestamp for conditional updates",
+        ));
+    }
+    let what = if p.kind == ModifyKind::Update {
+        "updates"
+    } else {
+        "deletions"
+    };
+    let is_in = |kv: &KeyValues| matches!(kv, KeyValues::In(_) | KeyValues::InMarker(_));
+    if let PartitionRestriction::Keys(parts) = &p.keys.partition
+        && parts.iter().any(is_in)
+    {
+        return Err(CqlError::invalid(format!(
+            "IN on the partition key is not supported with conditional {what}"
+        )));
+    }
+    let ck_in = p.keys.prefix.iter().any(|part| match part {
+        PrefixPart::Single(kv) => is_in(kv),
+        PrefixPart::Multi {
+            tuples,
+            list_marker,
+            ..
+        } => list_marker.is_some() || tuples.len() != 1,
+    });
+    if ck_in {
+        return Err(CqlError::invalid(format!(
+            "IN on the clustering key columns is not supported with conditional {what}"
+        )));
+    }
+    let nck = p.table.clustering_key().count();
+    if p.kind == ModifyKind::Delete
+        && nck > 0
+        && (p.keys.prefix_len != nck || p.keys.slice.is_some())
+    {
+        let deletes_regular = p.ops.is_empty()
+            || p.ops
+                .iter()
+                .any(|o| p.table.columns[o.column()].kind != ColumnKind::Static);
+        if deletes_regular {
+            return Err(CqlError::invalid(
+                "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns",
+            ));
+        }
+        if p.has_regular_conditions() {
+            return Err(CqlError::invalid(
+                "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to use IF condition on non static columns",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses writes to virtual tables and to `system_schema`.
@@ -373,11 +500,6 @@ fn plan_update(
 ) -> Result<ModifyPlan, CqlError> {
     check_writable(&table)?;
     let (ttl, timestamp) = plan_using(&s.using, binder, true)?;
-    if ttl.is_some() && table.is_counter() {
-        return Err(CqlError::invalid(
-            "Cannot provide custom TTL for counter updates",
-        ));
-    }
     let mut ops = Vec::new();
     for a in &s.assignments {
         let name = a.column();
@@ -621,27 +743,27 @@ fn plan_delete(
         && ops
             .iter()
             .all(|o| table.columns[o.column()].kind == ColumnKind::Static);
-    if !ops.is_empty() && !static_only && (keys.prefix_len != nck || keys.slice.is_some()) {
+    let condition = plan_condition(&table, s.condition.as_ref(), binder)?;
+    // ScyllaDB's order (`delete_statement::prepare_internal`): the conditions, the WHERE
+    // clause (`process_where_clause`, then `validate_where_clause_for_conditions`), then
+    // range deletions.
+    if let Some(op) = ops
+        .iter()
+        .find(|o| table.columns[o.column()].kind != ColumnKind::Static)
+        && keys.prefix_len != nck
+        && keys.slice.is_none()
+    {
         let missing = table
             .clustering_key()
             .nth(keys.prefix_len)
             .map(|c| c.name.clone())
             .unwrap_or_default();
         return Err(CqlError::invalid(format!(
-            "Primary key column '{missing}' must be specified in order to delete column '{}'",
-            table.columns[ops[0].column()].name
+            "Primary key column '{missing}' must be specified in order to modify column '{}'",
+            table.columns[op.column()].name
         )));
     }
-    let condition = plan_condition(&table, s.condition.as_ref(), binder)?;
-    if condition.is_some()
-        && (keys.slice.is_some()
-            || (keys.prefix_len != nck && !static_only && nck > 0 && !ops.is_empty()))
-    {
-        return Err(CqlError::invalid(
-            "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns",
-        ));
-    }
-    Ok(ModifyPlan {
+    let plan = ModifyPlan {
         cols: col_infos(&table),
         table,
         kind: ModifyKind::Delete,
@@ -652,7 +774,14 @@ fn plan_delete(
         condition,
         static_only,
         json: None,
-    })
+    };
+    check_conditional(&plan)?;
+    if plan.keys.slice.is_some() && !plan.ops.is_empty() {
+        return Err(CqlError::invalid(
+            "Range deletions are not supported for specific columns",
+        ));
+    }
+    Ok(plan)
 }
 
 /// Plans the IF clause of an UPDATE or DELETE.

@@ -165,7 +165,10 @@ fn where_clause_markers_are_named_like_scylla() {
     assert_eq!(
         t.bind_meta("SELECT * FROM t WHERE pk = ? AND (c1, c2) IN ?")
             .0[1],
-        ("IN((c1,c2))".into(), "list<frozen<tuple<int, text>>>".into())
+        (
+            "IN((c1,c2))".into(),
+            "list<frozen<tuple<int, text>>>".into()
+        )
     );
     assert_eq!(
         marker_names(

@@ -14,6 +14,8 @@ use crate::frame::{BatchStatement, BoundValue};
 use crate::types::UserType;
 use crate::types::value::{self, Value};
 
+mod write;
+
 /// A decoded RESULT or ERROR.
 #[derive(Debug, Clone, PartialEq)]
 enum Res {
@@ -574,7 +576,16 @@ fn every_native_type_round_trips_as_literal_and_bound_value() {
 fn literal_forms_of_time_types_and_floats() {
     let mut t = TestDb::with_ks();
     t.ok("CREATE TABLE x (pk int PRIMARY KEY, ts timestamp, d date, ti time, f float, dbl double, v varint, de decimal)");
-    t.ok("INSERT INTO x (pk, ts, d, ti, f, dbl, v, de) VALUES (1, 1000, 2147483648, 5, NaN, -Infinity, 1, 3)");
+    t.ok("INSERT INTO x (pk, ts, d, ti, f, dbl, v, de) VALUES (1, 1000, 2147483648, '00:00:00.000000005', NaN, -Infinity, 1, 3)");
+    // ScyllaDB takes no integer constant for a time (`untyped_constant_test_assignment`).
+    let e = t.err("INSERT INTO x (pk, ti) VALUES (1, 5)");
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (
+            0x2200,
+            "Invalid INTEGER constant (5) for \"ti\" of type time"
+        )
+    );
     let r = t.rows("SELECT ts, d, ti, f, dbl, v FROM x WHERE pk = 1");
     assert_eq!(r[0][0], Some(Value::Timestamp(1000)));
     assert_eq!(r[0][1], Some(Value::Date(1 << 31)));
@@ -1415,7 +1426,10 @@ fn bind_metadata_of_the_golden_statements() {
     let (vars, ..) = t.bind_meta("SELECT v FROM mt WHERE pk = ? AND (ck, ck1) IN ? LIMIT ?");
     assert_eq!(
         vars[1],
-        ("IN((ck,ck1))".into(), "list<frozen<tuple<int, int>>>".into())
+        (
+            "IN((ck,ck1))".into(),
+            "list<frozen<tuple<int, int>>>".into()
+        )
     );
     assert_eq!(vars[2], ("[limit]".into(), "int".into()));
     let (vars, ..) =
@@ -1431,7 +1445,10 @@ fn bind_metadata_of_the_golden_statements() {
             ("pk".into(), "int".into()),
             ("value(IN((ck,ck1)))[0]".into(), "int".into()),
             ("value(IN((ck,ck1)))[1]".into(), "int".into()),
-            ("value(IN((ck,ck1)))".into(), "frozen<tuple<int, int>>".into()),
+            (
+                "value(IN((ck,ck1)))".into(),
+                "frozen<tuple<int, int>>".into()
+            ),
         ]
     );
     let (vars, pk, _) = t.bind_meta("SELECT v FROM t WHERE pk IN ?");
@@ -1708,7 +1725,7 @@ fn lightweight_transactions() {
     let e = t.err("BEGIN BATCH INSERT INTO t (pk, ck, v) VALUES (3, 1, 1) IF NOT EXISTS; INSERT INTO t (pk, ck, v) VALUES (4, 2, 2); APPLY BATCH");
     assert_eq!(
         e.message,
-        "Batch with conditions cannot span multiple partitions"
+        "BATCH with conditions cannot span multiple partitions"
     );
 }
 

@@ -1063,20 +1063,11 @@ pub(crate) fn literal_value(
         (Literal::Integer(s), T::Bigint | T::Counter) => {
             Value::Bigint(s.parse::<i64>().map_err(|_| unable(s))?)
         }
-        (Literal::Integer(s), T::Timestamp) => {
-            Value::Timestamp(s.parse::<i64>().map_err(|_| unable(s))?)
-        }
-        (Literal::Integer(s), T::Date) => {
-            let n: i64 = s.parse().map_err(|_| unable(s))?;
-            Value::Date(u32::try_from(n).map_err(|_| unable(s))?)
-        }
-        (Literal::Integer(s), T::Time) => {
-            let n: i64 = s.parse().map_err(|_| unable(s))?;
-            if !(0..value::NANOS_PER_DAY).contains(&n) {
-                return Err(unable(s));
-            }
-            Value::Time(n)
-        }
+        // ScyllaDB reads an integer constant for a timestamp or a date as that type's text
+        // (`untyped_constant_parsed_value`), and does not take one for a time or a
+        // duration (`untyped_constant_test_assignment`, cql3/expr/prepare_expr.cc).
+        (Literal::Integer(s), T::Timestamp) => Value::Timestamp(parse_timestamp(s)?),
+        (Literal::Integer(s), T::Date) => Value::Date(parse_date(s)?),
         (Literal::Integer(s), T::Varint) => {
             Value::varint(&BigInt::from_str(s).map_err(|_| unable(s))?)
         }
@@ -1111,14 +1102,6 @@ pub(crate) fn literal_value(
             let u = Uuid::parse_str(s)
                 .map_err(|_| CqlError::invalid(format!("Unable to make UUID from '{s}'")))?;
             uuid_value(u, typ, name)?
-        }
-        (Literal::String(s), T::Duration) => {
-            let d = crate::cql::parse_duration_text(s).map_err(CqlError::invalid)?;
-            Value::Duration(Duration {
-                months: d.months,
-                days: d.days,
-                nanos: d.nanoseconds,
-            })
         }
         (Literal::Uuid(u), T::Uuid | T::Timeuuid) => uuid_value(*u, typ, name)?,
         (Literal::Blob(b), T::Blob) => Value::blob(b),
@@ -1175,18 +1158,6 @@ pub(crate) fn parse_decimal(s: &str) -> Option<Value> {
     Some(Value::decimal(&unscaled, scale))
 }
 
-/// Days since 1970-01-01 of a civil date.
-pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let m = i64::from(m);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 /// The `date` value of a day count since the epoch.
 pub(crate) fn days_to_date(days: i64) -> u32 {
     (days + (1i64 << 31)).clamp(0, i64::from(u32::MAX)) as u32
@@ -1197,147 +1168,27 @@ pub(crate) fn date_to_days(d: u32) -> i64 {
     i64::from(d) - (1i64 << 31)
 }
 
-/// The error of a string that is not a timestamp.
-fn coerce_error(s: &str) -> CqlError {
-    CqlError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
-}
-
-/// Splits `yyyy-mm-dd` (with an optional sign) into its parts.
-fn parse_ymd(s: &str) -> Option<(i64, u32, u32)> {
-    let (neg, rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    let mut it = rest.splitn(3, '-');
-    let y: i64 = it.next()?.parse().ok()?;
-    let m: u32 = it.next()?.parse().ok()?;
-    let d: u32 = it.next()?.parse().ok()?;
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
+/// A date, time or timestamp text ScyllaDB refuses, with its error class.
+fn datetime_error(e: crate::types::datetime::ParseError) -> CqlError {
+    match e {
+        crate::types::datetime::ParseError::Invalid(m) => CqlError::invalid(m),
+        crate::types::datetime::ParseError::Server(m) => CqlError::server(m),
     }
-    Some((if neg { -y } else { y }, m, d))
 }
 
-/// Parses a timestamp string into milliseconds since the epoch: digits, or
-/// `yyyy-mm-dd[( |T)hh:mm[:ss[.fff]]][Z|±hh[:]mm]` (UTC when no zone is given).
+/// Parses a timestamp text into milliseconds since the epoch (`types::datetime`).
 pub(crate) fn parse_timestamp(s: &str) -> Result<i64, CqlError> {
-    let t = s.trim();
-    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
-        || t.starts_with('-') && t.len() > 1 && t[1..].bytes().all(|b| b.is_ascii_digit())
-    {
-        return t.parse().map_err(|_| coerce_error(s));
-    }
-    let (date, rest) = match t.find(['T', ' ']) {
-        Some(i) => (&t[..i], t[i + 1..].trim_start()),
-        None => {
-            // The date may be followed directly by a zone.
-            let zi = t
-                .char_indices()
-                .skip(1)
-                .find(|(_, c)| *c == 'Z' || *c == '+')
-                .map(|(i, _)| i);
-            match zi {
-                Some(i) => (&t[..i], &t[i..]),
-                None => (t, ""),
-            }
-        }
-    };
-    let (y, m, d) = parse_ymd(date).ok_or_else(|| coerce_error(s))?;
-    let mut ms = days_from_civil(y, m, d) * 86_400_000;
-    // Time of day.
-    let zone_at = rest.find(['Z', 'z', '+', '-']).unwrap_or(rest.len());
-    let (time, zone) = rest.split_at(zone_at);
-    let time = time.trim();
-    if !time.is_empty() {
-        let mut parts = time.splitn(3, ':');
-        let h: i64 = parts
-            .next()
-            .and_then(|x| x.parse().ok())
-            .ok_or_else(|| coerce_error(s))?;
-        let mi: i64 = parts
-            .next()
-            .and_then(|x| x.parse().ok())
-            .ok_or_else(|| coerce_error(s))?;
-        let (sec, frac) = match parts.next() {
-            Some(x) => match x.split_once('.') {
-                Some((a, f)) => (a, f),
-                None => (x, ""),
-            },
-            None => ("0", ""),
-        };
-        let sec: i64 = sec.parse().map_err(|_| coerce_error(s))?;
-        if h > 23 || mi > 59 || sec > 59 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(coerce_error(s));
-        }
-        let mut frac_ms = 0i64;
-        for (i, b) in frac.bytes().take(3).enumerate() {
-            frac_ms += i64::from(b - b'0') * 10i64.pow(2 - i as u32);
-        }
-        ms += ((h * 60 + mi) * 60 + sec) * 1000 + frac_ms;
-    }
-    let zone = zone.trim();
-    if !zone.is_empty() && zone != "Z" && zone != "z" {
-        let sign = if zone.starts_with('-') { -1 } else { 1 };
-        let digits: String = zone[1..].chars().filter(|c| *c != ':').collect();
-        if digits.len() != 4 && digits.len() != 2 {
-            return Err(coerce_error(s));
-        }
-        let hh: i64 = digits[..2].parse().map_err(|_| coerce_error(s))?;
-        let mm: i64 = digits
-            .get(2..)
-            .filter(|x| !x.is_empty())
-            .map_or(Ok(0), |x| x.parse())
-            .map_err(|_| coerce_error(s))?;
-        ms -= sign * (hh * 60 + mm) * 60_000;
-    }
-    Ok(ms)
+    crate::types::datetime::parse_timestamp(s).map_err(datetime_error)
 }
 
-/// Parses a date string: `yyyy-mm-dd`, or digits (the raw value, epoch at 2^31).
+/// Parses a date text into its value (days since the epoch plus 2^31; `types::datetime`).
 pub(crate) fn parse_date(s: &str) -> Result<u32, CqlError> {
-    let t = s.trim();
-    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-        return t.parse::<u32>().map_err(|_| {
-            CqlError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
-        });
-    }
-    let (y, m, d) = parse_ymd(t).ok_or_else(|| {
-        CqlError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
-    })?;
-    Ok(days_to_date(days_from_civil(y, m, d)))
+    crate::types::datetime::parse_date(s).map_err(datetime_error)
 }
 
-/// Parses a time string `hh:mm:ss[.fffffffff]` (or digits: nanoseconds).
+/// Parses a time text into nanoseconds since midnight (`types::datetime`).
 pub(crate) fn parse_time(s: &str) -> Result<i64, CqlError> {
-    let t = s.trim();
-    let err = || CqlError::invalid("Timestamp format must be hh:mm:ss[.fffffffff]".to_string());
-    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-        let n: i64 = t.parse().map_err(|_| err())?;
-        return if (0..value::NANOS_PER_DAY).contains(&n) {
-            Ok(n)
-        } else {
-            Err(err())
-        };
-    }
-    let mut parts = t.splitn(3, ':');
-    let h: i64 = parts.next().and_then(|x| x.parse().ok()).ok_or_else(err)?;
-    let m: i64 = parts.next().and_then(|x| x.parse().ok()).ok_or_else(err)?;
-    let rest = parts.next().ok_or_else(err)?;
-    let (sec, frac) = rest.split_once('.').unwrap_or((rest, ""));
-    let sec: i64 = sec.parse().map_err(|_| err())?;
-    if !(0..24).contains(&h)
-        || !(0..60).contains(&m)
-        || !(0..60).contains(&sec)
-        || frac.len() > 9
-        || !frac.bytes().all(|b| b.is_ascii_digit())
-    {
-        return Err(err());
-    }
-    let mut nanos = 0i64;
-    for (i, b) in frac.bytes().enumerate() {
-        nanos += i64::from(b - b'0') * 10i64.pow(8 - i as u32);
-    }
-    Ok(((h * 60 + m) * 60 + sec) * 1_000_000_000 + nanos)
+    crate::types::datetime::parse_time(s).map_err(datetime_error)
 }
 
 /// Evaluates a planned expression that must be a single non-null, set value (keys, limits).

@@ -374,7 +374,8 @@ pub(crate) struct DroppedColumn {
     /// When it was dropped (µs since the epoch). A CDC log drops columns 5 s in the future,
     /// and a column cannot be added back under the same name before that time.
     pub(crate) dropped_at: i64,
-    /// Its type when it was dropped.
+    /// Its type when it was dropped, with user types expanded to tuples
+    /// (`expand_user_type`, db/schema_tables.cc).
     pub(crate) typ: CqlType,
 }
 
@@ -468,7 +469,8 @@ impl TableDef {
             name.to_string(),
             DroppedColumn {
                 dropped_at: dropped_at_micros,
-                typ: column.typ.clone(),
+                // User types expanded to tuples, as Scylla records them.
+                typ: column.typ.expand_user_types(),
             },
         );
         Some(column)

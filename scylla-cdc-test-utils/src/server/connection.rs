@@ -25,12 +25,12 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, trace};
 
-use crate::server::ClusterCore;
 use crate::cluster::faults::{FaultError, FaultOpcode, FaultReaction, RequestInfo};
 use crate::exec::ConnState;
 use crate::frame::{
     self, Consistency, CqlError, ErrorKind, Extensions, Request, RequestFrame, Response, WriteType,
 };
+use crate::server::ClusterCore;
 
 /// The authenticator class name announced in AUTHENTICATE.
 const PASSWORD_AUTHENTICATOR: &str = "org.apache.cassandra.auth.PasswordAuthenticator";
@@ -573,9 +573,7 @@ fn run_statement(
         None
     };
     let start = out.len();
-    let outcome = cluster
-        .db
-        .handle(&topology, state, stream, request, out);
+    let outcome = cluster.db.handle(&topology, state, stream, request, out);
     if let Some(routing) = routing
         && out.get(start + 4) == Some(&frame::response_opcode::RESULT)
     {

@@ -19,7 +19,6 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-
 pub(crate) mod connection;
 pub(crate) mod core;
 pub(crate) mod listen;

@@ -3,7 +3,8 @@
 //! [`CqlType`] is the type of a column, a bind variable or a collection element; user-defined
 //! types are shared through [`UserType`] (`Arc`). Values of these types are [`value::Value`],
 //! encoded and decoded by [`value`]'s wire codec exactly as the CQL v4 protocol specifies.
-//! [`timeuuid`] builds, bounds and orders the version-1 UUIDs of `timeuuid` values.
+//! [`timeuuid`] builds, bounds and orders the version-1 UUIDs of `timeuuid` values;
+//! `datetime` parses the text forms of dates, times and timestamps as ScyllaDB does;
 //! `json` (crate-internal) is JSON text as ScyllaDB's RapidJSON-based reader and writer see
 //! it: the document model of `INSERT JSON` and `fromJson()`, the spellings of `SELECT JSON`.
 
@@ -13,6 +14,8 @@ use std::sync::Arc;
 pub(crate) mod json;
 pub mod timeuuid;
 pub mod value;
+
+pub(crate) mod datetime;
 
 /// A CQL type, as a column or bind variable has it.
 ///
@@ -219,8 +222,8 @@ impl fmt::Display for CqlType {
         if let Some(name) = self.native_name() {
             return f.write_str(name);
         }
-        // Tuples are never multi-cell, so Scylla always spells them `frozen<tuple<...>>`
-        // (`abstract_type::cql3_type_name` in `types/types.cc`).
+        // Scylla's `cql3_type_name`: `frozen<...>` around every value that is not multi-cell,
+        // tuples included (a tuple is never multi-cell).
         let frozen = match self {
             CqlType::List { frozen, .. }
             | CqlType::Set { frozen, .. }
@@ -253,6 +256,39 @@ impl fmt::Display for CqlType {
             f.write_str(">")?;
         }
         Ok(())
+    }
+}
+
+impl CqlType {
+    /// The type with every user type replaced by the tuple of its field types (nested ones
+    /// too), as ScyllaDB records a dropped column's type (`expand_user_type`,
+    /// db/schema_tables.cc: "we never store actual UDT names in dropped column types").
+    pub fn expand_user_types(&self) -> CqlType {
+        match self {
+            CqlType::Udt { def, .. } => CqlType::Tuple(
+                def.fields
+                    .iter()
+                    .map(|(_, t)| t.expand_user_types())
+                    .collect(),
+            ),
+            CqlType::Tuple(elems) => {
+                CqlType::Tuple(elems.iter().map(CqlType::expand_user_types).collect())
+            }
+            CqlType::List { elem, frozen } => CqlType::List {
+                elem: Box::new(elem.expand_user_types()),
+                frozen: *frozen,
+            },
+            CqlType::Set { elem, frozen } => CqlType::Set {
+                elem: Box::new(elem.expand_user_types()),
+                frozen: *frozen,
+            },
+            CqlType::Map { key, value, frozen } => CqlType::Map {
+                key: Box::new(key.expand_user_types()),
+                value: Box::new(value.expand_user_types()),
+                frozen: *frozen,
+            },
+            other => other.clone(),
+        }
     }
 }
 
@@ -317,10 +353,18 @@ mod tests {
             frozen: false,
         };
         assert_eq!(l.to_string(), "list<text>");
-        // A tuple is never multi-cell: Scylla always writes it frozen.
+        // A tuple is never multi-cell: always frozen (Scylla's cql3_type_name).
         assert_eq!(
             CqlType::Tuple(vec![CqlType::Int, CqlType::Text]).to_string(),
             "frozen<tuple<int, text>>"
+        );
+        assert_eq!(
+            CqlType::List {
+                elem: Box::new(CqlType::Tuple(vec![CqlType::Int])),
+                frozen: false
+            }
+            .to_string(),
+            "list<frozen<tuple<int>>>"
         );
         assert_eq!(
             CqlType::Udt {
@@ -329,6 +373,50 @@ mod tests {
             }
             .to_string(),
             "ut"
+        );
+    }
+
+    #[test]
+    fn user_types_expand_to_tuples_of_their_fields() {
+        let inner = Arc::new(UserType {
+            keyspace: "ks".into(),
+            name: "inner".into(),
+            fields: vec![("x".into(), CqlType::Int)],
+        });
+        let outer = Arc::new(UserType {
+            keyspace: "ks".into(),
+            name: "outer".into(),
+            fields: vec![
+                ("a".into(), CqlType::Text),
+                (
+                    "b".into(),
+                    CqlType::Udt {
+                        def: inner,
+                        frozen: true,
+                    },
+                ),
+            ],
+        });
+        let t = CqlType::Map {
+            key: Box::new(CqlType::Int),
+            value: Box::new(CqlType::Udt {
+                def: outer.clone(),
+                frozen: true,
+            }),
+            frozen: false,
+        };
+        assert_eq!(
+            t.expand_user_types().to_string(),
+            "map<int, frozen<tuple<text, frozen<tuple<int>>>>>"
+        );
+        // A non-frozen user type becomes a (frozen) tuple too.
+        let u = CqlType::Udt {
+            def: outer,
+            frozen: false,
+        };
+        assert_eq!(
+            u.expand_user_types().to_string(),
+            "frozen<tuple<text, frozen<tuple<int>>>>"
         );
     }
 

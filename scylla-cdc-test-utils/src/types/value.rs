@@ -278,11 +278,13 @@ impl Decimal {
     }
 }
 
-/// Numeric order, ties (`1.0` vs `1.00`) broken by scale so that the order is total.
+/// Numeric order: `1.0` equals `1.00`, as ScyllaDB's `big_decimal::operator<=>`
+/// (utils/big_decimal.cc), which the decimal type's comparator uses: two clustering keys,
+/// set elements or map keys that differ only in scale are the same one (the value keeps the
+/// scale it was written with).
 impl Ord for Decimal {
     fn cmp(&self, other: &Self) -> Ordering {
         self.numeric_cmp(other)
-            .then_with(|| self.scale.cmp(&other.scale))
     }
 }
 
@@ -294,16 +296,30 @@ impl PartialOrd for Decimal {
 
 impl PartialEq for Decimal {
     fn eq(&self, other: &Self) -> bool {
-        self.scale == other.scale && self.unscaled == other.unscaled
+        self.cmp(other) == Ordering::Equal
     }
 }
 
 impl Eq for Decimal {}
 
+/// Hashes the value without trailing zeros of the unscaled value, so that equal decimals
+/// (`1.0`, `1.00`) hash alike.
 impl Hash for Decimal {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.scale.hash(state);
-        self.unscaled.hash(state);
+        let mut unscaled = self.unscaled.to_bigint();
+        let mut scale = i64::from(self.scale);
+        if unscaled.sign() == Sign::NoSign {
+            0u8.hash(state);
+            return;
+        }
+        let ten = BigInt::from(10);
+        while (&unscaled % &ten).sign() == Sign::NoSign {
+            unscaled /= &ten;
+            scale -= 1;
+        }
+        1u8.hash(state);
+        scale.hash(state);
+        unscaled.to_signed_bytes_be().hash(state);
     }
 }
 

@@ -568,22 +568,28 @@ fn orderings_follow_scylla_comparators() {
     assert!(matches!(f[4], Value::Double(x) if x.is_nan()));
     assert_eq!(Value::Float(f32::NAN), Value::Float(-f32::NAN));
     assert_ne!(Value::Float(0.0), Value::Float(-0.0));
-    // Varint and decimal numerically; decimal ties by scale.
+    // Varint and decimal numerically: decimals differing only in scale are equal (ScyllaDB's
+    // big_decimal comparison) and hash alike.
     let big = BigInt::from(10).pow(40);
     assert!(Value::varint(&-big.clone()) < Value::varint(&BigInt::from(-1)));
     assert!(Value::varint(&BigInt::from(-1)) < Value::varint(&BigInt::from(0)));
     assert!(Value::varint(&BigInt::from(255)) < Value::varint(&big));
     let one = Value::decimal(&BigInt::from(10), 1);
     let one_00 = Value::decimal(&BigInt::from(100), 2);
-    assert_ne!(one, one_00);
+    assert_eq!(one, one_00);
+    assert_eq!(one.cmp(&one_00), Ordering::Equal);
+    let hash = |v: &Value| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        v.hash(&mut h);
+        h.finish()
+    };
+    assert_eq!(hash(&one), hash(&one_00));
     assert_eq!(
-        match (&one, &one_00) {
-            (Value::Decimal(a), Value::Decimal(b)) => a.numeric_cmp(b),
-            _ => unreachable!(),
-        },
-        Ordering::Equal
+        hash(&Value::decimal(&BigInt::from(0), 3)),
+        hash(&Value::decimal(&BigInt::from(0), -2))
     );
-    assert!(one < one_00);
+    assert_ne!(hash(&one), hash(&Value::decimal(&BigInt::from(11), 1)));
     assert!(Value::decimal(&BigInt::from(-5), -3) < Value::decimal(&BigInt::from(-4), 0));
     assert!(Value::decimal(&BigInt::from(1), i32::MAX) < Value::decimal(&BigInt::from(1), 0));
     assert!(Value::decimal(&BigInt::from(1), i32::MIN) > Value::decimal(&big, 0));
@@ -764,18 +770,14 @@ mod properties {
             );
         }
 
-        /// Decimals order numerically when their values differ.
+        /// Decimals order numerically (equal values with different scales are equal).
         #[test]
         fn decimal_order_is_numeric(a in -100_000i64..100_000, sa in -3i32..6, b in -100_000i64..100_000, sb in -3i32..6) {
             // a * 10^-sa vs b * 10^-sb, compared exactly in i128 scaled to 10^-9.
             let scaled = |x: i64, s: i32| i128::from(x) * 10i128.pow((9 - s) as u32);
             let (x, y) = (scaled(a, sa), scaled(b, sb));
             let ours = Value::decimal(&BigInt::from(a), sa).cmp(&Value::decimal(&BigInt::from(b), sb));
-            if x != y {
-                prop_assert_eq!(ours, x.cmp(&y));
-            } else {
-                prop_assert_eq!(ours, sa.cmp(&sb));
-            }
+            prop_assert_eq!(ours, x.cmp(&y));
         }
     }
 }

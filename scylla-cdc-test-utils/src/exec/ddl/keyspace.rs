@@ -19,7 +19,8 @@ use super::{
     is_system_keyspace, is_word, table_events,
 };
 
-/// Tablet count of a tablets keyspace that does not give `initial` (a power of two).
+/// Tablet count of a tablets keyspace that does not give `initial` (stored as 0, as
+/// ScyllaDB stores it), a power of two.
 pub(super) const DEFAULT_INITIAL_TABLETS: u32 = 8;
 
 /// Prefix of the replication strategies' fully qualified class names.
@@ -125,14 +126,20 @@ fn parse_tablets(entries: &[(String, String)]) -> Result<Option<u32>, CqlError> 
     if enabled == Some(false) {
         return Ok(None);
     }
-    if enabled.is_none() && initial.is_none() {
-        return Ok(None);
-    }
-    Ok(Some(
+    // `ks_prop_defs::get_initial_tablets`: any tablets map that does not disable them
+    // enables them, with the `initial` given or 0 (the tablet allocator then chooses; the
+    // embedded cluster uses `tablet_count`).
+    Ok(Some(initial.unwrap_or(0)))
+}
+
+/// The number of tablets of a table in a keyspace whose stored `initial_tablets` is
+/// `initial` (0: the allocator's choice, [`DEFAULT_INITIAL_TABLETS`] here).
+pub(crate) fn tablet_count(initial: u32) -> u32 {
+    if initial == 0 {
+        DEFAULT_INITIAL_TABLETS
+    } else {
         initial
-            .filter(|n| *n > 0)
-            .unwrap_or(DEFAULT_INITIAL_TABLETS),
-    ))
+    }
 }
 
 /// Parses a replication factor as Scylla does (digits only).

@@ -38,6 +38,7 @@ mod types;
 pub(crate) mod tests;
 
 // The executor resolves the types of bind markers and casts with it.
+pub(crate) use keyspace::tablet_count;
 pub(crate) use types::resolve_type;
 
 /// What a DDL statement needs besides the schema.

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::cql::{OptionValue, Property};
 use crate::frame::CqlError;
-use crate::schema::{CdcOptions, TableOptions};
+use crate::schema::{CdcOptions, KeyspaceDef, TableOptions};
 
 /// Properties every table accepts.
 const KNOWN: &[&str] = &[
@@ -325,87 +325,204 @@ fn compaction(entries: &[(String, String)]) -> Result<BTreeMap<String, String>, 
     Ok(out)
 }
 
-/// The `compression` map: `sstable_compression` (or `class`) names the compressor, stored
-/// fully qualified; an empty map or class disables compression.
+/// `std::stoi` / `std::stol` of an option value: leading whitespace, a sign, then digits up
+/// to the first other character; `None` when there are no digits or the value overflows.
+fn stoi(text: &str) -> Option<i64> {
+    let t = text.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let n = body.bytes().take_while(u8::is_ascii_digit).count();
+    if n == 0 {
+        return None;
+    }
+    let v: i64 = body[..n].parse().ok()?;
+    let v = if neg { -v } else { v };
+    i32::try_from(v).ok().map(i64::from)
+}
+
+/// `std::stod` of an option value: the longest leading decimal number.
+fn stod(text: &str) -> Option<f64> {
+    let t = text.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    (1..=t.len())
+        .rev()
+        .filter(|&i| t.is_char_boundary(i))
+        .find_map(|i| t[..i].parse::<f64>().ok())
+}
+
+/// The compression options ScyllaDB 2025.4 gives a user table (incl. a CDC log) created
+/// without any: `sstable_compression_user_table_options`, `LZ4WithDictsCompressor`
+/// (db/config.cc, schema/compression_initializer.hh), stored by its short name.
+pub(super) fn user_table_compression() -> BTreeMap<String, String> {
+    BTreeMap::from([(
+        "sstable_compression".to_string(),
+        "LZ4WithDictsCompressor".to_string(),
+    )])
+}
+
+/// The `compression` map, as ScyllaDB reads it (`compression_parameters`,
+/// sstables/compressor.cc) and stores it (`get_options`): the compressor fully qualified
+/// (`org.apache.cassandra.io.compress.LZ4Compressor`) except the dictionary ones
+/// (`LZ4WithDictsCompressor`, `ZstdWithDictsCompressor`), `chunk_length_kb` as
+/// `chunk_length_in_kb`, `crc_check_chance` as C's `%f`; an empty map or compressor
+/// disables compression.
 fn compression(entries: &[(String, String)]) -> Result<BTreeMap<String, String>, CqlError> {
     if entries.is_empty() {
         return Ok(BTreeMap::new());
     }
-    let class = entries
-        .iter()
-        .find(|(k, _)| k == "sstable_compression" || k == "class")
-        .map(|(_, v)| v)
-        .ok_or_else(|| {
-            CqlError::config(
-                "Missing sub-option 'sstable_compression' for the 'compression' option.",
-            )
-        })?;
-    if class.is_empty() {
-        return Ok(BTreeMap::new());
-    }
+    let get = |k: &str| {
+        entries
+            .iter()
+            .rev()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v)
+    };
+    // `cf_prop_defs::validate`.
+    let Some(class) = get("sstable_compression") else {
+        return Err(CqlError::config(
+            "Missing sub-option 'sstable_compression' for the 'compression' option.",
+        ));
+    };
     let short = class.strip_prefix(COMPRESSION_PREFIX).unwrap_or(class);
-    if !matches!(
-        short,
+    let algorithm = match short {
+        "" => None,
         "LZ4Compressor"
-            | "LZ4WithDictsCompressor"
-            | "SnappyCompressor"
-            | "DeflateCompressor"
-            | "ZstdCompressor"
-            | "ZstdWithDictsCompressor"
-    ) {
+        | "LZ4WithDictsCompressor"
+        | "SnappyCompressor"
+        | "DeflateCompressor"
+        | "ZstdCompressor"
+        | "ZstdWithDictsCompressor" => Some(short),
+        // `name_to_algorithm` throws a std::runtime_error: a server error.
+        _ => {
+            return Err(CqlError::server(format!(
+                "Unknown sstable_compression: {class}"
+            )));
+        }
+    };
+    let zstd = matches!(
+        algorithm,
+        Some("ZstdCompressor" | "ZstdWithDictsCompressor")
+    );
+    let chunk = get("chunk_length_in_kb").or(get("chunk_length_kb"));
+    let chunk_length = match chunk {
+        Some(v) => Some(stoi(v).ok_or_else(|| {
+            CqlError::syntax(format!("Invalid integer value {v} for chunk_length_in_kb"))
+        })?),
+        None => None,
+    };
+    let crc = match get("crc_check_chance") {
+        Some(v) => Some(stod(v).ok_or_else(|| {
+            CqlError::syntax(format!("Invalid double value {v} for crc_check_chance"))
+        })?),
+        None => None,
+    };
+    let level = match get("compression_level").filter(|_| zstd) {
+        Some(v) => Some(stoi(v).ok_or_else(|| {
+            CqlError::config(format!("Invalid integer value {v} for compression_level"))
+        })?),
+        None => None,
+    };
+    for (k, _) in entries {
+        let used = matches!(
+            k.as_str(),
+            "sstable_compression" | "chunk_length_in_kb" | "chunk_length_kb" | "crc_check_chance"
+        ) || (zstd && k == "compression_level");
+        if !used {
+            return Err(CqlError::config(format!(
+                "Unknown compression option '{k}'."
+            )));
+        }
+    }
+    // `compression_parameters::validate`.
+    if let Some(kb) = chunk_length {
+        let bytes = (kb as i32).wrapping_mul(1024);
+        if bytes <= 0 {
+            return Err(CqlError::config(
+                "Invalid negative or null for chunk_length_in_kb/chunk_length_kb",
+            ));
+        }
+        if bytes & (bytes - 1) != 0 {
+            return Err(CqlError::config(
+                "chunk_length_in_kb/chunk_length_kb must be a power of 2.",
+            ));
+        }
+        if bytes > 128 * 1024 {
+            return Err(CqlError::config(
+                "chunk_length_in_kb/chunk_length_kb must be 128 or less.",
+            ));
+        }
+    }
+    if crc.is_some_and(|c| !(0.0..=1.0).contains(&c)) {
+        return Err(CqlError::config(
+            "crc_check_chance must be between 0.0 and 1.0.",
+        ));
+    }
+    // ZSTD_minCLevel() and ZSTD_maxCLevel() (the arguments of ScyllaDB's message are in
+    // this order).
+    const ZSTD_MIN: i64 = -(1 << 17);
+    const ZSTD_MAX: i64 = 22;
+    if let Some(l) = level
+        && !(ZSTD_MIN..=ZSTD_MAX).contains(&l)
+    {
         return Err(CqlError::config(format!(
-            "Unknown compression class '{class}'"
+            "{ZSTD_MIN} must be between {ZSTD_MAX} and compression_level, got {l}"
         )));
     }
     let mut out = BTreeMap::new();
-    for (k, v) in entries {
-        match k.as_str() {
-            "sstable_compression" | "class" => {}
-            "chunk_length_in_kb" | "chunk_length_kb" | "crc_check_chance" | "compression_level" => {
-                out.insert(k.clone(), v.clone());
-            }
-            _ => {
-                return Err(CqlError::config(format!(
-                    "Unknown compression option '{k}'"
-                )));
-            }
-        }
+    if let Some(a) = algorithm {
+        let stored = if a.ends_with("WithDictsCompressor") {
+            a.to_string()
+        } else {
+            format!("{COMPRESSION_PREFIX}{a}")
+        };
+        out.insert("sstable_compression".to_string(), stored);
     }
-    out.insert(
-        "sstable_compression".into(),
-        format!("{COMPRESSION_PREFIX}{short}"),
-    );
+    if let Some(l) = level {
+        out.insert("compression_level".to_string(), l.to_string());
+    }
+    if let Some(kb) = chunk_length {
+        out.insert("chunk_length_in_kb".to_string(), kb.to_string());
+    }
+    if let Some(c) = crc {
+        out.insert("crc_check_chance".to_string(), format!("{c:.6}"));
+    }
     Ok(out)
 }
 
-/// The `tombstone_gc` map: `mode` (`timeout`, `repair`, `disabled`, `immediate`) and
-/// `propagation_delay_in_seconds`.
+/// The default delay of a `tombstone_gc` (`tombstone_gc_options::_propagation_delay_in_seconds`).
+const PROPAGATION_DELAY: &str = "3600";
+
+/// The `tombstone_gc` map as ScyllaDB reads it (`tombstone_gc_options`,
+/// tombstone_gc_options.cc) and stores it (`to_map`: always `mode` and
+/// `propagation_delay_in_seconds`).
 fn tombstone_gc(entries: &[(String, String)]) -> Result<BTreeMap<String, String>, CqlError> {
-    let mut out = BTreeMap::new();
-    out.insert("mode".to_string(), "timeout".to_string());
-    out.insert(
-        "propagation_delay_in_seconds".to_string(),
-        "3600".to_string(),
-    );
+    let mut out = BTreeMap::from([
+        ("mode".to_string(), "timeout".to_string()),
+        (
+            "propagation_delay_in_seconds".to_string(),
+            PROPAGATION_DELAY.to_string(),
+        ),
+    ]);
     for (k, v) in entries {
         match k.as_str() {
             "mode" => {
-                let mode = v.to_ascii_lowercase();
-                if !matches!(
-                    mode.as_str(),
-                    "timeout" | "repair" | "disabled" | "immediate"
-                ) {
-                    return Err(CqlError::config(format!("Invalid tombstone_gc mode: {v}")));
-                }
-                out.insert(k.clone(), mode);
-            }
-            "propagation_delay_in_seconds" => {
-                if v.parse::<u64>().is_err() {
+                if !matches!(v.as_str(), "timeout" | "repair" | "disabled" | "immediate") {
                     return Err(CqlError::config(format!(
-                        "Invalid propagation_delay_in_seconds: {v}"
+                        "Invalid value for tombstone_gc option mode: {v}"
                     )));
                 }
                 out.insert(k.clone(), v.clone());
+            }
+            "propagation_delay_in_seconds" => {
+                // `boost::lexical_cast<int64_t>`: the whole text, an optional sign.
+                let n = v.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+                    CqlError::config(format!(
+                        "Invalid value for tombstone_gc option propagation_delay_in_seconds: {v}"
+                    ))
+                })?;
+                out.insert(k.clone(), n.to_string());
             }
             _ => {
                 return Err(CqlError::config(format!(
@@ -415,6 +532,50 @@ fn tombstone_gc(entries: &[(String, String)]) -> Result<BTreeMap<String, String>
         }
     }
     Ok(out)
+}
+
+/// Whether tombstones of the keyspace's tables need a repair before they are purged
+/// (`needs_repair_before_gc`, tombstone_gc.cc): not with LocalStrategy nor with RF 1.
+fn needs_repair_before_gc(ks: &KeyspaceDef) -> bool {
+    !ks.replication.class().ends_with("LocalStrategy")
+        && ks.replication.factor(crate::cluster::DATACENTER) != 1
+}
+
+/// The `tombstone_gc` ScyllaDB gives a table created (or altered) without one
+/// (`cf_prop_defs::apply_to_builder`, `get_default_tombstone_gc_mode`): `repair` in a
+/// tablets keyspace that needs repairs, else `timeout`. CDC logs (`supports_repair` false)
+/// always get `timeout`.
+pub(super) fn default_tombstone_gc(
+    ks: &KeyspaceDef,
+    supports_repair: bool,
+) -> BTreeMap<String, String> {
+    let repair = supports_repair && ks.uses_tablets() && needs_repair_before_gc(ks);
+    BTreeMap::from([
+        (
+            "mode".to_string(),
+            if repair { "repair" } else { "timeout" }.to_string(),
+        ),
+        (
+            "propagation_delay_in_seconds".to_string(),
+            PROPAGATION_DELAY.to_string(),
+        ),
+    ])
+}
+
+/// Refuses `tombstone_gc = {'mode': 'repair'}` where repairs are never needed
+/// (`validate_tombstone_gc_options`, tombstone_gc.cc).
+pub(super) fn check_tombstone_gc(options: &TableOptions, ks: &KeyspaceDef) -> Result<(), CqlError> {
+    let repair = options
+        .tombstone_gc
+        .as_ref()
+        .and_then(|m| m.get("mode"))
+        .is_some_and(|m| m == "repair");
+    if repair && !needs_repair_before_gc(ks) {
+        return Err(CqlError::config(
+            "tombstone_gc option with mode = repair not supported for table with RF one or local replication strategy",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

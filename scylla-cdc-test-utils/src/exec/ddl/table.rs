@@ -140,7 +140,10 @@ fn sync_cdc_log(
     let log_name = cdc_log_name(&base.name);
     match ks.tables.get(&log_name) {
         None => {
-            let log = Arc::new(log_schema::new_log_table(base, cdc));
+            let mut log = log_schema::new_log_table(base, cdc);
+            // A CDC log is a user table: the user-table compression default.
+            log.options.compression = options::user_table_compression();
+            let log = Arc::new(log);
             storage.push(StorageChange::CreateTable(log.clone()));
             ks.tables.insert(log_name, log);
             Ok(LogSync::Created)
@@ -193,7 +196,10 @@ pub(super) fn create(
             )));
         }
     }
-    let mut table_options = TableOptions::default();
+    let mut table_options = TableOptions {
+        compression: options::user_table_compression(),
+        ..TableOptions::default()
+    };
     let applied = options::apply(
         &mut table_options,
         &stmt.options.properties,
@@ -204,6 +210,10 @@ pub(super) fn create(
             "Cannot create a table in a non-existent keyspace: {ks_name}"
         )));
     };
+    options::check_tombstone_gc(&table_options, ks)?;
+    if table_options.tombstone_gc.is_none() {
+        table_options.tombstone_gc = Some(options::default_tombstone_gc(ks, true));
+    }
     let has_default_ttl = table_options.default_time_to_live > 0;
     // (name, type, static) of every defined column, in the written order.
     let mut remaining = Vec::with_capacity(stmt.columns.len());
@@ -587,6 +597,11 @@ pub(super) fn alter(
         }
         AlterTableAction::With(properties) => {
             let applied = options::apply(&mut updated.options, properties, ctx.default_cdc_ttl)?;
+            options::check_tombstone_gc(&updated.options, ks)?;
+            if updated.options.tombstone_gc.is_none() {
+                updated.options.tombstone_gc =
+                    Some(options::default_tombstone_gc(ks, !updated.is_cdc_log()));
+            }
             if applied.id.is_some() {
                 return Err(CqlError::config("Cannot alter table id."));
             }
@@ -653,7 +668,10 @@ pub(super) fn drop(
         if stmt.if_exists {
             return Ok(DdlOutcome::unchanged(None));
         }
-        return Err(CqlError::config(format!(
+        // `prepare_column_family_drop_announcement` throws a configuration_exception, which
+        // `drop_table_statement::prepare_schema_mutations` turns into an InvalidRequest
+        // (unlike DROP KEYSPACE and DROP MATERIALIZED VIEW, which pass it on).
+        return Err(CqlError::invalid(format!(
             "Cannot drop non existing table '{name}' in keyspace '{ks_name}'."
         )));
     };

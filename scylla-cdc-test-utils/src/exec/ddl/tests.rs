@@ -333,9 +333,19 @@ fn tablets_are_opt_in() {
     db.ok(&format!(
         "CREATE KEYSPACE t1 WITH {nts} AND tablets = {{'enabled': true}}"
     ));
+    // Stored as 0, as ScyllaDB stores it (`ks_prop_defs::get_initial_tablets`); the
+    // embedded cluster's tables then get `DEFAULT_INITIAL_TABLETS` tablets.
     assert_eq!(
         db.schema.keyspace("t1").and_then(|k| k.initial_tablets),
-        Some(keyspace::DEFAULT_INITIAL_TABLETS)
+        Some(0)
+    );
+    assert_eq!(keyspace::tablet_count(0), keyspace::DEFAULT_INITIAL_TABLETS);
+    assert_eq!(keyspace::tablet_count(16), 16);
+    // An empty tablets map enables tablets too.
+    db.ok(&format!("CREATE KEYSPACE t0 WITH {nts} AND tablets = {{}}"));
+    assert_eq!(
+        db.schema.keyspace("t0").and_then(|k| k.initial_tablets),
+        Some(0)
     );
     db.ok(&format!(
         "CREATE KEYSPACE t2 WITH {nts} AND tablets = {{'initial': 16}}"
@@ -932,11 +942,26 @@ fn drop_table_and_truncate() {
     );
     assert!(matches!(o.storage.as_slice(), [StorageChange::DropTable(x)] if *x == id));
     assert!(db.schema.table("ks", "t").is_none());
+    // ScyllaDB turns the configuration_exception into an InvalidRequest
+    // (drop_table_statement.cc), also for a table of a missing keyspace.
     let e = db.err("DROP TABLE ks.t");
     assert_error(
         &e,
-        ErrorKind::ConfigError,
+        ErrorKind::Invalid,
         "Cannot drop non existing table 't' in keyspace 'ks'.",
+    );
+    let e = db.err("DROP TABLE nosuchks.t");
+    assert_error(
+        &e,
+        ErrorKind::Invalid,
+        "Cannot drop non existing table 't' in keyspace 'nosuchks'.",
+    );
+    // DROP KEYSPACE passes the configuration_exception on.
+    let e = db.err("DROP KEYSPACE nosuchks");
+    assert_error(
+        &e,
+        ErrorKind::ConfigError,
+        "Cannot drop non existing keyspace 'nosuchks'.",
     );
     let o = db.ok("DROP TABLE IF EXISTS ks.t");
     assert!(o.schema.is_none() && o.change.is_none() && o.storage.is_empty());
@@ -978,6 +1003,7 @@ fn freezing_rules() {
         ("frozen<list<list<int>>>", "frozen<list<frozen<list<int>>>>"),
         ("map<int, frozen<ut>>", "map<int, frozen<ut>>"),
         ("set<frozen<map<int, text>>>", "set<frozen<map<int, text>>>"),
+        // Tuples are never multi-cell: shown frozen, as Scylla's cql3_type_name does.
         (
             "tuple<int, list<int>>",
             "frozen<tuple<int, frozen<list<int>>>>",
