@@ -279,7 +279,7 @@ class Driver4Test {
 
     @ParameterizedTest
     @ValueSource(strings = {"lz4", "snappy"})
-    void compressedSessionsRoundTrip(String algorithm) {
+    void compressedSessionsRoundTrip(String algorithm) throws Exception {
         ddl("CREATE KEYSPACE IF NOT EXISTS compression WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
                 + " AND tablets = {'enabled': false}");
         ddl("CREATE TABLE IF NOT EXISTS compression.t (pk text PRIMARY KEY, v text)");
@@ -294,6 +294,10 @@ class Driver4Test {
             assertEquals(value, row.getString("v"));
             assertEquals(3, compressed.getMetadata().getNodes().size());
             assertTrue(compressed.getMetadata().getKeyspace("compression").isPresent());
+            // The server saw the codec negotiated on this session's connections: at least one
+            // on every node (the default session's connections stay uncompressed).
+            Map<Integer, Integer> perNode = emulator.connectionsPerNode(algorithm);
+            assertEquals(Set.of(1, 2, 3), perNode.keySet(), algorithm + " connections per node: " + perNode);
         }
     }
 }

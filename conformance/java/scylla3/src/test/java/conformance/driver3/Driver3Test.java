@@ -247,7 +247,7 @@ class Driver3Test {
 
     @ParameterizedTest
     @EnumSource(value = ProtocolOptions.Compression.class, names = {"LZ4", "SNAPPY"})
-    void compressedSessionsRoundTrip(ProtocolOptions.Compression compression) {
+    void compressedSessionsRoundTrip(ProtocolOptions.Compression compression) throws Exception {
         ddl("CREATE KEYSPACE IF NOT EXISTS compression WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1}"
                 + " AND tablets = {'enabled': false}");
         ddl("CREATE TABLE IF NOT EXISTS compression.t (pk text PRIMARY KEY, v text)");
@@ -262,6 +262,11 @@ class Driver3Test {
             assertEquals(value, row.getString("v"));
             assertEquals(3, compressed.getMetadata().getAllHosts().size());
             assertNotNull(compressed.getMetadata().getKeyspace("compression"));
+            // The server saw the codec negotiated on this session's connections: at least one
+            // on every node (the default session's connections stay uncompressed).
+            String codec = compression.toString().toLowerCase(java.util.Locale.ROOT);
+            java.util.Map<Integer, Integer> perNode = emulator.connectionsPerNode(codec);
+            assertEquals(Set.of(1, 2, 3), perNode.keySet(), codec + " connections per node: " + perNode);
         }
     }
 }
