@@ -176,21 +176,26 @@ public final class Emulator implements AutoCloseable {
     }
 
     /**
-     * The client connections open per node (summed over its shards), from the console's
+     * The client connections open per {@code "node/shard"}, from the console's
      * {@code connections [codec]}: all of them, or with codec "lz4" or "snappy" only those
      * that negotiated that frame compression.
      */
-    public java.util.Map<Integer, Integer> connectionsPerNode(String codec) throws IOException, InterruptedException {
+    public java.util.Map<String, Integer> connections(String codec) throws IOException, InterruptedException {
         List<String> reply = command(codec == null ? "connections" : "connections " + codec);
-        java.util.Map<Integer, Integer> out = new java.util.TreeMap<>();
+        java.util.Map<String, Integer> out = new java.util.TreeMap<>();
         for (String entry : reply.get(reply.size() - 1).trim().split("\\s+")) {
-            if (entry.isEmpty()) {
-                continue;
+            if (!entry.isEmpty()) {
+                String[] placeCount = entry.split("=");
+                out.put(placeCount[0], Integer.parseInt(placeCount[1]));
             }
-            String[] placeCount = entry.split("=");
-            int node = Integer.parseInt(placeCount[0].split("/")[0]);
-            out.merge(node, Integer.parseInt(placeCount[1]), Integer::sum);
         }
+        return out;
+    }
+
+    /** {@link #connections} summed per node. */
+    public java.util.Map<Integer, Integer> connectionsPerNode(String codec) throws IOException, InterruptedException {
+        java.util.Map<Integer, Integer> out = new java.util.TreeMap<>();
+        connections(codec).forEach((place, n) -> out.merge(Integer.parseInt(place.split("/")[0]), n, Integer::sum));
         return out;
     }
 

@@ -126,6 +126,31 @@ class Driver4Test {
         assertTrue(session.getMetadata().getTokenMap().isPresent(), "no token map");
     }
 
+    /**
+     * ScyllaDB's fork is shard-aware: its pool holds a connection to every shard of every node
+     * (2 shards each here), filled in the background after the session opens. Apache's driver
+     * is not: it holds one connection per node.
+     */
+    @Test
+    void poolsReachEveryShardOfScyllaNodes() throws Exception {
+        boolean shardAware = System.getProperty("conformance.module", "").equals("scylla4");
+        Set<String> want = shardAware
+                ? Set.of("1/0", "1/1", "2/0", "2/1", "3/0", "3/1")
+                : Set.of();
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (true) {
+            Map<String, Integer> connections = emulator.connections(null);
+            Set<Integer> nodes = connections.keySet().stream()
+                    .map(p -> Integer.parseInt(p.split("/")[0])).collect(Collectors.toSet());
+            if (nodes.equals(Set.of(1, 2, 3)) && connections.keySet().containsAll(want)) {
+                System.out.println("connections per node/shard: " + connections);
+                break;
+            }
+            assertTrue(System.currentTimeMillis() < deadline, "connections per node/shard: " + connections);
+            Thread.sleep(50);
+        }
+    }
+
     @Test
     void metadataShowsKeyspaceTableColumnsTypeAndCdcLog() {
         ddl("CREATE KEYSPACE meta WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 3}"

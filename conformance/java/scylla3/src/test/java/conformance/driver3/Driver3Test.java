@@ -103,6 +103,25 @@ class Driver3Test {
         assertEquals(serverKeyspaces, driverKeyspaces);
     }
 
+    /**
+     * ScyllaDB's 3.x driver is shard-aware: its pool holds a connection to every shard of
+     * every node (2 shards each here), filled in the background after the session opens.
+     */
+    @Test
+    void poolsReachEveryShard() throws Exception {
+        Set<String> want = Set.of("1/0", "1/1", "2/0", "2/1", "3/0", "3/1");
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (true) {
+            java.util.Map<String, Integer> connections = emulator.connections(null);
+            if (connections.keySet().containsAll(want)) {
+                System.out.println("connections per node/shard: " + connections);
+                break;
+            }
+            assertTrue(System.currentTimeMillis() < deadline, "connections per node/shard: " + connections);
+            Thread.sleep(50);
+        }
+    }
+
     @Test
     void metadataShowsKeyspaceTableColumnsTypeAndCdcLog() {
         ddl("CREATE KEYSPACE meta WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 3}"
