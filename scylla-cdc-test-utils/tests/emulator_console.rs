@@ -79,6 +79,14 @@ impl Emulator {
     }
 }
 
+/// A test that fails before `shutdown` leaves no emulator running.
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 #[test]
 fn cql_commands_create_write_and_read_through_the_driver() {
     let mut emulator = Emulator::start("127.77.9.1", &["--nodes", "2"]);
