@@ -7,6 +7,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 /// A running emulator with its stdin and stdout.
 struct Emulator {
+    /// `address:port` of node 1, from the `ready` line.
+    endpoint: String,
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -26,6 +28,7 @@ impl Emulator {
         let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut emulator = Emulator {
+            endpoint: String::new(),
             child,
             stdin,
             stdout,
@@ -35,6 +38,7 @@ impl Emulator {
             ready.starts_with(&format!("ready {address}:")),
             "first line: {ready}"
         );
+        emulator.endpoint = ready["ready ".len()..].to_string();
         emulator
     }
 
@@ -72,6 +76,14 @@ impl Emulator {
         self.expect("shutdown", "ok");
         let status = self.child.wait().expect("exits");
         assert!(status.success(), "{status}");
+    }
+}
+
+/// A test that fails before `shutdown` leaves no emulator running.
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -345,4 +357,69 @@ fn sigterm_stops_the_emulator_with_stdin_from_dev_null() {
 #[test]
 fn sigint_stops_the_emulator_after_stdin_is_closed() {
     stops_cleanly_on(libc::SIGINT, Stdin::ClosedPipe, "127.77.10.81");
+}
+
+/// Parses a `connections` reply (`ok 1/0=2 1/1=1 ...`) into `(node, shard) -> count`.
+fn connection_counts(reply: &str) -> std::collections::BTreeMap<(usize, u32), usize> {
+    let counts = reply.strip_prefix("ok").expect("an ok reply").trim();
+    counts
+        .split_whitespace()
+        .map(|entry| {
+            let (place, n) = entry.split_once('=').expect("node/shard=n");
+            let (node, shard) = place.split_once('/').expect("node/shard");
+            (
+                (node.parse().expect("node"), shard.parse().expect("shard")),
+                n.parse().expect("count"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn connections_shows_which_client_connections_negotiated_compression() {
+    let mut emulator = Emulator::start("127.77.12.1", &["--nodes", "2", "--shards", "2"]);
+    // No client yet: no connection, compressed or not.
+    emulator.expect("connections", "ok");
+    emulator.expect("connections lz4", "ok");
+    let (output, reply) = emulator.send("connections zstd");
+    assert!(output.is_empty());
+    assert_eq!(
+        reply,
+        "error: `connections` takes lz4, snappy or nothing, not `zstd`"
+    );
+
+    // A driver session asking for lz4: a connection per shard of both nodes, all compressed.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let session = runtime.block_on(
+        scylla::client::session_builder::SessionBuilder::new()
+            .known_node(&emulator.endpoint)
+            .compression(Some(scylla::client::Compression::Lz4))
+            .build(),
+    );
+    let session = session.expect("session");
+    // The pools fill in the background: wait until every shard of both nodes has one.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let lz4 = loop {
+        let (_, reply) = emulator.send("connections lz4");
+        let lz4 = connection_counts(&reply);
+        if lz4.keys().copied().collect::<Vec<_>>() == [(1, 0), (1, 1), (2, 0), (2, 1)] {
+            break lz4;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "lz4 connections: {reply}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let (_, reply) = emulator.send("connections");
+    let all = connection_counts(&reply);
+    assert_eq!(all, lz4, "every connection of the session is compressed");
+    emulator.expect("connections snappy", "ok");
+    drop(session);
+    drop(runtime);
+    emulator.shutdown();
 }

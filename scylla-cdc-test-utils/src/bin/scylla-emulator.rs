@@ -13,6 +13,9 @@
 //! - `fault <rule>` / `clear-faults`: add a fault-injection rule (see `FaultRule::parse`) or
 //!   remove them all;
 //! - `stats`: print request counts per node and shard;
+//! - `connections [lz4|snappy]`: print the client connections open per node and shard
+//!   (`ok 1/0=2 1/1=1 ...`), or only those that negotiated that frame compression (to check
+//!   that a driver asked for lz4 or snappy compresses on every connection);
 //! - `cql <statement>`: run one CQL statement through the driver, as a client would (a quick
 //!   way to create tables and write changes without `cqlsh`), at the console's consistency
 //!   level; rows of a result are printed first, one line each (`column = value, ...`, values
@@ -356,6 +359,22 @@ impl Console<'_> {
                 .map(|((node, shard), n)| format!("{node}/{shard}={n}"))
                 .collect::<Vec<_>>()
                 .join(" ")),
+            "connections" => {
+                let counts = match rest {
+                    "" => self.cluster.connection_counts(),
+                    "lz4" | "snappy" => self.cluster.compressed_connection_counts(rest),
+                    other => {
+                        return Err(format!(
+                            "`connections` takes lz4, snappy or nothing, not `{other}`"
+                        ));
+                    }
+                };
+                Ok(counts
+                    .iter()
+                    .map(|((node, shard), n)| format!("{node}/{shard}={n}"))
+                    .collect::<Vec<_>>()
+                    .join(" "))
+            }
             "cql" => self.cql(rest).await,
             "consistency" => self.consistency(rest),
             _ => Err(format!("unknown command `{command}`")),
