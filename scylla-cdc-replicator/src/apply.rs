@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
 use crate::schema::{TableSchema, quote};
-use crate::translate::{LogRow, Shape, Translator, Write, statement_text};
+use crate::translate::{ListWrites, LogRow, Shape, Translator, Write, statement_text};
 
 /// First pause after a transient write error; doubled on each further failure.
 const RETRY_START: Duration = Duration::from_millis(50);
@@ -379,6 +379,8 @@ pub struct TableContext {
     pub destination: Arc<Destination>,
     /// Most writes a stream group has in flight.
     pub max_in_flight: usize,
+    /// How list changes are written (by the destination's kind).
+    pub lists: ListWrites,
 }
 
 /// The writes of one stream group: a writer task that issues submitted changes in order,
@@ -445,7 +447,7 @@ impl ReplicatorConsumer {
     /// A consumer with its writer task (must be called inside a Tokio runtime).
     pub fn new(context: Arc<TableContext>) -> Self {
         Self {
-            translator: Translator::new(context.schema.clone()),
+            translator: Translator::with_list_writes(context.schema.clone(), context.lists),
             row: LogRow::new(OperationType::RowUpdate, 0, context.schema.columns.len()),
             writes: Vec::new(),
             writer: StreamWriter::new(context.destination.clone(), context.max_in_flight),
@@ -461,7 +463,8 @@ impl Consumer for ReplicatorConsumer {
             return Err(anyhow!("{e}"));
         }
         match data.operation {
-            OperationType::PreImage | OperationType::PostImage => return Ok(()),
+            OperationType::PreImage => return Ok(()),
+            OperationType::PostImage if !self.translator.needs_post_images() => return Ok(()),
             OperationType::Unknown(code) => {
                 warn!(code, stream = %data.stream_id, "skipping a log row with an unknown operation");
                 return Ok(());
@@ -483,7 +486,7 @@ impl Consumer for ReplicatorConsumer {
             })?;
         let time_micros = self.row.time_micros;
         if self.writes.is_empty() {
-            if !self.translator.has_pending_range() {
+            if !self.translator.has_pending_range() && data.operation != OperationType::PostImage {
                 self.context.destination.stats.record(time_micros);
             }
             return Ok(());
@@ -493,6 +496,11 @@ impl Consumer for ReplicatorConsumer {
     }
 
     async fn flush(&mut self) -> anyhow::Result<()> {
+        // A window ends after every row of its writes: no list may still wait for its
+        // post-image (nothing would write it before the checkpoint).
+        self.translator
+            .check_post_images()
+            .context("replaying a change of a list column")?;
         self.writer.flush().await
     }
 }
