@@ -236,10 +236,11 @@ impl Destination {
 
 /// Work for a consumer's writer task.
 enum Job {
-    /// The writes of one change written at `time_micros`.
+    /// The writes of one change written at `time_micros` (`None`: writes that complete a
+    /// change already counted, such as lists from its post-image).
     Apply {
         writes: Vec<Write>,
-        time_micros: i64,
+        time_micros: Option<i64>,
     },
     /// Answer once every earlier job is done.
     Flush(oneshot::Sender<Result<(), String>>),
@@ -301,12 +302,13 @@ fn writes_size(writes: &[Write]) -> usize {
         .sum()
 }
 
-/// Applies consecutive changes of a stream in one request; returns their write times.
+/// Applies consecutive changes of a stream in one request; returns their write times
+/// (`None` for writes that complete a change counted already).
 async fn apply_group(
     dest: Arc<Destination>,
     writes: Vec<Write>,
-    times: Vec<i64>,
-) -> (anyhow::Result<()>, Vec<i64>) {
+    times: Vec<Option<i64>>,
+) -> (anyhow::Result<()>, Vec<Option<i64>>) {
     (dest.apply(writes).await, times)
 }
 
@@ -337,8 +339,8 @@ async fn writer_loop(
             biased;
             Some((result, times)) = in_flight.next(), if !in_flight.is_empty() => match result {
                 Ok(()) => {
-                    let times: Vec<i64> = times;
-                    times.into_iter().for_each(|t| dest.stats.record(t));
+                    let times: Vec<Option<i64>> = times;
+                    times.into_iter().flatten().for_each(|t| dest.stats.record(t));
                 }
                 Err(e) => failure.set(format!("{e:#}")),
             },
@@ -409,6 +411,17 @@ impl StreamWriter {
     /// Queues the writes of one change written at `time_micros`; waits while the writer is
     /// full.
     pub async fn submit(&self, writes: Vec<Write>, time_micros: i64) -> anyhow::Result<()> {
+        self.send(writes, Some(time_micros)).await
+    }
+
+    /// Queues writes that complete a change already submitted (the whole lists of its
+    /// post-image): written in order like the others, not counted as a change.
+    pub async fn submit_completion(&self, writes: Vec<Write>) -> anyhow::Result<()> {
+        self.send(writes, None).await
+    }
+
+    /// Queues writes; waits while the writer is full.
+    async fn send(&self, writes: Vec<Write>, time_micros: Option<i64>) -> anyhow::Result<()> {
         if let Some(e) = self.failure() {
             return Err(anyhow!("{e}"));
         }
@@ -492,7 +505,11 @@ impl Consumer for ReplicatorConsumer {
             return Ok(());
         }
         let writes = std::mem::take(&mut self.writes);
-        self.writer.submit(writes, time_micros).await
+        if data.operation == OperationType::PostImage {
+            self.writer.submit_completion(writes).await
+        } else {
+            self.writer.submit(writes, time_micros).await
+        }
     }
 
     async fn flush(&mut self) -> anyhow::Result<()> {

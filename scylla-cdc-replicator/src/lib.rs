@@ -15,7 +15,8 @@
 //! * Convergence: every write carries `USING TIMESTAMP` of the source write (the time of
 //!   `cdc$time`), and TTLs are the remaining source TTLs, so the destination's reconciliation
 //!   gives the source's state whatever the order writes land in, and replaying a change (after
-//!   a restart from a checkpoint) changes nothing.
+//!   a restart from a checkpoint) changes nothing — except for lists on a destination other
+//!   than ScyllaDB (see below and [`translate::ListWrites::PostImage`]).
 //! * Order: within a stream group, writes are issued in log order; up to `--max-in-flight`
 //!   run concurrently, and stream groups run concurrently with each other.
 //! * Progress: a checkpoint (in the source cluster) is only saved once every write before it
