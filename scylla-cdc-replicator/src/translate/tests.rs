@@ -1106,3 +1106,94 @@ fn post_image_lists_of_expired_changes_write_only_deletions() {
     let w = translate_post_image(&s, vec![r, post_image(&s, Some(vec![(1, 7)]))]).unwrap();
     assert_eq!(w, vec![whole_list(&s, None, 0)]);
 }
+
+/// The sample table with a static list `sl` added.
+fn schema_with_static_list() -> Arc<TableSchema> {
+    let (mut columns, types) = crate::schema::tests::sample_rows();
+    columns.push((
+        "sl".to_owned(),
+        "static".to_owned(),
+        -1,
+        "none".to_owned(),
+        "list<int>".to_owned(),
+    ));
+    Arc::new(TableSchema::from_rows("ks", "t", columns, types).unwrap())
+}
+
+/// One write changing a static list and the lists of two rows (one of them with two deltas
+/// of different TTLs): each post-image completes its own row, matched by key.
+#[test]
+fn post_image_lists_are_matched_to_their_rows() {
+    let s = schema_with_static_list();
+    let list = |items: &[(u8, i32)]| {
+        CqlValue::Map(
+            items
+                .iter()
+                .map(|(k, v)| (tuuid(*k), CqlValue::Int(*v)))
+                .collect(),
+        )
+    };
+    let static_row = |op| {
+        let mut r = row(&s, op);
+        unset(&s, &mut r, "c1");
+        unset(&s, &mut r, "c2");
+        r
+    };
+    let other_row = |op| {
+        let mut r = row(&s, op);
+        set(&s, &mut r, "c1", CqlValue::Int(11));
+        r
+    };
+    let mut d_static = static_row(OperationType::RowUpdate);
+    set(&s, &mut d_static, "sl", list(&[(1, 1)]));
+    let mut d_row = row(&s, OperationType::RowUpdate);
+    set(&s, &mut d_row, "l", list(&[(2, 2)]));
+    let mut d_row_ttl = row(&s, OperationType::RowUpdate);
+    d_row_ttl.ttl = Some(100);
+    set(&s, &mut d_row_ttl, "l", list(&[(3, 3)]));
+    let mut d_other = other_row(OperationType::RowUpdate);
+    del_elements(&s, &mut d_other, "l", CqlValue::Set(vec![tuuid(4)]));
+    let mut p_static = static_row(OperationType::PostImage);
+    set(&s, &mut p_static, "sl", list(&[(0, 0), (1, 1)]));
+    let mut p_row = row(&s, OperationType::PostImage);
+    set(&s, &mut p_row, "l", list(&[(2, 2), (3, 3)]));
+    let mut p_other = other_row(OperationType::PostImage);
+    set(&s, &mut p_other, "l", list(&[(5, 5)]));
+    // Post-images in another order than the deltas.
+    let w = translate_post_image(
+        &s,
+        vec![
+            d_static, d_row, d_row_ttl, d_other, p_other, p_row, p_static,
+        ],
+    )
+    .unwrap();
+    let ints = |v: &[i32]| {
+        some(CqlValue::List(
+            v.iter().map(|i| CqlValue::Int(*i)).collect(),
+        ))
+    };
+    let mut other_keys = keys();
+    other_keys[2] = some(CqlValue::Int(11));
+    let sl = idx(&s, "sl");
+    let l = idx(&s, "l");
+    let update = |static_row, column, ttl_s, value, key: Vec<Option<CqlValue>>| {
+        let mut values = vec![ttl(ttl_s), at(), value];
+        values.extend(key);
+        Write {
+            shape: Shape::Update {
+                static_row,
+                assigns: vec![Assign::Set(column)],
+            },
+            values,
+        }
+    };
+    assert_eq!(
+        w,
+        vec![
+            update(false, l, 0, ints(&[5]), other_keys),
+            // The last delta of the row gave its TTL (100 s written 10 s before NOW).
+            update(false, l, 90, ints(&[2, 3]), keys()),
+            update(true, sl, 0, ints(&[0, 1]), pk()),
+        ]
+    );
+}
