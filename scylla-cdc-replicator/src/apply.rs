@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
 use crate::schema::{TableSchema, quote};
-use crate::translate::{LogRow, Shape, Translator, Write, statement_text};
+use crate::translate::{ListWrites, LogRow, Shape, Translator, Write, statement_text};
 
 /// First pause after a transient write error; doubled on each further failure.
 const RETRY_START: Duration = Duration::from_millis(50);
@@ -236,10 +236,11 @@ impl Destination {
 
 /// Work for a consumer's writer task.
 enum Job {
-    /// The writes of one change written at `time_micros`.
+    /// The writes of one change written at `time_micros` (`None`: writes that complete a
+    /// change already counted, such as lists from its post-image).
     Apply {
         writes: Vec<Write>,
-        time_micros: i64,
+        time_micros: Option<i64>,
     },
     /// Answer once every earlier job is done.
     Flush(oneshot::Sender<Result<(), String>>),
@@ -301,12 +302,13 @@ fn writes_size(writes: &[Write]) -> usize {
         .sum()
 }
 
-/// Applies consecutive changes of a stream in one request; returns their write times.
+/// Applies consecutive changes of a stream in one request; returns their write times
+/// (`None` for writes that complete a change counted already).
 async fn apply_group(
     dest: Arc<Destination>,
     writes: Vec<Write>,
-    times: Vec<i64>,
-) -> (anyhow::Result<()>, Vec<i64>) {
+    times: Vec<Option<i64>>,
+) -> (anyhow::Result<()>, Vec<Option<i64>>) {
     (dest.apply(writes).await, times)
 }
 
@@ -337,8 +339,8 @@ async fn writer_loop(
             biased;
             Some((result, times)) = in_flight.next(), if !in_flight.is_empty() => match result {
                 Ok(()) => {
-                    let times: Vec<i64> = times;
-                    times.into_iter().for_each(|t| dest.stats.record(t));
+                    let times: Vec<Option<i64>> = times;
+                    times.into_iter().flatten().for_each(|t| dest.stats.record(t));
                 }
                 Err(e) => failure.set(format!("{e:#}")),
             },
@@ -379,6 +381,8 @@ pub struct TableContext {
     pub destination: Arc<Destination>,
     /// Most writes a stream group has in flight.
     pub max_in_flight: usize,
+    /// How list changes are written (by the destination's kind).
+    pub lists: ListWrites,
 }
 
 /// The writes of one stream group: a writer task that issues submitted changes in order,
@@ -407,6 +411,17 @@ impl StreamWriter {
     /// Queues the writes of one change written at `time_micros`; waits while the writer is
     /// full.
     pub async fn submit(&self, writes: Vec<Write>, time_micros: i64) -> anyhow::Result<()> {
+        self.send(writes, Some(time_micros)).await
+    }
+
+    /// Queues writes that complete a change already submitted (the whole lists of its
+    /// post-image): written in order like the others, not counted as a change.
+    pub async fn submit_completion(&self, writes: Vec<Write>) -> anyhow::Result<()> {
+        self.send(writes, None).await
+    }
+
+    /// Queues writes; waits while the writer is full.
+    async fn send(&self, writes: Vec<Write>, time_micros: Option<i64>) -> anyhow::Result<()> {
         if let Some(e) = self.failure() {
             return Err(anyhow!("{e}"));
         }
@@ -445,7 +460,7 @@ impl ReplicatorConsumer {
     /// A consumer with its writer task (must be called inside a Tokio runtime).
     pub fn new(context: Arc<TableContext>) -> Self {
         Self {
-            translator: Translator::new(context.schema.clone()),
+            translator: Translator::with_list_writes(context.schema.clone(), context.lists),
             row: LogRow::new(OperationType::RowUpdate, 0, context.schema.columns.len()),
             writes: Vec::new(),
             writer: StreamWriter::new(context.destination.clone(), context.max_in_flight),
@@ -461,7 +476,8 @@ impl Consumer for ReplicatorConsumer {
             return Err(anyhow!("{e}"));
         }
         match data.operation {
-            OperationType::PreImage | OperationType::PostImage => return Ok(()),
+            OperationType::PreImage => return Ok(()),
+            OperationType::PostImage if !self.translator.needs_post_images() => return Ok(()),
             OperationType::Unknown(code) => {
                 warn!(code, stream = %data.stream_id, "skipping a log row with an unknown operation");
                 return Ok(());
@@ -483,16 +499,25 @@ impl Consumer for ReplicatorConsumer {
             })?;
         let time_micros = self.row.time_micros;
         if self.writes.is_empty() {
-            if !self.translator.has_pending_range() {
+            if !self.translator.has_pending_range() && data.operation != OperationType::PostImage {
                 self.context.destination.stats.record(time_micros);
             }
             return Ok(());
         }
         let writes = std::mem::take(&mut self.writes);
-        self.writer.submit(writes, time_micros).await
+        if data.operation == OperationType::PostImage {
+            self.writer.submit_completion(writes).await
+        } else {
+            self.writer.submit(writes, time_micros).await
+        }
     }
 
     async fn flush(&mut self) -> anyhow::Result<()> {
+        // A window ends after every row of its writes: no list may still wait for its
+        // post-image (nothing would write it before the checkpoint).
+        self.translator
+            .check_post_images()
+            .context("replaying a change of a list column")?;
         self.writer.flush().await
     }
 }

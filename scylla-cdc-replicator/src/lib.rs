@@ -15,13 +15,26 @@
 //! * Convergence: every write carries `USING TIMESTAMP` of the source write (the time of
 //!   `cdc$time`), and TTLs are the remaining source TTLs, so the destination's reconciliation
 //!   gives the source's state whatever the order writes land in, and replaying a change (after
-//!   a restart from a checkpoint) changes nothing.
+//!   a restart from a checkpoint) changes nothing — except for lists on a destination other
+//!   than ScyllaDB (see below and [`translate::ListWrites::PostImage`]).
 //! * Order: within a stream group, writes are issued in log order; up to `--max-in-flight`
 //!   run concurrently, and stream groups run concurrently with each other.
 //! * Progress: a checkpoint (in the source cluster) is only saved once every write before it
 //!   has completed (the consumer's `flush`), so a restart never skips a change.
-//! * List order: list elements are written with their source timeuuid keys
-//!   (`SCYLLA_TIMEUUID_LIST_INDEX`), so destination lists have the source's order.
+//! * List order: on a ScyllaDB destination, list elements are written with their source
+//!   timeuuid keys (`SCYLLA_TIMEUUID_LIST_INDEX`), so destination lists have the source's
+//!   order.
+//!
+//! # Destinations other than ScyllaDB
+//!
+//! At start the replicator checks whether the destination is ScyllaDB
+//! ([`schema::is_scylla`]: `system_schema.scylla_tables` exists). Apache Cassandra and
+//! Cassandra-compatible services lack `SCYLLA_TIMEUUID_LIST_INDEX`; every other statement the
+//! replicator sends is plain CQL they accept (no `USING TIMEOUT`, `BYPASS CACHE` or `cdc`
+//! option; destination tables are created without options). Changes of non-frozen lists are
+//! then written as whole lists from the change's post-image ([`translate::ListWrites`]), so a
+//! table with such lists needs the `postimage` CDC option on the source; without it the
+//! replicator refuses to start, naming the columns ([`list_writes`]).
 //!
 //! Schema changes of a replicated table while the replicator runs are not followed: restart it
 //! after altering a table.
@@ -45,9 +58,10 @@ use tracing::info;
 use crate::apply::{Destination, ReplicatorFactory, Stats, TableContext};
 use crate::args::{Args, Config};
 use crate::schema::{
-    SchemaError, TableSchema, check_compatible, create_statements, keyspace_exists,
-    read_table_schema, table_exists,
+    SchemaError, TableSchema, check_compatible, create_statements, is_scylla, keyspace_exists,
+    list_columns, postimage_enabled, read_table_schema, table_exists,
 };
+use crate::translate::ListWrites;
 
 /// Borrowed credentials.
 fn creds(c: &Option<(String, String)>) -> Option<(&str, &str)> {
@@ -132,6 +146,37 @@ pub async fn prepare_destination(
     check_compatible(source, &dest).map_err(|e| CliError::schema(format!("destination: {e}")))
 }
 
+/// How the changes of `schema`'s lists can be written on the destination: element by
+/// element on ScyllaDB, else as whole lists from the post-image, which the source table must
+/// log. A table whose lists cannot be replicated is refused here, before anything is read,
+/// with the columns and the option that fixes it (never by a failed write mid-run).
+pub async fn list_writes(
+    source: &Session,
+    schema: &TableSchema,
+    destination_is_scylla: bool,
+) -> Result<ListWrites, CliError> {
+    let lists = list_columns(schema);
+    if destination_is_scylla || lists.is_empty() {
+        return Ok(ListWrites::TimeuuidIndex);
+    }
+    let (ks, t) = (&schema.keyspace, &schema.table);
+    if postimage_enabled(source, ks, t)
+        .await
+        .map_err(|e| schema_error("source", e))?
+    {
+        return Ok(ListWrites::PostImage);
+    }
+    Err(CliError::schema(format!(
+        "the destination is not ScyllaDB (it has no SCYLLA_TIMEUUID_LIST_INDEX to write list \
+         elements by their keys), and the list column(s) {} of `{ks}.{t}` can only be \
+         replicated to it as whole lists from the CDC post-image, which this table does not \
+         log: enable it with `ALTER TABLE {} WITH cdc = {{'enabled': true, 'postimage': \
+         true}}` (keeping the table's other cdc options), or make the columns frozen",
+        lists.join(", "),
+        format_args!("{}.{}", schema::quote(ks), schema::quote(t)),
+    )))
+}
+
 /// A running replicator.
 pub struct Replicator {
     readers: Vec<RunningReader>,
@@ -162,10 +207,24 @@ impl Replicator {
             creds(&config.destination_credentials),
         )
         .await?;
+        let destination_is_scylla = is_scylla(&destination)
+            .await
+            .map_err(|e| schema_error("destination", e))?;
+        info!(
+            scylla = destination_is_scylla,
+            "destination kind: {}",
+            if destination_is_scylla {
+                "ScyllaDB"
+            } else {
+                "not ScyllaDB (no system_schema.scylla_tables): lists are written whole, from \
+                 the post-image"
+            }
+        );
         let stats = Arc::new(Stats::default());
         let mut contexts = Vec::new();
         for table in &config.tables {
             let schema = Arc::new(source_table(&source, &config.keyspace, table).await?);
+            let lists = list_writes(&source, &schema, destination_is_scylla).await?;
             prepare_destination(
                 &destination,
                 &schema,
@@ -186,6 +245,7 @@ impl Replicator {
                 schema,
                 destination: Arc::new(dest),
                 max_in_flight: config.max_in_flight,
+                lists,
             }));
         }
         let mut readers: Vec<RunningReader> = Vec::new();

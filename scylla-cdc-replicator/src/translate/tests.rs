@@ -922,3 +922,278 @@ fn range_pieces_cover_every_shape_of_bounds() {
         ]
     );
 }
+
+// --- Lists on a destination without SCYLLA_TIMEUUID_LIST_INDEX (ListWrites::PostImage) ---
+
+fn translate_post_image(
+    s: &Arc<TableSchema>,
+    rows: Vec<LogRow>,
+) -> Result<Vec<Write>, TranslateError> {
+    let mut t = Translator::with_list_writes(s.clone(), ListWrites::PostImage);
+    let mut out = Vec::new();
+    for mut r in rows {
+        t.translate(&mut r, NOW, &mut out)?;
+    }
+    t.check_post_images()?;
+    Ok(out)
+}
+
+/// The post-image of the row of [`row`] with the list `l` as the log keeps it.
+fn post_image(s: &TableSchema, l: Option<Vec<(u8, i32)>>) -> LogRow {
+    let mut r = row(s, OperationType::PostImage);
+    set(s, &mut r, "v", CqlValue::Text("image".into()));
+    if let Some(l) = l {
+        let entries = l
+            .into_iter()
+            .map(|(k, v)| (tuuid(k), CqlValue::Int(v)))
+            .collect();
+        set(s, &mut r, "l", CqlValue::Map(entries));
+    }
+    r
+}
+
+/// `l = ?` with `value`, at `T`, TTL `ttl_s`.
+fn whole_list(s: &TableSchema, value: Option<Vec<i32>>, ttl_s: i32) -> Write {
+    let mut values = vec![ttl(ttl_s), at()];
+    values.push(value.map(|v| CqlValue::List(v.into_iter().map(CqlValue::Int).collect())));
+    values.extend(keys());
+    Write {
+        shape: Shape::Update {
+            static_row: false,
+            assigns: vec![Assign::Set(idx(s, "l"))],
+        },
+        values,
+    }
+}
+
+/// Every kind of list change the log carries, each followed by its post-image: the list is
+/// written whole from the image, in the image's key order, and no statement names
+/// SCYLLA_TIMEUUID_LIST_INDEX.
+#[test]
+fn post_image_lists_are_written_whole_for_every_list_change() {
+    let s = schema();
+    let map = |e: &[(u8, i32)]| {
+        CqlValue::Map(
+            e.iter()
+                .map(|(k, v)| (tuuid(*k), CqlValue::Int(*v)))
+                .collect(),
+        )
+    };
+    // (what, the delta's list fields, the post-image list)
+    type Delta = Box<dyn Fn(&TableSchema, &mut LogRow)>;
+    type Image = Option<Vec<(u8, i32)>>;
+    let cases: Vec<(&str, Delta, Image)> = vec![
+        (
+            "append l = l + [3]",
+            Box::new(move |s, r| set(s, r, "l", map(&[(9, 3)]))),
+            Some(vec![(5, 1), (6, 2), (9, 3)]),
+        ),
+        (
+            "prepend l = [0] + l",
+            Box::new(move |s, r| set(s, r, "l", map(&[(1, 0)]))),
+            Some(vec![(1, 0), (5, 1), (6, 2)]),
+        ),
+        (
+            "element set l[1] = 7",
+            Box::new(move |s, r| set(s, r, "l", map(&[(6, 7)]))),
+            Some(vec![(5, 1), (6, 7)]),
+        ),
+        (
+            "element delete DELETE l[0]",
+            Box::new(|s, r| del_elements(s, r, "l", CqlValue::Set(vec![tuuid(5)]))),
+            Some(vec![(6, 2)]),
+        ),
+        (
+            "overwrite l = [4, 5]",
+            Box::new(move |s, r| {
+                set(s, r, "l", map(&[(7, 4), (8, 5)]));
+                del(s, r, "l");
+            }),
+            Some(vec![(7, 4), (8, 5)]),
+        ),
+        (
+            "column delete DELETE l",
+            Box::new(|s, r| del(s, r, "l")),
+            None,
+        ),
+    ];
+    for (what, delta, image) in cases {
+        let mut r = row(&s, OperationType::RowUpdate);
+        delta(&s, &mut r);
+        let want = image
+            .as_ref()
+            .map(|e| e.iter().map(|(_, v)| *v).collect::<Vec<i32>>());
+        let w = translate_post_image(&s, vec![r, post_image(&s, image)]).unwrap();
+        assert_eq!(w, vec![whole_list(&s, want, 0)], "{what}");
+        for write in &w {
+            assert!(
+                !statement_text(&s, "t", &write.shape).contains("SCYLLA_"),
+                "{what}"
+            );
+        }
+    }
+}
+
+#[test]
+fn post_image_lists_keep_the_changes_ttl_and_other_columns_come_from_the_delta() {
+    let s = schema();
+    let mut r = row(&s, OperationType::RowInsert);
+    r.ttl = Some(100);
+    set(&s, &mut r, "v", CqlValue::Text("x".into()));
+    set(
+        &s,
+        &mut r,
+        "l",
+        CqlValue::Map(vec![(tuuid(1), CqlValue::Int(7))]),
+    );
+    del(&s, &mut r, "l");
+    let w = translate_post_image(&s, vec![r, post_image(&s, Some(vec![(1, 7)]))]).unwrap();
+    assert_eq!(w.len(), 2, "{w:#?}");
+    // The INSERT has the row marker and `v` (not the image's `v`), not the list.
+    assert_eq!(
+        w[0].shape,
+        Shape::Insert {
+            columns: vec![idx(&s, "v")]
+        }
+    );
+    assert_eq!(w[0].values[4], some(CqlValue::Text("x".into())));
+    // 100 s TTL written 10 s before NOW.
+    assert_eq!(w[1], whole_list(&s, Some(vec![7]), 90));
+}
+
+#[test]
+fn post_image_lists_without_an_image_are_errors_unless_the_row_was_deleted() {
+    let s = schema();
+    let append = || {
+        let mut r = row(&s, OperationType::RowUpdate);
+        set(
+            &s,
+            &mut r,
+            "l",
+            CqlValue::Map(vec![(tuuid(1), CqlValue::Int(7))]),
+        );
+        r
+    };
+    // No post-image before the end of the window, or before a row of a later write.
+    let e = translate_post_image(&s, vec![append()]).unwrap_err();
+    assert!(e.0.contains("no post-image") && e.0.contains('l'), "{e}");
+    let mut later = row(&s, OperationType::RowUpdate);
+    later.time_micros = T + 1;
+    set(&s, &mut later, "v", CqlValue::Text("x".into()));
+    let mut t = Translator::with_list_writes(s.clone(), ListWrites::PostImage);
+    let mut out = Vec::new();
+    t.translate(&mut append(), NOW, &mut out).unwrap();
+    let e = t.translate(&mut later, NOW, &mut out).unwrap_err();
+    assert!(e.0.contains("no post-image"), "{e}");
+    // The same write deleted the row: it has no post-image, and its deletion is written.
+    let w = translate_post_image(&s, vec![append(), row(&s, OperationType::RowDelete)]).unwrap();
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert!(matches!(w[0].shape, Shape::Delete { .. }));
+}
+
+#[test]
+fn post_image_lists_of_expired_changes_write_only_deletions() {
+    let s = schema();
+    let mut r = row(&s, OperationType::RowUpdate);
+    r.ttl = Some(5);
+    set(
+        &s,
+        &mut r,
+        "l",
+        CqlValue::Map(vec![(tuuid(1), CqlValue::Int(7))]),
+    );
+    del(&s, &mut r, "l");
+    let w = translate_post_image(&s, vec![r, post_image(&s, Some(vec![(1, 7)]))]).unwrap();
+    assert_eq!(w, vec![whole_list(&s, None, 0)]);
+}
+
+/// The sample table with a static list `sl` added.
+fn schema_with_static_list() -> Arc<TableSchema> {
+    let (mut columns, types) = crate::schema::tests::sample_rows();
+    columns.push((
+        "sl".to_owned(),
+        "static".to_owned(),
+        -1,
+        "none".to_owned(),
+        "list<int>".to_owned(),
+    ));
+    Arc::new(TableSchema::from_rows("ks", "t", columns, types).unwrap())
+}
+
+/// One write changing a static list and the lists of two rows (one of them with two deltas
+/// of different TTLs): each post-image completes its own row, matched by key.
+#[test]
+fn post_image_lists_are_matched_to_their_rows() {
+    let s = schema_with_static_list();
+    let list = |items: &[(u8, i32)]| {
+        CqlValue::Map(
+            items
+                .iter()
+                .map(|(k, v)| (tuuid(*k), CqlValue::Int(*v)))
+                .collect(),
+        )
+    };
+    let static_row = |op| {
+        let mut r = row(&s, op);
+        unset(&s, &mut r, "c1");
+        unset(&s, &mut r, "c2");
+        r
+    };
+    let other_row = |op| {
+        let mut r = row(&s, op);
+        set(&s, &mut r, "c1", CqlValue::Int(11));
+        r
+    };
+    let mut d_static = static_row(OperationType::RowUpdate);
+    set(&s, &mut d_static, "sl", list(&[(1, 1)]));
+    let mut d_row = row(&s, OperationType::RowUpdate);
+    set(&s, &mut d_row, "l", list(&[(2, 2)]));
+    let mut d_row_ttl = row(&s, OperationType::RowUpdate);
+    d_row_ttl.ttl = Some(100);
+    set(&s, &mut d_row_ttl, "l", list(&[(3, 3)]));
+    let mut d_other = other_row(OperationType::RowUpdate);
+    del_elements(&s, &mut d_other, "l", CqlValue::Set(vec![tuuid(4)]));
+    let mut p_static = static_row(OperationType::PostImage);
+    set(&s, &mut p_static, "sl", list(&[(0, 0), (1, 1)]));
+    let mut p_row = row(&s, OperationType::PostImage);
+    set(&s, &mut p_row, "l", list(&[(2, 2), (3, 3)]));
+    let mut p_other = other_row(OperationType::PostImage);
+    set(&s, &mut p_other, "l", list(&[(5, 5)]));
+    // Post-images in another order than the deltas.
+    let w = translate_post_image(
+        &s,
+        vec![
+            d_static, d_row, d_row_ttl, d_other, p_other, p_row, p_static,
+        ],
+    )
+    .unwrap();
+    let ints = |v: &[i32]| {
+        some(CqlValue::List(
+            v.iter().map(|i| CqlValue::Int(*i)).collect(),
+        ))
+    };
+    let mut other_keys = keys();
+    other_keys[2] = some(CqlValue::Int(11));
+    let sl = idx(&s, "sl");
+    let l = idx(&s, "l");
+    let update = |static_row, column, ttl_s, value, key: Vec<Option<CqlValue>>| {
+        let mut values = vec![ttl(ttl_s), at(), value];
+        values.extend(key);
+        Write {
+            shape: Shape::Update {
+                static_row,
+                assigns: vec![Assign::Set(column)],
+            },
+            values,
+        }
+    };
+    assert_eq!(
+        w,
+        vec![
+            update(false, l, 0, ints(&[5]), other_keys),
+            // The last delta of the row gave its TTL (100 s written 10 s before NOW).
+            update(false, l, 90, ints(&[2, 3]), keys()),
+            update(true, sl, 0, ints(&[0, 1]), pk()),
+        ]
+    );
+}
