@@ -14,9 +14,13 @@
 //! restores the log's own properties; `DESC TABLE <log>` answers its `CREATE TABLE` wrapped
 //! in a "Do NOT execute" comment. A detached log is described like any table.
 //!
-//! The embedded cluster has no roles, service levels, user functions, aggregates, indexes or
-//! materialized views, so the listings of those are empty and naming one fails as it does
-//! on Scylla when it does not exist.
+//! Secondary indexes are described after their table (and by `DESC INDEX` or by name) as
+//! `CREATE INDEX ... WITH <the backing view's properties>`.
+//!
+//! The embedded cluster has no roles, service levels, user functions, aggregates or
+//! materialized views (but the views of indexes, which DESCRIBE does not show), so the
+//! listings of those are empty and naming one fails as it does on Scylla when it does not
+//! exist.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -285,9 +289,12 @@ fn describe_element(
             })?;
             Ok(vec![describe_type(t, true)])
         }
-        DescribeTarget::Index(_) => Err(CqlError::invalid(format!(
-            "Table for existing index '{name}' not found in '{ks_name}'"
-        ))),
+        DescribeTarget::Index(_) => match ks.indexed_table(name) {
+            Some((t, i)) => Ok(vec![describe_index(t, i, internals)]),
+            None => Err(CqlError::invalid(format!(
+                "Table for existing index '{name}' not found in '{ks_name}'"
+            ))),
+        },
         DescribeTarget::MaterializedView(_) => Err(CqlError::invalid(format!(
             "Materialized view '{name}' not found in keyspace '{ks_name}'"
         ))),
@@ -325,6 +332,9 @@ fn describe_generic(
         .ok_or_else(|| CqlError::invalid(format!("'{element}' not found in keyspaces")))?;
     if let Some(t) = ks.tables.get(element) {
         return Ok(describe_table(schema, ks, t, internals));
+    }
+    if let Some((t, i)) = ks.indexed_table(element) {
+        return Ok(vec![describe_index(t, i, internals)]);
     }
     if let Some(t) = ks.types.get(element) {
         return Ok(vec![describe_type(t, true)]);
@@ -494,6 +504,8 @@ fn describe_table(
         name: t.name.clone(),
         create_statement: Some(create),
     }];
+    // Its indexes, by name (`describe_statement.cc` `table`).
+    out.extend(t.indexes.iter().map(|i| describe_index(t, i, internals)));
     if t.options.cdc_enabled()
         && let Some(log) = schema.cdc_log_of(t)
     {
@@ -509,6 +521,57 @@ fn describe_table(
         });
     }
     out
+}
+
+/// A secondary index (`schema::get_create_statement` of its view as an index):
+/// `CREATE INDEX name ON ks.t(target) WITH <the view's properties>;` where the target is
+/// written as `describe_index_columns` writes it: `((pk), v)` for a local index (the
+/// indexed column as the `target` option names it), `full(c)` for a frozen collection,
+/// `values(s)` for a set (stored as `keys(s)`), else the `target` option.
+fn describe_index(t: &TableDef, i: &crate::schema::IndexDef, internals: bool) -> Description {
+    let view = i.view_table(t);
+    let mut target = String::new();
+    if i.local {
+        let pk: Vec<String> = t.partition_key().map(|c| maybe_quote(&c.name)).collect();
+        let _ = write!(target, "({}), {}", pk.join(", "), i.column);
+    } else {
+        let typ = t.column(&i.column).map(|c| &c.typ);
+        if typ.is_some_and(|t| t.is_collection() && !t.is_multi_cell()) {
+            let _ = write!(target, "full({})", maybe_quote(&i.column));
+        } else if typ.is_some_and(|t| matches!(t, CqlType::Set { .. }))
+            && i.target_option.starts_with("keys(")
+        {
+            let _ = write!(target, "values({})", maybe_quote(&i.column));
+        } else {
+            target.push_str(&i.target_option);
+        }
+    }
+    let mut s = format!(
+        "CREATE INDEX {} ON {}({target}) WITH ",
+        maybe_quote(&i.name),
+        qualified(t)
+    );
+    if internals {
+        let _ = write!(s, "ID = {}\n    AND ", i.view_id);
+    }
+    let mut props = table_properties(&view);
+    if i.synchronous_updates() {
+        // The `tags` extension sorts before `tombstone_gc`; then the view's own setting.
+        let tags = "\n    AND tags = {'synchronous_updates': 'true'}";
+        match props.find("\n    AND tombstone_gc") {
+            Some(at) => props.insert_str(at, tags),
+            None => props.push_str(tags),
+        }
+        props.push_str("\n    AND synchronous_updates = true");
+    }
+    s.push_str(&props);
+    s.push_str(";\n");
+    Description {
+        keyspace: t.keyspace.clone(),
+        kind: "index",
+        name: i.name.clone(),
+        create_statement: Some(s),
+    }
 }
 
 /// `ks.t`, each part quoted when needed.
@@ -727,7 +790,7 @@ fn range_ownership(topology: &Topology, ks: &KeyspaceDef) -> Bytes {
 /// reserved word (the parser's set, which is Scylla's: every keyword of `cql3/Cql.g` that is
 /// not an `unreserved_keyword`, plus the boolean constants), otherwise double-quoted with
 /// inner quotes doubled.
-fn maybe_quote(name: &str) -> String {
+pub(crate) fn maybe_quote(name: &str) -> String {
     let mut chars = name.chars();
     let plain = matches!(chars.next(), Some('a'..='z'))
         && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'));

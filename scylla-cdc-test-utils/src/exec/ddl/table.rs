@@ -556,6 +556,7 @@ pub(super) fn alter(
                         "Cannot drop PRIMARY KEY part {c}"
                     )));
                 }
+                super::index::check_drop_column(table, c)?;
                 if let Some(def) = updated.drop_column(c, at) {
                     ids.push(ColumnId(def.id));
                 }
@@ -584,6 +585,7 @@ pub(super) fn alter(
                         "Cannot rename non PRIMARY KEY part {from}"
                     )));
                 }
+                super::index::check_rename_column(table, from)?;
                 updated.rename_column(from, to);
             }
         }
@@ -681,9 +683,16 @@ pub(super) fn drop(
     };
     let mut storage = vec![StorageChange::DropTable(table.id)];
     next_ks.tables.remove(name);
-    // The log goes with its base (`on_before_drop_column_family`, cdc/log.cc), announced
-    // after it: DROPPED base, DROPPED log.
-    let mut events = vec![table_event(SchemaChangeType::Dropped, &ks_name, name)];
+    // The views of its indexes go with the table, announced first (view drops are notified
+    // before table drops: `notify_tables_and_views`, db/schema_applier.cc). The log goes
+    // with its base (`on_before_drop_column_family`, cdc/log.cc), announced after it:
+    // DROPPED base, DROPPED log.
+    let mut events: Vec<_> = table
+        .indexes
+        .iter()
+        .map(|i| table_event(SchemaChangeType::Dropped, &ks_name, &i.view_name()))
+        .collect();
+    events.push(table_event(SchemaChangeType::Dropped, &ks_name, name));
     if !table.is_cdc_log()
         && let Some(log) = next_ks.cdc_log_of(name).cloned()
     {
