@@ -640,6 +640,35 @@ async fn indexes_are_described_and_listed_with_their_views() {
             ("v".to_string(), "partition_key".to_string()),
         ]
     );
+    // The computed columns: the base token, and the set's elements.
+    let computed: Vec<String> = rows(
+        s,
+        &format!(
+            "SELECT table_name, column_name, computation FROM system_schema.computed_columns \
+             WHERE keyspace_name = '{ks}'"
+        ),
+    )
+    .await
+    .into_iter()
+    .map(|r| match &r.columns[..] {
+        [
+            Some(CqlValue::Text(t)),
+            Some(CqlValue::Text(c)),
+            Some(CqlValue::Blob(b)),
+        ] => {
+            format!("{t}.{c} {}", String::from_utf8_lossy(b))
+        }
+        other => panic!("{other:?}"),
+    })
+    .collect();
+    assert_eq!(
+        computed,
+        vec![
+            r#"t_s_idx_index.coll_value {"type":"collection_keys","collection_name":"s"}"#,
+            r#"t_s_idx_index.idx_token {"type":"token_v2"}"#,
+            r#"vi_index.idx_token {"type":"token_v2"}"#,
+        ]
+    );
     // DESCRIBE TABLE: the table, then its indexes by name.
     let desc = rows(s, "DESCRIBE TABLE t").await;
     let statements: Vec<String> = desc
