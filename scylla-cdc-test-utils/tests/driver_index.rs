@@ -669,6 +669,19 @@ async fn indexes_are_described_and_listed_with_their_views() {
             r#"vi_index.idx_token {"type":"token_v2"}"#,
         ]
     );
+    // The driver's metadata has the views; a table cannot take a view's name.
+    s.refresh_metadata().await.expect("metadata");
+    let state = s.get_cluster_state();
+    let mut views: Vec<&String> = state
+        .get_keyspace(ks)
+        .expect("keyspace metadata")
+        .views
+        .keys()
+        .collect();
+    views.sort();
+    assert_eq!(views, ["t_s_idx_index", "vi_index"]);
+    let (e, msg) = db_error(s, "CREATE TABLE vi_index (a int PRIMARY KEY)").await;
+    assert!(matches!(e, DbError::AlreadyExists { .. }), "{e:?}: {msg}");
     // DESCRIBE TABLE: the table, then its indexes by name.
     let desc = rows(s, "DESCRIBE TABLE t").await;
     let statements: Vec<String> = desc

@@ -342,7 +342,12 @@ pub(super) fn create(
     }
 
     check_access(&ks_name, None, Permission::Create)?;
-    if ks.tables.contains_key(name) {
+    // The backing views of indexes are tables of the keyspace too.
+    let is_index_view = ks
+        .tables
+        .values()
+        .any(|t| t.indexes.iter().any(|i| i.view_name() == *name));
+    if ks.tables.contains_key(name) || is_index_view {
         if stmt.if_not_exists {
             return Ok(DdlOutcome::unchanged(Some((
                 SchemaChangeType::Created,
