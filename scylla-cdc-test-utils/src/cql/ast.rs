@@ -96,7 +96,7 @@ pub(crate) enum Statement {
     /// `DESCRIBE ...` / `DESC ...` (executed by the server, as Scylla does).
     Describe(Describe),
     /// A statement recognised by its first keywords that the embedded cluster does not
-    /// implement (`CREATE INDEX`, `GRANT`, ...). The rest of its text is not parsed.
+    /// implement (`CREATE MATERIALIZED VIEW`, `GRANT`, ...). The rest of its text is not parsed.
     Unsupported {
         /// The recognised leading keywords, upper-case (`"CREATE MATERIALIZED VIEW"`).
         what: String,
