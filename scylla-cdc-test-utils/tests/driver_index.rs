@@ -343,6 +343,28 @@ async fn index_queries_page_limit_and_resume() {
         .concat(),
         expected
     );
+    // A map holding the searched value under many keys matches once, on every page size
+    // (test_index_map_values_paging, test/cqlpy/test_secondary_index.py).
+    run(
+        s,
+        "CREATE TABLE m (pk int, ck int, m map<int, int>, PRIMARY KEY (pk, ck))",
+    )
+    .await;
+    run(s, "CREATE INDEX ON m (m)").await;
+    run(
+        s,
+        "INSERT INTO m (pk, ck, m) VALUES (1, 2, {0: 4, 1: 3, 2: 3, 3: 3, 4: 3, 5: 3, 6: 3, \
+         7: 3, 8: 3, 9: 3, 10: 3, 11: 7})",
+    )
+    .await;
+    for page_size in [1, 2, 3, 7] {
+        assert_eq!(
+            pages(s, "SELECT pk, ck FROM m WHERE m CONTAINS 3", page_size)
+                .await
+                .concat(),
+            vec![vec![1, 2]]
+        );
+    }
     setup.teardown().await;
 }
 

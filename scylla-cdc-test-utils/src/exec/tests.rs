@@ -2020,7 +2020,9 @@ fn indexes_decide_which_queries_need_filtering() {
         "CREATE TABLE t (a int, b int, c1 int, c2 int, st int STATIC, v int, w int, \
          s set<int>, m map<int, int>, PRIMARY KEY ((a, b), c1, c2))",
     );
-    t.ok("INSERT INTO t (a, b, c1, c2, st, v, w, s, m) VALUES (1, 1, 1, 1, 1, 1, 1, {1, 2}, {1: 1})");
+    t.ok(
+        "INSERT INTO t (a, b, c1, c2, st, v, w, s, m) VALUES (1, 1, 1, 1, 1, 1, 1, {1, 2}, {1: 1})",
+    );
     for target in ["v", "c2", "b", "st", "s", "keys(m)", "entries(m)"] {
         t.ok(&format!("CREATE INDEX ON t ({target})"));
     }
