@@ -728,6 +728,22 @@ async fn indexes_are_described_and_listed_with_their_views() {
         statements[2]
     );
     assert!(statements[2].ends_with(";\n"), "{:?}", statements[2]);
+    // The view, commented out (the index recreates it).
+    let view = rows(s, "DESCRIBE MATERIALIZED VIEW vi_index").await;
+    let Some(CqlValue::Text(view)) = &view[0].columns[3] else {
+        panic!("{view:?}");
+    };
+    assert!(
+        view.starts_with("/* Do NOT execute this statement!")
+            && view.contains(&format!(
+                "CREATE MATERIALIZED VIEW {ks}.vi_index AS\n    SELECT v, idx_token, pk, ck\n    \
+                 FROM {ks}.t\n    WHERE v IS NOT NULL\n    PRIMARY KEY (v, idx_token, pk, ck)\n    \
+                 WITH CLUSTERING ORDER BY (idx_token ASC, pk ASC, ck ASC)\n    AND \
+                 bloom_filter_fp_chance = 0.01"
+            ))
+            && view.ends_with(";\n\n*/"),
+        "{view}"
+    );
     let one = rows(s, "DESCRIBE INDEX vi").await;
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].columns[1], Some(CqlValue::Text("index".into())));

@@ -15,12 +15,12 @@
 //! in a "Do NOT execute" comment. A detached log is described like any table.
 //!
 //! Secondary indexes are described after their table (and by `DESC INDEX` or by name) as
-//! `CREATE INDEX ... WITH <the backing view's properties>`.
+//! `CREATE INDEX ... WITH <the backing view's properties>`; `DESC MATERIALIZED VIEW` of an
+//! index's view answers its `CREATE MATERIALIZED VIEW` inside a "Do NOT execute" comment.
 //!
 //! The embedded cluster has no roles, service levels, user functions, aggregates or
-//! materialized views (but the views of indexes, which DESCRIBE does not show), so the
-//! listings of those are empty and naming one fails as it does on Scylla when it does not
-//! exist.
+//! materialized views (but the views of indexes), so the listings of those are empty and
+//! naming one fails as it does on Scylla when it does not exist.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -295,9 +295,12 @@ fn describe_element(
                 "Table for existing index '{name}' not found in '{ks_name}'"
             ))),
         },
-        DescribeTarget::MaterializedView(_) => Err(CqlError::invalid(format!(
-            "Materialized view '{name}' not found in keyspace '{ks_name}'"
-        ))),
+        DescribeTarget::MaterializedView(_) => match index_view(ks, name) {
+            Some((t, i)) => Ok(vec![describe_index_view(t, i, internals)]),
+            None => Err(CqlError::invalid(format!(
+                "Materialized view '{name}' not found in keyspace '{ks_name}'"
+            ))),
+        },
         DescribeTarget::Function(_) => Err(CqlError::invalid(format!(
             "Function '{name}' not found in keyspace '{ks_name}'"
         ))),
@@ -332,6 +335,9 @@ fn describe_generic(
         .ok_or_else(|| CqlError::invalid(format!("'{element}' not found in keyspaces")))?;
     if let Some(t) = ks.tables.get(element) {
         return Ok(describe_table(schema, ks, t, internals));
+    }
+    if let Some((t, i)) = index_view(ks, element) {
+        return Ok(vec![describe_index_view(t, i, internals)]);
     }
     if let Some((t, i)) = ks.indexed_table(element) {
         return Ok(vec![describe_index(t, i, internals)]);
@@ -554,7 +560,87 @@ fn describe_index(t: &TableDef, i: &crate::schema::IndexDef, internals: bool) ->
     if internals {
         let _ = write!(s, "ID = {}\n    AND ", i.view_id);
     }
-    let mut props = table_properties(&view);
+    s.push_str(&index_view_properties(&view, i));
+    s.push_str(";\n");
+    Description {
+        keyspace: t.keyspace.clone(),
+        kind: "index",
+        name: i.name.clone(),
+        create_statement: Some(s),
+    }
+}
+
+/// The index whose backing view is named `name`, with its table.
+fn index_view<'k>(
+    ks: &'k KeyspaceDef,
+    name: &str,
+) -> Option<(&'k TableDef, &'k crate::schema::IndexDef)> {
+    ks.tables.values().find_map(|t| {
+        t.indexes
+            .iter()
+            .find(|i| i.view_name() == name)
+            .map(|i| (&**t, i))
+    })
+}
+
+/// The backing view of an index as `DESC MATERIALIZED VIEW` shows it
+/// (`describe_statement.cc` `view`): its `CREATE MATERIALIZED VIEW` statement
+/// (`schema::get_create_statement` of a view: the columns it selects, its base, its
+/// `WHERE`, its key and clustering order, its properties), inside a comment saying not to
+/// run it, since the index recreates it.
+fn describe_index_view(t: &TableDef, i: &crate::schema::IndexDef, internals: bool) -> Description {
+    let view = i.view_table(t);
+    let names = |kind: ColumnKind| -> Vec<String> {
+        view.columns
+            .iter()
+            .filter(|c| c.kind == kind)
+            .map(|c| maybe_quote(&c.name))
+            .collect()
+    };
+    let pk = names(ColumnKind::PartitionKey);
+    let ck = names(ColumnKind::Clustering);
+    let selected: Vec<String> = view.columns.iter().map(|c| maybe_quote(&c.name)).collect();
+    let mut s = format!(
+        "CREATE MATERIALIZED VIEW {} AS\n    SELECT {}\n    FROM {}\n    WHERE {}\n    PRIMARY KEY (",
+        qualified(&view),
+        selected.join(", "),
+        qualified(t),
+        i.where_clause()
+    );
+    if pk.len() > 1 {
+        let _ = write!(s, "({})", pk.join(", "));
+    } else {
+        s.push_str(&pk.join(", "));
+    }
+    for c in &ck {
+        let _ = write!(s, ", {c}");
+    }
+    s.push_str(")\n    WITH ");
+    if internals {
+        let _ = write!(s, "ID = {}\nAND ", i.view_id);
+    }
+    if !ck.is_empty() {
+        let order: Vec<String> = ck.iter().map(|c| format!("{c} ASC")).collect();
+        let _ = write!(s, "CLUSTERING ORDER BY ({})\n    AND ", order.join(", "));
+    }
+    s.push_str(&index_view_properties(&view, i));
+    s.push_str(";\n");
+    Description {
+        keyspace: view.keyspace.clone(),
+        kind: "view",
+        name: view.name.clone(),
+        create_statement: Some(format!(
+            "/* Do NOT execute this statement! It's only for informational purposes.\n   \
+             This materialized view is the underlying materialized view of a secondary\n   \
+             index. It can be restored via restoring the index.\n\n{s}\n*/"
+        )),
+    }
+}
+
+/// The properties of an index's view (`schema_properties`): a table's, with the `tags`
+/// extension and `synchronous_updates` of a local index's view.
+fn index_view_properties(view: &TableDef, i: &crate::schema::IndexDef) -> String {
+    let mut props = table_properties(view);
     if i.synchronous_updates() {
         // The `tags` extension sorts before `tombstone_gc`; then the view's own setting.
         let tags = "\n    AND tags = {'synchronous_updates': 'true'}";
@@ -564,14 +650,7 @@ fn describe_index(t: &TableDef, i: &crate::schema::IndexDef, internals: bool) ->
         }
         props.push_str("\n    AND synchronous_updates = true");
     }
-    s.push_str(&props);
-    s.push_str(";\n");
-    Description {
-        keyspace: t.keyspace.clone(),
-        kind: "index",
-        name: i.name.clone(),
-        create_statement: Some(s),
-    }
+    props
 }
 
 /// `ks.t`, each part quoted when needed.
