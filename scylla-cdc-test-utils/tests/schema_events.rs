@@ -328,3 +328,94 @@ async fn driver_metadata_follows_the_log_table_through_events() {
     run(&writer, &format!("DROP KEYSPACE {ks}")).await;
     cluster.shutdown().await;
 }
+
+/// CREATE INDEX announces the index's backing view (a table to the protocol) and its base;
+/// DROP INDEX and DROP TABLE drop the view first (`notify_tables_and_views`,
+/// db/schema_applier.cc: views created before tables altered, dropped before tables).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn indexes_announce_their_views() {
+    let cluster = TestCluster::start(EmbeddedCluster::builder())
+        .await
+        .expect("cluster starts");
+    let ordered = cluster.embedded().is_some();
+    let session = cluster.session().await.expect("session");
+    let contact_point = cluster.contact_points().swap_remove(0);
+    let mut listener = Listener::register(&contact_point).await;
+    let ks = unique_keyspace_name();
+    let (s, l, k) = (&*session, &mut listener, ks.as_str());
+    run(
+        s,
+        &format!(
+            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
+             'replication_factor': 1}} AND tablets = {{'enabled': false}}"
+        ),
+    )
+    .await;
+    assert_eq!(l.event(k).await, "CREATED KEYSPACE");
+    run(
+        s,
+        &format!("CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int)"),
+    )
+    .await;
+    assert_eq!(l.event(k).await, "CREATED TABLE t");
+    expect_events(
+        s,
+        l,
+        k,
+        ordered,
+        &format!("CREATE INDEX vi ON {ks}.t (v)"),
+        &["CREATED TABLE vi_index", "UPDATED TABLE t"],
+    )
+    .await;
+    // An IF NOT EXISTS that changes nothing announces nothing: the next event is the DROP's.
+    run(s, &format!("CREATE INDEX IF NOT EXISTS vi ON {ks}.t (v)")).await;
+    expect_events(
+        s,
+        l,
+        k,
+        ordered,
+        &format!("DROP INDEX {ks}.vi"),
+        &["DROPPED TABLE vi_index", "UPDATED TABLE t"],
+    )
+    .await;
+    expect_events(
+        s,
+        l,
+        k,
+        ordered,
+        &format!("CREATE INDEX ON {ks}.t (v)"),
+        &["CREATED TABLE t_v_idx_index", "UPDATED TABLE t"],
+    )
+    .await;
+    expect_events(
+        s,
+        l,
+        k,
+        ordered,
+        &format!("DROP TABLE {ks}.t"),
+        &["DROPPED TABLE t_v_idx_index", "DROPPED TABLE t"],
+    )
+    .await;
+    run(
+        s,
+        &format!("CREATE TABLE {ks}.u (pk int PRIMARY KEY, v int)"),
+    )
+    .await;
+    assert_eq!(l.event(k).await, "CREATED TABLE u");
+    run(s, &format!("CREATE INDEX ON {ks}.u (v)")).await;
+    l.events(k, 2, false).await;
+    expect_events(
+        s,
+        l,
+        k,
+        ordered,
+        &format!("DROP KEYSPACE {ks}"),
+        &[
+            "DROPPED KEYSPACE",
+            "DROPPED TABLE u_v_idx_index",
+            "DROPPED TABLE u",
+        ],
+    )
+    .await;
+    cluster.shutdown().await;
+}

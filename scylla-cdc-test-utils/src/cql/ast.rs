@@ -89,10 +89,14 @@ pub(crate) enum Statement {
     AlterType(AlterType),
     /// `DROP TYPE ...`
     DropType(DropType),
+    /// `CREATE [CUSTOM] INDEX ...`
+    CreateIndex(Box<CreateIndex>),
+    /// `DROP INDEX [IF EXISTS] [ks.]name`
+    DropIndex(DropIndex),
     /// `DESCRIBE ...` / `DESC ...` (executed by the server, as Scylla does).
     Describe(Describe),
     /// A statement recognised by its first keywords that the embedded cluster does not
-    /// implement (`CREATE INDEX`, `GRANT`, ...). The rest of its text is not parsed.
+    /// implement (`CREATE MATERIALIZED VIEW`, `GRANT`, ...). The rest of its text is not parsed.
     Unsupported {
         /// The recognised leading keywords, upper-case (`"CREATE MATERIALIZED VIEW"`).
         what: String,
@@ -1071,6 +1075,49 @@ pub(crate) enum AlterTypeAction {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DropType {
     /// The type name.
+    pub(crate) name: QualifiedName,
+    /// `IF EXISTS`
+    pub(crate) if_exists: bool,
+}
+
+/// One target of `CREATE INDEX ... ON t (<target>, ...)` (Scylla's `indexIdent`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum IndexTargetExpr {
+    /// `c`, or `keys(c)` / `values(c)` / `entries(c)` / `full(c)` (the function lower-case).
+    Column {
+        /// `keys`, `values`, `entries` or `full`; `None` for a bare column.
+        function: Option<String>,
+        /// The column.
+        column: String,
+    },
+    /// `(a, b)`: the partition key of a local index.
+    Columns(Vec<String>),
+}
+
+/// `CREATE [CUSTOM] INDEX [IF NOT EXISTS] [name] ON [ks.]t (targets) [USING 'class']
+/// [WITH properties]`
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CreateIndex {
+    /// The index name, if given.
+    pub(crate) name: Option<String>,
+    /// The indexed table.
+    pub(crate) table: QualifiedName,
+    /// `IF NOT EXISTS`
+    pub(crate) if_not_exists: bool,
+    /// `CUSTOM`
+    pub(crate) custom: bool,
+    /// The targets, in order.
+    pub(crate) targets: Vec<IndexTargetExpr>,
+    /// `USING 'class'`
+    pub(crate) using: Option<String>,
+    /// `WITH ...`
+    pub(crate) properties: Vec<Property>,
+}
+
+/// `DROP INDEX [IF EXISTS] [ks.]name`
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DropIndex {
+    /// The index name.
     pub(crate) name: QualifiedName,
     /// `IF EXISTS`
     pub(crate) if_exists: bool,

@@ -98,8 +98,6 @@ pub(crate) fn is_reserved(word: &str) -> bool {
 
 /// Statements recognised by their leading keywords and answered as unsupported.
 const UNSUPPORTED: &[&[&str]] = &[
-    &["CREATE", "INDEX"],
-    &["CREATE", "CUSTOM", "INDEX"],
     &["CREATE", "MATERIALIZED", "VIEW"],
     &["CREATE", "FUNCTION"],
     &["CREATE", "AGGREGATE"],
@@ -113,7 +111,6 @@ const UNSUPPORTED: &[&[&str]] = &[
     &["ALTER", "ROLE"],
     &["ALTER", "USER"],
     &["ALTER", "SERVICE_LEVEL"],
-    &["DROP", "INDEX"],
     &["DROP", "MATERIALIZED", "VIEW"],
     &["DROP", "FUNCTION"],
     &["DROP", "AGGREGATE"],
@@ -1897,6 +1894,9 @@ impl<'a> Parser<'a> {
         if self.eat_kw("TABLE") || self.eat_kw("COLUMNFAMILY") {
             return Ok(Statement::CreateTable(Box::new(self.create_table()?)));
         }
+        if self.at_kw("INDEX") || (self.at_kw("CUSTOM") && self.is_kw_at(1, "INDEX")) {
+            return Ok(Statement::CreateIndex(Box::new(self.create_index()?)));
+        }
         if self.eat_kw("TYPE") {
             let if_not_exists = self.if_not_exists()?;
             let name = self.qualified_name("type name")?;
@@ -1917,7 +1917,82 @@ impl<'a> Parser<'a> {
                 fields,
             }));
         }
-        Err(self.mismatch("KEYSPACE, TABLE or TYPE"))
+        Err(self.mismatch("KEYSPACE, TABLE, INDEX or TYPE"))
+    }
+
+    /// The rest of `CREATE [CUSTOM] INDEX [IF NOT EXISTS] [name] ON [ks.]t (targets)
+    /// [USING 'class'] [WITH properties]` (Scylla's `createIndexStatement`).
+    fn create_index(&mut self) -> PResult<CreateIndex> {
+        let custom = self.eat_kw("CUSTOM");
+        self.expect_kw("INDEX")?;
+        let if_not_exists = self.if_not_exists()?;
+        let name = if self.at_kw("ON") {
+            None
+        } else {
+            Some(self.ident("index name")?)
+        };
+        self.expect_kw("ON")?;
+        let table = self.qualified_name("table name")?;
+        self.expect(TokenKind::LParen)?;
+        let mut targets = Vec::new();
+        if !self.at(TokenKind::RParen) {
+            loop {
+                targets.push(self.index_target()?);
+                if !self.eat(TokenKind::Comma) {
+                    break;
+                }
+            }
+        }
+        self.expect(TokenKind::RParen)?;
+        let using = if self.eat_kw("USING") {
+            let tok = self.peek();
+            if tok.kind != TokenKind::Str {
+                return Err(self.mismatch("a string"));
+            }
+            self.advance();
+            Some(unescape_quoted(self.inner_text(tok, 1), '\''))
+        } else {
+            None
+        };
+        let properties = if self.eat_kw("WITH") {
+            self.properties()?
+        } else {
+            Vec::new()
+        };
+        Ok(CreateIndex {
+            name,
+            table,
+            if_not_exists,
+            custom,
+            targets,
+            using,
+            properties,
+        })
+    }
+
+    /// One `indexIdent`: `c`, `keys(c)`, `values(c)`, `entries(c)`, `full(c)` or `(a, b)`.
+    fn index_target(&mut self) -> PResult<IndexTargetExpr> {
+        if self.at(TokenKind::LParen) {
+            return Ok(IndexTargetExpr::Columns(
+                self.paren_ident_list("column name")?,
+            ));
+        }
+        for function in ["keys", "values", "entries", "full"] {
+            if self.at_kw(function) && self.peek_at(1).kind == TokenKind::LParen {
+                self.advance();
+                self.advance();
+                let column = self.ident("column name")?;
+                self.expect(TokenKind::RParen)?;
+                return Ok(IndexTargetExpr::Column {
+                    function: Some(function.to_string()),
+                    column,
+                });
+            }
+        }
+        Ok(IndexTargetExpr::Column {
+            function: None,
+            column: self.ident("column name")?,
+        })
     }
 
     /// Consumes the commas between definitions (a trailing comma before `close` is allowed,
@@ -2289,7 +2364,12 @@ impl<'a> Parser<'a> {
             let name = self.qualified_name("type name")?;
             return Ok(Statement::DropType(DropType { name, if_exists }));
         }
-        Err(self.mismatch("KEYSPACE, TABLE or TYPE"))
+        if self.eat_kw("INDEX") {
+            let if_exists = self.if_exists()?;
+            let name = self.qualified_name("index name")?;
+            return Ok(Statement::DropIndex(DropIndex { name, if_exists }));
+        }
+        Err(self.mismatch("KEYSPACE, TABLE, INDEX or TYPE"))
     }
 }
 

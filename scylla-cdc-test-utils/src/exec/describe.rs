@@ -14,9 +14,13 @@
 //! restores the log's own properties; `DESC TABLE <log>` answers its `CREATE TABLE` wrapped
 //! in a "Do NOT execute" comment. A detached log is described like any table.
 //!
-//! The embedded cluster has no roles, service levels, user functions, aggregates, indexes or
-//! materialized views, so the listings of those are empty and naming one fails as it does
-//! on Scylla when it does not exist.
+//! Secondary indexes are described after their table (and by `DESC INDEX` or by name) as
+//! `CREATE INDEX ... WITH <the backing view's properties>`; `DESC MATERIALIZED VIEW` of an
+//! index's view answers its `CREATE MATERIALIZED VIEW` inside a "Do NOT execute" comment.
+//!
+//! The embedded cluster has no roles, service levels, user functions, aggregates or
+//! materialized views (but the views of indexes), so the listings of those are empty and
+//! naming one fails as it does on Scylla when it does not exist.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -285,12 +289,18 @@ fn describe_element(
             })?;
             Ok(vec![describe_type(t, true)])
         }
-        DescribeTarget::Index(_) => Err(CqlError::invalid(format!(
-            "Table for existing index '{name}' not found in '{ks_name}'"
-        ))),
-        DescribeTarget::MaterializedView(_) => Err(CqlError::invalid(format!(
-            "Materialized view '{name}' not found in keyspace '{ks_name}'"
-        ))),
+        DescribeTarget::Index(_) => match ks.indexed_table(name) {
+            Some((t, i)) => Ok(vec![describe_index(t, i, internals)]),
+            None => Err(CqlError::invalid(format!(
+                "Table for existing index '{name}' not found in '{ks_name}'"
+            ))),
+        },
+        DescribeTarget::MaterializedView(_) => match index_view(ks, name) {
+            Some((t, i)) => Ok(vec![describe_index_view(t, i, internals)]),
+            None => Err(CqlError::invalid(format!(
+                "Materialized view '{name}' not found in keyspace '{ks_name}'"
+            ))),
+        },
         DescribeTarget::Function(_) => Err(CqlError::invalid(format!(
             "Function '{name}' not found in keyspace '{ks_name}'"
         ))),
@@ -325,6 +335,12 @@ fn describe_generic(
         .ok_or_else(|| CqlError::invalid(format!("'{element}' not found in keyspaces")))?;
     if let Some(t) = ks.tables.get(element) {
         return Ok(describe_table(schema, ks, t, internals));
+    }
+    if let Some((t, i)) = index_view(ks, element) {
+        return Ok(vec![describe_index_view(t, i, internals)]);
+    }
+    if let Some((t, i)) = ks.indexed_table(element) {
+        return Ok(vec![describe_index(t, i, internals)]);
     }
     if let Some(t) = ks.types.get(element) {
         return Ok(vec![describe_type(t, true)]);
@@ -494,6 +510,8 @@ fn describe_table(
         name: t.name.clone(),
         create_statement: Some(create),
     }];
+    // Its indexes, by name (`describe_statement.cc` `table`).
+    out.extend(t.indexes.iter().map(|i| describe_index(t, i, internals)));
     if t.options.cdc_enabled()
         && let Some(log) = schema.cdc_log_of(t)
     {
@@ -509,6 +527,130 @@ fn describe_table(
         });
     }
     out
+}
+
+/// A secondary index (`schema::get_create_statement` of its view as an index):
+/// `CREATE INDEX name ON ks.t(target) WITH <the view's properties>;` where the target is
+/// written as `describe_index_columns` writes it: `((pk), v)` for a local index (the
+/// indexed column as the `target` option names it), `full(c)` for a frozen collection,
+/// `values(s)` for a set (stored as `keys(s)`), else the `target` option.
+fn describe_index(t: &TableDef, i: &crate::schema::IndexDef, internals: bool) -> Description {
+    let view = i.view_table(t);
+    let mut target = String::new();
+    if i.local {
+        let pk: Vec<String> = t.partition_key().map(|c| maybe_quote(&c.name)).collect();
+        let _ = write!(target, "({}), {}", pk.join(", "), i.column);
+    } else {
+        let typ = t.column(&i.column).map(|c| &c.typ);
+        if typ.is_some_and(|t| t.is_collection() && !t.is_multi_cell()) {
+            let _ = write!(target, "full({})", maybe_quote(&i.column));
+        } else if typ.is_some_and(|t| matches!(t, CqlType::Set { .. }))
+            && i.target_option.starts_with("keys(")
+        {
+            let _ = write!(target, "values({})", maybe_quote(&i.column));
+        } else {
+            target.push_str(&i.target_option);
+        }
+    }
+    let mut s = format!(
+        "CREATE INDEX {} ON {}({target}) WITH ",
+        maybe_quote(&i.name),
+        qualified(t)
+    );
+    if internals {
+        let _ = write!(s, "ID = {}\n    AND ", i.view_id);
+    }
+    s.push_str(&index_view_properties(&view, i));
+    s.push_str(";\n");
+    Description {
+        keyspace: t.keyspace.clone(),
+        kind: "index",
+        name: i.name.clone(),
+        create_statement: Some(s),
+    }
+}
+
+/// The index whose backing view is named `name`, with its table.
+fn index_view<'k>(
+    ks: &'k KeyspaceDef,
+    name: &str,
+) -> Option<(&'k TableDef, &'k crate::schema::IndexDef)> {
+    ks.tables.values().find_map(|t| {
+        t.indexes
+            .iter()
+            .find(|i| i.view_name() == name)
+            .map(|i| (&**t, i))
+    })
+}
+
+/// The backing view of an index as `DESC MATERIALIZED VIEW` shows it
+/// (`describe_statement.cc` `view`): its `CREATE MATERIALIZED VIEW` statement
+/// (`schema::get_create_statement` of a view: the columns it selects, its base, its
+/// `WHERE`, its key and clustering order, its properties), inside a comment saying not to
+/// run it, since the index recreates it.
+fn describe_index_view(t: &TableDef, i: &crate::schema::IndexDef, internals: bool) -> Description {
+    let view = i.view_table(t);
+    let names = |kind: ColumnKind| -> Vec<String> {
+        view.columns
+            .iter()
+            .filter(|c| c.kind == kind)
+            .map(|c| maybe_quote(&c.name))
+            .collect()
+    };
+    let pk = names(ColumnKind::PartitionKey);
+    let ck = names(ColumnKind::Clustering);
+    let selected: Vec<String> = view.columns.iter().map(|c| maybe_quote(&c.name)).collect();
+    let mut s = format!(
+        "CREATE MATERIALIZED VIEW {} AS\n    SELECT {}\n    FROM {}\n    WHERE {}\n    PRIMARY KEY (",
+        qualified(&view),
+        selected.join(", "),
+        qualified(t),
+        i.where_clause()
+    );
+    if pk.len() > 1 {
+        let _ = write!(s, "({})", pk.join(", "));
+    } else {
+        s.push_str(&pk.join(", "));
+    }
+    for c in &ck {
+        let _ = write!(s, ", {c}");
+    }
+    s.push_str(")\n    WITH ");
+    if internals {
+        let _ = write!(s, "ID = {}\nAND ", i.view_id);
+    }
+    if !ck.is_empty() {
+        let order: Vec<String> = ck.iter().map(|c| format!("{c} ASC")).collect();
+        let _ = write!(s, "CLUSTERING ORDER BY ({})\n    AND ", order.join(", "));
+    }
+    s.push_str(&index_view_properties(&view, i));
+    s.push_str(";\n");
+    Description {
+        keyspace: view.keyspace.clone(),
+        kind: "view",
+        name: view.name.clone(),
+        create_statement: Some(format!(
+            "/* Do NOT execute this statement! It's only for informational purposes.\n   \
+             This materialized view is the underlying materialized view of a secondary\n   \
+             index. It can be restored via restoring the index.\n\n{s}\n*/"
+        )),
+    }
+}
+
+/// The properties of an index's view (`schema_properties`): a table's, with the `tags`
+/// extension and `synchronous_updates` of a local index's view.
+fn index_view_properties(view: &TableDef, i: &crate::schema::IndexDef) -> String {
+    let mut props = table_properties(view);
+    if i.synchronous_updates() {
+        // The `tags` extension sorts before `tombstone_gc`; then the view's own setting.
+        let tags = "\n    AND tags = {'synchronous_updates': 'true'}";
+        match props.find("\n    AND tombstone_gc") {
+            Some(at) => props.insert_str(at, tags),
+            None => props.push_str(tags),
+        }
+        props.push_str("\n    AND synchronous_updates = true");
+    }
+    props
 }
 
 /// `ks.t`, each part quoted when needed.
@@ -727,7 +869,7 @@ fn range_ownership(topology: &Topology, ks: &KeyspaceDef) -> Bytes {
 /// reserved word (the parser's set, which is Scylla's: every keyword of `cql3/Cql.g` that is
 /// not an `unreserved_keyword`, plus the boolean constants), otherwise double-quoted with
 /// inner quotes doubled.
-fn maybe_quote(name: &str) -> String {
+pub(crate) fn maybe_quote(name: &str) -> String {
     let mut chars = name.chars();
     let plain = matches!(chars.next(), Some('a'..='z'))
         && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'));

@@ -19,12 +19,14 @@
 //! encodes the resume position of paged reads, and [`consistency`] answers Unavailable when
 //! too few replicas are up. [`preload`] fills benchmark tables through the same write path
 //! without a client. [`routing`] finds the tablet a request targets (tablets routing).
+//! [`index`] decides which SELECTs read through a secondary index (DDL: `ddl::index`).
 //! [`json`] is JSON in CQL: `SELECT JSON`, `INSERT JSON`, `toJson()`, `fromJson()`.
 
 mod batch;
 mod cdc_write;
 mod consistency;
 mod describe;
+mod index;
 mod json;
 mod lwt;
 mod modify;

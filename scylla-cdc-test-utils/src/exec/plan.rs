@@ -19,7 +19,7 @@ use super::modify::{self, ModifyPlan};
 use super::select::{self, SelectPlan};
 
 /// Collects bind-variable receivers while a statement is planned.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Binder {
     /// The snapshot being planned against (for UDT lookups in casts).
     pub(crate) schema: Arc<Schema>,

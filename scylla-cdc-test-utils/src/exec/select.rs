@@ -544,12 +544,14 @@ pub(crate) fn plan_select(
             "PER PARTITION LIMIT is not allowed with aggregate queries.",
         ));
     }
+    // A query an index serves is planned as the filtered scan that gives its rows
+    // (`super::index`).
+    let allow_filtering = s.allow_filtering
+        || super::index::uses_index(&table, &s.where_clause, s.allow_filtering, binder)?;
     let where_ = plan_where(
         &table,
         &s.where_clause,
-        WhereMode::Select {
-            allow_filtering: s.allow_filtering,
-        },
+        WhereMode::Select { allow_filtering },
         binder,
     )?;
     if s.distinct {

@@ -9,10 +9,12 @@
 //!   (driver contract §2).
 //! - `system_schema.*`: keyspaces, tables, columns, dropped columns and user types of every
 //!   keyspace, user and system alike (contract §3), with the CDC extension and partitioner
-//!   (semantics §1.1, §1.3), written as Scylla writes them (`db/schema_tables.cc`). The
-//!   tables of objects the embedded cluster has no way to create (`views`, `indexes`,
-//!   `triggers`, `functions`, `aggregates`, `scylla_aggregates`, `computed_columns`,
-//!   `view_virtual_columns`) are always empty.
+//!   (semantics §1.1, §1.3), written as Scylla writes them (`db/schema_tables.cc`), and
+//!   the secondary indexes (`indexes`) with their backing views (`views`, their columns in
+//!   `columns`, `computed_columns` and `view_virtual_columns`, and `scylla_tables`), as
+//!   `make_view_mutations` writes them. The tables of objects the embedded cluster has no
+//!   way to create (`triggers`, `functions`, `aggregates`, `scylla_aggregates`) are always
+//!   empty.
 //! - `system.cdc_timestamps` / `system.cdc_streams`: the stream sets of every CDC table of a
 //!   tablet keyspace (semantics §5.4), from the cluster's [`CdcState`].
 
@@ -24,8 +26,9 @@ use bytes::Bytes;
 use crate::cdc::generations::CdcState;
 use crate::cluster::partitioner::{murmur3_token, serialize_partition_key};
 use crate::cluster::{CLUSTER_NAME, DATACENTER, NodeInfo, RACK, RELEASE_VERSION, Topology};
+use crate::schema::index::{Computed, IndexTarget};
 use crate::schema::system::{CDC_STREAMS, CDC_TIMESTAMPS, LOCAL_STRATEGY, SYSTEM, SYSTEM_SCHEMA};
-use crate::schema::{ColumnDef, ColumnKind, Schema, TableDef};
+use crate::schema::{ColumnDef, ColumnKind, IndexDef, Schema, TableDef};
 use crate::storage::{
     CellUpdate, ClusteringKey, ColumnId, ElementUpdate, Liveness, PartitionKey, PartitionMutation,
     RowUpdate,
@@ -85,11 +88,14 @@ pub(crate) fn virtual_table_rows(
         (SYSTEM_SCHEMA, "columns") => columns(&mut rows, view.schema),
         (SYSTEM_SCHEMA, "dropped_columns") => dropped_columns(&mut rows, view.schema),
         (SYSTEM_SCHEMA, "types") => types(&mut rows, view.schema),
+        (SYSTEM_SCHEMA, "indexes") => indexes(&mut rows, view.schema),
+        (SYSTEM_SCHEMA, "views") => views(&mut rows, view.schema),
+        (SYSTEM_SCHEMA, "computed_columns") => computed_columns(&mut rows, view.schema),
+        (SYSTEM_SCHEMA, "view_virtual_columns") => view_virtual_columns(&mut rows, view.schema),
         (SYSTEM, CDC_TIMESTAMPS) => cdc_timestamps(&mut rows, view),
         (SYSTEM, CDC_STREAMS) => cdc_streams(&mut rows, view),
-        // No materialized views, secondary indexes, triggers, user-defined functions or
-        // aggregates can be created, so their tables (and the columns of views and indexes)
-        // have no rows.
+        // No materialized views (but the views of secondary indexes), triggers,
+        // user-defined functions or aggregates can be created, so their tables have no rows.
         _ => {}
     }
     rows.finish()
@@ -409,49 +415,161 @@ fn extensions(table: &TableDef) -> Value {
     Value::map(entries)
 }
 
+/// The properties of a table or view as `add_table_params_to_mutations` writes them.
+fn table_params(
+    o: &crate::schema::TableOptions,
+    extensions: Value,
+) -> Vec<(&'static str, Option<Value>)> {
+    vec![
+        (
+            "bloom_filter_fp_chance",
+            Some(Value::Double(o.bloom_filter_fp_chance)),
+        ),
+        ("caching", text_map(&o.caching)),
+        ("comment", text(&o.comment)),
+        ("compaction", text_map(&o.compaction)),
+        ("compression", text_map(&o.compression)),
+        ("crc_check_chance", Some(Value::Double(o.crc_check_chance))),
+        (
+            "dclocal_read_repair_chance",
+            Some(Value::Double(o.dclocal_read_repair_chance)),
+        ),
+        (
+            "default_time_to_live",
+            Some(Value::Int(o.default_time_to_live)),
+        ),
+        ("extensions", Some(extensions)),
+        ("gc_grace_seconds", Some(Value::Int(o.gc_grace_seconds))),
+        ("max_index_interval", Some(Value::Int(o.max_index_interval))),
+        (
+            "memtable_flush_period_in_ms",
+            Some(Value::Int(o.memtable_flush_period_in_ms)),
+        ),
+        ("min_index_interval", Some(Value::Int(o.min_index_interval))),
+        (
+            "read_repair_chance",
+            Some(Value::Double(o.read_repair_chance)),
+        ),
+        ("speculative_retry", text(&o.speculative_retry)),
+    ]
+}
+
 /// `system_schema.tables`: every table of every keyspace, with all its properties.
 fn tables(rows: &mut Rows<'_>, schema: &Schema) {
     for t in schema.tables() {
-        let o = &t.options;
-        rows.add(vec![
+        let mut cells = vec![
             ("keyspace_name", text(&t.keyspace)),
             ("table_name", text(&t.name)),
-            (
-                "bloom_filter_fp_chance",
-                Some(Value::Double(o.bloom_filter_fp_chance)),
-            ),
-            ("caching", text_map(&o.caching)),
-            ("comment", text(&o.comment)),
-            ("compaction", text_map(&o.compaction)),
-            ("compression", text_map(&o.compression)),
-            ("crc_check_chance", Some(Value::Double(o.crc_check_chance))),
-            (
-                "dclocal_read_repair_chance",
-                Some(Value::Double(o.dclocal_read_repair_chance)),
-            ),
-            (
-                "default_time_to_live",
-                Some(Value::Int(o.default_time_to_live)),
-            ),
-            ("extensions", Some(extensions(t))),
             (
                 "flags",
                 Some(Value::set(t.flags().into_iter().map(Value::text).collect())),
             ),
-            ("gc_grace_seconds", Some(Value::Int(o.gc_grace_seconds))),
             ("id", Some(Value::uuid(t.id))),
-            ("max_index_interval", Some(Value::Int(o.max_index_interval))),
-            (
-                "memtable_flush_period_in_ms",
-                Some(Value::Int(o.memtable_flush_period_in_ms)),
-            ),
-            ("min_index_interval", Some(Value::Int(o.min_index_interval))),
-            (
-                "read_repair_chance",
-                Some(Value::Double(o.read_repair_chance)),
-            ),
-            ("speculative_retry", text(&o.speculative_retry)),
+        ];
+        cells.extend(table_params(&t.options, extensions(t)));
+        rows.add(cells);
+    }
+}
+
+/// Every secondary index with its base table.
+fn all_indexes(schema: &Schema) -> impl Iterator<Item = (&TableDef, &IndexDef)> {
+    schema
+        .tables()
+        .flat_map(|t| t.indexes.iter().map(move |i| (t.as_ref(), i)))
+}
+
+/// `system_schema.indexes`: every secondary index (`add_index_to_schema_mutation`).
+fn indexes(rows: &mut Rows<'_>, schema: &Schema) {
+    for (t, i) in all_indexes(schema) {
+        rows.add(vec![
+            ("keyspace_name", text(&t.keyspace)),
+            ("table_name", text(&t.name)),
+            ("index_name", text(&i.name)),
+            ("kind", text(i.kind())),
+            ("options", text_map(&i.options())),
         ]);
+    }
+}
+
+/// The `extensions` of an index's view: `tombstone_gc`, and for a local index the `tags`
+/// that make its updates synchronous.
+fn view_extensions(i: &IndexDef) -> Value {
+    let mut entries = Vec::new();
+    if i.synchronous_updates() {
+        let tags = [("synchronous_updates".to_string(), "true".to_string())];
+        entries.push((
+            Value::text("tags"),
+            Value::blob(idl_string_map(tags.iter().map(|(k, v)| (k, v)))),
+        ));
+    }
+    if let Some(gc) = &i.view_options.tombstone_gc {
+        entries.push((Value::text("tombstone_gc"), Value::blob(idl_string_map(gc))));
+    }
+    Value::map(entries)
+}
+
+/// `system_schema.views`: the backing view of every secondary index (`make_view_mutations`).
+fn views(rows: &mut Rows<'_>, schema: &Schema) {
+    for (t, i) in all_indexes(schema) {
+        let mut cells = vec![
+            ("keyspace_name", text(&t.keyspace)),
+            ("view_name", text(&i.view_name())),
+            ("base_table_id", Some(Value::uuid(t.id))),
+            ("base_table_name", text(&t.name)),
+            ("where_clause", text(&i.where_clause())),
+            ("include_all_columns", Some(Value::Boolean(false))),
+            ("id", Some(Value::uuid(i.view_id))),
+        ];
+        cells.extend(table_params(&i.view_options, view_extensions(i)));
+        rows.add(cells);
+    }
+}
+
+/// The JSON `computation` of a computed column of an index's view
+/// (`token_column_computation::serialize`, `collection_column_computation::serialize`).
+fn computation(c: &Computed) -> Option<String> {
+    match c {
+        Computed::Token => Some("{\"type\":\"token_v2\"}".to_string()),
+        Computed::Collection(target, name) => {
+            let kind = match target {
+                IndexTarget::Keys => "collection_keys",
+                IndexTarget::Entries => "collection_entries",
+                _ => "collection_values",
+            };
+            Some(format!(
+                "{{\"type\":\"{kind}\",\"collection_name\":{}}}",
+                crate::schema::index::json_string(name)
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// `system_schema.computed_columns`: the computed columns of the views of indexes.
+fn computed_columns(rows: &mut Rows<'_>, schema: &Schema) {
+    for (t, i) in all_indexes(schema) {
+        for (c, computed) in i.view_columns(t) {
+            if let Some(json) = computation(&computed) {
+                rows.add(vec![
+                    ("keyspace_name", text(&t.keyspace)),
+                    ("table_name", text(&i.view_name())),
+                    ("column_name", text(&c.name)),
+                    ("computation", Some(Value::blob(json.into_bytes()))),
+                ]);
+            }
+        }
+    }
+}
+
+/// `system_schema.view_virtual_columns`: the virtual columns of the views of indexes on
+/// key columns.
+fn view_virtual_columns(rows: &mut Rows<'_>, schema: &Schema) {
+    for (t, i) in all_indexes(schema) {
+        for (c, computed) in i.view_columns(t) {
+            if computed == Computed::Virtual {
+                rows.add(column_cells(&t.keyspace, &i.view_name(), &c));
+            }
+        }
     }
 }
 
@@ -479,6 +597,14 @@ fn scylla_tables(rows: &mut Rows<'_>, schema: &Schema) {
             ),
         ]);
     }
+    for (t, i) in all_indexes(schema) {
+        rows.add(vec![
+            ("keyspace_name", text(&t.keyspace)),
+            ("table_name", text(&i.view_name())),
+            ("version", Some(Value::uuid(schema.version))),
+            ("committed_by_group0", Some(Value::Boolean(true))),
+        ]);
+    }
 }
 
 /// `system_schema.columns.clustering_order` of a column, upper-case as Scylla writes it
@@ -491,20 +617,32 @@ fn clustering_order(c: &ColumnDef) -> &'static str {
     }
 }
 
-/// `system_schema.columns`: every column of every table.
+/// The cells of one column's row in `system_schema.columns` (or `view_virtual_columns`).
+fn column_cells<'a>(keyspace: &str, table: &str, c: &ColumnDef) -> Vec<(&'a str, Option<Value>)> {
+    vec![
+        ("keyspace_name", text(keyspace)),
+        ("table_name", text(table)),
+        ("column_name", text(&c.name)),
+        ("clustering_order", text(clustering_order(c))),
+        ("column_name_bytes", Some(Value::blob(c.name.as_bytes()))),
+        ("kind", text(c.kind.as_str())),
+        ("position", Some(Value::Int(c.position))),
+        ("type", text(&c.typ.to_string())),
+    ]
+}
+
+/// `system_schema.columns`: every column of every table, then the (non-virtual) columns of
+/// the views of secondary indexes.
 fn columns(rows: &mut Rows<'_>, schema: &Schema) {
     for t in schema.tables() {
         for c in &t.columns {
-            rows.add(vec![
-                ("keyspace_name", text(&t.keyspace)),
-                ("table_name", text(&t.name)),
-                ("column_name", text(&c.name)),
-                ("clustering_order", text(clustering_order(c))),
-                ("column_name_bytes", Some(Value::blob(c.name.as_bytes()))),
-                ("kind", text(c.kind.as_str())),
-                ("position", Some(Value::Int(c.position))),
-                ("type", text(&c.typ.to_string())),
-            ]);
+            rows.add(column_cells(&t.keyspace, &t.name, c));
+        }
+    }
+    for (t, i) in all_indexes(schema) {
+        let view = i.view_table(t);
+        for c in &view.columns {
+            rows.add(column_cells(&view.keyspace, &view.name, c));
         }
     }
 }

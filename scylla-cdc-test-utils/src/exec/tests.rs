@@ -2008,3 +2008,86 @@ mod select_tests;
 
 #[path = "json_statements.rs"]
 mod json_statements;
+
+/// Which SELECTs an index serves without ALLOW FILTERING, as Scylla's
+/// `statement_restrictions` decides (`need_filtering`, `index_supports_some_column`,
+/// `process_partition_key_restrictions`; the examples of its comments), and which still
+/// need it or are refused.
+#[test]
+fn indexes_decide_which_queries_need_filtering() {
+    let mut t = TestDb::with_ks();
+    t.ok(
+        "CREATE TABLE t (a int, b int, c1 int, c2 int, st int STATIC, v int, w int, \
+         s set<int>, m map<int, int>, PRIMARY KEY ((a, b), c1, c2))",
+    );
+    t.ok(
+        "INSERT INTO t (a, b, c1, c2, st, v, w, s, m) VALUES (1, 1, 1, 1, 1, 1, 1, {1, 2}, {1: 1})",
+    );
+    for target in ["v", "c2", "b", "st", "s", "keys(m)", "entries(m)"] {
+        t.ok(&format!("CREATE INDEX ON t ({target})"));
+    }
+    t.ok("CREATE INDEX loc ON t ((a, b), w)");
+    let served = [
+        "SELECT * FROM t WHERE v = 1",
+        "SELECT * FROM t WHERE a = 1 AND b = 1 AND v = 1",
+        "SELECT * FROM t WHERE a = 1 AND b = 1 AND c1 = 1 AND v = 1",
+        "SELECT * FROM t WHERE token(a, b) > 0 AND v = 1",
+        "SELECT * FROM t WHERE c2 = 1",
+        "SELECT * FROM t WHERE b = 1",
+        "SELECT * FROM t WHERE st = 1",
+        "SELECT * FROM t WHERE s CONTAINS 1",
+        "SELECT * FROM t WHERE s CONTAINS 1 AND s CONTAINS 2",
+        "SELECT * FROM t WHERE m CONTAINS KEY 1",
+        "SELECT * FROM t WHERE m[1] = 1",
+        "SELECT * FROM t WHERE a = 1 AND b = 1 AND w = 1",
+    ];
+    for q in served {
+        assert_eq!(t.rows(q).len(), 1, "{q}");
+    }
+    let filtering = [
+        // Two non-key columns; the local index needs its whole partition key.
+        "SELECT * FROM t WHERE v = 1 AND w = 1",
+        "SELECT * FROM t WHERE w = 1",
+        // The indexed column with a clustering column but no partition key.
+        "SELECT * FROM t WHERE v = 1 AND c1 = 1",
+        // A slice, or CONTAINS on a values index that does not exist.
+        "SELECT * FROM t WHERE v > 1",
+        "SELECT * FROM t WHERE m CONTAINS 1",
+        // Part of the partition key with another restriction.
+        "SELECT * FROM t WHERE b = 1 AND v = 1",
+        // IN on the partition key keeps a regular index from being used.
+        "SELECT * FROM t WHERE a = 1 AND b IN (1, 2) AND v = 1",
+    ];
+    for q in filtering {
+        let e = t.err(q);
+        assert!(
+            e.message
+                .starts_with("Cannot execute this query as it might involve data filtering"),
+            "{q}: {}",
+            e.message
+        );
+        // ALLOW FILTERING answers it.
+        assert!(t.query(&format!("{q} ALLOW FILTERING")).is_ok(), "{q}");
+    }
+    // Errors of planning come first.
+    assert_eq!(
+        t.err("SELECT * FROM t WHERE nosuch = 1 AND v = 1").message,
+        "Undefined column name nosuch"
+    );
+    // Without the indexes, every served query needs filtering.
+    for name in [
+        "t_v_idx",
+        "t_c2_idx",
+        "t_b_idx",
+        "t_st_idx",
+        "t_s_idx",
+        "t_m_idx",
+        "t_m_idx_1",
+        "loc",
+    ] {
+        t.ok(&format!("DROP INDEX {name}"));
+    }
+    for q in served {
+        assert!(t.query(q).is_err(), "{q}");
+    }
+}

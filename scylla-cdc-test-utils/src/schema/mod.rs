@@ -20,7 +20,10 @@ use uuid::Uuid;
 
 use crate::types::{CqlType, UserType};
 
+pub(crate) mod index;
 pub(crate) mod system;
+
+pub(crate) use index::IndexDef;
 
 /// Suffix of CDC log table names.
 pub(crate) const CDC_LOG_SUFFIX: &str = "_scylla_cdc_log";
@@ -366,6 +369,8 @@ pub(crate) struct TableDef {
     /// Columns dropped with `ALTER TABLE ... DROP` (`system_schema.dropped_columns`), by
     /// name; the latest drop of a name wins.
     pub(crate) dropped_columns: BTreeMap<String, DroppedColumn>,
+    /// Secondary indexes on the table, by name (Scylla's `schema::indices()`).
+    pub(crate) indexes: Vec<IndexDef>,
 }
 
 /// A column dropped from a table.
@@ -404,7 +409,13 @@ impl TableDef {
             compact_storage: false,
             next_column_id,
             dropped_columns: BTreeMap::new(),
+            indexes: Vec::new(),
         }
+    }
+
+    /// The index named `name`, if the table has it.
+    pub(crate) fn index(&self, name: &str) -> Option<&IndexDef> {
+        self.indexes.iter().find(|i| i.name == name)
     }
 
     /// Looks a column up by its exact (case-sensitive) name.
@@ -655,6 +666,14 @@ impl KeyspaceDef {
     /// Whether the keyspace uses tablets.
     pub(crate) fn uses_tablets(&self) -> bool {
         self.initial_tablets.is_some()
+    }
+
+    /// The table that has the index `name`, and the index (index names are unique in a
+    /// keyspace: `find_indexed_table`).
+    pub(crate) fn indexed_table(&self, name: &str) -> Option<(&Arc<TableDef>, &IndexDef)> {
+        self.tables
+            .values()
+            .find_map(|t| t.index(name).map(|i| (t, i)))
     }
 }
 

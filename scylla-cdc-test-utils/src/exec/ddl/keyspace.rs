@@ -351,8 +351,8 @@ pub(super) fn drop(schema: &Schema, stmt: &DropKeyspace) -> Result<DdlOutcome, C
         .values()
         .map(|t| StorageChange::DropTable(t.id))
         .collect();
-    // Scylla's schema merge notifies the keyspace, then its types, then its tables (CDC
-    // logs last): `schema_applier::post_commit` and `notify_tables_and_views`,
+    // Scylla's schema merge notifies the keyspace, then its types, then the views of its
+    // indexes, then its tables (CDC logs last): `schema_applier::post_commit` and `notify_tables_and_views`,
     // db/schema_applier.cc.
     let mut events = vec![SchemaChange {
         change: SchemaChangeType::Dropped,
@@ -363,6 +363,20 @@ pub(super) fn drop(schema: &Schema, stmt: &DropKeyspace) -> Result<DdlOutcome, C
         target: SchemaChangeTarget::Type {
             keyspace: name.clone(),
             name: t.name.clone(),
+        },
+    }));
+    // The views of secondary indexes are dropped (and notified) before the tables.
+    let mut views: Vec<String> = ks
+        .tables
+        .values()
+        .flat_map(|t| t.indexes.iter().map(|i| i.view_name()))
+        .collect();
+    views.sort();
+    events.extend(views.into_iter().map(|view| SchemaChange {
+        change: SchemaChangeType::Dropped,
+        target: SchemaChangeTarget::Table {
+            keyspace: name.clone(),
+            table: view,
         },
     }));
     events.extend(table_events(

@@ -29,6 +29,7 @@ use crate::schema::system::{SYSTEM, SYSTEM_DISTRIBUTED, SYSTEM_SCHEMA, SYSTEM_TR
 use crate::schema::{Schema, TableDef};
 use crate::storage::ColumnId;
 
+mod index;
 mod keyspace;
 mod options;
 mod table;
@@ -96,7 +97,7 @@ pub(crate) enum StorageChange {
 }
 
 /// Executes a DDL statement (`CREATE/ALTER/DROP KEYSPACE`, `CREATE/ALTER/DROP TABLE`,
-/// `TRUNCATE`, `CREATE/ALTER/DROP TYPE`) against `schema`. Any other statement is a server
+/// `TRUNCATE`, `CREATE/ALTER/DROP TYPE`, `CREATE/DROP INDEX`) against `schema`. Any other statement is a server
 /// error (the executor only routes DDL here).
 pub(crate) fn execute_ddl(
     schema: &Schema,
@@ -114,6 +115,8 @@ pub(crate) fn execute_ddl(
         Statement::CreateType(s) => types::create(schema, s, ctx),
         Statement::AlterType(s) => types::alter(schema, s, ctx),
         Statement::DropType(s) => types::drop(schema, s, ctx),
+        Statement::CreateIndex(s) => index::create(schema, s, ctx),
+        Statement::DropIndex(s) => index::drop(schema, s, ctx),
         _ => Err(CqlError::server("not a DDL statement")),
     }
 }

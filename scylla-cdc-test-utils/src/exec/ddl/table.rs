@@ -342,7 +342,12 @@ pub(super) fn create(
     }
 
     check_access(&ks_name, None, Permission::Create)?;
-    if ks.tables.contains_key(name) {
+    // The backing views of indexes are tables of the keyspace too.
+    let is_index_view = ks
+        .tables
+        .values()
+        .any(|t| t.indexes.iter().any(|i| i.view_name() == *name));
+    if ks.tables.contains_key(name) || is_index_view {
         if stmt.if_not_exists {
             return Ok(DdlOutcome::unchanged(Some((
                 SchemaChangeType::Created,
@@ -556,6 +561,7 @@ pub(super) fn alter(
                         "Cannot drop PRIMARY KEY part {c}"
                     )));
                 }
+                super::index::check_drop_column(table, c)?;
                 if let Some(def) = updated.drop_column(c, at) {
                     ids.push(ColumnId(def.id));
                 }
@@ -584,6 +590,7 @@ pub(super) fn alter(
                         "Cannot rename non PRIMARY KEY part {from}"
                     )));
                 }
+                super::index::check_rename_column(table, from)?;
                 updated.rename_column(from, to);
             }
         }
@@ -681,9 +688,16 @@ pub(super) fn drop(
     };
     let mut storage = vec![StorageChange::DropTable(table.id)];
     next_ks.tables.remove(name);
-    // The log goes with its base (`on_before_drop_column_family`, cdc/log.cc), announced
-    // after it: DROPPED base, DROPPED log.
-    let mut events = vec![table_event(SchemaChangeType::Dropped, &ks_name, name)];
+    // The views of its indexes go with the table, announced first (view drops are notified
+    // before table drops: `notify_tables_and_views`, db/schema_applier.cc). The log goes
+    // with its base (`on_before_drop_column_family`, cdc/log.cc), announced after it:
+    // DROPPED base, DROPPED log.
+    let mut events: Vec<_> = table
+        .indexes
+        .iter()
+        .map(|i| table_event(SchemaChangeType::Dropped, &ks_name, &i.view_name()))
+        .collect();
+    events.push(table_event(SchemaChangeType::Dropped, &ks_name, name));
     if !table.is_cdc_log()
         && let Some(log) = next_ks.cdc_log_of(name).cloned()
     {
