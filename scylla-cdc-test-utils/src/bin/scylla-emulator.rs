@@ -23,6 +23,11 @@
 //!   that one node answers reads of `system_distributed` and other RF 1 data;
 //! - `shutdown`: answer `ok` and stop.
 //!
+//! With `--tls-cert-file` and `--tls-key-file` every node also listens on a TLS port and a
+//! shard-aware TLS port (`--tls-port`, `--shard-aware-tls-port`; 9142 and 19142 by default,
+//! as Scylla's); `--tls-require-client-cert --tls-ca-file` asks clients for certificates.
+//! Both ports are announced on stderr before the `ready` line.
+//!
 //! Runs until SIGINT or SIGTERM (whatever stdin is: a terminal, a pipe held open, closed),
 //! or until a `shutdown` command; both stop the cluster and exit with status 0.
 
@@ -91,6 +96,28 @@ struct Args {
     /// Password required by the PasswordAuthenticator (with --username).
     #[arg(long, requires = "username")]
     password: Option<String>,
+    /// Server certificate chain (PEM, leaf first): opens a TLS port and a shard-aware TLS
+    /// port on every node besides the plaintext ones, as Scylla's `client_encryption_options`
+    /// with `native_transport_port_ssl` (with --tls-key-file).
+    #[arg(long, value_name = "PEM", requires = "tls_key_file")]
+    tls_cert_file: Option<std::path::PathBuf>,
+    /// Private key of --tls-cert-file (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert_file")]
+    tls_key_file: Option<std::path::PathBuf>,
+    /// Mutual TLS: a client must present a certificate signed by --tls-ca-file.
+    #[arg(long, requires_all = ["tls_ca_file", "tls_cert_file"])]
+    tls_require_client_cert: bool,
+    /// CA certificates (PEM) that client certificates must chain to.
+    #[arg(long, value_name = "PEM", requires = "tls_require_client_cert")]
+    tls_ca_file: Option<std::path::PathBuf>,
+    /// TLS port of every node (default: port + 100, Scylla's 9142 beside 9042; any free port
+    /// with --port 0).
+    #[arg(long, requires = "tls_cert_file")]
+    tls_port: Option<u16>,
+    /// Shard-aware TLS port of every node (default: shard-aware port + 100, Scylla's 19142;
+    /// any free port with --port 0).
+    #[arg(long, requires = "tls_cert_file")]
+    shard_aware_tls_port: Option<u16>,
     /// Seconds between a node joining and the start of its CDC generation.
     #[arg(long, default_value_t = 65.0)]
     generation_delay: f64,
@@ -158,6 +185,31 @@ async fn main() -> ExitCode {
     if let (Some(user), Some(password)) = (args.username, args.password) {
         builder = builder.credentials(user, password);
     }
+    if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_key_file) {
+        let read = |path: &std::path::Path| {
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        };
+        let files = (|| {
+            let ca = args.tls_ca_file.as_deref().map(read).transpose()?;
+            Ok::<_, String>((read(cert)?, read(key)?, ca))
+        })();
+        let (cert, key, ca) = match files {
+            Ok(files) => files,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let plus_100 = |p: u16| if p == 0 { 0 } else { p.saturating_add(100) };
+        builder = builder.tls(cert, key).tls_ports(
+            args.tls_port.unwrap_or(plus_100(args.port)),
+            args.shard_aware_tls_port
+                .unwrap_or(plus_100(shard_aware_port)),
+        );
+        if let Some(ca) = ca {
+            builder = builder.tls_require_client_cert(ca);
+        }
+    }
     for preload in args.preload {
         builder = builder.preload(preload.on_progress(print_progress));
     }
@@ -177,6 +229,12 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let (Some(tls), Some(shard_aware)) =
+        (cluster.tls_contact_point(), cluster.shard_aware_tls_port())
+    {
+        // Scylla's controller logs each listener it opens, the encrypted ones too.
+        eprintln!("listening for TLS CQL clients on {tls} (shard-aware TLS port {shard_aware})");
+    }
     println!("ready {}", cluster.contact_point());
 
     let mut console = Console {
