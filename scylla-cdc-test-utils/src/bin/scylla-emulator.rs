@@ -26,6 +26,8 @@
 //! With `--tls-cert-file` and `--tls-key-file` every node also listens on a TLS port and a
 //! shard-aware TLS port (`--tls-port`, `--shard-aware-tls-port`; 9142 and 19142 by default,
 //! as Scylla's); `--tls-require-client-cert --tls-ca-file` asks clients for certificates.
+//! `--tls-test-ca DIR` makes the certificates itself and writes the CA (`ca.pem`) and a client
+//! certificate (`client.pem`, `client.key`) to DIR, for conformance suites.
 //! Both ports are announced on stderr before the `ready` line.
 //!
 //! Runs until SIGINT or SIGTERM (whatever stdin is: a terminal, a pipe held open, closed),
@@ -46,7 +48,7 @@ use scylla::policies::retry::{
 use scylla::statement::Consistency;
 use scylla::statement::unprepared::Statement;
 use scylla::value::CqlValue;
-use scylla_cdc_test_utils::{EmbeddedCluster, FaultRule, Preload, PreloadProgress};
+use scylla_cdc_test_utils::{EmbeddedCluster, FaultRule, Preload, PreloadProgress, TestCa};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 /// The emulator allocates many small, short-lived values (cells, keys, mutations, frames):
@@ -104,19 +106,25 @@ struct Args {
     /// Private key of --tls-cert-file (PEM).
     #[arg(long, value_name = "PEM", requires = "tls_cert_file")]
     tls_key_file: Option<std::path::PathBuf>,
-    /// Mutual TLS: a client must present a certificate signed by --tls-ca-file.
-    #[arg(long, requires_all = ["tls_ca_file", "tls_cert_file"])]
+    /// Mutual TLS: a client must present a certificate signed by --tls-ca-file (or by the
+    /// CA of --tls-test-ca).
+    #[arg(long)]
     tls_require_client_cert: bool,
     /// CA certificates (PEM) that client certificates must chain to.
     #[arg(long, value_name = "PEM", requires = "tls_require_client_cert")]
     tls_ca_file: Option<std::path::PathBuf>,
+    /// Make a test CA, write it to DIR/ca.pem with a client certificate it signs
+    /// (DIR/client.pem, DIR/client.key), and serve the TLS ports with a server certificate
+    /// it signs for every node address (instead of --tls-cert-file; for conformance tests).
+    #[arg(long, value_name = "DIR", conflicts_with = "tls_cert_file")]
+    tls_test_ca: Option<std::path::PathBuf>,
     /// TLS port of every node (default: port + 100, Scylla's 9142 beside 9042; any free port
     /// with --port 0).
-    #[arg(long, requires = "tls_cert_file")]
+    #[arg(long)]
     tls_port: Option<u16>,
     /// Shard-aware TLS port of every node (default: shard-aware port + 100, Scylla's 19142;
     /// any free port with --port 0).
-    #[arg(long, requires = "tls_cert_file")]
+    #[arg(long)]
     shard_aware_tls_port: Option<u16>,
     /// Seconds between a node joining and the start of its CDC generation.
     #[arg(long, default_value_t = 65.0)]
@@ -164,6 +172,15 @@ async fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
+    if args.tls_require_client_cert
+        && args.tls_test_ca.is_none()
+        && (args.tls_ca_file.is_none() || args.tls_cert_file.is_none())
+    {
+        eprintln!(
+            "error: --tls-require-client-cert needs --tls-cert-file and --tls-ca-file, or --tls-test-ca"
+        );
+        return ExitCode::from(2);
+    }
     if !(args.generation_delay.is_finite() && args.generation_delay >= 0.0) {
         eprintln!("error: --generation-delay must be a non-negative number of seconds");
         return ExitCode::from(2);
@@ -185,6 +202,43 @@ async fn main() -> ExitCode {
     if let (Some(user), Some(password)) = (args.username, args.password) {
         builder = builder.credentials(user, password);
     }
+    let plus_100 = |p: u16| if p == 0 { 0 } else { p.saturating_add(100) };
+    let tls_port = args.tls_port.unwrap_or(plus_100(args.port));
+    let shard_aware_tls_port = args
+        .shard_aware_tls_port
+        .unwrap_or(plus_100(shard_aware_port));
+    if let Some(dir) = &args.tls_test_ca {
+        let made = (|| -> Result<_, String> {
+            let ca = TestCa::new("scylla-emulator test CA").map_err(|e| e.to_string())?;
+            let client = ca
+                .client_cert("scylla-emulator client")
+                .map_err(|e| e.to_string())?;
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+            for (name, text) in [
+                ("ca.pem", ca.cert_pem()),
+                ("client.pem", client.cert_pem.as_str()),
+                ("client.key", client.key_pem.as_str()),
+            ] {
+                std::fs::write(dir.join(name), text)
+                    .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))?;
+            }
+            Ok(ca)
+        })();
+        match made {
+            Ok(ca) => {
+                builder = builder
+                    .tls_signed_by(&ca, &["localhost"])
+                    .tls_ports(tls_port, shard_aware_tls_port);
+                if args.tls_require_client_cert {
+                    builder = builder.tls_require_client_cert(ca.cert_pem());
+                }
+            }
+            Err(e) => {
+                eprintln!("error: --tls-test-ca: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_key_file) {
         let read = |path: &std::path::Path| {
             std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
@@ -200,12 +254,9 @@ async fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let plus_100 = |p: u16| if p == 0 { 0 } else { p.saturating_add(100) };
-        builder = builder.tls(cert, key).tls_ports(
-            args.tls_port.unwrap_or(plus_100(args.port)),
-            args.shard_aware_tls_port
-                .unwrap_or(plus_100(shard_aware_port)),
-        );
+        builder = builder
+            .tls(cert, key)
+            .tls_ports(tls_port, shard_aware_tls_port);
         if let Some(ca) = ca {
             builder = builder.tls_require_client_cert(ca);
         }
