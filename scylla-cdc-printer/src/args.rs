@@ -1,6 +1,7 @@
 //! The printer's command line: [`Args`] as clap parses it, checked and resolved into a
 //! [`PrintConfig`] by [`Args::into_config`] before anything is contacted.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -11,6 +12,7 @@ use crate::cli::{
     parse_seconds, parse_time, qualified_arg, rfc3339_micros, tables_arg,
 };
 pub use crate::cli::{Hosts, QualifiedTable, Tables};
+use crate::secure::{CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials};
 
 /// How rows are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -24,8 +26,10 @@ pub enum Format {
 /// Print the CDC log of ScyllaDB tables as changes arrive.
 ///
 /// Times are RFC 3339 (2024-05-01T12:00:00Z), `now`, or relative to now (-10m, -1h30m, +5m;
-/// units us, ms, s, m, h, d, w). Intervals are seconds, fractions allowed. Exit codes: 0 done
-/// or stopped, 1 failure while running, 2 bad argument, 3 cannot connect, 4 keyspace or table
+/// units us, ms, s, m, h, d, w). Intervals are seconds, fractions allowed. Credentials: the
+/// user from --user or SCYLLA_USER, the password from SCYLLA_PASSWORD or --password-file
+/// (--password works but shows it to every user of the machine). Exit codes: 0 done or
+/// stopped, 1 failure while running, 2 bad argument, 3 cannot connect, 4 keyspace or table
 /// missing or without CDC.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "scylla-cdc-printer", version)]
@@ -61,12 +65,36 @@ pub struct Args {
     /// Pause between reads once caught up, in seconds.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10", value_parser = parse_positive_seconds)]
     pub sleep_interval: Duration,
-    /// User name (PasswordAuthenticator).
-    #[arg(long, short = 'u', requires = "password")]
+    /// User name (PasswordAuthenticator; default: $SCYLLA_USER).
+    #[arg(long, short = 'u')]
     pub user: Option<String>,
-    /// Password (PasswordAuthenticator).
-    #[arg(long, short = 'p', requires = "user")]
+    /// Password, visible to every user of the machine: prefer $SCYLLA_PASSWORD or
+    /// --password-file.
+    #[arg(long, short = 'p', conflicts_with = "password_file")]
     pub password: Option<String>,
+    /// File whose first line is the password.
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+    /// Connect over TLS (implied by the other --tls-* flags; the server's certificate is
+    /// verified against the system's trusted CAs unless --tls-ca-file names others).
+    #[arg(long)]
+    pub tls: bool,
+    /// CA certificates (PEM) that sign the cluster's certificates.
+    #[arg(long, value_name = "PEM")]
+    pub tls_ca_file: Option<PathBuf>,
+    /// Client certificate chain (PEM), for clusters that require one (with --tls-key-file).
+    #[arg(long, value_name = "PEM")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Private key (PEM) of --tls-cert-file.
+    #[arg(long, value_name = "PEM")]
+    pub tls_key_file: Option<PathBuf>,
+    /// Name the cluster's certificates must carry (default: each node's IP address).
+    #[arg(long, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+    /// Do not verify the cluster's certificate at all (INSECURE: anyone on the network path
+    /// can read and change the traffic; logs a warning).
+    #[arg(long)]
+    pub tls_insecure_skip_verify: bool,
     /// Save progress in this table (created if missing) and resume from it.
     #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified_arg)]
     pub checkpoint_table: Option<QualifiedTable>,
@@ -101,7 +129,9 @@ pub struct PrintConfig {
     /// Contact points.
     pub hosts: Vec<String>,
     /// User and password.
-    pub credentials: Option<(String, String)>,
+    pub credentials: Option<Credentials>,
+    /// TLS, if on.
+    pub tls: Option<TlsOptions>,
     /// The keyspace.
     pub keyspace: String,
     /// The tables.
@@ -179,9 +209,32 @@ impl Args {
             .ok_or_else(|| CliError::usage("--table is required"))?
             .0;
         let (start, end) = resolve_range(self.start, self.end, launched)?;
+        let credentials = resolve_credentials(
+            CredentialFlags {
+                user_flag: "--user",
+                password_flag: "--password",
+                password_file_flag: "--password-file",
+                user_env: "SCYLLA_USER",
+                password_env: "SCYLLA_PASSWORD",
+            },
+            self.user,
+            self.password,
+            self.password_file.as_deref(),
+            |name| std::env::var(name).ok(),
+        )?;
+        let tls = TlsFlags {
+            tls: self.tls,
+            ca_file: self.tls_ca_file,
+            cert_file: self.tls_cert_file,
+            key_file: self.tls_key_file,
+            server_name: self.tls_server_name,
+            insecure_skip_verify: self.tls_insecure_skip_verify,
+        }
+        .into_options("--tls")?;
         Ok(Mode::Print(Box::new(PrintConfig {
             hosts,
-            credentials: self.user.zip(self.password),
+            credentials,
+            tls,
             keyspace,
             tables,
             start,

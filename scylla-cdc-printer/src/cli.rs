@@ -22,6 +22,8 @@ use scylla_cdc::{CDCError, CDCLogReader, CDCReaderHandle};
 use tokio::sync::watch;
 use tracing::info;
 
+use crate::secure::{Credentials, TlsOptions};
+
 /// Exit codes of both programs.
 pub mod exit_code {
     /// Success (including a clean stop on Ctrl-C / SIGTERM).
@@ -509,17 +511,23 @@ pub fn rfc3339_micros(t: DateTime<Utc>) -> String {
 }
 
 /// Connects a session to `hosts` (`what` names the cluster in errors, e.g. "the source
-/// cluster").
+/// cluster"), over TLS when `tls` is given. A TLS file that cannot be read is a usage error;
+/// a cluster that cannot be reached, refuses the TLS handshake or the credentials is a
+/// connect error. Neither names the password.
 pub async fn connect(
     what: &str,
     hosts: &[String],
-    credentials: Option<(&str, &str)>,
+    credentials: Option<&Credentials>,
+    tls: Option<&TlsOptions>,
 ) -> Result<Arc<Session>, CliError> {
     let mut builder = SessionBuilder::new()
         .known_nodes(hosts)
         .connection_timeout(Duration::from_secs(5));
     if let Some((user, password)) = credentials {
-        builder = builder.user(user, password);
+        builder = builder.user(user, password.expose());
+    }
+    if let Some(tls) = tls {
+        builder = builder.tls_context(Some(tls.client_config(what)?));
     }
     builder.build().await.map(Arc::new).map_err(|e| {
         CliError::connect(format!(

@@ -8,7 +8,8 @@
 //! ([`demo`], behind the default `demo` feature).
 //!
 //! [`cli`] holds what the printer and the replicator share (argument parsers, exit codes,
-//! signals, reader supervision); [`render`] turns values into CQL literals and JSON.
+//! signals, reader supervision), [`secure`] their credentials and TLS; [`render`] turns
+//! values into CQL literals and JSON.
 
 pub mod args;
 pub mod cli;
@@ -16,6 +17,7 @@ pub mod cli;
 pub mod demo;
 pub mod format;
 pub mod render;
+pub mod secure;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -323,11 +325,13 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         "reading from {} (a saved checkpoint takes precedence)",
         config.start
     );
-    let credentials = config
-        .credentials
-        .as_ref()
-        .map(|(u, p)| (u.as_str(), p.as_str()));
-    let session = connect("the cluster", &config.hosts, credentials).await?;
+    let session = connect(
+        "the cluster",
+        &config.hosts,
+        config.credentials.as_ref(),
+        config.tls.as_ref(),
+    )
+    .await?;
     let settings = ReaderSettings {
         start: config.start.time(),
         end: config.end,

@@ -1,6 +1,7 @@
 //! The replicator's command line: [`Args`] as clap parses it, checked and resolved into a
 //! [`Config`] by [`Args::into_config`] before anything is contacted.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -12,6 +13,9 @@ use scylla_cdc_printer::cli::{
     qualified_arg, tables_arg,
 };
 pub use scylla_cdc_printer::cli::{Hosts, QualifiedTable, StartAt, Tables};
+use scylla_cdc_printer::secure::{
+    CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
+};
 
 /// Parses a consistency level name (`LOCAL_QUORUM`, `quorum`, `one`, ...).
 pub fn parse_consistency(text: &str) -> Result<Consistency, String> {
@@ -100,18 +104,66 @@ pub struct Args {
     /// Consistency level of the writes to the destination.
     #[arg(long, value_name = "LEVEL", default_value = "LOCAL_QUORUM", value_parser = parse_consistency)]
     pub write_consistency: Consistency,
-    /// User name on the source cluster.
-    #[arg(long, requires = "source_password")]
+    /// User name on the source cluster (default: $SCYLLA_SOURCE_USER).
+    #[arg(long)]
     pub source_user: Option<String>,
-    /// Password on the source cluster.
-    #[arg(long, requires = "source_user")]
+    /// Password on the source cluster, visible to every user of the machine: prefer
+    /// $SCYLLA_SOURCE_PASSWORD or --source-password-file.
+    #[arg(long, conflicts_with = "source_password_file")]
     pub source_password: Option<String>,
-    /// User name on the destination cluster.
-    #[arg(long, requires = "destination_password")]
+    /// File whose first line is the password on the source cluster.
+    #[arg(long, value_name = "FILE")]
+    pub source_password_file: Option<PathBuf>,
+    /// Connect to the source cluster over TLS (implied by the other --source-tls-* flags;
+    /// certificates are verified against the system's trusted CAs unless
+    /// --source-tls-ca-file names others).
+    #[arg(long)]
+    pub source_tls: bool,
+    /// CA certificates (PEM) that sign the source cluster's certificates.
+    #[arg(long, value_name = "PEM")]
+    pub source_tls_ca_file: Option<PathBuf>,
+    /// Client certificate chain (PEM) for the source cluster (with --source-tls-key-file).
+    #[arg(long, value_name = "PEM")]
+    pub source_tls_cert_file: Option<PathBuf>,
+    /// Private key (PEM) of --source-tls-cert-file.
+    #[arg(long, value_name = "PEM")]
+    pub source_tls_key_file: Option<PathBuf>,
+    /// Name the source cluster's certificates must carry (default: each node's IP address).
+    #[arg(long, value_name = "NAME")]
+    pub source_tls_server_name: Option<String>,
+    /// Do not verify the source cluster's certificate at all (INSECURE; logs a warning).
+    #[arg(long)]
+    pub source_tls_insecure_skip_verify: bool,
+    /// User name on the destination cluster (default: $SCYLLA_DESTINATION_USER).
+    #[arg(long)]
     pub destination_user: Option<String>,
-    /// Password on the destination cluster.
-    #[arg(long, requires = "destination_user")]
+    /// Password on the destination cluster, visible to every user of the machine: prefer
+    /// $SCYLLA_DESTINATION_PASSWORD or --destination-password-file.
+    #[arg(long, conflicts_with = "destination_password_file")]
     pub destination_password: Option<String>,
+    /// File whose first line is the password on the destination cluster.
+    #[arg(long, value_name = "FILE")]
+    pub destination_password_file: Option<PathBuf>,
+    /// Connect to the destination cluster over TLS (implied by the other --destination-tls-* flags;
+    /// certificates are verified against the system's trusted CAs unless
+    /// --destination-tls-ca-file names others).
+    #[arg(long)]
+    pub destination_tls: bool,
+    /// CA certificates (PEM) that sign the destination cluster's certificates.
+    #[arg(long, value_name = "PEM")]
+    pub destination_tls_ca_file: Option<PathBuf>,
+    /// Client certificate chain (PEM) for the destination cluster (with --destination-tls-key-file).
+    #[arg(long, value_name = "PEM")]
+    pub destination_tls_cert_file: Option<PathBuf>,
+    /// Private key (PEM) of --destination-tls-cert-file.
+    #[arg(long, value_name = "PEM")]
+    pub destination_tls_key_file: Option<PathBuf>,
+    /// Name the destination cluster's certificates must carry (default: each node's IP address).
+    #[arg(long, value_name = "NAME")]
+    pub destination_tls_server_name: Option<String>,
+    /// Do not verify the destination cluster's certificate at all (INSECURE; logs a warning).
+    #[arg(long)]
+    pub destination_tls_insecure_skip_verify: bool,
     /// Create missing destination tables (and their types) with the source's schema.
     #[arg(long)]
     pub create_destination_table: bool,
@@ -130,11 +182,15 @@ pub struct Config {
     /// Source contact points.
     pub source: Vec<String>,
     /// Source credentials.
-    pub source_credentials: Option<(String, String)>,
+    pub source_credentials: Option<Credentials>,
+    /// TLS to the source, if on.
+    pub source_tls: Option<TlsOptions>,
     /// Destination contact points.
     pub destination: Vec<String>,
     /// Destination credentials.
-    pub destination_credentials: Option<(String, String)>,
+    pub destination_credentials: Option<Credentials>,
+    /// TLS to the destination, if on.
+    pub destination_tls: Option<TlsOptions>,
     /// Source keyspace.
     pub keyspace: String,
     /// Tables.
@@ -185,11 +241,58 @@ impl Args {
                  --destination-keyspace)",
             ));
         }
+        let env = |name: &str| std::env::var(name).ok();
+        let source_credentials = resolve_credentials(
+            CredentialFlags {
+                user_flag: "--source-user",
+                password_flag: "--source-password",
+                password_file_flag: "--source-password-file",
+                user_env: "SCYLLA_SOURCE_USER",
+                password_env: "SCYLLA_SOURCE_PASSWORD",
+            },
+            self.source_user,
+            self.source_password,
+            self.source_password_file.as_deref(),
+            env,
+        )?;
+        let destination_credentials = resolve_credentials(
+            CredentialFlags {
+                user_flag: "--destination-user",
+                password_flag: "--destination-password",
+                password_file_flag: "--destination-password-file",
+                user_env: "SCYLLA_DESTINATION_USER",
+                password_env: "SCYLLA_DESTINATION_PASSWORD",
+            },
+            self.destination_user,
+            self.destination_password,
+            self.destination_password_file.as_deref(),
+            env,
+        )?;
+        let source_tls = TlsFlags {
+            tls: self.source_tls,
+            ca_file: self.source_tls_ca_file,
+            cert_file: self.source_tls_cert_file,
+            key_file: self.source_tls_key_file,
+            server_name: self.source_tls_server_name,
+            insecure_skip_verify: self.source_tls_insecure_skip_verify,
+        }
+        .into_options("--source-tls")?;
+        let destination_tls = TlsFlags {
+            tls: self.destination_tls,
+            ca_file: self.destination_tls_ca_file,
+            cert_file: self.destination_tls_cert_file,
+            key_file: self.destination_tls_key_file,
+            server_name: self.destination_tls_server_name,
+            insecure_skip_verify: self.destination_tls_insecure_skip_verify,
+        }
+        .into_options("--destination-tls")?;
         Ok(Config {
             source: self.source.0,
-            source_credentials: self.source_user.zip(self.source_password),
+            source_credentials,
+            source_tls,
             destination: self.destination.0,
-            destination_credentials: self.destination_user.zip(self.destination_password),
+            destination_credentials,
+            destination_tls,
             keyspace: self.keyspace,
             tables: self.table.0,
             destination_keyspace,

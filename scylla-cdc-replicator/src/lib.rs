@@ -63,11 +63,6 @@ use crate::schema::{
 };
 use crate::translate::ListWrites;
 
-/// Borrowed credentials.
-fn creds(c: &Option<(String, String)>) -> Option<(&str, &str)> {
-    c.as_ref().map(|(u, p)| (u.as_str(), p.as_str()))
-}
-
 /// A schema problem of `side` ("source" / "destination") as a program error: missing
 /// keyspaces and tables are [`exit_code::SCHEMA`], failed queries [`exit_code::RUNTIME`].
 fn schema_error(side: &str, e: SchemaError) -> CliError {
@@ -198,13 +193,15 @@ impl Replicator {
         let source = connect(
             "the source cluster",
             &config.source,
-            creds(&config.source_credentials),
+            config.source_credentials.as_ref(),
+            config.source_tls.as_ref(),
         )
         .await?;
         let destination = connect(
             "the destination cluster",
             &config.destination,
-            creds(&config.destination_credentials),
+            config.destination_credentials.as_ref(),
+            config.destination_tls.as_ref(),
         )
         .await?;
         let destination_is_scylla = is_scylla(&destination)

@@ -32,6 +32,14 @@
 //! injecting faults) calls [`embedded_only`] first, which reports it as skipped when
 //! `SCYLLA_URI` is set. [`unique_keyspace_name`] keeps tests apart on a shared cluster.
 //!
+//! # TLS
+//!
+//! [`ClusterBuilder::tls`] opens a TLS port and a shard-aware TLS port on every node beside
+//! the plaintext ones (as ScyllaDB's `native_transport_port_ssl` and
+//! `native_shard_aware_transport_port_ssl`), [`ClusterBuilder::tls_require_client_cert`]
+//! asks clients for certificates (mutual TLS); [`TestCa`] makes the certificates a test
+//! needs at run time.
+//!
 //! # The `scylla-emulator` binary
 //!
 //! The same cluster as a process: `scylla-emulator --nodes 3` prints `ready 127.0.0.1:9042`
@@ -72,6 +80,7 @@ pub mod types;
 
 mod helpers;
 mod preload;
+mod test_certs;
 
 pub(crate) mod cdc;
 pub(crate) mod cluster;
@@ -88,6 +97,7 @@ pub use helpers::{
     setup_tracing, skip, statement_on_node, unique_keyspace_name,
 };
 pub use preload::{MAX_PRELOAD_ROWS, Preload, PreloadProgress, PreloadSpecError};
+pub use test_certs::{TestCa, TestCertError, TestCertificate};
 
 use cluster::{ClusterConfig, NodeInfo, Topology};
 use frame::{Event, StatusChangeType};
@@ -138,10 +148,53 @@ pub struct ClusterBuilder {
     shard_aware_port: u16,
     address: Option<Ipv4Addr>,
     credentials: Option<(String, String)>,
+    tls: Option<TlsFiles>,
     generation_delay: Duration,
     default_cdc_ttl: u32,
     seed: Option<u64>,
     preloads: Vec<Preload>,
+}
+
+/// The TLS settings of a cluster (see [`ClusterBuilder::tls`]).
+#[derive(Clone)]
+struct TlsFiles {
+    source: TlsSource,
+    client_ca: Option<Vec<u8>>,
+    port: u16,
+    shard_aware_port: u16,
+}
+
+/// Where the server certificate comes from.
+#[derive(Clone)]
+enum TlsSource {
+    /// Not given yet (only client CA or ports were set).
+    Missing,
+    /// A certificate chain and key, PEM.
+    Pem { cert_chain: Vec<u8>, key: Vec<u8> },
+    /// Made at start by a test CA, for every address of the cluster's range and these names.
+    Ca { ca: TestCa, names: Vec<String> },
+}
+
+impl TlsFiles {
+    fn new() -> TlsFiles {
+        TlsFiles {
+            source: TlsSource::Missing,
+            client_ca: None,
+            port: 0,
+            shard_aware_port: 0,
+        }
+    }
+}
+
+impl std::fmt::Debug for TlsFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The private key stays out of debug output.
+        f.debug_struct("TlsFiles")
+            .field("client_certificates_required", &self.client_ca.is_some())
+            .field("port", &self.port)
+            .field("shard_aware_port", &self.shard_aware_port)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for ClusterBuilder {
@@ -154,6 +207,7 @@ impl Default for ClusterBuilder {
             shard_aware_port: 0,
             address: None,
             credentials: None,
+            tls: None,
             generation_delay: Duration::from_secs(2),
             default_cdc_ttl: 86400,
             seed: None,
@@ -203,6 +257,50 @@ impl ClusterBuilder {
     /// Requires PasswordAuthenticator credentials on every connection.
     pub fn credentials(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
         self.credentials = Some((user.into(), password.into()));
+        self
+    }
+
+    /// Opens a TLS port and a shard-aware TLS port on every node besides the plaintext ports,
+    /// as ScyllaDB with `client_encryption_options` enabled and `native_transport_port_ssl` /
+    /// `native_shard_aware_transport_port_ssl` set: `cert_chain_pem` is the server's
+    /// certificate chain (leaf first), `key_pem` its private key, both PEM. The ports are
+    /// free ports unless [`ClusterBuilder::tls_ports`] names them; see
+    /// [`EmbeddedCluster::tls_contact_point`]. Works together with
+    /// [`ClusterBuilder::credentials`].
+    pub fn tls(mut self, cert_chain_pem: impl Into<Vec<u8>>, key_pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.get_or_insert_with(TlsFiles::new).source = TlsSource::Pem {
+            cert_chain: cert_chain_pem.into(),
+            key: key_pem.into(),
+        };
+        self
+    }
+
+    /// As [`ClusterBuilder::tls`], with a server certificate that `ca` signs when the cluster
+    /// starts, for every address of the cluster's `127.x.y.0/24` range (nodes added later
+    /// included) and the DNS `names`: what a test needs, since a cluster's addresses are
+    /// chosen when it starts.
+    pub fn tls_signed_by(mut self, ca: &TestCa, names: &[&str]) -> Self {
+        self.tls.get_or_insert_with(TlsFiles::new).source = TlsSource::Ca {
+            ca: ca.clone(),
+            names: names.iter().map(|n| n.to_string()).collect(),
+        };
+        self
+    }
+
+    /// Mutual TLS (Scylla's `require_client_auth`): a client on a TLS port must present a
+    /// certificate signed by one of the CA certificates of `ca_pem`. Needs
+    /// [`ClusterBuilder::tls`].
+    pub fn tls_require_client_cert(mut self, ca_pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.get_or_insert_with(TlsFiles::new).client_ca = Some(ca_pem.into());
+        self
+    }
+
+    /// The TLS port and the shard-aware TLS port of every node (default 0: free ports).
+    /// Needs [`ClusterBuilder::tls`].
+    pub fn tls_ports(mut self, port: u16, shard_aware_port: u16) -> Self {
+        let tls = self.tls.get_or_insert_with(TlsFiles::new);
+        tls.port = port;
+        tls.shard_aware_port = shard_aware_port;
         self
     }
 
@@ -267,13 +365,70 @@ impl ClusterBuilder {
                 )));
             }
         }
-        let (plan, listeners) =
-            listen::bind_cluster(self.nodes, self.address, self.port, self.shard_aware_port)
-                .await
-                .map_err(|source| ClusterError::Bind {
-                    what: format!("{} nodes", self.nodes),
-                    source,
-                })?;
+        // Certificates given as PEM are checked before anything is bound.
+        let mut tls = match &self.tls {
+            Some(TlsFiles {
+                source: TlsSource::Missing,
+                ..
+            }) => {
+                return Err(ClusterError::Config(
+                    "TLS settings without a certificate (ClusterBuilder::tls)".into(),
+                ));
+            }
+            Some(TlsFiles {
+                source: TlsSource::Pem { cert_chain, key },
+                client_ca,
+                ..
+            }) => Some(
+                server::tls::acceptor(cert_chain, key, client_ca.as_deref())
+                    .map_err(ClusterError::Config)?,
+            ),
+            _ => None,
+        };
+        let tls_ports = self.tls.as_ref().map(|t| (t.port, t.shard_aware_port));
+        let (plan, listeners) = listen::bind_cluster(
+            self.nodes,
+            self.address,
+            self.port,
+            self.shard_aware_port,
+            tls_ports,
+        )
+        .await
+        .map_err(|source| ClusterError::Bind {
+            what: format!("{} nodes", self.nodes),
+            source,
+        })?;
+        if let Some(TlsFiles {
+            source: TlsSource::Ca { ca, names },
+            client_ca,
+            ..
+        }) = &self.tls
+        {
+            let ips: Vec<std::net::IpAddr> = (1..=255)
+                .filter_map(|i| plan.node_ip(i))
+                .map(Into::into)
+                .collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let acceptor = ca
+                .server_cert(&ips, &names)
+                .map_err(|e| e.to_string())
+                .and_then(|cert| {
+                    server::tls::acceptor(
+                        cert.cert_pem.as_bytes(),
+                        cert.key_pem.as_bytes(),
+                        client_ca.as_deref(),
+                    )
+                });
+            match acceptor {
+                Ok(acceptor) => tls = Some(acceptor),
+                Err(e) => {
+                    if self.address.is_none() {
+                        listen::release_prefix(plan.prefix);
+                    }
+                    return Err(ClusterError::Config(e));
+                }
+            }
+        }
         let mut rng = match self.seed {
             Some(seed) => rand::rngs::StdRng::seed_from_u64(seed),
             None => rand::rngs::StdRng::from_entropy(),
@@ -313,6 +468,7 @@ impl ClusterBuilder {
             events,
             faults: Default::default(),
             stats: Default::default(),
+            tls,
         });
         // The first generation of a fresh cluster operates from now (Scylla 4.4+).
         let topology = core.topology();
@@ -398,6 +554,18 @@ impl EmbeddedCluster {
         self.core.plan.shard_aware_port
     }
 
+    /// The TLS endpoint of node 1 (its address and the TLS port), when the cluster was built
+    /// with [`ClusterBuilder::tls`].
+    pub fn tls_contact_point(&self) -> Option<SocketAddr> {
+        let (port, _) = self.core.plan.tls_ports?;
+        Some(SocketAddr::new(self.contact_point().ip(), port))
+    }
+
+    /// The shard-aware TLS port of every node, when the cluster has TLS ports.
+    pub fn shard_aware_tls_port(&self) -> Option<u16> {
+        self.core.plan.tls_ports.map(|(_, port)| port)
+    }
+
     /// Stops node `index` (1-based): it closes its listeners and every connection, and other
     /// nodes announce it DOWN. Its data stays (all nodes share one store).
     pub async fn stop_node(&self, index: usize) -> Result<(), ClusterError> {
@@ -430,12 +598,13 @@ impl EmbeddedCluster {
         }
         let plan: AddressPlan = self.core.plan;
         let ip = plan.node_ip(index).ok_or(ClusterError::NoSuchNode(index))?;
-        let listeners = listen::bind_node(ip, plan.port, plan.shard_aware_port)
-            .await
-            .map_err(|source| ClusterError::Bind {
-                what: format!("node {index} at {ip}"),
-                source,
-            })?;
+        let listeners =
+            listen::bind_node(ip, &plan)
+                .await
+                .map_err(|source| ClusterError::Bind {
+                    what: format!("node {index} at {ip}"),
+                    source,
+                })?;
         *slot = Some(NodeServer::spawn(self.core.clone(), index, listeners));
         self.set_node_up(index, true);
         if let Some(addr) = self.core.node_endpoint(index) {
@@ -458,12 +627,13 @@ impl EmbeddedCluster {
         let ip = plan
             .node_ip(index)
             .ok_or_else(|| ClusterError::Config("no address left in the cluster's range".into()))?;
-        let listeners = listen::bind_node(ip, plan.port, plan.shard_aware_port)
-            .await
-            .map_err(|source| ClusterError::Bind {
-                what: format!("node {index} at {ip}"),
-                source,
-            })?;
+        let listeners =
+            listen::bind_node(ip, &plan)
+                .await
+                .map_err(|source| ClusterError::Bind {
+                    what: format!("node {index} at {ip}"),
+                    source,
+                })?;
         let topology = {
             let mut rng = self.rng.lock();
             let current = self.core.topology();

@@ -10,9 +10,12 @@
 //! An emulator without `--preload` is loaded through the driver instead (same table, same
 //! rows; slower to set up, same backlog).
 //!
+//! With `--tls` both sides are replicated over TLS (the emulators' TLS ports, certificates of
+//! `--tls-test-ca`), to compare with a run without.
+//!
 //! ```text
 //! cargo build --release -p scylla-cdc-test-utils -p scylla-cdc-bench
-//! target/release/replicator-bench --partitions 1000 --rows 1000
+//! target/release/replicator-bench --partitions 1000 --rows 1000 [--tls]
 //! ```
 
 use std::path::PathBuf;
@@ -58,7 +61,18 @@ struct Args {
     /// The `scylla-emulator` binary (default: next to this one).
     #[arg(long)]
     emulator: Option<PathBuf>,
+    /// Replicate over TLS on both sides (the emulators' TLS ports, certificates of
+    /// `--tls-test-ca`), to measure what TLS costs.
+    #[arg(long)]
+    tls: bool,
+    /// Address of the source emulator (default: a random loopback address); the destination
+    /// is at the same /24's `.101`.
+    #[arg(long)]
+    address: Option<String>,
 }
+
+/// The TLS port of the emulators of `--tls` (each has its own address).
+const TLS_PORT: u16 = 9142;
 
 /// Arguments of a one-node emulator on `address` with `shards` shards, plus `extra`.
 fn emulator_args(address: &str, shards: u32, extra: &[String]) -> Vec<String> {
@@ -122,7 +136,22 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let binary = emulator_binary(args.emulator.clone())?;
     let total = args.partitions * args.rows;
-    let source_addr = random_loopback();
+    let source_addr = args.address.clone().unwrap_or_else(random_loopback);
+    let tls_dir = std::env::temp_dir().join(format!("replicator-bench-tls-{}", std::process::id()));
+    // Each emulator makes its own CA, in its own directory.
+    let tls_args = |side: &str| -> Vec<String> {
+        if !args.tls {
+            return Vec::new();
+        }
+        vec![
+            "--tls-test-ca".into(),
+            tls_dir.join(side).display().to_string(),
+            "--tls-port".into(),
+            TLS_PORT.to_string(),
+            "--shard-aware-tls-port".into(),
+            (TLS_PORT + 10000).to_string(),
+        ]
+    };
     let dest_addr = source_addr
         .rsplit_once('.')
         .map(|(prefix, _)| format!("{prefix}.101"))
@@ -135,16 +164,23 @@ async fn main() -> anyhow::Result<()> {
             &source_addr,
             args.shards,
             &[
-                "--preload".into(),
-                format!("bench.t:partitions={},rows={}", args.partitions, args.rows),
-            ],
+                &[
+                    "--preload".into(),
+                    format!("bench.t:partitions={},rows={}", args.partitions, args.rows),
+                ],
+                &tls_args("source")[..],
+            ]
+            .concat(),
         ),
     );
     let source = match preloaded {
         Ok(source) => source,
         Err(e) => {
             println!("the emulator cannot preload ({e:#}); loading through the driver");
-            let source = Emulator::start(&binary, &emulator_args(&source_addr, args.shards, &[]))?;
+            let source = Emulator::start(
+                &binary,
+                &emulator_args(&source_addr, args.shards, &tls_args("source")),
+            )?;
             load_through_driver(&source, args.partitions, args.rows).await?;
             source
         }
@@ -154,7 +190,10 @@ async fn main() -> anyhow::Result<()> {
         source.contact_point,
         preload_start.elapsed().as_secs_f64()
     );
-    let destination = Emulator::start(&binary, &emulator_args(&dest_addr, args.shards, &[]))?;
+    let destination = Emulator::start(
+        &binary,
+        &emulator_args(&dest_addr, args.shards, &tls_args("destination")),
+    )?;
     let dest_session = destination.session().await?;
     dest_session
         .query_unpaged(
@@ -163,12 +202,19 @@ async fn main() -> anyhow::Result<()> {
         )
         .await?;
 
+    let endpoint = |e: &Emulator| {
+        if args.tls {
+            std::net::SocketAddr::new(e.contact_point.ip(), TLS_PORT).to_string()
+        } else {
+            e.contact_point.to_string()
+        }
+    };
     let mut replicator_args: Vec<String> = [
         "replicator-bench",
         "--source",
-        &source.contact_point.to_string(),
+        &endpoint(&source),
         "--destination",
-        &destination.contact_point.to_string(),
+        &endpoint(&destination),
         "--keyspace",
         "bench",
         "--table",
@@ -193,6 +239,11 @@ async fn main() -> anyhow::Result<()> {
     .collect();
     if !args.checkpoints {
         replicator_args.push("--no-checkpoints".into());
+    }
+    if args.tls {
+        let ca = |side: &str| tls_dir.join(side).join("ca.pem").display().to_string();
+        replicator_args.extend(["--source-tls-ca-file".into(), ca("source")]);
+        replicator_args.extend(["--destination-tls-ca-file".into(), ca("destination")]);
     }
     let config = ReplicatorArgs::try_parse_from(replicator_args)?
         .into_config(chrono::Utc::now())
@@ -260,6 +311,9 @@ async fn main() -> anyhow::Result<()> {
         .into_rows_result()?
         .single_row()?;
     println!("destination rows: {rows}");
+    if args.tls {
+        let _ = std::fs::remove_dir_all(&tls_dir);
+    }
     if u64::try_from(rows).ok() != Some(total) {
         bail!("the destination has {rows} rows, not {total}");
     }

@@ -26,6 +26,13 @@
 //!   that one node answers reads of `system_distributed` and other RF 1 data;
 //! - `shutdown`: answer `ok` and stop.
 //!
+//! With `--tls-cert-file` and `--tls-key-file` every node also listens on a TLS port and a
+//! shard-aware TLS port (`--tls-port`, `--shard-aware-tls-port`; 9142 and 19142 by default,
+//! as Scylla's); `--tls-require-client-cert --tls-ca-file` asks clients for certificates.
+//! `--tls-test-ca DIR` makes the certificates itself and writes the CA (`ca.pem`) and a client
+//! certificate (`client.pem`, `client.key`) to DIR, for conformance suites.
+//! Both ports are announced on stderr before the `ready` line.
+//!
 //! Runs until SIGINT or SIGTERM (whatever stdin is: a terminal, a pipe held open, closed),
 //! or until a `shutdown` command; both stop the cluster and exit with status 0.
 
@@ -44,7 +51,7 @@ use scylla::policies::retry::{
 use scylla::statement::Consistency;
 use scylla::statement::unprepared::Statement;
 use scylla::value::CqlValue;
-use scylla_cdc_test_utils::{EmbeddedCluster, FaultRule, Preload, PreloadProgress};
+use scylla_cdc_test_utils::{EmbeddedCluster, FaultRule, Preload, PreloadProgress, TestCa};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 /// The emulator allocates many small, short-lived values (cells, keys, mutations, frames):
@@ -94,6 +101,34 @@ struct Args {
     /// Password required by the PasswordAuthenticator (with --username).
     #[arg(long, requires = "username")]
     password: Option<String>,
+    /// Server certificate chain (PEM, leaf first): opens a TLS port and a shard-aware TLS
+    /// port on every node besides the plaintext ones, as Scylla's `client_encryption_options`
+    /// with `native_transport_port_ssl` (with --tls-key-file).
+    #[arg(long, value_name = "PEM", requires = "tls_key_file")]
+    tls_cert_file: Option<std::path::PathBuf>,
+    /// Private key of --tls-cert-file (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert_file")]
+    tls_key_file: Option<std::path::PathBuf>,
+    /// Mutual TLS: a client must present a certificate signed by --tls-ca-file (or by the
+    /// CA of --tls-test-ca).
+    #[arg(long)]
+    tls_require_client_cert: bool,
+    /// CA certificates (PEM) that client certificates must chain to.
+    #[arg(long, value_name = "PEM", requires = "tls_require_client_cert")]
+    tls_ca_file: Option<std::path::PathBuf>,
+    /// Make a test CA, write it to DIR/ca.pem with a client certificate it signs
+    /// (DIR/client.pem, DIR/client.key), and serve the TLS ports with a server certificate
+    /// it signs for every node address (instead of --tls-cert-file; for conformance tests).
+    #[arg(long, value_name = "DIR", conflicts_with = "tls_cert_file")]
+    tls_test_ca: Option<std::path::PathBuf>,
+    /// TLS port of every node (default: port + 100, Scylla's 9142 beside 9042; any free port
+    /// with --port 0).
+    #[arg(long)]
+    tls_port: Option<u16>,
+    /// Shard-aware TLS port of every node (default: shard-aware port + 100, Scylla's 19142;
+    /// any free port with --port 0).
+    #[arg(long)]
+    shard_aware_tls_port: Option<u16>,
     /// Seconds between a node joining and the start of its CDC generation.
     #[arg(long, default_value_t = 65.0)]
     generation_delay: f64,
@@ -140,6 +175,15 @@ async fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
+    if args.tls_require_client_cert
+        && args.tls_test_ca.is_none()
+        && (args.tls_ca_file.is_none() || args.tls_cert_file.is_none())
+    {
+        eprintln!(
+            "error: --tls-require-client-cert needs --tls-cert-file and --tls-ca-file, or --tls-test-ca"
+        );
+        return ExitCode::from(2);
+    }
     if !(args.generation_delay.is_finite() && args.generation_delay >= 0.0) {
         eprintln!("error: --generation-delay must be a non-negative number of seconds");
         return ExitCode::from(2);
@@ -161,6 +205,65 @@ async fn main() -> ExitCode {
     if let (Some(user), Some(password)) = (args.username, args.password) {
         builder = builder.credentials(user, password);
     }
+    let plus_100 = |p: u16| if p == 0 { 0 } else { p.saturating_add(100) };
+    let tls_port = args.tls_port.unwrap_or(plus_100(args.port));
+    let shard_aware_tls_port = args
+        .shard_aware_tls_port
+        .unwrap_or(plus_100(shard_aware_port));
+    if let Some(dir) = &args.tls_test_ca {
+        let made = (|| -> Result<_, String> {
+            let ca = TestCa::new("scylla-emulator test CA").map_err(|e| e.to_string())?;
+            let client = ca
+                .client_cert("scylla-emulator client")
+                .map_err(|e| e.to_string())?;
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+            for (name, text) in [
+                ("ca.pem", ca.cert_pem()),
+                ("client.pem", client.cert_pem.as_str()),
+                ("client.key", client.key_pem.as_str()),
+            ] {
+                std::fs::write(dir.join(name), text)
+                    .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))?;
+            }
+            Ok(ca)
+        })();
+        match made {
+            Ok(ca) => {
+                builder = builder
+                    .tls_signed_by(&ca, &["localhost"])
+                    .tls_ports(tls_port, shard_aware_tls_port);
+                if args.tls_require_client_cert {
+                    builder = builder.tls_require_client_cert(ca.cert_pem());
+                }
+            }
+            Err(e) => {
+                eprintln!("error: --tls-test-ca: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_key_file) {
+        let read = |path: &std::path::Path| {
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        };
+        let files = (|| {
+            let ca = args.tls_ca_file.as_deref().map(read).transpose()?;
+            Ok::<_, String>((read(cert)?, read(key)?, ca))
+        })();
+        let (cert, key, ca) = match files {
+            Ok(files) => files,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        builder = builder
+            .tls(cert, key)
+            .tls_ports(tls_port, shard_aware_tls_port);
+        if let Some(ca) = ca {
+            builder = builder.tls_require_client_cert(ca);
+        }
+    }
     for preload in args.preload {
         builder = builder.preload(preload.on_progress(print_progress));
     }
@@ -180,6 +283,12 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let (Some(tls), Some(shard_aware)) =
+        (cluster.tls_contact_point(), cluster.shard_aware_tls_port())
+    {
+        // Scylla's controller logs each listener it opens, the encrypted ones too.
+        eprintln!("listening for TLS CQL clients on {tls} (shard-aware TLS port {shard_aware})");
+    }
     println!("ready {}", cluster.contact_point());
 
     let mut console = Console {

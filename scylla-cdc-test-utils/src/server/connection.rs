@@ -20,9 +20,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
+use tokio_rustls::TlsAcceptor;
 use tracing::{debug, trace};
 
 use crate::cluster::faults::{FaultError, FaultOpcode, FaultReaction, RequestInfo};
@@ -77,10 +78,62 @@ pub(crate) async fn serve(
     cluster: Arc<ClusterCore>,
     node: usize,
     shard: u32,
+    shutdown: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let (reader, writer) = stream.into_split();
+    serve_halves(reader, writer, peer, cluster, node, shard, shutdown).await;
+}
+
+/// Serves one connection accepted on a TLS port: the TLS handshake first (refusals end this
+/// connection only: a client that does not speak TLS, one that rejects the server's
+/// certificate, one whose certificate mutual TLS does not accept, one that stalls), then CQL
+/// as on the plaintext ports.
+pub(crate) async fn serve_tls(
+    acceptor: TlsAcceptor,
+    stream: TcpStream,
+    peer: SocketAddr,
+    cluster: Arc<ClusterCore>,
+    node: usize,
+    shard: u32,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
-    let (mut reader, mut writer) = stream.into_split();
+    let handshake = tokio::time::timeout(
+        crate::server::tls::HANDSHAKE_TIMEOUT,
+        acceptor.accept(stream),
+    );
+    let stream = tokio::select! {
+        done = handshake => match done {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                debug!(node, shard, %peer, error = %e, "TLS handshake refused");
+                return;
+            }
+            Err(_) => {
+                debug!(node, shard, %peer, "TLS handshake timed out");
+                return;
+            }
+        },
+        _ = shutdown.changed() => return,
+    };
+    let (reader, writer) = tokio::io::split(stream);
+    serve_halves(reader, writer, peer, cluster, node, shard, shutdown).await;
+}
+
+/// Serves a connection's CQL, over a plaintext or a TLS stream's halves.
+async fn serve_halves<R, W>(
+    mut reader: R,
+    mut writer: W,
+    peer: SocketAddr,
+    cluster: Arc<ClusterCore>,
+    node: usize,
+    shard: u32,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Bytes>();
 
     let writer_task = tokio::spawn(async move {
@@ -510,7 +563,7 @@ impl Connection {
 /// only with an experimental feature).
 pub(crate) fn supported_options(cluster: &ClusterCore, shard: u32) -> Vec<(String, Vec<String>)> {
     let one = |k: &str, v: String| (k.to_string(), vec![v]);
-    vec![
+    let mut options = vec![
         // Every driver reads this key; the Python driver fails without it.
         (
             frame::KEY_COMPRESSION.to_string(),
@@ -546,9 +599,20 @@ pub(crate) fn supported_options(cluster: &ClusterCore, shard: u32) -> Vec<(Strin
             "SCYLLA_SHARD_AWARE_PORT",
             cluster.plan.shard_aware_port.to_string(),
         ),
+    ];
+    // As Scylla's `cql_server::connection::process_options` (transport/server.cc): the TLS
+    // shard-aware port is announced when one is configured, on every connection.
+    if let Some((_, shard_aware_tls)) = cluster.plan.tls_ports {
+        options.push(one(
+            "SCYLLA_SHARD_AWARE_PORT_SSL",
+            shard_aware_tls.to_string(),
+        ));
+    }
+    options.extend([
         // An extension without parameters: Scylla's multimap holds one empty value for it.
         one(frame::KEY_TABLETS_ROUTING_V1, String::new()),
-    ]
+    ]);
+    options
 }
 
 /// Runs a statement request on the connection whose state is `state` and appends its

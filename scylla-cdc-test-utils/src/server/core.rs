@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use tokio::sync::broadcast;
+use tokio_rustls::TlsAcceptor;
 
 use crate::cluster::{ClusterConfig, RequestStats, Topology, faults};
 use crate::exec::Database;
@@ -29,6 +30,8 @@ pub(crate) struct ClusterCore {
     pub(crate) faults: faults::FaultRules,
     /// Request counters.
     pub(crate) stats: RequestStats,
+    /// The TLS ports' acceptor, when the cluster has TLS ports.
+    pub(crate) tls: Option<TlsAcceptor>,
 }
 
 impl ClusterCore {

@@ -15,13 +15,15 @@ use parking_lot::Mutex;
 use rand::Rng;
 use tokio::net::TcpListener;
 
-/// The two listeners of one node.
+/// The listeners of one node.
 #[derive(Debug)]
 pub(crate) struct NodeListeners {
     /// The regular CQL port.
     pub(crate) cql: TcpListener,
     /// The shard-aware port (shard = client source port % shard count).
     pub(crate) shard_aware: TcpListener,
+    /// With TLS: the TLS port and the shard-aware TLS port.
+    pub(crate) tls: Option<(TcpListener, TcpListener)>,
 }
 
 /// Where a cluster's nodes listen.
@@ -35,6 +37,9 @@ pub(crate) struct AddressPlan {
     pub(crate) port: u16,
     /// Shard-aware port of every node.
     pub(crate) shard_aware_port: u16,
+    /// With TLS: the TLS port and the shard-aware TLS port of every node (Scylla's
+    /// `native_transport_port_ssl` and `native_shard_aware_transport_port_ssl`).
+    pub(crate) tls_ports: Option<(u16, u16)>,
 }
 
 impl AddressPlan {
@@ -73,25 +78,34 @@ fn reserve_prefix(prefix: [u8; 3]) -> bool {
         .insert(prefix)
 }
 
-/// Binds both listeners of a node at `ip` (port 0 = any free port).
-pub(crate) async fn bind_node(
-    ip: Ipv4Addr,
-    port: u16,
-    shard_aware_port: u16,
-) -> io::Result<NodeListeners> {
-    let cql = TcpListener::bind((ip, port)).await?;
-    let shard_aware = TcpListener::bind((ip, shard_aware_port)).await?;
-    Ok(NodeListeners { cql, shard_aware })
+/// Binds the listeners of a node at `ip` on the plan's ports (port 0 = any free port).
+pub(crate) async fn bind_node(ip: Ipv4Addr, plan: &AddressPlan) -> io::Result<NodeListeners> {
+    let cql = TcpListener::bind((ip, plan.port)).await?;
+    let shard_aware = TcpListener::bind((ip, plan.shard_aware_port)).await?;
+    let tls = match plan.tls_ports {
+        Some((port, shard_aware_port)) => Some((
+            TcpListener::bind((ip, port)).await?,
+            TcpListener::bind((ip, shard_aware_port)).await?,
+        )),
+        None => None,
+    };
+    Ok(NodeListeners {
+        cql,
+        shard_aware,
+        tls,
+    })
 }
 
 /// Binds `nodes` nodes. With `fixed` (`--address`), node 1 is at that address and the ports
 /// are as given (0 = free ports chosen once for node 1 and reused by the others). Without it,
 /// a random unused `127.x.y.0/24` range is chosen, retrying on clashes with other processes.
+/// `tls_ports`: the TLS ports to bind too, if any.
 pub(crate) async fn bind_cluster(
     nodes: usize,
     fixed: Option<Ipv4Addr>,
     port: u16,
     shard_aware_port: u16,
+    tls_ports: Option<(u16, u16)>,
 ) -> io::Result<(AddressPlan, Vec<NodeListeners>)> {
     const ATTEMPTS: usize = 64;
     let mut last_error = None;
@@ -116,6 +130,7 @@ pub(crate) async fn bind_cluster(
             first,
             port,
             shard_aware_port,
+            tls_ports,
         };
         match bind_all(&mut plan, nodes).await {
             Ok(listeners) => return Ok((plan, listeners)),
@@ -137,10 +152,16 @@ async fn bind_all(plan: &mut AddressPlan, nodes: usize) -> io::Result<Vec<NodeLi
         let ip = plan
             .node_ip(i)
             .ok_or_else(|| io::Error::other("too many nodes for one /24 address range"))?;
-        let listeners = bind_node(ip, plan.port, plan.shard_aware_port).await?;
+        let listeners = bind_node(ip, plan).await?;
         if i == 1 {
             plan.port = listeners.cql.local_addr()?.port();
             plan.shard_aware_port = listeners.shard_aware.local_addr()?.port();
+            if let Some((tls, shard_aware_tls)) = &listeners.tls {
+                plan.tls_ports = Some((
+                    tls.local_addr()?.port(),
+                    shard_aware_tls.local_addr()?.port(),
+                ));
+            }
         }
         out.push(listeners);
     }
@@ -153,8 +174,10 @@ mod tests {
 
     #[tokio::test]
     async fn clusters_get_distinct_ranges_and_shared_ports() {
-        let (a, la) = bind_cluster(3, None, 0, 0).await.expect("bind a");
-        let (b, _lb) = bind_cluster(2, None, 0, 0).await.expect("bind b");
+        let (a, la) = bind_cluster(3, None, 0, 0, None).await.expect("bind a");
+        let (b, _lb) = bind_cluster(2, None, 0, 0, Some((0, 0)))
+            .await
+            .expect("bind b");
         assert_ne!(a.prefix, b.prefix);
         assert_eq!(la.len(), 3);
         for (i, l) in la.iter().enumerate() {
@@ -166,6 +189,9 @@ mod tests {
             );
         }
         assert_ne!(a.port, a.shard_aware_port);
+        assert_eq!(a.tls_ports, None);
+        let (tls, shard_aware_tls) = b.tls_ports.expect("TLS ports bound");
+        assert!(tls != 0 && shard_aware_tls != 0 && tls != shard_aware_tls);
         release_prefix(a.prefix);
         release_prefix(b.prefix);
     }
@@ -177,6 +203,7 @@ mod tests {
             first: 1,
             port: 9042,
             shard_aware_port: 19042,
+            tls_ports: None,
         };
         assert_eq!(plan.node_ip(1), Some(Ipv4Addr::new(127, 5, 6, 1)));
         assert_eq!(plan.node_ip(3), Some(Ipv4Addr::new(127, 5, 6, 3)));

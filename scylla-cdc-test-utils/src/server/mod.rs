@@ -2,8 +2,8 @@
 //!
 //! Each node runs a [`NodeServer`]: two accept loops (the regular CQL port, where
 //! connections are spread over shards round-robin, and the shard-aware port, where the shard
-//! is the client's source port modulo the shard count) and one task per connection
-//! ([`connection`]). Stopping a node closes its listeners and every connection, and waits
+//! is the client's source port modulo the shard count), two more with TLS (the TLS port and
+//! the shard-aware TLS port, [`tls`]) and one task per connection ([`connection`]). Stopping a node closes its listeners and every connection, and waits
 //! until they are gone.
 //!
 //! - [`core`]: [`ClusterCore`], the state every node's server shares (configuration,
@@ -11,6 +11,7 @@
 //! - [`listen`]: loopback address plans and binding of each node's two listeners.
 //! - [`connection`]: the per-connection protocol state machine (handshake and compression,
 //!   dispatch, tablet routing information on results).
+//! - [`tls`]: the TLS ports' acceptor (certificates, mutual TLS).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -18,10 +19,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
 
 pub(crate) mod connection;
 pub(crate) mod core;
 pub(crate) mod listen;
+pub(crate) mod tls;
 
 pub(crate) use self::core::ClusterCore;
 
@@ -44,25 +47,54 @@ impl NodeServer {
         let (alive_tx, alive) = mpsc::channel(1);
         let round_robin = Arc::new(AtomicU32::new(0));
         let shards = cluster.config.shards_per_node.max(1);
-        let regular = accept_loop(
-            listeners.cql,
-            cluster.clone(),
-            node,
-            shutdown_rx.clone(),
-            alive_tx.clone(),
-            move |_| round_robin.fetch_add(1, Ordering::Relaxed) % shards,
-        );
-        let shard_aware = accept_loop(
-            listeners.shard_aware,
-            cluster,
-            node,
-            shutdown_rx,
-            alive_tx,
-            move |peer_port| u32::from(peer_port) % shards,
-        );
+        let regular = {
+            let round_robin = round_robin.clone();
+            move |_| round_robin.fetch_add(1, Ordering::Relaxed) % shards
+        };
+        let shard_aware = move |peer_port| u32::from(peer_port) % shards;
+        let mut accept_tasks = vec![
+            accept_loop(
+                listeners.cql,
+                None,
+                cluster.clone(),
+                node,
+                shutdown_rx.clone(),
+                alive_tx.clone(),
+                regular.clone(),
+            ),
+            accept_loop(
+                listeners.shard_aware,
+                None,
+                cluster.clone(),
+                node,
+                shutdown_rx.clone(),
+                alive_tx.clone(),
+                shard_aware,
+            ),
+        ];
+        if let (Some((tls, shard_aware_tls)), Some(acceptor)) = (listeners.tls, &cluster.tls) {
+            accept_tasks.push(accept_loop(
+                tls,
+                Some(acceptor.clone()),
+                cluster.clone(),
+                node,
+                shutdown_rx.clone(),
+                alive_tx.clone(),
+                regular,
+            ));
+            accept_tasks.push(accept_loop(
+                shard_aware_tls,
+                Some(acceptor.clone()),
+                cluster.clone(),
+                node,
+                shutdown_rx,
+                alive_tx,
+                shard_aware,
+            ));
+        }
         NodeServer {
             shutdown,
-            accept_tasks: vec![regular, shard_aware],
+            accept_tasks,
             alive,
         }
     }
@@ -79,6 +111,7 @@ impl NodeServer {
 
 fn accept_loop(
     listener: TcpListener,
+    tls: Option<TlsAcceptor>,
     cluster: Arc<ClusterCore>,
     node: usize,
     mut shutdown: watch::Receiver<bool>,
@@ -94,8 +127,20 @@ fn accept_loop(
                     let cluster = cluster.clone();
                     let shutdown = shutdown.clone();
                     let alive = alive.clone();
+                    let tls = tls.clone();
                     tokio::spawn(async move {
-                        connection::serve(stream, peer, cluster, node, shard, shutdown).await;
+                        match tls {
+                            None => {
+                                connection::serve(stream, peer, cluster, node, shard, shutdown)
+                                    .await
+                            }
+                            Some(acceptor) => {
+                                connection::serve_tls(
+                                    acceptor, stream, peer, cluster, node, shard, shutdown,
+                                )
+                                .await
+                            }
+                        }
                         drop(alive);
                     });
                 }
