@@ -36,6 +36,7 @@ mod routing;
 mod scylla_text;
 mod select;
 mod values;
+mod view;
 
 mod ddl;
 mod system_tables;
@@ -959,6 +960,7 @@ impl Database {
             default_cdc_ttl: self.config.default_cdc_ttl,
         };
         let result = ddl::execute_ddl(&schema, stmt, &ctx)?;
+        let mut builds = Vec::new();
         for change in result.storage {
             match change {
                 ddl::StorageChange::CreateTable(t) => {
@@ -998,10 +1000,15 @@ impl Database {
                         store.data.write().truncate();
                     }
                 }
+                ddl::StorageChange::BuildView(v) => builds.push(v),
             }
         }
         if let Some(new) = result.schema {
             *self.schema.write() = Arc::new(new);
+        }
+        // Views are built once writes see them, so no write to the base is missed.
+        for v in builds {
+            self.build_view(&v);
         }
         outcome.schema_changes = result.events;
         match result.change {

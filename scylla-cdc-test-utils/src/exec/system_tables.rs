@@ -85,11 +85,12 @@ pub(crate) fn virtual_table_rows(
         (SYSTEM_SCHEMA, "columns") => columns(&mut rows, view.schema),
         (SYSTEM_SCHEMA, "dropped_columns") => dropped_columns(&mut rows, view.schema),
         (SYSTEM_SCHEMA, "types") => types(&mut rows, view.schema),
+        (SYSTEM_SCHEMA, "views") => views(&mut rows, view.schema),
         (SYSTEM, CDC_TIMESTAMPS) => cdc_timestamps(&mut rows, view),
         (SYSTEM, CDC_STREAMS) => cdc_streams(&mut rows, view),
-        // No materialized views, secondary indexes, triggers, user-defined functions or
-        // aggregates can be created, so their tables (and the columns of views and indexes)
-        // have no rows.
+        // No secondary indexes, triggers, user-defined functions or aggregates can be
+        // created, so their tables have no rows; views have no virtual columns (the embedded
+        // cluster keeps a view row alive from its base row directly: `exec::view`).
         _ => {}
     }
     rows.finish()
@@ -409,9 +410,73 @@ fn extensions(table: &TableDef) -> Value {
     Value::map(entries)
 }
 
-/// `system_schema.tables`: every table of every keyspace, with all its properties.
-fn tables(rows: &mut Rows<'_>, schema: &Schema) {
+/// The properties a table shares with a view (`add_table_params_to_mutations`,
+/// db/schema_tables.cc): every `system_schema.tables` column but the key and `flags`.
+fn table_params(t: &TableDef) -> Vec<(&'static str, Option<Value>)> {
+    let o = &t.options;
+    vec![
+        (
+            "bloom_filter_fp_chance",
+            Some(Value::Double(o.bloom_filter_fp_chance)),
+        ),
+        ("caching", text_map(&o.caching)),
+        ("comment", text(&o.comment)),
+        ("compaction", text_map(&o.compaction)),
+        ("compression", text_map(&o.compression)),
+        ("crc_check_chance", Some(Value::Double(o.crc_check_chance))),
+        (
+            "dclocal_read_repair_chance",
+            Some(Value::Double(o.dclocal_read_repair_chance)),
+        ),
+        (
+            "default_time_to_live",
+            Some(Value::Int(o.default_time_to_live)),
+        ),
+        ("extensions", Some(extensions(t))),
+        ("gc_grace_seconds", Some(Value::Int(o.gc_grace_seconds))),
+        ("id", Some(Value::uuid(t.id))),
+        ("max_index_interval", Some(Value::Int(o.max_index_interval))),
+        (
+            "memtable_flush_period_in_ms",
+            Some(Value::Int(o.memtable_flush_period_in_ms)),
+        ),
+        ("min_index_interval", Some(Value::Int(o.min_index_interval))),
+        (
+            "read_repair_chance",
+            Some(Value::Double(o.read_repair_chance)),
+        ),
+        ("speculative_retry", text(&o.speculative_retry)),
+    ]
+}
+
+/// `system_schema.views`: every materialized view, with its base and its properties
+/// (`make_view_mutations`, db/schema_tables.cc). Its columns are in
+/// `system_schema.columns`, under the view's name.
+fn views(rows: &mut Rows<'_>, schema: &Schema) {
     for t in schema.tables() {
+        let Some(info) = t.view_info() else {
+            continue;
+        };
+        let mut cells = vec![
+            ("keyspace_name", text(&t.keyspace)),
+            ("view_name", text(&t.name)),
+            ("base_table_id", Some(Value::uuid(info.base_id))),
+            ("base_table_name", text(&info.base)),
+            ("where_clause", text(&info.where_clause)),
+            (
+                "include_all_columns",
+                Some(Value::Boolean(info.include_all_columns)),
+            ),
+        ];
+        cells.extend(table_params(t));
+        rows.add(cells);
+    }
+}
+
+/// `system_schema.tables`: every table of every keyspace, with all its properties (views
+/// are in `system_schema.views`).
+fn tables(rows: &mut Rows<'_>, schema: &Schema) {
+    for t in schema.tables().filter(|t| !t.is_view()) {
         let o = &t.options;
         rows.add(vec![
             ("keyspace_name", text(&t.keyspace)),

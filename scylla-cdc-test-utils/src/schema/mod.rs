@@ -21,6 +21,7 @@ use uuid::Uuid;
 use crate::types::{CqlType, UserType};
 
 pub(crate) mod system;
+pub(crate) mod view;
 
 /// Suffix of CDC log table names.
 pub(crate) const CDC_LOG_SUFFIX: &str = "_scylla_cdc_log";
@@ -341,6 +342,8 @@ pub(crate) enum TableKind {
     Virtual,
     /// A system table stored like a user table (e.g. the CDC generation tables).
     System,
+    /// A materialized view of a base table in the same keyspace.
+    View(Box<view::ViewInfo>),
 }
 
 /// A table definition.

@@ -33,6 +33,7 @@ mod keyspace;
 mod options;
 mod table;
 mod types;
+mod view;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -93,6 +94,8 @@ pub(crate) enum StorageChange {
     },
     /// Remove all of a table's data.
     Truncate(Uuid),
+    /// Fill a new materialized view from its base's rows, once the new schema is in place.
+    BuildView(Arc<TableDef>),
 }
 
 /// Executes a DDL statement (`CREATE/ALTER/DROP KEYSPACE`, `CREATE/ALTER/DROP TABLE`,
@@ -114,6 +117,9 @@ pub(crate) fn execute_ddl(
         Statement::CreateType(s) => types::create(schema, s, ctx),
         Statement::AlterType(s) => types::alter(schema, s, ctx),
         Statement::DropType(s) => types::drop(schema, s, ctx),
+        Statement::CreateView(s) => view::create(schema, s, ctx),
+        Statement::AlterView(s) => view::alter(schema, s, ctx),
+        Statement::DropView(s) => view::drop(schema, s, ctx),
         _ => Err(CqlError::server("not a DDL statement")),
     }
 }

@@ -422,6 +422,13 @@ pub(super) fn alter(
     let Some(table) = ks.tables.get(name) else {
         return Err(no_table(name));
     };
+    let dropped: &[String] = match &stmt.action {
+        AlterTableAction::Drop { columns, .. } => columns,
+        _ => &[],
+    };
+    if let Some(e) = super::view::check_alter_table(schema, table, dropped) {
+        return Err(e);
+    }
     if table.is_cdc_log() {
         let attached = schema.cdc_log_attached(table);
         match &stmt.action {
@@ -664,6 +671,9 @@ pub(super) fn drop(
             format!("Cannot DROP cdc log table {name}"),
         ));
     }
+    if let Some(e) = table.and_then(|t| super::view::check_drop_table(schema, t)) {
+        return Err(e);
+    }
     let Some(table) = table else {
         if stmt.if_exists {
             return Ok(DdlOutcome::unchanged(None));
@@ -720,7 +730,16 @@ pub(super) fn truncate(
             "Cannot truncate virtual table {ks_name}.{name}"
         )));
     }
+    // truncate_statement.cc; a base's views are truncated with it.
+    if table.is_view() {
+        return Err(CqlError::invalid(
+            "Cannot TRUNCATE materialized view directly; must truncate base table instead",
+        ));
+    }
     let mut outcome = DdlOutcome::unchanged(None);
     outcome.storage.push(StorageChange::Truncate(table.id));
+    for view in ks.views_of(name) {
+        outcome.storage.push(StorageChange::Truncate(view.id));
+    }
     Ok(outcome)
 }
