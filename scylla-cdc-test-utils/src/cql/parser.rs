@@ -2015,7 +2015,10 @@ impl<'a> Parser<'a> {
                 let start = self.peek().start;
                 let relation = self.relation()?;
                 let end = self.tokens[self.pos.saturating_sub(1)].end;
-                where_text.push(relation_text(&relation, self.src.get(start..end).unwrap_or("")));
+                where_text.push(relation_text(
+                    &relation,
+                    self.src.get(start..end).unwrap_or(""),
+                ));
                 where_clause.push(relation);
                 if !self.eat_kw("AND") {
                     break;

@@ -249,10 +249,9 @@ impl Database {
         let Some(info) = view.view_info() else {
             return;
         };
-        let (Some(base), Some(view_store)) = (
-            schema.table_by_id(info.base_id),
-            self.table_store(view.id),
-        ) else {
+        let (Some(base), Some(view_store)) =
+            (schema.table_by_id(info.base_id), self.table_store(view.id))
+        else {
             return;
         };
         let Some(base_store) = self.table_store(base.id) else {

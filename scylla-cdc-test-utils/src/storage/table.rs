@@ -1134,16 +1134,14 @@ impl<'a> CollectionView<'a> {
     /// The live elements, in key order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = ElementView<'a>> + use<'a> {
         let now = self.now;
-        self.elements
-            .iter()
-            .filter_map(move |(k, a)| {
-                a.live_value(now).map(|value| ElementView {
-                    key: k,
-                    value,
-                    ts: a.ts,
-                    ttl: remaining_ttl(a.expiry, now),
-                })
+        self.elements.iter().filter_map(move |(k, a)| {
+            a.live_value(now).map(|value| ElementView {
+                key: k,
+                value,
+                ts: a.ts,
+                ttl: remaining_ttl(a.expiry, now),
             })
+        })
     }
 
     /// The collection as a value of `typ` (frozen or not): a list of the values, a set of

@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use crate::cql::{AlterView, CreateView, DropTable, Order, Relation, Selector, Term};
 use crate::frame::{CqlError, SchemaChangeTarget, SchemaChangeType};
+use crate::schema::TableOptions;
 use crate::schema::view::ViewInfo;
 use crate::schema::{ClusteringOrder, ColumnDef, ColumnKind, Schema, TableDef, TableKind};
-use crate::schema::TableOptions;
 
 use super::types::references_duration;
 use super::{
@@ -42,7 +42,11 @@ pub(super) fn create(
 ) -> Result<DdlOutcome, CqlError> {
     let ks_name = keyspace_of(&stmt.name, ctx)?;
     let name = &stmt.name.name;
-    let base_ks = stmt.base.keyspace.clone().unwrap_or_else(|| ks_name.clone());
+    let base_ks = stmt
+        .base
+        .keyspace
+        .clone()
+        .unwrap_or_else(|| ks_name.clone());
     if base_ks != ks_name {
         return Err(CqlError::invalid(format!(
             "Cannot create a materialized view on a table in a separate keyspace ('{base_ks}' != '{ks_name}')"
@@ -76,7 +80,9 @@ pub(super) fn create(
         ));
     }
     if stmt.options.properties.iter().any(|p| p.name == "cdc") {
-        return Err(CqlError::invalid("Cannot enable CDC for a materialized view"));
+        return Err(CqlError::invalid(
+            "Cannot enable CDC for a materialized view",
+        ));
     }
     if base.is_counter() {
         return Err(CqlError::invalid(
@@ -269,9 +275,8 @@ pub(super) fn create(
         }
     }
     // Only the base column added to the view key may be restricted among non-key columns.
-    let allowed_non_pk = restricted_non_pk.len() == 1
-        && has_non_pk
-        && key_names.contains(&restricted_non_pk[0]);
+    let allowed_non_pk =
+        restricted_non_pk.len() == 1 && has_non_pk && key_names.contains(&restricted_non_pk[0]);
     if !restricted_non_pk.is_empty() && !allowed_non_pk {
         return Err(CqlError::invalid(format!(
             "Non-primary key columns cannot be restricted in the SELECT statement used for \
@@ -439,7 +444,9 @@ pub(super) fn alter(
         ));
     }
     if stmt.properties.iter().any(|p| p.name == "cdc") {
-        return Err(CqlError::invalid("Cannot enable CDC for a materialized view"));
+        return Err(CqlError::invalid(
+            "Cannot enable CDC for a materialized view",
+        ));
     }
     let mut updated = (**view).clone();
     let applied = options::apply(&mut updated.options, &stmt.properties, ctx.default_cdc_ttl)?;
