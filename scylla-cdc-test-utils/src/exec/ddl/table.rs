@@ -426,7 +426,8 @@ pub(super) fn alter(
         AlterTableAction::Drop { columns, .. } => columns,
         _ => &[],
     };
-    if let Some(e) = super::view::check_alter_table(schema, table, dropped) {
+    let renames = matches!(stmt.action, AlterTableAction::Rename(_));
+    if let Some(e) = super::view::check_alter_table(schema, table, dropped, renames) {
         return Err(e);
     }
     if table.is_cdc_log() {
@@ -630,8 +631,10 @@ pub(super) fn alter(
     // other ALTER of a base with CDC enabled UPDATED base, then UPDATED log; an ALTER that
     // disables CDC leaves the log alone and announces the base only.
     let base_updated = table_event(SchemaChangeType::Updated, &ks_name, name);
+    // Its views follow an added column (`view`).
+    let view_events = super::view::follow_added_columns(next_ks, table, &updated);
     let log_name = cdc_log_name(name);
-    let events = match sync_cdc_log(next_ks, &updated, ctx, &mut storage)? {
+    let mut events = match sync_cdc_log(next_ks, &updated, ctx, &mut storage)? {
         LogSync::Untouched => vec![base_updated],
         LogSync::Created => vec![
             table_event(SchemaChangeType::Created, &ks_name, &log_name),
@@ -642,6 +645,7 @@ pub(super) fn alter(
             table_event(SchemaChangeType::Updated, &ks_name, &log_name),
         ],
     };
+    events.extend(view_events);
     Ok(DdlOutcome::applied_with_events(
         next,
         SchemaChangeType::Updated,

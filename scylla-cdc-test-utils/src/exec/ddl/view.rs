@@ -10,15 +10,17 @@
 use std::sync::Arc;
 
 use crate::cql::{AlterView, CreateView, DropTable, Order, Relation, Selector, Term};
-use crate::frame::{CqlError, SchemaChangeTarget, SchemaChangeType};
+use crate::frame::{CqlError, SchemaChange, SchemaChangeTarget, SchemaChangeType};
 use crate::schema::TableOptions;
 use crate::schema::view::ViewInfo;
-use crate::schema::{ClusteringOrder, ColumnDef, ColumnKind, Schema, TableDef, TableKind};
+use crate::schema::{
+    ClusteringOrder, ColumnDef, ColumnKind, KeyspaceDef, Schema, TableDef, TableKind,
+};
 
 use super::types::references_duration;
 use super::{
     DdlContext, DdlOutcome, NAME_LENGTH, Permission, StorageChange, check_access, keyspace_of,
-    no_keyspace, options,
+    no_keyspace, options, table_event,
 };
 
 /// The `TABLE` target of a schema change (a view is announced as a table, protocol v4).
@@ -534,11 +536,14 @@ pub(super) fn check_drop_table(schema: &Schema, table: &TableDef) -> Option<CqlE
 
 /// The refusal of `ALTER TABLE` of a view, or of dropping a base column a view needs
 /// (`alter_table_statement.cc`): the view's own columns, and every column when the view
-/// keeps its rows alive with virtual columns (no base regular column in its key).
+/// keeps its rows alive with virtual columns (no base regular column in its key). Renaming
+/// a key column of a base with views (which Scylla carries into the views and their
+/// `WHERE` clauses) is refused by the embedded cluster.
 pub(super) fn check_alter_table(
     schema: &Schema,
     table: &TableDef,
     dropped: &[String],
+    renames: bool,
 ) -> Option<CqlError> {
     if table.is_view() {
         return Some(CqlError::invalid(
@@ -546,6 +551,13 @@ pub(super) fn check_alter_table(
         ));
     }
     let ks = schema.keyspace(&table.keyspace)?;
+    if renames && ks.views_of(&table.name).next().is_some() {
+        return Some(CqlError::invalid(format!(
+            "Renaming a column of table {}.{}, which has materialized views, is not supported \
+             by the embedded cluster",
+            table.keyspace, table.name
+        )));
+    }
     for column in dropped {
         for view in ks.views_of(&table.name) {
             let has_non_pk_key = view.columns.iter().any(|c| {
@@ -567,4 +579,46 @@ pub(super) fn check_alter_table(
         }
     }
     None
+}
+
+/// After `ALTER TABLE base ADD` (`alter_table_statement::add_column`): every view of the base
+/// is rewritten (and announced as UPDATED), and a view created with `SELECT *` gets the new
+/// regular columns (static columns are never in a view).
+pub(super) fn follow_added_columns(
+    ks: &mut KeyspaceDef,
+    before: &TableDef,
+    after: &TableDef,
+) -> Vec<SchemaChange> {
+    let added: Vec<&ColumnDef> = after
+        .columns
+        .iter()
+        .filter(|c| c.kind == ColumnKind::Regular && before.column(&c.name).is_none())
+        .collect();
+    if added.is_empty() {
+        return Vec::new();
+    }
+    let views: Vec<Arc<TableDef>> = ks.views_of(&after.name).cloned().collect();
+    let mut events = Vec::new();
+    for view in views {
+        let mut updated = (*view).clone();
+        if view.view_info().is_some_and(|i| i.include_all_columns) {
+            for c in &added {
+                updated.add_column(ColumnDef {
+                    name: c.name.clone(),
+                    typ: c.typ.clone(),
+                    kind: ColumnKind::Regular,
+                    position: -1,
+                    order: ClusteringOrder::Asc,
+                    id: 0,
+                });
+            }
+        }
+        events.push(table_event(
+            SchemaChangeType::Updated,
+            &view.keyspace,
+            &view.name,
+        ));
+        ks.tables.insert(view.name.clone(), Arc::new(updated));
+    }
+    events
 }
