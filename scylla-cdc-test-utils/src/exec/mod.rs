@@ -20,6 +20,9 @@
 //! too few replicas are up. [`preload`] fills benchmark tables through the same write path
 //! without a client. [`routing`] finds the tablet a request targets (tablets routing).
 //! [`json`] is JSON in CQL: `SELECT JSON`, `INSERT JSON`, `toJson()`, `fromJson()`.
+//! [`view`] keeps materialized views up to date: every base mutation applied through the
+//! write path updates the base's views under the base table's lock, and a new view is built
+//! from its base's rows once the schema that has it is in place.
 
 mod batch;
 mod cdc_write;

@@ -10,6 +10,7 @@
 //! (kept, no longer written) once CDC is disabled ([`Schema::cdc_log_attached`]).
 //! [`KeyspaceDef`]s hold [`Replication`] settings, tables and user types ([`UserType`]).
 //!
+//! - [`view`]: what a materialized view ([`TableKind::View`]) knows of its base table.
 //! - [`system`]: definitions of the system tables (`system.local`, `system_schema.*`, the CDC
 //!   metadata tables) and the rows of the schema tables rendered from a snapshot.
 

@@ -15,6 +15,8 @@
 //! - `table`: CREATE / ALTER / DROP TABLE and TRUNCATE, including the life cycle of the CDC
 //!   log table (created, updated, detached, re-attached and dropped with its base; the log's
 //!   own shape lives in [`crate::cdc::log_schema`]).
+//! - `view`: CREATE / ALTER / DROP MATERIALIZED VIEW with Scylla's validation, and what a
+//!   base's views require of DROP TABLE, ALTER TABLE and TRUNCATE of the base.
 //! - `options`: the `WITH` properties of tables.
 //! - `types`: [`resolve_type`] (a written type against the keyspace's user types, with
 //!   Scylla's freezing rules) and CREATE / ALTER / DROP TYPE.
