@@ -286,6 +286,50 @@ async fn view_rows_expire_with_their_base_cells() {
 }
 
 #[tokio::test]
+async fn views_of_a_table_without_clustering_columns_and_with_a_where_filter() {
+    let s = setup().await;
+    let session = &s.session;
+    run(
+        session,
+        "CREATE TABLE k (id int PRIMARY KEY, n int, t text)",
+    )
+    .await;
+    // The single partition key column needs no IS NOT NULL.
+    run(
+        session,
+        "CREATE MATERIALIZED VIEW k_by_n AS SELECT * FROM k WHERE n IS NOT NULL \
+         PRIMARY KEY (n, id)",
+    )
+    .await;
+    // Only the rows whose base key column matches the WHERE clause's value.
+    run(
+        session,
+        "CREATE MATERIALIZED VIEW k_one AS SELECT id, t FROM k WHERE id = 1 \
+         PRIMARY KEY (id)",
+    )
+    .await;
+    run(session, "INSERT INTO k (id, n, t) VALUES (1, 10, 'a')").await;
+    run(session, "INSERT INTO k (id, n, t) VALUES (2, 20, 'b')").await;
+    run(session, "UPDATE k SET n = 11 WHERE id = 1").await;
+    let mut got = ints(session, "SELECT n, id FROM k_by_n").await;
+    got.sort();
+    assert_eq!(got, vec![some(&[11, 1]), some(&[20, 2])]);
+    let one = rows(session, "SELECT id, t FROM k_one").await;
+    assert_eq!(one.len(), 1);
+    assert_eq!(
+        one[0].columns,
+        vec![Some(CqlValue::Int(1)), Some(CqlValue::Text("a".into()))]
+    );
+    run(session, "DELETE FROM k WHERE id = 1").await;
+    assert_eq!(
+        ints(session, "SELECT n, id FROM k_by_n").await,
+        vec![some(&[20, 2])]
+    );
+    assert!(rows(session, "SELECT * FROM k_one").await.is_empty());
+    s.teardown().await;
+}
+
+#[tokio::test]
 async fn a_view_is_read_like_a_table_with_paging_and_restrictions() {
     let s = setup().await;
     let session = &s.session;
