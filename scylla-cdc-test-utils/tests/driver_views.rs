@@ -480,6 +480,27 @@ async fn views_are_refused_as_scylla_refuses_them() {
         ),
     )
     .await;
+    // IS NOT NULL on a column outside the view key: accepted with Scylla's warning
+    // (`strict_is_not_null_in_views` defaults to `warn`).
+    let created = session
+        .query_unpaged(
+            format!(
+                "CREATE MATERIALIZED VIEW mvw AS SELECT pk, ck, v FROM t {key} AND w IS NOT \
+                 NULL PRIMARY KEY (v, pk, ck)"
+            ),
+            (),
+        )
+        .await
+        .expect("created with a warning");
+    let warnings: Vec<&str> = created.warnings().collect();
+    assert!(
+        warnings.iter().any(|w| w.contains(
+            "The IS NOT NULL restriction is allowed only columns which are part of the view's \
+             primary key, found columns: w."
+        )),
+        "{warnings:?}"
+    );
+    run(session, "DROP MATERIALIZED VIEW mvw").await;
     invalid(
         session,
         "CREATE MATERIALIZED VIEW mv2 AS SELECT * FROM mv WHERE v IS NOT NULL AND pk IS NOT \

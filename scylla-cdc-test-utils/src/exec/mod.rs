@@ -102,6 +102,8 @@ pub(crate) struct Outcome {
     /// The schema changes to announce to registered connections, in order (a DDL
     /// statement can announce several: a table and its CDC log).
     pub(crate) schema_changes: Vec<SchemaChange>,
+    /// Warnings to send with a successful answer.
+    pub(crate) warnings: Vec<String>,
 }
 
 /// The data of one table, behind its own lock (never held across an `.await`: the executor
@@ -340,7 +342,11 @@ impl Database {
             }
         };
         out.truncate(start);
-        frame::encode_response(out, stream, &ext, &[], &response);
+        let warnings = match response {
+            Response::Error(_) => Vec::new(),
+            _ => std::mem::take(&mut outcome.warnings),
+        };
+        frame::encode_response(out, stream, &ext, &warnings, &response);
         outcome
     }
 
@@ -1014,6 +1020,7 @@ impl Database {
             self.build_view(&v);
         }
         outcome.schema_changes = result.events;
+        outcome.warnings = result.warnings;
         match result.change {
             Some(change) => Ok(Some(Response::SchemaChange(change))),
             None => Ok(Some(Response::Void)),

@@ -77,6 +77,8 @@ pub(crate) struct DdlOutcome {
     /// Changes to table data, to apply before the new snapshot is swapped in (also when
     /// `schema` is `None`: `TRUNCATE`).
     pub(crate) storage: Vec<StorageChange>,
+    /// Warnings sent with the answer (`CREATE MATERIALIZED VIEW` has Scylla's).
+    pub(crate) warnings: Vec<String>,
 }
 
 /// A change to table data that comes with a schema change.
@@ -141,6 +143,7 @@ impl DdlOutcome {
             events: vec![change.clone()],
             change: Some(change),
             storage,
+            warnings: Vec::new(),
         }
     }
 
@@ -165,6 +168,7 @@ impl DdlOutcome {
             change: change.map(|(change, target)| SchemaChange { change, target }),
             events: Vec::new(),
             storage: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 }

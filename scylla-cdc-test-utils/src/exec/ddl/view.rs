@@ -180,6 +180,18 @@ pub(super) fn create(
             }
         }
     }
+    // Scylla's warnings (`strict_is_not_null_in_views` is `warn` by default, db/config.cc).
+    let mut warnings = Vec::new();
+    if ks.uses_tablets() {
+        warnings.push(
+            "Creating a materialized view in a keyspaces that uses tablets requires the \
+             keyspace to remain RF-rack-valid while the materialized view exists. Some \
+             operations will be restricted to enforce this: altering the keyspace's \
+             replication factor, adding a node in a new rack, and removing or \
+             decommissioning a node that would eliminate a rack."
+                .to_string(),
+        );
+    }
     let restricted = |c: &ColumnDef| {
         not_null.contains(&c.name.as_str()) || filters.iter().any(|(n, _)| *n == c.name)
     };
@@ -279,6 +291,20 @@ pub(super) fn create(
     // Only the base column added to the view key may be restricted among non-key columns.
     let allowed_non_pk =
         restricted_non_pk.len() == 1 && has_non_pk && key_names.contains(&restricted_non_pk[0]);
+    let ignored_not_null: Vec<&str> = not_null
+        .iter()
+        .copied()
+        .filter(|c| !key_names.contains(c))
+        .collect();
+    if !ignored_not_null.is_empty() {
+        warnings.push(format!(
+            "The IS NOT NULL restriction is allowed only columns which are part of the view's \
+             primary key, found columns: {}. Restrictions on these columns will be silently \
+             ignored. The flag strict_is_not_null_in_views can be used to turn this warning \
+             into an error, or to silence it. (true - error, warn - warning, false - silent)",
+            ignored_not_null.join(", ")
+        ));
+    }
     if !restricted_non_pk.is_empty() && !allowed_non_pk {
         return Err(CqlError::invalid(format!(
             "Non-primary key columns cannot be restricted in the SELECT statement used for \
@@ -346,10 +372,10 @@ pub(super) fn create(
 
     if ks.tables.contains_key(name) {
         if stmt.if_not_exists {
-            return Ok(DdlOutcome::unchanged(Some((
-                SchemaChangeType::Created,
-                target(&ks_name, name),
-            ))));
+            let mut outcome =
+                DdlOutcome::unchanged(Some((SchemaChangeType::Created, target(&ks_name, name))));
+            outcome.warnings = warnings;
+            return Ok(outcome);
         }
         return Err(CqlError::already_exists(
             ks_name.clone(),
@@ -386,7 +412,7 @@ pub(super) fn create(
         return Err(no_keyspace(&ks_name));
     };
     next_ks.tables.insert(name.clone(), view.clone());
-    Ok(DdlOutcome::applied(
+    let mut outcome = DdlOutcome::applied(
         next,
         SchemaChangeType::Created,
         target(&ks_name, name),
@@ -394,7 +420,9 @@ pub(super) fn create(
             StorageChange::CreateTable(view.clone()),
             StorageChange::BuildView(view),
         ],
-    ))
+    );
+    outcome.warnings = warnings;
+    Ok(outcome)
 }
 
 /// A view may not have a default TTL (`view_prop_defs::apply_to_builder`).
