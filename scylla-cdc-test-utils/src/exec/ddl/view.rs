@@ -166,12 +166,7 @@ pub(super) fn create(
                 }
                 filters.push((def.name.clone(), value.to_bytes().to_vec()));
             }
-            Relation::Compare { .. } => {
-                return Err(CqlError::invalid(
-                    "Only IS NOT NULL and equality with a constant are supported in the WHERE \
-                     clause of a materialized view by the embedded cluster",
-                ));
-            }
+            // Scylla also takes slices, IN and the like on key columns.
             _ => {
                 return Err(CqlError::invalid(
                     "Only IS NOT NULL and equality with a constant are supported in the WHERE \
