@@ -419,3 +419,58 @@ async fn indexes_announce_their_views() {
     .await;
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn materialized_views_are_announced_as_tables() {
+    let cluster = TestCluster::start(EmbeddedCluster::builder())
+        .await
+        .expect("cluster starts");
+    let session = cluster.session().await.expect("session");
+    let contact_point = cluster.contact_points().swap_remove(0);
+    let mut listener = Listener::register(&contact_point).await;
+    let ks = unique_keyspace_name();
+    let (l, s, k) = (&mut listener, &*session, ks.as_str());
+    run(
+        s,
+        &format!(
+            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
+             'replication_factor': 1}} AND tablets = {{'enabled': false}}"
+        ),
+    )
+    .await;
+    assert_eq!(l.event(k).await, "CREATED KEYSPACE");
+    run(
+        s,
+        &format!("CREATE TABLE {ks}.t (pk int, v int, PRIMARY KEY (pk))"),
+    )
+    .await;
+    assert_eq!(l.event(k).await, "CREATED TABLE t");
+    // Protocol v4 has no view target: a view is announced as a TABLE.
+    let statements: [(String, &[&str]); 4] = [
+        (
+            format!(
+                "CREATE MATERIALIZED VIEW {ks}.mv AS SELECT * FROM {ks}.t WHERE v IS NOT NULL \
+                 PRIMARY KEY (v, pk)"
+            ),
+            &["CREATED TABLE mv"],
+        ),
+        (
+            format!("ALTER MATERIALIZED VIEW {ks}.mv WITH comment = 'x'"),
+            &["UPDATED TABLE mv"],
+        ),
+        // Adding a base column rewrites every view of the base.
+        (
+            format!("ALTER TABLE {ks}.t ADD w int"),
+            &["UPDATED TABLE mv", "UPDATED TABLE t"],
+        ),
+        (
+            format!("DROP MATERIALIZED VIEW {ks}.mv"),
+            &["DROPPED TABLE mv"],
+        ),
+    ];
+    for (cql, expected) in statements {
+        expect_events(s, l, k, false, &cql, expected).await;
+    }
+    run(s, &format!("DROP KEYSPACE {ks}")).await;
+    cluster.shutdown().await;
+}

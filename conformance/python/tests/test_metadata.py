@@ -1,6 +1,6 @@
 """`cluster.metadata`: keyspaces, tables, columns with their kinds and clustering order, user
 types, and the CDC log table of a table with CDC, as the driver builds them from
-`system_schema`."""
+`system_schema`; materialized views with their base."""
 
 import pytest
 
@@ -152,3 +152,35 @@ def test_system_schema_tables_are_described(cluster):
            for name, t in tables.items()}
     assert got == expected_keys
     assert tables["functions"].columns["argument_types"].cql_type == "frozen<list<text>>"
+
+
+def test_materialized_view(cluster, session):
+    ks = create_keyspace(session, rf=1)
+    session.execute(f"CREATE TABLE {ks}.base (pk int, ck int, v text, w int, "
+                    "PRIMARY KEY (pk, ck))")
+    session.execute(
+        f"CREATE MATERIALIZED VIEW {ks}.by_v AS SELECT pk, ck, v FROM {ks}.base "
+        "WHERE v IS NOT NULL AND pk IS NOT NULL AND ck IS NOT NULL PRIMARY KEY (v, pk, ck) "
+        "WITH CLUSTERING ORDER BY (pk DESC) AND comment = 'by v'")
+    meta = wait_until(lambda: cluster.metadata.keyspaces[ks].views.get("by_v"), 30,
+                      "the view in the driver's metadata")
+    assert meta.base_table_name == "base"
+    assert meta.include_all_columns is False
+    assert meta.where_clause == "v IS NOT NULL AND pk IS NOT NULL AND ck IS NOT NULL"
+    assert [c.name for c in meta.partition_key] == ["v"]
+    assert [c.name for c in meta.clustering_key] == ["pk", "ck"]
+    assert [c.is_reversed for c in meta.clustering_key] == [True, False]
+    assert {n: c.cql_type for n, c in meta.columns.items()} == {
+        "v": "text", "pk": "int", "ck": "int"}
+    assert meta.options["comment"] == "by v"
+    keyspace = cluster.metadata.keyspaces[ks]
+    assert set(keyspace.tables) == {"base"}
+    assert set(keyspace.tables["base"].views) == {"by_v"}
+    assert f"CREATE MATERIALIZED VIEW {ks}.by_v AS" in keyspace.export_as_string()
+    # Rows written to the base are read from the view.
+    session.execute(f"INSERT INTO {ks}.base (pk, ck, v, w) VALUES (1, 2, 'x', 3)")
+    assert list(session.execute(f"SELECT v, pk, ck FROM {ks}.by_v")) == [("x", 1, 2)]
+    session.execute(f"DROP MATERIALIZED VIEW {ks}.by_v")
+    wait_until(lambda: "by_v" not in cluster.metadata.keyspaces[ks].views, 30,
+               "the view gone from the driver's metadata")
+    assert cluster.metadata.keyspaces[ks].tables["base"].views == {}

@@ -95,6 +95,12 @@ pub(crate) enum Statement {
     DropIndex(DropIndex),
     /// `DESCRIBE ...` / `DESC ...` (executed by the server, as Scylla does).
     Describe(Describe),
+    /// `CREATE MATERIALIZED VIEW ...`
+    CreateView(Box<CreateView>),
+    /// `ALTER MATERIALIZED VIEW [ks.]v WITH ...`
+    AlterView(AlterView),
+    /// `DROP MATERIALIZED VIEW [IF EXISTS] [ks.]v`
+    DropView(DropTable),
     /// A statement recognised by its first keywords that the embedded cluster does not
     /// implement (`CREATE MATERIALIZED VIEW`, `GRANT`, ...). The rest of its text is not parsed.
     Unsupported {
@@ -1021,6 +1027,39 @@ pub(crate) struct DropTable {
     pub(crate) table: QualifiedName,
     /// `IF EXISTS`
     pub(crate) if_exists: bool,
+}
+
+/// `CREATE MATERIALIZED VIEW [IF NOT EXISTS] [ks.]v AS SELECT cols FROM [ks.]base
+/// [WHERE ...] PRIMARY KEY (...) [WITH ...]` (Scylla's `createMaterializedViewStatement`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CreateView {
+    /// The view name.
+    pub(crate) name: QualifiedName,
+    /// `IF NOT EXISTS`
+    pub(crate) if_not_exists: bool,
+    /// The selected columns; `None` for `*`. Aliases and expressions are kept so that the
+    /// executor can refuse them with Scylla's errors.
+    pub(crate) columns: Option<Vec<SelectItem>>,
+    /// The base table.
+    pub(crate) base: QualifiedName,
+    /// The `WHERE` relations.
+    pub(crate) where_clause: Vec<Relation>,
+    /// Each relation of `where_clause` as CQL text (`v IS NOT NULL`, `ck = 1`), for
+    /// `system_schema.views.where_clause`.
+    pub(crate) where_text: Vec<String>,
+    /// The view's primary key.
+    pub(crate) primary_key: PrimaryKey,
+    /// The `WITH` clause.
+    pub(crate) options: TableOptions,
+}
+
+/// `ALTER MATERIALIZED VIEW [ks.]v WITH ...`
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct AlterView {
+    /// The view name.
+    pub(crate) name: QualifiedName,
+    /// The new properties.
+    pub(crate) properties: Vec<Property>,
 }
 
 /// `TRUNCATE [TABLE] [ks.]t`

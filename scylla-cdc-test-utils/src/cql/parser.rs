@@ -98,7 +98,6 @@ pub(crate) fn is_reserved(word: &str) -> bool {
 
 /// Statements recognised by their leading keywords and answered as unsupported.
 const UNSUPPORTED: &[&[&str]] = &[
-    &["CREATE", "MATERIALIZED", "VIEW"],
     &["CREATE", "FUNCTION"],
     &["CREATE", "AGGREGATE"],
     &["CREATE", "OR", "REPLACE", "FUNCTION"],
@@ -107,11 +106,9 @@ const UNSUPPORTED: &[&[&str]] = &[
     &["CREATE", "USER"],
     &["CREATE", "TRIGGER"],
     &["CREATE", "SERVICE_LEVEL"],
-    &["ALTER", "MATERIALIZED", "VIEW"],
     &["ALTER", "ROLE"],
     &["ALTER", "USER"],
     &["ALTER", "SERVICE_LEVEL"],
-    &["DROP", "MATERIALIZED", "VIEW"],
     &["DROP", "FUNCTION"],
     &["DROP", "AGGREGATE"],
     &["DROP", "ROLE"],
@@ -1897,6 +1894,11 @@ impl<'a> Parser<'a> {
         if self.at_kw("INDEX") || (self.at_kw("CUSTOM") && self.is_kw_at(1, "INDEX")) {
             return Ok(Statement::CreateIndex(Box::new(self.create_index()?)));
         }
+        if self.at_kw("MATERIALIZED") && self.is_kw_at(1, "VIEW") {
+            self.advance();
+            self.advance();
+            return Ok(Statement::CreateView(Box::new(self.create_view()?)));
+        }
         if self.eat_kw("TYPE") {
             let if_not_exists = self.if_not_exists()?;
             let name = self.qualified_name("type name")?;
@@ -2058,6 +2060,61 @@ impl<'a> Parser<'a> {
             name,
             if_not_exists,
             columns,
+            primary_key,
+            options,
+        })
+    }
+
+    /// The rest of `CREATE MATERIALIZED VIEW` after the keywords (Cql.g
+    /// `createMaterializedViewStatement`).
+    fn create_view(&mut self) -> PResult<CreateView> {
+        let if_not_exists = self.if_not_exists()?;
+        let name = self.qualified_name("view name")?;
+        self.expect_kw("AS")?;
+        self.expect_kw("SELECT")?;
+        let columns = if self.eat(TokenKind::Star) {
+            None
+        } else {
+            let mut items = vec![self.select_item()?];
+            while self.eat(TokenKind::Comma) {
+                items.push(self.select_item()?);
+            }
+            Some(items)
+        };
+        self.expect_kw("FROM")?;
+        let base = self.qualified_name("table name")?;
+        let mut where_clause = Vec::new();
+        let mut where_text = Vec::new();
+        if self.eat_kw("WHERE") {
+            loop {
+                let start = self.peek().start;
+                let relation = self.relation()?;
+                let end = self.tokens[self.pos.saturating_sub(1)].end;
+                where_text.push(relation_text(
+                    &relation,
+                    self.src.get(start..end).unwrap_or(""),
+                ));
+                where_clause.push(relation);
+                if !self.eat_kw("AND") {
+                    break;
+                }
+            }
+        }
+        self.expect_kw("PRIMARY")?;
+        self.expect_kw("KEY")?;
+        let primary_key = self.primary_key_clause()?;
+        let options = if self.eat_kw("WITH") {
+            self.table_options()?
+        } else {
+            TableOptions::default()
+        };
+        Ok(CreateView {
+            name,
+            if_not_exists,
+            columns,
+            base,
+            where_clause,
+            where_text,
             primary_key,
             options,
         })
@@ -2241,6 +2298,14 @@ impl<'a> Parser<'a> {
             let properties = self.properties()?;
             return Ok(Statement::AlterKeyspace(AlterKeyspace { name, properties }));
         }
+        if self.at_kw("MATERIALIZED") && self.is_kw_at(1, "VIEW") {
+            self.advance();
+            self.advance();
+            let name = self.qualified_name("view name")?;
+            self.expect_kw("WITH")?;
+            let properties = self.properties()?;
+            return Ok(Statement::AlterView(AlterView { name, properties }));
+        }
         if self.eat_kw("TABLE") || self.eat_kw("COLUMNFAMILY") {
             let table = self.qualified_name("table name")?;
             let action = self.alter_table_action()?;
@@ -2359,6 +2424,13 @@ impl<'a> Parser<'a> {
             let table = self.qualified_name("table name")?;
             return Ok(Statement::DropTable(DropTable { table, if_exists }));
         }
+        if self.at_kw("MATERIALIZED") && self.is_kw_at(1, "VIEW") {
+            self.advance();
+            self.advance();
+            let if_exists = self.if_exists()?;
+            let table = self.qualified_name("view name")?;
+            return Ok(Statement::DropView(DropTable { table, if_exists }));
+        }
         if self.eat_kw("TYPE") {
             let if_exists = self.if_exists()?;
             let name = self.qualified_name("type name")?;
@@ -2370,6 +2442,18 @@ impl<'a> Parser<'a> {
             return Ok(Statement::DropIndex(DropIndex { name, if_exists }));
         }
         Err(self.mismatch("KEYSPACE, TABLE, INDEX or TYPE"))
+    }
+}
+
+/// A relation of a view's `WHERE` clause as Scylla stores it in
+/// `system_schema.views.where_clause` (`relations_to_where_clause`): `IS NOT NULL` in its
+/// canonical spelling, any other relation as written with its whitespace collapsed.
+fn relation_text(relation: &Relation, written: &str) -> String {
+    match relation {
+        Relation::IsNotNull { column } => {
+            format!("{} IS NOT NULL", crate::types::quote_identifier(column))
+        }
+        _ => written.split_whitespace().collect::<Vec<_>>().join(" "),
     }
 }
 

@@ -2001,17 +2001,12 @@ fn create_and_drop_index() {
 #[test]
 fn unsupported_statements_are_recognised() {
     for (text, what) in [
-        (
-            "CREATE MATERIALIZED VIEW mv AS SELECT * FROM t WHERE a IS NOT NULL PRIMARY KEY (a)",
-            "CREATE MATERIALIZED VIEW",
-        ),
         ("create function f() returns int", "CREATE FUNCTION"),
         ("CREATE OR REPLACE FUNCTION f", "CREATE OR REPLACE FUNCTION"),
         ("CREATE ROLE r WITH PASSWORD = 'p'", "CREATE ROLE"),
         ("GRANT SELECT ON ALL KEYSPACES TO r", "GRANT"),
         ("REVOKE ALL ON ks.t FROM r", "REVOKE"),
         ("LIST ROLES", "LIST"),
-        ("DROP MATERIALIZED VIEW mv", "DROP MATERIALIZED VIEW"),
     ] {
         assert_eq!(
             parse(text),
@@ -2021,6 +2016,55 @@ fn unsupported_statements_are_recognised() {
     }
     // Lexical errors are still reported.
     assert!(parse_statement("GRANT 'open").is_err());
+}
+
+#[test]
+fn materialized_view_statements() {
+    let Statement::CreateView(v) = parse(
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS ks.mv AS SELECT a, \"B\" FROM t \
+         WHERE a IS NOT NULL AND  \"B\"   IS NOT NULL AND c = 1 \
+         PRIMARY KEY ((a, \"B\"), c) WITH CLUSTERING ORDER BY (c DESC) AND comment = 'x'",
+    ) else {
+        panic!("not a CREATE MATERIALIZED VIEW");
+    };
+    assert_eq!(v.name, qname("ks", "mv"));
+    assert!(v.if_not_exists);
+    assert_eq!(v.base, QualifiedName::unqualified("t"));
+    assert_eq!(v.columns.as_ref().map(Vec::len), Some(2));
+    assert_eq!(v.where_clause.len(), 3);
+    // As Scylla stores it in system_schema.views.where_clause.
+    assert_eq!(
+        v.where_text,
+        vec!["a IS NOT NULL", "\"B\" IS NOT NULL", "c = 1"]
+    );
+    assert_eq!(v.primary_key.partition_key, vec!["a", "B"]);
+    assert_eq!(v.primary_key.clustering, vec!["c"]);
+    assert_eq!(
+        v.options.clustering_order,
+        vec![("c".to_string(), Order::Desc)]
+    );
+    assert_eq!(v.options.properties.len(), 1);
+    let Statement::CreateView(star) =
+        parse("CREATE MATERIALIZED VIEW mv AS SELECT * FROM ks.t PRIMARY KEY (a)")
+    else {
+        panic!("not a CREATE MATERIALIZED VIEW");
+    };
+    assert_eq!(star.columns, None);
+    assert!(star.where_clause.is_empty());
+    assert!(matches!(
+        parse("ALTER MATERIALIZED VIEW mv WITH comment = 'y'"),
+        Statement::AlterView(AlterView { properties, .. }) if properties.len() == 1
+    ));
+    assert_eq!(
+        parse("DROP MATERIALIZED VIEW IF EXISTS ks.mv"),
+        Statement::DropView(DropTable {
+            table: qname("ks", "mv"),
+            if_exists: true
+        })
+    );
+    // A view needs its PRIMARY KEY, and ALTER its WITH.
+    assert!(parse_statement("CREATE MATERIALIZED VIEW mv AS SELECT * FROM t").is_err());
+    assert!(parse_statement("ALTER MATERIALIZED VIEW mv").is_err());
 }
 
 // ---------------------------------------------------------------------------------------

@@ -209,7 +209,8 @@ impl Database {
             };
             log_mutation(&ctx, data.partition(m.key.token, &m.key.bytes, now), m, now)
         });
-        data.apply(m, now);
+        // The base row and its views (`view`).
+        self.apply_base(base, data, m, now);
         if let (Some(rows), Some((w, _))) = (log_rows, cdc) {
             w.apply_log(std::slice::from_ref(&rows), now);
         }
@@ -241,7 +242,8 @@ impl Database {
             m,
             now,
         );
-        data.apply(m, now);
+        // The base row and its views (`view`).
+        self.apply_base(base, data, m, now);
         log_rows
     }
 

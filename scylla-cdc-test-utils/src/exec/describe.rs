@@ -17,10 +17,13 @@
 //! Secondary indexes are described after their table (and by `DESC INDEX` or by name) as
 //! `CREATE INDEX ... WITH <the backing view's properties>`; `DESC MATERIALIZED VIEW` of an
 //! index's view answers its `CREATE MATERIALIZED VIEW` inside a "Do NOT execute" comment.
+//! Materialized views are described as Scylla does: after their base table's indexes
+//! (`DESC TABLE` and keyspace descriptions), on their own with `DESC MATERIALIZED VIEW` or
+//! `DESC name`, never in `DESC TABLES`.
 //!
-//! The embedded cluster has no roles, service levels, user functions, aggregates or
-//! materialized views (but the views of indexes), so the listings of those are empty and
-//! naming one fails as it does on Scylla when it does not exist.
+//! The embedded cluster has no roles, service levels, user functions or aggregates, so the
+//! listings of those are empty and naming one fails as it does on Scylla when it does not
+//! exist.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -247,11 +250,12 @@ fn is_attached_log(ks: &KeyspaceDef, table: &str) -> bool {
         .is_some_and(|base| base.options.cdc_enabled())
 }
 
-/// The tables a keyspace lists: every table but attached CDC logs, by name.
+/// The tables a keyspace lists: every table but attached CDC logs and views, by name
+/// (`keyspace_metadata::tables` has no views).
 fn listed_tables(ks: &KeyspaceDef) -> Vec<&Arc<TableDef>> {
     ks.tables
         .values()
-        .filter(|t| !is_attached_log(ks, &t.name))
+        .filter(|t| !is_attached_log(ks, &t.name) && !t.is_view())
         .collect()
 }
 
@@ -281,6 +285,11 @@ fn describe_element(
             let t = ks.tables.get(name).ok_or_else(|| {
                 CqlError::invalid(format!("Table '{name}' not found in keyspace '{ks_name}'"))
             })?;
+            if t.is_view() {
+                return Err(CqlError::invalid(
+                    "Cannot use DESC TABLE on materialized View. (Did you mean DESC MATERIALIZED VIEW)?",
+                ));
+            }
             Ok(describe_table(schema, ks, t, internals))
         }
         DescribeTarget::Type(_) => {
@@ -295,11 +304,14 @@ fn describe_element(
                 "Table for existing index '{name}' not found in '{ks_name}'"
             ))),
         },
-        DescribeTarget::MaterializedView(_) => match index_view(ks, name) {
-            Some((t, i)) => Ok(vec![describe_index_view(t, i, internals)]),
-            None => Err(CqlError::invalid(format!(
-                "Materialized view '{name}' not found in keyspace '{ks_name}'"
-            ))),
+        DescribeTarget::MaterializedView(_) => match ks.tables.get(name) {
+            Some(v) if v.is_view() => Ok(vec![describe_view(v, internals)]),
+            _ => match index_view(ks, name) {
+                Some((t, i)) => Ok(vec![describe_index_view(t, i, internals)]),
+                None => Err(CqlError::invalid(format!(
+                    "Materialized view '{name}' not found in keyspace '{ks_name}'"
+                ))),
+            },
         },
         DescribeTarget::Function(_) => Err(CqlError::invalid(format!(
             "Function '{name}' not found in keyspace '{ks_name}'"
@@ -334,6 +346,9 @@ fn describe_generic(
         .keyspace(ks_name)
         .ok_or_else(|| CqlError::invalid(format!("'{element}' not found in keyspaces")))?;
     if let Some(t) = ks.tables.get(element) {
+        if t.is_view() {
+            return Ok(vec![describe_view(t, internals)]);
+        }
         return Ok(describe_table(schema, ks, t, internals));
     }
     if let Some((t, i)) = index_view(ks, element) {
@@ -512,6 +527,8 @@ fn describe_table(
     }];
     // Its indexes, by name (`describe_statement.cc` `table`).
     out.extend(t.indexes.iter().map(|i| describe_index(t, i, internals)));
+    // Its views, by name (`describe_statement.cc` `table()`: indexes, then views).
+    out.extend(ks.views_of(&t.name).map(|v| describe_view(v, internals)));
     if t.options.cdc_enabled()
         && let Some(log) = schema.cdc_log_of(t)
     {
@@ -651,6 +668,66 @@ fn index_view_properties(view: &TableDef, i: &crate::schema::IndexDef) -> String
         props.push_str("\n    AND synchronous_updates = true");
     }
     props
+}
+
+/// A materialized view (`schema::get_create_statement` of a view): `CREATE MATERIALIZED
+/// VIEW ks.v AS SELECT ... FROM ks.base WHERE ... PRIMARY KEY (...) WITH ...`.
+fn describe_view(v: &TableDef, internals: bool) -> Description {
+    let info = v.view_info();
+    let mut s = format!("CREATE MATERIALIZED VIEW {} AS\n    SELECT ", qualified(v));
+    if info.is_some_and(|i| i.include_all_columns) {
+        s.push('*');
+    } else {
+        let names: Vec<String> = v.columns.iter().map(|c| maybe_quote(&c.name)).collect();
+        s.push_str(&names.join(", "));
+    }
+    let base = info.map(|i| i.base.as_str()).unwrap_or_default();
+    let _ = write!(
+        s,
+        "\n    FROM {}.{}\n    WHERE {}",
+        maybe_quote(&v.keyspace),
+        maybe_quote(base),
+        info.map(|i| i.where_clause.as_str()).unwrap_or_default()
+    );
+    let pk: Vec<String> = v.partition_key().map(|c| maybe_quote(&c.name)).collect();
+    s.push_str("\n    PRIMARY KEY (");
+    if pk.len() > 1 {
+        let _ = write!(s, "({})", pk.join(", "));
+    } else {
+        s.push_str(&pk.join(", "));
+    }
+    for c in v.clustering_key() {
+        let _ = write!(s, ", {}", maybe_quote(&c.name));
+    }
+    s.push_str(")\n    WITH ");
+    if internals {
+        let _ = write!(s, "ID = {}\nAND ", v.id);
+    }
+    let clustering: Vec<String> = v
+        .clustering_key()
+        .map(|c| {
+            let order = match c.order {
+                ClusteringOrder::Asc => "ASC",
+                ClusteringOrder::Desc => "DESC",
+            };
+            format!("{} {order}", maybe_quote(&c.name))
+        })
+        .collect();
+    if !clustering.is_empty() {
+        let _ = write!(
+            s,
+            "CLUSTERING ORDER BY ({})\n    AND ",
+            clustering.join(", ")
+        );
+    }
+    s.push_str(&table_properties(v));
+    s.push_str(";\n");
+    Description {
+        keyspace: v.keyspace.clone(),
+        kind: "view",
+        name: v.name.clone(),
+        create_statement: Some(s),
+    }
 }
 
 /// `ks.t`, each part quoted when needed.

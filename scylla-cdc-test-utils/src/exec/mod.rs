@@ -21,6 +21,9 @@
 //! without a client. [`routing`] finds the tablet a request targets (tablets routing).
 //! [`index`] decides which SELECTs read through a secondary index (DDL: `ddl::index`).
 //! [`json`] is JSON in CQL: `SELECT JSON`, `INSERT JSON`, `toJson()`, `fromJson()`.
+//! [`view`] keeps materialized views up to date: every base mutation applied through the
+//! write path updates the base's views under the base table's lock, and a new view is built
+//! from its base's rows once the schema that has it is in place.
 
 mod batch;
 mod cdc_write;
@@ -38,6 +41,7 @@ mod routing;
 mod scylla_text;
 mod select;
 mod values;
+mod view;
 
 mod ddl;
 mod system_tables;
@@ -100,6 +104,8 @@ pub(crate) struct Outcome {
     /// The schema changes to announce to registered connections, in order (a DDL
     /// statement can announce several: a table and its CDC log).
     pub(crate) schema_changes: Vec<SchemaChange>,
+    /// Warnings to send with a successful answer.
+    pub(crate) warnings: Vec<String>,
 }
 
 /// The data of one table, behind its own lock (never held across an `.await`: the executor
@@ -338,7 +344,11 @@ impl Database {
             }
         };
         out.truncate(start);
-        frame::encode_response(out, stream, &ext, &[], &response);
+        let warnings = match response {
+            Response::Error(_) => Vec::new(),
+            _ => std::mem::take(&mut outcome.warnings),
+        };
+        frame::encode_response(out, stream, &ext, &warnings, &response);
         outcome
     }
 
@@ -961,6 +971,7 @@ impl Database {
             default_cdc_ttl: self.config.default_cdc_ttl,
         };
         let result = ddl::execute_ddl(&schema, stmt, &ctx)?;
+        let mut builds = Vec::new();
         for change in result.storage {
             match change {
                 ddl::StorageChange::CreateTable(t) => {
@@ -1000,12 +1011,18 @@ impl Database {
                         store.data.write().truncate();
                     }
                 }
+                ddl::StorageChange::BuildView(v) => builds.push(v),
             }
         }
         if let Some(new) = result.schema {
             *self.schema.write() = Arc::new(new);
         }
+        // Views are built once writes see them, so no write to the base is missed.
+        for v in builds {
+            self.build_view(&v);
+        }
         outcome.schema_changes = result.events;
+        outcome.warnings = result.warnings;
         match result.change {
             Some(change) => Ok(Some(Response::SchemaChange(change))),
             None => Ok(Some(Response::Void)),

@@ -328,6 +328,10 @@ pub(crate) fn check_writable(table: &TableDef) -> Result<(), CqlError> {
             "Cannot modify virtual table {}.{}",
             table.keyspace, table.name
         ))),
+        // modification_statement.cc (`validate`).
+        crate::schema::TableKind::View(_) => Err(CqlError::invalid(
+            "Cannot directly modify a materialized view",
+        )),
         _ if table.keyspace == crate::schema::system::SYSTEM_SCHEMA => Err(CqlError::new(
             crate::frame::ErrorKind::Unauthorized,
             format!("{} keyspace is not user-modifiable.", table.keyspace),

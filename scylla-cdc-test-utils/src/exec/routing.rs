@@ -108,7 +108,7 @@ impl Database {
 /// CDC log; `None` for tables without tablets (system and virtual ones).
 fn tablet_map_owner(schema: &crate::schema::Schema, table: &TableDef) -> Option<Uuid> {
     match &table.kind {
-        TableKind::User => Some(table.id),
+        TableKind::User | TableKind::View(_) => Some(table.id),
         TableKind::CdcLog { base } => schema.table(&table.keyspace, base).map(|b| b.id),
         TableKind::Virtual | TableKind::System => None,
     }

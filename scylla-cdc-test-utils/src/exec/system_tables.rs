@@ -89,13 +89,16 @@ pub(crate) fn virtual_table_rows(
         (SYSTEM_SCHEMA, "dropped_columns") => dropped_columns(&mut rows, view.schema),
         (SYSTEM_SCHEMA, "types") => types(&mut rows, view.schema),
         (SYSTEM_SCHEMA, "indexes") => indexes(&mut rows, view.schema),
-        (SYSTEM_SCHEMA, "views") => views(&mut rows, view.schema),
+        (SYSTEM_SCHEMA, "views") => {
+            materialized_views(&mut rows, view.schema);
+            views(&mut rows, view.schema);
+        }
         (SYSTEM_SCHEMA, "computed_columns") => computed_columns(&mut rows, view.schema),
         (SYSTEM_SCHEMA, "view_virtual_columns") => view_virtual_columns(&mut rows, view.schema),
         (SYSTEM, CDC_TIMESTAMPS) => cdc_timestamps(&mut rows, view),
         (SYSTEM, CDC_STREAMS) => cdc_streams(&mut rows, view),
-        // No materialized views (but the views of secondary indexes), triggers,
-        // user-defined functions or aggregates can be created, so their tables have no rows.
+        // No triggers, user-defined functions or aggregates can be created, so their tables
+        // have no rows.
         _ => {}
     }
     rows.finish()
@@ -454,9 +457,35 @@ fn table_params(
     ]
 }
 
-/// `system_schema.tables`: every table of every keyspace, with all its properties.
-fn tables(rows: &mut Rows<'_>, schema: &Schema) {
+/// `system_schema.views`: every materialized view, with its base and its properties
+/// (`make_view_mutations`, db/schema_tables.cc). Its columns are in
+/// `system_schema.columns`, under the view's name.
+fn materialized_views(rows: &mut Rows<'_>, schema: &Schema) {
     for t in schema.tables() {
+        let Some(info) = t.view_info() else {
+            continue;
+        };
+        let mut cells = vec![
+            ("keyspace_name", text(&t.keyspace)),
+            ("view_name", text(&t.name)),
+            ("base_table_id", Some(Value::uuid(info.base_id))),
+            ("base_table_name", text(&info.base)),
+            ("where_clause", text(&info.where_clause)),
+            (
+                "include_all_columns",
+                Some(Value::Boolean(info.include_all_columns)),
+            ),
+        ];
+        cells.push(("id", Some(Value::uuid(t.id))));
+        cells.extend(table_params(&t.options, extensions(t)));
+        rows.add(cells);
+    }
+}
+
+/// `system_schema.tables`: every table of every keyspace, with all its properties (views
+/// are in `system_schema.views`).
+fn tables(rows: &mut Rows<'_>, schema: &Schema) {
+    for t in schema.tables().filter(|t| !t.is_view()) {
         let mut cells = vec![
             ("keyspace_name", text(&t.keyspace)),
             ("table_name", text(&t.name)),

@@ -10,6 +10,7 @@
 //! (kept, no longer written) once CDC is disabled ([`Schema::cdc_log_attached`]).
 //! [`KeyspaceDef`]s hold [`Replication`] settings, tables and user types ([`UserType`]).
 //!
+//! - [`view`]: what a materialized view ([`TableKind::View`]) knows of its base table.
 //! - [`system`]: definitions of the system tables (`system.local`, `system_schema.*`, the CDC
 //!   metadata tables) and the rows of the schema tables rendered from a snapshot.
 
@@ -22,6 +23,7 @@ use crate::types::{CqlType, UserType};
 
 pub(crate) mod index;
 pub(crate) mod system;
+pub(crate) mod view;
 
 pub(crate) use index::IndexDef;
 
@@ -344,6 +346,8 @@ pub(crate) enum TableKind {
     Virtual,
     /// A system table stored like a user table (e.g. the CDC generation tables).
     System,
+    /// A materialized view of a base table in the same keyspace.
+    View(Box<view::ViewInfo>),
 }
 
 /// A table definition.

@@ -809,6 +809,19 @@ impl TableData {
         self.partitions.retain(|_, p| !p.is_empty());
     }
 
+    /// Removes one clustering row outright, with no tombstone left behind (a materialized
+    /// view replacing the rows it derives from one base row: `exec::view`).
+    pub(crate) fn remove_row(&mut self, token: i64, key: &Bytes, clustering: &[Value]) {
+        let k = (token, key.clone());
+        let Some(p) = self.partitions.get_mut(&k) else {
+            return;
+        };
+        p.rows.remove(&self.comparator.at(clustering));
+        if p.is_empty() {
+            self.partitions.remove(&k);
+        }
+    }
+
     /// Removes all data.
     pub(crate) fn truncate(&mut self) {
         self.partitions.clear();
@@ -967,7 +980,6 @@ pub(crate) struct RowView<'a> {
 }
 
 /// The live row marker of a row.
-#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct MarkerView {
     /// Write timestamp.
@@ -992,7 +1004,6 @@ impl<'a> RowView<'a> {
     }
 
     /// The live row marker.
-    #[cfg(test)]
     pub(crate) fn marker(&self) -> Option<MarkerView> {
         let m = &self.row.marker;
         m.is_live(self.now).then(|| MarkerView {
@@ -1113,15 +1124,24 @@ pub(crate) struct ElementView<'a> {
     pub key: &'a Value,
     /// The value ([`Value::Empty`] for set elements).
     pub value: &'a Value,
+    /// Write timestamp.
+    pub ts: Timestamp,
+    /// Remaining TTL in seconds, if the element expires.
+    pub ttl: Option<u32>,
 }
 
 impl<'a> CollectionView<'a> {
     /// The live elements, in key order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = ElementView<'a>> + use<'a> {
         let now = self.now;
-        self.elements
-            .iter()
-            .filter_map(move |(k, a)| a.live_value(now).map(|value| ElementView { key: k, value }))
+        self.elements.iter().filter_map(move |(k, a)| {
+            a.live_value(now).map(|value| ElementView {
+                key: k,
+                value,
+                ts: a.ts,
+                ttl: remaining_ttl(a.expiry, now),
+            })
+        })
     }
 
     /// The collection as a value of `typ` (frozen or not): a list of the values, a set of

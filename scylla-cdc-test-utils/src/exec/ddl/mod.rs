@@ -15,6 +15,8 @@
 //! - `table`: CREATE / ALTER / DROP TABLE and TRUNCATE, including the life cycle of the CDC
 //!   log table (created, updated, detached, re-attached and dropped with its base; the log's
 //!   own shape lives in [`crate::cdc::log_schema`]).
+//! - `view`: CREATE / ALTER / DROP MATERIALIZED VIEW with Scylla's validation, and what a
+//!   base's views require of DROP TABLE, ALTER TABLE and TRUNCATE of the base.
 //! - `options`: the `WITH` properties of tables.
 //! - `types`: [`resolve_type`] (a written type against the keyspace's user types, with
 //!   Scylla's freezing rules) and CREATE / ALTER / DROP TYPE.
@@ -34,6 +36,7 @@ mod keyspace;
 mod options;
 mod table;
 mod types;
+mod view;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -75,6 +78,8 @@ pub(crate) struct DdlOutcome {
     /// Changes to table data, to apply before the new snapshot is swapped in (also when
     /// `schema` is `None`: `TRUNCATE`).
     pub(crate) storage: Vec<StorageChange>,
+    /// Warnings sent with the answer (`CREATE MATERIALIZED VIEW` has Scylla's).
+    pub(crate) warnings: Vec<String>,
 }
 
 /// A change to table data that comes with a schema change.
@@ -94,6 +99,8 @@ pub(crate) enum StorageChange {
     },
     /// Remove all of a table's data.
     Truncate(Uuid),
+    /// Fill a new materialized view from its base's rows, once the new schema is in place.
+    BuildView(Arc<TableDef>),
 }
 
 /// Executes a DDL statement (`CREATE/ALTER/DROP KEYSPACE`, `CREATE/ALTER/DROP TABLE`,
@@ -117,6 +124,9 @@ pub(crate) fn execute_ddl(
         Statement::DropType(s) => types::drop(schema, s, ctx),
         Statement::CreateIndex(s) => index::create(schema, s, ctx),
         Statement::DropIndex(s) => index::drop(schema, s, ctx),
+        Statement::CreateView(s) => view::create(schema, s, ctx),
+        Statement::AlterView(s) => view::alter(schema, s, ctx),
+        Statement::DropView(s) => view::drop(schema, s, ctx),
         _ => Err(CqlError::server("not a DDL statement")),
     }
 }
@@ -136,6 +146,7 @@ impl DdlOutcome {
             events: vec![change.clone()],
             change: Some(change),
             storage,
+            warnings: Vec::new(),
         }
     }
 
@@ -160,6 +171,7 @@ impl DdlOutcome {
             change: change.map(|(change, target)| SchemaChange { change, target }),
             events: Vec::new(),
             storage: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 }

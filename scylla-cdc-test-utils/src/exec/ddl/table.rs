@@ -427,6 +427,14 @@ pub(super) fn alter(
     let Some(table) = ks.tables.get(name) else {
         return Err(no_table(name));
     };
+    let dropped: &[String] = match &stmt.action {
+        AlterTableAction::Drop { columns, .. } => columns,
+        _ => &[],
+    };
+    let renames = matches!(stmt.action, AlterTableAction::Rename(_));
+    if let Some(e) = super::view::check_alter_table(schema, table, dropped, renames) {
+        return Err(e);
+    }
     if table.is_cdc_log() {
         let attached = schema.cdc_log_attached(table);
         match &stmt.action {
@@ -630,8 +638,10 @@ pub(super) fn alter(
     // other ALTER of a base with CDC enabled UPDATED base, then UPDATED log; an ALTER that
     // disables CDC leaves the log alone and announces the base only.
     let base_updated = table_event(SchemaChangeType::Updated, &ks_name, name);
+    // Its views follow an added column (`view`).
+    let view_events = super::view::follow_added_columns(next_ks, table, &updated);
     let log_name = cdc_log_name(name);
-    let events = match sync_cdc_log(next_ks, &updated, ctx, &mut storage)? {
+    let mut events = match sync_cdc_log(next_ks, &updated, ctx, &mut storage)? {
         LogSync::Untouched => vec![base_updated],
         LogSync::Created => vec![
             table_event(SchemaChangeType::Created, &ks_name, &log_name),
@@ -642,6 +652,7 @@ pub(super) fn alter(
             table_event(SchemaChangeType::Updated, &ks_name, &log_name),
         ],
     };
+    events.extend(view_events);
     Ok(DdlOutcome::applied_with_events(
         next,
         SchemaChangeType::Updated,
@@ -670,6 +681,9 @@ pub(super) fn drop(
             ErrorKind::Unauthorized,
             format!("Cannot DROP cdc log table {name}"),
         ));
+    }
+    if let Some(e) = table.and_then(|t| super::view::check_drop_table(schema, t)) {
+        return Err(e);
     }
     let Some(table) = table else {
         if stmt.if_exists {
@@ -734,7 +748,16 @@ pub(super) fn truncate(
             "Cannot truncate virtual table {ks_name}.{name}"
         )));
     }
+    // truncate_statement.cc; a base's views are truncated with it.
+    if table.is_view() {
+        return Err(CqlError::invalid(
+            "Cannot TRUNCATE materialized view directly; must truncate base table instead",
+        ));
+    }
     let mut outcome = DdlOutcome::unchanged(None);
     outcome.storage.push(StorageChange::Truncate(table.id));
+    for view in ks.views_of(name) {
+        outcome.storage.push(StorageChange::Truncate(view.id));
+    }
     Ok(outcome)
 }
