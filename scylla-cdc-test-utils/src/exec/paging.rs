@@ -25,8 +25,9 @@
 //!   expired in a CDC log (`gc_grace_seconds = 0`) cost nothing.
 //!
 //! Unpaged reads ignore both (`bump_and_check_tombstone_limit` lets them run on). A short
-//! page always says that more pages follow, even when nothing does (the pager only
-//! concludes that it is exhausted from a page that is neither short nor full,
+//! page, like a page holding as many rows as the client asked for, always says that more
+//! pages follow, even when nothing does (the pager only concludes that it is exhausted from
+//! a page that is neither short nor full, or once LIMIT is reached,
 //! `service/pager/query_pagers.cc`); the next page then comes back empty and final.
 //!
 //! Here range tombstones are not counted (the paging state resumes after a row or a

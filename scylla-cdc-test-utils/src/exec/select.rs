@@ -1202,8 +1202,12 @@ impl Sink<'_, '_, '_> {
             in_partition: self.in_partition,
         });
         // A short read: the page's data is past `query_page_size_in_bytes`, or a partition
-        // tombstone reached the tombstone limit before this row.
-        if self.budget.add_row(written) || self.budget.tombstones_reached() {
+        // tombstone reached the tombstone limit before this row. A full page ends here too,
+        // saying more follow whether or not any does: Scylla's pager concludes it is
+        // exhausted only from a page with fewer rows than asked for and not short (or from
+        // LIMIT), `service/pager/query_pagers.cc`.
+        let short = self.budget.add_row(written) || self.budget.tombstones_reached();
+        if short || self.page_rows >= self.page_size {
             return Ok(self.cut(key.0, key.1, clustering));
         }
         Ok(Flow::Continue)
