@@ -153,6 +153,8 @@ pub struct ClusterBuilder {
     default_cdc_ttl: u32,
     seed: Option<u64>,
     preloads: Vec<Preload>,
+    query_page_size_in_bytes: u64,
+    query_tombstone_page_limit: u64,
 }
 
 /// The TLS settings of a cluster (see [`ClusterBuilder::tls`]).
@@ -212,6 +214,8 @@ impl Default for ClusterBuilder {
             default_cdc_ttl: 86400,
             seed: None,
             preloads: Vec::new(),
+            query_page_size_in_bytes: cluster::DEFAULT_QUERY_PAGE_SIZE_IN_BYTES,
+            query_tombstone_page_limit: cluster::DEFAULT_QUERY_TOMBSTONE_PAGE_LIMIT,
         }
     }
 }
@@ -317,6 +321,23 @@ impl ClusterBuilder {
         self
     }
 
+    /// Scylla's `query_page_size_in_bytes` (default 1 MiB, as Scylla): a paged SELECT cuts
+    /// its page after the row that takes the page's data past this many bytes, even when the
+    /// page holds fewer rows than the page size asks for. At least 1.
+    pub fn query_page_size_in_bytes(mut self, bytes: u64) -> Self {
+        self.query_page_size_in_bytes = bytes;
+        self
+    }
+
+    /// Scylla's `query_tombstone_page_limit` (default 10,000, as Scylla): a paged SELECT
+    /// cuts its page once it has passed this many tombstones (deleted rows and partitions,
+    /// rows whose data expired less than `gc_grace_seconds` ago), even when the page is then
+    /// empty: the client gets an empty page with more to come. At least 1.
+    pub fn query_tombstone_page_limit(mut self, tombstones: u64) -> Self {
+        self.query_tombstone_page_limit = tombstones;
+        self
+    }
+
     /// Seed of the random choices (tokens, stream ids) for reproducible layouts.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
@@ -350,6 +371,11 @@ impl ClusterBuilder {
                 "a node needs 1 to 4096 vnodes, not {}",
                 self.vnodes_per_node
             )));
+        }
+        if self.query_page_size_in_bytes == 0 || self.query_tombstone_page_limit == 0 {
+            return Err(ClusterError::Config(
+                "query_page_size_in_bytes and query_tombstone_page_limit must be at least 1".into(),
+            ));
         }
         for (i, p) in self.preloads.iter().enumerate() {
             p.validate()
@@ -458,6 +484,8 @@ impl ClusterBuilder {
             generation_delay: self.generation_delay,
             default_cdc_ttl: self.default_cdc_ttl,
             seed: self.seed,
+            query_page_size_in_bytes: self.query_page_size_in_bytes,
+            query_tombstone_page_limit: self.query_tombstone_page_limit,
         };
         let (events, _) = broadcast::channel(1024);
         let core = Arc::new(ClusterCore {

@@ -135,6 +135,14 @@ struct Args {
     /// Default `ttl` (seconds) of the `cdc` table option.
     #[arg(long, default_value_t = 86400)]
     cdc_ttl: u32,
+    /// Scylla's `query_page_size_in_bytes`: a paged SELECT cuts its page after the row that
+    /// takes the page's data past this many bytes.
+    #[arg(long, alias = "query_page_size_in_bytes", default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    query_page_size_in_bytes: u64,
+    /// Scylla's `query_tombstone_page_limit`: a paged SELECT cuts its page after this many
+    /// tombstones, even when the page is then empty.
+    #[arg(long, alias = "query_tombstone_page_limit", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    query_tombstone_page_limit: u64,
     /// Create and fill a CDC table `(pk bigint, ck bigint, v blob)` with P x R single-row
     /// inserts before printing `ready` (repeatable).
     #[arg(
@@ -201,7 +209,9 @@ async fn main() -> ExitCode {
         .shard_aware_port(shard_aware_port)
         .address(args.address)
         .generation_delay(Duration::from_secs_f64(args.generation_delay))
-        .default_cdc_ttl(args.cdc_ttl);
+        .default_cdc_ttl(args.cdc_ttl)
+        .query_page_size_in_bytes(args.query_page_size_in_bytes)
+        .query_tombstone_page_limit(args.query_tombstone_page_limit);
     if let (Some(user), Some(password)) = (args.username, args.password) {
         builder = builder.credentials(user, password);
     }

@@ -53,7 +53,18 @@ pub(crate) struct ClusterConfig {
     pub(crate) default_cdc_ttl: u32,
     /// Seed of random choices (tokens, stream ids), for reproducible layouts.
     pub(crate) seed: Option<u64>,
+    /// Scylla's `query_page_size_in_bytes`: a paged read cuts its page after the row that
+    /// takes the page's data past this many bytes.
+    pub(crate) query_page_size_in_bytes: u64,
+    /// Scylla's `query_tombstone_page_limit`: a paged read cuts its page after this many
+    /// tombstones, even when the page is empty.
+    pub(crate) query_tombstone_page_limit: u64,
 }
+
+/// Default of Scylla's `query_page_size_in_bytes` (`db/config.cc`: 1 MiB).
+pub(crate) const DEFAULT_QUERY_PAGE_SIZE_IN_BYTES: u64 = 1 << 20;
+/// Default of Scylla's `query_tombstone_page_limit` (`db/config.cc`: 10,000).
+pub(crate) const DEFAULT_QUERY_TOMBSTONE_PAGE_LIMIT: u64 = 10_000;
 
 /// One node of the cluster.
 #[derive(Debug, Clone)]

@@ -572,6 +572,10 @@ impl Database {
             page_size: ex.params.page_size,
             paging_state: ex.params.paging_state.as_ref(),
             skip_metadata: ex.params.skip_metadata,
+            limits: paging::PageLimits {
+                bytes: self.config.query_page_size_in_bytes,
+                tombstones: self.config.query_tombstone_page_limit,
+            },
         };
         let now = self.now();
         if p.is_virtual() {

@@ -24,12 +24,13 @@ use crate::cql::{Order, Select, Selection, Selector};
 use crate::frame::{ColumnSpec, CqlError, ResultMetadata, RowsWriter};
 use crate::schema::{ClusteringOrder, ColumnKind, Schema, TableDef};
 use crate::storage::{
-    CellView, ClusteringRange, ColumnId, Now, PartitionStart, PartitionView, RowView, TableData,
+    CellView, ClusteringRange, ColumnId, Now, PartitionStart, PartitionView, RowView, ScanRow,
+    TableData,
 };
 use crate::types::CqlType;
 use crate::types::value::Value;
 
-use super::paging::PagingState;
+use super::paging::{PageBudget, PageLimits, PagingState};
 use super::plan::{Binder, column_index, resolve_table};
 use super::restrictions::{PartitionRestriction, ReadyFilter, WhereMode, WherePlan, plan_where};
 use super::values::{Bound, EvalCtx, Expr, Func, plan_term};
@@ -1060,6 +1061,8 @@ pub(crate) struct PageRequest<'a> {
     pub(crate) paging_state: Option<&'a Bytes>,
     /// Omit column specs.
     pub(crate) skip_metadata: bool,
+    /// The page's byte and tombstone limits (see [`super::paging`]).
+    pub(crate) limits: PageLimits,
 }
 
 /// What a row visit tells the scan.
@@ -1081,6 +1084,7 @@ struct Sink<'p, 'w, 'a> {
     writer: Option<RowsWriter<'w>>,
     page_size: u64,
     page_rows: u64,
+    budget: PageBudget,
     total: u64,
     limit: u64,
     ppl: u64,
@@ -1105,16 +1109,65 @@ impl Sink<'_, '_, '_> {
         }
     }
 
-    fn visit_inner(&mut self, r: RowRef<'_>) -> Result<Flow, CqlError> {
-        let key = (r.part.token(), r.part.key_bytes());
+    /// Tracks the partition rows come from (for PER PARTITION LIMIT).
+    fn enter_partition(&mut self, token: i64, key: &Bytes) {
         if self
             .current
             .as_ref()
-            .is_none_or(|(t, k)| *t != key.0 || k != key.1)
+            .is_none_or(|(t, k)| *t != token || k != key)
         {
-            self.current = Some((key.0, key.1.clone()));
+            self.current = Some((token, key.clone()));
             self.in_partition = 0;
         }
+    }
+
+    /// Ends the page early (a short read): more pages follow, the next one resuming after
+    /// `clustering` of the partition (after the whole partition for `None`).
+    fn cut(&mut self, token: i64, key: &Bytes, clustering: Option<&[Value]>) -> Flow {
+        if self.total >= self.limit {
+            return Flow::Stop;
+        }
+        self.more = true;
+        self.last = Some(PagingState {
+            token,
+            key: key.clone(),
+            clustering: clustering.map(<[Value]>::to_vec),
+            total: self.total,
+            in_partition: self.in_partition,
+        });
+        Flow::Stop
+    }
+
+    /// A partition's tombstone: counted; a page that reaches the tombstone limit here ends
+    /// after the partition's next row or at its end (see [`super::paging`]).
+    fn partition_tombstone(&mut self, pv: &PartitionView<'_>) {
+        if pv.tombstone().is_some() {
+            self.enter_partition(pv.token(), pv.key_bytes());
+            self.budget.add_tombstone();
+        }
+    }
+
+    /// A row without live data that the read carries as a tombstone.
+    fn dead_row(&mut self, pv: &PartitionView<'_>, clustering: &[Value]) -> Flow {
+        self.enter_partition(pv.token(), pv.key_bytes());
+        if self.budget.add_tombstone() {
+            return self.cut(pv.token(), pv.key_bytes(), Some(clustering));
+        }
+        Flow::Continue
+    }
+
+    /// The end of a partition: where a page that reached its tombstone limit ends.
+    fn end_partition(&mut self, pv: &PartitionView<'_>) -> Flow {
+        if self.budget.tombstones_reached() {
+            self.enter_partition(pv.token(), pv.key_bytes());
+            return self.cut(pv.token(), pv.key_bytes(), None);
+        }
+        Flow::Continue
+    }
+
+    fn visit_inner(&mut self, r: RowRef<'_>) -> Result<Flow, CqlError> {
+        let key = (r.part.token(), r.part.key_bytes());
+        self.enter_partition(key.0, key.1);
         // An aggregate counts groups against the per-partition limit (in `aggregate`).
         if self.agg.is_none() && self.in_partition >= self.ppl {
             return Ok(Flow::NextPartition);
@@ -1136,17 +1189,29 @@ impl Sink<'_, '_, '_> {
             self.more = true;
             return Ok(Flow::Stop);
         }
+        let before = self.writer.as_ref().map_or(0, RowsWriter::frame_len);
         self.write_row(&r)?;
+        let written = self.writer.as_ref().map_or(0, RowsWriter::frame_len) - before;
         self.page_rows += 1;
         self.total += 1;
         self.in_partition += 1;
+        let clustering = r.row.map(|row| row.key());
         self.last = Some(PagingState {
             token: key.0,
             key: key.1.clone(),
-            clustering: r.row.map(|row| row.key().to_vec()),
+            clustering: clustering.map(<[Value]>::to_vec),
             total: self.total,
             in_partition: self.in_partition,
         });
+        // A short read: the page's data is past `query_page_size_in_bytes`, or a partition
+        // tombstone reached the tombstone limit before this row. A full page ends here too,
+        // saying more follow whether or not any does: Scylla's pager concludes it is
+        // exhausted only from a page with fewer rows than asked for and not short (or from
+        // LIMIT), `service/pager/query_pagers.cc`.
+        let short = self.budget.add_row(written) || self.budget.tombstones_reached();
+        if short || self.page_rows >= self.page_size {
+            return Ok(self.cut(key.0, key.1, clustering));
+        }
         Ok(Flow::Continue)
     }
 
@@ -1319,6 +1384,7 @@ pub(crate) fn execute_select(
         writer: None,
         page_size,
         page_rows: 0,
+        budget: PageBudget::new(req.limits, page_size != u64::MAX),
         total: resume.as_ref().map_or(0, |r| r.total),
         limit,
         ppl,
@@ -1353,11 +1419,15 @@ pub(crate) fn execute_select(
     ));
     // The partition-level work: which rows of a partition to visit.
     let restricted = plan.where_.restricts_clustering();
-    let visit_partition =
+    // Expired data written before this is purged by the read, not counted as a tombstone.
+    let gc_before = now
+        .0
+        .saturating_sub(i64::from(plan.table.options.gc_grace_seconds));
+    let visit_partition_rows =
         |sink: &mut Sink<'_, '_, '_>, pv: PartitionView<'_>, after: Option<&[Value]>| -> Flow {
             let static_row = pv.static_row();
             if plan.distinct {
-                if after.is_some() {
+                if after.is_some() || !pv.has_live_data() {
                     return Flow::Continue;
                 }
                 let r = RowRef {
@@ -1371,7 +1441,14 @@ pub(crate) fn execute_select(
                 };
             }
             let mut any = false;
-            for row in pv.rows(&slices, plan.reversed, after) {
+            for row in pv.scan_rows(&slices, plan.reversed, after, gc_before) {
+                let row = match row {
+                    ScanRow::Live(row) => row,
+                    ScanRow::Dead(key) => match sink.dead_row(&pv, key) {
+                        Flow::Stop => return Flow::Stop,
+                        _ => continue,
+                    },
+                };
                 any = true;
                 match sink.visit(RowRef {
                     part: pv,
@@ -1394,6 +1471,16 @@ pub(crate) fn execute_select(
                 };
             }
             Flow::Continue
+        };
+    let visit_partition =
+        |sink: &mut Sink<'_, '_, '_>, pv: PartitionView<'_>, after: Option<&[Value]>| -> Flow {
+            if after.is_none() {
+                sink.partition_tombstone(&pv);
+            }
+            match visit_partition_rows(sink, pv, after) {
+                Flow::Stop => Flow::Stop,
+                _ => sink.end_partition(&pv),
+            }
         };
     let resume_pos = resume
         .as_ref()
@@ -1451,9 +1538,6 @@ pub(crate) fn execute_select(
                 let Some(pv) = data.partition(k.token, &k.bytes, now) else {
                     continue;
                 };
-                if !pv.has_live_data() {
-                    continue;
-                }
                 if visit_partition(&mut sink, pv, after) == Flow::Stop {
                     break;
                 }
@@ -1466,7 +1550,7 @@ pub(crate) fn execute_select(
                     Some((t, kb, None)) => PartitionStart::AfterKey(*t, kb.clone()),
                     None => start,
                 };
-                for pv in data.partitions(start, now) {
+                for pv in data.all_partitions(start, now) {
                     if end.is_some_and(|e| pv.token() > e) {
                         break;
                     }

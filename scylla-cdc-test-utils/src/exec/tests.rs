@@ -53,6 +53,8 @@ fn config() -> ClusterConfig {
         generation_delay: std::time::Duration::from_secs(2),
         default_cdc_ttl: 86400,
         seed: None,
+        query_page_size_in_bytes: crate::cluster::DEFAULT_QUERY_PAGE_SIZE_IN_BYTES,
+        query_tombstone_page_limit: crate::cluster::DEFAULT_QUERY_TOMBSTONE_PAGE_LIMIT,
     }
 }
 

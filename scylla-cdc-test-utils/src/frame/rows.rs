@@ -204,7 +204,6 @@ impl<'a> RowsWriter<'a> {
     }
 
     /// Bytes of the frame so far.
-    #[cfg(test)]
     pub(crate) fn frame_len(&self) -> usize {
         self.out.len().saturating_sub(self.frame_start)
     }

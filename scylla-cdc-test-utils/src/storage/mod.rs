@@ -24,7 +24,7 @@ pub(crate) use mutation::{
     CellUpdate, ColumnId, ElementUpdate, Liveness, Now, PartitionKey, PartitionMutation,
     RangeTombstone, RowUpdate, Timestamp,
 };
-pub(crate) use table::{CellView, PartitionStart, PartitionView, RowView, TableData};
+pub(crate) use table::{CellView, PartitionStart, PartitionView, RowView, ScanRow, TableData};
 
 // Named by tests only.
 #[cfg(test)]

@@ -773,7 +773,19 @@ impl TableData {
 
     /// Partitions with live data (a live static row or a live clustering row), in
     /// `(token, key)` order, from `start`.
+    #[cfg(test)]
     pub(crate) fn partitions(
+        &self,
+        start: PartitionStart,
+        now: Now,
+    ) -> impl Iterator<Item = PartitionView<'_>> + '_ {
+        self.all_partitions(start, now)
+            .filter(PartitionView::has_live_data)
+    }
+
+    /// Every stored partition from `start`, in `(token, key)` order, also those holding only
+    /// tombstones or expired data (a paged read counts their tombstones).
+    pub(crate) fn all_partitions(
         &self,
         start: PartitionStart,
         now: Now,
@@ -798,7 +810,6 @@ impl TableData {
                 cmp,
                 now,
             })
-            .filter(PartitionView::has_live_data)
     }
 
     /// Removes every cell of a dropped column.
@@ -868,7 +879,6 @@ impl<'a> PartitionView<'a> {
     }
 
     /// The partition tombstone's timestamp, if any.
-    #[cfg(test)]
     pub(crate) fn tombstone(&self) -> Option<Timestamp> {
         (self.p.tombstone != NO_TS).then_some(self.p.tombstone)
     }
@@ -913,6 +923,51 @@ impl<'a> PartitionView<'a> {
         reversed: bool,
         after: Option<&[Value]>,
     ) -> impl Iterator<Item = RowView<'a>> + use<'a> {
+        let now = self.now;
+        self.raw_rows(slices, reversed, after)
+            .filter(move |(_, r)| r.is_live(now))
+            .map(move |(k, row)| RowView {
+                key: Some(&k.values),
+                row,
+                now,
+            })
+    }
+
+    /// The rows of [`PartitionView::rows`] as a paged read meets them: the live ones, and
+    /// the dead ones that Scylla's read still carries as tombstones (see [`ScanRow`]); rows
+    /// whose dead data a read would purge are skipped. `gc_before` is `now` minus the
+    /// table's `gc_grace_seconds`.
+    pub(crate) fn scan_rows(
+        &self,
+        slices: &[ClusteringRange],
+        reversed: bool,
+        after: Option<&[Value]>,
+        gc_before: i64,
+    ) -> impl Iterator<Item = ScanRow<'a>> + use<'a> {
+        let now = self.now;
+        self.raw_rows(slices, reversed, after)
+            .filter_map(move |(k, row)| {
+                if row.is_live(now) {
+                    Some(ScanRow::Live(RowView {
+                        key: Some(&k.values),
+                        row,
+                        now,
+                    }))
+                } else if row.is_tombstone(gc_before) {
+                    Some(ScanRow::Dead(&k.values[..]))
+                } else {
+                    None
+                }
+            })
+    }
+
+    /// Every stored row in the slices, live or not, in read order, strictly after `after`.
+    fn raw_rows(
+        &self,
+        slices: &[ClusteringRange],
+        reversed: bool,
+        after: Option<&[Value]>,
+    ) -> impl Iterator<Item = (&'a Position, &'a Row)> + use<'a> {
         let mut ranges = self.cmp.normalize(slices);
         if let Some(after) = after {
             let values: Arc<[Value]> = Arc::from(after);
@@ -934,24 +989,16 @@ impl<'a> PartitionView<'a> {
         if reversed {
             ranges.reverse();
         }
-        let (p, now) = (self.p, self.now);
-        ranges
-            .into_iter()
-            .flat_map(move |(s, e)| {
-                let raw = p.rows.range(&s, &e);
-                let it: Box<dyn Iterator<Item = (&'a Position, &'a Row)> + 'a> = if reversed {
-                    Box::new(raw.rev())
-                } else {
-                    Box::new(raw)
-                };
-                it
-            })
-            .filter(move |(_, r)| r.is_live(now))
-            .map(move |(k, row)| RowView {
-                key: Some(&k.values),
-                row,
-                now,
-            })
+        let p = self.p;
+        ranges.into_iter().flat_map(move |(s, e)| {
+            let raw = p.rows.range(&s, &e);
+            let it: Box<dyn Iterator<Item = (&'a Position, &'a Row)> + 'a> = if reversed {
+                Box::new(raw.rev())
+            } else {
+                Box::new(raw)
+            };
+            it
+        })
     }
 
     /// Every live row, in clustering order.
@@ -968,6 +1015,59 @@ impl Partition {
             .binary_search_by(|(k, _)| k.cmp(pos))
             .ok()
             .map(|i| &chunk[i].0.values)
+    }
+}
+
+/// A clustering row as a paged read meets it ([`PartitionView::scan_rows`]).
+#[derive(Clone, Copy)]
+pub(crate) enum ScanRow<'a> {
+    /// A row with live data.
+    Live(RowView<'a>),
+    /// A row without live data that a read still carries as a tombstone (its clustering
+    /// key): Scylla's `query_result_builder` counts it against `query_tombstone_page_limit`
+    /// (`mutation/mutation_partition.cc`).
+    Dead(&'a [Value]),
+}
+
+/// Whether expired data written `ttl` seconds before `expiry` is still carried by a read as
+/// a tombstone: an expired cell or marker becomes a tombstone whose deletion time is its
+/// write time, `expiry - ttl`, purged once that is before `gc_before`
+/// (`atomic_cell::make_dead` in `compact_and_expire`, `mutation/mutation_partition.cc`).
+fn expired_is_tombstone(expiry: u32, ttl: u32, gc_before: i64) -> bool {
+    expiry != 0 && i64::from(expiry) - i64::from(ttl) >= gc_before
+}
+
+impl Atomic {
+    /// Whether this dead (deleted or expired) cell is still a tombstone to a read.
+    fn dead_is_tombstone(&self, gc_before: i64) -> bool {
+        self.value.is_none() || expired_is_tombstone(self.expiry, self.ttl, gc_before)
+    }
+}
+
+impl Row {
+    /// Whether this row, without live data, is still a tombstone to a read at a time whose
+    /// `gc_before` is given: a row tombstone, a cell or collection tombstone, or data that
+    /// expired (TTL) but was written no earlier than `gc_before`. Deletions count whatever
+    /// their age: the storage keeps no deletion time (as if within `gc_grace_seconds`).
+    fn is_tombstone(&self, gc_before: i64) -> bool {
+        if self.deletion != NO_TS {
+            return true;
+        }
+        let m = &self.marker;
+        if m.ts != NO_TS && expired_is_tombstone(m.expiry, m.ttl, gc_before) {
+            return true;
+        }
+        self.cells.iter().any(|c| match &c.state {
+            CellState::Atomic(a) => a.dead_is_tombstone(gc_before),
+            CellState::Counter { .. } => false,
+            CellState::Collection(coll) => {
+                coll.tombstone != NO_TS
+                    || coll
+                        .elements
+                        .iter()
+                        .any(|(_, e)| e.dead_is_tombstone(gc_before))
+            }
+        })
     }
 }
 

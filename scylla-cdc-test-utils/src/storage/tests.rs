@@ -1211,3 +1211,68 @@ proptest::proptest! {
         proptest::prop_assert_eq!(read(part.rows(&slice, false, None).collect()), expected);
     }
 }
+
+#[test]
+fn scan_rows_shows_the_dead_rows_a_read_carries_as_tombstones() {
+    let mut t = table(&[false]);
+    // ck 0: live; ck 1: deleted row; ck 2: only cell deleted (no marker); ck 3: expired
+    // (TTL 10 written at NOW - 100); ck 4: expired, written at NOW - 20; ck 5: live.
+    t.apply(&insert(1, &[0], 10, vec![(V, Some(0))]), NOW);
+    let mut del = PartitionMutation::new(pk(1));
+    del.row_mut(&ck(&[1])).deletion = Some(10);
+    t.apply(&del, NOW);
+    t.apply(&write(1, &[2], vec![(V, set(10, None))]), NOW);
+    let mut expired = write(1, &[3], vec![(V, set_ttl(10, 3, 10))]);
+    expired.row_mut(&ck(&[3])).marker = Some(Liveness {
+        ts: 10,
+        ttl: Some(10),
+    });
+    t.apply(&expired, Now(NOW.0 - 100));
+    t.apply(
+        &write(1, &[4], vec![(V, set_ttl(10, 4, 10))]),
+        Now(NOW.0 - 20),
+    );
+    t.apply(&insert(1, &[5], 10, vec![(V, Some(5))]), NOW);
+    let part = t.partition(pk(1).token, &pk(1).bytes, NOW).unwrap();
+    let scan = |gc_before: i64, after: Option<&[Value]>, reversed: bool| -> Vec<String> {
+        part.scan_rows(&[ClusteringRange::full()], reversed, after, gc_before)
+            .map(|r| match r {
+                ScanRow::Live(row) => format!("live {:?}", row.key()),
+                ScanRow::Dead(key) => format!("dead {key:?}"),
+            })
+            .collect()
+    };
+    let k = |n: i32| format!("{:?}", ints(&[n]));
+    // gc_grace_seconds of 10 days: every expired row is still a tombstone.
+    assert_eq!(
+        scan(NOW.0 - 864_000, None, false),
+        vec![
+            format!("live {}", k(0)),
+            format!("dead {}", k(1)),
+            format!("dead {}", k(2)),
+            format!("dead {}", k(3)),
+            format!("dead {}", k(4)),
+            format!("live {}", k(5)),
+        ]
+    );
+    // gc_grace_seconds of 50: the row written 100 s ago is purged, the one of 20 s ago is
+    // not; deletions count whatever their age.
+    let got = scan(NOW.0 - 50, None, false);
+    assert!(!got.contains(&format!("dead {}", k(3))) && got.contains(&format!("dead {}", k(4))));
+    // gc_grace_seconds of 0 (a CDC log): no expired row is left, deletions are.
+    assert_eq!(
+        scan(NOW.0, Some(&ints(&[0])), true),
+        Vec::<String>::new(),
+        "reversed, strictly before ck 0"
+    );
+    assert_eq!(
+        scan(NOW.0, Some(&ints(&[0])), false),
+        vec![
+            format!("dead {}", k(1)),
+            format!("dead {}", k(2)),
+            format!("live {}", k(5)),
+        ]
+    );
+    // The live rows are those of `rows`.
+    assert_eq!(part.all_rows().count(), 2);
+}
