@@ -772,8 +772,7 @@ impl TableData {
     }
 
     /// Partitions with live data (a live static row or a live clustering row), in
-    /// `(token, key)` order, from `start`.
-    #[cfg(test)]
+    /// `(token, key)` order, from `start` (a materialized view's build reads them).
     pub(crate) fn partitions(
         &self,
         start: PartitionStart,
