@@ -77,11 +77,13 @@ CASES = [
         ddl("DROP TABLE @t", label="drop_base_with_view"),
         ddl("DROP TABLE @ks.@mv", label="drop_table_on_view"),
         ddl("ALTER MATERIALIZED VIEW @ks.@mv WITH comment = 'hi'"),
-        q("SELECT view_name, comment FROM system_schema.views WHERE keyspace_name = '@ks'",
+        q("SELECT view_name, comment FROM system_schema.views WHERE keyspace_name = '@ks' "
+          "AND view_name = '@mv'",
           label="altered"),
         ddl("DROP MATERIALIZED VIEW @ks.@mv"),
         ddl("DROP MATERIALIZED VIEW IF EXISTS @ks.@mv", label="drop_if_exists"),
-        q("SELECT view_name FROM system_schema.views WHERE keyspace_name = '@ks'",
+        q("SELECT view_name FROM system_schema.views WHERE keyspace_name = '@ks' "
+          "AND view_name = '@mv'",
           label="dropped"),
     ]),
 ]
