@@ -12,6 +12,11 @@
 //! removed, when the test ends — also on failure. Without `java` or `mvn` the test prints
 //! `skipped: ...` and passes, unless `SCYLLA_CDC_REQUIRE_CASSANDRA=1` (set on CI) makes it
 //! fail.
+//!
+//! The node also accepts TLS on its CQL port (`client_encryption_options`, optional, with a
+//! certificate of a test CA for its address), and the replicator writes the matrix to it over
+//! TLS, verifying the node's certificate against that CA: the TLS path checked against a
+//! server we did not write.
 
 mod common;
 
@@ -25,7 +30,7 @@ use common::*;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla_cdc_replicator::exit_code;
-use scylla_cdc_test_utils::{setup_tracing, skip, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCa, setup_tracing, skip, unique_keyspace_name};
 
 const TEST: &str = "replicator_cassandra::replicates_into_cassandra_or_refuses_at_start";
 const CONVERGE: Duration = Duration::from_secs(60);
@@ -41,6 +46,10 @@ struct CassandraNode {
     pid: Option<u32>,
     /// Whether it has been stopped.
     stopped: bool,
+    /// The PEM file of the CA that signed the node's TLS certificate (in `_tls`).
+    ca_file: PathBuf,
+    /// The TLS files, removed with the node.
+    _tls: TempDir,
 }
 
 impl CassandraNode {
@@ -112,8 +121,22 @@ fn start_cassandra() -> anyhow::Result<Option<CassandraNode>> {
     }
     let address =
         std::env::var("SCYLLA_CDC_CASSANDRA_ADDRESS").unwrap_or_else(|_| "127.0.65.1".to_owned());
+    // A certificate for the node's address, signed by a CA of this test.
+    let ip: std::net::IpAddr = address.parse().context("SCYLLA_CDC_CASSANDRA_ADDRESS")?;
+    let ca = TestCa::new("cassandra test CA")?;
+    let cert = ca.server_cert(&[ip], &[])?;
+    let tls = TempDir::new();
+    let keystore = tls.write(
+        "keystore.pem",
+        &format!("{}{}", cert.key_pem, cert.cert_pem),
+    );
+    let ca_file = PathBuf::from(tls.write("ca.pem", ca.cert_pem()));
     let out = Command::new(script("start-cassandra"))
-        .args(["--timeout", "240", &address])
+        .args(["--timeout", "240", "--tls-keystore"])
+        .arg(&keystore)
+        .arg("--tls-truststore")
+        .arg(&ca_file)
+        .arg(&address)
         .output()
         .context("running start-cassandra")?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -133,6 +156,8 @@ fn start_cassandra() -> anyhow::Result<Option<CassandraNode>> {
         dir: PathBuf::from(dir),
         pid: var("CASSANDRA_PID").and_then(|p| p.parse().ok()),
         stopped: false,
+        ca_file,
+        _tls: tls,
     });
     if !out.status.success() {
         bail!(
@@ -366,6 +391,7 @@ async fn replicates_every_change(
     d: &Arc<Session>,
     source_hosts: &str,
     cassandra: &str,
+    ca_file: &Path,
 ) -> anyhow::Result<()> {
     let ks = unique_keyspace_name();
     create_keyspace(s, &ks, 1).await?;
@@ -373,6 +399,12 @@ async fn replicates_every_change(
     exec_all(s, &schema(&ks)).await?;
     let mut args = replicator_args(source_hosts, cassandra, &ks, &TABLES.join(","));
     args.extend(["--create-destination-table".into(), "--start=-1m".into()]);
+    // Over TLS to Cassandra, its certificate verified against the test CA (the checking
+    // session `d` uses the same port in plaintext: the node's TLS is optional).
+    args.extend([
+        "--destination-tls".into(),
+        format!("--destination-tls-ca-file={}", ca_file.display()),
+    ]);
     let mut replicator = spawn_replicator(args);
     // Each phase is built when it runs: the explicit timestamps are relative to then.
     type Phase = fn(&str) -> Vec<String>;
@@ -406,7 +438,7 @@ async fn replicates_every_change(
         rows += a.len();
     }
     skip_free_note(&format!(
-        "{rows} rows of {} tables compared with Cassandra: 0 differing",
+        "{rows} rows of {} tables replicated into Cassandra over TLS and compared: 0 differing",
         TABLES.len()
     ));
     let snap = snapshot(d, &ks, "all_types").await?;
@@ -507,7 +539,41 @@ async fn replicates_into_cassandra_or_refuses_at_start() -> anyhow::Result<()> {
     );
     let source_hosts = hosts(&source);
     refuses_lists_without_post_image(&s, &d, &source_hosts, &node.contact_point).await?;
-    replicates_every_change(&s, &d, &source_hosts, &node.contact_point).await?;
+    refuses_an_unknown_ca(&s, &source_hosts, &node.contact_point).await?;
+    replicates_every_change(&s, &d, &source_hosts, &node.contact_point, &node.ca_file).await?;
     source.shutdown().await;
     node.stop()
+}
+
+/// TLS to Cassandra with a CA that did not sign the node's certificate: the replicator does
+/// not start (one line, exit code 3, "cannot connect").
+async fn refuses_an_unknown_ca(
+    s: &Arc<Session>,
+    source_hosts: &str,
+    cassandra: &str,
+) -> anyhow::Result<()> {
+    let ks = unique_keyspace_name();
+    create_keyspace(s, &ks, 1).await?;
+    exec(
+        s,
+        format!("CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}"),
+    )
+    .await?;
+    let other = TestCa::new("some other CA")?;
+    let dir = TempDir::new();
+    let mut args = replicator_args(source_hosts, cassandra, &ks, "t");
+    args.push(format!(
+        "--destination-tls-ca-file={}",
+        dir.write("other-ca.pem", other.cert_pem())
+    ));
+    let err = spawn_replicator(args)
+        .join(Duration::from_secs(120))
+        .await?
+        .expect_err("the replicator trusted a certificate its CA file does not sign");
+    let message = err.to_string();
+    assert_eq!(err.exit_code(), exit_code::CONNECT, "{message}");
+    assert!(!message.contains('\n'), "one line: {message}");
+    skip_free_note(&format!("unknown CA refused: {message}"));
+    drop_keyspace(s, &ks).await?;
+    Ok(())
 }

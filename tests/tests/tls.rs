@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
@@ -21,33 +20,6 @@ use scylla_cdc_test_utils::{EmbeddedCluster, TestCa, setup_tracing, unique_keysp
 
 const USER: &str = "tls_user";
 const PASSWORD: &str = "pw-over-tls-7f3a";
-
-/// A temporary directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "scylla-cdc-tls-{}-{}",
-            std::process::id(),
-            unique_keyspace_name()
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        Self(dir)
-    }
-
-    fn write(&self, name: &str, text: &str) -> String {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).expect("write");
-        path.display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The files a client needs: the CA, a client certificate and key, the password file.
 struct ClientFiles {

@@ -518,3 +518,32 @@ pub(crate) async fn wait_converged(
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
+
+/// A temporary directory removed on drop.
+pub(crate) struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    /// A new, empty directory under the system's temporary directory.
+    pub(crate) fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "scylla-cdc-test-{}-{}",
+            std::process::id(),
+            scylla_cdc_test_utils::unique_keyspace_name()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        Self(dir)
+    }
+
+    /// Writes `text` to the file `name` in it; returns the file's path.
+    pub(crate) fn write(&self, name: &str, text: &str) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).expect("write");
+        path.display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
