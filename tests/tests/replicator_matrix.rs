@@ -150,28 +150,8 @@ fn phase_deletes(ks: &str) -> Vec<String> {
         format!("DELETE FROM {t} WHERE pk = 3"),
         format!("DELETE FROM {t} WHERE pk = 1 AND ck = 7 IF EXISTS"),
     ];
-    let m = format!("{ks}.mck");
-    for range in [
-        "c1 > 1 AND c1 <= 3",
-        "c1 >= 14",
-        "c1 < 1",
-        "c1 = 5",
-        "c1 = 6 AND c2 > 'b' AND c2 <= 'd'",
-        "c1 = 7 AND c2 = 'c' AND c3 >= 2 AND c3 < 4",
-        "c1 = 8 AND c2 >= 'c'",
-        "c1 = 9 AND c2 < 'b'",
-        "c1 = 10 AND c2 >= 'c' AND c2 < 'e'",
-        "c1 > 10 AND c1 < 12",
-        "c1 = 13 AND c2 = 'a' AND c3 > 3",
-    ] {
-        s.push(format!("DELETE FROM {m} WHERE pk = 1 AND {range}"));
-    }
+    s.extend(mck_range_deletes(ks));
     s.extend([
-        format!("DELETE FROM {m} WHERE pk = 1 AND c1 = 4 AND c2 = 'a' AND c3 = 1"),
-        format!(
-            "BEGIN BATCH INSERT INTO {m} (pk, c1, c2, c3, v) VALUES (1, 20, 'a', 1, 1); \
-             DELETE FROM {m} WHERE pk = 1 AND c1 >= 20 AND c1 <= 21; APPLY BATCH"
-        ),
         format!("DELETE FROM {ks}.no_ck WHERE pk = 'b'"),
         format!("DELETE m[1] FROM {ks}.no_ck WHERE pk = 'a'"),
         format!("DELETE FROM {ks}.composite WHERE p1 = 1 AND p2 = 'x'"),

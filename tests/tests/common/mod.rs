@@ -547,3 +547,34 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Range deletes of every shape on `{ks}.mck` (`pk int, c1 int, c2 text, c3 int, v int`,
+/// clustering `(c1, c2, c3)`) in partition 1: slices on each clustering prefix, a single row,
+/// and a batch that inserts a row and deletes its range. Shared by the replication matrices.
+pub(crate) fn mck_range_deletes(ks: &str) -> Vec<String> {
+    let m = format!("{ks}.mck");
+    let mut s: Vec<String> = [
+        "c1 > 1 AND c1 <= 3",
+        "c1 >= 14",
+        "c1 < 1",
+        "c1 = 5",
+        "c1 = 6 AND c2 > 'b' AND c2 <= 'd'",
+        "c1 = 7 AND c2 = 'c' AND c3 >= 2 AND c3 < 4",
+        "c1 = 8 AND c2 >= 'c'",
+        "c1 = 9 AND c2 < 'b'",
+        "c1 = 10 AND c2 >= 'c' AND c2 < 'e'",
+        "c1 > 10 AND c1 < 12",
+        "c1 = 13 AND c2 = 'a' AND c3 > 3",
+    ]
+    .iter()
+    .map(|range| format!("DELETE FROM {m} WHERE pk = 1 AND {range}"))
+    .collect();
+    s.extend([
+        format!("DELETE FROM {m} WHERE pk = 1 AND c1 = 4 AND c2 = 'a' AND c3 = 1"),
+        format!(
+            "BEGIN BATCH INSERT INTO {m} (pk, c1, c2, c3, v) VALUES (1, 20, 'a', 1, 1); \
+             DELETE FROM {m} WHERE pk = 1 AND c1 >= 20 AND c1 <= 21; APPLY BATCH"
+        ),
+    ]);
+    s
+}
