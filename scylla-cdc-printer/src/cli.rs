@@ -22,7 +22,7 @@ use scylla_cdc::{CDCError, CDCLogReader, CDCReaderHandle};
 use tokio::sync::watch;
 use tracing::info;
 
-use crate::secure::{Credentials, TlsOptions};
+use crate::secure::{Credentials, SettingError, TlsOptions};
 
 /// Exit codes of both programs.
 pub mod exit_code {
@@ -46,6 +46,13 @@ pub const DEFAULT_PORT: u16 = 9042;
 pub struct CliError {
     code: u8,
     message: String,
+}
+
+/// A credentials or TLS setting that cannot be used is a usage error.
+impl From<SettingError> for CliError {
+    fn from(e: SettingError) -> Self {
+        CliError::usage(e.to_string())
+    }
 }
 
 impl CliError {

@@ -22,7 +22,24 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tracing::warn;
 
-use crate::cli::CliError;
+/// A setting of credentials or TLS that cannot be used: a usage error of the program (the
+/// command line or the files it names), one line, never holding a password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingError(String);
+
+impl SettingError {
+    fn new(message: impl Into<String>) -> Self {
+        SettingError(message.into())
+    }
+}
+
+impl std::fmt::Display for SettingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SettingError {}
 
 /// A password. It is never printed; [`Password::expose`] is for the driver only.
 #[derive(Clone, PartialEq, Eq)]
@@ -86,11 +103,11 @@ pub fn resolve_credentials(
     password: Option<String>,
     password_file: Option<&Path>,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<Option<Credentials>, CliError> {
+) -> Result<Option<Credentials>, SettingError> {
     let user = user.or_else(|| env(names.user_env).filter(|u| !u.is_empty()));
     let password = match (password, password_file) {
         (Some(_), Some(_)) => {
-            return Err(CliError::usage(format!(
+            return Err(SettingError::new(format!(
                 "give {} or {}, not both",
                 names.password_flag, names.password_file_flag
             )));
@@ -109,11 +126,11 @@ pub fn resolve_credentials(
     match (user, password) {
         (Some(user), Some(password)) => Ok(Some((user, Password::new(password)))),
         (None, None) => Ok(None),
-        (Some(_), None) => Err(CliError::usage(format!(
+        (Some(_), None) => Err(SettingError::new(format!(
             "{} needs a password: {}, {} or {}",
             names.user_flag, names.password_env, names.password_file_flag, names.password_flag
         ))),
-        (None, Some(_)) => Err(CliError::usage(format!(
+        (None, Some(_)) => Err(SettingError::new(format!(
             "a password needs a user: {} or {}",
             names.user_flag, names.user_env
         ))),
@@ -121,12 +138,12 @@ pub fn resolve_credentials(
 }
 
 /// The password in `path`: its first line, without the line end.
-fn read_password_file(path: &Path, flag: &str) -> Result<String, CliError> {
+fn read_password_file(path: &Path, flag: &str) -> Result<String, SettingError> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::usage(format!("{flag}: cannot read {}: {e}", path.display())))?;
+        .map_err(|e| SettingError::new(format!("{flag}: cannot read {}: {e}", path.display())))?;
     let line = text.lines().next().unwrap_or("");
     if line.is_empty() {
-        return Err(CliError::usage(format!(
+        return Err(SettingError::new(format!(
             "{flag}: {} holds no password on its first line",
             path.display()
         )));
@@ -170,7 +187,7 @@ impl TlsFlags {
     /// `None` without TLS. Any TLS flag turns TLS on (as `--tls` alone does); a
     /// certificate needs its key and the other way round. `prefix` is the flags' prefix in
     /// messages (`--tls`, `--source-tls`).
-    pub fn into_options(self, prefix: &str) -> Result<Option<TlsOptions>, CliError> {
+    pub fn into_options(self, prefix: &str) -> Result<Option<TlsOptions>, SettingError> {
         let any = self.tls
             || self.ca_file.is_some()
             || self.cert_file.is_some()
@@ -181,13 +198,13 @@ impl TlsFlags {
             return Ok(None);
         }
         if self.cert_file.is_some() != self.key_file.is_some() {
-            return Err(CliError::usage(format!(
+            return Err(SettingError::new(format!(
                 "{prefix}-cert-file and {prefix}-key-file go together"
             )));
         }
         if let Some(name) = &self.server_name {
             ServerName::try_from(name.clone())
-                .map_err(|e| CliError::usage(format!("{prefix}-server-name {name:?}: {e}")))?;
+                .map_err(|e| SettingError::new(format!("{prefix}-server-name {name:?}: {e}")))?;
         }
         Ok(Some(TlsOptions {
             ca_file: self.ca_file,
@@ -208,8 +225,8 @@ fn provider() -> Arc<CryptoProvider> {
 impl TlsOptions {
     /// Builds the driver's TLS context; `what` names the cluster in errors ("the source
     /// cluster"). A file that cannot be read or parsed is a usage error; nothing is contacted.
-    pub fn client_config(&self, what: &str) -> Result<Arc<ClientConfig>, CliError> {
-        let bad = |m: String| CliError::usage(format!("TLS to {what}: {m}"));
+    pub fn client_config(&self, what: &str) -> Result<Arc<ClientConfig>, SettingError> {
+        let bad = |m: String| SettingError::new(format!("TLS to {what}: {m}"));
         let provider = provider();
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -430,7 +447,7 @@ mod tests {
         std::fs::write(&file, "\n").expect("write");
         let empty = resolve_credentials(NAMES, Some("u".into()), None, Some(&file), env(&[]))
             .expect_err("an empty file");
-        assert!(empty.message().contains("no password"), "{empty}");
+        assert!(empty.to_string().contains("no password"), "{empty}");
         std::fs::remove_dir_all(&dir).expect("cleanup");
 
         let missing = resolve_credentials(
@@ -441,15 +458,18 @@ mod tests {
             env(&[]),
         )
         .expect_err("a missing file");
-        assert_eq!(missing.exit_code(), crate::cli::exit_code::USAGE);
+        assert_eq!(
+            crate::cli::CliError::from(missing.clone()).exit_code(),
+            crate::cli::exit_code::USAGE
+        );
 
         let no_password = resolve_credentials(NAMES, Some("u".into()), None, None, env(&[]))
             .expect_err("user without password");
-        assert!(no_password.message().contains("needs a password"));
+        assert!(no_password.to_string().contains("needs a password"));
         let no_user =
             resolve_credentials(NAMES, None, None, None, env(&[("SCYLLA_PASSWORD", "x")]))
                 .expect_err("password without user");
-        assert!(no_user.message().contains("needs a user"));
+        assert!(no_user.to_string().contains("needs a user"));
         assert_eq!(
             resolve_credentials(NAMES, None, None, None, env(&[])).expect("none"),
             None
@@ -475,7 +495,7 @@ mod tests {
         let e = half
             .into_options("--source-tls")
             .expect_err("cert without key");
-        assert!(e.message().contains("--source-tls-key-file"), "{e}");
+        assert!(e.to_string().contains("--source-tls-key-file"), "{e}");
     }
 
     #[test]
@@ -485,7 +505,10 @@ mod tests {
             ..TlsOptions::default()
         };
         let e = options.client_config("the cluster").expect_err("no file");
-        assert_eq!(e.exit_code(), crate::cli::exit_code::USAGE);
-        assert!(e.message().contains("/nonexistent/ca.pem"), "{e}");
+        assert_eq!(
+            crate::cli::CliError::from(e.clone()).exit_code(),
+            crate::cli::exit_code::USAGE
+        );
+        assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
     }
 }
