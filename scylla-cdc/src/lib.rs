@@ -102,21 +102,25 @@
 //! The library logs through `tracing` (a span per stream reader with `stream` and
 //! `window_start`) and never installs a subscriber.
 
+mod cdc_options;
 mod cdc_types;
 mod checkpoints;
 mod consumer;
 mod error;
+mod events;
 mod log_reader;
 mod stream_generations;
 mod stream_reader;
 mod time;
 
+pub use cdc_options::{CdcExtensionError, decode_cdc_extension};
 pub use cdc_types::{GenerationTimestamp, InvalidStreamID, StreamID};
 pub use checkpoints::{
     CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, TableBackedCheckpointSaver,
 };
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
 pub use error::{CDCError, ColumnError, StreamList, is_transient};
+pub use events::{ExpiredGap, ReaderEvent};
 pub use log_reader::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_PAUSE_BETWEEN_SAVES,
     DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE,
