@@ -81,6 +81,15 @@
 //!   reader was down are delivered; rows after the checkpoint may be delivered again. A
 //!   group of the resumed generation without a checkpoint starts at that generation's
 //!   start, and a saved generation that has ended is followed into the next ones.
+//! * **Expired changes are reported**: the log keeps a change for the table's CDC `ttl`
+//!   (read from its `cdc` schema extension when the reader is built). A start or a saved
+//!   checkpoint older than `now - ttl - safety_interval` (the oldest time the log can still
+//!   hold, allowing for the nodes' clocks) starts there instead — never later, so every row
+//!   still in the log is delivered — and the gap is reported once per generation as a
+//!   [`ReaderEvent::ExpiredGap`] to [`CDCLogReaderBuilder::on_event`], as the gauge
+//!   `scylla_cdc_expired_gap_seconds{keyspace, table}` of the `metrics` facade, and as a
+//!   `warn!`. With `ttl: 0` nothing expires. Rows that expire while a reader lags more than
+//!   the `ttl` behind are not detected.
 //! * **Errors**: a non-transient query error or an error returned by the consumer stops every
 //!   group; the handle resolves to a [`CDCError`] naming the stream and window.
 //! * **Bad data never panics**: a log row without `cdc$stream_id`/`cdc$time`/
