@@ -7,11 +7,12 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use common::{Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use scylla::client::session::Session;
 use scylla_cdc::{CDCLogReaderBuilder, ExpiredGap, ReaderEvent, TableBackedCheckpointSaver};
 use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
@@ -95,6 +96,39 @@ fn pks(collected: &Collected) -> Vec<i32> {
     pks
 }
 
+/// The metrics recorded by every reader of this test binary (its own process).
+fn metrics() -> &'static Snapshotter {
+    static SNAPSHOTTER: OnceLock<Snapshotter> = OnceLock::new();
+    SNAPSHOTTER.get_or_init(|| {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        recorder.install().expect("the only metrics recorder");
+        snapshotter
+    })
+}
+
+/// The gauge `scylla_cdc_expired_gap_seconds` of `ks.t`, if recorded.
+fn gap_gauge(ks: &str) -> Option<f64> {
+    metrics()
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .find_map(|(key, _, _, value)| {
+            let key = key.key();
+            let labels: Vec<(&str, &str)> = key.labels().map(|l| (l.key(), l.value())).collect();
+            match value {
+                DebugValue::Gauge(v)
+                    if key.name() == "scylla_cdc_expired_gap_seconds"
+                        && labels.contains(&("keyspace", ks))
+                        && labels.contains(&("table", "t")) =>
+                {
+                    Some(v.into_inner())
+                }
+                _ => None,
+            }
+        })
+}
+
 type Events = Arc<Mutex<Vec<ReaderEvent>>>;
 
 fn with_events(b: CDCLogReaderBuilder) -> (CDCLogReaderBuilder, Events) {
@@ -141,6 +175,7 @@ fn check_first_readable(gap: &ExpiredGap, before: DateTime<Utc>, after: DateTime
 async fn a_start_older_than_the_ttl_reports_the_gap_and_delivers_what_is_left() -> anyhow::Result<()>
 {
     setup_tracing();
+    metrics();
     let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
@@ -172,6 +207,12 @@ async fn a_start_older_than_the_ttl_reports_the_gap_and_delivers_what_is_left() 
     assert_eq!(gap.requested, start);
     assert_eq!(gap.keyspace, ks);
     check_first_readable(&gap, before, after);
+    // The metric holds the seconds of history lost.
+    let gauge = gap_gauge(&ks).expect("scylla_cdc_expired_gap_seconds");
+    assert!(
+        (gauge - gap.width().as_secs_f64()).abs() < 1e-6,
+        "{gauge} for {gap:?}"
+    );
     // Every row still in the log was delivered.
     assert_eq!(pks(&collected), (100..110).collect::<Vec<_>>());
     drop_keyspace(&session, &ks).await?;
@@ -181,6 +222,7 @@ async fn a_start_older_than_the_ttl_reports_the_gap_and_delivers_what_is_left() 
 #[tokio::test]
 async fn a_checkpoint_older_than_the_ttl_reports_the_gap() -> anyhow::Result<()> {
     setup_tracing();
+    metrics();
     let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
@@ -247,6 +289,7 @@ async fn a_checkpoint_older_than_the_ttl_reports_the_gap() -> anyhow::Result<()>
 #[tokio::test]
 async fn with_ttl_0_nothing_expires_and_no_gap_is_reported() -> anyhow::Result<()> {
     setup_tracing();
+    metrics();
     let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
@@ -270,6 +313,7 @@ async fn with_ttl_0_nothing_expires_and_no_gap_is_reported() -> anyhow::Result<(
     let (_reader, handle) = b.build().await?;
     handle.await?;
     assert!(events.lock().unwrap().is_empty());
+    assert_eq!(gap_gauge(&ks), None);
     assert_eq!(pks(&collected), (0..10).collect::<Vec<_>>());
     drop_keyspace(&session, &ks).await?;
     Ok(())
