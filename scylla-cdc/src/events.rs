@@ -40,7 +40,8 @@ pub struct ExpiredGap {
     pub requested: DateTime<Utc>,
     /// Where reading of those streams starts: the oldest time still in the log
     /// (now − the table's CDC `ttl` − the safety interval), or the generation's end when
-    /// all of the generation has expired (the next generation's event continues from there).
+    /// all of the generation has expired (the next generation's event continues from there),
+    /// or the reader's end timestamp when everything up to it has expired.
     pub first_readable: DateTime<Utc>,
     /// The table's CDC `ttl` the oldest time was computed from.
     pub ttl: Duration,

@@ -643,10 +643,11 @@ impl Worker {
         let (gen_end_tx, gen_end_rx) = watch::channel(next.map(|g| g.timestamp));
         let mut readers = JoinSet::new();
         // Reading starts no earlier than the oldest time still in the log, nor later than
-        // this generation's end when all of it has expired.
+        // this generation's end (or the reader's) when all of it has expired.
         let oldest = self
             .oldest_readable()
-            .map(|o| next.map_or(o, |n| o.min(n.timestamp)));
+            .map(|o| next.map_or(o, |n| o.min(n.timestamp)))
+            .map(|o| self.end().map_or(o, |e| o.min(e)));
         let mut gap: Option<(DateTime<Utc>, Vec<crate::cdc_types::StreamID>)> = None;
         for group in groups {
             let mut start = self.group_start(&generation, &group, first).await?;
@@ -1308,6 +1309,36 @@ mod tests {
                 ),
                 (g(BASE - 5 * HOUR), ms(BASE - 5 * HOUR), ms(OLDEST)),
             ]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_range_that_has_expired_entirely_ends_at_its_end() {
+        let e = Env::new();
+        e.fetcher.add(g(BASE - 10 * HOUR), vec![vec![stream(1)]]);
+        e.log.push(row(1, (BASE - 6 * HOUR) * 1000, 0, 1));
+        let (b, events) = event_log(
+            e.builder()
+                .log_ttl(Some(Duration::from_secs(3600)))
+                .checkpoint_saver(e.saver.clone())
+                .start_timestamp(ms(BASE - 9 * HOUR))
+                .end_timestamp(ms(BASE - 5 * HOUR)),
+        );
+        let (_r, h) = e.start(b, None).await.unwrap();
+        h.await.unwrap();
+        assert!(e.seen().is_empty());
+        let events = events.lock().unwrap().clone();
+        let [ReaderEvent::ExpiredGap(gap)] = events.as_slice() else {
+            panic!("{events:?}");
+        };
+        assert_eq!(
+            (gap.requested, gap.first_readable),
+            (ms(BASE - 9 * HOUR), ms(BASE - 5 * HOUR))
+        );
+        // The checkpoint does not claim more than the reader's end.
+        assert_eq!(
+            e.saver.streams.lock().unwrap()[&stream(1)],
+            ms(BASE - 5 * HOUR)
         );
     }
 
