@@ -558,10 +558,12 @@ impl Worker {
     /// The oldest time whose rows may still be in the log, or `None` when rows do not
     /// expire.
     ///
-    /// Scylla writes every log cell with the CDC `ttl` from the writing node's clock
-    /// (scylladb `cdc/log.cc`, `set_ttl` on each cell; expiry is `gc_clock::now() + ttl` in whole
-    /// seconds, which only makes rows expire earlier). A row with `cdc$time` `c` is gone once
-    /// that node's clock passes about `c + ttl`. The node's clock and the writer's timestamp may
+    /// Scylla writes every log cell with the CDC `ttl` as its TTL (the `ttl` CDC option: "per-cell
+    /// TTL on every log cell", the project's `design/scylla-cdc-semantics.md` §1.1); as for any
+    /// TTL, the expiry is computed from the coordinator's clock when the write is applied
+    /// (ScyllaDB's "Expiring Data with Time to Live" documentation), in whole seconds, which
+    /// only makes rows expire earlier. A row with `cdc$time` `c` is gone once that node's
+    /// clock passes about `c + ttl`. The node's clock and the writer's timestamp may
     /// be off ours by as much as the safety interval allows for, so a row is only taken as
     /// expired when it is older than `now - ttl - safety_interval`: reading never starts after
     /// a row that may still be in the log.
