@@ -11,7 +11,7 @@ fn main() -> ExitCode {
     // The default start, as the system recorded the process's start: every change written
     // after the launch is printed.
     let launched = cli::launch_time();
-    cli::install_tracing("warn,scylla_cdc_printer=info,scylla=off");
+    cli::install_tracing("warn,scylla_cdc_printer=info,scylla=off,scylla_cdc=warn");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

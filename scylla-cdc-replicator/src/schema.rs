@@ -655,39 +655,6 @@ pub fn list_columns(schema: &TableSchema) -> Vec<&str> {
         .collect()
 }
 
-/// Decodes the `cdc` entry of `system_schema.tables.extensions`: Scylla serializes the
-/// option map with its IDL (scylladb `cdc/cdc_extension.hh`, `serialize_to_buffer` of a
-/// `std::map<sstring, sstring>`): a little-endian `u32` count, then per entry the key and
-/// the value, each a little-endian `u32` length and that many bytes of UTF-8.
-pub fn decode_cdc_extension(blob: &[u8]) -> Result<Vec<(String, String)>, String> {
-    let mut rest = blob;
-    let u32_le = |rest: &mut &[u8]| -> Result<usize, String> {
-        let (head, tail) = rest
-            .split_first_chunk::<4>()
-            .ok_or_else(|| "the cdc extension ends early".to_owned())?;
-        *rest = tail;
-        usize::try_from(u32::from_le_bytes(*head)).map_err(|e| e.to_string())
-    };
-    let count = u32_le(&mut rest)?;
-    let mut out = Vec::new();
-    for _ in 0..count {
-        let mut pair = [String::new(), String::new()];
-        for s in &mut pair {
-            let len = u32_le(&mut rest)?;
-            if rest.len() < len {
-                return Err("the cdc extension ends early".to_owned());
-            }
-            let (text, tail) = rest.split_at(len);
-            *s = String::from_utf8(text.to_vec())
-                .map_err(|_| "the cdc extension has a string that is not UTF-8".to_owned())?;
-            rest = tail;
-        }
-        let [k, v] = pair;
-        out.push((k, v));
-    }
-    Ok(out)
-}
-
 /// Whether a table's `postimage` CDC option is on, from `system_schema.tables.extensions`
 /// (false when the table has no `cdc` extension).
 pub async fn postimage_enabled(
@@ -712,7 +679,7 @@ pub async fn postimage_enabled(
     else {
         return Ok(false);
     };
-    let options = decode_cdc_extension(&blob)
+    let options = scylla_cdc::decode_cdc_extension(&blob)
         .map_err(|e| SchemaError::Other(format!("{keyspace}.{table}: {e}")))?;
     Ok(options
         .iter()
@@ -1066,39 +1033,5 @@ pub(crate) mod tests {
         let mut udt = d.clone();
         udt.udts[1].fields.remove(0);
         assert!(check_compatible(&s, &udt).unwrap_err().contains("street"));
-    }
-
-    /// The IDL map Scylla stores in `system_schema.tables.extensions['cdc']`.
-    fn idl(entries: &[(&str, &str)]) -> Vec<u8> {
-        let mut out = (entries.len() as u32).to_le_bytes().to_vec();
-        for (k, v) in entries {
-            for s in [k, v] {
-                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-                out.extend_from_slice(s.as_bytes());
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn cdc_extension_is_decoded_and_bad_blobs_are_errors() {
-        let blob = idl(&[("enabled", "true"), ("postimage", "true"), ("ttl", "86400")]);
-        assert_eq!(
-            decode_cdc_extension(&blob).unwrap(),
-            vec![
-                ("enabled".to_owned(), "true".to_owned()),
-                ("postimage".to_owned(), "true".to_owned()),
-                ("ttl".to_owned(), "86400".to_owned()),
-            ]
-        );
-        assert_eq!(decode_cdc_extension(&idl(&[])).unwrap(), vec![]);
-        for cut in 1..blob.len() {
-            assert!(decode_cdc_extension(&blob[..cut]).is_err(), "cut at {cut}");
-        }
-        let mut bad = idl(&[("k", "v")]);
-        *bad.last_mut().unwrap() = 0xff;
-        assert!(decode_cdc_extension(&bad).is_err());
-        // A count far beyond the data does not allocate or panic.
-        assert!(decode_cdc_extension(&[0xff, 0xff, 0xff, 0xff]).is_err());
     }
 }

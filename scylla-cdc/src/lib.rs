@@ -81,6 +81,15 @@
 //!   reader was down are delivered; rows after the checkpoint may be delivered again. A
 //!   group of the resumed generation without a checkpoint starts at that generation's
 //!   start, and a saved generation that has ended is followed into the next ones.
+//! * **Expired changes are reported**: the log keeps a change for the table's CDC `ttl`
+//!   (read from its `cdc` schema extension when the reader is built). A start or a saved
+//!   checkpoint older than `now - ttl - safety_interval` (the oldest time the log can still
+//!   hold, allowing for the nodes' clocks) starts there instead — never later, so every row
+//!   still in the log is delivered — and the gap is reported once per generation as a
+//!   [`ReaderEvent::ExpiredGap`] to [`CDCLogReaderBuilder::on_event`], as the gauge
+//!   `scylla_cdc_expired_gap_seconds{keyspace, table}` of the `metrics` facade, and as a
+//!   `warn!`. With `ttl: 0` nothing expires. Rows that expire while a reader lags more than
+//!   the `ttl` behind are not detected.
 //! * **Errors**: a non-transient query error or an error returned by the consumer stops every
 //!   group; the handle resolves to a [`CDCError`] naming the stream and window.
 //! * **Bad data never panics**: a log row without `cdc$stream_id`/`cdc$time`/
@@ -102,21 +111,25 @@
 //! The library logs through `tracing` (a span per stream reader with `stream` and
 //! `window_start`) and never installs a subscriber.
 
+mod cdc_options;
 mod cdc_types;
 mod checkpoints;
 mod consumer;
 mod error;
+mod events;
 mod log_reader;
 mod stream_generations;
 mod stream_reader;
 mod time;
 
+pub use cdc_options::{CdcExtensionError, decode_cdc_extension};
 pub use cdc_types::{GenerationTimestamp, InvalidStreamID, StreamID};
 pub use checkpoints::{
     CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, TableBackedCheckpointSaver,
 };
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
 pub use error::{CDCError, ColumnError, StreamList, is_transient};
+pub use events::{ExpiredGap, ReaderEvent};
 pub use log_reader::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_PAUSE_BETWEEN_SAVES,
     DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE,

@@ -24,6 +24,7 @@ use crate::cdc_types::GenerationTimestamp;
 use crate::checkpoints::CDCCheckpointSaver;
 use crate::consumer::ConsumerFactory;
 use crate::error::CDCError;
+use crate::events::{EventListener, ExpiredGap, ReaderEvent};
 use crate::stream_generations::{
     GenerationFetcher, TabletGenerationFetcher, VnodeGenerationFetcher, generation_covering,
     next_generation,
@@ -81,6 +82,10 @@ pub struct CDCLogReaderBuilder {
     should_load_progress: Option<bool>,
     pause_between_saves: Duration,
     clock: Arc<dyn Clock>,
+    /// Receives the reader's events.
+    event_listener: Option<EventListener>,
+    /// The table's CDC `ttl` (`None`: no expiry, or unknown), read by `build`.
+    log_ttl: Option<Duration>,
 }
 
 impl Default for CDCLogReaderBuilder {
@@ -111,6 +116,8 @@ impl CDCLogReaderBuilder {
             should_load_progress: None,
             pause_between_saves: DEFAULT_PAUSE_BETWEEN_SAVES,
             clock,
+            event_listener: None,
+            log_ttl: None,
         }
     }
 
@@ -206,6 +213,23 @@ impl CDCLogReaderBuilder {
         self
     }
 
+    /// Receives the reader's [`ReaderEvent`]s, such as [`ReaderEvent::ExpiredGap`] when the
+    /// start (or a saved checkpoint) is older than what the log still holds.
+    ///
+    /// Called on the reader's task: it must return quickly (forward the event to a channel
+    /// for slow work). Each event is also logged (`warn!` for an expired gap).
+    pub fn on_event(mut self, listener: impl Fn(&ReaderEvent) + Send + Sync + 'static) -> Self {
+        self.event_listener = Some(Arc::new(listener));
+        self
+    }
+
+    /// Sets the log's TTL, as `build` reads it from the table's schema.
+    #[cfg(test)]
+    fn log_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.log_ttl = ttl;
+        self
+    }
+
     /// Replaces the clock (and the default start, which is the new clock's "now").
     #[cfg(test)]
     fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
@@ -221,7 +245,7 @@ impl CDCLogReaderBuilder {
     /// Errors: a missing option, an invalid configuration (zero window or sleep, end not after
     /// start), a missing keyspace or table, a table without CDC, a failed metadata query, or
     /// a failure to load saved progress.
-    pub async fn build(self) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
+    pub async fn build(mut self) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
         let session = self
             .session
             .clone()
@@ -241,6 +265,7 @@ impl CDCLogReaderBuilder {
         let (save, load) = self.validate()?;
 
         check_table(&session, &keyspace, &table).await?;
+        self.log_ttl = read_log_ttl(&session, &keyspace, &table).await?;
         let tablets = uses_tablets(&session, &keyspace).await?;
         let fetcher: Arc<dyn GenerationFetcher> = if tablets {
             Arc::new(TabletGenerationFetcher::new(session.clone(), &keyspace, &table).await?)
@@ -330,6 +355,10 @@ impl CDCLogReaderBuilder {
             start,
             generations,
             loaded_generation,
+            log_ttl: self.log_ttl,
+            events: self.event_listener.clone(),
+            keyspace: keyspace.clone(),
+            table: table.clone(),
         };
         let span = info_span!("cdc_log_reader", keyspace = %keyspace, table = %table);
         let task = tokio::spawn(
@@ -402,6 +431,24 @@ async fn check_table(session: &Session, keyspace: &str, table: &str) -> Result<(
     Ok(())
 }
 
+/// The table's CDC `ttl` from its `cdc` schema extension: `None` for `ttl: 0` (no expiry) and
+/// when the table has no `cdc` extension or no `ttl` in it (nothing is assumed to expire).
+async fn read_log_ttl(
+    session: &Session,
+    keyspace: &str,
+    table: &str,
+) -> Result<Option<Duration>, CDCError> {
+    let Some(options) = crate::cdc_options::read_cdc_extension(session, keyspace, table).await?
+    else {
+        info!("the table has no cdc schema extension: its log is not assumed to expire");
+        return Ok(None);
+    };
+    crate::cdc_options::log_ttl(&options).map_err(|detail| CDCError::BadMetadata {
+        what: format!("the cdc extension of {keyspace}.{table}"),
+        detail,
+    })
+}
+
 /// Number of rows of a result (0 when it is not rows).
 fn rows_count(result: scylla::response::query_result::QueryResult) -> usize {
     result.into_rows_result().map(|r| r.rows_num()).unwrap_or(0)
@@ -456,6 +503,12 @@ struct Worker {
     start: DateTime<Utc>,
     generations: Vec<GenerationTimestamp>,
     loaded_generation: Option<GenerationTimestamp>,
+    /// The table's CDC `ttl` (`None`: rows do not expire, or it is unknown).
+    log_ttl: Option<Duration>,
+    /// Receives the reader's events.
+    events: Option<EventListener>,
+    keyspace: String,
+    table: String,
 }
 
 impl Worker {
@@ -499,6 +552,50 @@ impl Worker {
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// The oldest time whose rows may still be in the log, or `None` when rows do not
+    /// expire.
+    ///
+    /// Scylla writes every log cell with the CDC `ttl` as its TTL (the `ttl` CDC option: "per-cell
+    /// TTL on every log cell", the project's `design/scylla-cdc-semantics.md` §1.1); as for any
+    /// TTL, the expiry is computed from the coordinator's clock when the write is applied
+    /// (ScyllaDB's "Expiring Data with Time to Live" documentation), in whole seconds, which
+    /// only makes rows expire earlier. A row with `cdc$time` `c` is gone once that node's
+    /// clock passes about `c + ttl`. The node's clock and the writer's timestamp may
+    /// be off ours by as much as the safety interval allows for, so a row is only taken as
+    /// expired when it is older than `now - ttl - safety_interval`: reading never starts after
+    /// a row that may still be in the log.
+    fn oldest_readable(&self) -> Option<DateTime<Utc>> {
+        let ttl = self.log_ttl?;
+        let margin = ttl.checked_add(self.settings.safety_interval)?;
+        let now = self.settings.clock.now();
+        now.checked_sub_signed(crate::time::to_delta(margin))
+            .map(crate::time::truncate_to_millis)
+    }
+
+    /// Reports a gap of expired changes: the event, the metric and a WARN line.
+    fn report_gap(&self, gap: ExpiredGap) {
+        let width = gap.width();
+        warn!(
+            generation = %gap.generation,
+            streams = gap.streams.len(),
+            requested = %gap.requested,
+            first_readable = %gap.first_readable,
+            gap_seconds = width.as_secs_f64(),
+            ttl_seconds = gap.ttl.as_secs(),
+            "changes were lost to the CDC log's TTL: reading of {}.{} was asked to start at {} but the log only holds changes from {} on",
+            gap.keyspace, gap.table, gap.requested, gap.first_readable,
+        );
+        metrics::gauge!(
+            "scylla_cdc_expired_gap_seconds",
+            "keyspace" => gap.keyspace.clone(),
+            "table" => gap.table.clone()
+        )
+        .increment(width.as_secs_f64());
+        if let Some(listener) = &self.events {
+            listener(&ReaderEvent::ExpiredGap(gap));
         }
     }
 
@@ -547,8 +644,23 @@ impl Worker {
         let next = next_generation(&self.generations, &generation);
         let (gen_end_tx, gen_end_rx) = watch::channel(next.map(|g| g.timestamp));
         let mut readers = JoinSet::new();
+        // Reading starts no earlier than the oldest time still in the log, nor later than
+        // this generation's end (or the reader's) when all of it has expired.
+        let oldest = self
+            .oldest_readable()
+            .map(|o| next.map_or(o, |n| o.min(n.timestamp)))
+            .map(|o| self.end().map_or(o, |e| o.min(e)));
+        let mut gap: Option<(DateTime<Utc>, Vec<crate::cdc_types::StreamID>)> = None;
         for group in groups {
-            let start = self.group_start(&generation, &group, first).await?;
+            let mut start = self.group_start(&generation, &group, first).await?;
+            if let Some(oldest) = oldest
+                && start < oldest
+            {
+                let (requested, streams) = gap.get_or_insert_with(|| (start, Vec::new()));
+                *requested = (*requested).min(start);
+                streams.extend_from_slice(&group);
+                start = oldest;
+            }
             let consumer = self.factory.new_consumer().await;
             let span = info_span!(
                 "stream_reader",
@@ -566,6 +678,19 @@ impl Worker {
                 consumer,
             );
             readers.spawn(reader.run().instrument(span));
+        }
+        if let (Some((requested, streams)), Some(first_readable), Some(ttl)) =
+            (gap, oldest, self.log_ttl)
+        {
+            self.report_gap(ExpiredGap {
+                keyspace: self.keyspace.clone(),
+                table: self.table.clone(),
+                generation,
+                streams,
+                requested,
+                first_readable,
+                ttl,
+            });
         }
         let mut known_next = next.is_some();
         // Checkpoint rows have a TTL: re-save the generation now and then, so that a reader
@@ -1069,6 +1194,171 @@ mod tests {
         h.await.unwrap();
         let vs: Vec<i32> = e.seen().iter().filter_map(|s| s.3).collect();
         assert_eq!(vs, (0..20).collect::<Vec<_>>());
+    }
+
+    /// The events a reader reported.
+    fn event_log(b: CDCLogReaderBuilder) -> (CDCLogReaderBuilder, Arc<Mutex<Vec<ReaderEvent>>>) {
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = events.clone();
+        let b = b.on_event(move |e| sink.lock().unwrap().push(e.clone()));
+        (b, events)
+    }
+
+    const HOUR: i64 = 3_600_000;
+    /// The oldest readable time with a 1 h TTL and the 30 s safety interval, at `BASE`.
+    const OLDEST: i64 = BASE - HOUR - 30_000;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_start_older_than_the_ttl_reports_the_gap_and_reads_from_the_oldest_time() {
+        let e = Env::new();
+        e.fetcher
+            .add(g(BASE - 10 * HOUR), vec![vec![stream(1)], vec![stream(2)]]);
+        // Expired rows (a real log would no longer hold them).
+        e.log.push(row(1, (BASE - 5 * HOUR) * 1000, 0, 1));
+        e.log.push(row(2, (OLDEST - 1) * 1000, 0, 2));
+        // Still in the log, the first one exactly at the oldest readable time.
+        e.log.push(row(1, OLDEST * 1000, 0, 3));
+        e.log.push(row(2, (BASE - 60_000) * 1000, 0, 4));
+        let (b, events) = event_log(
+            e.builder()
+                .log_ttl(Some(Duration::from_secs(3600)))
+                .start_timestamp(ms(BASE - 9 * HOUR))
+                .end_timestamp(ms(BASE - 40_000)),
+        );
+        let (_r, h) = e.start(b, None).await.unwrap();
+        h.await.unwrap();
+        let mut vs: Vec<i32> = e.seen().iter().filter_map(|s| s.3).collect();
+        vs.sort();
+        assert_eq!(vs, vec![3, 4]);
+        let events = events.lock().unwrap().clone();
+        let [ReaderEvent::ExpiredGap(gap)] = events.as_slice() else {
+            panic!("{events:?}");
+        };
+        assert_eq!(gap.requested, ms(BASE - 9 * HOUR));
+        assert_eq!(gap.first_readable, ms(OLDEST));
+        assert_eq!(gap.generation, g(BASE - 10 * HOUR));
+        assert_eq!(gap.streams, vec![stream(1), stream(2)]);
+        assert_eq!(gap.ttl, Duration::from_secs(3600));
+        assert_eq!(
+            gap.width(),
+            Duration::from_millis((OLDEST - (BASE - 9 * HOUR)) as u64)
+        );
+        assert_eq!((gap.keyspace.as_str(), gap.table.as_str()), ("ks", "t"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_checkpoint_older_than_the_ttl_reports_the_gap_for_its_streams() {
+        let e = Env::new();
+        let g1 = BASE - 10 * HOUR;
+        e.fetcher.add(g(g1), vec![vec![stream(1)], vec![stream(2)]]);
+        *e.saver.generation.lock().unwrap() = Some(g(g1));
+        e.saver.streams.lock().unwrap().extend([
+            (stream(1), ms(BASE - 2 * HOUR)),
+            (stream(2), ms(BASE - 600_000)),
+        ]);
+        e.log.push(row(1, (BASE - 90 * 60_000) * 1000, 0, 1));
+        e.log.push(row(1, (OLDEST + 1) * 1000, 0, 2));
+        e.log.push(row(2, (BASE - 500_000) * 1000, 0, 3));
+        let (b, events) = event_log(
+            e.builder()
+                .log_ttl(Some(Duration::from_secs(3600)))
+                .checkpoint_saver(e.saver.clone()),
+        );
+        let (mut r, h) = e.start(b, None).await.unwrap();
+        r.stop_at(ms(BASE - 40_000));
+        h.await.unwrap();
+        let mut vs: Vec<i32> = e.seen().iter().filter_map(|s| s.3).collect();
+        vs.sort();
+        assert_eq!(vs, vec![2, 3]);
+        let events = events.lock().unwrap().clone();
+        let [ReaderEvent::ExpiredGap(gap)] = events.as_slice() else {
+            panic!("{events:?}");
+        };
+        assert_eq!(gap.requested, ms(BASE - 2 * HOUR));
+        assert_eq!(gap.first_readable, ms(OLDEST));
+        // The stream whose checkpoint is recent lost nothing.
+        assert_eq!(gap.streams, vec![stream(1)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expired_generations_report_contiguous_gaps() {
+        let e = Env::new();
+        e.fetcher.add(g(BASE - 10 * HOUR), vec![vec![stream(1)]]);
+        e.fetcher.add(g(BASE - 5 * HOUR), vec![vec![stream(2)]]);
+        e.log.push(row(2, (BASE - 50 * 60_000) * 1000, 0, 1));
+        let (b, events) = event_log(
+            e.builder()
+                .log_ttl(Some(Duration::from_secs(3600)))
+                .start_timestamp(ms(BASE - 9 * HOUR))
+                .end_timestamp(ms(BASE - 40_000)),
+        );
+        let (_r, h) = e.start(b, None).await.unwrap();
+        h.await.unwrap();
+        assert_eq!(e.seen().len(), 1);
+        let bounds: Vec<_> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|ReaderEvent::ExpiredGap(gap)| (gap.generation, gap.requested, gap.first_readable))
+            .collect();
+        assert_eq!(
+            bounds,
+            vec![
+                (
+                    g(BASE - 10 * HOUR),
+                    ms(BASE - 9 * HOUR),
+                    ms(BASE - 5 * HOUR)
+                ),
+                (g(BASE - 5 * HOUR), ms(BASE - 5 * HOUR), ms(OLDEST)),
+            ]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_range_that_has_expired_entirely_ends_at_its_end() {
+        let e = Env::new();
+        e.fetcher.add(g(BASE - 10 * HOUR), vec![vec![stream(1)]]);
+        e.log.push(row(1, (BASE - 6 * HOUR) * 1000, 0, 1));
+        let (b, events) = event_log(
+            e.builder()
+                .log_ttl(Some(Duration::from_secs(3600)))
+                .checkpoint_saver(e.saver.clone())
+                .start_timestamp(ms(BASE - 9 * HOUR))
+                .end_timestamp(ms(BASE - 5 * HOUR)),
+        );
+        let (_r, h) = e.start(b, None).await.unwrap();
+        h.await.unwrap();
+        assert!(e.seen().is_empty());
+        let events = events.lock().unwrap().clone();
+        let [ReaderEvent::ExpiredGap(gap)] = events.as_slice() else {
+            panic!("{events:?}");
+        };
+        assert_eq!(
+            (gap.requested, gap.first_readable),
+            (ms(BASE - 9 * HOUR), ms(BASE - 5 * HOUR))
+        );
+        // The checkpoint does not claim more than the reader's end.
+        assert_eq!(
+            e.saver.streams.lock().unwrap()[&stream(1)],
+            ms(BASE - 5 * HOUR)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_ttl_nothing_expires() {
+        let e = Env::new();
+        e.fetcher.add(g(BASE - 10 * HOUR), vec![vec![stream(1)]]);
+        e.log.push(row(1, (BASE - 9 * HOUR) * 1000, 0, 1));
+        let (b, events) = event_log(
+            e.builder()
+                .log_ttl(None)
+                .start_timestamp(ms(BASE - 10 * HOUR))
+                .end_timestamp(ms(BASE - 40_000)),
+        );
+        let (_r, h) = e.start(b, None).await.unwrap();
+        h.await.unwrap();
+        assert_eq!(e.seen().len(), 1);
+        assert!(events.lock().unwrap().is_empty());
     }
 
     #[test]

@@ -1,0 +1,60 @@
+//! What a running reader reports besides rows: [`ReaderEvent`]s, received through
+//! [`CDCLogReaderBuilder::on_event`](crate::CDCLogReaderBuilder::on_event).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::cdc_types::{GenerationTimestamp, StreamID};
+
+/// Something a reader reports to the program besides rows. More kinds will be added (the
+/// enum is non-exhaustive): match the ones you handle and ignore the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReaderEvent {
+    /// Changes were lost to the log's TTL: reading was asked to start before the oldest
+    /// time still in the log.
+    ExpiredGap(ExpiredGap),
+}
+
+/// Reading of one generation was asked to start (by the start timestamp, a saved checkpoint,
+/// or the generation's own start while catching up) before the oldest time still in the log:
+/// changes in `[requested, first_readable)` may have expired and were not read.
+///
+/// One event per generation whose start was moved, covering every stream group of it that
+/// was moved (`streams`). Reading starts at `first_readable`, never later, so no row still in
+/// the log is skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExpiredGap {
+    /// The keyspace of the base table.
+    pub keyspace: String,
+    /// The base table.
+    pub table: String,
+    /// The generation (or tablet stream set) read.
+    pub generation: GenerationTimestamp,
+    /// The streams whose reading was moved forward.
+    pub streams: Vec<StreamID>,
+    /// The earliest start asked for among those streams.
+    pub requested: DateTime<Utc>,
+    /// Where reading of those streams starts: the oldest time still in the log
+    /// (now − the table's CDC `ttl` − the safety interval), or the generation's end when
+    /// all of the generation has expired (the next generation's event continues from there),
+    /// or the reader's end timestamp when everything up to it has expired.
+    pub first_readable: DateTime<Utc>,
+    /// The table's CDC `ttl` the oldest time was computed from.
+    pub ttl: Duration,
+}
+
+impl ExpiredGap {
+    /// The width of the gap: `first_readable - requested`.
+    pub fn width(&self) -> Duration {
+        (self.first_readable - self.requested)
+            .to_std()
+            .unwrap_or_default()
+    }
+}
+
+/// The program's event callback.
+pub(crate) type EventListener = Arc<dyn Fn(&ReaderEvent) + Send + Sync>;
