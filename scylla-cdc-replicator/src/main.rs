@@ -11,7 +11,11 @@ fn main() -> ExitCode {
     // The default start, as the system recorded the process's start: every change written
     // after the launch is replicated.
     let launched = cli::launch_time();
-    cli::install_tracing("info,scylla=off,scylla_cdc=warn");
+    // A target directive matches every target that starts with it: `scylla=off` (the driver)
+    // would also silence `scylla_cdc*`, so the library and this program are named after it.
+    cli::install_tracing(
+        "info,scylla=off,scylla_cdc=warn,scylla_cdc_replicator=info,scylla_cdc_printer=info",
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
