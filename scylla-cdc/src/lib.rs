@@ -81,6 +81,11 @@
 //!   reader was down are delivered; rows after the checkpoint may be delivered again. A
 //!   group of the resumed generation without a checkpoint starts at that generation's
 //!   start, and a saved generation that has ended is followed into the next ones.
+//! * **Start-up**: [`CDCLogReaderBuilder::build`] retries transient errors of each of its
+//!   steps (schema checks, prepares, generation reads, loading saved progress) with the same
+//!   backoff, logging a WARN line per retry; only a definite answer (keyspace or table
+//!   missing, CDC off, a refused permission) fails it at once.
+//!   [`CDCLogReaderBuilder::give_up_after`] bounds how long a request is retried.
 //! * **Errors**: a non-transient query error or an error returned by the consumer stops every
 //!   group; the handle resolves to a [`CDCError`] naming the stream and window.
 //! * **Bad data never panics**: a log row without `cdc$stream_id`/`cdc$time`/
@@ -116,7 +121,7 @@ pub use checkpoints::{
     CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, TableBackedCheckpointSaver,
 };
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
-pub use error::{CDCError, ColumnError, StreamList, is_transient};
+pub use error::{Backoff, CDCError, ColumnError, StreamList, is_transient, is_transient_prepare};
 pub use log_reader::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_PAUSE_BETWEEN_SAVES,
     DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE,
