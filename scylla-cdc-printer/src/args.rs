@@ -65,6 +65,12 @@ pub struct Args {
     /// Pause between reads once caught up, in seconds.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10", value_parser = parse_positive_seconds)]
     pub sleep_interval: Duration,
+    /// How long a start-up step (connecting, reading the schema, loading the checkpoint) or a
+    /// read keeps being retried while it fails transiently (timeouts, Overloaded, a cluster
+    /// that cannot be reached), in seconds; then the program exits with code 3. Each retry
+    /// logs a WARN line with its cause (default: retry forever).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_positive_seconds)]
+    pub give_up_after: Option<Duration>,
     /// User name (PasswordAuthenticator; default: $SCYLLA_USER).
     #[arg(long, short = 'u')]
     pub user: Option<String>,
@@ -146,6 +152,8 @@ pub struct PrintConfig {
     pub safety_interval: Duration,
     /// Sleep interval.
     pub sleep_interval: Duration,
+    /// How long transient failures are retried (`None`: forever).
+    pub give_up_after: Option<Duration>,
     /// Checkpoint table.
     pub checkpoint_table: Option<QualifiedTable>,
     /// Output format.
@@ -242,6 +250,7 @@ impl Args {
             window_size: self.window_size,
             safety_interval: self.safety_interval,
             sleep_interval: self.sleep_interval,
+            give_up_after: self.give_up_after,
             checkpoint_table: self.checkpoint_table,
             format: self.format,
         })))

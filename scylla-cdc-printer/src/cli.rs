@@ -18,7 +18,11 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
-use scylla_cdc::{CDCError, CDCLogReader, CDCReaderHandle};
+use scylla::errors::{
+    ConnectionError, ConnectionPoolError, ConnectionSetupRequestErrorKind, DbError, MetadataError,
+    NewSessionError,
+};
+use scylla_cdc::{Backoff, CDCError, CDCLogReader, CDCReaderHandle};
 use tokio::sync::watch;
 use tracing::info;
 
@@ -32,7 +36,8 @@ pub mod exit_code {
     pub const RUNTIME: u8 = 1;
     /// A bad argument (including a bad point in time); nothing was contacted.
     pub const USAGE: u8 = 2;
-    /// A cluster could not be reached (or refused the credentials).
+    /// A cluster could not be reached (or refused the credentials), or kept failing
+    /// transiently (timeouts, `Overloaded`, broken connections) past `--give-up-after`.
     pub const CONNECT: u8 = 3;
     /// A keyspace or table is missing, CDC is not enabled on it, or schemas do not match.
     pub const SCHEMA: u8 = 4;
@@ -46,6 +51,8 @@ pub const DEFAULT_PORT: u16 = 9042;
 pub struct CliError {
     code: u8,
     message: String,
+    /// Whether the failure is transient (worth retrying at start-up).
+    transient: bool,
 }
 
 /// A credentials or TLS setting that cannot be used is a usage error.
@@ -62,7 +69,23 @@ impl CliError {
         Self {
             code,
             message: one_line(&message.into()),
+            transient: false,
         }
+    }
+
+    /// A transient failure (a timeout, `Overloaded`, a cluster that cannot be reached or a
+    /// broken connection): start-up retries it, and once it gives up the exit code is
+    /// [`exit_code::CONNECT`].
+    pub fn transient(message: impl Into<String>) -> Self {
+        Self {
+            transient: true,
+            ..Self::new(exit_code::CONNECT, message)
+        }
+    }
+
+    /// Whether start-up retries this failure.
+    pub fn is_transient(&self) -> bool {
+        self.transient
     }
 
     /// A bad argument ([`exit_code::USAGE`]).
@@ -87,6 +110,9 @@ impl CliError {
 
     /// The failure of a reader of `table` (`ks.t`), with the exit code its kind deserves.
     pub fn from_reader(table: &str, err: &CDCError) -> Self {
+        if err.is_transient() {
+            return Self::transient(format!("{table}: {}", error_chain(err)));
+        }
         let code = match err {
             CDCError::KeyspaceNotFound(_)
             | CDCError::TableNotFound { .. }
@@ -521,7 +547,25 @@ pub fn rfc3339_micros(t: DateTime<Utc>) -> String {
 /// cluster"), over TLS when `tls` is given. A TLS file that cannot be read is a usage error;
 /// a cluster that cannot be reached, refuses the TLS handshake or the credentials is a
 /// connect error. Neither names the password.
+///
+/// A cluster that cannot be reached (refused or timed-out connections, a node that drops the
+/// connection or answers `Overloaded`) is retried with [`Backoff`] for `give_up_after`
+/// (forever if `None`), with a WARN line per retry; refused credentials or TLS are not.
 pub async fn connect(
+    what: &str,
+    hosts: &[String],
+    credentials: Option<&Credentials>,
+    tls: Option<&TlsOptions>,
+    give_up_after: Option<Duration>,
+) -> Result<Arc<Session>, CliError> {
+    retry_startup(&format!("connecting to {what}"), give_up_after, || {
+        connect_once(what, hosts, credentials, tls)
+    })
+    .await
+}
+
+/// One attempt of [`connect`].
+async fn connect_once(
     what: &str,
     hosts: &[String],
     credentials: Option<&Credentials>,
@@ -537,12 +581,96 @@ pub async fn connect(
         builder = builder.tls_context(Some(tls.client_config(what)?));
     }
     builder.build().await.map(Arc::new).map_err(|e| {
-        CliError::connect(format!(
+        let message = format!(
             "cannot connect to {what} at {}: {}",
             hosts.join(","),
             error_chain(&e)
-        ))
+        );
+        if session_error_is_transient(&e) {
+            CliError::transient(message)
+        } else {
+            CliError::connect(message)
+        }
     })
+}
+
+/// Whether a failure to open a session may go away by itself: no node reachable (refused,
+/// reset or timed-out connections), a connection dropped or answered with a transient error
+/// during the handshake, or a failed read of the cluster's metadata. Refused credentials, a
+/// TLS handshake that fails, or a host name that does not resolve are definite.
+fn session_error_is_transient(err: &NewSessionError) -> bool {
+    match err {
+        NewSessionError::MetadataError(MetadataError::ConnectionPoolError(e)) => match e {
+            ConnectionPoolError::Broken {
+                last_connection_error,
+            } => connection_error_is_transient(last_connection_error),
+            ConnectionPoolError::Initializing => true,
+            _ => false,
+        },
+        NewSessionError::MetadataError(MetadataError::FetchError(_)) => true,
+        _ => false,
+    }
+}
+
+/// Whether a failed connection attempt is worth retrying (see [`session_error_is_transient`]).
+fn connection_error_is_transient(err: &ConnectionError) -> bool {
+    use std::io::ErrorKind;
+    match err {
+        ConnectionError::ConnectTimeout | ConnectionError::BrokenConnection(_) => true,
+        ConnectionError::IoError(e) => matches!(
+            e.kind(),
+            ErrorKind::ConnectionRefused
+                | ErrorKind::ConnectionReset
+                | ErrorKind::ConnectionAborted
+                | ErrorKind::NotConnected
+                | ErrorKind::TimedOut
+                | ErrorKind::BrokenPipe
+                | ErrorKind::HostUnreachable
+                | ErrorKind::NetworkUnreachable
+                | ErrorKind::AddrNotAvailable
+        ),
+        ConnectionError::ConnectionSetupRequestError(e) => match &e.error {
+            ConnectionSetupRequestErrorKind::BrokenConnection(_)
+            | ConnectionSetupRequestErrorKind::UnableToAllocStreamId => true,
+            ConnectionSetupRequestErrorKind::DbError(db, _) => matches!(
+                db,
+                DbError::Overloaded
+                    | DbError::IsBootstrapping
+                    | DbError::Unavailable { .. }
+                    | DbError::ReadTimeout { .. }
+                    | DbError::WriteTimeout { .. }
+                    | DbError::RateLimitReached { .. }
+            ),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// Runs one start-up step until it succeeds or fails definitely: a transient failure
+/// ([`CliError::is_transient`]) is retried with the library's [`Backoff`] (a WARN line with
+/// the cause per retry) for `give_up_after` from the first failure (forever if `None`);
+/// then the last failure is returned.
+pub async fn retry_startup<T, F, Fut>(
+    what: &str,
+    give_up_after: Option<Duration>,
+    mut attempt: F,
+) -> Result<T, CliError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, CliError>>,
+{
+    let mut backoff = Backoff::new(give_up_after);
+    loop {
+        match attempt().await {
+            Err(e) if e.is_transient() => {
+                if !backoff.wait(what, &e.message).await {
+                    return Err(e);
+                }
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Installs the `tracing` subscriber of a program: filtered by `RUST_LOG` (default

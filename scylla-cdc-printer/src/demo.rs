@@ -141,6 +141,7 @@ pub async fn run(
         window_size: Duration::from_secs(1),
         safety_interval: Duration::from_millis(500),
         sleep_interval: Duration::from_millis(200),
+        give_up_after: None,
     };
     let readers = start_readers(
         &session,

@@ -34,7 +34,9 @@ use scylla_cdc::{
 use tracing::info;
 
 use crate::args::{Args, Format, Mode, PrintConfig};
-use crate::cli::{CliError, RunningReader, Shutdown, connect, error_chain, supervise};
+use crate::cli::{
+    CliError, RunningReader, Shutdown, connect, error_chain, retry_startup, supervise,
+};
 use crate::format::RowView;
 
 /// Where printed rows go: a writer shared by every consumer. Each row is written with one
@@ -199,6 +201,8 @@ pub struct ReaderSettings {
     pub safety_interval: Duration,
     /// Sleep interval.
     pub sleep_interval: Duration,
+    /// How long transient failures are retried (`None`: forever).
+    pub give_up_after: Option<Duration>,
 }
 
 /// Starts one reader per table of `keyspace`, printing to `out`. On a failure the readers
@@ -230,26 +234,29 @@ pub async fn start_readers(
             .safety_interval(settings.safety_interval)
             .sleep_interval(settings.sleep_interval)
             .start_timestamp(settings.start);
+        if let Some(g) = settings.give_up_after {
+            builder = builder.give_up_after(g);
+        }
         if let Some(end) = settings.end {
             builder = builder.end_timestamp(end);
         }
         if let Some(cp) = checkpoint_table {
-            let saver = TableBackedCheckpointSaver::new(
-                session.clone(),
-                &cp.keyspace,
-                &cp.table,
-                keyspace,
-                table,
+            let saver = retry_startup(
+                "opening the checkpoint table",
+                settings.give_up_after,
+                || async {
+                    TableBackedCheckpointSaver::new(
+                        session.clone(),
+                        &cp.keyspace,
+                        &cp.table,
+                        keyspace,
+                        table,
+                    )
+                    .await
+                    .map_err(|e| checkpoint_table_error(cp, &e))
+                },
             )
-            .await
-            .map_err(|e| {
-                CliError::schema(format!(
-                    "checkpoint table {}.{}: {}",
-                    cp.keyspace,
-                    cp.table,
-                    error_chain(&e)
-                ))
-            })?
+            .await?
             .with_reader_name("scylla-cdc-printer");
             builder = builder.checkpoint_saver(Arc::new(saver));
         }
@@ -268,6 +275,23 @@ pub async fn start_readers(
         }
     }
     Ok(readers)
+}
+
+/// The error of a checkpoint table that cannot be used: transient failures (a timeout or
+/// `Overloaded` while creating it or preparing its statements) are retried by start-up, a
+/// missing keyspace or a refused permission is a schema error.
+pub fn checkpoint_table_error(cp: &args::QualifiedTable, e: &scylla_cdc::CDCError) -> CliError {
+    let message = format!(
+        "checkpoint table {}.{}: {}",
+        cp.keyspace,
+        cp.table,
+        error_chain(e)
+    );
+    if e.is_transient() {
+        CliError::transient(message)
+    } else {
+        CliError::schema(message)
+    }
 }
 
 /// Runs the printer with these command-line arguments (the first is the program name),
@@ -330,6 +354,7 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         &config.hosts,
         config.credentials.as_ref(),
         config.tls.as_ref(),
+        config.give_up_after,
     )
     .await?;
     let settings = ReaderSettings {
@@ -338,6 +363,7 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         window_size: config.window_size,
         safety_interval: config.safety_interval,
         sleep_interval: config.sleep_interval,
+        give_up_after: config.give_up_after,
     };
     let readers = start_readers(
         &session,
@@ -422,12 +448,16 @@ mod tests {
                 "ks",
                 "-t",
                 "t",
+                "--give-up-after",
+                "0.5",
             ],
             Output::new(SharedBuffer::default()),
             shutdown,
         )
         .await
         .unwrap_err();
+        // Refused connections are retried (the cluster may be starting) until --give-up-after.
+        assert!(err.is_transient(), "{err}");
         assert_eq!(err.exit_code(), cli::exit_code::CONNECT, "{err}");
         assert!(err.message().contains("127.0.0.1:1"), "{err}");
         assert!(!err.to_string().contains('\n'));

@@ -90,6 +90,12 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
           value_parser = parse_positive_seconds)]
     pub sleep_interval: Duration,
+    /// How long a start-up step (connecting, reading the schema, loading the checkpoint) or a
+    /// read keeps being retried while it fails transiently (timeouts, Overloaded, a cluster
+    /// that cannot be reached), in seconds; then the program exits with code 3. Each retry
+    /// logs a WARN line with its cause (default: retry forever).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_positive_seconds)]
+    pub give_up_after: Option<Duration>,
     /// Where progress is saved in the source cluster (default:
     /// cdc_replicator_checkpoints in the --keyspace keyspace; created if missing).
     #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified_arg, conflicts_with = "no_checkpoints")]
@@ -205,6 +211,8 @@ pub struct Config {
     pub safety_interval: Duration,
     /// Sleep interval.
     pub sleep_interval: Duration,
+    /// How long transient failures are retried (`None`: forever).
+    pub give_up_after: Option<Duration>,
     /// The checkpoint table in the source cluster, unless checkpoints are off.
     pub checkpoint_table: Option<QualifiedTable>,
     /// Least time between checkpoints of a stream group.
@@ -300,6 +308,7 @@ impl Args {
             window_size: self.window_size,
             safety_interval: self.safety_interval,
             sleep_interval: self.sleep_interval,
+            give_up_after: self.give_up_after,
             checkpoint_table,
             checkpoint_interval: self.checkpoint_interval,
             write_consistency: self.write_consistency,

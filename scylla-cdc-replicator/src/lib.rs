@@ -51,8 +51,11 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use scylla::client::session::Session;
 use scylla_cdc::{CDCLogReaderBuilder, TableBackedCheckpointSaver};
+use scylla_cdc_printer::checkpoint_table_error;
 pub use scylla_cdc_printer::cli::{CliError, Shutdown, ShutdownTrigger, exit_code};
-use scylla_cdc_printer::cli::{RunningReader, clap_failure, connect, error_chain, supervise};
+use scylla_cdc_printer::cli::{
+    RunningReader, clap_failure, connect, error_chain, retry_startup, supervise,
+};
 use tracing::info;
 
 use crate::apply::{Destination, ReplicatorFactory, Stats, TableContext};
@@ -68,6 +71,7 @@ use crate::translate::ListWrites;
 fn schema_error(side: &str, e: SchemaError) -> CliError {
     match e {
         SchemaError::Other(m) => CliError::runtime(format!("{side}: {m}")),
+        SchemaError::Transient(m) => CliError::transient(format!("{side}: {m}")),
         other => CliError::schema(format!("{side}: {other}")),
     }
 }
@@ -124,14 +128,18 @@ pub async fn prepare_destination(
         }
         for statement in create_statements(source, keyspace, table) {
             info!(statement = %statement, "creating the destination schema");
+            // Every statement is `CREATE ... IF NOT EXISTS`: repeating it after a transient
+            // failure is safe.
             session
                 .query_unpaged(statement.clone(), ())
                 .await
                 .map_err(|e| {
-                    CliError::runtime(format!(
-                        "destination: `{statement}` failed: {}",
-                        error_chain(&e)
-                    ))
+                    let message = format!("destination: `{statement}` failed: {}", error_chain(&e));
+                    if scylla_cdc::is_transient(&e) {
+                        CliError::transient(message)
+                    } else {
+                        CliError::runtime(message)
+                    }
                 })?;
         }
     }
@@ -190,11 +198,14 @@ impl Replicator {
             "reading from {} (a saved checkpoint takes precedence)",
             config.start
         );
+        // Every step retries transient failures for --give-up-after (see `retry_startup`).
+        let give_up = config.give_up_after;
         let source = connect(
             "the source cluster",
             &config.source,
             config.source_credentials.as_ref(),
             config.source_tls.as_ref(),
+            give_up,
         )
         .await?;
         let destination = connect(
@@ -202,11 +213,16 @@ impl Replicator {
             &config.destination,
             config.destination_credentials.as_ref(),
             config.destination_tls.as_ref(),
+            give_up,
         )
         .await?;
-        let destination_is_scylla = is_scylla(&destination)
-            .await
-            .map_err(|e| schema_error("destination", e))?;
+        let destination_is_scylla =
+            retry_startup("reading the destination's schema", give_up, || async {
+                is_scylla(&destination)
+                    .await
+                    .map_err(|e| schema_error("destination", e))
+            })
+            .await?;
         info!(
             scylla = destination_is_scylla,
             "destination kind: {}",
@@ -220,15 +236,25 @@ impl Replicator {
         let stats = Arc::new(Stats::default());
         let mut contexts = Vec::new();
         for table in &config.tables {
-            let schema = Arc::new(source_table(&source, &config.keyspace, table).await?);
-            let lists = list_writes(&source, &schema, destination_is_scylla).await?;
-            prepare_destination(
-                &destination,
-                &schema,
-                &config.destination_keyspace,
-                table,
-                config.create_destination_table,
-            )
+            let schema = Arc::new(
+                retry_startup("reading the source table's schema", give_up, || {
+                    source_table(&source, &config.keyspace, table)
+                })
+                .await?,
+            );
+            let lists = retry_startup("reading the source table's CDC options", give_up, || {
+                list_writes(&source, &schema, destination_is_scylla)
+            })
+            .await?;
+            retry_startup("checking the destination table", give_up, || {
+                prepare_destination(
+                    &destination,
+                    &schema,
+                    &config.destination_keyspace,
+                    table,
+                    config.create_destination_table,
+                )
+            })
             .await?;
             let dest = Destination::new(
                 destination.clone(),
@@ -317,23 +343,27 @@ async fn start_reader(
         .sleep_interval(config.sleep_interval)
         .pause_between_saves(config.checkpoint_interval)
         .start_timestamp(config.start.time());
+    if let Some(g) = config.give_up_after {
+        builder = builder.give_up_after(g);
+    }
     if let Some(cp) = &config.checkpoint_table {
-        let saver = TableBackedCheckpointSaver::new(
-            source.clone(),
-            &cp.keyspace,
-            &cp.table,
-            &keyspace,
-            &table,
+        let saver = retry_startup(
+            "opening the checkpoint table",
+            config.give_up_after,
+            || async {
+                TableBackedCheckpointSaver::new(
+                    source.clone(),
+                    &cp.keyspace,
+                    &cp.table,
+                    &keyspace,
+                    &table,
+                )
+                .await
+                .map_err(|e| checkpoint_table_error(cp, &e))
+            },
         )
         .await
-        .map_err(|e| {
-            StartError::Cli(CliError::schema(format!(
-                "checkpoint table {}.{}: {}",
-                cp.keyspace,
-                cp.table,
-                error_chain(&e)
-            )))
-        })?
+        .map_err(StartError::Cli)?
         // Replications of one table into different keyspaces keep separate progress.
         .with_reader_name(format!(
             "scylla-cdc-replicator:{}",

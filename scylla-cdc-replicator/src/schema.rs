@@ -541,6 +541,9 @@ pub enum SchemaError {
     NoTable(String, String),
     /// A query failed or returned something unusable.
     Other(String),
+    /// A query failed transiently (a timeout, `Overloaded`, a broken connection: see
+    /// [`scylla_cdc::is_transient`]); start-up retries it.
+    Transient(String),
 }
 
 impl std::fmt::Display for SchemaError {
@@ -548,7 +551,7 @@ impl std::fmt::Display for SchemaError {
         match self {
             SchemaError::NoKeyspace(k) => write!(f, "keyspace `{k}` does not exist"),
             SchemaError::NoTable(k, t) => write!(f, "table `{k}.{t}` does not exist"),
-            SchemaError::Other(e) => f.write_str(e),
+            SchemaError::Other(e) | SchemaError::Transient(e) => f.write_str(e),
         }
     }
 }
@@ -567,7 +570,13 @@ where
     let result = session
         .query_unpaged(text, values)
         .await
-        .map_err(|e| fail(&e))?
+        .map_err(|e| {
+            if scylla_cdc::is_transient(&e) {
+                SchemaError::Transient(format!("reading {what}: {e}"))
+            } else {
+                fail(&e)
+            }
+        })?
         .into_rows_result()
         .map_err(|e| fail(&e))?;
     result

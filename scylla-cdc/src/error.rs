@@ -6,9 +6,12 @@
 //! `anyhow::Result`, and their errors are wrapped here with the context they happened in.
 
 use std::fmt;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use scylla::errors::{DbError, ExecutionError, PrepareError, RequestAttemptError};
+
+use tracing::warn;
 
 use crate::cdc_types::StreamID;
 
@@ -163,9 +166,110 @@ pub enum CDCError {
 }
 
 impl CDCError {
-    /// Whether the error is a transient failure of a metadata query, worth retrying.
-    pub(crate) fn is_transient(&self) -> bool {
-        matches!(self, CDCError::Query { source, .. } if is_transient(source))
+    /// Whether the error is a transient failure worth retrying: a metadata query or a
+    /// prepare that failed with a transient driver error (see [`is_transient`]), or a
+    /// checkpoint load whose cause is one.
+    ///
+    /// A definite answer (missing keyspace or table, CDC off, a refused permission, a syntax
+    /// error, bad data) is not transient.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            CDCError::Query { source, .. } => is_transient(source),
+            CDCError::Prepare { source, .. } => is_transient_prepare(source),
+            CDCError::Checkpoint { source, .. } => anyhow_is_transient(source),
+            _ => false,
+        }
+    }
+}
+
+/// Whether an `anyhow` error (a checkpoint saver's) has a transient driver error among its
+/// causes.
+fn anyhow_is_transient(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        if let Some(e) = cause.downcast_ref::<ExecutionError>() {
+            is_transient(e)
+        } else if let Some(e) = cause.downcast_ref::<PrepareError>() {
+            is_transient_prepare(e)
+        } else if let Some(e) = cause.downcast_ref::<CDCError>() {
+            e.is_transient()
+        } else {
+            false
+        }
+    })
+}
+
+/// Where retrying starts: the first pause after a transient failure.
+pub(crate) const RETRY_BACKOFF_START: Duration = Duration::from_millis(50);
+/// The longest pause between two attempts.
+pub(crate) const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// Capped exponential backoff between attempts of a request that failed transiently: the
+/// one policy of the reader, for log reads, generation reads and every start-up step, public
+/// so that programs retry their own start-up steps (connecting, reading another cluster's
+/// schema) the same way.
+///
+/// The first pause is 50 ms, doubled after each failure up to 5 s. Each pause logs a WARN
+/// line with its cause.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    next: Duration,
+    /// How long to keep retrying after the first failure (`None`: forever).
+    give_up_after: Option<Duration>,
+    /// When to stop retrying, set at the first failure.
+    give_up_at: Option<tokio::time::Instant>,
+}
+
+impl Backoff {
+    /// A backoff that retries for `give_up_after` from the first failure (forever if `None`).
+    pub fn new(give_up_after: Option<Duration>) -> Self {
+        Self {
+            next: RETRY_BACKOFF_START,
+            give_up_after,
+            give_up_at: None,
+        }
+    }
+
+    /// After a transient failure of `what`: logs a WARN line with the cause and waits the
+    /// next step. Returns `false`, without waiting, once `give_up_after` has passed since the
+    /// first failure (the caller returns its error then).
+    pub async fn wait(&mut self, what: &str, cause: &(dyn fmt::Display + Sync)) -> bool {
+        let mut pause = self.next;
+        if let Some(after) = self.give_up_after {
+            let now = tokio::time::Instant::now();
+            let at = *self.give_up_at.get_or_insert(now + after);
+            if now >= at {
+                warn!(error = %cause, "{what} failed; giving up after {after:?} of retries");
+                return false;
+            }
+            pause = pause.min(at - now);
+        }
+        warn!(error = %cause, retry_in = ?pause, "{what} failed; retrying");
+        tokio::time::sleep(pause).await;
+        self.next = (self.next * 2).min(RETRY_BACKOFF_MAX);
+        true
+    }
+}
+
+/// Runs `attempt` until it succeeds or fails with a non-transient error, waiting with
+/// [`Backoff`] (and a WARN line) after each transient failure of `what`.
+pub(crate) async fn retry_transient<T, F, Fut>(
+    what: &str,
+    backoff: &mut Backoff,
+    mut attempt: F,
+) -> Result<T, CDCError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, CDCError>>,
+{
+    loop {
+        match attempt().await {
+            Err(e) if e.is_transient() => {
+                if !backoff.wait(what, &e).await {
+                    return Err(e);
+                }
+            }
+            other => return other,
+        }
     }
 }
 
@@ -226,11 +330,18 @@ pub fn is_transient(err: &ExecutionError) -> bool {
         ExecutionError::EmptyPlan
         | ExecutionError::ConnectionPoolError(_)
         | ExecutionError::RequestTimeout(_) => true,
-        ExecutionError::PrepareError(PrepareError::ConnectionPoolError(_)) => true,
-        ExecutionError::PrepareError(PrepareError::AllAttemptsFailed { first_attempt }) => {
-            is_transient_attempt(first_attempt)
-        }
+        ExecutionError::PrepareError(e) => is_transient_prepare(e),
         ExecutionError::LastAttemptError(attempt) => is_transient_attempt(attempt),
+        _ => false,
+    }
+}
+
+/// Whether a failed prepare is worth retrying: no connection, or a transient answer of the
+/// node (the driver prepares on every node and reports the first failure).
+pub fn is_transient_prepare(err: &PrepareError) -> bool {
+    match err {
+        PrepareError::ConnectionPoolError(_) => true,
+        PrepareError::AllAttemptsFailed { first_attempt } => is_transient_attempt(first_attempt),
         _ => false,
     }
 }
@@ -261,7 +372,6 @@ fn is_transient_attempt(err: &RequestAttemptError) -> bool {
 pub(crate) mod tests {
     use super::*;
     use scylla::frame::types::Consistency;
-    use std::time::Duration;
 
     fn db(e: DbError) -> ExecutionError {
         ExecutionError::LastAttemptError(RequestAttemptError::DbError(e, "x".into()))
@@ -286,6 +396,97 @@ pub(crate) mod tests {
         assert!(!is_transient(&db(DbError::Invalid)));
         assert!(!is_transient(&db(DbError::SyntaxError)));
         assert!(!is_transient(&db(DbError::Unauthorized)));
+    }
+
+    #[test]
+    fn classifies_start_up_errors() {
+        let query = |e| CDCError::Query {
+            what: "x".into(),
+            source: Box::new(e),
+        };
+        assert!(query(db(DbError::Overloaded)).is_transient());
+        assert!(!query(db(DbError::Invalid)).is_transient());
+        let prepare = |e| CDCError::Prepare {
+            statement: "x".into(),
+            source: Box::new(PrepareError::AllAttemptsFailed {
+                first_attempt: RequestAttemptError::DbError(e, "x".into()),
+            }),
+        };
+        assert!(prepare(DbError::IsBootstrapping).is_transient());
+        assert!(!prepare(DbError::Invalid).is_transient());
+        // A checkpoint saver's `anyhow` error whose cause is a transient driver error.
+        let checkpoint = |e: ExecutionError| CDCError::Checkpoint {
+            action: "load",
+            source: anyhow::Error::new(e).context("loading"),
+        };
+        assert!(
+            checkpoint(db(DbError::ReadTimeout {
+                consistency: Consistency::One,
+                received: 0,
+                required: 1,
+                data_present: false
+            }))
+            .is_transient()
+        );
+        assert!(!checkpoint(db(DbError::Unauthorized)).is_transient());
+        assert!(
+            !CDCError::TableNotFound {
+                keyspace: "k".into(),
+                table: "t".into()
+            }
+            .is_transient()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_transient_errors_until_it_gives_up() {
+        let started = tokio::time::Instant::now();
+        let mut attempts = 0;
+        let r: Result<(), CDCError> = retry_transient(
+            "x",
+            &mut Backoff::new(Some(Duration::from_secs(10))),
+            || {
+                attempts += 1;
+                async {
+                    Err(CDCError::Query {
+                        what: "x".into(),
+                        source: Box::new(db(DbError::Overloaded)),
+                    })
+                }
+            },
+        )
+        .await;
+        assert!(r.unwrap_err().is_transient());
+        // 50 ms doubling to 5 s: 0.05+0.1+0.2+0.4+0.8+1.6+3.2 = 6.35 s, then 3.65 s more.
+        assert_eq!(attempts, 9);
+        assert_eq!(started.elapsed(), Duration::from_secs(10));
+
+        let mut attempts = 0;
+        let r = retry_transient("x", &mut Backoff::new(None), || {
+            attempts += 1;
+            let n = attempts;
+            async move {
+                if n < 3 {
+                    Err(CDCError::Query {
+                        what: "x".into(),
+                        source: Box::new(db(DbError::Overloaded)),
+                    })
+                } else {
+                    Ok(n)
+                }
+            }
+        })
+        .await;
+        assert_eq!(r.unwrap(), 3);
+        // A definite error is returned at once.
+        let mut attempts = 0;
+        let r: Result<(), CDCError> = retry_transient("x", &mut Backoff::new(None), || {
+            attempts += 1;
+            async { Err(CDCError::KeyspaceNotFound("k".into())) }
+        })
+        .await;
+        assert!(r.is_err());
+        assert_eq!(attempts, 1);
     }
 
     #[test]

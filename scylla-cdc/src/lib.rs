@@ -90,6 +90,11 @@
 //!   `scylla_cdc_expired_gap_seconds{keyspace, table}` of the `metrics` facade, and as a
 //!   `warn!`. With `ttl: 0` nothing expires. Rows that expire while a reader lags more than
 //!   the `ttl` behind are not detected.
+//! * **Start-up**: [`CDCLogReaderBuilder::build`] retries transient errors of each of its
+//!   steps (schema checks, prepares, generation reads, loading saved progress) with the same
+//!   backoff, logging a WARN line per retry; only a definite answer (keyspace or table
+//!   missing, CDC off, a refused permission) fails it at once.
+//!   [`CDCLogReaderBuilder::give_up_after`] bounds how long a request is retried.
 //! * **Errors**: a non-transient query error or an error returned by the consumer stops every
 //!   group; the handle resolves to a [`CDCError`] naming the stream and window.
 //! * **Bad data never panics**: a log row without `cdc$stream_id`/`cdc$time`/
@@ -128,7 +133,7 @@ pub use checkpoints::{
     CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, TableBackedCheckpointSaver,
 };
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
-pub use error::{CDCError, ColumnError, StreamList, is_transient};
+pub use error::{Backoff, CDCError, ColumnError, StreamList, is_transient, is_transient_prepare};
 pub use events::{ExpiredGap, ReaderEvent};
 pub use log_reader::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_PAUSE_BETWEEN_SAVES,

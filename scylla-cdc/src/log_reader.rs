@@ -23,7 +23,7 @@ use tracing::{Instrument, info, info_span, warn};
 use crate::cdc_types::GenerationTimestamp;
 use crate::checkpoints::CDCCheckpointSaver;
 use crate::consumer::ConsumerFactory;
-use crate::error::CDCError;
+use crate::error::{Backoff, CDCError, retry_transient};
 use crate::events::{EventListener, ExpiredGap, ReaderEvent};
 use crate::stream_generations::{
     GenerationFetcher, TabletGenerationFetcher, VnodeGenerationFetcher, generation_covering,
@@ -81,6 +81,7 @@ pub struct CDCLogReaderBuilder {
     should_save_progress: Option<bool>,
     should_load_progress: Option<bool>,
     pause_between_saves: Duration,
+    give_up_after: Option<Duration>,
     clock: Arc<dyn Clock>,
     /// Receives the reader's events.
     event_listener: Option<EventListener>,
@@ -115,6 +116,7 @@ impl CDCLogReaderBuilder {
             should_save_progress: None,
             should_load_progress: None,
             pause_between_saves: DEFAULT_PAUSE_BETWEEN_SAVES,
+            give_up_after: None,
             clock,
             event_listener: None,
             log_ttl: None,
@@ -230,6 +232,21 @@ impl CDCLogReaderBuilder {
         self
     }
 
+    /// How long a request that fails transiently (timeouts, `Overloaded`, unavailable
+    /// replicas, broken connections: see [`crate::is_transient`]) keeps being retried, counted
+    /// from its first failure; then the reader fails with the last error (default: retry
+    /// forever).
+    ///
+    /// Applies to every step of [`build`](Self::build) (the schema checks, the prepares, the
+    /// generation reads, loading saved progress) and to the reads while running. Each retry
+    /// logs a WARN line with its cause, so a cluster that is gone for good is visible in the
+    /// log either way. A definite answer (missing keyspace or table, CDC off, a refused
+    /// permission) is never retried.
+    pub fn give_up_after(mut self, give_up_after: Duration) -> Self {
+        self.give_up_after = Some(give_up_after);
+        self
+    }
+
     /// Replaces the clock (and the default start, which is the new clock's "now").
     #[cfg(test)]
     fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
@@ -264,16 +281,44 @@ impl CDCLogReaderBuilder {
             .ok_or(CDCError::MissingOption("consumer_factory"))?;
         let (save, load) = self.validate()?;
 
-        check_table(&session, &keyspace, &table).await?;
-        self.log_ttl = read_log_ttl(&session, &keyspace, &table).await?;
-        let tablets = uses_tablets(&session, &keyspace).await?;
+        // Every step retries transient failures (a node overloaded, timing out or restarting
+        // while the reader starts); only a definite answer ends start-up.
+        let give_up_after = self.give_up_after;
+        let backoff = || Backoff::new(give_up_after);
+        retry_transient("checking the table", &mut backoff(), || {
+            check_table(&session, &keyspace, &table)
+        })
+        .await?;
+        self.log_ttl = retry_transient("reading the table's CDC options", &mut backoff(), || {
+            read_log_ttl(&session, &keyspace, &table)
+        })
+        .await?;
+        let tablets = retry_transient("reading the keyspace's replication", &mut backoff(), || {
+            uses_tablets(&session, &keyspace)
+        })
+        .await?;
         let fetcher: Arc<dyn GenerationFetcher> = if tablets {
-            Arc::new(TabletGenerationFetcher::new(session.clone(), &keyspace, &table).await?)
+            Arc::new(
+                retry_transient("preparing the generation queries", &mut backoff(), || {
+                    TabletGenerationFetcher::new(session.clone(), &keyspace, &table)
+                })
+                .await?,
+            )
         } else {
-            Arc::new(VnodeGenerationFetcher::new(session.clone()).await?)
+            Arc::new(
+                retry_transient("preparing the generation queries", &mut backoff(), || {
+                    VnodeGenerationFetcher::new(session.clone())
+                })
+                .await?,
+            )
         };
         let log_table = format!("{table}_scylla_cdc_log");
-        let source = Arc::new(DriverLogSource::new(session.clone(), &keyspace, &log_table).await?);
+        let source = Arc::new(
+            retry_transient("preparing the CDC log query", &mut backoff(), || {
+                DriverLogSource::new(session.clone(), &keyspace, &log_table)
+            })
+            .await?,
+        );
         self.start(fetcher, source, factory, keyspace, table, save, load)
             .await
     }
@@ -319,20 +364,27 @@ impl CDCLogReaderBuilder {
         load: bool,
     ) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
         let start = self.start_timestamp.unwrap_or(self.created_at);
-        let generations = fetcher.fetch_all_generations().await?;
+        let backoff = || Backoff::new(self.give_up_after);
+        let generations = retry_transient("reading the CDC generations", &mut backoff(), || {
+            fetcher.fetch_all_generations()
+        })
+        .await?;
         if generations.is_empty() {
             return Err(CDCError::NoGeneration { keyspace, table });
         }
         let saver = self.checkpoint_saver.clone();
         let loaded_generation = match (&saver, load) {
             (Some(saver), true) => {
-                saver
-                    .load_last_generation()
-                    .await
-                    .map_err(|source| CDCError::Checkpoint {
-                        action: "load the last generation",
-                        source,
-                    })?
+                retry_transient("loading the saved generation", &mut backoff(), || async {
+                    saver
+                        .load_last_generation()
+                        .await
+                        .map_err(|source| CDCError::Checkpoint {
+                            action: "load the last generation",
+                            source,
+                        })
+                })
+                .await?
             }
             _ => None,
         };
@@ -350,6 +402,7 @@ impl CDCLogReaderBuilder {
                 clock: self.clock.clone(),
                 source,
                 end: end_rx,
+                give_up_after: self.give_up_after,
             },
             loader: if load { saver } else { None },
             start,
@@ -542,17 +595,11 @@ impl Worker {
         &self,
         generation: &GenerationTimestamp,
     ) -> Result<Vec<Vec<crate::cdc_types::StreamID>>, CDCError> {
-        let mut backoff = Duration::from_millis(100);
-        loop {
-            match self.fetcher.fetch_stream_groups(generation).await {
-                Err(e) if e.is_transient() => {
-                    warn!(error = %e, retry_in = ?backoff, "could not read the streams of a generation; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
-                }
-                other => return other,
-            }
-        }
+        let mut backoff = Backoff::new(self.settings.give_up_after);
+        retry_transient("reading the streams of a generation", &mut backoff, || {
+            self.fetcher.fetch_stream_groups(generation)
+        })
+        .await
     }
 
     /// The oldest time whose rows may still be in the log, or `None` when rows do not
@@ -610,12 +657,17 @@ impl Worker {
             return Ok(generation.timestamp);
         }
         if let Some(loader) = &self.loader {
-            let saved = loader.load_last_checkpoint(group).await.map_err(|source| {
-                CDCError::Checkpoint {
-                    action: "load a stream checkpoint",
-                    source,
-                }
-            })?;
+            let mut backoff = Backoff::new(self.settings.give_up_after);
+            let saved = retry_transient("loading a stream checkpoint", &mut backoff, || async {
+                loader
+                    .load_last_checkpoint(group)
+                    .await
+                    .map_err(|source| CDCError::Checkpoint {
+                        action: "load a stream checkpoint",
+                        source,
+                    })
+            })
+            .await?;
             if let Some(saved) = saved {
                 return Ok(saved.max(generation.timestamp));
             }

@@ -27,13 +27,8 @@ use tracing::{debug, warn};
 use crate::cdc_types::{GenerationTimestamp, StreamID};
 use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
 use crate::consumer::{CDCRow, ColumnIndex, Consumer};
-use crate::error::{CDCError, StreamList, is_transient};
+use crate::error::{Backoff, CDCError, StreamList, is_transient};
 use crate::time::{ChangeKey, Clock, next_window_end, truncate_to_millis};
-
-/// First pause after a transient error; doubled on each further failure.
-const RETRY_BACKOFF_START: Duration = Duration::from_millis(50);
-/// Longest pause between retries.
-const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// One page of log rows.
 // The test-only variant is the small one; production builds have only `Driver`.
@@ -186,6 +181,9 @@ pub(crate) struct ReaderSettings {
     pub(crate) source: Arc<dyn LogSource>,
     /// The end of reading (end timestamp or `stop_at`), changed while running.
     pub(crate) end: watch::Receiver<Option<DateTime<Utc>>>,
+    /// How long a request keeps being retried after its first transient failure
+    /// (`None`: forever).
+    pub(crate) give_up_after: Option<Duration>,
 }
 
 /// The immutable part of a stream reader: what it reads and how.
@@ -350,7 +348,7 @@ impl Plan {
         end: DateTime<Utc>,
         paging: PagingState,
     ) -> Result<(LogPage, PagingStateResponse), CDCError> {
-        let mut backoff = RETRY_BACKOFF_START;
+        let mut backoff = Backoff::new(self.settings.give_up_after);
         loop {
             match self
                 .settings
@@ -360,9 +358,14 @@ impl Plan {
             {
                 Ok(page) => return Ok(page),
                 Err(e) if is_transient(&e) => {
-                    warn!(error = %e, retry_in = ?backoff, "transient error reading the CDC log; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(RETRY_BACKOFF_MAX);
+                    if !backoff.wait("reading the CDC log", &e).await {
+                        return Err(CDCError::LogRead {
+                            streams: StreamList(self.streams.clone()),
+                            window_start: start,
+                            window_end: end,
+                            source: Box::new(e),
+                        });
+                    }
                 }
                 Err(source) => {
                     return Err(CDCError::LogRead {
@@ -640,6 +643,7 @@ pub(crate) mod tests {
             clock: Arc::new(TokioClock::starting_at(ms(BASE))),
             source: log,
             end,
+            give_up_after: None,
         }
     }
 

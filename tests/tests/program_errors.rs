@@ -95,7 +95,17 @@ async fn printer_errors() -> anyhow::Result<()> {
             "--end",
         ),
         (
-            vec!["--hostname", "127.0.0.1:1", "-k", &ks, "-t", "t"],
+            // Nothing listens there: retried (a cluster may be starting) until --give-up-after.
+            vec![
+                "--hostname",
+                "127.0.0.1:1",
+                "-k",
+                &ks,
+                "-t",
+                "t",
+                "--give-up-after",
+                "1",
+            ],
             exit_code::CONNECT,
             "cannot connect",
         ),
@@ -192,6 +202,8 @@ async fn replicator_errors() -> anyhow::Result<()> {
                 ks,
                 "-t",
                 "t",
+                "--give-up-after",
+                "1",
             ]),
             exit_code::CONNECT,
             "destination cluster",
