@@ -228,9 +228,17 @@ async fn refusals_are_one_line_and_exit_code_3() -> anyhow::Result<()> {
             ],
             "certificate",
         ),
-        // Plaintext to the TLS port.
+        // Plaintext to the TLS port: the server drops the connection, which a client cannot
+        // tell from a connection lost at start-up, so it is retried until --give-up-after.
         (
-            vec!["--user", USER, "--password-file", &files.password_file],
+            vec![
+                "--user",
+                USER,
+                "--password-file",
+                &files.password_file,
+                "--give-up-after",
+                "1",
+            ],
             "cannot connect",
         ),
         // TLS is fine, the password is not.
