@@ -464,6 +464,9 @@ mod tests {
                 "ks",
                 "-t",
                 "t",
+                // Unreachable is retried (it may be a node restarting) until --give-up-after.
+                "--give-up-after",
+                "0.5",
             ],
             shutdown,
         )
