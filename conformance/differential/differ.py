@@ -35,6 +35,8 @@ from cassandra.util import Date, Duration, Time
 
 KEYSPACE = "differential"
 INDEX_BUILD_TIMEOUT = 30.0
+# How long a view may take to be built from its base's existing rows.
+VIEW_BUILD_TIMEOUT = 60.0
 
 # ------------------------------------------------------------------------------------------
 # Steps
@@ -43,7 +45,8 @@ INDEX_BUILD_TIMEOUT = 30.0
 
 @dataclass
 class Step:
-    """One action of a case. ``kind`` is one of query, prepare, execute, batch, pages."""
+    """One action of a case. ``kind`` is one of query, prepare, execute, batch, pages,
+    view_built."""
 
     kind: str
     cql: str | list = ""
@@ -105,6 +108,13 @@ def batch(statements, *, batch_type=BatchType.LOGGED, prepared=False, label=None
     return Step("batch", statements, label=label, warnings=warnings, mask=mask or {},
                 batch_type=batch_type, prepared=prepared,
                 serial_consistency=serial_consistency)
+
+
+def view_built(view="@mv", *, label=None):
+    """Waits (bounded) until ``system.built_views`` lists ``view`` (bare name, in ``@ks``).
+    Both servers build a view from its base's existing rows in the background and record it
+    there when done; the observation is whether it was built in time."""
+    return Step("view_built", view, label=label)
 
 
 def pages(cql, fetch_size, *, values=None, label=None):
@@ -418,11 +428,26 @@ def run_step(session, step: Step, names: Names) -> dict:
             return _rows_observation(session.execute(bs), step)
         if step.kind == "pages":
             return _pages_observation(session, step, cql, expand_values(step.values, names))
+        if step.kind == "view_built":
+            return {"kind": "view_built", "built": _wait_view_built(session, cql, names)}
         raise ValueError(f"unknown step kind {step.kind}")
     except Exception as exc:  # noqa: BLE001 - every failure is part of what the client sees
         if prepared_obs is not None:
             return {**prepared_obs, "kind": "prepared+error", "error": error_observation(exc)}
         return {"kind": "error", "error": error_observation(exc)}
+
+
+def _wait_view_built(session, view: str, names: Names) -> bool:
+    st = SimpleStatement("SELECT view_name FROM system.built_views "
+                         "WHERE keyspace_name = %s AND view_name = %s")
+    keyspace = expand("@ks", names)
+    deadline = time.monotonic() + VIEW_BUILD_TIMEOUT
+    while True:
+        if list(session.execute(st, (keyspace, view))):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)  # the build's end is not announced to clients
 
 
 MAX_PAGES = 1000
@@ -477,6 +502,9 @@ def aspects(obs: dict, step: Step) -> dict[str, Any]:
         return out
     if kind == "prepared":
         out["outcome"] = "prepared"
+        return out
+    if kind == "view_built":
+        out["outcome"] = {"view_built": obs["built"]}
         return out
     if kind == "pages":
         out["outcome"] = "pages"

@@ -1,7 +1,7 @@
 """Materialized views: maintenance on every kind of base write,
 reads (paging, restrictions), timestamps and TTLs carried from the base, and the errors."""
 
-from differ import Case, ddl, in_range, pages, q
+from differ import Case, ddl, in_range, pages, q, view_built
 
 TABLE = "CREATE TABLE @t (pk int, ck int, v int, w text, PRIMARY KEY (pk, ck))"
 VIEW = ("CREATE MATERIALIZED VIEW @ks.@mv AS SELECT * FROM @t WHERE v IS NOT NULL "
@@ -10,8 +10,8 @@ ALL = "SELECT * FROM @ks.@mv"
 
 CASES = [
     # Building a view from the rows its base already has is asynchronous on both servers
-    # (Cassandra's and Scylla's view builders), so a read right after CREATE is a race: the
-    # build is checked by the driver tests of the embedded cluster (driver_views.rs).
+    # (Cassandra's and Scylla's view builders): a case that creates a view over existing rows
+    # waits for system.built_views to list it before reading it (view_built).
     Case("maintenance_on_update_and_delete", [
         ddl(TABLE),
         ddl(VIEW),
@@ -56,6 +56,7 @@ CASES = [
         ddl("CREATE MATERIALIZED VIEW @ks.@mv AS SELECT pk, ck, v FROM @t WHERE v IS NOT NULL "
             "AND pk IS NOT NULL AND ck IS NOT NULL PRIMARY KEY (v, ck, pk) "
             "WITH CLUSTERING ORDER BY (ck DESC, pk ASC)"),
+        view_built(),
         pages("SELECT * FROM @ks.@mv", 5),
         q("SELECT * FROM @ks.@mv WHERE v = 1 AND ck = 2", label="key_restriction"),
         q("SELECT * FROM @ks.@mv WHERE v = 0 AND ck < 2", label="slice"),

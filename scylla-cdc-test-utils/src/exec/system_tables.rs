@@ -81,6 +81,7 @@ pub(crate) fn virtual_table_rows(
     match (table.keyspace.as_str(), table.name.as_str()) {
         (SYSTEM, "local") => local(&mut rows, view),
         (SYSTEM, "peers") => peers(&mut rows, view),
+        (SYSTEM, "built_views") => built_views(&mut rows, view.schema),
         (SYSTEM_SCHEMA, "keyspaces") => keyspaces(&mut rows, view.schema),
         (SYSTEM_SCHEMA, "scylla_keyspaces") => scylla_keyspaces(&mut rows, view.schema),
         (SYSTEM_SCHEMA, "tables") => tables(&mut rows, view.schema),
@@ -479,6 +480,25 @@ fn materialized_views(rows: &mut Rows<'_>, schema: &Schema) {
         cells.push(("id", Some(Value::uuid(t.id))));
         cells.extend(table_params(&t.options, extensions(t)));
         rows.add(cells);
+    }
+}
+
+/// `system.built_views`: every materialized view and index view. The embedded cluster fills
+/// a view from its base when it is created, so each one is built as soon as it exists.
+fn built_views(rows: &mut Rows<'_>, schema: &Schema) {
+    for t in schema.tables() {
+        if t.view_info().is_some() {
+            rows.add(vec![
+                ("keyspace_name", text(&t.keyspace)),
+                ("view_name", text(&t.name)),
+            ]);
+        }
+        for i in &t.indexes {
+            rows.add(vec![
+                ("keyspace_name", text(&t.keyspace)),
+                ("view_name", text(&i.view_name())),
+            ]);
+        }
     }
 }
 
@@ -1346,6 +1366,34 @@ mod tests {
         ] {
             assert!(read(&db, &topo, 1, ks, t).is_empty(), "{ks}.{t}");
         }
+    }
+
+    #[test]
+    fn built_views_lists_views_and_index_views_once_created() {
+        let mut db = Db::new();
+        db.keyspace("ks");
+        db.ok("CREATE TABLE ks.t (pk int, ck int, v int, PRIMARY KEY (pk, ck))");
+        let topo = topology(2);
+        assert!(read(&db, &topo, 1, "system", "built_views").is_empty());
+        db.ok(
+            "CREATE MATERIALIZED VIEW ks.mv AS SELECT * FROM ks.t WHERE v IS NOT NULL \
+             AND pk IS NOT NULL AND ck IS NOT NULL PRIMARY KEY (v, pk, ck)",
+        );
+        db.ok("CREATE INDEX t_v ON ks.t (v)");
+        let names: Vec<(String, String)> = read(&db, &topo, 2, "system", "built_views")
+            .iter()
+            .map(|r| (s(r, "keyspace_name"), s(r, "view_name")))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("ks".to_string(), "mv".to_string()),
+                ("ks".to_string(), "t_v_index".to_string())
+            ]
+        );
+        db.ok("DROP MATERIALIZED VIEW ks.mv");
+        db.ok("DROP INDEX ks.t_v");
+        assert!(read(&db, &topo, 1, "system", "built_views").is_empty());
     }
 
     #[test]

@@ -220,6 +220,20 @@ fn system_tables() -> Vec<TableDef> {
         }
         .build()
         .without_gc_grace(),
+        // Scylla's view builder inserts a row here once a view (or an index's backing view)
+        // has been built from its base; the embedded cluster builds at CREATE, so every view
+        // is listed. Clients wait on this table before reading a new view.
+        Spec {
+            keyspace: SYSTEM,
+            name: "built_views",
+            partition: vec![("keyspace_name", text())],
+            clustering: vec![("view_name", text(), Asc)],
+            regular: vec![],
+            kind: TableKind::Virtual,
+            comment: "built views",
+        }
+        .build()
+        .without_gc_grace(),
         Spec {
             keyspace: SYSTEM,
             name: CDC_TIMESTAMPS,
