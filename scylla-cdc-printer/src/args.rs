@@ -1,6 +1,7 @@
 //! The printer's command line: [`Args`] as clap parses it, checked and resolved into a
 //! [`PrintConfig`] by [`Args::into_config`] before anything is contacted.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use crate::cli::{
     parse_seconds, parse_time, qualified_arg, rfc3339_micros, tables_arg,
 };
 pub use crate::cli::{Hosts, QualifiedTable, Tables};
+use crate::metrics_http::metrics_addr_arg;
 use crate::secure::{CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials};
 
 /// How rows are printed.
@@ -107,6 +109,9 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Pretty)]
     pub format: Format,
+    /// Serve the reader's metrics as Prometheus text on http://HOST:PORT/metrics.
+    #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg)]
+    pub metrics_addr: Option<SocketAddr>,
     /// Start an embedded 3-node cluster with a demo table and a writer, and print its changes.
     #[arg(long, conflicts_with_all = ["hosts", "hostname", "keyspace", "table", "checkpoint_table", "start", "end"])]
     pub demo: bool,

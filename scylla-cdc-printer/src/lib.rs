@@ -8,14 +8,15 @@
 //! ([`demo`], behind the default `demo` feature).
 //!
 //! [`cli`] holds what the printer and the replicator share (argument parsers, exit codes,
-//! signals, reader supervision), [`secure`] their credentials and TLS; [`render`] turns
-//! values into CQL literals and JSON.
+//! signals, reader supervision), [`secure`] their credentials and TLS, [`metrics_http`] their
+//! `--metrics-addr`; [`render`] turns values into CQL literals and JSON.
 
 pub mod args;
 pub mod cli;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod format;
+pub mod metrics_http;
 pub mod render;
 pub mod secure;
 
@@ -330,7 +331,12 @@ where
                 .map_err(|e| CliError::runtime(format!("cannot write the output: {e}")));
         }
     };
-    match args.into_config(launched)? {
+    let metrics_addr = args.metrics_addr;
+    let mode = args.into_config(launched)?;
+    if let Some(addr) = metrics_addr {
+        metrics_http::serve_metrics(addr)?;
+    }
+    match mode {
         Mode::Print(config) => print(*config, out, shutdown).await,
         #[cfg(feature = "demo")]
         Mode::Demo { seconds, format } => demo::run(seconds, format, out, shutdown).await,

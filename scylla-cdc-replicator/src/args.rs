@@ -1,6 +1,7 @@
 //! The replicator's command line: [`Args`] as clap parses it, checked and resolved into a
 //! [`Config`] by [`Args::into_config`] before anything is contacted.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use scylla_cdc_printer::cli::{
     qualified_arg, tables_arg,
 };
 pub use scylla_cdc_printer::cli::{Hosts, QualifiedTable, StartAt, Tables};
+use scylla_cdc_printer::metrics_http::metrics_addr_arg;
 use scylla_cdc_printer::secure::{
     CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
 };
@@ -180,6 +182,9 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5",
           value_parser = parse_positive_seconds)]
     pub progress_interval: Duration,
+    /// Serve the reader's metrics as Prometheus text on http://HOST:PORT/metrics.
+    #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg)]
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 /// The settings of a replication run, checked and resolved.

@@ -442,7 +442,11 @@ where
             return Ok(());
         }
     };
+    let metrics_addr = args.metrics_addr;
     let config = args.into_config(launched)?;
+    if let Some(addr) = metrics_addr {
+        scylla_cdc_printer::metrics_http::serve_metrics(addr)?;
+    }
     Replicator::start(&config).await?.run(shutdown).await
 }
 

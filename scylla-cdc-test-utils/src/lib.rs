@@ -76,6 +76,7 @@ use rand::SeedableRng;
 use tokio::sync::{Mutex, broadcast};
 use uuid::Uuid;
 
+pub mod metrics_scrape;
 pub mod types;
 
 mod helpers;
