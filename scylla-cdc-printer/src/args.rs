@@ -9,8 +9,9 @@ use chrono::{DateTime, Utc};
 use clap::{Parser, ValueEnum};
 
 use crate::cli::{
-    CliError, StartAt, TimeSpec, hosts_arg, one_host_arg, parse_name, parse_positive_seconds,
-    parse_seconds, parse_time, qualified_arg, rfc3339_micros, tables_arg,
+    CliError, StartAt, TimeSpec, checkpoint_interval_arg, hosts_arg, long_interval_arg,
+    one_host_arg, parse_name, parse_time, qualified_arg, rfc3339_micros, safety_interval_arg,
+    sleep_interval_arg, tables_arg, window_size_arg,
 };
 pub use crate::cli::{Hosts, QualifiedTable, Tables};
 use crate::metrics_http::metrics_addr_arg;
@@ -58,20 +59,21 @@ pub struct Args {
     /// run until stopped).
     #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
     pub end: Option<TimeSpec>,
-    /// Longest time window one query reads, in seconds.
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60", value_parser = parse_positive_seconds)]
+    /// Longest time window one query reads, in seconds (0.001 to 604800).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60", value_parser = window_size_arg)]
     pub window_size: Duration,
-    /// How far behind now reading stays, in seconds, so that writes in flight are not missed.
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "30", value_parser = parse_seconds)]
+    /// How far behind now reading stays, in seconds, so that writes in flight are not missed
+    /// (0 to 86400).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "30", value_parser = safety_interval_arg)]
     pub safety_interval: Duration,
-    /// Pause between reads once caught up, in seconds.
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10", value_parser = parse_positive_seconds)]
+    /// Pause between reads once caught up, in seconds (0.001 to 3600).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10", value_parser = sleep_interval_arg)]
     pub sleep_interval: Duration,
     /// How long a start-up step (connecting, reading the schema, loading the checkpoint) or a
     /// read keeps being retried while it fails transiently (timeouts, Overloaded, a cluster
     /// that cannot be reached), in seconds; then the program exits with code 3. Each retry
     /// logs a WARN line with its cause (default: retry forever).
-    #[arg(long, value_name = "SECONDS", value_parser = parse_positive_seconds)]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
     pub give_up_after: Option<Duration>,
     /// User name (PasswordAuthenticator; default: $SCYLLA_USER).
     #[arg(long, short = 'u')]
@@ -106,6 +108,11 @@ pub struct Args {
     /// Save progress in this table (created if missing) and resume from it.
     #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified_arg)]
     pub checkpoint_table: Option<QualifiedTable>,
+    /// Least time between two checkpoints of a stream group, in seconds (0: after every
+    /// window; up to 86400). A group also saves when it finishes a generation and on stop.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
+          requires = "checkpoint_table", value_parser = checkpoint_interval_arg)]
+    pub checkpoint_interval: Duration,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Pretty)]
     pub format: Format,
@@ -116,7 +123,7 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["hosts", "hostname", "keyspace", "table", "checkpoint_table", "start", "end"])]
     pub demo: bool,
     /// Stop the demo after this many seconds (default: run until Ctrl-C).
-    #[arg(long, value_name = "SECONDS", requires = "demo", value_parser = parse_positive_seconds)]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
     pub demo_seconds: Option<Duration>,
 }
 
@@ -161,6 +168,8 @@ pub struct PrintConfig {
     pub give_up_after: Option<Duration>,
     /// Checkpoint table.
     pub checkpoint_table: Option<QualifiedTable>,
+    /// Least time between checkpoints of a stream group.
+    pub checkpoint_interval: Duration,
     /// Output format.
     pub format: Format,
 }
@@ -203,6 +212,10 @@ impl Args {
     /// Checks what clap cannot and resolves times against `launched`, the instant the
     /// program was launched.
     pub fn into_config(self, launched: DateTime<Utc>) -> Result<Mode, CliError> {
+        // clap counts `--demo` (a flag, false by default) as present for `requires`.
+        if self.demo_seconds.is_some() && !self.demo {
+            return Err(CliError::usage("--demo-seconds is only valid with --demo"));
+        }
         if self.demo {
             return Ok(Mode::Demo {
                 seconds: self.demo_seconds,
@@ -257,6 +270,7 @@ impl Args {
             sleep_interval: self.sleep_interval,
             give_up_after: self.give_up_after,
             checkpoint_table: self.checkpoint_table,
+            checkpoint_interval: self.checkpoint_interval,
             format: self.format,
         })))
     }
@@ -392,7 +406,28 @@ mod tests {
             ),
             (
                 [&base[..], &["--window-size", "0"]].concat(),
-                "more than zero",
+                "out of range: 0.001 to 604800 seconds",
+            ),
+            (
+                [&base[..], &["--window-size", "1e-9"]].concat(),
+                "out of range",
+            ),
+            (
+                [&base[..], &["--sleep-interval", "1e9"]].concat(),
+                "out of range: 0.001 to 3600 seconds",
+            ),
+            (
+                [&base[..], &["--give-up-after", "-3"]].concat(),
+                "non-negative",
+            ),
+            (
+                [&base[..], &["--checkpoint-interval", "5"]].concat(),
+                "--checkpoint-table",
+            ),
+            ([&base[..], &["--demo-seconds", "5"]].concat(), "--demo"),
+            (
+                [&base[..], &["--metrics-addr", "9180"]].concat(),
+                "HOST:PORT",
             ),
             (
                 [&base[..], &["--safety-interval", "-1"]].concat(),
@@ -415,7 +450,7 @@ mod tests {
             ),
         ];
         for (args, needle) in cases {
-            let err = parse(&args).unwrap_err();
+            let err = parse(&args).expect_err(&format!("{args:?}"));
             assert_eq!(err.exit_code(), exit_code::USAGE, "{args:?}: {err}");
             let text = err.to_string();
             assert!(!text.contains('\n'), "{args:?}: {text}");

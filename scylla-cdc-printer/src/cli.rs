@@ -458,6 +458,55 @@ pub fn parse_positive_seconds(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+const MILLISECOND: Duration = Duration::from_millis(1);
+const HOUR: Duration = Duration::from_secs(3600);
+const DAY: Duration = Duration::from_secs(86_400);
+
+/// [`parse_seconds`] within `[min, max]`: a value a program cannot work with (a window of a
+/// nanosecond never ends a catch-up; a safety interval of years never reads) is refused with
+/// the range in the message.
+fn seconds_within(text: &str, min: Duration, max: Duration) -> Result<Duration, String> {
+    let d = parse_seconds(text)?;
+    if d < min || d > max {
+        return Err(format!(
+            "`{text}` is out of range: {} to {} seconds",
+            min.as_secs_f64(),
+            max.as_secs_f64()
+        ));
+    }
+    Ok(d)
+}
+
+/// clap parser of `--window-size`: 1 ms to 7 days.
+pub fn window_size_arg(text: &str) -> Result<Duration, String> {
+    seconds_within(text, MILLISECOND, 7 * DAY)
+}
+
+/// clap parser of `--safety-interval`: 0 to 1 day.
+pub fn safety_interval_arg(text: &str) -> Result<Duration, String> {
+    seconds_within(text, Duration::ZERO, DAY)
+}
+
+/// clap parser of `--sleep-interval`: 1 ms to 1 hour.
+pub fn sleep_interval_arg(text: &str) -> Result<Duration, String> {
+    seconds_within(text, MILLISECOND, HOUR)
+}
+
+/// clap parser of `--checkpoint-interval`: 0 (after every window) to 1 day.
+pub fn checkpoint_interval_arg(text: &str) -> Result<Duration, String> {
+    seconds_within(text, Duration::ZERO, DAY)
+}
+
+/// clap parser of `--progress-interval`: 0.1 s to 1 day.
+pub fn progress_interval_arg(text: &str) -> Result<Duration, String> {
+    seconds_within(text, Duration::from_millis(100), DAY)
+}
+
+/// clap parser of `--give-up-after` and `--demo-seconds`: 1 ms to 365 days.
+pub fn long_interval_arg(text: &str) -> Result<Duration, String> {
+    seconds_within(text, MILLISECOND, 365 * DAY)
+}
+
 /// Whether `name` is a valid unquoted-or-quoted CQL name as stored (non-empty, at most 48
 /// characters, no control characters).
 fn valid_name(name: &str) -> bool {
@@ -679,13 +728,26 @@ where
 /// The programs' defaults leave out the driver's own log (`scylla=off`): its connection
 /// errors would precede the program's one-line error, and the programs log what matters
 /// (retries with the driver's error); `RUST_LOG=scylla=warn` brings it back.
+///
+/// Lines are coloured only when stderr is a terminal and `NO_COLOR` is unset or empty
+/// (<https://no-color.org>): a log file or a pipe gets plain text.
 pub fn install_tracing(default_filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+    let colour = use_colour(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .try_init();
+}
+
+/// Whether log lines carry colour codes: on a terminal, unless `NO_COLOR` is set non-empty.
+fn use_colour(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// What a running program watches to stop: the number of stop requests so far.
@@ -946,6 +1008,37 @@ mod tests {
         for bad in ["", "-1", "x", "NaN", "inf", "1e300"] {
             assert!(parse_seconds(bad).is_err(), "{bad:?} should be rejected");
         }
+    }
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        use std::ffi::OsStr;
+        assert!(use_colour(true, None));
+        assert!(use_colour(true, Some(OsStr::new(""))));
+        assert!(!use_colour(true, Some(OsStr::new("1"))));
+        assert!(!use_colour(false, None));
+    }
+
+    #[test]
+    fn intervals_have_workable_ranges() {
+        assert_eq!(window_size_arg("0.001").unwrap(), Duration::from_millis(1));
+        assert_eq!(window_size_arg("604800").unwrap(), 7 * DAY);
+        let err = window_size_arg("1e-9").unwrap_err();
+        assert_eq!(err, "`1e-9` is out of range: 0.001 to 604800 seconds");
+        assert!(window_size_arg("604801").is_err());
+        assert!(window_size_arg("0").is_err());
+        assert_eq!(safety_interval_arg("0").unwrap(), Duration::ZERO);
+        assert!(safety_interval_arg("86401").is_err());
+        assert!(sleep_interval_arg("0.0001").is_err());
+        assert!(sleep_interval_arg("3601").is_err());
+        assert_eq!(checkpoint_interval_arg("0").unwrap(), Duration::ZERO);
+        assert!(checkpoint_interval_arg("1e9").is_err());
+        assert!(progress_interval_arg("0.01").is_err());
+        assert!(long_interval_arg("1e10").is_err());
+        assert_eq!(
+            long_interval_arg("0.5").unwrap(),
+            Duration::from_millis(500)
+        );
     }
 
     #[test]

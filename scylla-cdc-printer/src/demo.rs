@@ -142,6 +142,7 @@ pub async fn run(
         safety_interval: Duration::from_millis(500),
         sleep_interval: Duration::from_millis(200),
         give_up_after: None,
+        checkpoint_interval: Duration::from_secs(10),
     };
     let readers = start_readers(
         &session,

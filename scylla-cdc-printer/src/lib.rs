@@ -204,6 +204,8 @@ pub struct ReaderSettings {
     pub sleep_interval: Duration,
     /// How long transient failures are retried (`None`: forever).
     pub give_up_after: Option<Duration>,
+    /// Least time between checkpoints of a stream group (with a checkpoint table).
+    pub checkpoint_interval: Duration,
 }
 
 /// Starts one reader per table of `keyspace`, printing to `out`. On a failure the readers
@@ -259,7 +261,9 @@ pub async fn start_readers(
             )
             .await?
             .with_reader_name("scylla-cdc-printer");
-            builder = builder.checkpoint_saver(Arc::new(saver));
+            builder = builder
+                .checkpoint_saver(Arc::new(saver))
+                .pause_between_saves(settings.checkpoint_interval);
         }
         match builder.build().await {
             Ok((reader, handle)) => readers.push(RunningReader {
@@ -370,6 +374,7 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         safety_interval: config.safety_interval,
         sleep_interval: config.sleep_interval,
         give_up_after: config.give_up_after,
+        checkpoint_interval: config.checkpoint_interval,
     };
     let readers = start_readers(
         &session,

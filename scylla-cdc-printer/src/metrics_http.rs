@@ -54,7 +54,14 @@ mod tests {
             "[::1]:9180".parse().unwrap()
         );
         assert_eq!(metrics_addr_arg("localhost:9180").unwrap().port(), 9180);
-        for bad in ["127.0.0.1", "9180", ":9180", "127.0.0.1:x", "127.0.0.1:70000", ""] {
+        for bad in [
+            "127.0.0.1",
+            "9180",
+            ":9180",
+            "127.0.0.1:x",
+            "127.0.0.1:70000",
+            "",
+        ] {
             assert!(metrics_addr_arg(bad).is_err(), "{bad}");
         }
     }

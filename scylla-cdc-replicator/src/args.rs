@@ -10,8 +10,9 @@ use clap::Parser;
 use scylla::statement::Consistency;
 
 use scylla_cdc_printer::cli::{
-    CliError, TimeSpec, hosts_arg, parse_name, parse_positive_seconds, parse_seconds, parse_time,
-    qualified_arg, tables_arg,
+    CliError, TimeSpec, checkpoint_interval_arg, hosts_arg, long_interval_arg, parse_name,
+    parse_time, progress_interval_arg, qualified_arg, safety_interval_arg, sleep_interval_arg,
+    tables_arg, window_size_arg,
 };
 pub use scylla_cdc_printer::cli::{Hosts, QualifiedTable, StartAt, Tables};
 use scylla_cdc_printer::metrics_http::metrics_addr_arg;
@@ -80,23 +81,24 @@ pub struct Args {
     /// replicator is launched, so every change written after the launch is replicated).
     #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
     pub start: Option<TimeSpec>,
-    /// Longest time window one query reads, in seconds.
+    /// Longest time window one query reads, in seconds (0.001 to 604800).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60",
-          value_parser = parse_positive_seconds)]
+          value_parser = window_size_arg)]
     pub window_size: Duration,
-    /// How far behind now reading stays, in seconds, so that writes in flight are not missed.
+    /// How far behind now reading stays, in seconds, so that writes in flight are not missed
+    /// (0 to 86400).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "30",
-          value_parser = parse_seconds)]
+          value_parser = safety_interval_arg)]
     pub safety_interval: Duration,
-    /// Pause between reads once caught up, in seconds.
+    /// Pause between reads once caught up, in seconds (0.001 to 3600).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
-          value_parser = parse_positive_seconds)]
+          value_parser = sleep_interval_arg)]
     pub sleep_interval: Duration,
     /// How long a start-up step (connecting, reading the schema, loading the checkpoint) or a
     /// read keeps being retried while it fails transiently (timeouts, Overloaded, a cluster
     /// that cannot be reached), in seconds; then the program exits with code 3. Each retry
     /// logs a WARN line with its cause (default: retry forever).
-    #[arg(long, value_name = "SECONDS", value_parser = parse_positive_seconds)]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
     pub give_up_after: Option<Duration>,
     /// Where progress is saved in the source cluster (default:
     /// cdc_replicator_checkpoints in the --keyspace keyspace; created if missing).
@@ -105,9 +107,10 @@ pub struct Args {
     /// Neither save nor load progress.
     #[arg(long)]
     pub no_checkpoints: bool,
-    /// Least time between two checkpoints of a stream group, in seconds.
+    /// Least time between two checkpoints of a stream group, in seconds (0: after every
+    /// window; up to 86400).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
-          value_parser = parse_seconds)]
+          value_parser = checkpoint_interval_arg)]
     pub checkpoint_interval: Duration,
     /// Consistency level of the writes to the destination.
     #[arg(long, value_name = "LEVEL", default_value = "LOCAL_QUORUM", value_parser = parse_consistency)]
@@ -178,9 +181,9 @@ pub struct Args {
     /// Most writes in flight per stream group.
     #[arg(long, value_name = "N", default_value = "64", value_parser = max_in_flight)]
     pub max_in_flight: usize,
-    /// Seconds between two progress lines in the log.
+    /// Seconds between two progress lines in the log (0.1 to 86400).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5",
-          value_parser = parse_positive_seconds)]
+          value_parser = progress_interval_arg)]
     pub progress_interval: Duration,
     /// Serve the reader's metrics as Prometheus text on http://HOST:PORT/metrics.
     #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg)]
@@ -479,7 +482,21 @@ mod tests {
                 "invalid port",
             ),
             (with(&["--start", "soon"]), "not a time"),
-            (with(&["--window-size", "0"]), "more than zero"),
+            (
+                with(&["--window-size", "0"]),
+                "out of range: 0.001 to 604800",
+            ),
+            (with(&["--window-size", "1e-9"]), "out of range"),
+            (
+                with(&["--safety-interval", "1e6"]),
+                "out of range: 0 to 86400",
+            ),
+            (
+                with(&["--progress-interval", "0.001"]),
+                "out of range: 0.1 to 86400",
+            ),
+            (with(&["--checkpoint-interval", "-1"]), "non-negative"),
+            (with(&["--metrics-addr", "localhost"]), "HOST:PORT"),
             (with(&["--safety-interval", "-2"]), "non-negative"),
             (with(&["--write-consistency", "most"]), "consistency level"),
             (

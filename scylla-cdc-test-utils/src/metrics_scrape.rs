@@ -50,7 +50,9 @@ pub async fn scrape_until(
             Err(e) => format!("(no answer: {e})"),
         };
         if Instant::now() >= deadline {
-            anyhow::bail!("{addr}/metrics did not reach the expected state in {timeout:?}; last seen:\n{last}");
+            anyhow::bail!(
+                "{addr}/metrics did not reach the expected state in {timeout:?}; last seen:\n{last}"
+            );
         }
         // Nothing announces a metric's change: poll at a rate a Prometheus server would not
         // notice.
