@@ -178,6 +178,9 @@ pub struct Args {
     /// Create missing destination tables (and their types) with the source's schema.
     #[arg(long)]
     pub create_destination_table: bool,
+    /// Accept destination tables with regular columns the source lacks (left null).
+    #[arg(long)]
+    pub allow_extra_columns: bool,
     /// Most writes in flight per stream group.
     #[arg(long, value_name = "N", default_value = "64", value_parser = max_in_flight)]
     pub max_in_flight: usize,
@@ -229,6 +232,8 @@ pub struct Config {
     pub write_consistency: Consistency,
     /// Create missing destination tables.
     pub create_destination_table: bool,
+    /// Accept extra regular columns on the destination.
+    pub allow_extra_columns: bool,
     /// Writes in flight per stream group.
     pub max_in_flight: usize,
     /// Time between progress lines.
@@ -321,6 +326,7 @@ impl Args {
             checkpoint_interval: self.checkpoint_interval,
             write_consistency: self.write_consistency,
             create_destination_table: self.create_destination_table,
+            allow_extra_columns: self.allow_extra_columns,
             max_in_flight: self.max_in_flight,
             progress_interval: self.progress_interval,
         })

@@ -98,14 +98,15 @@ async fn source_table(
     Ok(schema)
 }
 
-/// Checks the destination table against the source schema, creating it first if it is
-/// missing and `create` is set.
+/// Checks the destination table against the source schema ([`check_compatible`]),
+/// creating it first if it is missing and `create` is set.
 pub async fn prepare_destination(
     session: &Session,
     source: &TableSchema,
     keyspace: &str,
     table: &str,
     create: bool,
+    allow_extra_columns: bool,
 ) -> Result<(), CliError> {
     let side = "destination";
     if !keyspace_exists(session, keyspace)
@@ -146,7 +147,8 @@ pub async fn prepare_destination(
     let dest = read_table_schema(session, keyspace, table)
         .await
         .map_err(|e| schema_error(side, e))?;
-    check_compatible(source, &dest).map_err(|e| CliError::schema(format!("destination: {e}")))
+    check_compatible(source, &dest, allow_extra_columns)
+        .map_err(|e| CliError::schema(format!("destination: {e}")))
 }
 
 /// How the changes of `schema`'s lists can be written on the destination: element by
@@ -253,6 +255,7 @@ impl Replicator {
                     &config.destination_keyspace,
                     table,
                     config.create_destination_table,
+                    config.allow_extra_columns,
                 )
             })
             .await?;

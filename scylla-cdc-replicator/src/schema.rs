@@ -749,12 +749,19 @@ pub fn create_statements(schema: &TableSchema, keyspace: &str, table: &str) -> V
     out
 }
 
-/// Checks that `dest` can hold everything of `source`: the same key columns (names, types,
-/// order), every other source column with the same role and type, and every field of the
-/// UDTs used with the same type.
-pub fn check_compatible(source: &TableSchema, dest: &TableSchema) -> Result<(), String> {
+/// Checks that `dest` has the shape of `source`: the same key columns (names, types,
+/// positions, clustering order), every other source column with the same role and type, no
+/// column the source lacks (unless `allow_extra_columns`, and then only regular ones, which
+/// replication leaves null), and every field of the UDTs used with the same type (a UDT may
+/// have more fields on the destination: they stay null).
+pub fn check_compatible(
+    source: &TableSchema,
+    dest: &TableSchema,
+    allow_extra_columns: bool,
+) -> Result<(), String> {
     let name = format!("{}.{}", dest.keyspace, dest.table);
     let same_type = |a: &CqlType, b: &CqlType| a.normalized() == b.normalized();
+    let order = |desc: bool| if desc { "DESC" } else { "ASC" };
     if source.partition_key_len != dest.partition_key_len
         || source.clustering_len != dest.clustering_len
     {
@@ -771,6 +778,47 @@ pub fn check_compatible(source: &TableSchema, dest: &TableSchema) -> Result<(), 
                 d.typ.cql(),
                 s.name,
                 s.typ.cql()
+            ));
+        }
+    }
+    for (s, d) in source
+        .key_columns()
+        .iter()
+        .zip(dest.key_columns())
+        .skip(source.partition_key_len)
+    {
+        if s.desc != d.desc {
+            return Err(format!(
+                "{name}: clustering column {} is {} on the destination but {} on the source \
+                 (rows would be stored and returned in another order)",
+                d.name,
+                order(d.desc),
+                order(s.desc)
+            ));
+        }
+    }
+    for d in &dest.columns {
+        if source.column(&d.name).is_some() {
+            continue;
+        }
+        if d.kind != ColumnKind::Regular {
+            return Err(format!(
+                "{name} has a {} column {} that {}.{} lacks",
+                if d.kind == ColumnKind::Static {
+                    "static"
+                } else {
+                    "key"
+                },
+                d.name,
+                source.keyspace,
+                source.table
+            ));
+        }
+        if !allow_extra_columns {
+            return Err(format!(
+                "{name} has a column {} that {}.{} lacks (pass --allow-extra-columns to \
+                 accept extra regular columns, which replication leaves null)",
+                d.name, source.keyspace, source.table
             ));
         }
     }
@@ -1008,39 +1056,55 @@ pub(crate) mod tests {
         let s = sample();
         let mut d = s.clone();
         d.keyspace = "dks".into();
-        assert_eq!(check_compatible(&s, &d), Ok(()));
-        // Extra destination columns and fields are fine.
+        let check = |dest: &TableSchema| check_compatible(&s, dest, false);
+        assert_eq!(check(&d), Ok(()));
+        // An extra regular column only with --allow-extra-columns; extra UDT fields are fine.
         let mut extra = d.clone();
-        extra.columns.push(Column {
+        let zz = |kind| Column {
             name: "zz".into(),
-            kind: ColumnKind::Regular,
+            kind,
             typ: CqlType::Native("int".into()),
             desc: false,
             value_kind: ValueKind::Atomic,
-        });
+        };
+        extra.columns.push(zz(ColumnKind::Regular));
         extra.udts[0]
             .fields
             .push(("z".into(), CqlType::Native("int".into())));
-        assert_eq!(check_compatible(&s, &extra), Ok(()));
+        let err = check(&extra).unwrap_err();
+        assert!(
+            err.contains("column zz") && err.contains("--allow-extra-columns"),
+            "{err}"
+        );
+        assert_eq!(check_compatible(&s, &extra, true), Ok(()));
+        let mut extra_static = d.clone();
+        extra_static.columns.push(zz(ColumnKind::Static));
+        let err = check_compatible(&s, &extra_static, true).unwrap_err();
+        assert!(err.contains("static column zz"), "{err}");
+        let mut reordered = d.clone();
+        let c2 = reordered
+            .columns
+            .iter_mut()
+            .find(|c| c.name == "c2")
+            .expect("c2");
+        c2.desc = !c2.desc;
+        let err = check(&reordered).unwrap_err();
+        assert!(err.contains("clustering column c2 is ASC"), "{err}");
 
         let mut missing = d.clone();
         missing.columns.retain(|c| c.name != "v");
-        assert!(
-            check_compatible(&s, &missing)
-                .unwrap_err()
-                .contains("no column v")
-        );
+        assert!(check(&missing).unwrap_err().contains("no column v"));
         let mut retyped = d.clone();
         retyped.columns.last_mut().unwrap().typ = CqlType::Native("int".into());
-        assert!(check_compatible(&s, &retyped).is_err());
+        assert!(check(&retyped).is_err());
         let mut kind = d.clone();
         kind.columns.last_mut().unwrap().kind = ColumnKind::Static;
-        assert!(check_compatible(&s, &kind).is_err());
+        assert!(check(&kind).is_err());
         let mut key = d.clone();
         key.clustering_len = 1;
-        assert!(check_compatible(&s, &key).is_err());
+        assert!(check(&key).is_err());
         let mut udt = d.clone();
         udt.udts[1].fields.remove(0);
-        assert!(check_compatible(&s, &udt).unwrap_err().contains("street"));
+        assert!(check(&udt).unwrap_err().contains("street"));
     }
 }

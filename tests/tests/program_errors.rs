@@ -140,7 +140,7 @@ async fn replicator_errors() -> anyhow::Result<()> {
         format!("CREATE TABLE {ks}.plain (pk int PRIMARY KEY, v int)"),
     )
     .await?;
-    for t in ["t", "other"] {
+    for t in ["t", "other", "wider", "flipped", "with_static"] {
         exec(
             s,
             format!(
@@ -159,6 +159,22 @@ async fn replicator_errors() -> anyhow::Result<()> {
         ),
     )
     .await?;
+    // Destination tables of another shape: an extra regular column, another clustering
+    // order, an extra static column.
+    let dks = &pair.dest_ks;
+    for statement in [
+        format!("CREATE TABLE {dks}.wider (pk int, ck int, v int, w int, PRIMARY KEY (pk, ck))"),
+        format!(
+            "CREATE TABLE {dks}.flipped (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
+             WITH CLUSTERING ORDER BY (ck DESC)"
+        ),
+        format!(
+            "CREATE TABLE {dks}.with_static (pk int, ck int, v int, s int STATIC, \
+             PRIMARY KEY (pk, ck))"
+        ),
+    ] {
+        exec(d, statement).await?;
+    }
     let src = hosts(&pair.source);
     let dst = hosts(&pair.destination);
     let base = |table: &str| pair.replicator_args(table);
@@ -175,6 +191,17 @@ async fn replicator_errors() -> anyhow::Result<()> {
         (base("plain"), exit_code::SCHEMA, "CDC is not enabled"),
         (base("t"), exit_code::SCHEMA, "--create-destination-table"),
         (base("other"), exit_code::SCHEMA, "column v"),
+        (base("wider"), exit_code::SCHEMA, "has a column w that"),
+        (
+            base("flipped"),
+            exit_code::SCHEMA,
+            "clustering column ck is DESC on the destination but ASC on the source",
+        ),
+        (
+            with(base("with_static"), &["--allow-extra-columns"]),
+            exit_code::SCHEMA,
+            "static column s",
+        ),
         (
             strings(&[
                 "--source",
@@ -239,5 +266,8 @@ async fn replicator_errors() -> anyhow::Result<()> {
         );
         assert!(line.contains(needle), "{args:?}: {line:?} lacks {needle:?}");
     }
+    // With --allow-extra-columns the wider destination is accepted: the replicator starts.
+    let (running, _) = start_replicator(with(base("wider"), &["--allow-extra-columns"])).await?;
+    running.stop(Duration::from_secs(30)).await??;
     pair.finish().await
 }

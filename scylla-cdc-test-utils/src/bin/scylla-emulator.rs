@@ -179,9 +179,14 @@ fn print_progress(p: &PreloadProgress) {
 async fn main() -> ExitCode {
     use_large_pages();
     let args = Args::parse();
+    // Colour codes only on a terminal, and never with NO_COLOR set (https://no-color.org):
+    // a log file or a pipe gets plain text.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .init();
     if args.tls_require_client_cert
         && args.tls_test_ca.is_none()
