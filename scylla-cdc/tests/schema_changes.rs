@@ -1,0 +1,87 @@
+//! The table's schema changes while a reader runs: columns added and dropped, CDC options
+//! changed. Every change is delivered once, in order, each row with the columns of its own
+//! log row.
+//!
+//! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
+//! set.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use common::{Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
+use scylla::value::CqlValue;
+use scylla_cdc::{CDCLogReaderBuilder, OperationType};
+use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn columns_added_and_dropped_while_reading() -> anyhow::Result<()> {
+    setup_tracing();
+    let cluster = TestCluster::start(EmbeddedCluster::builder()).await?;
+    let session = cluster.session().await?;
+    let ks = unique_keyspace_name();
+    create_cdc_keyspace(&session, &ks, 1).await?;
+    let run = |cql: String| {
+        let session = session.clone();
+        async move { session.query_unpaged(cql, ()).await.map(|_| ()) }
+    };
+    run(format!(
+        "CREATE TABLE {ks}.t (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
+         WITH cdc = {{'enabled': true}}"
+    ))
+    .await?;
+    let start = Utc::now() - chrono::TimeDelta::seconds(1);
+    let collected = Collected::default();
+    let (mut reader, handle) = fast(CDCLogReaderBuilder::new())
+        .session(session.clone())
+        .keyspace(&ks)
+        .table_name("t")
+        .consumer_factory(Arc::new(collected.clone()))
+        .start_timestamp(start)
+        .build()
+        .await?;
+    run(format!("INSERT INTO {ks}.t (pk, ck, v) VALUES (1, 1, 10)")).await?;
+    wait_for(Duration::from_secs(30), "the first row", || async {
+        collected.len() >= 1
+    })
+    .await;
+    run(format!("ALTER TABLE {ks}.t ADD w text")).await?;
+    run(format!(
+        "INSERT INTO {ks}.t (pk, ck, v, w) VALUES (1, 2, 20, 'two')"
+    ))
+    .await?;
+    wait_for(Duration::from_secs(30), "the row with w", || async {
+        collected.len() >= 2
+    })
+    .await;
+    run(format!("ALTER TABLE {ks}.t DROP v")).await?;
+    run(format!("INSERT INTO {ks}.t (pk, ck, w) VALUES (1, 3, 'three')")).await?;
+    run(format!(
+        "ALTER TABLE {ks}.t WITH cdc = {{'enabled': true, 'preimage': true}}"
+    ))
+    .await?;
+    run(format!("UPDATE {ks}.t SET w = 'four' WHERE pk = 1 AND ck = 3")).await?;
+    // 1 + 1 + 1 + (pre-image + update) = 5 rows.
+    wait_for(Duration::from_secs(30), "every row", || async {
+        collected.len() >= 5
+    })
+    .await;
+    reader.stop();
+    handle.await?;
+    let all = collected.snapshot();
+    assert_eq!(all.len(), 5, "{all:#?}");
+    let text = |s: &str| CqlValue::Text(s.into());
+    assert_eq!(all[0].int("v"), Some(10));
+    assert!(!all[0].values.contains_key("w"), "{:?}", all[0]);
+    assert_eq!((all[1].int("v"), all[1].values.get("w")), (Some(20), Some(&text("two"))));
+    assert_eq!(all[2].values.get("w"), Some(&text("three")));
+    assert!(!all[2].values.contains_key("v"), "{:?}", all[2]);
+    assert_eq!(all[3].op, OperationType::PreImage);
+    assert_eq!(all[3].values.get("w"), Some(&text("three")));
+    assert_eq!(all[4].op, OperationType::RowUpdate);
+    assert_eq!(all[4].values.get("w"), Some(&text("four")));
+    drop_keyspace(&session, &ks).await?;
+    Ok(())
+}
