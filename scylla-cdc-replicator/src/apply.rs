@@ -30,6 +30,7 @@ use scylla_cdc_printer::cli::error_chain;
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
+use crate::evolve::{Followed, Layout, SchemaFollower};
 use crate::schema::{TableSchema, quote};
 use crate::translate::{ListWrites, LogRow, Shape, Translator, Write, statement_text};
 
@@ -157,6 +158,31 @@ impl Destination {
     /// `"ks"."t"`.
     pub fn target(&self) -> &str {
         &self.target
+    }
+
+    /// The destination cluster.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    /// The destination keyspace.
+    pub fn keyspace(&self) -> &str {
+        &self.keyspace
+    }
+
+    /// The same table, for `schema` (the source table after columns were added), with its
+    /// own statement cache.
+    pub fn with_schema(&self, schema: Arc<TableSchema>) -> Self {
+        Self {
+            session: self.session.clone(),
+            keyspace: self.keyspace.clone(),
+            target: self.target.clone(),
+            retarget: !schema.udts.is_empty(),
+            schema,
+            consistency: self.consistency,
+            cache: Mutex::new(HashMap::new()),
+            stats: self.stats.clone(),
+        }
     }
 
     /// The prepared statement of a shape, prepared on first use.
@@ -373,16 +399,52 @@ async fn writer_loop(
     }
 }
 
-/// What the consumers of one table share.
-pub struct TableContext {
+/// The part of one table's replication that follows the source table's columns: replaced
+/// as a whole when columns are added to it ([`crate::evolve`]).
+pub struct TableState {
     /// The source table's schema.
     pub schema: Arc<TableSchema>,
     /// Where its changes go.
     pub destination: Arc<Destination>,
-    /// Most writes a stream group has in flight.
-    pub max_in_flight: usize,
     /// How list changes are written (by the destination's kind).
     pub lists: ListWrites,
+}
+
+/// What the consumers of one table share.
+pub struct TableContext {
+    /// The current state (never held across an `.await`).
+    state: Mutex<Arc<TableState>>,
+    /// Most writes a stream group has in flight.
+    pub max_in_flight: usize,
+    /// Follows the source table's schema changes.
+    pub(crate) follower: SchemaFollower,
+}
+
+impl TableContext {
+    /// The shared context of one table's consumers.
+    pub fn new(state: TableState, max_in_flight: usize, follower: SchemaFollower) -> Self {
+        Self {
+            state: Mutex::new(Arc::new(state)),
+            max_in_flight,
+            follower,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> Arc<TableState> {
+        match self.state.lock() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Makes `state` the current one.
+    pub(crate) fn set_state(&self, state: Arc<TableState>) {
+        match self.state.lock() {
+            Ok(mut s) => *s = state,
+            Err(poisoned) => *poisoned.into_inner() = state,
+        }
+    }
 }
 
 /// The writes of one stream group: a writer task that issues submitted changes in order,
@@ -450,22 +512,69 @@ impl StreamWriter {
 /// Replays the changes of one stream group (see the module docs).
 pub struct ReplicatorConsumer {
     context: Arc<TableContext>,
+    /// The table state this consumer's translator and writer use.
+    state: Arc<TableState>,
     translator: Translator,
     row: LogRow,
     writes: Vec<Write>,
     writer: StreamWriter,
+    /// Column layouts of log rows already judged consistent with `state` (pages read
+    /// before a column was added lack it).
+    accepted: Vec<Layout>,
 }
 
 impl ReplicatorConsumer {
     /// A consumer with its writer task (must be called inside a Tokio runtime).
     pub fn new(context: Arc<TableContext>) -> Self {
+        let state = context.state();
         Self {
-            translator: Translator::with_list_writes(context.schema.clone(), context.lists),
-            row: LogRow::new(OperationType::RowUpdate, 0, context.schema.columns.len()),
+            translator: Translator::with_list_writes(state.schema.clone(), state.lists),
+            row: LogRow::new(OperationType::RowUpdate, 0, state.schema.columns.len()),
             writes: Vec::new(),
-            writer: StreamWriter::new(context.destination.clone(), context.max_in_flight),
+            writer: StreamWriter::new(state.destination.clone(), context.max_in_flight),
+            accepted: Vec::new(),
+            state,
             context,
         }
+    }
+
+    /// Continues with `state` (the table after columns were added): the writes submitted so
+    /// far are completed first, then a new writer and the translator use the new schema.
+    async fn switch(&mut self, state: Arc<TableState>) -> anyhow::Result<()> {
+        self.writer.flush().await?;
+        self.writer = StreamWriter::new(state.destination.clone(), self.context.max_in_flight);
+        self.translator.rebase(state.schema.clone(), state.lists);
+        self.accepted.clear();
+        self.state = state;
+        Ok(())
+    }
+
+    /// A log row whose columns are not exactly the schema's, `row` filled for it: follows
+    /// the source table's schema (once per layout) and re-indexes `row` if it changed.
+    async fn follow_schema(&mut self, data: &mut CDCRow<'_>) -> anyhow::Result<()> {
+        for _ in 0..3 {
+            let layout = Layout::of(&self.state.schema, data);
+            if layout.is_exact() || self.accepted.contains(&layout) {
+                return Ok(());
+            }
+            match self.context.follow(&self.state, &layout).await? {
+                Followed::Unchanged => {
+                    self.accepted.push(layout);
+                    return Ok(());
+                }
+                Followed::Changed(state) => {
+                    let old = self.state.schema.clone();
+                    self.switch(state).await?;
+                    self.row
+                        .refill(&old, &self.state.schema, data)
+                        .context("reading a CDC log row")?;
+                }
+            }
+        }
+        Err(anyhow!(
+            "the source table's columns keep changing while its log is read; restart the \
+             replicator once the schema is stable"
+        ))
     }
 }
 
@@ -484,10 +593,19 @@ impl Consumer for ReplicatorConsumer {
             }
             _ => {}
         }
-        let schema = self.context.schema.clone();
-        self.row
-            .fill(&schema, &mut data)
+        let current = self.context.state();
+        if !Arc::ptr_eq(&current, &self.state) {
+            self.switch(current).await?;
+        }
+        let missing = self
+            .row
+            .fill(&self.state.schema, &mut data)
             .context("reading a CDC log row")?;
+        // Columns of the log row that the schema lacks, counted without a lookup per column.
+        if missing > 0 || data.get_non_cdc_column_names().count() != self.state.schema.columns.len()
+        {
+            self.follow_schema(&mut data).await?;
+        }
         let now = chrono::Utc::now().timestamp_micros();
         self.translator
             .translate(&mut self.row, now, &mut self.writes)
@@ -500,7 +618,7 @@ impl Consumer for ReplicatorConsumer {
         let time_micros = self.row.time_micros;
         if self.writes.is_empty() {
             if !self.translator.has_pending_range() && data.operation != OperationType::PostImage {
-                self.context.destination.stats.record(time_micros);
+                self.state.destination.stats.record(time_micros);
             }
             return Ok(());
         }

@@ -36,11 +36,17 @@
 //! table with such lists needs the `postimage` CDC option on the source; without it the
 //! replicator refuses to start, naming the columns ([`list_writes`]).
 //!
-//! Schema changes of a replicated table while the replicator runs are not followed: restart it
-//! after altering a table.
+//! # Schema changes while replicating
+//!
+//! A column added to a replicated table while the replicator runs is added to the destination
+//! table (with its user type), and its values replicated from the first change that has it
+//! ([`evolve`]). A dropped column stops the replicator with an error naming it: the
+//! replicator never drops destination data by itself; drop it there too (or restart with
+//! `--allow-extra-columns`) and restart, and replication resumes from that change.
 
 pub mod apply;
 pub mod args;
+pub mod evolve;
 pub mod schema;
 pub mod translate;
 
@@ -58,11 +64,12 @@ use scylla_cdc_printer::cli::{
 };
 use tracing::info;
 
-use crate::apply::{Destination, ReplicatorFactory, Stats, TableContext};
+use crate::apply::{Destination, ReplicatorFactory, Stats, TableContext, TableState};
 use crate::args::{Args, Config};
+use crate::evolve::SchemaFollower;
 use crate::schema::{
     SchemaError, TableSchema, check_compatible, create_statements, is_scylla, keyspace_exists,
-    list_columns, postimage_enabled, read_table_schema, table_exists,
+    list_writes_for, read_table_schema, table_exists,
 };
 use crate::translate::ListWrites;
 
@@ -151,35 +158,18 @@ pub async fn prepare_destination(
         .map_err(|e| CliError::schema(format!("destination: {e}")))
 }
 
-/// How the changes of `schema`'s lists can be written on the destination: element by
-/// element on ScyllaDB, else as whole lists from the post-image, which the source table must
-/// log. A table whose lists cannot be replicated is refused here, before anything is read,
-/// with the columns and the option that fixes it (never by a failed write mid-run).
+/// How the changes of `schema`'s lists can be written on the destination
+/// ([`list_writes_for`]). A table whose lists cannot be replicated is refused here, before
+/// anything is read (never by a failed write mid-run).
 pub async fn list_writes(
     source: &Session,
     schema: &TableSchema,
     destination_is_scylla: bool,
 ) -> Result<ListWrites, CliError> {
-    let lists = list_columns(schema);
-    if destination_is_scylla || lists.is_empty() {
-        return Ok(ListWrites::TimeuuidIndex);
-    }
-    let (ks, t) = (&schema.keyspace, &schema.table);
-    if postimage_enabled(source, ks, t)
+    list_writes_for(source, schema, destination_is_scylla)
         .await
         .map_err(|e| schema_error("source", e))?
-    {
-        return Ok(ListWrites::PostImage);
-    }
-    Err(CliError::schema(format!(
-        "the destination is not ScyllaDB (it has no SCYLLA_TIMEUUID_LIST_INDEX to write list \
-         elements by their keys), and the list column(s) {} of `{ks}.{t}` can only be \
-         replicated to it as whole lists from the CDC post-image, which this table does not \
-         log: enable it with `ALTER TABLE {} WITH cdc = {{'enabled': true, 'postimage': \
-         true}}` (keeping the table's other cdc options), or make the columns frozen",
-        lists.join(", "),
-        format_args!("{}.{}", schema::quote(ks), schema::quote(t)),
-    )))
+        .map_err(CliError::schema)
 }
 
 /// A running replicator.
@@ -267,16 +257,24 @@ impl Replicator {
                 config.write_consistency,
                 stats.clone(),
             );
-            contexts.push(Arc::new(TableContext {
-                schema,
-                destination: Arc::new(dest),
-                max_in_flight: config.max_in_flight,
-                lists,
-            }));
+            contexts.push(Arc::new(TableContext::new(
+                TableState {
+                    schema,
+                    destination: Arc::new(dest),
+                    lists,
+                },
+                config.max_in_flight,
+                SchemaFollower::new(
+                    source.clone(),
+                    destination_is_scylla,
+                    config.allow_extra_columns,
+                ),
+            )));
         }
         let mut readers: Vec<RunningReader> = Vec::new();
         for context in contexts {
-            let name = format!("{}.{}", context.schema.keyspace, context.schema.table);
+            let state = context.state();
+            let name = format!("{}.{}", state.schema.keyspace, state.schema.table);
             match start_reader(config, &source, context).await {
                 Ok(r) => readers.push(r),
                 Err(e) => {
@@ -334,8 +332,9 @@ async fn start_reader(
     source: &Arc<Session>,
     context: Arc<TableContext>,
 ) -> Result<RunningReader, StartError> {
-    let keyspace = context.schema.keyspace.clone();
-    let table = context.schema.table.clone();
+    let state = context.state();
+    let keyspace = state.schema.keyspace.clone();
+    let table = state.schema.table.clone();
     let mut builder = CDCLogReaderBuilder::new()
         .session(source.clone())
         .keyspace(&keyspace)

@@ -71,10 +71,17 @@ impl LogRow {
         }
     }
 
-    /// Refills this row from a log row (reusing its vectors). A column the log does not
-    /// have (dropped from the base table since the schema was read) reads as null.
-    pub fn fill(&mut self, schema: &TableSchema, row: &mut CDCRow<'_>) -> Result<(), ColumnError> {
+    /// Refills this row from a log row (reusing its vectors) and returns how many of
+    /// `schema`'s columns the log row lacks: they read as null. A log row whose columns are
+    /// not exactly `schema`'s (it lacks some, or has others: the base table was altered) is
+    /// for [`crate::evolve`] to judge.
+    pub fn fill(
+        &mut self,
+        schema: &TableSchema,
+        row: &mut CDCRow<'_>,
+    ) -> Result<usize, ColumnError> {
         let n = schema.columns.len();
+        let mut missing = 0;
         self.operation = row.operation;
         self.time_micros = row.timestamp_micros();
         self.ttl = row.ttl;
@@ -84,7 +91,10 @@ impl LogRow {
         for (i, c) in schema.columns.iter().enumerate() {
             let value = match row.take_value(&c.name) {
                 Ok(v) => v,
-                Err(ColumnError::NoSuchColumn(_)) => None,
+                Err(ColumnError::NoSuchColumn(_)) => {
+                    missing += 1;
+                    None
+                }
                 Err(e) => return Err(e),
             };
             let elements = match c.value_kind {
@@ -105,6 +115,44 @@ impl LogRow {
                 *slot = elements;
             }
         }
+        Ok(missing)
+    }
+
+    /// Re-indexes this row, filled for `old`, to `new` (the same table after columns were
+    /// added): values move by column name, and the columns `old` lacks are taken from `row`.
+    pub fn refill(
+        &mut self,
+        old: &TableSchema,
+        new: &TableSchema,
+        row: &mut CDCRow<'_>,
+    ) -> Result<(), ColumnError> {
+        let mut values = Vec::with_capacity(new.columns.len());
+        let mut deleted = Vec::with_capacity(new.columns.len());
+        let mut deleted_elements = Vec::with_capacity(new.columns.len());
+        for c in &new.columns {
+            match old.columns.iter().position(|o| o.name == c.name) {
+                Some(j) => {
+                    values.push(self.values.get_mut(j).and_then(Option::take));
+                    deleted.push(self.deleted.get(j).copied().unwrap_or(false));
+                    deleted_elements.push(self.deleted_elements.get_mut(j).and_then(Option::take));
+                }
+                None => {
+                    let or_null = |r: Result<Option<CqlValue>, ColumnError>| match r {
+                        Err(ColumnError::NoSuchColumn(_)) => Ok(None),
+                        other => other,
+                    };
+                    values.push(or_null(row.take_value(&c.name))?);
+                    deleted.push(row.is_value_deleted(&c.name));
+                    deleted_elements.push(match c.value_kind {
+                        ValueKind::Atomic => None,
+                        _ => or_null(row.take_deleted_elements(&c.name))?,
+                    });
+                }
+            }
+        }
+        self.values = values;
+        self.deleted = deleted;
+        self.deleted_elements = deleted_elements;
         Ok(())
     }
 }
@@ -513,6 +561,25 @@ impl Translator {
             lists,
             pending_lists: Vec::new(),
         }
+    }
+
+    /// Continues with `schema`, the same table after columns were added, writing lists as
+    /// `lists` says: a change waiting for its post-image keeps waiting, its list columns
+    /// found by name (range-delete bounds are key values, which an added column never moves).
+    pub fn rebase(&mut self, schema: Arc<TableSchema>, lists: ListWrites) {
+        let old = std::mem::replace(&mut self.schema, schema);
+        for p in &mut self.pending_lists {
+            p.columns = p
+                .columns
+                .drain(..)
+                .filter_map(|(c, ttl)| {
+                    let name = &old.columns.get(usize::from(c))?.name;
+                    let i = self.schema.columns.iter().position(|n| &n.name == name)?;
+                    Some((u16::try_from(i).ok()?, ttl))
+                })
+                .collect();
+        }
+        self.lists = lists;
     }
 
     /// Whether post-image rows must be passed to [`Translator::translate`].
