@@ -343,6 +343,9 @@ async fn start_reader(
         .sleep_interval(config.sleep_interval)
         .pause_between_saves(config.checkpoint_interval)
         .start_timestamp(config.start.time());
+    if let Some(end) = config.end {
+        builder = builder.end_timestamp(end);
+    }
     if let Some(g) = config.give_up_after {
         builder = builder.give_up_after(g);
     }
