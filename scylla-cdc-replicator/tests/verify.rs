@@ -144,6 +144,43 @@ async fn equal_tables_exit_0_with_the_counts() {
             p.ks
         )
     );
+
+    // A set element, a static cell (on each of its partition's 3 rows), a non-frozen UDT
+    // field and a map entry changed on the destination: values without one write time.
+    p.on(
+        &p.d,
+        "UPDATE {ks}.t SET tags = tags + {'z'} WHERE pk = 3 AND ck = 'a'",
+    )
+    .await;
+    p.on(
+        &p.d,
+        "UPDATE {ks}.t USING TIMESTAMP 6 SET s = 70 WHERE pk = 7",
+    )
+    .await;
+    p.on(&p.d, "UPDATE {ks}.t SET u.n = 9 WHERE pk = 8 AND ck = 'b'")
+        .await;
+    p.on(
+        &p.d,
+        "UPDATE {ks}.t SET m[1] = 'uno' WHERE pk = 9 AND ck = 'c'",
+    )
+    .await;
+    let (result, out) = p.verify(&[]).await;
+    assert_eq!(result.unwrap_err().exit_code(), exit_code::RUNTIME);
+    assert!(
+        out.starts_with(&format!(
+            "{}.t: rows compared 61, missing 0, extra 0, different 6\n",
+            p.ks
+        )),
+        "{out}"
+    );
+    for needle in [
+        "different: pk=3, ck='a' (tags: ",
+        "different: pk=7, ck='b' (s: source 7, destination 70)",
+        "different: pk=8, ck='b' (u: ",
+        "different: pk=9, ck='c' (m: ",
+    ] {
+        assert!(out.contains(needle), "no {needle:?} in\n{out}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
