@@ -59,6 +59,9 @@ fn max_in_flight(text: &str) -> Result<usize, String> {
 /// intervals are seconds, fractions allowed. Exit codes: 0 stopped, 1 failure while running,
 /// 2 bad argument, 3 cannot connect, 4 keyspace or table missing, without CDC, or not
 /// matching.
+///
+/// `scylla-cdc-replicator verify --source ... --destination ... -k KS -t T` compares a table
+/// with its replica row by row instead (see `scylla-cdc-replicator verify --help`).
 #[derive(Debug, Clone, Parser)]
 #[command(name = "scylla-cdc-replicator", version)]
 pub struct Args {
@@ -500,6 +503,17 @@ mod tests {
         assert_eq!(c.max_in_flight, 8);
         let c = parse(&with(&["--no-checkpoints"])).unwrap();
         assert_eq!(c.checkpoint_table, None);
+        assert_eq!((c.end, c.verify_after), (None, false));
+        let c = parse(&with(&[
+            "--start",
+            "-1h",
+            "--end",
+            "-10m",
+            "--verify-after",
+        ]))
+        .unwrap();
+        assert_eq!(c.end, Some(now() - chrono::TimeDelta::minutes(10)));
+        assert!(c.verify_after);
     }
 
     #[test]
@@ -556,6 +570,8 @@ mod tests {
             (with(&["--source-user", "u"]), "--source-password"),
             (with(&["--destination-password", "p"]), "--destination-user"),
             (with(&["--max-in-flight", "0"]), "1 to 65536"),
+            (with(&["--verify-after"]), "--end"),
+            (with(&["--end", "-1m"]), "must be after --start"),
             (
                 vec![
                     "--source",

@@ -840,6 +840,53 @@ pub async fn run_verify(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scylla_cdc_printer::cli::{clap_failure, exit_code};
+
+    fn parse(args: &[&str]) -> Result<VerifyConfig, CliError> {
+        let full = ["scylla-cdc-replicator verify"].iter().chain(args).copied();
+        match VerifyArgs::try_parse_from(full) {
+            Ok(a) => a.into_config(),
+            Err(e) => Err(clap_failure(&e).unwrap_err()),
+        }
+    }
+
+    const BASE: [&str; 8] = [
+        "--source",
+        "10.0.0.1",
+        "--destination",
+        "10.0.1.1",
+        "-k",
+        "ks",
+        "-t",
+        "t",
+    ];
+
+    #[test]
+    fn arguments() {
+        let c = parse(&BASE).unwrap();
+        assert_eq!(c.clusters.source, vec!["10.0.0.1:9042"]);
+        assert_eq!(c.destination_keyspace, "ks");
+        assert_eq!((c.ranges, c.parallelism, c.page_size), (256, 8, 1000));
+        assert_eq!(c.give_up_after, Some(Duration::from_secs(60)));
+        let more = [
+            &BASE[..],
+            &["--ranges", "7", "--parallelism", "2", "--page-size", "9"],
+        ];
+        let c = parse(&more.concat()).unwrap();
+        assert_eq!((c.ranges, c.parallelism, c.page_size), (7, 2, 9));
+        for (extra, needle) in [
+            (&["--ranges", "0"][..], "1 to 65536"),
+            (&["--parallelism", "x"][..], "1 to 65536"),
+            (&["--at", "now"][..], "--at"),
+            (&["--source-user", "u"][..], "--source-password"),
+        ] {
+            let err = parse(&[&BASE[..], extra].concat()).unwrap_err();
+            assert_eq!(err.exit_code(), exit_code::USAGE, "{extra:?}: {err}");
+            assert!(err.message().contains(needle), "{extra:?}: {err}");
+        }
+        let same = ["--source", "a", "--destination", "a", "-k", "ks", "-t", "t"];
+        assert!(parse(&same).unwrap_err().message().contains("same tables"));
+    }
 
     #[test]
     fn ranges_cover_the_ring() {
