@@ -38,6 +38,12 @@
 //!
 //! Schema changes of a replicated table while the replicator runs are not followed: restart it
 //! after altering a table.
+//!
+//! # Verification
+//!
+//! `scylla-cdc-replicator verify` ([`verify`]) compares a table with its replica by token
+//! range and reports the rows missing, extra or different on the destination; a replication
+//! run with `--end` and `--verify-after` runs it once the end is reached.
 
 pub mod apply;
 pub mod args;
