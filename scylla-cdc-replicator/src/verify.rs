@@ -3,7 +3,7 @@
 //! The Murmur3 token ring is split into [`token_ranges`] (256 by default). Each range is
 //! scanned on both sides at once with the same statement ([`ScanPlan`]: the token, the key
 //! columns, and every other column with, for the atomic ones, `WRITETIME` and `TTL`), paged,
-//! and the two streams are merged in token order ([`compare_range`]): rows of a token present
+//! and the two streams are merged in token order: rows of a token present
 //! on one side only are missing (on the destination) or extra (on the destination); rows of
 //! a token present on both sides are matched by primary key and compared cell by cell. Up to
 //! `--parallelism` ranges are scanned at once, and a range holds at most one page and one
@@ -307,7 +307,7 @@ struct ScannedColumn {
 }
 
 /// The scan statement of a table and the layout of its rows: `token`, the key columns, then
-/// each [`ScannedColumn`] (value, and writetime and TTL if timed).
+/// each non-key column (`WRITETIME` and `TTL` first if it is atomic, then its value).
 #[derive(Debug, Clone)]
 pub struct ScanPlan {
     key_names: Vec<String>,
@@ -337,7 +337,7 @@ impl ScanPlan {
         }
     }
 
-    /// `SELECT token(pk), keys..., c, WRITETIME(c), TTL(c), ... FROM ks.t WHERE token(pk) > ?
+    /// `SELECT token(pk), keys..., WRITETIME(c), TTL(c), c, ... FROM ks.t WHERE token(pk) > ?
     /// AND token(pk) <= ?` for table `ks.t`, whose partition key has `pk_len` columns.
     pub fn statement(&self, keyspace: &str, table: &str, pk_len: usize) -> String {
         let pk: Vec<String> = self.key_names[..pk_len].iter().map(|n| quote(n)).collect();
@@ -609,7 +609,8 @@ async fn compare_range(ctx: &ScanContext, range: (i64, i64)) -> Result<Report, S
     Ok(report)
 }
 
-/// Compares the rows of one token, matched by primary key.
+/// Compares the rows of one token, matched by primary key (its values' `Debug` text, which
+/// unlike the `Display` text escapes quotes, so that distinct keys never share it).
 fn compare_token(
     plan: &ScanPlan,
     token: i64,
@@ -617,41 +618,32 @@ fn compare_token(
     destination_rows: Vec<Row>,
     report: &mut Report,
 ) {
+    let identity = |row: &Row| format!("{:?}", row.columns.get(1..1 + plan.key_names.len()));
     let mut source: HashMap<String, Row> = HashMap::with_capacity(source_rows.len());
     let mut order = Vec::with_capacity(source_rows.len());
     for row in source_rows {
-        let key = plan.key_text(&row);
-        order.push(key.clone());
-        source.insert(key, row);
+        let id = identity(&row);
+        order.push(id.clone());
+        source.insert(id, row);
     }
+    let sample = |row: &Row, kind, detail| DiffSample {
+        token,
+        key: plan.key_text(row),
+        kind,
+        detail,
+    };
     for row in destination_rows {
-        let key = plan.key_text(&row);
-        match source.remove(&key) {
-            None => report.record(DiffSample {
-                token,
-                key,
-                kind: DiffKind::Extra,
-                detail: None,
-            }),
+        match source.remove(&identity(&row)) {
+            None => report.record(sample(&row, DiffKind::Extra, None)),
             Some(s) => match plan.difference(&s, &row) {
                 None => report.compared += 1,
-                Some(detail) => report.record(DiffSample {
-                    token,
-                    key,
-                    kind: DiffKind::Different,
-                    detail: Some(detail),
-                }),
+                Some(d) => report.record(sample(&row, DiffKind::Different, Some(d))),
             },
         }
     }
-    for key in order {
-        if source.remove(&key).is_some() {
-            report.record(DiffSample {
-                token,
-                key,
-                kind: DiffKind::Missing,
-                detail: None,
-            });
+    for id in order {
+        if let Some(row) = source.remove(&id) {
+            report.record(sample(&row, DiffKind::Missing, None));
         }
     }
 }
