@@ -609,8 +609,8 @@ async fn compare_range(ctx: &ScanContext, range: (i64, i64)) -> Result<Report, S
     Ok(report)
 }
 
-/// Compares the rows of one token, matched by primary key (its values' `Debug` text, which
-/// unlike the `Display` text escapes quotes, so that distinct keys never share it).
+/// Compares the rows of one token, matched by primary key (the `Debug` text of its values,
+/// which tells every two distinct values apart).
 fn compare_token(
     plan: &ScanPlan,
     token: i64,

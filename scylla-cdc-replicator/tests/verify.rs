@@ -413,3 +413,49 @@ async fn verify_after_a_replication_with_an_end_exits_0() {
     let (result, _) = run_program(args).await;
     assert_eq!(result.unwrap_err().exit_code(), exit_code::USAGE);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_exits_1_with_the_report_on_stdout_and_its_log_on_stderr() {
+    let p = Pair::start(1).await;
+    p.both("CREATE TABLE {ks}.t (pk text PRIMARY KEY, v int)")
+        .await;
+    for k in 0..50 {
+        p.both(&format!(
+            "INSERT INTO {{ks}}.t (pk, v) VALUES ('k''{k}', {k}) USING TIMESTAMP 10"
+        ))
+        .await;
+    }
+    p.on(&p.d, "DELETE FROM {ks}.t WHERE pk = 'k''7'").await;
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_scylla-cdc-replicator"))
+        .arg("verify")
+        .args(p.cluster_args())
+        .args(["--ranges", "64", "--progress-interval", "0.001"])
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("run the binary");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert_eq!(
+        stdout,
+        format!(
+            "{}.t: rows compared 50, missing 1, extra 0, different 0\n  \
+             missing on the destination: pk='k''7'\n",
+            p.ks
+        )
+    );
+    assert!(
+        stderr.contains(&format!("verified {}.t in ", p.ks)),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .last()
+            .is_some_and(|l| l.contains("the destination differs from the source")),
+        "{stderr}"
+    );
+}
