@@ -578,6 +578,7 @@ async fn compare_range(ctx: &ScanContext, range: (i64, i64)) -> Result<Report, S
         ),
     )?;
     let mut report = Report::default();
+    let mut previous = range.0;
     loop {
         let (ts, td) = (s.token()?, d.token()?);
         let token = match (ts, td) {
@@ -585,6 +586,18 @@ async fn compare_range(ctx: &ScanContext, range: (i64, i64)) -> Result<Report, S
             (Some(a), Some(b)) => a.min(b),
             (Some(a), None) | (None, Some(a)) => a,
         };
+        // The merge relies on both sides returning rows in token order, inside the range: a
+        // cluster that does not (another partitioner) is an error, not a list of differences.
+        if token <= previous || token > range.1 {
+            return Err(ScanError {
+                message: format!(
+                    "token {token} out of order after {previous} in range ({}, {}]",
+                    range.0, range.1
+                ),
+                transient: false,
+            });
+        }
+        previous = token;
         let (source_rows, destination_rows) = tokio::try_join!(
             async {
                 if ts == Some(token) {
@@ -878,6 +891,54 @@ mod tests {
         }
         let same = ["--source", "a", "--destination", "a", "-k", "ks", "-t", "t"];
         assert!(parse(&same).unwrap_err().message().contains("same tables"));
+    }
+
+    #[test]
+    fn ttls_within_the_tolerance_are_equal() {
+        let plan = ScanPlan {
+            key_names: vec!["pk".into()],
+            columns: vec![
+                ScannedColumn {
+                    name: "v".into(),
+                    timed: true,
+                },
+                ScannedColumn {
+                    name: "tags".into(),
+                    timed: false,
+                },
+            ],
+        };
+        let row = |ttl: Option<i32>, writetime: i64, tags: i32| Row {
+            columns: vec![
+                Some(CqlValue::BigInt(42)),
+                Some(CqlValue::Int(1)),
+                Some(CqlValue::BigInt(writetime)),
+                ttl.map(CqlValue::Int),
+                Some(CqlValue::Int(7)),
+                Some(CqlValue::Set(vec![CqlValue::Int(tags)])),
+            ],
+        };
+        let base = row(Some(100), 10, 1);
+        assert_eq!(plan.difference(&base, &row(Some(100), 10, 1)), None);
+        assert_eq!(plan.difference(&base, &row(Some(95), 10, 1)), None);
+        assert_eq!(plan.difference(&base, &row(Some(105), 10, 1)), None);
+        assert_eq!(
+            plan.difference(&base, &row(Some(94), 10, 1)).as_deref(),
+            Some("ttl(v): source 100, destination 94")
+        );
+        assert_eq!(
+            plan.difference(&base, &row(None, 10, 1)).as_deref(),
+            Some("ttl(v): source 100, destination null")
+        );
+        assert_eq!(
+            plan.difference(&base, &row(Some(100), 11, 1)).as_deref(),
+            Some("writetime(v): source 10, destination 11")
+        );
+        assert_eq!(
+            plan.difference(&base, &row(Some(100), 10, 2)).as_deref(),
+            Some("tags: source {1}, destination {2}")
+        );
+        assert_eq!(plan.key_text(&base), "pk=1");
     }
 
     #[test]
