@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use clap::Parser;
 use scylla::statement::Consistency;
 
+use scylla_cdc_printer::args::resolve_range;
 use scylla_cdc_printer::cli::{
     CliError, TimeSpec, checkpoint_interval_arg, hosts_arg, long_interval_arg, parse_name,
     parse_time, progress_interval_arg, qualified_arg, safety_interval_arg, sleep_interval_arg,
@@ -59,15 +60,15 @@ fn max_in_flight(text: &str) -> Result<usize, String> {
 /// intervals are seconds, fractions allowed. Exit codes: 0 stopped, 1 failure while running,
 /// 2 bad argument, 3 cannot connect, 4 keyspace or table missing, without CDC, or not
 /// matching.
+///
+/// `scylla-cdc-replicator verify --source ... --destination ... -k KS -t T` compares a table
+/// with its replica row by row instead (see `scylla-cdc-replicator verify --help`).
 #[derive(Debug, Clone, Parser)]
 #[command(name = "scylla-cdc-replicator", version)]
 pub struct Args {
-    /// Contact points of the source cluster, comma-separated (host:port; default port 9042).
-    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg)]
-    pub source: Hosts,
-    /// Contact points of the destination cluster.
-    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg)]
-    pub destination: Hosts,
+    /// The two clusters: contact points, credentials, TLS.
+    #[command(flatten)]
+    pub clusters: ClusterArgs,
     /// Keyspace of the source tables.
     #[arg(long, short = 'k', value_parser = parse_name)]
     pub keyspace: String,
@@ -81,6 +82,15 @@ pub struct Args {
     /// replicator is launched, so every change written after the launch is replicated).
     #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
     pub start: Option<TimeSpec>,
+    /// Stop once every change written before TIME has been replicated (same forms as
+    /// --start; default: run until stopped).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
+    pub end: Option<TimeSpec>,
+    /// With --end: once the end is reached and every change applied, compare the source and
+    /// destination tables like `scylla-cdc-replicator verify` and exit with its code (0 equal,
+    /// 1 different).
+    #[arg(long, requires = "end")]
+    pub verify_after: bool,
     /// Longest time window one query reads, in seconds (0.001 to 604800).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60",
           value_parser = window_size_arg)]
@@ -115,6 +125,34 @@ pub struct Args {
     /// Consistency level of the writes to the destination.
     #[arg(long, value_name = "LEVEL", default_value = "LOCAL_QUORUM", value_parser = parse_consistency)]
     pub write_consistency: Consistency,
+    /// Create missing destination tables (and their types) with the source's schema.
+    #[arg(long)]
+    pub create_destination_table: bool,
+    /// Accept destination tables with regular columns the source lacks (left null).
+    #[arg(long)]
+    pub allow_extra_columns: bool,
+    /// Most writes in flight per stream group.
+    #[arg(long, value_name = "N", default_value = "64", value_parser = max_in_flight)]
+    pub max_in_flight: usize,
+    /// Seconds between two progress lines in the log (0.1 to 86400).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5",
+          value_parser = progress_interval_arg)]
+    pub progress_interval: Duration,
+    /// Serve the reader's metrics as Prometheus text on http://HOST:PORT/metrics.
+    #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg)]
+    pub metrics_addr: Option<SocketAddr>,
+}
+
+/// The flags that say how to reach the source and destination clusters (contact points,
+/// credentials, TLS), shared by replication and `verify`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterArgs {
+    /// Contact points of the source cluster, comma-separated (host:port; default port 9042).
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg)]
+    pub source: Hosts,
+    /// Contact points of the destination cluster.
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg)]
+    pub destination: Hosts,
     /// User name on the source cluster (default: $SCYLLA_SOURCE_USER).
     #[arg(long)]
     pub source_user: Option<String>,
@@ -175,27 +213,11 @@ pub struct Args {
     /// Do not verify the destination cluster's certificate at all (INSECURE; logs a warning).
     #[arg(long)]
     pub destination_tls_insecure_skip_verify: bool,
-    /// Create missing destination tables (and their types) with the source's schema.
-    #[arg(long)]
-    pub create_destination_table: bool,
-    /// Accept destination tables with regular columns the source lacks (left null).
-    #[arg(long)]
-    pub allow_extra_columns: bool,
-    /// Most writes in flight per stream group.
-    #[arg(long, value_name = "N", default_value = "64", value_parser = max_in_flight)]
-    pub max_in_flight: usize,
-    /// Seconds between two progress lines in the log (0.1 to 86400).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5",
-          value_parser = progress_interval_arg)]
-    pub progress_interval: Duration,
-    /// Serve the reader's metrics as Prometheus text on http://HOST:PORT/metrics.
-    #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg)]
-    pub metrics_addr: Option<SocketAddr>,
 }
 
-/// The settings of a replication run, checked and resolved.
+/// How to reach both clusters, checked and resolved ([`ClusterArgs::resolve`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Config {
+pub struct Clusters {
     /// Source contact points.
     pub source: Vec<String>,
     /// Source credentials.
@@ -208,60 +230,11 @@ pub struct Config {
     pub destination_credentials: Option<Credentials>,
     /// TLS to the destination, if on.
     pub destination_tls: Option<TlsOptions>,
-    /// Source keyspace.
-    pub keyspace: String,
-    /// Tables.
-    pub tables: Vec<String>,
-    /// Destination keyspace.
-    pub destination_keyspace: String,
-    /// Where reading starts when there is no checkpoint.
-    pub start: StartAt,
-    /// Window size.
-    pub window_size: Duration,
-    /// Safety interval.
-    pub safety_interval: Duration,
-    /// Sleep interval.
-    pub sleep_interval: Duration,
-    /// How long transient failures are retried (`None`: forever).
-    pub give_up_after: Option<Duration>,
-    /// The checkpoint table in the source cluster, unless checkpoints are off.
-    pub checkpoint_table: Option<QualifiedTable>,
-    /// Least time between checkpoints of a stream group.
-    pub checkpoint_interval: Duration,
-    /// Write consistency.
-    pub write_consistency: Consistency,
-    /// Create missing destination tables.
-    pub create_destination_table: bool,
-    /// Accept extra regular columns on the destination.
-    pub allow_extra_columns: bool,
-    /// Writes in flight per stream group.
-    pub max_in_flight: usize,
-    /// Time between progress lines.
-    pub progress_interval: Duration,
 }
 
-impl Args {
-    /// Checks what clap cannot and resolves `--start` against `launched`, the instant the
-    /// program was launched (the default start).
-    pub fn into_config(self, launched: DateTime<Utc>) -> Result<Config, CliError> {
-        let start = StartAt::resolve(self.start, launched)?;
-        let destination_keyspace = self
-            .destination_keyspace
-            .unwrap_or_else(|| self.keyspace.clone());
-        let checkpoint_table = if self.no_checkpoints {
-            None
-        } else {
-            Some(self.checkpoint_table.unwrap_or_else(|| QualifiedTable {
-                keyspace: self.keyspace.clone(),
-                table: "cdc_replicator_checkpoints".into(),
-            }))
-        };
-        if self.source == self.destination && destination_keyspace == self.keyspace {
-            return Err(CliError::usage(
-                "the source and destination are the same tables (give another --destination or \
-                 --destination-keyspace)",
-            ));
-        }
+impl ClusterArgs {
+    /// Resolves credentials (flags, files, environment) and TLS options.
+    pub fn resolve(self) -> Result<Clusters, CliError> {
         let env = |name: &str| std::env::var(name).ok();
         let source_credentials = resolve_credentials(
             CredentialFlags {
@@ -307,17 +280,113 @@ impl Args {
             insecure_skip_verify: self.destination_tls_insecure_skip_verify,
         }
         .into_options("--destination-tls")?;
-        Ok(Config {
+        Ok(Clusters {
             source: self.source.0,
             source_credentials,
             source_tls,
             destination: self.destination.0,
             destination_credentials,
             destination_tls,
+        })
+    }
+}
+
+/// The settings of a replication run, checked and resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Source contact points.
+    pub source: Vec<String>,
+    /// Source credentials.
+    pub source_credentials: Option<Credentials>,
+    /// TLS to the source, if on.
+    pub source_tls: Option<TlsOptions>,
+    /// Destination contact points.
+    pub destination: Vec<String>,
+    /// Destination credentials.
+    pub destination_credentials: Option<Credentials>,
+    /// TLS to the destination, if on.
+    pub destination_tls: Option<TlsOptions>,
+    /// Source keyspace.
+    pub keyspace: String,
+    /// Tables.
+    pub tables: Vec<String>,
+    /// Destination keyspace.
+    pub destination_keyspace: String,
+    /// Where reading starts when there is no checkpoint.
+    pub start: StartAt,
+    /// Where reading ends (`None`: never).
+    pub end: Option<DateTime<Utc>>,
+    /// Verify the tables once the end is reached.
+    pub verify_after: bool,
+    /// Window size.
+    pub window_size: Duration,
+    /// Safety interval.
+    pub safety_interval: Duration,
+    /// Sleep interval.
+    pub sleep_interval: Duration,
+    /// How long transient failures are retried (`None`: forever).
+    pub give_up_after: Option<Duration>,
+    /// The checkpoint table in the source cluster, unless checkpoints are off.
+    pub checkpoint_table: Option<QualifiedTable>,
+    /// Least time between checkpoints of a stream group.
+    pub checkpoint_interval: Duration,
+    /// Write consistency.
+    pub write_consistency: Consistency,
+    /// Create missing destination tables.
+    pub create_destination_table: bool,
+    /// Accept extra regular columns on the destination.
+    pub allow_extra_columns: bool,
+    /// Writes in flight per stream group.
+    pub max_in_flight: usize,
+    /// Time between progress lines.
+    pub progress_interval: Duration,
+}
+
+impl Args {
+    /// Checks what clap cannot and resolves `--start` against `launched`, the instant the
+    /// program was launched (the default start).
+    pub fn into_config(self, launched: DateTime<Utc>) -> Result<Config, CliError> {
+        let (start, end) = resolve_range(self.start, self.end, launched)?;
+        let destination_keyspace = self
+            .destination_keyspace
+            .unwrap_or_else(|| self.keyspace.clone());
+        let checkpoint_table = if self.no_checkpoints {
+            None
+        } else {
+            Some(self.checkpoint_table.unwrap_or_else(|| QualifiedTable {
+                keyspace: self.keyspace.clone(),
+                table: "cdc_replicator_checkpoints".into(),
+            }))
+        };
+        if self.clusters.source == self.clusters.destination
+            && destination_keyspace == self.keyspace
+        {
+            return Err(CliError::usage(
+                "the source and destination are the same tables (give another --destination or \
+                 --destination-keyspace)",
+            ));
+        }
+        let Clusters {
+            source,
+            source_credentials,
+            source_tls,
+            destination,
+            destination_credentials,
+            destination_tls,
+        } = self.clusters.resolve()?;
+        Ok(Config {
+            source,
+            source_credentials,
+            source_tls,
+            destination,
+            destination_credentials,
+            destination_tls,
             keyspace: self.keyspace,
             tables: self.table.0,
             destination_keyspace,
             start,
+            end,
+            verify_after: self.verify_after,
             window_size: self.window_size,
             safety_interval: self.safety_interval,
             sleep_interval: self.sleep_interval,
@@ -443,6 +512,17 @@ mod tests {
         assert_eq!(c.max_in_flight, 8);
         let c = parse(&with(&["--no-checkpoints"])).unwrap();
         assert_eq!(c.checkpoint_table, None);
+        assert_eq!((c.end, c.verify_after), (None, false));
+        let c = parse(&with(&[
+            "--start",
+            "-1h",
+            "--end",
+            "-10m",
+            "--verify-after",
+        ]))
+        .unwrap();
+        assert_eq!(c.end, Some(now() - chrono::TimeDelta::minutes(10)));
+        assert!(c.verify_after);
     }
 
     #[test]
@@ -513,6 +593,8 @@ mod tests {
             (with(&["--source-user", "u"]), "--source-password"),
             (with(&["--destination-password", "p"]), "--destination-user"),
             (with(&["--max-in-flight", "0"]), "1 to 65536"),
+            (with(&["--verify-after"]), "--end"),
+            (with(&["--end", "-1m"]), "must be after --start"),
             (
                 vec![
                     "--source",

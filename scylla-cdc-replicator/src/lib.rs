@@ -43,12 +43,19 @@
 //! ([`evolve`]). A dropped column stops the replicator with an error naming it: the
 //! replicator never drops destination data by itself; drop it there too (or restart with
 //! `--allow-extra-columns`) and restart, and replication resumes from that change.
+//!
+//! # Verification
+//!
+//! `scylla-cdc-replicator verify` ([`verify`]) compares a table with its replica by token
+//! range and reports the rows missing, extra or different on the destination; a replication
+//! run with `--end` and `--verify-after` runs it once the end is reached.
 
 pub mod apply;
 pub mod args;
 pub mod evolve;
 pub mod schema;
 pub mod translate;
+pub mod verify;
 
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -57,6 +64,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use scylla::client::session::Session;
 use scylla_cdc::{CDCLogReaderBuilder, TableBackedCheckpointSaver};
+pub use scylla_cdc_printer::Output;
 use scylla_cdc_printer::checkpoint_table_error;
 pub use scylla_cdc_printer::cli::{CliError, Shutdown, ShutdownTrigger, exit_code};
 use scylla_cdc_printer::cli::{
@@ -72,6 +80,7 @@ use crate::schema::{
     list_writes_for, read_table_schema, table_exists,
 };
 use crate::translate::ListWrites;
+use crate::verify::{VerifyArgs, VerifyConfig};
 
 /// A schema problem of `side` ("source" / "destination") as a program error: missing
 /// keyspaces and tables are [`exit_code::SCHEMA`], failed queries [`exit_code::RUNTIME`].
@@ -345,6 +354,9 @@ async fn start_reader(
         .sleep_interval(config.sleep_interval)
         .pause_between_saves(config.checkpoint_interval)
         .start_timestamp(config.start.time());
+    if let Some(end) = config.end {
+        builder = builder.end_timestamp(end);
+    }
     if let Some(g) = config.give_up_after {
         builder = builder.give_up_after(g);
     }
@@ -437,19 +449,56 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    run_to(launched, args, Output::new(std::io::stdout()), shutdown).await
+}
+
+/// Runs the replicator like [`run_launched`], writing on `out` what goes to stdout: `--help`,
+/// `--version`, and the reports of `verify` (a leading `verify` argument selects
+/// [`verify::run_verify`]) and `--verify-after`.
+pub async fn run_to<I, T>(
+    launched: chrono::DateTime<chrono::Utc>,
+    args: I,
+    out: Output,
+    shutdown: Shutdown,
+) -> Result<(), CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let written = |text: String| {
+        out.write(&text)
+            .map_err(|e| CliError::runtime(format!("cannot write on stdout: {e}")))
+    };
+    if args.get(1).is_some_and(|a| a == "verify") {
+        let program = OsString::from("scylla-cdc-replicator verify");
+        let rest = std::iter::once(program).chain(args.iter().skip(2).cloned());
+        let config = match VerifyArgs::try_parse_from(rest) {
+            Ok(a) => a.into_config()?,
+            Err(e) => return written(clap_failure(&e)?),
+        };
+        return verify::run_verify(&config, &out, shutdown).await;
+    }
     let args = match Args::try_parse_from(args) {
         Ok(a) => a,
-        Err(e) => {
-            print!("{}", clap_failure(&e)?);
-            return Ok(());
-        }
+        Err(e) => return written(clap_failure(&e)?),
     };
     let metrics_addr = args.metrics_addr;
     let config = args.into_config(launched)?;
     if let Some(addr) = metrics_addr {
         scylla_cdc_printer::metrics_http::serve_metrics(addr)?;
     }
-    Replicator::start(&config).await?.run(shutdown).await
+    let stop = shutdown.clone();
+    Replicator::start(&config).await?.run(shutdown).await?;
+    if !config.verify_after {
+        return Ok(());
+    }
+    if stop.is_requested() {
+        info!("stopped before --end: not verifying");
+        return Ok(());
+    }
+    info!("--end reached and every change applied: verifying");
+    verify::run_verify(&VerifyConfig::after_replication(&config), &out, stop).await
 }
 
 #[cfg(test)]

@@ -57,12 +57,18 @@ async fn columns_added_and_dropped_while_reading() -> anyhow::Result<()> {
     })
     .await;
     run(format!("ALTER TABLE {ks}.t DROP v")).await?;
-    run(format!("INSERT INTO {ks}.t (pk, ck, w) VALUES (1, 3, 'three')")).await?;
+    run(format!(
+        "INSERT INTO {ks}.t (pk, ck, w) VALUES (1, 3, 'three')"
+    ))
+    .await?;
     run(format!(
         "ALTER TABLE {ks}.t WITH cdc = {{'enabled': true, 'preimage': true}}"
     ))
     .await?;
-    run(format!("UPDATE {ks}.t SET w = 'four' WHERE pk = 1 AND ck = 3")).await?;
+    run(format!(
+        "UPDATE {ks}.t SET w = 'four' WHERE pk = 1 AND ck = 3"
+    ))
+    .await?;
     // 1 + 1 + 1 + (pre-image + update) = 5 rows.
     wait_for(Duration::from_secs(30), "every row", || async {
         collected.len() >= 5
@@ -75,7 +81,10 @@ async fn columns_added_and_dropped_while_reading() -> anyhow::Result<()> {
     let text = |s: &str| CqlValue::Text(s.into());
     assert_eq!(all[0].int("v"), Some(10));
     assert!(!all[0].values.contains_key("w"), "{:?}", all[0]);
-    assert_eq!((all[1].int("v"), all[1].values.get("w")), (Some(20), Some(&text("two"))));
+    assert_eq!(
+        (all[1].int("v"), all[1].values.get("w")),
+        (Some(20), Some(&text("two")))
+    );
     assert_eq!(all[2].values.get("w"), Some(&text("three")));
     assert!(!all[2].values.contains_key("v"), "{:?}", all[2]);
     assert_eq!(all[3].op, OperationType::PreImage);

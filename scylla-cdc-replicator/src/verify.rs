@@ -1,0 +1,985 @@
+//! `scylla-cdc-replicator verify`: compares a source table with its replica, row by row.
+//!
+//! The Murmur3 token ring is split into [`token_ranges`] (256 by default). Each range is
+//! scanned on both sides at once with the same statement ([`ScanPlan`]: the token, the key
+//! columns, and every other column with, for the atomic ones, `WRITETIME` and `TTL`), paged,
+//! and the two streams are merged in token order: rows of a token present
+//! on one side only are missing (on the destination) or extra (on the destination); rows of
+//! a token present on both sides are matched by primary key and compared cell by cell. Up to
+//! `--parallelism` ranges are scanned at once, and a range holds at most one page and one
+//! token's rows (one partition, barring Murmur3 collisions) of each side in memory, so
+//! memory does not grow with the table.
+//!
+//! # What "equal" means
+//!
+//! Two rows with the same primary key are equal when every non-key column has the same value
+//! and, for atomic columns (scalars, frozen collections and UDTs, tuples, vectors), the same
+//! `WRITETIME` and a `TTL` within [`TTL_TOLERANCE_SECS`] of each other: `TTL()` is the
+//! remaining time to live when the row is read, the two sides are read a moment apart, and
+//! the replicator computes the remaining TTL it writes to the second. Non-frozen collections
+//! and UDTs have no single write time: only their values are compared. Static columns are
+//! compared on every row of their partition (a partition whose static row differs counts
+//! each of its rows as different).
+//!
+//! There is no `--at TIME` ("compare the tables as they were at TIME"): a scan sees only the
+//! newest cells, an overwritten cell's earlier value and a deleted row are gone, so the state
+//! of either table at an earlier time cannot be rebuilt from a scan, and skipping rows written
+//! after TIME would still report rows deleted after TIME as missing.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use futures::{StreamExt, TryStreamExt, stream};
+use scylla::client::pager::{NextPageError, NextRowError, TypedRowStream};
+use scylla::client::session::Session;
+use scylla::errors::PagerExecutionError;
+use scylla::statement::prepared::PreparedStatement;
+use scylla::value::{CqlValue, Row};
+use scylla_cdc::Backoff;
+use scylla_cdc_printer::Output;
+use scylla_cdc_printer::cli::{
+    CliError, Shutdown, connect, error_chain, long_interval_arg, parse_name, progress_interval_arg,
+    retry_startup, tables_arg,
+};
+use tracing::info;
+
+use crate::args::{ClusterArgs, Clusters, Config, Tables};
+use crate::schema::{CqlType, TableSchema, ValueKind, check_compatible, quote, read_table_schema};
+use crate::schema_error;
+
+/// TTLs that differ by at most this many seconds are equal (see the module docs): 1 s of
+/// rounding in the replicator's remaining-TTL computation, 1 s of rounding of `TTL()` on
+/// each side, and the time between reading a row on the two sides, which are read page by
+/// page in step.
+pub const TTL_TOLERANCE_SECS: i32 = 5;
+
+/// Most differing rows named in a report.
+pub const MAX_SAMPLES: usize = 10;
+
+/// clap parser of a count from 1 to 65536.
+fn count_arg(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(n) if (1..=65_536).contains(&n) => Ok(n),
+        _ => Err(format!("`{text}` is not a number from 1 to 65536")),
+    }
+}
+
+/// Compare tables with their replicas, row by row: `scylla-cdc-replicator verify`.
+///
+/// Scans both tables by token range and compares every row: the value of every column, and
+/// the write time and TTL (within 5 s) of every column that has one. Prints `rows compared
+/// N, missing M, extra E, different D` per table, then up to 10 differing rows. Exit codes: 0
+/// the tables are equal, 1 they differ (or a failure while scanning), 2 bad argument, 3
+/// cannot connect, 4 keyspace or table missing or not matching.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "scylla-cdc-replicator verify", version)]
+pub struct VerifyArgs {
+    /// The two clusters: contact points, credentials, TLS.
+    #[command(flatten)]
+    pub clusters: ClusterArgs,
+    /// Keyspace of the source tables.
+    #[arg(long, short = 'k', value_parser = parse_name)]
+    pub keyspace: String,
+    /// Tables to compare, comma-separated.
+    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg)]
+    pub table: Tables,
+    /// Keyspace of the destination tables (default: the source keyspace).
+    #[arg(long, value_parser = parse_name)]
+    pub destination_keyspace: Option<String>,
+    /// Number of token ranges the ring is split into.
+    #[arg(long, value_name = "N", default_value = "256", value_parser = count_arg)]
+    pub ranges: u32,
+    /// Token ranges scanned at once.
+    #[arg(long, value_name = "N", default_value = "8", value_parser = count_arg)]
+    pub parallelism: u32,
+    /// Rows per page of the scans.
+    #[arg(long, value_name = "N", default_value = "1000", value_parser = count_arg)]
+    pub page_size: u32,
+    /// How long a failing request is retried while it fails transiently, in seconds.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60", value_parser = long_interval_arg)]
+    pub give_up_after: Duration,
+    /// Seconds between two progress lines in the log.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5", value_parser = progress_interval_arg)]
+    pub progress_interval: Duration,
+}
+
+/// The settings of a verification, checked and resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerifyConfig {
+    /// How to reach both clusters.
+    pub clusters: Clusters,
+    /// Source keyspace.
+    pub keyspace: String,
+    /// Tables.
+    pub tables: Vec<String>,
+    /// Destination keyspace.
+    pub destination_keyspace: String,
+    /// Token ranges.
+    pub ranges: u32,
+    /// Ranges scanned at once.
+    pub parallelism: u32,
+    /// Rows per page.
+    pub page_size: u32,
+    /// How long transient failures are retried (`None`: forever).
+    pub give_up_after: Option<Duration>,
+    /// Time between progress lines.
+    pub progress_interval: Duration,
+}
+
+impl VerifyArgs {
+    /// Checks what clap cannot and resolves credentials and TLS.
+    pub fn into_config(self) -> Result<VerifyConfig, CliError> {
+        let destination_keyspace = self
+            .destination_keyspace
+            .unwrap_or_else(|| self.keyspace.clone());
+        if self.clusters.source == self.clusters.destination
+            && destination_keyspace == self.keyspace
+        {
+            return Err(CliError::usage(
+                "the source and destination are the same tables (give another --destination or \
+                 --destination-keyspace)",
+            ));
+        }
+        Ok(VerifyConfig {
+            clusters: self.clusters.resolve()?,
+            keyspace: self.keyspace,
+            tables: self.table.0,
+            destination_keyspace,
+            ranges: self.ranges,
+            parallelism: self.parallelism,
+            page_size: self.page_size,
+            give_up_after: Some(self.give_up_after),
+            progress_interval: self.progress_interval,
+        })
+    }
+}
+
+impl VerifyConfig {
+    /// The verification `--verify-after` runs at the end of replication `config`: the same
+    /// clusters and tables, default scan settings.
+    pub fn after_replication(config: &Config) -> VerifyConfig {
+        VerifyConfig {
+            clusters: Clusters {
+                source: config.source.clone(),
+                source_credentials: config.source_credentials.clone(),
+                source_tls: config.source_tls.clone(),
+                destination: config.destination.clone(),
+                destination_credentials: config.destination_credentials.clone(),
+                destination_tls: config.destination_tls.clone(),
+            },
+            keyspace: config.keyspace.clone(),
+            tables: config.tables.clone(),
+            destination_keyspace: config.destination_keyspace.clone(),
+            ranges: 256,
+            parallelism: 8,
+            page_size: 1000,
+            give_up_after: config.give_up_after,
+            progress_interval: config.progress_interval,
+        }
+    }
+}
+
+/// How a row differs between the two tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DiffKind {
+    /// On the source, not on the destination.
+    Missing,
+    /// On the destination, not on the source.
+    Extra,
+    /// On both, with a different value, write time or TTL.
+    Different,
+}
+
+impl fmt::Display for DiffKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DiffKind::Missing => "missing on the destination",
+            DiffKind::Extra => "extra on the destination",
+            DiffKind::Different => "different",
+        })
+    }
+}
+
+/// One differing row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffSample {
+    /// Its partition's token.
+    pub token: i64,
+    /// Its primary key, `name=value, ...`.
+    pub key: String,
+    /// How it differs.
+    pub kind: DiffKind,
+    /// For [`DiffKind::Different`], the first differing cell, e.g.
+    /// `v: source 1, destination 2`.
+    pub detail: Option<String>,
+}
+
+impl fmt::Display for DiffSample {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.key)?;
+        if let Some(d) = &self.detail {
+            write!(f, " ({d})")?;
+        }
+        Ok(())
+    }
+}
+
+/// The result of comparing one table with its replica.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Rows seen on either side (equal + missing + extra + different).
+    pub compared: u64,
+    /// Rows on the source, not on the destination.
+    pub missing: u64,
+    /// Rows on the destination, not on the source.
+    pub extra: u64,
+    /// Rows on both sides that differ.
+    pub different: u64,
+    /// The first [`MAX_SAMPLES`] differing rows, in token order.
+    pub samples: Vec<DiffSample>,
+}
+
+impl Report {
+    /// Whether the tables are equal.
+    pub fn is_equal(&self) -> bool {
+        self.missing == 0 && self.extra == 0 && self.different == 0
+    }
+
+    /// Adds a differing row.
+    fn record(&mut self, sample: DiffSample) {
+        match sample.kind {
+            DiffKind::Missing => self.missing += 1,
+            DiffKind::Extra => self.extra += 1,
+            DiffKind::Different => self.different += 1,
+        }
+        self.compared += 1;
+        if self.samples.len() < MAX_SAMPLES {
+            self.samples.push(sample);
+        }
+    }
+
+    /// Adds the report of another range.
+    fn merge(&mut self, other: Report) {
+        self.compared += other.compared;
+        self.missing += other.missing;
+        self.extra += other.extra;
+        self.different += other.different;
+        self.samples.extend(other.samples);
+        self.samples
+            .sort_by(|a, b| (a.token, &a.key).cmp(&(b.token, &b.key)));
+        self.samples.truncate(MAX_SAMPLES);
+    }
+}
+
+impl fmt::Display for Report {
+    /// `rows compared N, missing M, extra E, different D`, then one line per sample.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "rows compared {}, missing {}, extra {}, different {}",
+            self.compared, self.missing, self.extra, self.different
+        )?;
+        for s in &self.samples {
+            write!(f, "\n  {s}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The Murmur3 ring (`(i64::MIN, i64::MAX]`; Murmur3 never gives `i64::MIN`) split into `n`
+/// ranges `(start, end]` of nearly equal width, in token order.
+pub fn token_ranges(n: u32) -> Vec<(i64, i64)> {
+    let n = i128::from(n.max(1));
+    let (min, max) = (i128::from(i64::MIN), i128::from(i64::MAX));
+    let bound = |k: i128| -> i64 { i64::try_from(min + (max - min) * k / n).unwrap_or(i64::MAX) };
+    (0..n).map(|k| (bound(k), bound(k + 1))).collect()
+}
+
+/// One non-key column as scanned: its value and, for atomic columns, `WRITETIME` and `TTL`.
+#[derive(Debug, Clone)]
+struct ScannedColumn {
+    name: String,
+    timed: bool,
+}
+
+/// The scan statement of a table and the layout of its rows: `token`, the key columns, then
+/// each non-key column (`WRITETIME` and `TTL` first if it is atomic, then its value).
+#[derive(Debug, Clone)]
+pub struct ScanPlan {
+    key_names: Vec<String>,
+    columns: Vec<ScannedColumn>,
+}
+
+impl ScanPlan {
+    /// The plan of a table with this schema.
+    pub fn new(schema: &TableSchema) -> ScanPlan {
+        let keys = schema.partition_key_len + schema.clustering_len;
+        ScanPlan {
+            key_names: schema
+                .key_columns()
+                .iter()
+                .map(|c| c.name.clone())
+                .collect(),
+            columns: schema
+                .columns
+                .iter()
+                .skip(keys)
+                .map(|c| ScannedColumn {
+                    name: c.name.clone(),
+                    timed: c.value_kind == ValueKind::Atomic
+                        && c.typ != CqlType::Native("counter".into()),
+                })
+                .collect(),
+        }
+    }
+
+    /// `SELECT token(pk), keys..., WRITETIME(c), TTL(c), c, ... FROM ks.t WHERE token(pk) > ?
+    /// AND token(pk) <= ?` for table `ks.t`, whose partition key has `pk_len` columns.
+    pub fn statement(&self, keyspace: &str, table: &str, pk_len: usize) -> String {
+        let pk: Vec<String> = self.key_names[..pk_len].iter().map(|n| quote(n)).collect();
+        let token = format!("token({})", pk.join(", "));
+        let mut selectors = vec![token.clone()];
+        selectors.extend(self.key_names.iter().map(|n| quote(n)));
+        for c in &self.columns {
+            let q = quote(&c.name);
+            if c.timed {
+                selectors.push(format!("WRITETIME({q})"));
+                selectors.push(format!("TTL({q})"));
+            }
+            selectors.push(q);
+        }
+        format!(
+            "SELECT {} FROM {}.{} WHERE {token} > ? AND {token} <= ?",
+            selectors.join(", "),
+            quote(keyspace),
+            quote(table)
+        )
+    }
+
+    /// The token of a scanned row.
+    fn token(row: &Row) -> Option<i64> {
+        match row.columns.first() {
+            Some(Some(CqlValue::BigInt(t))) => Some(*t),
+            _ => None,
+        }
+    }
+
+    /// The primary key of a scanned row, `name=value, ...` (also its identity in a token).
+    fn key_text(&self, row: &Row) -> String {
+        self.key_names
+            .iter()
+            .zip(row.columns.iter().skip(1))
+            .map(|(n, v)| format!("{n}={}", value_text(v)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The first difference between the source and destination versions of a row, if any.
+    fn difference(&self, source: &Row, destination: &Row) -> Option<String> {
+        let mut at = 1 + self.key_names.len();
+        let cell = |row: &Row, i: usize| row.columns.get(i).cloned().flatten();
+        for c in &self.columns {
+            if c.timed {
+                let (ws, wd) = (cell(source, at), cell(destination, at));
+                let (ts, td) = (cell(source, at + 1), cell(destination, at + 1));
+                at += 2;
+                let (vs, vd) = (cell(source, at), cell(destination, at));
+                if vs != vd {
+                    return Some(format!(
+                        "{}: source {}, destination {}",
+                        c.name,
+                        value_text(&vs),
+                        value_text(&vd)
+                    ));
+                }
+                if ws != wd {
+                    return Some(format!(
+                        "writetime({}): source {}, destination {}",
+                        c.name,
+                        value_text(&ws),
+                        value_text(&wd)
+                    ));
+                }
+                let ttl_equal = match (&ts, &td) {
+                    (None, None) => true,
+                    (Some(CqlValue::Int(a)), Some(CqlValue::Int(b))) => {
+                        (i64::from(*a) - i64::from(*b)).abs() <= i64::from(TTL_TOLERANCE_SECS)
+                    }
+                    (a, b) => a == b,
+                };
+                if !ttl_equal {
+                    return Some(format!(
+                        "ttl({}): source {}, destination {}",
+                        c.name,
+                        value_text(&ts),
+                        value_text(&td)
+                    ));
+                }
+            } else {
+                let (vs, vd) = (cell(source, at), cell(destination, at));
+                if vs != vd {
+                    return Some(format!(
+                        "{}: source {}, destination {}",
+                        c.name,
+                        value_text(&vs),
+                        value_text(&vd)
+                    ));
+                }
+            }
+            at += 1;
+        }
+        None
+    }
+}
+
+/// A cell as text (`null` when absent).
+fn value_text(v: &Option<CqlValue>) -> String {
+    match v {
+        Some(v) => v.to_string(),
+        None => "null".into(),
+    }
+}
+
+/// A failed scan: its message and whether retrying may help.
+#[derive(Debug)]
+struct ScanError {
+    message: String,
+    transient: bool,
+}
+
+impl fmt::Display for ScanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl ScanError {
+    /// Whether a failed page fetch may succeed when retried.
+    fn page_is_transient(e: &NextPageError) -> bool {
+        match e {
+            NextPageError::RequestFailure(r) => {
+                scylla_cdc::is_transient(&r.clone().into_execution_error())
+            }
+            _ => false,
+        }
+    }
+
+    fn execution(side: &str, e: PagerExecutionError) -> ScanError {
+        let transient = match &e {
+            PagerExecutionError::NextPageError(p) => Self::page_is_transient(p),
+            PagerExecutionError::PrepareError(p) => scylla_cdc::is_transient_prepare(p),
+            _ => false,
+        };
+        ScanError {
+            transient,
+            message: format!("{side}: {}", error_chain(&e)),
+        }
+    }
+
+    fn next_row(side: &str, e: NextRowError) -> ScanError {
+        let transient = match &e {
+            NextRowError::NextPageError(p) => Self::page_is_transient(p),
+            _ => false,
+        };
+        ScanError {
+            transient,
+            message: format!("{side}: {}", error_chain(&e)),
+        }
+    }
+}
+
+/// One side of a range scan: a row stream with one row of look-ahead.
+struct Side {
+    name: &'static str,
+    rows: TypedRowStream<Row>,
+    peeked: Option<Row>,
+}
+
+impl Side {
+    async fn open(
+        name: &'static str,
+        session: &Session,
+        statement: &PreparedStatement,
+        range: (i64, i64),
+    ) -> Result<Side, ScanError> {
+        let pager = session
+            .execute_iter(statement.clone(), range)
+            .await
+            .map_err(|e| ScanError::execution(name, e))?;
+        let rows = pager.rows_stream::<Row>().map_err(|e| ScanError {
+            message: format!("{name}: {}", error_chain(&e)),
+            transient: false,
+        })?;
+        let mut side = Side {
+            name,
+            rows,
+            peeked: None,
+        };
+        side.advance().await?;
+        Ok(side)
+    }
+
+    /// Reads the next row into the look-ahead.
+    async fn advance(&mut self) -> Result<(), ScanError> {
+        self.peeked = self
+            .rows
+            .try_next()
+            .await
+            .map_err(|e| ScanError::next_row(self.name, e))?;
+        Ok(())
+    }
+
+    /// The token of the next row.
+    fn token(&self) -> Result<Option<i64>, ScanError> {
+        match &self.peeked {
+            None => Ok(None),
+            Some(r) => ScanPlan::token(r).map(Some).ok_or_else(|| ScanError {
+                message: format!("{}: a row without a token", self.name),
+                transient: false,
+            }),
+        }
+    }
+
+    /// The rows of the next token.
+    async fn take_token(&mut self, token: i64) -> Result<Vec<Row>, ScanError> {
+        let mut rows = Vec::new();
+        while self.token()? == Some(token) {
+            rows.extend(self.peeked.take());
+            self.advance().await?;
+        }
+        Ok(rows)
+    }
+}
+
+/// What a range scan shares with the others.
+struct ScanContext {
+    source: Arc<Session>,
+    destination: Arc<Session>,
+    source_statement: PreparedStatement,
+    destination_statement: PreparedStatement,
+    plan: ScanPlan,
+    compared: AtomicU64,
+    ranges_done: AtomicU64,
+}
+
+/// Compares one token range of the two tables (see the module docs).
+async fn compare_range(ctx: &ScanContext, range: (i64, i64)) -> Result<Report, ScanError> {
+    let (mut s, mut d) = tokio::try_join!(
+        Side::open("source", &ctx.source, &ctx.source_statement, range),
+        Side::open(
+            "destination",
+            &ctx.destination,
+            &ctx.destination_statement,
+            range
+        ),
+    )?;
+    let mut report = Report::default();
+    let mut previous = range.0;
+    loop {
+        let (ts, td) = (s.token()?, d.token()?);
+        let token = match (ts, td) {
+            (None, None) => break,
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+        };
+        // The merge relies on both sides returning rows in token order, inside the range: a
+        // cluster that does not (another partitioner) is an error, not a list of differences.
+        if token <= previous || token > range.1 {
+            return Err(ScanError {
+                message: format!(
+                    "token {token} out of order after {previous} in range ({}, {}]",
+                    range.0, range.1
+                ),
+                transient: false,
+            });
+        }
+        previous = token;
+        let (source_rows, destination_rows) = tokio::try_join!(
+            async {
+                if ts == Some(token) {
+                    s.take_token(token).await
+                } else {
+                    Ok(Vec::new())
+                }
+            },
+            async {
+                if td == Some(token) {
+                    d.take_token(token).await
+                } else {
+                    Ok(Vec::new())
+                }
+            },
+        )?;
+        let before = report.compared;
+        compare_token(&ctx.plan, token, source_rows, destination_rows, &mut report);
+        ctx.compared
+            .fetch_add(report.compared - before, Ordering::Relaxed);
+    }
+    Ok(report)
+}
+
+/// Compares the rows of one token, matched by primary key (the `Debug` text of its values,
+/// which tells every two distinct values apart).
+fn compare_token(
+    plan: &ScanPlan,
+    token: i64,
+    source_rows: Vec<Row>,
+    destination_rows: Vec<Row>,
+    report: &mut Report,
+) {
+    let identity = |row: &Row| format!("{:?}", row.columns.get(1..1 + plan.key_names.len()));
+    let mut source: HashMap<String, Row> = HashMap::with_capacity(source_rows.len());
+    let mut order = Vec::with_capacity(source_rows.len());
+    for row in source_rows {
+        let id = identity(&row);
+        order.push(id.clone());
+        source.insert(id, row);
+    }
+    let sample = |row: &Row, kind, detail| DiffSample {
+        token,
+        key: plan.key_text(row),
+        kind,
+        detail,
+    };
+    for row in destination_rows {
+        match source.remove(&identity(&row)) {
+            None => report.record(sample(&row, DiffKind::Extra, None)),
+            Some(s) => match plan.difference(&s, &row) {
+                None => report.compared += 1,
+                Some(d) => report.record(sample(&row, DiffKind::Different, Some(d))),
+            },
+        }
+    }
+    for id in order {
+        if let Some(row) = source.remove(&id) {
+            report.record(sample(&row, DiffKind::Missing, None));
+        }
+    }
+}
+
+/// [`compare_range`], retrying the whole range after a transient failure.
+async fn compare_range_retrying(
+    ctx: &ScanContext,
+    range: (i64, i64),
+    give_up_after: Option<Duration>,
+) -> Result<Report, CliError> {
+    let mut backoff = Backoff::new(give_up_after);
+    loop {
+        match compare_range(ctx, range).await {
+            Ok(r) => {
+                ctx.ranges_done.fetch_add(1, Ordering::Relaxed);
+                return Ok(r);
+            }
+            Err(e) if e.transient => {
+                let what = format!("scanning token range ({}, {}]", range.0, range.1);
+                if !backoff.wait(&what, &e).await {
+                    return Err(CliError::transient(format!("{what}: {e}")));
+                }
+            }
+            Err(e) => return Err(CliError::runtime(format!("scanning: {e}"))),
+        }
+    }
+}
+
+/// Compares table `table` of `config.keyspace` on the source with its replica in
+/// `config.destination_keyspace`, with both sessions open.
+pub async fn verify_table(
+    source: Arc<Session>,
+    destination: Arc<Session>,
+    config: &VerifyConfig,
+    table: &str,
+) -> Result<Report, CliError> {
+    let give_up = config.give_up_after;
+    let dks = &config.destination_keyspace;
+    let schema = retry_startup("reading the source table's schema", give_up, || async {
+        read_table_schema(&source, &config.keyspace, table)
+            .await
+            .map_err(|e| schema_error("source", e))
+    })
+    .await?;
+    let dest_schema = retry_startup(
+        "reading the destination table's schema",
+        give_up,
+        || async {
+            read_table_schema(&destination, dks, table)
+                .await
+                .map_err(|e| schema_error("destination", e))
+        },
+    )
+    .await?;
+    // The source's columns are compared; extra regular destination columns (kept by
+    // --allow-extra-columns after a drop on the source) are not.
+    check_compatible(&schema, &dest_schema, true)
+        .map_err(|e| CliError::schema(format!("destination: {e}")))?;
+    let plan = ScanPlan::new(&schema);
+    let prepare = |session: Arc<Session>, statement: String| async move {
+        let mut p = session.prepare(statement.clone()).await.map_err(|e| {
+            let message = format!("preparing `{statement}`: {}", error_chain(&e));
+            if scylla_cdc::is_transient_prepare(&e) {
+                CliError::transient(message)
+            } else {
+                CliError::runtime(message)
+            }
+        })?;
+        p.set_page_size(i32::try_from(config.page_size).unwrap_or(i32::MAX));
+        Ok::<_, CliError>(p)
+    };
+    let pk_len = schema.partition_key_len;
+    let source_statement = retry_startup("preparing the source scan", give_up, || {
+        prepare(
+            source.clone(),
+            plan.statement(&config.keyspace, table, pk_len),
+        )
+    })
+    .await?;
+    let destination_statement = retry_startup("preparing the destination scan", give_up, || {
+        prepare(destination.clone(), plan.statement(dks, table, pk_len))
+    })
+    .await?;
+    let ctx = ScanContext {
+        source,
+        destination,
+        source_statement,
+        destination_statement,
+        plan,
+        compared: AtomicU64::new(0),
+        ranges_done: AtomicU64::new(0),
+    };
+    let ranges = token_ranges(config.ranges);
+    let total = ranges.len();
+    let name = format!("{}.{table}", config.keyspace);
+    info!(table = %name, ranges = total, parallelism = config.parallelism, "verifying");
+    let started = Instant::now();
+    let scans = stream::iter(ranges)
+        .map(|r| compare_range_retrying(&ctx, r, give_up))
+        .buffer_unordered(usize::try_from(config.parallelism).unwrap_or(8))
+        .try_fold(Report::default(), |mut acc, r| async move {
+            acc.merge(r);
+            Ok(acc)
+        });
+    tokio::pin!(scans);
+    let mut ticks = tokio::time::interval(config.progress_interval);
+    ticks.tick().await; // the first tick is immediate
+    let (mut last, mut last_at) = (0, Instant::now());
+    let report = loop {
+        tokio::select! {
+            r = &mut scans => break r?,
+            _ = ticks.tick() => {
+                let rows = ctx.compared.load(Ordering::Relaxed);
+                let rate = (rows - last) as f64 / last_at.elapsed().as_secs_f64().max(1e-9);
+                let done = ctx.ranges_done.load(Ordering::Relaxed);
+                info!(
+                    table = %name,
+                    ranges_done = done,
+                    ranges = total,
+                    rows_compared = rows,
+                    "verify progress: {done}/{total} ranges, {rows} rows compared, {rate:.0} rows/s"
+                );
+                (last, last_at) = (rows, Instant::now());
+            }
+        }
+    };
+    let secs = started.elapsed().as_secs_f64();
+    info!(
+        table = %name,
+        rows_compared = report.compared,
+        "verified {name} in {secs:.1}s, {:.0} rows/s",
+        report.compared as f64 / secs.max(1e-9)
+    );
+    Ok(report)
+}
+
+/// Runs a verification: connects, compares every table, writes a report per table on `out`.
+/// Returns an error (exit code 1) naming the tables that differ, if any.
+pub async fn run_verify(
+    config: &VerifyConfig,
+    out: &Output,
+    mut shutdown: Shutdown,
+) -> Result<(), CliError> {
+    let work = async {
+        let c = &config.clusters;
+        let give_up = config.give_up_after;
+        let source = connect(
+            "the source cluster",
+            &c.source,
+            c.source_credentials.as_ref(),
+            c.source_tls.as_ref(),
+            give_up,
+        )
+        .await?;
+        let destination = connect(
+            "the destination cluster",
+            &c.destination,
+            c.destination_credentials.as_ref(),
+            c.destination_tls.as_ref(),
+            give_up,
+        )
+        .await?;
+        let mut differing = Vec::new();
+        for table in &config.tables {
+            let report = verify_table(source.clone(), destination.clone(), config, table).await?;
+            let name = format!("{}.{table}", config.keyspace);
+            out.write(&format!("{name}: {report}\n"))
+                .map_err(|e| CliError::runtime(format!("cannot write the report: {e}")))?;
+            if !report.is_equal() {
+                differing.push(name);
+            }
+        }
+        if differing.is_empty() {
+            Ok(())
+        } else {
+            Err(CliError::runtime(format!(
+                "the destination differs from the source: {}",
+                differing.join(", ")
+            )))
+        }
+    };
+    tokio::select! {
+        r = work => r,
+        () = shutdown.requested() => Err(CliError::runtime("verification interrupted")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scylla_cdc_printer::cli::{clap_failure, exit_code};
+
+    fn parse(args: &[&str]) -> Result<VerifyConfig, CliError> {
+        let full = ["scylla-cdc-replicator verify"].iter().chain(args).copied();
+        match VerifyArgs::try_parse_from(full) {
+            Ok(a) => a.into_config(),
+            Err(e) => Err(clap_failure(&e).unwrap_err()),
+        }
+    }
+
+    const BASE: [&str; 8] = [
+        "--source",
+        "10.0.0.1",
+        "--destination",
+        "10.0.1.1",
+        "-k",
+        "ks",
+        "-t",
+        "t",
+    ];
+
+    #[test]
+    fn arguments() {
+        let c = parse(&BASE).unwrap();
+        assert_eq!(c.clusters.source, vec!["10.0.0.1:9042"]);
+        assert_eq!(c.destination_keyspace, "ks");
+        assert_eq!((c.ranges, c.parallelism, c.page_size), (256, 8, 1000));
+        assert_eq!(c.give_up_after, Some(Duration::from_secs(60)));
+        let more = [
+            &BASE[..],
+            &["--ranges", "7", "--parallelism", "2", "--page-size", "9"],
+        ];
+        let c = parse(&more.concat()).unwrap();
+        assert_eq!((c.ranges, c.parallelism, c.page_size), (7, 2, 9));
+        for (extra, needle) in [
+            (&["--ranges", "0"][..], "1 to 65536"),
+            (&["--parallelism", "x"][..], "1 to 65536"),
+            (&["--at", "now"][..], "--at"),
+            (&["--source-user", "u"][..], "--source-password"),
+        ] {
+            let err = parse(&[&BASE[..], extra].concat()).unwrap_err();
+            assert_eq!(err.exit_code(), exit_code::USAGE, "{extra:?}: {err}");
+            assert!(err.message().contains(needle), "{extra:?}: {err}");
+        }
+        let same = ["--source", "a", "--destination", "a", "-k", "ks", "-t", "t"];
+        assert!(parse(&same).unwrap_err().message().contains("same tables"));
+    }
+
+    #[test]
+    fn ttls_within_the_tolerance_are_equal() {
+        let plan = ScanPlan {
+            key_names: vec!["pk".into()],
+            columns: vec![
+                ScannedColumn {
+                    name: "v".into(),
+                    timed: true,
+                },
+                ScannedColumn {
+                    name: "tags".into(),
+                    timed: false,
+                },
+            ],
+        };
+        let row = |ttl: Option<i32>, writetime: i64, tags: i32| Row {
+            columns: vec![
+                Some(CqlValue::BigInt(42)),
+                Some(CqlValue::Int(1)),
+                Some(CqlValue::BigInt(writetime)),
+                ttl.map(CqlValue::Int),
+                Some(CqlValue::Int(7)),
+                Some(CqlValue::Set(vec![CqlValue::Int(tags)])),
+            ],
+        };
+        let base = row(Some(100), 10, 1);
+        assert_eq!(plan.difference(&base, &row(Some(100), 10, 1)), None);
+        assert_eq!(plan.difference(&base, &row(Some(95), 10, 1)), None);
+        assert_eq!(plan.difference(&base, &row(Some(105), 10, 1)), None);
+        assert_eq!(
+            plan.difference(&base, &row(Some(94), 10, 1)).as_deref(),
+            Some("ttl(v): source 100, destination 94")
+        );
+        assert_eq!(
+            plan.difference(&base, &row(None, 10, 1)).as_deref(),
+            Some("ttl(v): source 100, destination null")
+        );
+        assert_eq!(
+            plan.difference(&base, &row(Some(100), 11, 1)).as_deref(),
+            Some("writetime(v): source 10, destination 11")
+        );
+        assert_eq!(
+            plan.difference(&base, &row(Some(100), 10, 2)).as_deref(),
+            Some("tags: source {1}, destination {2}")
+        );
+        assert_eq!(plan.key_text(&base), "pk=1");
+    }
+
+    #[test]
+    fn ranges_cover_the_ring() {
+        for n in [1, 2, 3, 256, 1000] {
+            let r = token_ranges(n);
+            assert_eq!(r.len(), n as usize);
+            assert_eq!(r[0].0, i64::MIN);
+            assert_eq!(r[r.len() - 1].1, i64::MAX);
+            for w in r.windows(2) {
+                assert_eq!(w[0].1, w[1].0);
+                assert!(w[0].0 < w[0].1);
+            }
+        }
+    }
+
+    #[test]
+    fn report_keeps_the_first_samples_in_token_order() {
+        let sample = |token, kind| DiffSample {
+            token,
+            key: format!("pk={token}"),
+            kind,
+            detail: None,
+        };
+        let mut a = Report::default();
+        for t in (100..120).rev() {
+            a.record(sample(t, DiffKind::Missing));
+        }
+        let mut b = Report::default();
+        b.record(sample(5, DiffKind::Extra));
+        b.compared += 3;
+        a.merge(b);
+        assert_eq!(a.compared, 24);
+        assert_eq!((a.missing, a.extra, a.different), (20, 1, 0));
+        assert_eq!(a.samples.len(), MAX_SAMPLES);
+        assert_eq!(a.samples[0].token, 5);
+        assert!(!a.is_equal());
+        assert!(a.to_string().starts_with(
+            "rows compared 24, missing 20, extra 1, different 0\n  extra on the destination: pk=5"
+        ));
+    }
+}
