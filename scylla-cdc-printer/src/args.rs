@@ -8,14 +8,16 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::{Parser, ValueEnum};
 
-use crate::cli::{
+use scylla_cdc::cli::metrics_http::metrics_addr_arg;
+use scylla_cdc::cli::secure::{
+    CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
+};
+use scylla_cdc::cli::{
     CliError, StartAt, TimeSpec, checkpoint_interval_arg, hosts_arg, long_interval_arg,
-    one_host_arg, parse_name, parse_time, qualified_arg, rfc3339_micros, safety_interval_arg,
+    one_host_arg, parse_name, parse_time, qualified_arg, resolve_range, safety_interval_arg,
     sleep_interval_arg, tables_arg, window_size_arg,
 };
-pub use crate::cli::{Hosts, QualifiedTable, Tables};
-use crate::metrics_http::metrics_addr_arg;
-use crate::secure::{CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials};
+pub use scylla_cdc::cli::{Hosts, QualifiedTable, Tables};
 
 /// How rows are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -174,40 +176,6 @@ pub struct PrintConfig {
     pub format: Format,
 }
 
-/// A resolved `--start` and `--end`.
-pub type TimeRange = (StartAt, Option<DateTime<Utc>>);
-
-/// Resolves `--start` / `--end` against the launch instant and checks that the end is after
-/// the start (which defaults to the launch).
-pub fn resolve_range(
-    start: Option<TimeSpec>,
-    end: Option<TimeSpec>,
-    launched: DateTime<Utc>,
-) -> Result<TimeRange, CliError> {
-    let start = StartAt::resolve(start, launched)?;
-    let end = end
-        .map(|s| {
-            s.resolve(launched)
-                .ok_or_else(|| CliError::usage("--end is out of range"))
-        })
-        .transpose()?;
-    if let Some(e) = end
-        && e <= start.time()
-    {
-        return Err(CliError::usage(format!(
-            "--end ({}) must be after --start ({}{})",
-            rfc3339_micros(e),
-            rfc3339_micros(start.time()),
-            if matches!(start, StartAt::Launch(_)) {
-                ", the default"
-            } else {
-                ""
-            }
-        )));
-    }
-    Ok((start, end))
-}
-
 impl Args {
     /// Checks what clap cannot and resolves times against `launched`, the instant the
     /// program was launched.
@@ -279,8 +247,8 @@ impl Args {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::exit_code;
     use chrono::TimeDelta;
+    use scylla_cdc::cli::exit_code;
 
     fn now() -> DateTime<Utc> {
         DateTime::from_timestamp(1_714_564_800, 0).unwrap()
@@ -290,7 +258,7 @@ mod tests {
         let full = std::iter::once("scylla-cdc-printer").chain(args.iter().copied());
         match Args::try_parse_from(full) {
             Ok(a) => a.into_config(now()),
-            Err(e) => Err(crate::cli::clap_failure(&e).unwrap_err()),
+            Err(e) => Err(scylla_cdc::cli::clap_failure(&e).unwrap_err()),
         }
     }
 
@@ -462,7 +430,7 @@ mod tests {
     #[test]
     fn help_is_not_an_error() {
         let err = Args::try_parse_from(["scylla-cdc-printer", "--help"]).unwrap_err();
-        let text = crate::cli::clap_failure(&err).unwrap();
+        let text = scylla_cdc::cli::clap_failure(&err).unwrap();
         assert!(text.contains("--checkpoint-table"), "{text}");
     }
 }

@@ -15,8 +15,8 @@ use tokio::sync::watch;
 use tracing::warn;
 
 use crate::args::Format;
-use crate::cli::{CliError, Shutdown, error_chain, supervise};
 use crate::{Output, ReaderSettings, start_readers};
+use scylla_cdc::cli::{CliError, Shutdown, error_chain, supervise};
 
 /// The demo keyspace.
 pub const KEYSPACE: &str = "demo";

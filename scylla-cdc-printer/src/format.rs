@@ -18,8 +18,8 @@ use scylla::value::CqlValue;
 use scylla_cdc::{CDCRow, OperationType};
 use serde_json::{Map, Value as Json};
 
-use crate::cli::rfc3339_micros;
 use crate::render::{cql_literal, json_value};
+use scylla_cdc::cli::rfc3339_micros;
 
 /// One base column in a log row.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,27 +3,23 @@
 //! The binary (`src/main.rs`) is a thin wrapper around [`run`], which tests call directly:
 //! it parses the arguments ([`args`]), connects, starts one [`scylla_cdc::CDCLogReader`] per
 //! table with a [`Printer`] consumer per stream group, and writes every log row to an
-//! [`Output`] in the chosen [`mod@format`] until the end time, a failure, or a [`cli::Shutdown`].
+//! [`Output`] in the chosen [`mod@format`] until the end time, a failure, or a [`scylla_cdc::cli::Shutdown`].
 //! With `--demo` it first starts an embedded cluster with a demo table and a writer
 //! ([`demo`], behind the default `demo` feature).
 //!
-//! [`cli`] holds what the printer and the replicator share (argument parsers, exit codes,
-//! signals, reader supervision), [`secure`] their credentials and TLS, [`metrics_http`] their
-//! `--metrics-addr`; [`render`] turns values into CQL literals and JSON.
+//! What the printer shares with the replicator (argument parsers, exit codes, signals, reader
+//! supervision, credentials and TLS, `--metrics-addr`, the [`Output`]) is
+//! [`scylla_cdc::cli`], the library's `cli` feature; [`render`] turns values into CQL
+//! literals and JSON.
 
 pub mod args;
-pub mod cli;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod format;
-pub mod metrics_http;
 pub mod render;
-pub mod secure;
 
 use std::ffi::OsString;
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -35,80 +31,9 @@ use scylla_cdc::{
 use tracing::info;
 
 use crate::args::{Args, Format, Mode, PrintConfig};
-use crate::cli::{
-    CliError, RunningReader, Shutdown, connect, error_chain, retry_startup, supervise,
-};
 use crate::format::RowView;
-
-/// Where printed rows go: a writer shared by every consumer. Each row is written with one
-/// `write_all`, so rows of concurrent stream groups never interleave.
-#[derive(Clone)]
-pub struct Output {
-    writer: Arc<Mutex<Box<dyn Write + Send>>>,
-    closed: Arc<AtomicBool>,
-}
-
-impl Output {
-    /// Output to this writer.
-    pub fn new(writer: impl Write + Send + 'static) -> Self {
-        Self {
-            writer: Arc::new(Mutex::new(Box::new(writer))),
-            closed: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
-    /// Output to stdout.
-    pub fn stdout() -> Self {
-        Self::new(std::io::stdout())
-    }
-
-    /// Writes `text` and flushes. A closed pipe (`printer | head`) is remembered, so the
-    /// program can stop quietly.
-    pub fn write(&self, text: &str) -> std::io::Result<()> {
-        let mut w = self
-            .writer
-            .lock()
-            .map_err(|_| std::io::Error::other("the output lock is poisoned"))?;
-        let result = w.write_all(text.as_bytes()).and_then(|()| w.flush());
-        if let Err(e) = &result
-            && e.kind() == std::io::ErrorKind::BrokenPipe
-        {
-            self.closed.store(true, Ordering::Relaxed);
-        }
-        result
-    }
-
-    /// Whether a write failed because the reading end of a pipe was closed.
-    pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Relaxed)
-    }
-}
-
-/// A writer into a shared, growing byte buffer (for tests and embedding).
-#[derive(Clone, Default)]
-pub struct SharedBuffer(pub Arc<Mutex<Vec<u8>>>);
-
-impl SharedBuffer {
-    /// What was written so far, as text (invalid UTF-8 replaced).
-    pub fn contents(&self) -> String {
-        let bytes = self.0.lock().map(|b| b.clone()).unwrap_or_default();
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-}
-
-impl Write for SharedBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .map_err(|_| std::io::Error::other("the buffer lock is poisoned"))?
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use scylla_cdc::cli::{CliError, RunningReader, Shutdown, connect, retry_startup, supervise};
+pub use scylla_cdc::cli::{Output, SharedBuffer, checkpoint_table_error};
 
 /// Prints the rows of one stream group.
 pub struct Printer {
@@ -282,23 +207,6 @@ pub async fn start_readers(
     Ok(readers)
 }
 
-/// The error of a checkpoint table that cannot be used: transient failures (a timeout or
-/// `Overloaded` while creating it or preparing its statements) are retried by start-up, a
-/// missing keyspace or a refused permission is a schema error.
-pub fn checkpoint_table_error(cp: &args::QualifiedTable, e: &scylla_cdc::CDCError) -> CliError {
-    let message = format!(
-        "checkpoint table {}.{}: {}",
-        cp.keyspace,
-        cp.table,
-        error_chain(e)
-    );
-    if e.is_transient() {
-        CliError::transient(message)
-    } else {
-        CliError::schema(message)
-    }
-}
-
 /// Runs the printer with these command-line arguments (the first is the program name),
 /// printing rows to `out`, until the end time, a failure, or `shutdown`; the launch instant
 /// (the default start) is the moment of this call. See [`run_launched`].
@@ -329,7 +237,7 @@ where
     let args = match Args::try_parse_from(args) {
         Ok(a) => a,
         Err(e) => {
-            let text = cli::clap_failure(&e)?;
+            let text = scylla_cdc::cli::clap_failure(&e)?;
             return out
                 .write(&text)
                 .map_err(|e| CliError::runtime(format!("cannot write the output: {e}")));
@@ -338,7 +246,7 @@ where
     let metrics_addr = args.metrics_addr;
     let mode = args.into_config(launched)?;
     if let Some(addr) = metrics_addr {
-        metrics_http::serve_metrics(addr)?;
+        scylla_cdc::cli::metrics_http::serve_metrics(addr)?;
     }
     match mode {
         Mode::Print(config) => print(*config, out, shutdown).await,
@@ -396,34 +304,6 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
 mod tests {
     use super::*;
 
-    #[test]
-    fn output_writes_whole_blocks() {
-        let buf = SharedBuffer::default();
-        let out = Output::new(buf.clone());
-        out.write("a\n").unwrap();
-        out.clone().write("b\n").unwrap();
-        assert_eq!(buf.contents(), "a\nb\n");
-        assert!(!out.is_closed());
-    }
-
-    struct ClosedPipe;
-
-    impl Write for ClosedPipe {
-        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-            Err(std::io::ErrorKind::BrokenPipe.into())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn output_remembers_a_closed_pipe() {
-        let out = Output::new(ClosedPipe);
-        assert!(out.write("x").is_err());
-        assert!(out.is_closed());
-    }
-
     #[tokio::test]
     async fn run_reports_usage_errors_and_help() {
         let (_t, shutdown) = Shutdown::new();
@@ -435,7 +315,7 @@ mod tests {
         )
         .await
         .unwrap_err();
-        assert_eq!(err.exit_code(), cli::exit_code::USAGE);
+        assert_eq!(err.exit_code(), scylla_cdc::cli::exit_code::USAGE);
         run(
             ["scylla-cdc-printer", "--help"],
             Output::new(buf.clone()),
@@ -469,7 +349,11 @@ mod tests {
         .unwrap_err();
         // Refused connections are retried (the cluster may be starting) until --give-up-after.
         assert!(err.is_transient(), "{err}");
-        assert_eq!(err.exit_code(), cli::exit_code::CONNECT, "{err}");
+        assert_eq!(
+            err.exit_code(),
+            scylla_cdc::cli::exit_code::CONNECT,
+            "{err}"
+        );
         assert!(err.message().contains("127.0.0.1:1"), "{err}");
         assert!(!err.to_string().contains('\n'));
     }

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use scylla_cdc_printer::cli::{self, Shutdown, exit_code};
+use scylla_cdc::cli::{self, Shutdown, exit_code};
 use scylla_cdc_printer::{Output, run_launched};
 
 /// Runs the printer with the process arguments, stdout and signals; exits with its code.

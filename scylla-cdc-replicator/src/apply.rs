@@ -25,8 +25,8 @@ use scylla::statement::Consistency;
 use scylla::statement::batch::{Batch, BatchType};
 use scylla::statement::prepared::PreparedStatement;
 use scylla::value::CqlValue;
+use scylla_cdc::cli::error_chain;
 use scylla_cdc::{CDCRow, Consumer, ConsumerFactory, OperationType};
-use scylla_cdc_printer::cli::error_chain;
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 

@@ -9,17 +9,17 @@ use chrono::{DateTime, Utc};
 use clap::Parser;
 use scylla::statement::Consistency;
 
-use scylla_cdc_printer::args::resolve_range;
-use scylla_cdc_printer::cli::{
+use scylla_cdc::cli::metrics_http::metrics_addr_arg;
+use scylla_cdc::cli::resolve_range;
+use scylla_cdc::cli::secure::{
+    CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
+};
+use scylla_cdc::cli::{
     CliError, TimeSpec, checkpoint_interval_arg, hosts_arg, long_interval_arg, parse_name,
     parse_time, progress_interval_arg, qualified_arg, safety_interval_arg, sleep_interval_arg,
     tables_arg, window_size_arg,
 };
-pub use scylla_cdc_printer::cli::{Hosts, QualifiedTable, StartAt, Tables};
-use scylla_cdc_printer::metrics_http::metrics_addr_arg;
-use scylla_cdc_printer::secure::{
-    CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
-};
+pub use scylla_cdc::cli::{Hosts, QualifiedTable, StartAt, Tables};
 
 /// Parses a consistency level name (`LOCAL_QUORUM`, `quorum`, `one`, ...).
 pub fn parse_consistency(text: &str) -> Result<Consistency, String> {
@@ -405,7 +405,7 @@ impl Args {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scylla_cdc_printer::cli::{clap_failure, exit_code};
+    use scylla_cdc::cli::{clap_failure, exit_code};
 
     fn now() -> DateTime<Utc> {
         DateTime::from_timestamp(1_714_564_800, 0).unwrap()

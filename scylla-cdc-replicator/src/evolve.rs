@@ -246,7 +246,7 @@ async fn run(session: &Session, statement: &str) -> anyhow::Result<()> {
             .await
             .map(|_| ())
             .map_err(|e| {
-                let m = scylla_cdc_printer::cli::error_chain(&e);
+                let m = scylla_cdc::cli::error_chain(&e);
                 if scylla_cdc::is_transient(&e) {
                     SchemaError::Transient(m)
                 } else {

@@ -63,13 +63,13 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use scylla::client::session::Session;
-use scylla_cdc::{CDCLogReaderBuilder, TableBackedCheckpointSaver};
-pub use scylla_cdc_printer::Output;
-use scylla_cdc_printer::checkpoint_table_error;
-pub use scylla_cdc_printer::cli::{CliError, Shutdown, ShutdownTrigger, exit_code};
-use scylla_cdc_printer::cli::{
+pub use scylla_cdc::cli::Output;
+use scylla_cdc::cli::checkpoint_table_error;
+pub use scylla_cdc::cli::{CliError, Shutdown, ShutdownTrigger, exit_code};
+use scylla_cdc::cli::{
     RunningReader, clap_failure, connect, error_chain, retry_startup, supervise,
 };
+use scylla_cdc::{CDCLogReaderBuilder, TableBackedCheckpointSaver};
 use tracing::info;
 
 use crate::apply::{Destination, ReplicatorFactory, Stats, TableContext, TableState};
@@ -486,7 +486,7 @@ where
     let metrics_addr = args.metrics_addr;
     let config = args.into_config(launched)?;
     if let Some(addr) = metrics_addr {
-        scylla_cdc_printer::metrics_http::serve_metrics(addr)?;
+        scylla_cdc::cli::metrics_http::serve_metrics(addr)?;
     }
     let stop = shutdown.clone();
     Replicator::start(&config).await?.run(shutdown).await?;

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use scylla_cdc_printer::cli;
+use scylla_cdc::cli;
 use scylla_cdc_replicator::{Shutdown, exit_code, run_launched};
 
 /// Runs the replicator with the process arguments and signals; exits with its code.

@@ -40,8 +40,8 @@ use scylla::errors::PagerExecutionError;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::value::{CqlValue, Row};
 use scylla_cdc::Backoff;
-use scylla_cdc_printer::Output;
-use scylla_cdc_printer::cli::{
+use scylla_cdc::cli::Output;
+use scylla_cdc::cli::{
     CliError, Shutdown, connect, error_chain, long_interval_arg, parse_name, progress_interval_arg,
     retry_startup, tables_arg,
 };
@@ -847,7 +847,7 @@ pub async fn run_verify(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scylla_cdc_printer::cli::{clap_failure, exit_code};
+    use scylla_cdc::cli::{clap_failure, exit_code};
 
     fn parse(args: &[&str]) -> Result<VerifyConfig, CliError> {
         let full = ["scylla-cdc-replicator verify"].iter().chain(args).copied();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 use scylla::client::session::Session;
-use scylla_cdc_printer::SharedBuffer;
+use scylla_cdc::cli::SharedBuffer;
 use scylla_cdc_replicator::{CliError, Output, Shutdown, exit_code, run_to};
 use scylla_cdc_test_utils::{EmbeddedCluster, setup_tracing, unique_keyspace_name};
 

@@ -113,12 +113,20 @@
 //! (22.5 → 31.9 MiB). Client CPU is about 0.25–0.35 µs per row with a consumer that does
 //! nothing, since column values are decoded only when a consumer asks for them.
 //!
+//! # Features
+//!
+//! * `cli` (off by default): `scylla_cdc::cli`, the command-line toolkit of the printer and the
+//!   replicator (argument parsers, exit codes and one-line errors, shutdown on signals, reader
+//!   supervision, credentials and TLS, a Prometheus endpoint), for programs built the same way.
+//!
 //! The library logs through `tracing` (a span per stream reader with `stream` and
 //! `window_start`) and never installs a subscriber.
 
 mod cdc_options;
 mod cdc_types;
 mod checkpoints;
+#[cfg(feature = "cli")]
+pub mod cli;
 mod consumer;
 mod error;
 mod events;

@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use scylla_cdc_printer::cli::exit_code;
+use scylla_cdc::cli::exit_code;
 use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
 
 fn strings(args: &[&str]) -> Vec<String> {

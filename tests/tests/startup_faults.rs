@@ -12,7 +12,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use scylla_cdc_printer::cli::exit_code;
+use scylla_cdc::cli::exit_code;
 use scylla_cdc_test_utils::{
     EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule, embedded_only,
     setup_tracing, unique_keyspace_name,

@@ -15,7 +15,7 @@ use std::time::Duration;
 use chrono::{SecondsFormat, Utc};
 use common::*;
 use scylla::client::session::Session;
-use scylla_cdc_printer::cli::exit_code;
+use scylla_cdc::cli::exit_code;
 use scylla_cdc_test_utils::{EmbeddedCluster, TestCa, setup_tracing, unique_keyspace_name};
 
 const USER: &str = "tls_user";
@@ -95,7 +95,7 @@ async fn print_once(
     host: &str,
     ks: &str,
     extra: &[&str],
-) -> anyhow::Result<Result<String, scylla_cdc_printer::cli::CliError>> {
+) -> anyhow::Result<Result<String, scylla_cdc::cli::CliError>> {
     let start = Utc::now() - chrono::TimeDelta::seconds(60);
     let end = Utc::now() + chrono::TimeDelta::milliseconds(100);
     let mut args = strings(&[
@@ -191,7 +191,7 @@ async fn printer_checks_the_server_name_when_told_one() -> anyhow::Result<()> {
 }
 
 /// One line, exit code 3, naming the cluster, without the password.
-fn assert_refused(err: &scylla_cdc_printer::cli::CliError, needle: &str) {
+fn assert_refused(err: &scylla_cdc::cli::CliError, needle: &str) {
     let line = err.to_string();
     assert_eq!(err.exit_code(), exit_code::CONNECT, "{line}");
     assert!(

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use scylla::client::session::Session;
 use scylla::value::{CqlValue, Row};
-use scylla_cdc_printer::cli::{CliError, Shutdown, ShutdownTrigger};
+use scylla_cdc::cli::{CliError, Shutdown, ShutdownTrigger};
 use scylla_cdc_printer::{Output, SharedBuffer};
 use scylla_cdc_replicator::apply::retarget_udts;
 use scylla_cdc_replicator::schema::{ValueKind, read_table_schema};

@@ -13,6 +13,7 @@ use std::net::Ipv6Addr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::{Backoff, CDCError, CDCLogReader, CDCReaderHandle};
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -22,11 +23,16 @@ use scylla::errors::{
     ConnectionError, ConnectionPoolError, ConnectionSetupRequestErrorKind, DbError, MetadataError,
     NewSessionError,
 };
-use scylla_cdc::{Backoff, CDCError, CDCLogReader, CDCReaderHandle};
 use tokio::sync::watch;
 use tracing::info;
 
-use crate::secure::{Credentials, SettingError, TlsOptions};
+pub mod metrics_http;
+mod output;
+pub mod secure;
+
+pub use output::{Output, SharedBuffer};
+
+use self::secure::{Credentials, SettingError, TlsOptions};
 
 /// Exit codes of both programs.
 pub mod exit_code {
@@ -902,6 +908,57 @@ pub async fn supervise(
                 }
             },
         }
+    }
+}
+
+/// A resolved `--start` and `--end`.
+pub type TimeRange = (StartAt, Option<DateTime<Utc>>);
+
+/// Resolves `--start` / `--end` against the launch instant and checks that the end is after
+/// the start (which defaults to the launch).
+pub fn resolve_range(
+    start: Option<TimeSpec>,
+    end: Option<TimeSpec>,
+    launched: DateTime<Utc>,
+) -> Result<TimeRange, CliError> {
+    let start = StartAt::resolve(start, launched)?;
+    let end = end
+        .map(|s| {
+            s.resolve(launched)
+                .ok_or_else(|| CliError::usage("--end is out of range"))
+        })
+        .transpose()?;
+    if let Some(e) = end
+        && e <= start.time()
+    {
+        return Err(CliError::usage(format!(
+            "--end ({}) must be after --start ({}{})",
+            rfc3339_micros(e),
+            rfc3339_micros(start.time()),
+            if matches!(start, StartAt::Launch(_)) {
+                ", the default"
+            } else {
+                ""
+            }
+        )));
+    }
+    Ok((start, end))
+}
+
+/// The error of a checkpoint table that cannot be used: transient failures (a timeout or
+/// `Overloaded` while creating it or preparing its statements) are retried by start-up, a
+/// missing keyspace or a refused permission is a schema error.
+pub fn checkpoint_table_error(cp: &QualifiedTable, e: &CDCError) -> CliError {
+    let message = format!(
+        "checkpoint table {}.{}: {}",
+        cp.keyspace,
+        cp.table,
+        error_chain(e)
+    );
+    if e.is_transient() {
+        CliError::transient(message)
+    } else {
+        CliError::schema(message)
     }
 }
 
