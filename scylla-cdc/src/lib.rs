@@ -123,6 +123,7 @@ mod consumer;
 mod error;
 mod events;
 mod log_reader;
+mod progress;
 mod stream_generations;
 mod stream_reader;
 mod time;
@@ -135,6 +136,7 @@ pub use checkpoints::{
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
 pub use error::{Backoff, CDCError, ColumnError, StreamList, is_transient, is_transient_prepare};
 pub use events::{ExpiredGap, ReaderEvent};
+pub use progress::Progress;
 pub use log_reader::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_PAUSE_BETWEEN_SAVES,
     DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE,

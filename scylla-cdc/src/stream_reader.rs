@@ -28,6 +28,7 @@ use crate::cdc_types::{GenerationTimestamp, StreamID};
 use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
 use crate::consumer::{CDCRow, ColumnIndex, Consumer};
 use crate::error::{Backoff, CDCError, StreamList, is_transient};
+use crate::progress::{RateLimiter, Slot, Stats, retry_kind};
 use crate::time::{ChangeKey, Clock, next_window_end, truncate_to_millis};
 
 /// One page of log rows.
@@ -74,6 +75,15 @@ impl<'p> Iterator for PageRows<'p> {
 }
 
 impl LogPage {
+    /// The number of rows of the page.
+    fn len(&self) -> usize {
+        match self {
+            Self::Driver(result) => result.rows_num(),
+            #[cfg(test)]
+            Self::Raw { rows, .. } => rows.len(),
+        }
+    }
+
     /// The page's column specs and rows.
     fn rows(&self) -> Result<(&[ColumnSpec<'_>], PageRows<'_>), String> {
         match self {
@@ -184,6 +194,10 @@ pub(crate) struct ReaderSettings {
     /// How long a request keeps being retried after its first transient failure
     /// (`None`: forever).
     pub(crate) give_up_after: Option<Duration>,
+    /// The reader's counters and low watermark.
+    pub(crate) stats: Arc<Stats>,
+    /// The shared cap on rows per second, if any.
+    pub(crate) limiter: Option<Arc<RateLimiter>>,
 }
 
 /// The immutable part of a stream reader: what it reads and how.
@@ -193,6 +207,8 @@ struct Plan {
     generation: GenerationTimestamp,
     /// The next generation's start, once known.
     generation_end: watch::Receiver<Option<DateTime<Utc>>>,
+    /// The group's position in the low watermark.
+    slot: Slot,
 }
 
 /// The mutable part: the consumer and what was delivered.
@@ -206,6 +222,10 @@ struct Progress {
     last_save: Option<Instant>,
     /// The time of the last saved checkpoint.
     saved_until: Option<DateTime<Utc>>,
+    /// Rows read in the current window (recorded to the metrics facade per window).
+    window_rows: u64,
+    /// Changes delivered in the current window.
+    window_changes: u64,
 }
 
 /// Reads one stream group of one generation from `start` until the generation ends or the
@@ -225,6 +245,7 @@ impl StreamReader {
         generation_end: watch::Receiver<Option<DateTime<Utc>>>,
         start: DateTime<Utc>,
         consumer: Box<dyn Consumer>,
+        slot: Slot,
     ) -> Self {
         let last = vec![None; streams.len()];
         Self {
@@ -233,6 +254,7 @@ impl StreamReader {
                 streams,
                 generation,
                 generation_end,
+                slot,
             },
             progress: Progress {
                 consumer,
@@ -240,6 +262,8 @@ impl StreamReader {
                 last,
                 last_save: None,
                 saved_until: None,
+                window_rows: 0,
+                window_changes: 0,
             },
             start: truncate_to_millis(start),
         }
@@ -253,6 +277,7 @@ impl StreamReader {
             if limit.is_some_and(|l| t >= l) {
                 self.plan.flush(&mut self.progress, t).await?;
                 self.plan.save(&mut self.progress, t, true).await?;
+                self.plan.settings.stats.advance(&self.plan.slot, t);
                 return Ok(());
             }
             let s = &self.plan.settings;
@@ -264,6 +289,12 @@ impl StreamReader {
             }
             tracing::Span::current().record("window_start", tracing::field::display(t));
             self.plan.read_window(&mut self.progress, t, u).await?;
+            let p = &mut self.progress;
+            self.plan
+                .settings
+                .stats
+                .window_done(&self.plan.slot, u, p.window_rows, p.window_changes);
+            (p.window_rows, p.window_changes) = (0, 0);
             // The window was cut short by "now - safety_interval" (not by its size or the
             // limit): the reader has caught up and waits before the next window.
             let caught_up = u < t_plus(t, s.window_size) && limit.is_none_or(|l| u < l);
@@ -274,6 +305,13 @@ impl StreamReader {
             }
         }
     }
+}
+
+/// Rows and changes of one page.
+#[derive(Default)]
+struct PageCounts {
+    rows: u64,
+    changes: u64,
 }
 
 /// `t + d`, saturating.
@@ -295,15 +333,14 @@ impl Plan {
 
     /// Lets the consumer finish what it accepted: every row before `t` was handed to it.
     async fn flush(&self, progress: &mut Progress, t: DateTime<Utc>) -> Result<(), CDCError> {
-        progress
-            .consumer
-            .flush()
-            .await
-            .map_err(|source| CDCError::ConsumerFlush {
+        progress.consumer.flush().await.map_err(|source| {
+            self.settings.stats.consumer_error();
+            CDCError::ConsumerFlush {
                 streams: StreamList(self.streams.clone()),
                 until: t,
                 source,
-            })
+            }
+        })
     }
 
     /// Saves a checkpoint at `t` if saving is on and the last one is older than
@@ -358,7 +395,10 @@ impl Plan {
             {
                 Ok(page) => return Ok(page),
                 Err(e) if is_transient(&e) => {
-                    if !backoff.wait("reading the CDC log", &e).await {
+                    let kind = retry_kind(&e);
+                    if backoff.wait("reading the CDC log", &e).await {
+                        self.settings.stats.retry(kind);
+                    } else {
                         return Err(CDCError::LogRead {
                             streams: StreamList(self.streams.clone()),
                             window_start: start,
@@ -381,6 +421,11 @@ impl Plan {
 
     /// Reads the window `[start, end)` page by page, prefetching the next page while the
     /// consumer handles the current one.
+    ///
+    /// With a rate limit, the rows of a page are paid for in chunks as they are delivered,
+    /// and the next page is requested only once the current one is paid for entirely: what
+    /// is read from the cluster is capped too, running ahead of the limit by at most one page
+    /// per stream group.
     async fn read_window(
         &self,
         progress: &mut Progress,
@@ -392,13 +437,22 @@ impl Plan {
             let (rows, next) = page;
             match next.into_paging_control_flow() {
                 std::ops::ControlFlow::Break(()) => {
-                    return self.consume_page(progress, &rows, start, end).await;
+                    return self.consume_page(progress, &rows, start, end, None).await;
                 }
                 std::ops::ControlFlow::Continue(state) => {
+                    let (paid_tx, paid_rx) = tokio::sync::oneshot::channel();
+                    let limited = self.settings.limiter.is_some();
+                    let fetch_next = async {
+                        if limited {
+                            // An error (the consumer failed first) ends the join anyway.
+                            let _ = paid_rx.await;
+                        }
+                        self.fetch(start, end, state).await
+                    };
                     // Either error ends the window (and the reader) at once.
                     let ((), fetched) = tokio::try_join!(
-                        self.consume_page(progress, &rows, start, end),
-                        self.fetch(start, end, state)
+                        self.consume_page(progress, &rows, start, end, Some(paid_tx)),
+                        fetch_next
                     )?;
                     page = fetched;
                 }
@@ -406,14 +460,47 @@ impl Plan {
         }
     }
 
-    /// Hands the rows of a page to the consumer, skipping rows already delivered.
+    /// Hands the rows of a page to the consumer, skipping rows already delivered; with a
+    /// rate limit, pays for them in chunks first and tells `paid` once all are paid for.
     async fn consume_page(
         &self,
         progress: &mut Progress,
         page: &LogPage,
         start: DateTime<Utc>,
         end: DateTime<Utc>,
+        paid: Option<tokio::sync::oneshot::Sender<()>>,
     ) -> Result<(), CDCError> {
+        let mut counts = PageCounts::default();
+        let result = self
+            .deliver_page(progress, page, start, end, paid, &mut counts)
+            .await;
+        // Counted per page, whether or not the page ended with an error.
+        self.settings.stats.add_page(counts.rows, counts.changes);
+        progress.window_rows += counts.rows;
+        progress.window_changes += counts.changes;
+        result
+    }
+
+    /// The body of [`Self::consume_page`], counting rows and changes into `counts`.
+    async fn deliver_page(
+        &self,
+        progress: &mut Progress,
+        page: &LogPage,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        mut paid: Option<tokio::sync::oneshot::Sender<()>>,
+        counts: &mut PageCounts,
+    ) -> Result<(), CDCError> {
+        let limiter = self.settings.limiter.as_deref();
+        let total = page.len() as u64;
+        // Rows of the page paid for so far (all of them without a limit).
+        let mut paid_upto = if limiter.is_some() { 0 } else { total };
+        let mut position = 0u64;
+        if paid_upto == total
+            && let Some(tx) = paid.take()
+        {
+            let _ = tx.send(());
+        }
         let bad = |detail: String| CDCError::BadLogData {
             streams: StreamList(self.streams.clone()),
             window_start: start,
@@ -431,6 +518,19 @@ impl Plan {
         };
         let mut cells: Vec<Option<&[u8]>> = Vec::with_capacity(index.len());
         for row in rows {
+            if position == paid_upto
+                && let Some(limiter) = limiter
+            {
+                let chunk = limiter.chunk().min(total - position).max(1);
+                limiter.acquire(chunk).await;
+                paid_upto += chunk;
+                if paid_upto >= total
+                    && let Some(tx) = paid.take()
+                {
+                    let _ = tx.send(());
+                }
+            }
+            position += 1;
             let columns = row.map_err(|e| bad(e.to_string()))?;
             cells.clear();
             for column in columns {
@@ -449,8 +549,8 @@ impl Plan {
                 continue;
             };
             let key = ChangeKey::new(&header.time, header.batch_seq_no);
-            let last = progress.last.get_mut(slot);
-            if last.as_ref().is_some_and(|l| l.is_some_and(|l| key <= l)) {
+            let last = progress.last.get(slot).copied().flatten();
+            if last.is_some_and(|l| key <= l) {
                 continue;
             }
             let row = CDCRow::new(header, &index, specs, &cells);
@@ -458,12 +558,19 @@ impl Plan {
                 .consumer
                 .consume_cdc(row)
                 .await
-                .map_err(|source| CDCError::Consumer {
-                    stream: header.stream_id,
-                    window_start: start,
-                    window_end: end,
-                    source,
+                .map_err(|source| {
+                    self.settings.stats.consumer_error();
+                    CDCError::Consumer {
+                        stream: header.stream_id,
+                        window_start: start,
+                        window_end: end,
+                        source,
+                    }
                 })?;
+            counts.rows += 1;
+            if last.is_none_or(|l| !l.same_time(&key)) {
+                counts.changes += 1;
+            }
             if let Some(last) = progress.last.get_mut(slot) {
                 *last = Some(key);
             }
@@ -634,17 +741,25 @@ pub(crate) mod tests {
         saver: Arc<MemorySaver>,
         end: watch::Receiver<Option<DateTime<Utc>>>,
     ) -> ReaderSettings {
+        let clock: Arc<TokioClock> = Arc::new(TokioClock::starting_at(ms(BASE)));
         ReaderSettings {
             window_size: Duration::from_secs(60),
             safety_interval: Duration::from_secs(30),
             sleep_interval: Duration::from_secs(10),
             pause_between_saves: Duration::from_secs(10),
             saver: Some(saver),
-            clock: Arc::new(TokioClock::starting_at(ms(BASE))),
+            clock: clock.clone(),
             source: log,
             end,
             give_up_after: None,
+            stats: Arc::new(Stats::new("ks", "t", clock, Duration::from_secs(30))),
+            limiter: None,
         }
+    }
+
+    /// The slot of the only stream group of a test reader.
+    fn slot(settings: &ReaderSettings, start: DateTime<Utc>) -> Slot {
+        settings.stats.begin_generation(1, &[start], false).remove(0)
     }
 
     fn reader(
@@ -658,8 +773,10 @@ pub(crate) mod tests {
         let (end_tx, end_rx) = watch::channel(None);
         let (gen_end_tx, gen_end_rx) = watch::channel(None);
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let settings = settings(log.clone(), saver.clone(), end_rx);
+        let slot = slot(&settings, start);
         let r = StreamReader::new(
-            settings(log.clone(), saver.clone(), end_rx),
+            settings,
             streams,
             GenerationTimestamp::new(ms(0)),
             gen_end_rx,
@@ -668,6 +785,7 @@ pub(crate) mod tests {
                 seen: seen.clone(),
                 fail_on,
             }),
+            slot,
         );
         (
             Setup {
@@ -767,6 +885,7 @@ pub(crate) mod tests {
         let mut settings = settings(log, Arc::new(MemorySaver::default()), end_rx);
         settings.saver = Some(saver.clone());
         settings.pause_between_saves = Duration::ZERO;
+        let slot = slot(&settings, ms(BASE - 600_000));
         let r = StreamReader::new(
             settings,
             vec![stream(1)],
@@ -778,6 +897,7 @@ pub(crate) mod tests {
                 applied: applied.clone(),
                 fail_flush,
             }),
+            slot,
         );
         (applied, saver, rows, r, end_tx)
     }
