@@ -136,8 +136,8 @@ pub use checkpoints::{
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
 pub use error::{Backoff, CDCError, ColumnError, StreamList, is_transient, is_transient_prepare};
 pub use events::{ExpiredGap, ReaderEvent};
-pub use progress::Progress;
 pub use log_reader::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_PAUSE_BETWEEN_SAVES,
     DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE,
 };
+pub use progress::Progress;

@@ -9,9 +9,9 @@
 //! [`crate::CDCLogReaderBuilder::max_rows_per_second`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -223,7 +223,9 @@ impl Stats {
                 *p.counts.entry(*s).or_default() += 1;
             }
             let epoch = p.epoch;
-            (0..starts.len()).map(|index| Slot { epoch, index }).collect()
+            (0..starts.len())
+                .map(|index| Slot { epoch, index })
+                .collect()
         };
         self.publish();
         slots
@@ -378,8 +380,8 @@ impl RateLimiter {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             let now = tokio::time::Instant::now();
             let (tokens, at) = *state;
-            let refilled =
-                (tokens + now.saturating_duration_since(at).as_secs_f64() * self.rate).min(self.burst);
+            let refilled = (tokens + now.saturating_duration_since(at).as_secs_f64() * self.rate)
+                .min(self.burst);
             let left = refilled - rows as f64;
             *state = (left, now);
             if left >= 0.0 {

@@ -290,10 +290,12 @@ impl StreamReader {
             tracing::Span::current().record("window_start", tracing::field::display(t));
             self.plan.read_window(&mut self.progress, t, u).await?;
             let p = &mut self.progress;
-            self.plan
-                .settings
-                .stats
-                .window_done(&self.plan.slot, u, p.window_rows, p.window_changes);
+            self.plan.settings.stats.window_done(
+                &self.plan.slot,
+                u,
+                p.window_rows,
+                p.window_changes,
+            );
             (p.window_rows, p.window_changes) = (0, 0);
             // The window was cut short by "now - safety_interval" (not by its size or the
             // limit): the reader has caught up and waits before the next window.
@@ -554,19 +556,15 @@ impl Plan {
                 continue;
             }
             let row = CDCRow::new(header, &index, specs, &cells);
-            progress
-                .consumer
-                .consume_cdc(row)
-                .await
-                .map_err(|source| {
-                    self.settings.stats.consumer_error();
-                    CDCError::Consumer {
-                        stream: header.stream_id,
-                        window_start: start,
-                        window_end: end,
-                        source,
-                    }
-                })?;
+            progress.consumer.consume_cdc(row).await.map_err(|source| {
+                self.settings.stats.consumer_error();
+                CDCError::Consumer {
+                    stream: header.stream_id,
+                    window_start: start,
+                    window_end: end,
+                    source,
+                }
+            })?;
             counts.rows += 1;
             if last.is_none_or(|l| !l.same_time(&key)) {
                 counts.changes += 1;
@@ -759,7 +757,10 @@ pub(crate) mod tests {
 
     /// The slot of the only stream group of a test reader.
     fn slot(settings: &ReaderSettings, start: DateTime<Utc>) -> Slot {
-        settings.stats.begin_generation(1, &[start], false).remove(0)
+        settings
+            .stats
+            .begin_generation(1, &[start], false)
+            .remove(0)
     }
 
     fn reader(

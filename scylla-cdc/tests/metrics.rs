@@ -58,8 +58,11 @@ fn values() -> Values {
 fn metric(values: &Values, ks: &str, name: &str, extra: Option<(&str, &str)>) -> Option<f64> {
     values.iter().find_map(|((n, labels), v)| {
         let has = |k: &str, val: &str| labels.iter().any(|(a, b)| a == k && b == val);
-        (n == name && has("keyspace", ks) && has("table", "t") && extra.is_none_or(|(k, val)| has(k, val)))
-            .then_some(*v)
+        (n == name
+            && has("keyspace", ks)
+            && has("table", "t")
+            && extra.is_none_or(|(k, val)| has(k, val)))
+        .then_some(*v)
     })
 }
 
@@ -241,7 +244,11 @@ async fn metrics_and_progress_count_a_known_workload() -> anyhow::Result<()> {
 
     let p = reader.progress();
     assert_eq!(p.generation_switches, 1, "{p:?}");
-    assert_eq!(p.streams, streams_of(&session, new_generation).await?, "{p:?}");
+    assert_eq!(
+        p.streams,
+        streams_of(&session, new_generation).await?,
+        "{p:?}"
+    );
     assert_ne!(p.streams, streams_of(&session, generation).await?);
     assert_eq!((p.rows, p.changes), (71, 31), "{p:?}");
     assert_eq!(collected.len(), 71);

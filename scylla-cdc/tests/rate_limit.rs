@@ -51,9 +51,8 @@ async fn the_rate_limit_holds_over_ten_seconds() -> anyhow::Result<()> {
         .await?;
     for b in 0..BATCHES {
         for pk in 0..PARTITIONS {
-            let mut batch = scylla::statement::batch::Batch::new(
-                scylla::statement::batch::BatchType::Unlogged,
-            );
+            let mut batch =
+                scylla::statement::batch::Batch::new(scylla::statement::batch::BatchType::Unlogged);
             let mut values = Vec::new();
             for i in 0..BATCH {
                 batch.append_statement(insert.clone());

@@ -108,7 +108,10 @@ async fn start_reader(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_watermark_never_passes_an_undelivered_change() -> anyhow::Result<()> {
-    if !embedded_only("the_watermark_never_passes_an_undelivered_change", "adds a node") {
+    if !embedded_only(
+        "the_watermark_never_passes_an_undelivered_change",
+        "adds a node",
+    ) {
         return Ok(());
     }
     setup_tracing();
@@ -189,7 +192,11 @@ async fn the_watermark_never_passes_an_undelivered_change() -> anyhow::Result<()
     for (i, c) in run1.snapshot().iter().enumerate() {
         delivered_at.entry(key(c)).or_insert(i);
     }
-    assert_eq!(delivered_at.len(), delivered1, "run 1 delivered a row twice");
+    assert_eq!(
+        delivered_at.len(),
+        delivered1,
+        "run 1 delivered a row twice"
+    );
     let observed1 = observed1.lock().unwrap().clone();
     check(&observed1, &log, &delivered_at);
     let last1 = observed1.last().unwrap().0;
