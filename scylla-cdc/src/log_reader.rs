@@ -846,7 +846,8 @@ impl Worker {
     }
 }
 
-/// Controls a running reader: [`CDCLogReader::stop`] and [`CDCLogReader::stop_at`].
+/// Controls a running reader ([`CDCLogReader::stop`], [`CDCLogReader::stop_at`]) and reports
+/// on it ([`CDCLogReader::progress`], [`CDCLogReader::low_watermark`]).
 ///
 /// Dropping it gives up that control and leaves the reader running: the reader's lifetime is
 /// its [`CDCReaderHandle`]'s, so `let (_, handle) = builder.build().await?; handle.await?`

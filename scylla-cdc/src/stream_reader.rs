@@ -732,6 +732,7 @@ pub(crate) mod tests {
         end_tx: watch::Sender<Option<DateTime<Utc>>>,
         gen_end_tx: watch::Sender<Option<DateTime<Utc>>>,
         seen: Arc<Mutex<Vec<Seen>>>,
+        stats: Arc<Stats>,
     }
 
     fn settings(
@@ -776,6 +777,7 @@ pub(crate) mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let settings = settings(log.clone(), saver.clone(), end_rx);
         let slot = slot(&settings, start);
+        let stats = settings.stats.clone();
         let r = StreamReader::new(
             settings,
             streams,
@@ -795,6 +797,7 @@ pub(crate) mod tests {
                 end_tx,
                 gen_end_tx,
                 seen,
+                stats,
             },
             r,
         )
@@ -949,6 +952,60 @@ pub(crate) mod tests {
         }
         // Prefetching asked for later pages.
         assert!(s.log.requests.lock().unwrap().iter().any(|r| r.3));
+        // Stream 1 has two rows per `cdc$time`: 14 changes in 21 rows.
+        let p = s.stats.snapshot();
+        assert_eq!((p.rows, p.changes), (21, 14));
+        assert_eq!(p.windows, 10);
+        assert_eq!(
+            p.low_watermark,
+            Some(ms(BASE - 3_000_000) - chrono::TimeDelta::microseconds(1))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_rate_limit_caps_delivery_and_page_requests() {
+        let log = Arc::new(FakeLog::new(50));
+        let start_us = (BASE - 3_600_000) * 1000;
+        for i in 0..2000 {
+            log.push(row(1, start_us + i * 1000, 0, i as i32));
+        }
+        let (_end_tx, end_rx) = watch::channel(Some(ms(BASE - 3_000_000)));
+        let (_gen_tx, gen_rx) = watch::channel(None);
+        let mut settings = settings(log.clone(), Arc::new(MemorySaver::default()), end_rx);
+        settings.limiter = Some(Arc::new(RateLimiter::new(100)));
+        let start = ms(BASE - 3_600_000);
+        let slot = slot(&settings, start);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let r = StreamReader::new(
+            settings,
+            vec![stream(1)],
+            GenerationTimestamp::new(ms(0)),
+            gen_rx,
+            start,
+            Box::new(Recorder {
+                seen: seen.clone(),
+                fail_on: None,
+            }),
+            slot,
+        );
+        let task = tokio::spawn(r.run());
+        let t0 = Instant::now();
+        for second in 1..=10u64 {
+            tokio::time::sleep_until(t0 + Duration::from_secs(second)).await;
+            let delivered = seen.lock().unwrap().len() as u64;
+            // 100 rows per second after a burst of 10.
+            assert!(
+                (100 * second - 2..=100 * second + 10).contains(&delivered),
+                "{delivered} rows after {second} s"
+            );
+            // A page is requested only once the previous one is paid for.
+            let requested = log.requests.lock().unwrap().len() as u64 * 50;
+            assert!(
+                requested <= delivered + 10 + 50,
+                "{requested} rows requested"
+            );
+        }
+        task.abort();
     }
 
     #[tokio::test(start_paused = true)]
