@@ -26,6 +26,9 @@ use crate::time::Clock;
 /// not use the `metrics` facade. See [`crate::CDCLogReader::progress`].
 ///
 /// Counters start at zero when the reader is built (they are not saved with checkpoints).
+/// Rows and changes are counted once per page (a page cut short by
+/// [`crate::CDCLogReader::stop`] is not counted) and reach the `metrics` facade once per
+/// window, so after a `stop()` the facade may be a window behind this snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Progress {

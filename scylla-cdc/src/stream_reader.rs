@@ -497,7 +497,6 @@ impl Plan {
         let total = page.len() as u64;
         // Rows of the page paid for so far (all of them without a limit).
         let mut paid_upto = if limiter.is_some() { 0 } else { total };
-        let mut position = 0u64;
         if paid_upto == total
             && let Some(tx) = paid.take()
         {
@@ -519,11 +518,11 @@ impl Plan {
             }
         };
         let mut cells: Vec<Option<&[u8]>> = Vec::with_capacity(index.len());
-        for row in rows {
+        for (position, row) in (0u64..).zip(rows) {
             if position == paid_upto
                 && let Some(limiter) = limiter
             {
-                let chunk = limiter.chunk().min(total - position).max(1);
+                let chunk = limiter.chunk().min(total.saturating_sub(position)).max(1);
                 limiter.acquire(chunk).await;
                 paid_upto += chunk;
                 if paid_upto >= total
@@ -532,7 +531,6 @@ impl Plan {
                     let _ = tx.send(());
                 }
             }
-            position += 1;
             let columns = row.map_err(|e| bad(e.to_string()))?;
             cells.clear();
             for column in columns {
