@@ -442,6 +442,19 @@ mod tests {
         assert_eq!((p.streams, p.generation_switches), (1, 1));
     }
 
+    #[test]
+    fn retry_kinds() {
+        use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+        let db = |e| ExecutionError::LastAttemptError(RequestAttemptError::DbError(e, "x".into()));
+        assert_eq!(
+            retry_kind(&ExecutionError::RequestTimeout(Duration::ZERO)),
+            "timeout"
+        );
+        assert_eq!(retry_kind(&db(DbError::Overloaded)), "overloaded");
+        assert_eq!(retry_kind(&db(DbError::IsBootstrapping)), "unavailable");
+        assert_eq!(retry_kind(&db(DbError::Invalid)), "other");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn the_rate_limiter_spaces_rows() {
         let l = RateLimiter::new(1000);

@@ -1083,6 +1083,8 @@ pub(crate) mod tests {
         r.run().await.unwrap();
         let vs: Vec<Option<i32>> = s.seen.lock().unwrap().iter().map(|x| x.3).collect();
         assert_eq!(vs, (0..6).map(Some).collect::<Vec<_>>());
+        let p = s.stats.snapshot();
+        assert_eq!((p.retries, p.rows, p.changes), (2, 6, 6));
     }
 
     #[tokio::test(start_paused = true)]
@@ -1117,6 +1119,8 @@ pub(crate) mod tests {
         );
         assert!(err.to_string().contains("consumer refused"));
         assert_eq!(s.seen.lock().unwrap().len(), 2);
+        let p = s.stats.snapshot();
+        assert_eq!((p.consumer_errors, p.rows), (1, 2));
     }
 
     #[tokio::test(start_paused = true)]
