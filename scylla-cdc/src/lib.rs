@@ -103,6 +103,13 @@
 //!   `now - safety_interval`. A generation read to its end no longer holds it back. After a
 //!   restart it is recomputed from the loaded checkpoints, so it starts at or before the
 //!   first row not delivered before.
+//! * **Schema changes while reading**: Scylla alters the log table with its base table, so a
+//!   column added or dropped while a reader runs, or a changed `preimage`/`postimage`/`ttl`
+//!   option, needs nothing from the user: each [`CDCRow`] has the columns of its own page
+//!   (rows read after `ALTER TABLE ... DROP c` no longer have `c`, older ones included, as in
+//!   Scylla). When CDC is disabled on the table (checked each time the reader looks for a new
+//!   generation), the reader delivers every change logged before (allowing the safety
+//!   interval for the nodes' clocks) and ends with [`CDCError::CdcDisabled`].
 //! * **Errors**: a non-transient query error or an error returned by the consumer stops every
 //!   group; the handle resolves to a [`CDCError`] naming the stream and window.
 //! * **Bad data never panics**: a log row without `cdc$stream_id`/`cdc$time`/

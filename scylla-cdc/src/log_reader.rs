@@ -417,6 +417,7 @@ impl CDCLogReaderBuilder {
             _ => None,
         };
         let (end_tx, end_rx) = watch::channel(self.end_timestamp.map(ceil_to_millis));
+        let end_tx = Arc::new(end_tx);
         let (stop_tx, mut stop_rx) = watch::channel(false);
         let stats = Arc::new(Stats::new(
             &keyspace,
@@ -450,6 +451,9 @@ impl CDCLogReaderBuilder {
             events: self.event_listener.clone(),
             keyspace: keyspace.clone(),
             table: table.clone(),
+            cdc_probe: self.session.clone(),
+            end_tx: end_tx.clone(),
+            disabled_until: None,
         };
         let span = info_span!("cdc_log_reader", keyspace = %keyspace, table = %table);
         let task = tokio::spawn(
@@ -601,14 +605,63 @@ struct Worker {
     events: Option<EventListener>,
     keyspace: String,
     table: String,
+    /// Where the worker checks that the table still logs its changes (`None` in unit tests
+    /// without a cluster).
+    cdc_probe: Option<Arc<Session>>,
+    /// The reader's end, which the worker sets itself when CDC is disabled.
+    end_tx: Arc<watch::Sender<Option<DateTime<Utc>>>>,
+    /// Set when CDC was found disabled: everything before it is read, then the reader ends
+    /// with [`CDCError::CdcDisabled`].
+    disabled_until: Option<DateTime<Utc>>,
 }
 
 impl Worker {
+    /// After a check found CDC disabled on the table: read every change logged before now
+    /// (plus the safety interval, for the nodes' clocks), then end.
+    fn cdc_disabled(&mut self) {
+        let until = ceil_to_millis(Utc::now() + self.settings.safety_interval);
+        warn!(
+            keyspace = %self.keyspace,
+            table = %self.table,
+            "CDC was disabled on the table: reading every change logged before {until}, then stopping"
+        );
+        self.disabled_until = Some(until);
+        self.end_tx
+            .send_modify(|end| *end = Some(end.map_or(until, |e| e.min(until))));
+    }
+
+    /// Checks (once per poll for new generations) that CDC is still enabled on the table.
+    async fn check_cdc_enabled(&mut self) {
+        let Some(session) = self.cdc_probe.clone() else {
+            return;
+        };
+        if self.disabled_until.is_some() {
+            return;
+        }
+        match crate::cdc_options::cdc_enabled(&session, &self.keyspace, &self.table).await {
+            Ok(true) => {}
+            Ok(false) => self.cdc_disabled(),
+            Err(e) => warn!(error = %e, "could not check that CDC is still enabled"),
+        }
+    }
+
     fn end(&self) -> Option<DateTime<Utc>> {
         *self.settings.end.borrow()
     }
 
     async fn run(mut self) -> Result<(), CDCError> {
+        self.run_generations().await?;
+        match self.disabled_until {
+            Some(until) => Err(CDCError::CdcDisabled {
+                keyspace: self.keyspace.clone(),
+                table: self.table.clone(),
+                until,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    async fn run_generations(&mut self) -> Result<(), CDCError> {
         let first_from = self.loaded_generation.map_or(self.start, |g| g.timestamp);
         let Some(mut current) = generation_covering(&self.generations, first_from) else {
             return Ok(());
@@ -828,6 +881,7 @@ impl Worker {
                     Some(Err(e)) => return Err(CDCError::Task(e.to_string())),
                 },
                 _ = tokio::time::sleep(self.settings.sleep_interval), if !known_next => {
+                    self.check_cdc_enabled().await;
                     match self.fetcher.fetch_all_generations().await {
                         Ok(gens) => {
                             self.generations = gens;
@@ -875,7 +929,7 @@ impl std::fmt::Debug for ProgressHandle {
 /// its [`CDCReaderHandle`]'s, so `let (_, handle) = builder.build().await?; handle.await?`
 /// reads until the end timestamp or an error, as in scylla-cdc-rust.
 pub struct CDCLogReader {
-    end: watch::Sender<Option<DateTime<Utc>>>,
+    end: Arc<watch::Sender<Option<DateTime<Utc>>>>,
     stop: watch::Sender<bool>,
     stats: Arc<Stats>,
 }

@@ -123,6 +123,7 @@ impl CliError {
             CDCError::KeyspaceNotFound(_)
             | CDCError::TableNotFound { .. }
             | CDCError::CdcNotEnabled { .. }
+            | CDCError::CdcDisabled { .. }
             | CDCError::NoGeneration { .. } => exit_code::SCHEMA,
             CDCError::InvalidConfig(_) | CDCError::MissingOption(_) => exit_code::USAGE,
             _ => exit_code::RUNTIME,
