@@ -44,12 +44,17 @@ pub fn parse_consistency(text: &str) -> Result<Consistency, String> {
     )
 }
 
-/// clap parser of `--max-in-flight`: 1 to 65536.
-fn max_in_flight(text: &str) -> Result<usize, String> {
-    match text.trim().parse::<usize>() {
+/// clap parser of a count from 1 to 65536 (`--max-in-flight`, `verify --ranges`, ...).
+pub(crate) fn count_arg(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
         Ok(n) if (1..=65_536).contains(&n) => Ok(n),
         _ => Err(format!("`{text}` is not a number from 1 to 65536")),
     }
+}
+
+/// clap parser of `--max-in-flight`: 1 to 65536.
+fn max_in_flight(text: &str) -> Result<usize, String> {
+    count_arg(text).map(|n| n as usize)
 }
 
 /// Replicate ScyllaDB tables into another cluster through their CDC log.
