@@ -74,10 +74,10 @@ use tracing::info;
 
 use crate::apply::{Destination, ReplicatorFactory, Stats, TableContext, TableState};
 use crate::args::{Args, Config};
-use crate::evolve::SchemaFollower;
+use crate::evolve::{SchemaFollower, list_writes_for};
 use crate::schema::{
     SchemaError, TableSchema, check_compatible, create_statements, is_scylla, keyspace_exists,
-    list_writes_for, read_table_schema, table_exists,
+    read_table_schema, table_exists,
 };
 use crate::translate::ListWrites;
 use crate::verify::{VerifyArgs, VerifyConfig};

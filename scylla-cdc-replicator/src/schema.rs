@@ -664,36 +664,6 @@ pub fn list_columns(schema: &TableSchema) -> Vec<&str> {
         .collect()
 }
 
-/// How the changes of `schema`'s lists can be written on the destination: element by
-/// element on ScyllaDB, else as whole lists from the post-image, which the source table must
-/// log. `Ok(Err(refusal))` says why a table cannot be replicated, naming the columns and the
-/// option that fixes it.
-pub async fn list_writes_for(
-    source: &Session,
-    schema: &TableSchema,
-    destination_is_scylla: bool,
-) -> Result<Result<crate::translate::ListWrites, String>, SchemaError> {
-    use crate::translate::ListWrites;
-    let lists = list_columns(schema);
-    if destination_is_scylla || lists.is_empty() {
-        return Ok(Ok(ListWrites::TimeuuidIndex));
-    }
-    let (ks, t) = (&schema.keyspace, &schema.table);
-    if postimage_enabled(source, ks, t).await? {
-        return Ok(Ok(ListWrites::PostImage));
-    }
-    Ok(Err(format!(
-        "the destination is not ScyllaDB (it has no SCYLLA_TIMEUUID_LIST_INDEX to write list \
-         elements by their keys), and the list column(s) {} of `{ks}.{t}` can only be \
-         replicated to it as whole lists from the CDC post-image, which this table does not \
-         log: enable it with `ALTER TABLE {}.{} WITH cdc = {{'enabled': true, 'postimage': \
-         true}}` (keeping the table's other cdc options), or make the columns frozen",
-        lists.join(", "),
-        quote(ks),
-        quote(t),
-    )))
-}
-
 /// Whether a table's `postimage` CDC option is on, from `system_schema.tables.extensions`
 /// (false when the table has no `cdc` extension).
 pub async fn postimage_enabled(

@@ -15,9 +15,8 @@ use futures::future::try_join_all;
 use scylla::client::session::Session;
 use scylla::statement::prepared::PreparedStatement;
 
-use crate::cdc_types::{GenerationTimestamp, StreamID};
+use crate::cdc_types::{GenerationTimestamp, StreamID, quote_identifier};
 use crate::error::CDCError;
-use crate::log_reader::quote_identifier;
 
 /// Progress of one stream group: every row of `stream_ids` with `cdc$time` before
 /// `timestamp` was delivered.

@@ -45,11 +45,6 @@ pub const DEFAULT_PAUSE_BETWEEN_SAVES: Duration = Duration::from_secs(10);
 /// How often the current generation is saved again while a reader stays in it.
 const GENERATION_RESAVE_INTERVAL: Duration = Duration::from_secs(3600);
 
-/// Quotes a CQL identifier (`"name"`, with inner quotes doubled).
-pub(crate) fn quote_identifier(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
 /// Rounds a point in time up to whole milliseconds, so that a limit in between two
 /// milliseconds still lets every earlier row through.
 fn ceil_to_millis(t: DateTime<Utc>) -> DateTime<Utc> {
@@ -1591,6 +1586,7 @@ mod tests {
 
     #[test]
     fn identifiers_are_quoted() {
+        use crate::cdc_types::quote_identifier;
         assert_eq!(quote_identifier("ks"), "\"ks\"");
         assert_eq!(quote_identifier("we\"ird"), "\"we\"\"ird\"");
     }

@@ -132,8 +132,8 @@ impl DriverLogSource {
         let text = format!(
             "SELECT * FROM {}.{} WHERE \"cdc$stream_id\" IN ? AND \"cdc$time\" >= minTimeuuid(?) \
              AND \"cdc$time\" < minTimeuuid(?) BYPASS CACHE",
-            crate::log_reader::quote_identifier(keyspace),
-            crate::log_reader::quote_identifier(log_table),
+            crate::cdc_types::quote_identifier(keyspace),
+            crate::cdc_types::quote_identifier(log_table),
         );
         let mut statement =
             session
