@@ -118,6 +118,12 @@ impl From<DateTime<Utc>> for GenerationTimestamp {
     }
 }
 
+/// Quotes a CQL identifier (`"name"`, with inner quotes doubled): the keyspaces and tables
+/// the reader's statements name (its log table, its checkpoint table).
+pub(crate) fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -156,10 +162,4 @@ pub(crate) mod tests {
         assert!(a < b);
         assert_eq!(a.to_string(), "1970-01-01T00:00:01+00:00");
     }
-}
-
-/// Quotes a CQL identifier (`"name"`, with inner quotes doubled): the keyspaces and tables
-/// the reader's statements name (its log table, its checkpoint table).
-pub(crate) fn quote_identifier(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
