@@ -160,7 +160,6 @@ impl Pair {
                             Some(format!("v{pk}.{ck}")),
                             Some(vec![pk, ck]),
                             Some(base),
-                            None::<i64>,
                         ));
                     }
                     self.s.batch(&batch, values).await.expect("insert");
