@@ -630,8 +630,14 @@ mod tests {
             (with(&["--destination-password", "p"]), "--destination-user"),
             (with(&["--max-in-flight", "0"]), "1 to 65536"),
             (with(&["--verify-after"]), "--end"),
-            (with(&["--snapshot", "--start", "-1h"]), "cannot be used with"),
-            (with(&["--snapshot", "--no-checkpoints"]), "cannot be used with"),
+            (
+                with(&["--snapshot", "--start", "-1h"]),
+                "cannot be used with",
+            ),
+            (
+                with(&["--snapshot", "--no-checkpoints"]),
+                "cannot be used with",
+            ),
             (with(&["--snapshot-parallelism", "0"]), "1 to 65536"),
             (with(&["--end", "-1m"]), "must be after --start"),
             (

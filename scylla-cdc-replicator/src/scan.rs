@@ -108,7 +108,6 @@ impl ScanPlan {
             .collect::<Vec<_>>()
             .join(", ")
     }
-
 }
 
 /// A cell as text (`null` when absent).
@@ -240,4 +239,3 @@ impl Side {
         Ok(rows)
     }
 }
-

@@ -346,7 +346,8 @@ fn row_writes(
 ) -> Result<Vec<Write>, String> {
     let keys = plan.key_names.len();
     let pk_len = schema.partition_key_len;
-    let key_values: Vec<Option<CqlValue>> = row.columns.iter().skip(1).take(keys).cloned().collect();
+    let key_values: Vec<Option<CqlValue>> =
+        row.columns.iter().skip(1).take(keys).cloned().collect();
     let has_row = key_values.iter().all(Option::is_some);
     // (static, writetime, ttl) -> cells
     let mut groups: Vec<((bool, i64, i64), Vec<(u16, CqlValue)>)> = Vec::new();
@@ -520,14 +521,8 @@ pub async fn snapshot_time(
         return Ok(t);
     }
     if let Some(p) = progress {
-        p.save(
-            START_ROW,
-            Some(launched_micros),
-            None,
-            None,
-            give_up_after,
-        )
-        .await?;
+        p.save(START_ROW, Some(launched_micros), None, None, give_up_after)
+            .await?;
     }
     Ok(launched_micros)
 }
@@ -550,23 +545,27 @@ pub async fn copy_table(
     let name = format!("{}.{}", schema.keyspace, schema.table);
     let plan = ScanPlan::new(&schema);
     let text = plan.statement(&schema.keyspace, &schema.table, schema.partition_key_len);
-    let statement = retry_startup("preparing the snapshot scan", settings.give_up_after, || {
-        let source = source.clone();
-        let text = text.clone();
-        async move {
-            let mut p = source.prepare(text.clone()).await.map_err(|e| {
-                query_error(
-                    &format!("preparing `{text}`"),
-                    &e,
-                    scylla_cdc::is_transient_prepare(&e),
-                )
-            })?;
-            p.set_page_size(PAGE_SIZE);
-            p.set_consistency(settings.consistency);
-            p.set_is_idempotent(true);
-            Ok(p)
-        }
-    })
+    let statement = retry_startup(
+        "preparing the snapshot scan",
+        settings.give_up_after,
+        || {
+            let source = source.clone();
+            let text = text.clone();
+            async move {
+                let mut p = source.prepare(text.clone()).await.map_err(|e| {
+                    query_error(
+                        &format!("preparing `{text}`"),
+                        &e,
+                        scylla_cdc::is_transient_prepare(&e),
+                    )
+                })?;
+                p.set_page_size(PAGE_SIZE);
+                p.set_consistency(settings.consistency);
+                p.set_is_idempotent(true);
+                Ok(p)
+            }
+        },
+    )
     .await?;
     let ranges: Vec<(i64, i64)> = token_ranges(SNAPSHOT_RANGES)
         .into_iter()
@@ -788,6 +787,12 @@ mod tests {
         only_static.columns[2] = None;
         let writes = row_writes(&plan, &s, &only_static, true, 99).unwrap();
         assert_eq!(writes.len(), 1);
-        assert!(matches!(writes[0].shape, Shape::Update { static_row: true, .. }));
+        assert!(matches!(
+            writes[0].shape,
+            Shape::Update {
+                static_row: true,
+                ..
+            }
+        ));
     }
 }

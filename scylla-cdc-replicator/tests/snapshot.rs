@@ -402,7 +402,8 @@ async fn a_copy_killed_mid_way_resumes_without_copying_finished_ranges_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tables_that_cannot_be_copied_exactly_are_refused_at_start() {
     let p = Pair::start().await;
-    p.on(&p.s, "CREATE TYPE {ks}.addr (street text, n int)").await;
+    p.on(&p.s, "CREATE TYPE {ks}.addr (street text, n int)")
+        .await;
     let cases = [
         ("l", "list<int>", "non-frozen collection"),
         ("st", "set<text>", "non-frozen collection"),
@@ -422,8 +423,11 @@ async fn tables_that_cannot_be_copied_exactly_are_refused_at_start() {
         check_refused(&p, &table, column, why).await;
     }
     // Scylla has no CDC on counter tables: the snapshot check comes first.
-    p.on(&p.s, "CREATE TABLE {ks}.t_c (pk int PRIMARY KEY, c counter)")
-        .await;
+    p.on(
+        &p.s,
+        "CREATE TABLE {ks}.t_c (pk int PRIMARY KEY, c counter)",
+    )
+    .await;
     check_refused(&p, "t_c", "c", "a counter").await;
 }
 
@@ -444,9 +448,8 @@ async fn check_refused(p: &Pair, table: &str, column: &str, why: &str) {
             && text.contains(why),
         "{text}"
     );
-    let exists = p
-        .d
-        .query_unpaged(
+    let exists =
+        p.d.query_unpaged(
             "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND \
              table_name = ?",
             (&p.ks, table),
