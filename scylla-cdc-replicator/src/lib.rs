@@ -44,6 +44,13 @@
 //! replicator never drops destination data by itself; drop it there too (or restart with
 //! `--allow-extra-columns`) and restart, and replication resumes from that change.
 //!
+//! # Snapshot
+//!
+//! With `--snapshot` ([`snapshot`]), [`Replicator::start`] first copies every row of each
+//! table as of the launch time T (each cell with its write time and TTL, by token range,
+//! resumable), then starts its log reader from T minus the safety interval, so writes made
+//! during the copy are replayed after it and win by their newer timestamps.
+//!
 //! # Verification
 //!
 //! `scylla-cdc-replicator verify` ([`verify`]) compares a table with its replica by token
