@@ -335,6 +335,9 @@ fn int_cell(row: &Row, i: usize) -> Option<i64> {
     }
 }
 
+/// The cells written by one statement: (static, write time, TTL in seconds or 0).
+type CellGroup = (bool, i64, i64);
+
 /// The writes that copy one scanned row (see the module docs); `with_static`: also its
 /// partition's static cells (on the first row of each partition).
 fn row_writes(
@@ -349,8 +352,7 @@ fn row_writes(
     let key_values: Vec<Option<CqlValue>> =
         row.columns.iter().skip(1).take(keys).cloned().collect();
     let has_row = key_values.iter().all(Option::is_some);
-    // (static, writetime, ttl) -> cells
-    let mut groups: Vec<((bool, i64, i64), Vec<(u16, CqlValue)>)> = Vec::new();
+    let mut groups: Vec<(CellGroup, Vec<(u16, CqlValue)>)> = Vec::new();
     let mut at = 1 + keys;
     for (i, c) in plan.columns.iter().enumerate() {
         let index = keys + i;
