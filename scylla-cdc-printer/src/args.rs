@@ -14,8 +14,8 @@ use scylla_cdc::cli::secure::{
 };
 use scylla_cdc::cli::{
     CliError, StartAt, TimeSpec, checkpoint_interval_arg, hosts_arg, long_interval_arg,
-    one_host_arg, parse_name, parse_time, qualified_arg, resolve_range, safety_interval_arg,
-    sleep_interval_arg, tables_arg, window_size_arg,
+    one_host_arg, parse_name, parse_time, progress_interval_arg, qualified_arg, resolve_range,
+    rows_per_second_arg, safety_interval_arg, sleep_interval_arg, tables_arg, window_size_arg,
 };
 pub use scylla_cdc::cli::{Hosts, QualifiedTable, Tables};
 
@@ -118,6 +118,14 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Pretty)]
     pub format: Format,
+    /// Most log rows read per second, all tables together (default: unlimited), so that
+    /// catching up a backlog cannot overload the cluster.
+    #[arg(long, value_name = "ROWS", value_parser = rows_per_second_arg)]
+    pub max_rows_per_second: Option<u64>,
+    /// Seconds between two progress lines on stderr (rows printed, low watermark and lag):
+    /// 0.1 to 86400 (default: none).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = progress_interval_arg)]
+    pub progress_interval: Option<Duration>,
     /// Serve the reader's metrics as Prometheus text on http://HOST:PORT/metrics.
     #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg)]
     pub metrics_addr: Option<SocketAddr>,
@@ -174,6 +182,10 @@ pub struct PrintConfig {
     pub checkpoint_interval: Duration,
     /// Output format.
     pub format: Format,
+    /// Most rows read per second (`None`: unlimited).
+    pub max_rows_per_second: Option<u64>,
+    /// Time between progress lines (`None`: none).
+    pub progress_interval: Option<Duration>,
 }
 
 impl Args {
@@ -240,6 +252,8 @@ impl Args {
             checkpoint_table: self.checkpoint_table,
             checkpoint_interval: self.checkpoint_interval,
             format: self.format,
+            max_rows_per_second: self.max_rows_per_second,
+            progress_interval: self.progress_interval,
         })))
     }
 }
@@ -396,6 +410,14 @@ mod tests {
             (
                 [&base[..], &["--metrics-addr", "9180"]].concat(),
                 "HOST:PORT",
+            ),
+            (
+                [&base[..], &["--max-rows-per-second", "0"]].concat(),
+                "from 1 to 1000000000",
+            ),
+            (
+                [&base[..], &["--progress-interval", "0"]].concat(),
+                "out of range: 0.1 to 86400",
             ),
             (
                 [&base[..], &["--safety-interval", "-1"]].concat(),

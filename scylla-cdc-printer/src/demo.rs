@@ -143,6 +143,7 @@ pub async fn run(
         sleep_interval: Duration::from_millis(200),
         give_up_after: None,
         checkpoint_interval: Duration::from_secs(10),
+        max_rows_per_second: None,
     };
     let readers = start_readers(
         &session,

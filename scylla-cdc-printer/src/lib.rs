@@ -32,7 +32,9 @@ use tracing::info;
 
 use crate::args::{Args, Format, Mode, PrintConfig};
 use crate::format::RowView;
-use scylla_cdc::cli::{CliError, RunningReader, Shutdown, connect, retry_startup, supervise};
+use scylla_cdc::cli::{
+    CliError, ReadersProgress, RunningReader, Shutdown, connect, retry_startup, supervise,
+};
 pub use scylla_cdc::cli::{Output, SharedBuffer, checkpoint_table_error};
 
 /// Prints the rows of one stream group.
@@ -131,6 +133,8 @@ pub struct ReaderSettings {
     pub give_up_after: Option<Duration>,
     /// Least time between checkpoints of a stream group (with a checkpoint table).
     pub checkpoint_interval: Duration,
+    /// Most rows read per second by each reader (`None`: unlimited).
+    pub max_rows_per_second: Option<u64>,
 }
 
 /// Starts one reader per table of `keyspace`, printing to `out`. On a failure the readers
@@ -164,6 +168,9 @@ pub async fn start_readers(
             .start_timestamp(settings.start);
         if let Some(g) = settings.give_up_after {
             builder = builder.give_up_after(g);
+        }
+        if let Some(n) = settings.max_rows_per_second {
+            builder = builder.max_rows_per_second(n);
         }
         if let Some(end) = settings.end {
             builder = builder.end_timestamp(end);
@@ -283,6 +290,10 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         sleep_interval: config.sleep_interval,
         give_up_after: config.give_up_after,
         checkpoint_interval: config.checkpoint_interval,
+        // One cap for all tables: each of the tables' readers gets its share.
+        max_rows_per_second: config
+            .max_rows_per_second
+            .map(|n| (n / config.tables.len().max(1) as u64).max(1)),
     };
     let readers = start_readers(
         &session,
@@ -294,9 +305,35 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         &out,
     )
     .await?;
-    match supervise(readers, shutdown).await {
+    let logger = config
+        .progress_interval
+        .map(|interval| tokio::spawn(log_progress(ReadersProgress::of(&readers), interval)));
+    let result = supervise(readers, shutdown).await;
+    if let Some(l) = logger {
+        l.abort();
+    }
+    match result {
         Err(_) if out.is_closed() => Ok(()),
         other => other,
+    }
+}
+
+/// Logs a line every `interval`: rows printed, rows per second, and the readers' low
+/// watermark with the lag behind it (everything up to the watermark is printed).
+async fn log_progress(readers: ReadersProgress, interval: Duration) {
+    let mut last = readers.rows();
+    let mut last_at = std::time::Instant::now();
+    loop {
+        tokio::time::sleep(interval).await;
+        let rows = readers.rows();
+        let rate = (rows - last) as f64 / last_at.elapsed().as_secs_f64().max(1e-9);
+        let watermark = readers.describe_watermark(chrono::Utc::now());
+        info!(
+            rows,
+            "progress: {rows} rows printed, {rate:.0}/s, {watermark}"
+        );
+        last = rows;
+        last_at = std::time::Instant::now();
     }
 }
 

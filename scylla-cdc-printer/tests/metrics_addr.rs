@@ -5,7 +5,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use scylla_cdc_test_utils::EmbeddedCluster;
-use scylla_cdc_test_utils::metrics_scrape::{free_local_port, scrape_until, value_of};
+use scylla_cdc_test_utils::metrics_scrape::{LogLines, free_local_port, scrape_until, value_of};
 
 /// Kills the child on every exit path of the test.
 struct Killed(Child);
@@ -64,11 +64,17 @@ async fn printer_serves_its_metrics() -> anyhow::Result<()> {
             &metrics.to_string(),
             "--format",
             "json",
+            "--progress-interval",
+            "0.2",
+            "--max-rows-per-second",
+            "100000",
         ])
+        .env("RUST_LOG", "info")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()?;
-    let _child = Killed(child);
+    let mut child = Killed(child);
+    let log = LogLines::collect(child.0.stderr.take().expect("piped"));
     let labels = r#"keyspace="ks",table="t""#;
     let text = scrape_until(metrics, Duration::from_secs(60), |text| {
         value_of(text, "scylla_cdc_rows_total", labels) == Some(20.0)
@@ -91,6 +97,13 @@ async fn printer_serves_its_metrics() -> anyhow::Result<()> {
         text.contains("# TYPE scylla_cdc_rows_total counter"),
         "{text}"
     );
+    // Its progress lines name the rows, the low watermark and the lag.
+    let line = log
+        .wait_for(Duration::from_secs(30), |l| {
+            l.contains("progress: 20 rows printed") && l.contains("low watermark 20")
+        })
+        .await?;
+    assert!(line.contains("(lag "), "{line}");
     cluster.shutdown().await;
     Ok(())
 }

@@ -16,8 +16,8 @@ use scylla_cdc::cli::secure::{
 };
 use scylla_cdc::cli::{
     CliError, TimeSpec, checkpoint_interval_arg, hosts_arg, long_interval_arg, parse_name,
-    parse_time, progress_interval_arg, qualified_arg, safety_interval_arg, sleep_interval_arg,
-    tables_arg, window_size_arg,
+    parse_time, progress_interval_arg, qualified_arg, rows_per_second_arg, safety_interval_arg,
+    sleep_interval_arg, tables_arg, window_size_arg,
 };
 pub use scylla_cdc::cli::{Hosts, QualifiedTable, StartAt, Tables};
 
@@ -44,12 +44,17 @@ pub fn parse_consistency(text: &str) -> Result<Consistency, String> {
     )
 }
 
-/// clap parser of `--max-in-flight`: 1 to 65536.
-fn max_in_flight(text: &str) -> Result<usize, String> {
-    match text.trim().parse::<usize>() {
+/// clap parser of a count from 1 to 65536 (`--max-in-flight`, `verify --ranges`, ...).
+pub(crate) fn count_arg(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
         Ok(n) if (1..=65_536).contains(&n) => Ok(n),
         _ => Err(format!("`{text}` is not a number from 1 to 65536")),
     }
+}
+
+/// clap parser of `--max-in-flight`: 1 to 65536.
+fn max_in_flight(text: &str) -> Result<usize, String> {
+    count_arg(text).map(|n| n as usize)
 }
 
 /// Replicate ScyllaDB tables into another cluster through their CDC log.
@@ -134,6 +139,10 @@ pub struct Args {
     /// Most writes in flight per stream group.
     #[arg(long, value_name = "N", default_value = "64", value_parser = max_in_flight)]
     pub max_in_flight: usize,
+    /// Most log rows read per second, all tables together (default: unlimited), so that
+    /// catching up a backlog cannot overload the source cluster.
+    #[arg(long, value_name = "ROWS", value_parser = rows_per_second_arg)]
+    pub max_rows_per_second: Option<u64>,
     /// Seconds between two progress lines in the log (0.1 to 86400).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5",
           value_parser = progress_interval_arg)]
@@ -351,6 +360,8 @@ pub struct Config {
     pub allow_extra_columns: bool,
     /// Writes in flight per stream group.
     pub max_in_flight: usize,
+    /// Most rows read per second (`None`: unlimited).
+    pub max_rows_per_second: Option<u64>,
     /// Time between progress lines.
     pub progress_interval: Duration,
     /// Copy the tables first (`--snapshot`).
@@ -416,6 +427,7 @@ impl Args {
             create_destination_table: self.create_destination_table,
             allow_extra_columns: self.allow_extra_columns,
             max_in_flight: self.max_in_flight,
+            max_rows_per_second: self.max_rows_per_second,
             progress_interval: self.progress_interval,
             snapshot: self.snapshot,
             snapshot_consistency: self.snapshot_consistency,
@@ -619,6 +631,10 @@ mod tests {
             ),
             (with(&["--checkpoint-interval", "-1"]), "non-negative"),
             (with(&["--metrics-addr", "localhost"]), "HOST:PORT"),
+            (
+                with(&["--max-rows-per-second", "x"]),
+                "from 1 to 1000000000",
+            ),
             (with(&["--safety-interval", "-2"]), "non-negative"),
             (with(&["--write-consistency", "most"]), "consistency level"),
             (

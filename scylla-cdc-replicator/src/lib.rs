@@ -76,7 +76,7 @@ pub use scylla_cdc::cli::Output;
 use scylla_cdc::cli::checkpoint_table_error;
 pub use scylla_cdc::cli::{CliError, Shutdown, ShutdownTrigger, exit_code};
 use scylla_cdc::cli::{
-    RunningReader, clap_failure, connect, error_chain, retry_startup, supervise,
+    ReadersProgress, RunningReader, clap_failure, connect, error_chain, retry_startup, supervise,
 };
 use scylla_cdc::{CDCLogReaderBuilder, TableBackedCheckpointSaver};
 use tracing::info;
@@ -363,7 +363,11 @@ impl Replicator {
     /// Runs until a reader fails or `shutdown` is requested (first request: finish the
     /// current windows, flush the writes in flight, save checkpoints; second: stop at once).
     pub async fn run(self, shutdown: Shutdown) -> Result<(), CliError> {
-        let logger = tokio::spawn(log_progress(self.stats.clone(), self.progress_interval));
+        let logger = tokio::spawn(log_progress(
+            self.stats.clone(),
+            ReadersProgress::of(&self.readers),
+            self.progress_interval,
+        ));
         let result = supervise(self.readers, shutdown).await;
         logger.abort();
         info!(
@@ -454,6 +458,10 @@ async fn start_reader(
         .sleep_interval(config.sleep_interval)
         .pause_between_saves(config.checkpoint_interval)
         .start_timestamp(start);
+    if let Some(n) = config.max_rows_per_second {
+        // One cap for all tables: each table's reader gets its share.
+        builder = builder.max_rows_per_second((n / config.tables.len().max(1) as u64).max(1));
+    }
     if let Some(end) = config.end {
         builder = builder.end_timestamp(end);
     }
@@ -494,8 +502,9 @@ async fn start_reader(
 }
 
 /// Logs a line every `interval`: changes applied, changes per second, how far behind now
-/// the newest applied change is.
-async fn log_progress(stats: Arc<Stats>, interval: Duration) {
+/// the newest applied change is, and the readers' low watermark with the lag behind it
+/// (everything up to the watermark is replicated).
+async fn log_progress(stats: Arc<Stats>, readers: ReadersProgress, interval: Duration) {
     let mut last = stats.applied();
     let mut last_at = Instant::now();
     loop {
@@ -503,8 +512,10 @@ async fn log_progress(stats: Arc<Stats>, interval: Duration) {
         let applied = stats.applied();
         let elapsed = last_at.elapsed().as_secs_f64().max(1e-9);
         let rate = (applied - last) as f64 / elapsed;
+        let now = chrono::Utc::now();
+        let watermark = readers.describe_watermark(now);
         let behind = stats.newest_applied_micros().map(|t| {
-            let lag = chrono::Utc::now().timestamp_micros().saturating_sub(t);
+            let lag = now.timestamp_micros().saturating_sub(t);
             Duration::from_micros(u64::try_from(lag).unwrap_or(0))
         });
         match behind {
@@ -513,10 +524,11 @@ async fn log_progress(stats: Arc<Stats>, interval: Duration) {
                 per_second = format!("{rate:.0}"),
                 behind_now = format!("{:.1}s", b.as_secs_f64()),
                 retries = stats.retries(),
-                "progress: {applied} changes applied, {rate:.0}/s, newest applied change {:.1}s behind now",
+                "progress: {applied} changes applied, {rate:.0}/s, newest applied change {:.1}s \
+                 behind now, {watermark}",
                 b.as_secs_f64()
             ),
-            None => info!(applied, "progress: no change applied yet"),
+            None => info!(applied, "progress: no change applied yet, {watermark}"),
         }
         last = applied;
         last_at = Instant::now();

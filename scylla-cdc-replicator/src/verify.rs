@@ -45,7 +45,7 @@ use scylla_cdc::cli::{
 };
 use tracing::info;
 
-use crate::args::{ClusterArgs, Clusters, Config, Tables};
+use crate::args::{ClusterArgs, Clusters, Config, Tables, count_arg};
 use crate::scan::{ScanError, Side, value_text};
 pub use crate::scan::{ScanPlan, token_ranges};
 use crate::schema::{check_compatible, read_table_schema};
@@ -59,14 +59,6 @@ pub const TTL_TOLERANCE_SECS: i32 = 5;
 
 /// Most differing rows named in a report.
 pub const MAX_SAMPLES: usize = 10;
-
-/// clap parser of a count from 1 to 65536.
-fn count_arg(text: &str) -> Result<u32, String> {
-    match text.trim().parse::<u32>() {
-        Ok(n) if (1..=65_536).contains(&n) => Ok(n),
-        _ => Err(format!("`{text}` is not a number from 1 to 65536")),
-    }
-}
 
 /// Compare tables with their replicas, row by row: `scylla-cdc-replicator verify`.
 ///

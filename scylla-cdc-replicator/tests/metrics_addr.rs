@@ -2,13 +2,11 @@
 //! serves the reader's metrics as Prometheus text (read here over HTTP as `curl` would) and
 //! logs its lag and low watermark.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use scylla_cdc_test_utils::EmbeddedCluster;
-use scylla_cdc_test_utils::metrics_scrape::{free_local_port, scrape_until, value_of};
+use scylla_cdc_test_utils::metrics_scrape::{LogLines, free_local_port, scrape_until, value_of};
 
 const KEYSPACE: &str = "CREATE KEYSPACE ks WITH replication = \
     {'class': 'SimpleStrategy', 'replication_factor': 1}";
@@ -56,17 +54,7 @@ async fn replicator_serves_its_metrics_and_logs_its_watermark() -> anyhow::Resul
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()?;
-    // Collect the log lines (stderr) while the test scrapes.
-    let log = Arc::new(Mutex::new(Vec::<String>::new()));
-    let reader = {
-        let stderr = child.stderr.take().expect("piped");
-        let log = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                log.lock().expect("log lock").push(line);
-            }
-        })
-    };
+    let log = LogLines::collect(child.stderr.take().expect("piped"));
     let labels = r#"keyspace="ks",table="t""#;
     let scraped = scrape_until(metrics, Duration::from_secs(60), |text| {
         value_of(text, "scylla_cdc_rows_total", labels) == Some(25.0)
@@ -74,30 +62,19 @@ async fn replicator_serves_its_metrics_and_logs_its_watermark() -> anyhow::Resul
     })
     .await;
     // A progress line after everything was applied names the lag and the watermark.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let progress = loop {
-        let found = log
-            .lock()
-            .expect("log lock")
-            .iter()
-            .rev()
-            .find(|l| l.contains("progress: 25 changes applied"))
-            .cloned();
-        if found.is_some() || std::time::Instant::now() >= deadline || scraped.is_err() {
-            break found;
+    let progress = match &scraped {
+        Ok(_) => {
+            log.wait_for(Duration::from_secs(30), |l| {
+                l.contains("progress: 25 changes applied") && l.contains("low watermark 20")
+            })
+            .await
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        Err(_) => Ok(String::new()),
     };
     let _ = child.kill();
     let _ = child.wait();
-    let _ = reader.join();
     let text = scraped?;
-    let progress = progress.ok_or_else(|| {
-        anyhow::anyhow!(
-            "no progress line with 25 changes; log:\n{}",
-            log.lock().expect("log lock").join("\n")
-        )
-    })?;
+    let progress = progress?;
     assert!(progress.contains("lag"), "{progress}");
     assert!(progress.contains("watermark"), "{progress}");
     assert_eq!(

@@ -1,8 +1,11 @@
 //! Reading a program's Prometheus endpoint in a test, as `curl` and a Prometheus server do:
 //! [`scrape`] fetches the text once, [`scrape_until`] waits for a condition on it, and
-//! [`value_of`] reads one sample of the text exposition format.
+//! [`value_of`] reads one sample of the text exposition format. [`LogLines`] collects what a
+//! program under test logs, to wait for its progress lines.
 
+use std::io::{BufRead, BufReader, Read};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -79,6 +82,56 @@ pub fn value_of(text: &str, name: &str, labels: &str) -> Option<f64> {
         })
 }
 
+/// The lines a child process writes to a pipe (its stderr, say), collected by a thread of
+/// their own so the pipe never fills up.
+pub struct LogLines {
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl LogLines {
+    /// Starts collecting the lines of `pipe` until it closes.
+    pub fn collect(pipe: impl Read + Send + 'static) -> Self {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&lines);
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if let Ok(mut l) = sink.lock() {
+                    l.push(line);
+                }
+            }
+        });
+        Self { lines }
+    }
+
+    /// Every line so far.
+    pub fn all(&self) -> Vec<String> {
+        self.lines.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Waits (at most `timeout`) for a line for which `wanted` holds and returns the latest
+    /// such line, or an error with every line seen.
+    pub async fn wait_for(
+        &self,
+        timeout: Duration,
+        wanted: impl Fn(&str) -> bool,
+    ) -> anyhow::Result<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(line) = self.all().into_iter().rev().find(|l| wanted(l)) {
+                return Ok(line);
+            }
+            if Instant::now() >= deadline {
+                anyhow::bail!(
+                    "no such line within {timeout:?}; the lines were:\n{}",
+                    self.all().join("\n")
+                );
+            }
+            // Lines arrive from another thread with no notification to wait on.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +156,24 @@ mod tests {
         assert_eq!(
             value_of(TEXT, "scylla_cdc_rows_total", r#"table="v""#),
             None
+        );
+    }
+
+    #[tokio::test]
+    async fn log_lines_finds_a_line_or_lists_them_all() {
+        let lines = LogLines::collect(&b"first\nprogress: 3 rows\nlast\n"[..]);
+        let found = lines
+            .wait_for(Duration::from_secs(5), |l| l.starts_with("progress"))
+            .await
+            .unwrap();
+        assert_eq!(found, "progress: 3 rows");
+        let err = lines
+            .wait_for(Duration::from_millis(100), |l| l == "absent")
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("first\nprogress: 3 rows\nlast"),
+            "{err}"
         );
     }
 

@@ -85,6 +85,23 @@ pub(crate) async fn read_cdc_extension(
         .map_err(|e| bad(format!("{keyspace}.{table}: {e}")))
 }
 
+/// Whether the table logs its changes now: its `cdc` extension says `enabled: true`. A table
+/// that never had the option has no extension; disabling CDC keeps the extension with
+/// `enabled: false` (semantics §1.1).
+pub(crate) async fn cdc_enabled(
+    session: &Session,
+    keyspace: &str,
+    table: &str,
+) -> Result<bool, CDCError> {
+    Ok(read_cdc_extension(session, keyspace, table)
+        .await?
+        .is_some_and(|options| {
+            options
+                .iter()
+                .any(|(k, v)| k == "enabled" && v.eq_ignore_ascii_case("true"))
+        }))
+}
+
 /// How long the log keeps a change: the `ttl` CDC option (seconds; `None` for 0, no expiry).
 /// A missing `ttl` entry means it is unknown, so nothing is assumed to expire.
 pub(crate) fn log_ttl(options: &[(String, String)]) -> Result<Option<Duration>, String> {

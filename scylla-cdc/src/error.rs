@@ -52,6 +52,23 @@ pub enum CDCError {
         table: String,
     },
 
+    /// CDC was disabled on the table while it was being read (`ALTER TABLE ... WITH cdc =
+    /// {'enabled': false}`). Every change logged before `until` was delivered first; Scylla
+    /// logs none after the change.
+    #[error(
+        "CDC was disabled on table `{keyspace}.{table}` while it was read: every change logged \
+         before {until} was delivered; enable it again (`ALTER TABLE ... WITH cdc = \
+         {{'enabled': true}}`) and start a reader to follow it"
+    )]
+    CdcDisabled {
+        /// The keyspace of the table.
+        keyspace: String,
+        /// The base table.
+        table: String,
+        /// Everything logged before this time was delivered.
+        until: chrono::DateTime<chrono::Utc>,
+    },
+
     /// No CDC generation (vnodes) or stream set (tablets) has been published for the table.
     #[error("no CDC generation is published for `{keyspace}.{table}`")]
     NoGeneration {

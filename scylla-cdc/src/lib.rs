@@ -95,6 +95,21 @@
 //!   backoff, logging a WARN line per retry; only a definite answer (keyspace or table
 //!   missing, CDC off, a refused permission) fails it at once.
 //!   [`CDCLogReaderBuilder::give_up_after`] bounds how long a request is retried.
+//! * **Low watermark**: [`CDCLogReader::low_watermark`] publishes a time `T` such that every
+//!   change with `cdc$time <= T`, in every stream of the table and across generations, has
+//!   been delivered (each consumer's `consume_cdc` returned `Ok` for it): the least
+//!   position of the current generation's stream groups (where each one's next window
+//!   starts, or its start before its first window), less a microsecond, never ahead of
+//!   `now - safety_interval`. A generation read to its end no longer holds it back. After a
+//!   restart it is recomputed from the loaded checkpoints, so it starts at or before the
+//!   first row not delivered before.
+//! * **Schema changes while reading**: Scylla alters the log table with its base table, so a
+//!   column added or dropped while a reader runs, or a changed `preimage`/`postimage`/`ttl`
+//!   option, needs nothing from the user: each [`CDCRow`] has the columns of its own page
+//!   (rows read after `ALTER TABLE ... DROP c` no longer have `c`, older ones included, as in
+//!   Scylla). When CDC is disabled on the table (checked each time the reader looks for a new
+//!   generation), the reader delivers every change logged before (allowing the safety
+//!   interval for the nodes' clocks) and ends with [`CDCError::CdcDisabled`].
 //! * **Errors**: a non-transient query error or an error returned by the consumer stops every
 //!   group; the handle resolves to a [`CDCError`] naming the stream and window.
 //! * **Bad data never panics**: a log row without `cdc$stream_id`/`cdc$time`/
@@ -112,6 +127,29 @@
 //! threshold, freed page buffers are kept in the heap and the peak creeps up over long runs
 //! (22.5 → 31.9 MiB). Client CPU is about 0.25–0.35 µs per row with a consumer that does
 //! nothing, since column values are decoded only when a consumer asks for them.
+//!
+//! [`CDCLogReaderBuilder::max_rows_per_second`] caps the rows read and delivered per second
+//! by the whole reader (default: unlimited): the stream groups share a token bucket, pay for
+//! a page's rows in small chunks as they deliver them, and request the next page only once
+//! the current one is paid for, so reading from the cluster runs ahead of the cap by at most
+//! one page per group.
+//!
+//! # Metrics and progress
+//!
+//! The reader records, through the `metrics` facade (the library installs no exporter), per
+//! table (labels `keyspace` and `table`): the counters `scylla_cdc_rows_total`,
+//! `scylla_cdc_changes_total` (a change is the rows of one stream with one `cdc$time`),
+//! `scylla_cdc_windows_total`, `scylla_cdc_retries_total` (label `kind`: `timeout`,
+//! `overloaded`, `unavailable`, `connection`, `replica_failure`, `prepare`, `checkpoint` or
+//! `other`), `scylla_cdc_consumer_errors_total` (label `outcome`: `stop`, since a consumer
+//! error stops the reader) and `scylla_cdc_generation_switches_total`; the gauges
+//! `scylla_cdc_streams` (of the generation being read), `scylla_cdc_low_watermark_seconds`
+//! (unix time), `scylla_cdc_lag_seconds` (now minus the low watermark) and
+//! `scylla_cdc_expired_gap_seconds`. [`CDCLogReader::progress`] returns the same figures as
+//! a [`Progress`]. The row path stays flat: a stream reader counts rows and changes in
+//! local variables, adds them to shared relaxed atomics once per page, and records to the
+//! facade once per window, which is also when its watermark position moves (a few map
+//! operations under a lock held for no `.await`).
 //!
 //! # Features
 //!
@@ -131,6 +169,7 @@ mod consumer;
 mod error;
 mod events;
 mod log_reader;
+mod progress;
 mod stream_generations;
 mod stream_reader;
 mod time;
@@ -145,5 +184,6 @@ pub use error::{Backoff, CDCError, ColumnError, StreamList, is_transient, is_tra
 pub use events::{ExpiredGap, ReaderEvent};
 pub use log_reader::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_PAUSE_BETWEEN_SAVES,
-    DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE,
+    DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE, ProgressHandle,
 };
+pub use progress::Progress;

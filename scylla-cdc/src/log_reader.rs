@@ -25,6 +25,7 @@ use crate::checkpoints::CDCCheckpointSaver;
 use crate::consumer::ConsumerFactory;
 use crate::error::{Backoff, CDCError, retry_transient};
 use crate::events::{EventListener, ExpiredGap, ReaderEvent};
+use crate::progress::{Progress, RateLimiter, Stats, retry_kind_of};
 use crate::stream_generations::{
     GenerationFetcher, TabletGenerationFetcher, VnodeGenerationFetcher, generation_covering,
     next_generation,
@@ -87,6 +88,8 @@ pub struct CDCLogReaderBuilder {
     event_listener: Option<EventListener>,
     /// The table's CDC `ttl` (`None`: no expiry, or unknown), read by `build`.
     log_ttl: Option<Duration>,
+    /// The cap on rows per second of the whole reader (`None`: unlimited).
+    max_rows_per_second: Option<u64>,
 }
 
 impl Default for CDCLogReaderBuilder {
@@ -120,6 +123,7 @@ impl CDCLogReaderBuilder {
             clock,
             event_listener: None,
             log_ttl: None,
+            max_rows_per_second: None,
         }
     }
 
@@ -225,6 +229,24 @@ impl CDCLogReaderBuilder {
         self
     }
 
+    /// Caps the rows read and delivered per second by the whole reader, all stream groups
+    /// together, so that catching up a backlog does not overload the cluster (default:
+    /// unlimited; 0 is refused by [`build`](Self::build)).
+    ///
+    /// The groups share one token bucket (a burst of a tenth of a second's worth) and wait
+    /// for it asynchronously. A group pays for the rows of a page in small chunks (a
+    /// fiftieth of the rate, at most 1000 rows) just before delivering them, so that
+    /// delivery is smooth even when a page holds several seconds' worth, and it requests its
+    /// next page only once every row of the current page is paid for. The cap therefore
+    /// holds for what is read from the cluster, not only for what is delivered: reading runs
+    /// ahead of the cap by at most the one page each group fetches in advance (the page that
+    /// is prefetched while the consumer handles the current one is bought before it is
+    /// requested).
+    pub fn max_rows_per_second(mut self, rows: u64) -> Self {
+        self.max_rows_per_second = Some(rows);
+        self
+    }
+
     /// Sets the log's TTL, as `build` reads it from the table's schema.
     #[cfg(test)]
     fn log_ttl(mut self, ttl: Option<Duration>) -> Self {
@@ -259,8 +281,8 @@ impl CDCLogReaderBuilder {
     ///
     /// Returns the reader (to stop it) and a handle that resolves to the reader's result
     /// (dropping the handle stops the reader).
-    /// Errors: a missing option, an invalid configuration (zero window or sleep, end not after
-    /// start), a missing keyspace or table, a table without CDC, a failed metadata query, or
+    /// Errors: a missing option, an invalid configuration (zero window or sleep, zero
+    /// `max_rows_per_second`, end not after start), a missing keyspace or table, a table without CDC, a failed metadata query, or
     /// a failure to load saved progress.
     pub async fn build(mut self) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
         let session = self
@@ -335,6 +357,12 @@ impl CDCLogReaderBuilder {
                 "sleep_interval must be greater than zero".into(),
             ));
         }
+        if self.max_rows_per_second == Some(0) {
+            return Err(CDCError::InvalidConfig(
+                "max_rows_per_second must be greater than zero (leave it unset for no limit)"
+                    .into(),
+            ));
+        }
         if let (Some(s), Some(e)) = (self.start_timestamp, self.end_timestamp)
             && e <= s
         {
@@ -389,7 +417,14 @@ impl CDCLogReaderBuilder {
             _ => None,
         };
         let (end_tx, end_rx) = watch::channel(self.end_timestamp.map(ceil_to_millis));
+        let end_tx = Arc::new(end_tx);
         let (stop_tx, mut stop_rx) = watch::channel(false);
+        let stats = Arc::new(Stats::new(
+            &keyspace,
+            &table,
+            self.clock.clone(),
+            self.safety_interval,
+        ));
         let worker = Worker {
             fetcher,
             factory,
@@ -403,6 +438,10 @@ impl CDCLogReaderBuilder {
                 source,
                 end: end_rx,
                 give_up_after: self.give_up_after,
+                stats: stats.clone(),
+                limiter: self
+                    .max_rows_per_second
+                    .map(|n| Arc::new(RateLimiter::new(n))),
             },
             loader: if load { saver } else { None },
             start,
@@ -412,6 +451,9 @@ impl CDCLogReaderBuilder {
             events: self.event_listener.clone(),
             keyspace: keyspace.clone(),
             table: table.clone(),
+            cdc_probe: self.session.clone(),
+            end_tx: end_tx.clone(),
+            disabled_until: None,
         };
         let span = info_span!("cdc_log_reader", keyspace = %keyspace, table = %table);
         let task = tokio::spawn(
@@ -431,6 +473,7 @@ impl CDCLogReaderBuilder {
             CDCLogReader {
                 end: end_tx,
                 stop: stop_tx.clone(),
+                stats,
             },
             CDCReaderHandle {
                 task,
@@ -562,14 +605,63 @@ struct Worker {
     events: Option<EventListener>,
     keyspace: String,
     table: String,
+    /// Where the worker checks that the table still logs its changes (`None` in unit tests
+    /// without a cluster).
+    cdc_probe: Option<Arc<Session>>,
+    /// The reader's end, which the worker sets itself when CDC is disabled.
+    end_tx: Arc<watch::Sender<Option<DateTime<Utc>>>>,
+    /// Set when CDC was found disabled: everything before it is read, then the reader ends
+    /// with [`CDCError::CdcDisabled`].
+    disabled_until: Option<DateTime<Utc>>,
 }
 
 impl Worker {
+    /// After a check found CDC disabled on the table: read every change logged before now
+    /// (plus the safety interval, for the nodes' clocks), then end.
+    fn cdc_disabled(&mut self) {
+        let until = ceil_to_millis(Utc::now() + self.settings.safety_interval);
+        warn!(
+            keyspace = %self.keyspace,
+            table = %self.table,
+            "CDC was disabled on the table: reading every change logged before {until}, then stopping"
+        );
+        self.disabled_until = Some(until);
+        self.end_tx
+            .send_modify(|end| *end = Some(end.map_or(until, |e| e.min(until))));
+    }
+
+    /// Checks (once per poll for new generations) that CDC is still enabled on the table.
+    async fn check_cdc_enabled(&mut self) {
+        let Some(session) = self.cdc_probe.clone() else {
+            return;
+        };
+        if self.disabled_until.is_some() {
+            return;
+        }
+        match crate::cdc_options::cdc_enabled(&session, &self.keyspace, &self.table).await {
+            Ok(true) => {}
+            Ok(false) => self.cdc_disabled(),
+            Err(e) => warn!(error = %e, "could not check that CDC is still enabled"),
+        }
+    }
+
     fn end(&self) -> Option<DateTime<Utc>> {
         *self.settings.end.borrow()
     }
 
     async fn run(mut self) -> Result<(), CDCError> {
+        self.run_generations().await?;
+        match self.disabled_until {
+            Some(until) => Err(CDCError::CdcDisabled {
+                keyspace: self.keyspace.clone(),
+                table: self.table.clone(),
+                until,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    async fn run_generations(&mut self) -> Result<(), CDCError> {
         let first_from = self.loaded_generation.map_or(self.start, |g| g.timestamp);
         let Some(mut current) = generation_covering(&self.generations, first_from) else {
             return Ok(());
@@ -596,10 +688,21 @@ impl Worker {
         generation: &GenerationTimestamp,
     ) -> Result<Vec<Vec<crate::cdc_types::StreamID>>, CDCError> {
         let mut backoff = Backoff::new(self.settings.give_up_after);
-        retry_transient("reading the streams of a generation", &mut backoff, || {
-            self.fetcher.fetch_stream_groups(generation)
-        })
-        .await
+        loop {
+            match self.fetcher.fetch_stream_groups(generation).await {
+                Err(e) if e.is_transient() => {
+                    let kind = retry_kind_of(&e);
+                    if !backoff
+                        .wait("reading the streams of a generation", &e)
+                        .await
+                    {
+                        return Err(e);
+                    }
+                    self.settings.stats.retry(kind);
+                }
+                other => return other,
+            }
+        }
     }
 
     /// The oldest time whose rows may still be in the log, or `None` when rows do not
@@ -703,16 +806,27 @@ impl Worker {
             .map(|o| next.map_or(o, |n| o.min(n.timestamp)))
             .map(|o| self.end().map_or(o, |e| o.min(e)));
         let mut gap: Option<(DateTime<Utc>, Vec<crate::cdc_types::StreamID>)> = None;
-        for group in groups {
-            let mut start = self.group_start(&generation, &group, first).await?;
+        // Every group's start is known before any group runs: the low watermark is the least
+        // position of all of them.
+        let mut starts = Vec::with_capacity(groups.len());
+        for group in &groups {
+            let mut start = self.group_start(&generation, group, first).await?;
             if let Some(oldest) = oldest
                 && start < oldest
             {
                 let (requested, streams) = gap.get_or_insert_with(|| (start, Vec::new()));
                 *requested = (*requested).min(start);
-                streams.extend_from_slice(&group);
+                streams.extend_from_slice(group);
                 start = oldest;
             }
+            starts.push(start);
+        }
+        let stream_count = groups.iter().map(Vec::len).sum();
+        let slots = self
+            .settings
+            .stats
+            .begin_generation(stream_count, &starts, !first);
+        for ((group, start), slot) in groups.into_iter().zip(starts).zip(slots) {
             let consumer = self.factory.new_consumer().await;
             let span = info_span!(
                 "stream_reader",
@@ -728,6 +842,7 @@ impl Worker {
                 gen_end_rx.clone(),
                 start,
                 consumer,
+                slot,
             );
             readers.spawn(reader.run().instrument(span));
         }
@@ -766,6 +881,7 @@ impl Worker {
                     Some(Err(e)) => return Err(CDCError::Task(e.to_string())),
                 },
                 _ = tokio::time::sleep(self.settings.sleep_interval), if !known_next => {
+                    self.check_cdc_enabled().await;
                     match self.fetcher.fetch_all_generations().await {
                         Ok(gens) => {
                             self.generations = gens;
@@ -784,17 +900,77 @@ impl Worker {
     }
 }
 
-/// Controls a running reader: [`CDCLogReader::stop`] and [`CDCLogReader::stop_at`].
+/// Reads a reader's [`Progress`] from anywhere ([`CDCLogReader::progress_handle`]); cheap to
+/// clone, and valid after the reader ends (its last figures).
+#[derive(Clone)]
+pub struct ProgressHandle {
+    stats: Arc<Stats>,
+}
+
+impl ProgressHandle {
+    /// The same as [`CDCLogReader::progress`].
+    pub fn progress(&self) -> Progress {
+        self.stats.snapshot()
+    }
+}
+
+impl std::fmt::Debug for ProgressHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ProgressHandle")
+            .field(&self.progress())
+            .finish()
+    }
+}
+
+/// Controls a running reader ([`CDCLogReader::stop`], [`CDCLogReader::stop_at`]) and reports
+/// on it ([`CDCLogReader::progress`], [`CDCLogReader::low_watermark`]).
 ///
 /// Dropping it gives up that control and leaves the reader running: the reader's lifetime is
 /// its [`CDCReaderHandle`]'s, so `let (_, handle) = builder.build().await?; handle.await?`
 /// reads until the end timestamp or an error, as in scylla-cdc-rust.
 pub struct CDCLogReader {
-    end: watch::Sender<Option<DateTime<Utc>>>,
+    end: Arc<watch::Sender<Option<DateTime<Utc>>>>,
     stop: watch::Sender<bool>,
+    stats: Arc<Stats>,
 }
 
 impl CDCLogReader {
+    /// What the reader has done so far: rows, changes and windows read, retries, consumer
+    /// errors, the current generation's streams, generation switches, the low watermark and
+    /// the lag behind it. The same figures are recorded as metrics (see the crate docs).
+    pub fn progress(&self) -> Progress {
+        self.stats.snapshot()
+    }
+
+    /// A handle that reads [`CDCLogReader::progress`] without the reader, e.g. from a task
+    /// that logs progress lines while another one owns the reader.
+    pub fn progress_handle(&self) -> ProgressHandle {
+        ProgressHandle {
+            stats: self.stats.clone(),
+        }
+    }
+
+    /// The low watermark: a time `T` such that every change with `cdc$time <= T`, in every
+    /// stream of the table (across generations), has been delivered — everything up to `T`
+    /// is applied, in the sense that each consumer's `consume_cdc` has returned `Ok` for it.
+    /// (A consumer that finishes its work in the background, in
+    /// [`Consumer::flush`](crate::Consumer::flush), has done so for everything before the
+    /// groups' last checkpoints.)
+    ///
+    /// `T` is the least position of the current generation's stream groups (a group's
+    /// position is where its next window starts; a group that has not read a window yet is
+    /// at its start), less one microsecond since positions are exclusive, and never later
+    /// than `now - safety_interval` less one microsecond. Once a generation has been read to
+    /// its end, its groups no longer hold the watermark back. It only moves forward within a
+    /// run; it is `None` until the first generation's groups are set up.
+    ///
+    /// It is not saved with the checkpoints (their table holds one row per stream group):
+    /// after a restart it is recomputed from the groups' loaded checkpoints, which gives the
+    /// same value since it is their minimum.
+    pub fn low_watermark(&self) -> watch::Receiver<Option<DateTime<Utc>>> {
+        self.stats.watch_watermark()
+    }
+
     /// Stops reading now: stream readers are cancelled where they are (a row being consumed
     /// is not waited for) and the handle resolves to `Ok(())` promptly.
     pub fn stop(&mut self) {

@@ -28,6 +28,7 @@ use crate::cdc_types::{GenerationTimestamp, StreamID};
 use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
 use crate::consumer::{CDCRow, ColumnIndex, Consumer};
 use crate::error::{Backoff, CDCError, StreamList, is_transient};
+use crate::progress::{RateLimiter, Slot, Stats, retry_kind};
 use crate::time::{ChangeKey, Clock, next_window_end, truncate_to_millis};
 
 /// One page of log rows.
@@ -74,6 +75,15 @@ impl<'p> Iterator for PageRows<'p> {
 }
 
 impl LogPage {
+    /// The number of rows of the page.
+    fn len(&self) -> usize {
+        match self {
+            Self::Driver(result) => result.rows_num(),
+            #[cfg(test)]
+            Self::Raw { rows, .. } => rows.len(),
+        }
+    }
+
     /// The page's column specs and rows.
     fn rows(&self) -> Result<(&[ColumnSpec<'_>], PageRows<'_>), String> {
         match self {
@@ -184,6 +194,10 @@ pub(crate) struct ReaderSettings {
     /// How long a request keeps being retried after its first transient failure
     /// (`None`: forever).
     pub(crate) give_up_after: Option<Duration>,
+    /// The reader's counters and low watermark.
+    pub(crate) stats: Arc<Stats>,
+    /// The shared cap on rows per second, if any.
+    pub(crate) limiter: Option<Arc<RateLimiter>>,
 }
 
 /// The immutable part of a stream reader: what it reads and how.
@@ -193,6 +207,8 @@ struct Plan {
     generation: GenerationTimestamp,
     /// The next generation's start, once known.
     generation_end: watch::Receiver<Option<DateTime<Utc>>>,
+    /// The group's position in the low watermark.
+    slot: Slot,
 }
 
 /// The mutable part: the consumer and what was delivered.
@@ -206,6 +222,10 @@ struct Progress {
     last_save: Option<Instant>,
     /// The time of the last saved checkpoint.
     saved_until: Option<DateTime<Utc>>,
+    /// Rows read in the current window (recorded to the metrics facade per window).
+    window_rows: u64,
+    /// Changes delivered in the current window.
+    window_changes: u64,
 }
 
 /// Reads one stream group of one generation from `start` until the generation ends or the
@@ -225,6 +245,7 @@ impl StreamReader {
         generation_end: watch::Receiver<Option<DateTime<Utc>>>,
         start: DateTime<Utc>,
         consumer: Box<dyn Consumer>,
+        slot: Slot,
     ) -> Self {
         let last = vec![None; streams.len()];
         Self {
@@ -233,6 +254,7 @@ impl StreamReader {
                 streams,
                 generation,
                 generation_end,
+                slot,
             },
             progress: Progress {
                 consumer,
@@ -240,6 +262,8 @@ impl StreamReader {
                 last,
                 last_save: None,
                 saved_until: None,
+                window_rows: 0,
+                window_changes: 0,
             },
             start: truncate_to_millis(start),
         }
@@ -253,6 +277,7 @@ impl StreamReader {
             if limit.is_some_and(|l| t >= l) {
                 self.plan.flush(&mut self.progress, t).await?;
                 self.plan.save(&mut self.progress, t, true).await?;
+                self.plan.settings.stats.advance(&self.plan.slot, t);
                 return Ok(());
             }
             let s = &self.plan.settings;
@@ -264,6 +289,14 @@ impl StreamReader {
             }
             tracing::Span::current().record("window_start", tracing::field::display(t));
             self.plan.read_window(&mut self.progress, t, u).await?;
+            let p = &mut self.progress;
+            self.plan.settings.stats.window_done(
+                &self.plan.slot,
+                u,
+                p.window_rows,
+                p.window_changes,
+            );
+            (p.window_rows, p.window_changes) = (0, 0);
             // The window was cut short by "now - safety_interval" (not by its size or the
             // limit): the reader has caught up and waits before the next window.
             let caught_up = u < t_plus(t, s.window_size) && limit.is_none_or(|l| u < l);
@@ -274,6 +307,13 @@ impl StreamReader {
             }
         }
     }
+}
+
+/// Rows and changes of one page.
+#[derive(Default)]
+struct PageCounts {
+    rows: u64,
+    changes: u64,
 }
 
 /// `t + d`, saturating.
@@ -295,15 +335,14 @@ impl Plan {
 
     /// Lets the consumer finish what it accepted: every row before `t` was handed to it.
     async fn flush(&self, progress: &mut Progress, t: DateTime<Utc>) -> Result<(), CDCError> {
-        progress
-            .consumer
-            .flush()
-            .await
-            .map_err(|source| CDCError::ConsumerFlush {
+        progress.consumer.flush().await.map_err(|source| {
+            self.settings.stats.consumer_error();
+            CDCError::ConsumerFlush {
                 streams: StreamList(self.streams.clone()),
                 until: t,
                 source,
-            })
+            }
+        })
     }
 
     /// Saves a checkpoint at `t` if saving is on and the last one is older than
@@ -358,7 +397,10 @@ impl Plan {
             {
                 Ok(page) => return Ok(page),
                 Err(e) if is_transient(&e) => {
-                    if !backoff.wait("reading the CDC log", &e).await {
+                    let kind = retry_kind(&e);
+                    if backoff.wait("reading the CDC log", &e).await {
+                        self.settings.stats.retry(kind);
+                    } else {
                         return Err(CDCError::LogRead {
                             streams: StreamList(self.streams.clone()),
                             window_start: start,
@@ -381,6 +423,11 @@ impl Plan {
 
     /// Reads the window `[start, end)` page by page, prefetching the next page while the
     /// consumer handles the current one.
+    ///
+    /// With a rate limit, the rows of a page are paid for in chunks as they are delivered,
+    /// and the next page is requested only once the current one is paid for entirely: what
+    /// is read from the cluster is capped too, running ahead of the limit by at most one page
+    /// per stream group.
     async fn read_window(
         &self,
         progress: &mut Progress,
@@ -392,13 +439,22 @@ impl Plan {
             let (rows, next) = page;
             match next.into_paging_control_flow() {
                 std::ops::ControlFlow::Break(()) => {
-                    return self.consume_page(progress, &rows, start, end).await;
+                    return self.consume_page(progress, &rows, start, end, None).await;
                 }
                 std::ops::ControlFlow::Continue(state) => {
+                    let (paid_tx, paid_rx) = tokio::sync::oneshot::channel();
+                    let limited = self.settings.limiter.is_some();
+                    let fetch_next = async {
+                        if limited {
+                            // An error (the consumer failed first) ends the join anyway.
+                            let _ = paid_rx.await;
+                        }
+                        self.fetch(start, end, state).await
+                    };
                     // Either error ends the window (and the reader) at once.
                     let ((), fetched) = tokio::try_join!(
-                        self.consume_page(progress, &rows, start, end),
-                        self.fetch(start, end, state)
+                        self.consume_page(progress, &rows, start, end, Some(paid_tx)),
+                        fetch_next
                     )?;
                     page = fetched;
                 }
@@ -406,14 +462,46 @@ impl Plan {
         }
     }
 
-    /// Hands the rows of a page to the consumer, skipping rows already delivered.
+    /// Hands the rows of a page to the consumer, skipping rows already delivered; with a
+    /// rate limit, pays for them in chunks first and tells `paid` once all are paid for.
     async fn consume_page(
         &self,
         progress: &mut Progress,
         page: &LogPage,
         start: DateTime<Utc>,
         end: DateTime<Utc>,
+        paid: Option<tokio::sync::oneshot::Sender<()>>,
     ) -> Result<(), CDCError> {
+        let mut counts = PageCounts::default();
+        let result = self
+            .deliver_page(progress, page, start, end, paid, &mut counts)
+            .await;
+        // Counted per page, whether or not the page ended with an error.
+        self.settings.stats.add_page(counts.rows, counts.changes);
+        progress.window_rows += counts.rows;
+        progress.window_changes += counts.changes;
+        result
+    }
+
+    /// The body of [`Self::consume_page`], counting rows and changes into `counts`.
+    async fn deliver_page(
+        &self,
+        progress: &mut Progress,
+        page: &LogPage,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        mut paid: Option<tokio::sync::oneshot::Sender<()>>,
+        counts: &mut PageCounts,
+    ) -> Result<(), CDCError> {
+        let limiter = self.settings.limiter.as_deref();
+        let total = page.len() as u64;
+        // Rows of the page paid for so far (all of them without a limit).
+        let mut paid_upto = if limiter.is_some() { 0 } else { total };
+        if paid_upto == total
+            && let Some(tx) = paid.take()
+        {
+            let _ = tx.send(());
+        }
         let bad = |detail: String| CDCError::BadLogData {
             streams: StreamList(self.streams.clone()),
             window_start: start,
@@ -430,7 +518,19 @@ impl Plan {
             }
         };
         let mut cells: Vec<Option<&[u8]>> = Vec::with_capacity(index.len());
-        for row in rows {
+        for (position, row) in (0u64..).zip(rows) {
+            if position == paid_upto
+                && let Some(limiter) = limiter
+            {
+                let chunk = limiter.chunk().min(total.saturating_sub(position)).max(1);
+                limiter.acquire(chunk).await;
+                paid_upto += chunk;
+                if paid_upto >= total
+                    && let Some(tx) = paid.take()
+                {
+                    let _ = tx.send(());
+                }
+            }
             let columns = row.map_err(|e| bad(e.to_string()))?;
             cells.clear();
             for column in columns {
@@ -449,21 +549,24 @@ impl Plan {
                 continue;
             };
             let key = ChangeKey::new(&header.time, header.batch_seq_no);
-            let last = progress.last.get_mut(slot);
-            if last.as_ref().is_some_and(|l| l.is_some_and(|l| key <= l)) {
+            let last = progress.last.get(slot).copied().flatten();
+            if last.is_some_and(|l| key <= l) {
                 continue;
             }
             let row = CDCRow::new(header, &index, specs, &cells);
-            progress
-                .consumer
-                .consume_cdc(row)
-                .await
-                .map_err(|source| CDCError::Consumer {
+            progress.consumer.consume_cdc(row).await.map_err(|source| {
+                self.settings.stats.consumer_error();
+                CDCError::Consumer {
                     stream: header.stream_id,
                     window_start: start,
                     window_end: end,
                     source,
-                })?;
+                }
+            })?;
+            counts.rows += 1;
+            if last.is_none_or(|l| !l.same_time(&key)) {
+                counts.changes += 1;
+            }
             if let Some(last) = progress.last.get_mut(slot) {
                 *last = Some(key);
             }
@@ -627,6 +730,7 @@ pub(crate) mod tests {
         end_tx: watch::Sender<Option<DateTime<Utc>>>,
         gen_end_tx: watch::Sender<Option<DateTime<Utc>>>,
         seen: Arc<Mutex<Vec<Seen>>>,
+        stats: Arc<Stats>,
     }
 
     fn settings(
@@ -634,17 +738,28 @@ pub(crate) mod tests {
         saver: Arc<MemorySaver>,
         end: watch::Receiver<Option<DateTime<Utc>>>,
     ) -> ReaderSettings {
+        let clock: Arc<TokioClock> = Arc::new(TokioClock::starting_at(ms(BASE)));
         ReaderSettings {
             window_size: Duration::from_secs(60),
             safety_interval: Duration::from_secs(30),
             sleep_interval: Duration::from_secs(10),
             pause_between_saves: Duration::from_secs(10),
             saver: Some(saver),
-            clock: Arc::new(TokioClock::starting_at(ms(BASE))),
+            clock: clock.clone(),
             source: log,
             end,
             give_up_after: None,
+            stats: Arc::new(Stats::new("ks", "t", clock, Duration::from_secs(30))),
+            limiter: None,
         }
+    }
+
+    /// The slot of the only stream group of a test reader.
+    fn slot(settings: &ReaderSettings, start: DateTime<Utc>) -> Slot {
+        settings
+            .stats
+            .begin_generation(1, &[start], false)
+            .remove(0)
     }
 
     fn reader(
@@ -658,8 +773,11 @@ pub(crate) mod tests {
         let (end_tx, end_rx) = watch::channel(None);
         let (gen_end_tx, gen_end_rx) = watch::channel(None);
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let settings = settings(log.clone(), saver.clone(), end_rx);
+        let slot = slot(&settings, start);
+        let stats = settings.stats.clone();
         let r = StreamReader::new(
-            settings(log.clone(), saver.clone(), end_rx),
+            settings,
             streams,
             GenerationTimestamp::new(ms(0)),
             gen_end_rx,
@@ -668,6 +786,7 @@ pub(crate) mod tests {
                 seen: seen.clone(),
                 fail_on,
             }),
+            slot,
         );
         (
             Setup {
@@ -676,6 +795,7 @@ pub(crate) mod tests {
                 end_tx,
                 gen_end_tx,
                 seen,
+                stats,
             },
             r,
         )
@@ -767,6 +887,7 @@ pub(crate) mod tests {
         let mut settings = settings(log, Arc::new(MemorySaver::default()), end_rx);
         settings.saver = Some(saver.clone());
         settings.pause_between_saves = Duration::ZERO;
+        let slot = slot(&settings, ms(BASE - 600_000));
         let r = StreamReader::new(
             settings,
             vec![stream(1)],
@@ -778,6 +899,7 @@ pub(crate) mod tests {
                 applied: applied.clone(),
                 fail_flush,
             }),
+            slot,
         );
         (applied, saver, rows, r, end_tx)
     }
@@ -828,6 +950,60 @@ pub(crate) mod tests {
         }
         // Prefetching asked for later pages.
         assert!(s.log.requests.lock().unwrap().iter().any(|r| r.3));
+        // Stream 1 has two rows per `cdc$time`: 14 changes in 21 rows.
+        let p = s.stats.snapshot();
+        assert_eq!((p.rows, p.changes), (21, 14));
+        assert_eq!(p.windows, 10);
+        assert_eq!(
+            p.low_watermark,
+            Some(ms(BASE - 3_000_000) - chrono::TimeDelta::microseconds(1))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_rate_limit_caps_delivery_and_page_requests() {
+        let log = Arc::new(FakeLog::new(50));
+        let start_us = (BASE - 3_600_000) * 1000;
+        for i in 0..2000 {
+            log.push(row(1, start_us + i * 1000, 0, i as i32));
+        }
+        let (_end_tx, end_rx) = watch::channel(Some(ms(BASE - 3_000_000)));
+        let (_gen_tx, gen_rx) = watch::channel(None);
+        let mut settings = settings(log.clone(), Arc::new(MemorySaver::default()), end_rx);
+        settings.limiter = Some(Arc::new(RateLimiter::new(100)));
+        let start = ms(BASE - 3_600_000);
+        let slot = slot(&settings, start);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let r = StreamReader::new(
+            settings,
+            vec![stream(1)],
+            GenerationTimestamp::new(ms(0)),
+            gen_rx,
+            start,
+            Box::new(Recorder {
+                seen: seen.clone(),
+                fail_on: None,
+            }),
+            slot,
+        );
+        let task = tokio::spawn(r.run());
+        let t0 = Instant::now();
+        for second in 1..=10u64 {
+            tokio::time::sleep_until(t0 + Duration::from_secs(second)).await;
+            let delivered = seen.lock().unwrap().len() as u64;
+            // 100 rows per second after a burst of 10.
+            assert!(
+                (100 * second - 2..=100 * second + 10).contains(&delivered),
+                "{delivered} rows after {second} s"
+            );
+            // A page is requested only once the previous one is paid for.
+            let requested = log.requests.lock().unwrap().len() as u64 * 50;
+            assert!(
+                requested <= delivered + 10 + 50,
+                "{requested} rows requested"
+            );
+        }
+        task.abort();
     }
 
     #[tokio::test(start_paused = true)]
@@ -907,6 +1083,8 @@ pub(crate) mod tests {
         r.run().await.unwrap();
         let vs: Vec<Option<i32>> = s.seen.lock().unwrap().iter().map(|x| x.3).collect();
         assert_eq!(vs, (0..6).map(Some).collect::<Vec<_>>());
+        let p = s.stats.snapshot();
+        assert_eq!((p.retries, p.rows, p.changes), (2, 6, 6));
     }
 
     #[tokio::test(start_paused = true)]
@@ -941,6 +1119,8 @@ pub(crate) mod tests {
         );
         assert!(err.to_string().contains("consumer refused"));
         assert_eq!(s.seen.lock().unwrap().len(), 2);
+        let p = s.stats.snapshot();
+        assert_eq!((p.consumer_errors, p.rows), (1, 2));
     }
 
     #[tokio::test(start_paused = true)]

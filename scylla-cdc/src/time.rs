@@ -121,6 +121,11 @@ pub(crate) struct ChangeKey {
 }
 
 impl ChangeKey {
+    /// Whether both rows have the same `cdc$time` (are rows of one change, in one stream).
+    pub(crate) fn same_time(&self, other: &Self) -> bool {
+        self.ticks == other.ticks && self.low == other.low
+    }
+
     /// The key of the row with this `cdc$time` and `cdc$batch_seq_no`.
     pub(crate) fn new(time: &Uuid, batch_seq_no: i32) -> Self {
         let low = (time.as_u128() as u64) ^ 0x8080_8080_8080_8080;

@@ -94,3 +94,59 @@ async fn columns_added_and_dropped_while_reading() -> anyhow::Result<()> {
     drop_keyspace(&session, &ks).await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disabling_cdc_ends_the_reader_after_everything_logged() -> anyhow::Result<()> {
+    setup_tracing();
+    let cluster = TestCluster::start(EmbeddedCluster::builder()).await?;
+    let session = cluster.session().await?;
+    let ks = unique_keyspace_name();
+    create_cdc_keyspace(&session, &ks, 1).await?;
+    let run = |cql: String| {
+        let session = session.clone();
+        async move { session.query_unpaged(cql, ()).await.map(|_| ()) }
+    };
+    run(format!(
+        "CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}"
+    ))
+    .await?;
+    let collected = Collected::default();
+    let (_reader, handle) = fast(CDCLogReaderBuilder::new())
+        .session(session.clone())
+        .keyspace(&ks)
+        .table_name("t")
+        .consumer_factory(Arc::new(collected.clone()))
+        .start_timestamp(Utc::now() - chrono::TimeDelta::seconds(1))
+        .build()
+        .await?;
+    for pk in 0..3 {
+        run(format!("INSERT INTO {ks}.t (pk, v) VALUES ({pk}, {pk})")).await?;
+    }
+    // Disabled right after the writes, before the reader can have read them all (they are
+    // inside its safety interval): they must still be delivered.
+    run(format!(
+        "ALTER TABLE {ks}.t WITH cdc = {{'enabled': false}}"
+    ))
+    .await?;
+    run(format!("INSERT INTO {ks}.t (pk, v) VALUES (9, 9)")).await?;
+    let result = tokio::time::timeout(Duration::from_secs(60), handle).await?;
+    match result {
+        Err(scylla_cdc::CDCError::CdcDisabled {
+            keyspace, table, ..
+        }) => assert_eq!((keyspace.as_str(), table.as_str()), (ks.as_str(), "t")),
+        other => panic!("expected CdcDisabled, got {other:?}"),
+    }
+    let mut pks: Vec<i32> = collected
+        .snapshot()
+        .iter()
+        .filter_map(|c| c.int("pk"))
+        .collect();
+    pks.sort_unstable();
+    assert_eq!(
+        pks,
+        [0, 1, 2],
+        "every change logged before the disable, once"
+    );
+    drop_keyspace(&session, &ks).await?;
+    Ok(())
+}

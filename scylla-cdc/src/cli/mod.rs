@@ -123,6 +123,7 @@ impl CliError {
             CDCError::KeyspaceNotFound(_)
             | CDCError::TableNotFound { .. }
             | CDCError::CdcNotEnabled { .. }
+            | CDCError::CdcDisabled { .. }
             | CDCError::NoGeneration { .. } => exit_code::SCHEMA,
             CDCError::InvalidConfig(_) | CDCError::MissingOption(_) => exit_code::USAGE,
             _ => exit_code::RUNTIME,
@@ -508,6 +509,16 @@ pub fn progress_interval_arg(text: &str) -> Result<Duration, String> {
     seconds_within(text, Duration::from_millis(100), DAY)
 }
 
+/// clap parser of `--max-rows-per-second`: a whole number from 1 to 10^9.
+pub fn rows_per_second_arg(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if (1..=1_000_000_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{text}` is not a number of rows from 1 to 1000000000"
+        )),
+    }
+}
+
 /// clap parser of `--give-up-after` and `--demo-seconds`: 1 ms to 365 days.
 pub fn long_interval_arg(text: &str) -> Result<Duration, String> {
     seconds_within(text, MILLISECOND, 365 * DAY)
@@ -856,6 +867,48 @@ pub struct RunningReader {
     pub handle: CDCReaderHandle,
 }
 
+/// The progress of running readers, read from a task of its own (the programs' progress
+/// lines) while [`supervise`] owns the readers.
+#[derive(Debug, Clone)]
+pub struct ReadersProgress(Vec<crate::ProgressHandle>);
+
+impl ReadersProgress {
+    /// The progress of `readers`.
+    pub fn of(readers: &[RunningReader]) -> Self {
+        Self(readers.iter().map(|r| r.reader.progress_handle()).collect())
+    }
+
+    /// Rows delivered by all the readers.
+    pub fn rows(&self) -> u64 {
+        self.0.iter().map(|p| p.progress().rows).sum()
+    }
+
+    /// The least low watermark of the readers (every change at or before it, of every
+    /// table, has been delivered); `None` until each reader has one.
+    pub fn low_watermark(&self) -> Option<DateTime<Utc>> {
+        self.0
+            .iter()
+            .map(|p| p.progress().low_watermark)
+            .try_fold(None::<DateTime<Utc>>, |least, w| {
+                let w = w?;
+                Some(Some(least.map_or(w, |l| l.min(w))))
+            })
+            .flatten()
+    }
+
+    /// `low watermark <time> (lag <seconds> s)`, or that there is none yet, for a log line.
+    pub fn describe_watermark(&self, now: DateTime<Utc>) -> String {
+        match self.low_watermark() {
+            Some(w) => format!(
+                "low watermark {} (lag {:.1} s)",
+                rfc3339_micros(w),
+                (now - w).num_milliseconds().max(0) as f64 / 1000.0
+            ),
+            None => "no low watermark yet".into(),
+        }
+    }
+}
+
 /// Runs readers until they all end (end timestamp reached), one fails, or a stop is
 /// requested.
 ///
@@ -1074,6 +1127,14 @@ mod tests {
         assert!(use_colour(true, Some(OsStr::new(""))));
         assert!(!use_colour(true, Some(OsStr::new("1"))));
         assert!(!use_colour(false, None));
+    }
+
+    #[test]
+    fn rows_per_second() {
+        assert_eq!(rows_per_second_arg("1000"), Ok(1000));
+        for bad in ["0", "-1", "1.5", "x", "1000000001"] {
+            assert!(rows_per_second_arg(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -1,0 +1,471 @@
+//! What a reader has done so far: counters, the low watermark and the rate limiter.
+//!
+//! [`Stats`] is shared by the worker and every stream reader of one [`crate::CDCLogReader`].
+//! Its counters are relaxed atomics, added to once per page by the stream readers (never per
+//! row), and recorded to the `metrics` facade once per window. The low watermark tracks one
+//! position per stream group of the current generation (a [`Slot`]) in a multiset, so that
+//! its minimum costs `O(log groups)` per window. [`Progress`] is the public snapshot of it
+//! all. [`RateLimiter`] is the shared token bucket of
+//! [`crate::CDCLogReaderBuilder::max_rows_per_second`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use metrics::{Counter, Gauge};
+use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use tokio::sync::watch;
+
+use crate::error::CDCError;
+use crate::time::Clock;
+
+/// A snapshot of a reader's progress: the same figures as its metrics, for programs that do
+/// not use the `metrics` facade. See [`crate::CDCLogReader::progress`].
+///
+/// Counters start at zero when the reader is built (they are not saved with checkpoints).
+/// Rows and changes are counted once per page (a page cut short by
+/// [`crate::CDCLogReader::stop`] is not counted) and reach the `metrics` facade once per
+/// window, so after a `stop()` the facade may be a window behind this snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// Log rows delivered to the consumers (`scylla_cdc_rows_total`).
+    pub rows: u64,
+    /// Changes delivered: the rows of one stream with one `cdc$time` (a pre-image, its
+    /// deltas and its post-image are one change) (`scylla_cdc_changes_total`).
+    pub changes: u64,
+    /// Windows read, over all stream groups (`scylla_cdc_windows_total`).
+    pub windows: u64,
+    /// Requests retried after a transient error while reading (log pages, the streams of a
+    /// generation) (`scylla_cdc_retries_total`, labelled by `kind`).
+    pub retries: u64,
+    /// Errors returned by a consumer's `consume_cdc` or `flush`; each stops the reader
+    /// (`scylla_cdc_consumer_errors_total{outcome="stop"}`).
+    pub consumer_errors: u64,
+    /// Streams of the generation being read (`scylla_cdc_streams`).
+    pub streams: u64,
+    /// Moves from one generation to the next (`scylla_cdc_generation_switches_total`).
+    pub generation_switches: u64,
+    /// The low watermark (see [`crate::CDCLogReader::low_watermark`]); `None` until the
+    /// first generation's stream groups are set up (`scylla_cdc_low_watermark_seconds`).
+    pub low_watermark: Option<DateTime<Utc>>,
+    /// Now minus the low watermark (zero if the watermark is ahead of this clock)
+    /// (`scylla_cdc_lag_seconds`).
+    pub lag: Option<Duration>,
+}
+
+/// The position of one stream group in the low watermark.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    /// The generation (counted from the reader's first) the group belongs to.
+    epoch: u64,
+    index: usize,
+}
+
+/// The confirmed positions of the current generation's stream groups.
+#[derive(Default)]
+struct Positions {
+    epoch: u64,
+    by_group: Vec<DateTime<Utc>>,
+    /// How many groups are at each position: the minimum is the first key.
+    counts: BTreeMap<DateTime<Utc>, usize>,
+}
+
+impl Positions {
+    fn remove(&mut self, at: DateTime<Utc>) {
+        if let Some(n) = self.counts.get_mut(&at) {
+            *n -= 1;
+            if *n == 0 {
+                self.counts.remove(&at);
+            }
+        }
+    }
+
+    fn min(&self) -> Option<DateTime<Utc>> {
+        self.counts.keys().next().copied()
+    }
+}
+
+/// The metric handles of one reader, labelled with its keyspace and table.
+struct Handles {
+    keyspace: String,
+    table: String,
+    rows: Counter,
+    changes: Counter,
+    windows: Counter,
+    consumer_errors: Counter,
+    streams: Gauge,
+    generation_switches: Counter,
+    low_watermark: Gauge,
+    lag: Gauge,
+}
+
+/// Counters and the low watermark of one reader, shared by its tasks.
+pub(crate) struct Stats {
+    rows: AtomicU64,
+    changes: AtomicU64,
+    windows: AtomicU64,
+    retries: AtomicU64,
+    consumer_errors: AtomicU64,
+    streams: AtomicU64,
+    generation_switches: AtomicU64,
+    /// A std mutex: held for a few map operations once per window, never across `.await`.
+    positions: Mutex<Positions>,
+    watermark: watch::Sender<Option<DateTime<Utc>>>,
+    clock: Arc<dyn Clock>,
+    safety_interval: Duration,
+    metrics: Handles,
+}
+
+impl Stats {
+    pub(crate) fn new(
+        keyspace: &str,
+        table: &str,
+        clock: Arc<dyn Clock>,
+        safety_interval: Duration,
+    ) -> Self {
+        let labels = [
+            ("keyspace", keyspace.to_owned()),
+            ("table", table.to_owned()),
+        ];
+        let metrics = Handles {
+            keyspace: keyspace.to_owned(),
+            table: table.to_owned(),
+            rows: metrics::counter!("scylla_cdc_rows_total", &labels),
+            changes: metrics::counter!("scylla_cdc_changes_total", &labels),
+            windows: metrics::counter!("scylla_cdc_windows_total", &labels),
+            consumer_errors: metrics::counter!(
+                "scylla_cdc_consumer_errors_total",
+                "keyspace" => keyspace.to_owned(),
+                "table" => table.to_owned(),
+                "outcome" => "stop"
+            ),
+            streams: metrics::gauge!("scylla_cdc_streams", &labels),
+            generation_switches: metrics::counter!("scylla_cdc_generation_switches_total", &labels),
+            low_watermark: metrics::gauge!("scylla_cdc_low_watermark_seconds", &labels),
+            lag: metrics::gauge!("scylla_cdc_lag_seconds", &labels),
+        };
+        Self {
+            rows: AtomicU64::new(0),
+            changes: AtomicU64::new(0),
+            windows: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            consumer_errors: AtomicU64::new(0),
+            streams: AtomicU64::new(0),
+            generation_switches: AtomicU64::new(0),
+            positions: Mutex::new(Positions::default()),
+            watermark: watch::channel(None).0,
+            clock,
+            safety_interval,
+            metrics,
+        }
+    }
+
+    /// Counts the rows and changes of one page (progress() sees them at once).
+    pub(crate) fn add_page(&self, rows: u64, changes: u64) {
+        if rows > 0 {
+            self.rows.fetch_add(rows, Ordering::Relaxed);
+        }
+        if changes > 0 {
+            self.changes.fetch_add(changes, Ordering::Relaxed);
+        }
+    }
+
+    /// Records a finished window of a group to the metrics facade, with its rows and changes
+    /// (already counted by [`Self::add_page`]), and moves the group's position to `until`.
+    pub(crate) fn window_done(&self, slot: &Slot, until: DateTime<Utc>, rows: u64, changes: u64) {
+        self.windows.fetch_add(1, Ordering::Relaxed);
+        self.metrics.windows.increment(1);
+        self.metrics.rows.increment(rows);
+        self.metrics.changes.increment(changes);
+        self.advance(slot, until);
+    }
+
+    /// Counts a retry of a transient error of `kind` (see [`retry_kind`]).
+    pub(crate) fn retry(&self, kind: &'static str) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!(
+            "scylla_cdc_retries_total",
+            "keyspace" => self.metrics.keyspace.clone(),
+            "table" => self.metrics.table.clone(),
+            "kind" => kind
+        )
+        .increment(1);
+    }
+
+    /// Counts an error of a consumer (it stops the reader).
+    pub(crate) fn consumer_error(&self) {
+        self.consumer_errors.fetch_add(1, Ordering::Relaxed);
+        self.metrics.consumer_errors.increment(1);
+    }
+
+    /// Starts a generation of `streams` streams whose groups start at `starts`: returns one
+    /// slot per group. The previous generation's groups no longer count; `switch` counts a
+    /// generation switch.
+    pub(crate) fn begin_generation(
+        &self,
+        streams: usize,
+        starts: &[DateTime<Utc>],
+        switch: bool,
+    ) -> Vec<Slot> {
+        self.streams.store(streams as u64, Ordering::Relaxed);
+        self.metrics.streams.set(streams as f64);
+        if switch {
+            self.generation_switches.fetch_add(1, Ordering::Relaxed);
+            self.metrics.generation_switches.increment(1);
+        }
+        let slots = {
+            let mut p = self.positions.lock().unwrap_or_else(|e| e.into_inner());
+            p.epoch += 1;
+            p.by_group = starts.to_vec();
+            p.counts.clear();
+            for s in starts {
+                *p.counts.entry(*s).or_default() += 1;
+            }
+            let epoch = p.epoch;
+            (0..starts.len())
+                .map(|index| Slot { epoch, index })
+                .collect()
+        };
+        self.publish();
+        slots
+    }
+
+    /// Moves a group's position to `to`: every row of its streams before `to` was delivered.
+    pub(crate) fn advance(&self, slot: &Slot, to: DateTime<Utc>) {
+        {
+            let mut p = self.positions.lock().unwrap_or_else(|e| e.into_inner());
+            if p.epoch != slot.epoch {
+                return;
+            }
+            let Some(&old) = p.by_group.get(slot.index) else {
+                return;
+            };
+            if to <= old {
+                return;
+            }
+            p.remove(old);
+            p.by_group[slot.index] = to;
+            *p.counts.entry(to).or_default() += 1;
+        }
+        self.publish();
+    }
+
+    /// Recomputes the watermark (never backwards) and records it and the lag.
+    fn publish(&self) {
+        let min = self
+            .positions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .min();
+        let now = self.clock.now();
+        if let Some(min) = min {
+            let horizon = now - crate::time::to_delta(self.safety_interval);
+            // Positions are exclusive (every row *before* them was delivered); the watermark
+            // is inclusive, and log times are whole microseconds.
+            let candidate = min.min(horizon) - TimeDelta::microseconds(1);
+            self.watermark.send_if_modified(|w| {
+                if w.is_none_or(|w| candidate > w) {
+                    *w = Some(candidate);
+                    true
+                } else {
+                    false
+                }
+            });
+        }
+        if let Some(w) = *self.watermark.borrow() {
+            self.metrics
+                .low_watermark
+                .set(w.timestamp_micros() as f64 / 1e6);
+            self.metrics.lag.set(lag(now, w).as_secs_f64());
+        }
+    }
+
+    /// A receiver of the low watermark.
+    pub(crate) fn watch_watermark(&self) -> watch::Receiver<Option<DateTime<Utc>>> {
+        self.watermark.subscribe()
+    }
+
+    /// The current figures.
+    pub(crate) fn snapshot(&self) -> Progress {
+        let low_watermark = *self.watermark.borrow();
+        Progress {
+            rows: self.rows.load(Ordering::Relaxed),
+            changes: self.changes.load(Ordering::Relaxed),
+            windows: self.windows.load(Ordering::Relaxed),
+            retries: self.retries.load(Ordering::Relaxed),
+            consumer_errors: self.consumer_errors.load(Ordering::Relaxed),
+            streams: self.streams.load(Ordering::Relaxed),
+            generation_switches: self.generation_switches.load(Ordering::Relaxed),
+            low_watermark,
+            lag: low_watermark.map(|w| lag(self.clock.now(), w)),
+        }
+    }
+}
+
+/// `now - w`, zero when `w` is ahead.
+fn lag(now: DateTime<Utc>, w: DateTime<Utc>) -> Duration {
+    (now - w).to_std().unwrap_or(Duration::ZERO)
+}
+
+/// The `kind` label of a retried driver error: `timeout`, `overloaded`, `unavailable`,
+/// `connection`, `replica_failure` or `other`.
+pub(crate) fn retry_kind(err: &ExecutionError) -> &'static str {
+    match err {
+        ExecutionError::RequestTimeout(_) => "timeout",
+        ExecutionError::EmptyPlan => "unavailable",
+        ExecutionError::ConnectionPoolError(_) => "connection",
+        ExecutionError::LastAttemptError(attempt) => match attempt {
+            RequestAttemptError::UnableToAllocStreamId
+            | RequestAttemptError::BrokenConnectionError(_) => "connection",
+            RequestAttemptError::DbError(db, _) => match db {
+                DbError::ReadTimeout { .. } | DbError::WriteTimeout { .. } => "timeout",
+                DbError::Overloaded | DbError::RateLimitReached { .. } => "overloaded",
+                DbError::Unavailable { .. } | DbError::IsBootstrapping => "unavailable",
+                DbError::ReadFailure { .. } | DbError::WriteFailure { .. } => "replica_failure",
+                _ => "other",
+            },
+            _ => "other",
+        },
+        _ => "other",
+    }
+}
+
+/// The `kind` label of a retried reader error (see [`retry_kind`]).
+pub(crate) fn retry_kind_of(err: &CDCError) -> &'static str {
+    match err {
+        CDCError::Query { source, .. } => retry_kind(source),
+        CDCError::Prepare { .. } => "prepare",
+        CDCError::Checkpoint { .. } => "checkpoint",
+        _ => "other",
+    }
+}
+
+/// A token bucket shared by every stream reader of a reader: at most `rate` rows per second,
+/// with a burst of a tenth of a second's worth.
+///
+/// A caller reserves its rows at once (the bucket may go into debt) and sleeps until the
+/// debt is paid: waiting is a timer, never a busy loop, and callers are served in the order
+/// they reserved.
+pub(crate) struct RateLimiter {
+    rate: f64,
+    burst: f64,
+    /// The rows a stream reader pays for at a time while it delivers a page.
+    chunk: u64,
+    /// Tokens (negative: debt) as of an instant. A std mutex: never held across `.await`.
+    state: Mutex<(f64, tokio::time::Instant)>,
+}
+
+impl RateLimiter {
+    pub(crate) fn new(rows_per_second: u64) -> Self {
+        let rate = rows_per_second as f64;
+        let chunk = (rows_per_second / 50).clamp(1, 1000);
+        let burst = (rate / 10.0).max(chunk as f64);
+        Self {
+            rate,
+            burst,
+            chunk,
+            state: Mutex::new((burst, tokio::time::Instant::now())),
+        }
+    }
+
+    /// How many rows to pay for at a time.
+    pub(crate) fn chunk(&self) -> u64 {
+        self.chunk
+    }
+
+    /// Waits until `rows` more rows may be read.
+    pub(crate) async fn acquire(&self, rows: u64) {
+        let until = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let now = tokio::time::Instant::now();
+            let (tokens, at) = *state;
+            let refilled = (tokens + now.saturating_duration_since(at).as_secs_f64() * self.rate)
+                .min(self.burst);
+            let left = refilled - rows as f64;
+            *state = (left, now);
+            if left >= 0.0 {
+                return;
+            }
+            now + Duration::from_secs_f64(-left / self.rate)
+        };
+        tokio::time::sleep_until(until).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::TokioClock;
+
+    fn ms(m: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(m).unwrap()
+    }
+
+    const BASE: i64 = 1_700_000_000_000;
+
+    fn stats() -> Stats {
+        Stats::new(
+            "ks",
+            "t",
+            Arc::new(TokioClock::starting_at(ms(BASE))),
+            Duration::from_secs(30),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_watermark_is_the_least_group_position() {
+        let s = stats();
+        assert_eq!(s.snapshot().low_watermark, None);
+        let slots = s.begin_generation(3, &[ms(BASE - 90_000), ms(BASE - 80_000)], false);
+        let us = TimeDelta::microseconds(1);
+        assert_eq!(s.snapshot().low_watermark, Some(ms(BASE - 90_000) - us));
+        s.advance(&slots[0], ms(BASE - 70_000));
+        assert_eq!(s.snapshot().low_watermark, Some(ms(BASE - 80_000) - us));
+        s.advance(&slots[1], ms(BASE - 60_000));
+        assert_eq!(s.snapshot().low_watermark, Some(ms(BASE - 70_000) - us));
+        // Never ahead of now - safety_interval.
+        s.advance(&slots[0], ms(BASE));
+        s.advance(&slots[1], ms(BASE));
+        assert_eq!(s.snapshot().low_watermark, Some(ms(BASE - 30_000) - us));
+        assert_eq!(s.snapshot().lag, Some(Duration::from_micros(30_000_001)));
+        // A new generation: the old groups no longer count, stale slots are ignored.
+        let new = s.begin_generation(1, &[ms(BASE - 10_000)], true);
+        s.advance(&slots[0], ms(BASE - 50_000));
+        tokio::time::advance(Duration::from_secs(100)).await;
+        s.advance(&new[0], ms(BASE + 20_000));
+        let p = s.snapshot();
+        assert_eq!(p.low_watermark, Some(ms(BASE + 20_000) - us));
+        assert_eq!((p.streams, p.generation_switches), (1, 1));
+    }
+
+    #[test]
+    fn retry_kinds() {
+        use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+        let db = |e| ExecutionError::LastAttemptError(RequestAttemptError::DbError(e, "x".into()));
+        assert_eq!(
+            retry_kind(&ExecutionError::RequestTimeout(Duration::ZERO)),
+            "timeout"
+        );
+        assert_eq!(retry_kind(&db(DbError::Overloaded)), "overloaded");
+        assert_eq!(retry_kind(&db(DbError::IsBootstrapping)), "unavailable");
+        assert_eq!(retry_kind(&db(DbError::Invalid)), "other");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_rate_limiter_spaces_rows() {
+        let l = RateLimiter::new(1000);
+        let start = tokio::time::Instant::now();
+        // The burst (100 rows) goes at once, then 1000 rows per second.
+        l.acquire(100).await;
+        assert_eq!(start.elapsed(), Duration::ZERO);
+        for _ in 0..100 {
+            l.acquire(20).await;
+        }
+        let took = start.elapsed().as_secs_f64();
+        assert!((1.99..=2.01).contains(&took), "{took}");
+    }
+}
