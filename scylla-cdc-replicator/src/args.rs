@@ -150,6 +150,19 @@ pub struct Args {
     /// Serve the reader's metrics as Prometheus text on http://HOST:PORT/metrics.
     #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg)]
     pub metrics_addr: Option<SocketAddr>,
+    /// First copy every row of the tables as of the launch time T (each cell with its write
+    /// time and TTL), then replicate the log from T: for tables that already hold data. The
+    /// token ranges copied are saved next to the checkpoints (`<checkpoint table>_snapshot`),
+    /// so a restart with the same arguments resumes the copy. Refuses tables with non-frozen
+    /// collections or UDTs, or counters.
+    #[arg(long, conflicts_with_all = ["start", "no_checkpoints"])]
+    pub snapshot: bool,
+    /// Consistency level of the snapshot's reads of the source.
+    #[arg(long, value_name = "LEVEL", default_value = "LOCAL_QUORUM", value_parser = parse_consistency)]
+    pub snapshot_consistency: Consistency,
+    /// Token ranges the snapshot copies at once.
+    #[arg(long, value_name = "N", default_value = "8", value_parser = max_in_flight)]
+    pub snapshot_parallelism: usize,
 }
 
 /// The flags that say how to reach the source and destination clusters (contact points,
@@ -351,6 +364,12 @@ pub struct Config {
     pub max_rows_per_second: Option<u64>,
     /// Time between progress lines.
     pub progress_interval: Duration,
+    /// Copy the tables first (`--snapshot`).
+    pub snapshot: bool,
+    /// Consistency of the snapshot's reads.
+    pub snapshot_consistency: Consistency,
+    /// Ranges the snapshot copies at once.
+    pub snapshot_parallelism: usize,
 }
 
 impl Args {
@@ -410,6 +429,9 @@ impl Args {
             max_in_flight: self.max_in_flight,
             max_rows_per_second: self.max_rows_per_second,
             progress_interval: self.progress_interval,
+            snapshot: self.snapshot,
+            snapshot_consistency: self.snapshot_consistency,
+            snapshot_parallelism: self.snapshot_parallelism,
         })
     }
 }
@@ -470,6 +492,20 @@ mod tests {
         assert_eq!(c.max_in_flight, 64);
         assert!(!c.create_destination_table);
         assert_eq!(c.source_credentials, None);
+        assert!(!c.snapshot);
+        assert_eq!(c.snapshot_consistency, Consistency::LocalQuorum);
+        assert_eq!(c.snapshot_parallelism, 8);
+        let c = parse(&with(&[
+            "--snapshot",
+            "--snapshot-consistency",
+            "one",
+            "--snapshot-parallelism",
+            "2",
+        ]))
+        .unwrap();
+        assert!(c.snapshot);
+        assert_eq!(c.snapshot_consistency, Consistency::One);
+        assert_eq!(c.snapshot_parallelism, 2);
     }
 
     #[test]
@@ -610,6 +646,15 @@ mod tests {
             (with(&["--destination-password", "p"]), "--destination-user"),
             (with(&["--max-in-flight", "0"]), "1 to 65536"),
             (with(&["--verify-after"]), "--end"),
+            (
+                with(&["--snapshot", "--start", "-1h"]),
+                "cannot be used with",
+            ),
+            (
+                with(&["--snapshot", "--no-checkpoints"]),
+                "cannot be used with",
+            ),
+            (with(&["--snapshot-parallelism", "0"]), "1 to 65536"),
             (with(&["--end", "-1m"]), "must be after --start"),
             (
                 vec![

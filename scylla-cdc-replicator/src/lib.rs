@@ -44,6 +44,13 @@
 //! replicator never drops destination data by itself; drop it there too (or restart with
 //! `--allow-extra-columns`) and restart, and replication resumes from that change.
 //!
+//! # Snapshot
+//!
+//! With `--snapshot` ([`snapshot`]), [`Replicator::start`] first copies every row of each
+//! table as of the launch time T (each cell with its write time and TTL, by token range,
+//! resumable), then starts its log reader from T minus the safety interval, so writes made
+//! during the copy are replayed after it and win by their newer timestamps.
+//!
 //! # Verification
 //!
 //! `scylla-cdc-replicator verify` ([`verify`]) compares a table with its replica by token
@@ -53,7 +60,9 @@
 pub mod apply;
 pub mod args;
 pub mod evolve;
+pub(crate) mod scan;
 pub mod schema;
+pub mod snapshot;
 pub mod translate;
 pub mod verify;
 
@@ -79,6 +88,7 @@ use crate::schema::{
     SchemaError, TableSchema, check_compatible, create_statements, is_scylla, keyspace_exists,
     read_table_schema, table_exists,
 };
+use crate::snapshot::{CopyReport, CopySettings, ProgressTable, SavedProgress};
 use crate::translate::ListWrites;
 use crate::verify::{VerifyArgs, VerifyConfig};
 
@@ -97,10 +107,14 @@ async fn source_table(
     session: &Session,
     keyspace: &str,
     table: &str,
+    snapshot: bool,
 ) -> Result<TableSchema, CliError> {
     let schema = read_table_schema(session, keyspace, table)
         .await
         .map_err(|e| schema_error("source", e))?;
+    if snapshot {
+        snapshot::check_copyable(&schema).map_err(CliError::schema)?;
+    }
     let log = format!("{table}_scylla_cdc_log");
     if !table_exists(session, keyspace, &log)
         .await
@@ -186,13 +200,22 @@ pub struct Replicator {
     readers: Vec<RunningReader>,
     stats: Arc<Stats>,
     progress_interval: Duration,
+    snapshots: Vec<CopyReport>,
 }
 
 impl Replicator {
     /// Connects, checks (or creates) every table, and starts replicating. Nothing is read
     /// before every table has been checked; on a failure the readers already started are
-    /// stopped.
+    /// stopped. With `--snapshot`, the tables are copied first ([`snapshot`]); see
+    /// [`Replicator::start_with`] to stop that copy.
     pub async fn start(config: &Config) -> Result<Replicator, CliError> {
+        // The trigger is dropped: no stop can be requested.
+        Self::start_with(config, Shutdown::new().1).await
+    }
+
+    /// Like [`Replicator::start`], stopping a `--snapshot` copy when `shutdown` is requested
+    /// (an error with exit code 0; the ranges copied are saved, and a restart resumes).
+    pub async fn start_with(config: &Config, shutdown: Shutdown) -> Result<Replicator, CliError> {
         info!(
             keyspace = %config.keyspace,
             tables = ?config.tables,
@@ -239,7 +262,7 @@ impl Replicator {
         for table in &config.tables {
             let schema = Arc::new(
                 retry_startup("reading the source table's schema", give_up, || {
-                    source_table(&source, &config.keyspace, table)
+                    source_table(&source, &config.keyspace, table, config.snapshot)
                 })
                 .await?,
             );
@@ -280,11 +303,27 @@ impl Replicator {
                 ),
             )));
         }
+        let mut starts = Vec::new();
+        let mut snapshots = Vec::new();
+        for context in &contexts {
+            if !config.snapshot {
+                starts.push(config.start.time());
+                continue;
+            }
+            let report = copy_snapshot(config, &source, context, shutdown.clone()).await?;
+            // The log is read from T minus the safety interval (unless a checkpoint is
+            // saved): a write in flight around T that the scan missed is replayed.
+            let safety = chrono::TimeDelta::from_std(config.safety_interval).unwrap_or_default();
+            let t = chrono::DateTime::from_timestamp_micros(report.snapshot_micros)
+                .unwrap_or(config.start.time());
+            starts.push(t - safety);
+            snapshots.push(report);
+        }
         let mut readers: Vec<RunningReader> = Vec::new();
-        for context in contexts {
+        for (context, start) in contexts.into_iter().zip(starts) {
             let state = context.state();
             let name = format!("{}.{}", state.schema.keyspace, state.schema.table);
-            match start_reader(config, &source, context).await {
+            match start_reader(config, &source, context, start).await {
                 Ok(r) => readers.push(r),
                 Err(e) => {
                     for r in &mut readers {
@@ -306,7 +345,14 @@ impl Replicator {
             readers,
             stats,
             progress_interval: config.progress_interval,
+            snapshots,
         })
+    }
+
+    /// What the `--snapshot` copies of this run did, one per table (empty without
+    /// `--snapshot`).
+    pub fn snapshots(&self) -> &[CopyReport] {
+        &self.snapshots
     }
 
     /// The counters of this replicator (changes applied, newest change, retries).
@@ -339,11 +385,65 @@ enum StartError {
     Cli(CliError),
 }
 
-/// Starts the log reader of one table, with its checkpoint saver unless checkpoints are off.
+/// The `--snapshot` copy of one table (see [`snapshot`]): opens its progress table, takes the
+/// saved snapshot time or saves the launch time as it, and copies the ranges not done yet.
+async fn copy_snapshot(
+    config: &Config,
+    source: &Arc<Session>,
+    context: &TableContext,
+    shutdown: Shutdown,
+) -> Result<CopyReport, CliError> {
+    let state = context.state();
+    let (keyspace, table) = (&state.schema.keyspace, &state.schema.table);
+    let give_up = config.give_up_after;
+    let progress = match &config.checkpoint_table {
+        Some(cp) => Some(
+            retry_startup("opening the snapshot progress table", give_up, || {
+                ProgressTable::open(
+                    source.clone(),
+                    cp,
+                    keyspace,
+                    table,
+                    &config.destination_keyspace,
+                )
+            })
+            .await?,
+        ),
+        None => None,
+    };
+    let saved = match &progress {
+        Some(p) => retry_startup("reading the snapshot progress", give_up, || p.load()).await?,
+        None => SavedProgress::default(),
+    };
+    let launched = config.start.time().timestamp_micros();
+    let t = snapshot::snapshot_time(progress.as_ref(), &saved, launched, give_up).await?;
+    let settings = CopySettings {
+        consistency: config.snapshot_consistency,
+        parallelism: config.snapshot_parallelism,
+        give_up_after: give_up,
+        progress_interval: config.progress_interval,
+        run_micros: chrono::Utc::now().timestamp_micros(),
+    };
+    snapshot::copy_table(
+        source.clone(),
+        state.destination.clone(),
+        state.schema.clone(),
+        progress.as_ref(),
+        &saved,
+        t,
+        &settings,
+        shutdown,
+    )
+    .await
+}
+
+/// Starts the log reader of one table from `start` (unless a checkpoint is saved), with its
+/// checkpoint saver unless checkpoints are off.
 async fn start_reader(
     config: &Config,
     source: &Arc<Session>,
     context: Arc<TableContext>,
+    start: chrono::DateTime<chrono::Utc>,
 ) -> Result<RunningReader, StartError> {
     let state = context.state();
     let keyspace = state.schema.keyspace.clone();
@@ -357,7 +457,7 @@ async fn start_reader(
         .safety_interval(config.safety_interval)
         .sleep_interval(config.sleep_interval)
         .pause_between_saves(config.checkpoint_interval)
-        .start_timestamp(config.start.time());
+        .start_timestamp(start);
     if let Some(n) = config.max_rows_per_second {
         // One cap for all tables: each table's reader gets its share.
         builder = builder.max_rows_per_second((n / config.tables.len().max(1) as u64).max(1));
@@ -501,7 +601,15 @@ where
         scylla_cdc::cli::metrics_http::serve_metrics(addr)?;
     }
     let stop = shutdown.clone();
-    Replicator::start(&config).await?.run(shutdown).await?;
+    let replicator = match Replicator::start_with(&config, shutdown.clone()).await {
+        Ok(r) => r,
+        Err(e) if e.exit_code() == exit_code::OK => {
+            info!("{}", e.message());
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    replicator.run(shutdown).await?;
     if !config.verify_after {
         return Ok(());
     }

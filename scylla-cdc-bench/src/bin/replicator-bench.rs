@@ -10,12 +10,17 @@
 //! An emulator without `--preload` is loaded through the driver instead (same table, same
 //! rows; slower to set up, same backlog).
 //!
+//! With `--snapshot` the replicator copies the table instead (`scylla-cdc-replicator
+//! --snapshot`: a token-range scan of the source with per-cell write times and TTLs, written
+//! to the destination), and the bench prints the copy's rows/s and the peak RSS of this
+//! process (the replicator; the emulators are other processes).
+//!
 //! With `--tls` both sides are replicated over TLS (the emulators' TLS ports, certificates of
 //! `--tls-test-ca`), to compare with a run without.
 //!
 //! ```text
 //! cargo build --release -p scylla-cdc-test-utils -p scylla-cdc-bench
-//! target/release/replicator-bench --partitions 1000 --rows 1000 [--tls]
+//! target/release/replicator-bench --partitions 1000 --rows 1000 [--tls] [--snapshot]
 //! ```
 
 use std::path::PathBuf;
@@ -65,6 +70,12 @@ struct Args {
     /// `--tls-test-ca`), to measure what TLS costs.
     #[arg(long)]
     tls: bool,
+    /// Measure the `--snapshot` copy of the table instead of the replication of its log.
+    #[arg(long)]
+    snapshot: bool,
+    /// Ranges the `--snapshot` copy scans at once.
+    #[arg(long, default_value_t = 8)]
+    snapshot_parallelism: usize,
     /// Address of the source emulator (default: a random loopback address); the destination
     /// is at the same /24's `.101`.
     #[arg(long)]
@@ -237,7 +248,15 @@ async fn main() -> anyhow::Result<()> {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    if !args.checkpoints {
+    if args.snapshot {
+        // The snapshot time is the launch: the preloaded log is older and not replayed.
+        replicator_args.retain(|a| a != "--start=-1d");
+        replicator_args.extend([
+            "--snapshot".into(),
+            "--snapshot-parallelism".into(),
+            args.snapshot_parallelism.to_string(),
+        ]);
+    } else if !args.checkpoints {
         replicator_args.push("--no-checkpoints".into());
     }
     if args.tls {
@@ -256,6 +275,44 @@ async fn main() -> anyhow::Result<()> {
     let replicator = Replicator::start(&config)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if args.snapshot {
+        let copied = replicator.snapshots().first().copied().unwrap_or_default();
+        let (cpu1, peak_rss) = own_usage();
+        let cpu = cpu1.saturating_sub(cpu0);
+        let secs = copied.elapsed.as_secs_f64().max(1e-9);
+        let (trigger, shutdown) = Shutdown::new();
+        trigger.trigger();
+        trigger.trigger();
+        if let Err(e) = replicator.run(shutdown).await
+            && e.exit_code() != exit_code::OK
+        {
+            eprintln!("replicator: {e}");
+        }
+        println!(
+            "snapshot copied {} rows in {secs:.2} s: {:.0} rows/s ({} ranges)",
+            copied.rows_copied,
+            copied.rows_copied as f64 / secs,
+            copied.ranges_copied
+        );
+        println!(
+            "replicator CPU {:.2} s; peak RSS {} (this process: the replicator)",
+            cpu.as_secs_f64(),
+            mib(peak_rss)
+        );
+        let (rows,): (i64,) = dest_session
+            .query_unpaged("SELECT COUNT(*) FROM bench.t", &[])
+            .await?
+            .into_rows_result()?
+            .single_row()?;
+        println!("destination rows: {rows}");
+        if u64::try_from(rows).ok() != Some(total) || copied.rows_copied != total {
+            bail!(
+                "copied {} rows, the destination has {rows}, not {total}",
+                copied.rows_copied
+            );
+        }
+        return Ok(());
+    }
     let stats = replicator.stats();
     let (trigger, shutdown) = Shutdown::new();
     let running = tokio::spawn(replicator.run(shutdown));
