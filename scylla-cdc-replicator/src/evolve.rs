@@ -15,19 +15,67 @@
 //! - nothing changed: the row comes from a page read before a column was added (its missing
 //!   columns are null), and this layout is accepted without asking again.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail};
 use scylla::client::session::Session;
 use scylla_cdc::CDCRow;
 use tracing::info;
 
-use crate::apply::{TableContext, TableState};
+use crate::destination::Destination;
 use crate::schema::{
     ColumnKind, SchemaError, TableSchema, check_compatible, create_statements, list_columns,
     postimage_enabled, quote, read_table_schema,
 };
 use crate::translate::ListWrites;
+
+/// The part of one table's replication that follows the source table's columns: replaced
+/// as a whole when columns are added to it ([`crate::evolve`]).
+pub struct TableState {
+    /// The source table's schema.
+    pub schema: Arc<TableSchema>,
+    /// Where its changes go.
+    pub destination: Arc<Destination>,
+    /// How list changes are written (by the destination's kind).
+    pub lists: ListWrites,
+}
+
+/// What the consumers of one table share.
+pub struct TableContext {
+    /// The current state (never held across an `.await`).
+    state: Mutex<Arc<TableState>>,
+    /// Most writes a stream group has in flight.
+    pub max_in_flight: usize,
+    /// Follows the source table's schema changes.
+    pub(crate) follower: SchemaFollower,
+}
+
+impl TableContext {
+    /// The shared context of one table's consumers.
+    pub fn new(state: TableState, max_in_flight: usize, follower: SchemaFollower) -> Self {
+        Self {
+            state: Mutex::new(Arc::new(state)),
+            max_in_flight,
+            follower,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> Arc<TableState> {
+        match self.state.lock() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Makes `state` the current one.
+    pub(crate) fn set_state(&self, state: Arc<TableState>) {
+        match self.state.lock() {
+            Ok(mut s) => *s = state,
+            Err(poisoned) => *poisoned.into_inner() = state,
+        }
+    }
+}
 
 /// Which columns of a schema a log row lacks, and which columns it has beyond them.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -59,6 +59,7 @@
 
 pub mod apply;
 pub mod args;
+pub mod destination;
 pub mod evolve;
 pub(crate) mod scan;
 pub mod schema;
@@ -81,9 +82,10 @@ use scylla_cdc::cli::{
 use scylla_cdc::{CDCLogReaderBuilder, TableBackedCheckpointSaver};
 use tracing::info;
 
-use crate::apply::{Destination, ReplicatorFactory, Stats, TableContext, TableState};
+use crate::apply::ReplicatorFactory;
 use crate::args::{Args, Config};
-use crate::evolve::{SchemaFollower, list_writes_for};
+use crate::destination::{Destination, Stats};
+use crate::evolve::{SchemaFollower, TableContext, TableState, list_writes_for};
 use crate::schema::{
     SchemaError, TableSchema, check_compatible, create_statements, is_scylla, keyspace_exists,
     read_table_schema, table_exists,

@@ -64,7 +64,7 @@ use scylla_cdc::cli::{CliError, QualifiedTable, Shutdown, error_chain, retry_sta
 use tokio::task::JoinSet;
 use tracing::info;
 
-use crate::apply::Destination;
+use crate::destination::Destination;
 use crate::scan::{ScanError, ScanPlan, Side, token_ranges};
 use crate::schema::{ColumnKind, CqlType, TableSchema, ValueKind, quote};
 use crate::translate::{Assign, Shape, Write};

@@ -1,0 +1,320 @@
+//! One destination table ([`Destination`]): its session, a cache of prepared statements per
+//! [`Shape`], and the retry loop that executes one change's writes (one statement, or an
+//! unlogged batch of the change's statements — they all hit one partition); [`Stats`] counts
+//! what was applied, for the progress log.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::anyhow;
+use scylla::client::session::Session;
+use scylla::errors::ExecutionError;
+use scylla::statement::Consistency;
+use scylla::statement::batch::{Batch, BatchType};
+use scylla::statement::prepared::PreparedStatement;
+use scylla::value::CqlValue;
+use scylla_cdc::cli::error_chain;
+use tracing::{debug, warn};
+
+use crate::schema::{TableSchema, quote};
+use crate::translate::{Shape, Write, statement_text};
+
+/// First pause after a transient write error; doubled on each further failure.
+const RETRY_START: Duration = Duration::from_millis(50);
+/// Longest pause between retries.
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// Counters shared by every consumer of a replicator.
+#[derive(Debug, Default)]
+pub struct Stats {
+    applied: AtomicU64,
+    newest_micros: AtomicI64,
+    retries: AtomicU64,
+}
+
+impl Stats {
+    /// Changes (delta rows) applied so far.
+    pub fn applied(&self) -> u64 {
+        self.applied.load(Ordering::Relaxed)
+    }
+
+    /// The newest write time (µs) among the applied changes, if any.
+    pub fn newest_applied_micros(&self) -> Option<i64> {
+        match self.newest_micros.load(Ordering::Relaxed) {
+            0 => None,
+            t => Some(t),
+        }
+    }
+
+    /// Writes retried after a transient error so far.
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+
+    /// Counts one applied change written at `time_micros`.
+    pub(crate) fn record(&self, time_micros: i64) {
+        self.applied.fetch_add(1, Ordering::Relaxed);
+        self.newest_micros.fetch_max(time_micros, Ordering::Relaxed);
+    }
+}
+
+/// Whether a driver error is worth retrying: the library's classification (timeouts,
+/// overload, unavailable replicas, broken connections, nodes down or starting). Every write
+/// of the replicator is idempotent (it carries its timestamp), so retrying is always safe.
+pub use scylla_cdc::is_transient;
+
+/// Rewrites the keyspace of every UDT value inside `value` (the driver checks that a UDT
+/// value names the keyspace of the column it is bound to).
+pub fn retarget_udts(value: &mut CqlValue, keyspace: &str) {
+    match value {
+        CqlValue::UserDefinedType {
+            keyspace: ks,
+            fields,
+            ..
+        } => {
+            if ks != keyspace {
+                *ks = keyspace.to_owned();
+            }
+            for v in fields.iter_mut().filter_map(|(_, v)| v.as_mut()) {
+                retarget_udts(v, keyspace);
+            }
+        }
+        CqlValue::List(items) | CqlValue::Set(items) | CqlValue::Vector(items) => {
+            items.iter_mut().for_each(|v| retarget_udts(v, keyspace));
+        }
+        CqlValue::Map(entries) => {
+            for (k, v) in entries {
+                retarget_udts(k, keyspace);
+                retarget_udts(v, keyspace);
+            }
+        }
+        CqlValue::Tuple(items) => {
+            items
+                .iter_mut()
+                .flatten()
+                .for_each(|v| retarget_udts(v, keyspace));
+        }
+        _ => {}
+    }
+}
+
+/// One destination table: where and how changes are written.
+pub struct Destination {
+    /// The destination cluster.
+    session: Arc<Session>,
+    /// The destination keyspace.
+    keyspace: String,
+    /// `"ks"."t"`.
+    target: String,
+    /// The source table's schema (the destination has at least its columns).
+    schema: Arc<TableSchema>,
+    /// Consistency of the writes.
+    consistency: Consistency,
+    /// The table uses UDTs: their values must name the destination keyspace.
+    retarget: bool,
+    /// Prepared statements by shape (never held across an `.await`).
+    cache: Mutex<HashMap<Shape, PreparedStatement>>,
+    /// Counters of the replicator.
+    pub(crate) stats: Arc<Stats>,
+}
+
+impl Destination {
+    /// Writes of `schema`'s changes into `keyspace.table` through `session`.
+    pub fn new(
+        session: Arc<Session>,
+        keyspace: &str,
+        table: &str,
+        schema: Arc<TableSchema>,
+        consistency: Consistency,
+        stats: Arc<Stats>,
+    ) -> Self {
+        Self {
+            session,
+            keyspace: keyspace.to_owned(),
+            target: format!("{}.{}", quote(keyspace), quote(table)),
+            retarget: !schema.udts.is_empty(),
+            schema,
+            consistency,
+            cache: Mutex::new(HashMap::new()),
+            stats,
+        }
+    }
+
+    /// `"ks"."t"`.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The destination cluster.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    /// The destination keyspace.
+    pub fn keyspace(&self) -> &str {
+        &self.keyspace
+    }
+
+    /// The same table, for `schema` (the source table after columns were added), with its
+    /// own statement cache.
+    pub fn with_schema(&self, schema: Arc<TableSchema>) -> Self {
+        Self {
+            session: self.session.clone(),
+            keyspace: self.keyspace.clone(),
+            target: self.target.clone(),
+            retarget: !schema.udts.is_empty(),
+            schema,
+            consistency: self.consistency,
+            cache: Mutex::new(HashMap::new()),
+            stats: self.stats.clone(),
+        }
+    }
+
+    /// The prepared statement of a shape, prepared on first use.
+    async fn prepared(&self, shape: &Shape) -> Result<PreparedStatement, ExecutionError> {
+        if let Some(p) = self.cache.lock().ok().and_then(|c| c.get(shape).cloned()) {
+            return Ok(p);
+        }
+        let text = statement_text(&self.schema, &self.target, shape);
+        debug!(statement = %text, "preparing");
+        let mut prepared = self.session.prepare(text).await?;
+        prepared.set_consistency(self.consistency);
+        prepared.set_is_idempotent(true);
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.insert(shape.clone(), prepared.clone());
+        }
+        Ok(prepared)
+    }
+
+    /// Executes the writes of one change once.
+    async fn execute(&self, writes: &[Write]) -> Result<(), ExecutionError> {
+        match writes {
+            [] => Ok(()),
+            [w] => {
+                let p = self.prepared(&w.shape).await?;
+                self.session
+                    .execute_unpaged(&p, &w.values)
+                    .await
+                    .map(|_| ())
+            }
+            many => {
+                let mut batch = Batch::new(BatchType::Unlogged);
+                batch.set_consistency(self.consistency);
+                batch.set_is_idempotent(true);
+                let mut values = Vec::with_capacity(many.len());
+                for w in many {
+                    batch.append_statement(self.prepared(&w.shape).await?);
+                    values.push(&w.values);
+                }
+                self.session.batch(&batch, values).await.map(|_| ())
+            }
+        }
+    }
+
+    /// Applies the writes of one or more changes in one request, retrying transient errors
+    /// with capped exponential backoff until they succeed; other errors are returned.
+    pub async fn apply(&self, mut writes: Vec<Write>) -> anyhow::Result<()> {
+        if self.retarget {
+            for v in writes
+                .iter_mut()
+                .flat_map(|w| w.values.iter_mut())
+                .flatten()
+            {
+                retarget_udts(v, &self.keyspace);
+            }
+        }
+        let mut backoff = RETRY_START;
+        loop {
+            match self.execute(&writes).await {
+                Ok(()) => return Ok(()),
+                Err(e) if is_transient(&e) => {
+                    self.stats.retries.fetch_add(1, Ordering::Relaxed);
+                    warn!(error = %e, table = %self.target, retry_in = ?backoff, "transient error writing to the destination; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(RETRY_MAX);
+                }
+                Err(e) => {
+                    let text = writes
+                        .first()
+                        .map(|w| statement_text(&self.schema, &self.target, &w.shape))
+                        .unwrap_or_default();
+                    return Err(anyhow!("writing `{text}` failed: {}", error_chain(&e)));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scylla::errors::{DbError, RequestAttemptError};
+    use scylla::frame::types::Consistency as Cl;
+
+    fn db(e: DbError) -> ExecutionError {
+        ExecutionError::LastAttemptError(RequestAttemptError::DbError(e, "x".into()))
+    }
+
+    #[test]
+    fn transient_errors() {
+        assert!(is_transient(&db(DbError::Overloaded)));
+        assert!(is_transient(&db(DbError::WriteTimeout {
+            consistency: Cl::Quorum,
+            received: 1,
+            required: 2,
+            write_type: scylla::errors::WriteType::Simple,
+        })));
+        assert!(is_transient(&db(DbError::Unavailable {
+            consistency: Cl::Quorum,
+            required: 2,
+            alive: 1
+        })));
+        assert!(is_transient(&ExecutionError::RequestTimeout(
+            Duration::from_secs(1)
+        )));
+        assert!(is_transient(&ExecutionError::EmptyPlan));
+        assert!(!is_transient(&db(DbError::Invalid)));
+        assert!(!is_transient(&db(DbError::SyntaxError)));
+        assert!(!is_transient(&db(DbError::ServerError)));
+    }
+
+    #[test]
+    fn udt_keyspaces_are_rewritten_everywhere() {
+        let udt = |ks: &str| CqlValue::UserDefinedType {
+            keyspace: ks.into(),
+            name: "u".into(),
+            fields: vec![(
+                "inner".into(),
+                Some(CqlValue::UserDefinedType {
+                    keyspace: ks.into(),
+                    name: "p".into(),
+                    fields: vec![],
+                }),
+            )],
+        };
+        let wrap = |ks: &str| {
+            CqlValue::List(vec![CqlValue::Map(vec![(
+                CqlValue::Tuple(vec![Some(udt(ks)), None]),
+                CqlValue::Set(vec![udt(ks)]),
+            )])])
+        };
+        let mut v = wrap("src");
+        retarget_udts(&mut v, "dst");
+        assert_eq!(v, wrap("dst"));
+        let mut plain = CqlValue::Int(1);
+        retarget_udts(&mut plain, "dst");
+        assert_eq!(plain, CqlValue::Int(1));
+    }
+
+    #[test]
+    fn stats_count_and_keep_the_newest_time() {
+        let s = Stats::default();
+        assert_eq!(s.newest_applied_micros(), None);
+        s.record(5);
+        s.record(3);
+        assert_eq!(s.applied(), 2);
+        assert_eq!(s.newest_applied_micros(), Some(5));
+    }
+}
