@@ -14,11 +14,11 @@ use anyhow::{Context, anyhow};
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use scylla::value::CqlValue;
 use scylla_cdc::{CDCRow, Consumer, ConsumerFactory, OperationType};
 use tokio::sync::{mpsc, oneshot};
 use tracing::warn;
 
+use crate::destination::{BudgetShare, WriteBudget, writes_size};
 pub use crate::destination::{Destination, Stats, is_transient, retarget_udts};
 use crate::evolve::{Followed, Layout, TableContext, TableState};
 #[cfg(test)]
@@ -32,6 +32,8 @@ enum Job {
     Apply {
         writes: Vec<Write>,
         time_micros: Option<i64>,
+        /// Its share of the replicator's write budget, given back once it is written.
+        share: BudgetShare,
     },
     /// Answer once every earlier job is done.
     Flush(oneshot::Sender<Result<(), String>>),
@@ -63,44 +65,17 @@ const MAX_BATCH_CHANGES: usize = 32;
 /// 128 KiB and refuses them over 1 MiB.
 const MAX_BATCH_BYTES: usize = 64 * 1024;
 
-/// A rough size of a value on the wire.
-fn approx_size(v: &CqlValue) -> usize {
-    4 + match v {
-        CqlValue::Ascii(s) | CqlValue::Text(s) => s.len(),
-        CqlValue::Blob(b) => b.len(),
-        CqlValue::List(items) | CqlValue::Set(items) | CqlValue::Vector(items) => {
-            items.iter().map(approx_size).sum()
-        }
-        CqlValue::Map(entries) => entries
-            .iter()
-            .map(|(k, v)| approx_size(k) + approx_size(v))
-            .sum(),
-        CqlValue::Tuple(items) => items.iter().flatten().map(approx_size).sum(),
-        CqlValue::UserDefinedType { fields, .. } => fields
-            .iter()
-            .map(|(_, v)| v.as_ref().map_or(4, approx_size))
-            .sum(),
-        _ => 16,
-    }
-}
-
-/// A rough size of a change's writes on the wire.
-fn writes_size(writes: &[Write]) -> usize {
-    writes
-        .iter()
-        .flat_map(|w| w.values.iter())
-        .map(|v| v.as_ref().map_or(4, approx_size))
-        .sum()
-}
-
 /// Applies consecutive changes of a stream in one request; returns their write times
 /// (`None` for writes that complete a change counted already).
 async fn apply_group(
     dest: Arc<Destination>,
     writes: Vec<Write>,
     times: Vec<Option<i64>>,
+    shares: Vec<BudgetShare>,
 ) -> (anyhow::Result<()>, Vec<Option<i64>>) {
-    (dest.apply(writes).await, times)
+    let result = dest.apply(writes).await;
+    drop(shares);
+    (result, times)
 }
 
 /// Issues jobs in order, up to `max_in_flight` requests at once, until the consumer is
@@ -137,15 +112,17 @@ async fn writer_loop(
             },
             job = jobs.recv(), if open && waiting.is_empty() && in_flight.len() < max_in_flight => match job {
                 None => open = false,
-                Some(Job::Apply { mut writes, time_micros }) => {
+                Some(Job::Apply { mut writes, time_micros, share }) => {
                     let mut times = vec![time_micros];
+                    let mut shares = vec![share];
                     let mut size = writes_size(&writes);
                     while times.len() < MAX_BATCH_CHANGES && size < MAX_BATCH_BYTES {
                         match jobs.try_recv() {
-                            Ok(Job::Apply { writes: more, time_micros }) => {
+                            Ok(Job::Apply { writes: more, time_micros, share }) => {
                                 size += writes_size(&more);
                                 writes.extend(more);
                                 times.push(time_micros);
+                                shares.push(share);
                             }
                             Ok(Job::Flush(reply)) => {
                                 waiting.push(reply);
@@ -155,7 +132,7 @@ async fn writer_loop(
                         }
                     }
                     if failure.get().is_none() {
-                        in_flight.push(apply_group(dest.clone(), writes, times));
+                        in_flight.push(apply_group(dest.clone(), writes, times, shares));
                     }
                 }
                 Some(Job::Flush(reply)) => waiting.push(reply),
@@ -169,17 +146,28 @@ async fn writer_loop(
 pub struct StreamWriter {
     jobs: mpsc::Sender<Job>,
     failure: Arc<Failure>,
+    budget: Arc<WriteBudget>,
 }
 
 impl StreamWriter {
     /// Starts the writer task (must be called inside a Tokio runtime); it ends when the
     /// writer is dropped, after finishing the requests in flight.
-    pub fn new(destination: Arc<Destination>, max_in_flight: usize) -> Self {
+    /// Queued and in-flight writes take their share of `budget` (shared by every stream
+    /// group of the replicator) until they are written.
+    pub fn new(
+        destination: Arc<Destination>,
+        max_in_flight: usize,
+        budget: Arc<WriteBudget>,
+    ) -> Self {
         let max = max_in_flight.max(1);
         let (jobs, rx) = mpsc::channel(max);
         let failure = Arc::new(Failure::default());
         tokio::spawn(writer_loop(destination, rx, max, failure.clone()));
-        Self { jobs, failure }
+        Self {
+            jobs,
+            failure,
+            budget,
+        }
     }
 
     /// The first write failure, if any (later changes are not written once one failed).
@@ -199,15 +187,17 @@ impl StreamWriter {
         self.send(writes, None).await
     }
 
-    /// Queues writes; waits while the writer is full.
+    /// Queues writes; waits while the writer or the write budget is full.
     async fn send(&self, writes: Vec<Write>, time_micros: Option<i64>) -> anyhow::Result<()> {
         if let Some(e) = self.failure() {
             return Err(anyhow!("{e}"));
         }
+        let share = self.budget.take(writes_size(&writes)).await;
         self.jobs
             .send(Job::Apply {
                 writes,
                 time_micros,
+                share,
             })
             .await
             .map_err(|_| anyhow!("the writer task of this stream group is gone"))
@@ -248,7 +238,11 @@ impl ReplicatorConsumer {
             translator: Translator::with_list_writes(state.schema.clone(), state.lists),
             row: LogRow::new(OperationType::RowUpdate, 0, state.schema.columns.len()),
             writes: Vec::new(),
-            writer: StreamWriter::new(state.destination.clone(), context.max_in_flight),
+            writer: StreamWriter::new(
+                state.destination.clone(),
+                context.max_in_flight,
+                context.budget.clone(),
+            ),
             accepted: Vec::new(),
             state,
             context,
@@ -259,7 +253,11 @@ impl ReplicatorConsumer {
     /// far are completed first, then a new writer and the translator use the new schema.
     async fn switch(&mut self, state: Arc<TableState>) -> anyhow::Result<()> {
         self.writer.flush().await?;
-        self.writer = StreamWriter::new(state.destination.clone(), self.context.max_in_flight);
+        self.writer = StreamWriter::new(
+            state.destination.clone(),
+            self.context.max_in_flight,
+            self.context.budget.clone(),
+        );
         self.translator.rebase(state.schema.clone(), state.lists);
         self.accepted.clear();
         self.state = state;
@@ -379,6 +377,7 @@ impl ConsumerFactory for ReplicatorFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scylla::value::CqlValue;
 
     #[test]
     fn sizes_grow_with_the_values() {

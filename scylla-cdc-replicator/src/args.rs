@@ -52,6 +52,14 @@ pub(crate) fn count_arg(text: &str) -> Result<u32, String> {
     }
 }
 
+/// clap parser of `--max-mib-in-flight`: 1 to 4095.
+fn mib_arg(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if (1..=4095).contains(&n) => Ok(n),
+        _ => Err(format!("`{text}` is not a number of MiB from 1 to 4095")),
+    }
+}
+
 /// clap parser of `--max-in-flight`: 1 to 65536.
 fn max_in_flight(text: &str) -> Result<usize, String> {
     count_arg(text).map(|n| n as usize)
@@ -139,6 +147,11 @@ pub struct Args {
     /// Most writes in flight per stream group.
     #[arg(long, value_name = "N", default_value = "64", value_parser = max_in_flight)]
     pub max_in_flight: usize,
+    /// Most MiB of writes queued or in flight, all stream groups and tables together (rough
+    /// wire size of the values): a slow destination then slows reading instead of growing
+    /// memory. 1 to 4095.
+    #[arg(long, value_name = "MIB", default_value = "8", value_parser = mib_arg)]
+    pub max_mib_in_flight: u64,
     /// Most log rows read per second, all tables together (default: unlimited), so that
     /// catching up a backlog cannot overload the source cluster.
     #[arg(long, value_name = "ROWS", value_parser = rows_per_second_arg)]
@@ -360,6 +373,8 @@ pub struct Config {
     pub allow_extra_columns: bool,
     /// Writes in flight per stream group.
     pub max_in_flight: usize,
+    /// Bytes of writes queued or in flight, in all.
+    pub max_bytes_in_flight: u64,
     /// Most rows read per second (`None`: unlimited).
     pub max_rows_per_second: Option<u64>,
     /// Time between progress lines.
@@ -427,6 +442,7 @@ impl Args {
             create_destination_table: self.create_destination_table,
             allow_extra_columns: self.allow_extra_columns,
             max_in_flight: self.max_in_flight,
+            max_bytes_in_flight: self.max_mib_in_flight * 1024 * 1024,
             max_rows_per_second: self.max_rows_per_second,
             progress_interval: self.progress_interval,
             snapshot: self.snapshot,

@@ -247,6 +247,78 @@ impl Destination {
     }
 }
 
+/// A replicator-wide bound on the bytes of writes queued or in flight, over every stream
+/// group of every table: a consumer takes its change's share before queueing it and gives it
+/// back when the write completes, so a destination slower than the source slows the log
+/// reader (which then fetches no further pages) instead of growing memory. Sizes are the
+/// rough wire sizes of the values ([`writes_size`]).
+pub struct WriteBudget {
+    permits: Arc<tokio::sync::Semaphore>,
+    bytes: u32,
+}
+
+/// What one queued change holds of the [`WriteBudget`]; returned when dropped.
+pub type BudgetShare = tokio::sync::OwnedSemaphorePermit;
+
+impl WriteBudget {
+    /// A budget of `bytes` (1 byte to 4 GiB).
+    pub fn new(bytes: u64) -> Self {
+        let bytes = u32::try_from(bytes).unwrap_or(u32::MAX).max(1);
+        Self {
+            permits: Arc::new(tokio::sync::Semaphore::new(bytes as usize)),
+            bytes,
+        }
+    }
+
+    /// Waits until `bytes` fit in the budget and takes them (a change larger than the whole
+    /// budget takes all of it, so it still goes out, alone).
+    pub async fn take(&self, bytes: usize) -> BudgetShare {
+        let want = u32::try_from(bytes)
+            .unwrap_or(u32::MAX)
+            .clamp(1, self.bytes);
+        self.permits
+            .clone()
+            .acquire_many_owned(want)
+            .await
+            .expect("the write budget's semaphore is never closed")
+    }
+
+    /// Bytes not taken now.
+    pub fn available(&self) -> usize {
+        self.permits.available_permits()
+    }
+}
+
+/// A rough size of a value on the wire.
+fn approx_size(v: &CqlValue) -> usize {
+    4 + match v {
+        CqlValue::Ascii(s) | CqlValue::Text(s) => s.len(),
+        CqlValue::Blob(b) => b.len(),
+        CqlValue::List(items) | CqlValue::Set(items) | CqlValue::Vector(items) => {
+            items.iter().map(approx_size).sum()
+        }
+        CqlValue::Map(entries) => entries
+            .iter()
+            .map(|(k, v)| approx_size(k) + approx_size(v))
+            .sum(),
+        CqlValue::Tuple(items) => items.iter().flatten().map(approx_size).sum(),
+        CqlValue::UserDefinedType { fields, .. } => fields
+            .iter()
+            .map(|(_, v)| v.as_ref().map_or(4, approx_size))
+            .sum(),
+        _ => 16,
+    }
+}
+
+/// A rough size of a change's writes on the wire.
+pub fn writes_size(writes: &[Write]) -> usize {
+    writes
+        .iter()
+        .flat_map(|w| w.values.iter())
+        .map(|v| v.as_ref().map_or(4, approx_size))
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,6 +378,25 @@ mod tests {
         let mut plain = CqlValue::Int(1);
         retarget_udts(&mut plain, "dst");
         assert_eq!(plain, CqlValue::Int(1));
+    }
+
+    #[tokio::test]
+    async fn the_write_budget_bounds_what_is_taken_and_gets_it_back() {
+        let budget = WriteBudget::new(1000);
+        let a = budget.take(600).await;
+        assert_eq!(budget.available(), 400);
+        // 600 more do not fit until the first share is back.
+        let waiting = tokio::time::timeout(Duration::from_millis(50), budget.take(600)).await;
+        assert!(waiting.is_err());
+        drop(a);
+        let b = budget.take(600).await;
+        assert_eq!(budget.available(), 400);
+        drop(b);
+        // A change larger than the whole budget takes all of it and still goes out.
+        let big = budget.take(5000).await;
+        assert_eq!(budget.available(), 0);
+        drop(big);
+        assert_eq!(budget.available(), 1000);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use scylla::client::session::Session;
 use scylla_cdc::CDCRow;
 use tracing::info;
 
-use crate::destination::Destination;
+use crate::destination::{Destination, WriteBudget};
 use crate::schema::{
     ColumnKind, SchemaError, TableSchema, check_compatible, create_statements, list_columns,
     postimage_enabled, quote, read_table_schema,
@@ -46,16 +46,25 @@ pub struct TableContext {
     state: Mutex<Arc<TableState>>,
     /// Most writes a stream group has in flight.
     pub max_in_flight: usize,
+    /// The replicator's bound on the bytes of queued and in-flight writes (shared by every
+    /// table).
+    pub budget: Arc<WriteBudget>,
     /// Follows the source table's schema changes.
     pub(crate) follower: SchemaFollower,
 }
 
 impl TableContext {
     /// The shared context of one table's consumers.
-    pub fn new(state: TableState, max_in_flight: usize, follower: SchemaFollower) -> Self {
+    pub fn new(
+        state: TableState,
+        max_in_flight: usize,
+        budget: Arc<WriteBudget>,
+        follower: SchemaFollower,
+    ) -> Self {
         Self {
             state: Mutex::new(Arc::new(state)),
             max_in_flight,
+            budget,
             follower,
         }
     }

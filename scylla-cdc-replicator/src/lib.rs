@@ -84,7 +84,7 @@ use tracing::info;
 
 use crate::apply::ReplicatorFactory;
 use crate::args::{Args, Config};
-use crate::destination::{Destination, Stats};
+use crate::destination::{Destination, Stats, WriteBudget};
 use crate::evolve::{SchemaFollower, TableContext, TableState, list_writes_for};
 use crate::schema::{
     SchemaError, TableSchema, check_compatible, create_statements, is_scylla, keyspace_exists,
@@ -261,6 +261,7 @@ impl Replicator {
         );
         let stats = Arc::new(Stats::default());
         let mut contexts = Vec::new();
+        let budget = Arc::new(WriteBudget::new(config.max_bytes_in_flight));
         for table in &config.tables {
             let schema = Arc::new(
                 retry_startup("reading the source table's schema", give_up, || {
@@ -298,6 +299,7 @@ impl Replicator {
                     lists,
                 },
                 config.max_in_flight,
+                budget.clone(),
                 SchemaFollower::new(
                     source.clone(),
                     destination_is_scylla,

@@ -16,6 +16,7 @@ use scylla::statement::Consistency;
 use scylla::value::{CqlTimeuuid, CqlValue};
 use scylla_cdc::OperationType;
 use scylla_cdc_replicator::apply::{Destination, Stats};
+use scylla_cdc_replicator::destination::WriteBudget;
 use scylla_cdc_replicator::schema::{TableSchema, read_table_schema};
 use scylla_cdc_replicator::translate::{LogRow, Translator};
 use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
@@ -507,7 +508,7 @@ async fn stream_writer_pipelines_batches_and_flushes() -> anyhow::Result<()> {
         Consistency::One,
         stats.clone(),
     ));
-    let writer = StreamWriter::new(dest, 8);
+    let writer = StreamWriter::new(dest, 8, Arc::new(WriteBudget::new(1 << 20)));
     let mut translator = Translator::new(schema.clone());
     let t = chrono::Utc::now().timestamp_micros();
     let n = 2000i64;
@@ -552,7 +553,7 @@ async fn stream_writer_pipelines_batches_and_flushes() -> anyhow::Result<()> {
         Consistency::One,
         Arc::new(Stats::default()),
     ));
-    let writer = StreamWriter::new(missing, 8);
+    let writer = StreamWriter::new(missing, 8, Arc::new(WriteBudget::new(1 << 20)));
     let mut row = LogRow::new(OperationType::RowInsert, t, schema.columns.len());
     row.values[0] = Some(CqlValue::BigInt(1));
     row.values[1] = Some(CqlValue::BigInt(1));

@@ -1,4 +1,5 @@
-//! `large-rows-bench`: the printer's peak memory when it reads a CDC log of large rows.
+//! `large-rows-bench`: the printer's (or the replicator's) peak memory when it reads a CDC
+//! log of large rows.
 //!
 //! Starts `scylla-emulator` as a separate process, writes `--rows` rows of `--row-bytes`
 //! bytes into one partition of a CDC table (one stream: every log row in one window), then
@@ -9,9 +10,14 @@
 //! printer's memory stays flat; a server that pages by row count only answers with one page
 //! of every row.
 //!
+//! With `--replicator` the `scylla-cdc-replicator` binary replicates that log into a second
+//! emulator (`--end` reached, then it exits) instead, with `--replicator-arg`s of its own
+//! (e.g. `--max-mib-in-flight`), and the destination's row count is checked.
+//!
 //! ```text
-//! cargo build -p scylla-cdc-test-utils -p scylla-cdc-printer -p scylla-cdc-bench
+//! cargo build -p scylla-cdc-test-utils -p scylla-cdc-printer -p scylla-cdc-replicator -p scylla-cdc-bench
 //! target/debug/large-rows-bench --rows 300 --row-bytes 1048576 --address 127.0.60.1
+//! target/debug/large-rows-bench --rows 300 --replicator --replicator-arg=--max-mib-in-flight=8
 //! ```
 //!
 //! Measured (debug builds, 300 rows of 1 MiB): the printer peaks at 26.6 MiB; with the
@@ -46,6 +52,12 @@ struct Args {
     /// The `scylla-cdc-printer` binary (default: next to this one).
     #[arg(long)]
     printer: Option<PathBuf>,
+    /// Measure the replicator (into a second emulator) instead of the printer.
+    #[arg(long)]
+    replicator: bool,
+    /// A further argument of the replicator (repeatable), e.g. `--replicator-arg=--max-mib-in-flight=8`.
+    #[arg(long, allow_hyphen_values = true)]
+    replicator_arg: Vec<String>,
     /// A further argument of the emulator (repeatable), e.g.
     /// `--emulator-arg=--query-page-size-in-bytes=18446744073709551615` to see the printer
     /// without the page byte limit.
@@ -57,12 +69,19 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let emulator_bin = emulator_binary(args.emulator.clone())?;
-    let printer_bin = match &args.printer {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()?
+    let next_to_this = |name: &str| -> anyhow::Result<PathBuf> {
+        Ok(std::env::current_exe()?
             .parent()
             .context("the benchmark binary has no directory")?
-            .join("scylla-cdc-printer"),
+            .join(name))
+    };
+    let printer_bin = match &args.printer {
+        Some(p) => p.clone(),
+        None => next_to_this(if args.replicator {
+            "scylla-cdc-replicator"
+        } else {
+            "scylla-cdc-printer"
+        })?,
     };
     let mut emulator_args = vec![
         "--port".to_string(),
@@ -106,27 +125,62 @@ async fn main() -> anyhow::Result<()> {
     );
     let end = Utc::now() + chrono::TimeDelta::milliseconds(100);
     let time = |t: chrono::DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Micros, true);
+    let common = [
+        "--keyspace".to_string(),
+        "bench".into(),
+        "--table".into(),
+        "t".into(),
+        "--start".into(),
+        time(start),
+        "--end".into(),
+        time(end),
+        "--window-size".into(),
+        "3600".into(),
+        "--safety-interval".into(),
+        "0.1".into(),
+        "--sleep-interval".into(),
+        "0.1".into(),
+    ];
+    let mut program_args: Vec<String> = common.to_vec();
+    let mut destination = None;
+    if args.replicator {
+        let dest = Emulator::start(
+            &emulator_bin,
+            &[
+                "--port".to_string(),
+                "0".into(),
+                "--address".into(),
+                random_loopback(),
+            ],
+        )?;
+        dest.session()
+            .await?
+            .query_unpaged(
+                "CREATE KEYSPACE bench WITH replication = {'class': 'SimpleStrategy', \
+                 'replication_factor': 1}",
+                (),
+            )
+            .await?;
+        program_args.extend([
+            "--source".to_string(),
+            emulator.contact_point.to_string(),
+            "--destination".into(),
+            dest.contact_point.to_string(),
+            "--create-destination-table".into(),
+            "--no-checkpoints".into(),
+        ]);
+        program_args.extend(args.replicator_arg.iter().cloned());
+        destination = Some(dest);
+    } else {
+        program_args.extend([
+            "--hosts".to_string(),
+            emulator.contact_point.to_string(),
+            "--format".into(),
+            "json".into(),
+        ]);
+    }
     let mut printer = Command::new(&printer_bin)
-        .args([
-            "--hosts",
-            &emulator.contact_point.to_string(),
-            "--keyspace",
-            "bench",
-            "--table",
-            "t",
-            "--start",
-            &time(start),
-            "--end",
-            &time(end),
-            "--window-size",
-            "3600",
-            "--safety-interval",
-            "0.1",
-            "--sleep-interval",
-            "0.1",
-            "--format",
-            "json",
-        ])
+        .args(&program_args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -167,6 +221,28 @@ async fn main() -> anyhow::Result<()> {
     let lines = counter
         .join()
         .map_err(|_| anyhow::anyhow!("the line counter panicked"))??;
+    if let Some(dest) = &destination {
+        let rows = dest
+            .session()
+            .await?
+            .query_unpaged("SELECT count(*) FROM bench.t", ())
+            .await?
+            .into_rows_result()?
+            .single_row::<(i64,)>()?
+            .0;
+        println!(
+            "replicator: {rows} rows replicated in {:.1} s, exit {status}; peak RSS (VmHWM) {}",
+            reading.elapsed().as_secs_f64(),
+            mib(peak)
+        );
+        if !status.success() || rows != i64::from(args.rows) {
+            bail!(
+                "the replicator replicated {rows} of {} rows (exit {status})",
+                args.rows
+            );
+        }
+        return Ok(());
+    }
     println!(
         "printer: {lines} rows printed in {:.1} s, exit {status}; peak RSS (VmHWM) {}",
         reading.elapsed().as_secs_f64(),

@@ -54,6 +54,9 @@ struct Args {
     /// Writes in flight per stream group.
     #[arg(long, default_value_t = 64)]
     max_in_flight: usize,
+    /// MiB of writes queued or in flight in all (the replicator's `--max-mib-in-flight`).
+    #[arg(long, default_value_t = 8)]
+    max_mib_in_flight: u64,
     /// Window size of the log reader, in seconds.
     #[arg(long, default_value = "60")]
     window_size: String,
@@ -242,6 +245,8 @@ async fn main() -> anyhow::Result<()> {
         "ONE",
         "--max-in-flight",
         &args.max_in_flight.to_string(),
+        "--max-mib-in-flight",
+        &args.max_mib_in_flight.to_string(),
         "--progress-interval",
         "5",
     ]
