@@ -87,22 +87,12 @@ use crate::args::{Args, Config};
 use crate::destination::{Destination, Stats, WriteBudget};
 use crate::evolve::{SchemaFollower, TableContext, TableState, list_writes_for};
 use crate::schema::{
-    SchemaError, TableSchema, check_compatible, create_statements, is_scylla, keyspace_exists,
-    read_table_schema, table_exists,
+    TableSchema, check_compatible, create_statements, is_scylla, keyspace_exists,
+    read_table_schema, schema_error, table_exists,
 };
 use crate::snapshot::{CopyReport, CopySettings, ProgressTable, SavedProgress};
 use crate::translate::ListWrites;
 use crate::verify::{VerifyArgs, VerifyConfig};
-
-/// A schema problem of `side` ("source" / "destination") as a program error: missing
-/// keyspaces and tables are [`exit_code::SCHEMA`], failed queries [`exit_code::RUNTIME`].
-fn schema_error(side: &str, e: SchemaError) -> CliError {
-    match e {
-        SchemaError::Other(m) => CliError::runtime(format!("{side}: {m}")),
-        SchemaError::Transient(m) => CliError::transient(format!("{side}: {m}")),
-        other => CliError::schema(format!("{side}: {other}")),
-    }
-}
 
 /// Reads the source table's schema and checks that CDC is enabled on it.
 async fn source_table(

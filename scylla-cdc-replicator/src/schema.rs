@@ -858,6 +858,18 @@ pub fn check_compatible(
     Ok(())
 }
 
+/// A schema problem of `side` ("source" / "destination") as a program error: missing
+/// keyspaces and tables are [`exit_code::SCHEMA`](scylla_cdc::cli::exit_code::SCHEMA), failed queries
+/// [`exit_code::RUNTIME`](scylla_cdc::cli::exit_code::RUNTIME).
+pub(crate) fn schema_error(side: &str, e: SchemaError) -> scylla_cdc::cli::CliError {
+    use scylla_cdc::cli::CliError;
+    match e {
+        SchemaError::Other(m) => CliError::runtime(format!("{side}: {m}")),
+        SchemaError::Transient(m) => CliError::transient(format!("{side}: {m}")),
+        other => CliError::schema(format!("{side}: {other}")),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -48,8 +48,7 @@ use tracing::info;
 use crate::args::{ClusterArgs, Clusters, Config, Tables, count_arg};
 use crate::scan::{ScanError, Side, value_text};
 pub use crate::scan::{ScanPlan, token_ranges};
-use crate::schema::{check_compatible, read_table_schema};
-use crate::schema_error;
+use crate::schema::{check_compatible, read_table_schema, schema_error};
 
 /// TTLs that differ by at most this many seconds are equal (see the module docs): 1 s of
 /// rounding in the replicator's remaining-TTL computation, 1 s of rounding of `TTL()` on
