@@ -3,10 +3,12 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use clap::Parser;
+use scylla::client::session::Session;
 use scylla::statement::Consistency;
 
 use scylla_cdc::cli::metrics_http::metrics_addr_arg;
@@ -15,7 +17,7 @@ use scylla_cdc::cli::secure::{
     CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
 };
 use scylla_cdc::cli::{
-    CliError, TimeSpec, checkpoint_interval_arg, hosts_arg, long_interval_arg, parse_name,
+    CliError, TimeSpec, checkpoint_interval_arg, connect, hosts_arg, long_interval_arg, parse_name,
     parse_time, progress_interval_arg, qualified_arg, rows_per_second_arg, safety_interval_arg,
     sleep_interval_arg, tables_arg, window_size_arg,
 };
@@ -267,6 +269,33 @@ pub struct Clusters {
     pub destination_tls: Option<TlsOptions>,
 }
 
+impl Clusters {
+    /// Connects to the source and the destination cluster, retrying transient failures for
+    /// `give_up_after` (see [`connect`]).
+    pub async fn connect(
+        &self,
+        give_up_after: Option<Duration>,
+    ) -> Result<(Arc<Session>, Arc<Session>), CliError> {
+        let source = connect(
+            "the source cluster",
+            &self.source,
+            self.source_credentials.as_ref(),
+            self.source_tls.as_ref(),
+            give_up_after,
+        )
+        .await?;
+        let destination = connect(
+            "the destination cluster",
+            &self.destination,
+            self.destination_credentials.as_ref(),
+            self.destination_tls.as_ref(),
+            give_up_after,
+        )
+        .await?;
+        Ok((source, destination))
+    }
+}
+
 impl ClusterArgs {
     /// Resolves credentials (flags, files, environment) and TLS options.
     pub fn resolve(self) -> Result<Clusters, CliError> {
@@ -329,18 +358,8 @@ impl ClusterArgs {
 /// The settings of a replication run, checked and resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// Source contact points.
-    pub source: Vec<String>,
-    /// Source credentials.
-    pub source_credentials: Option<Credentials>,
-    /// TLS to the source, if on.
-    pub source_tls: Option<TlsOptions>,
-    /// Destination contact points.
-    pub destination: Vec<String>,
-    /// Destination credentials.
-    pub destination_credentials: Option<Credentials>,
-    /// TLS to the destination, if on.
-    pub destination_tls: Option<TlsOptions>,
+    /// How to reach both clusters.
+    pub clusters: Clusters,
     /// Source keyspace.
     pub keyspace: String,
     /// Tables.
@@ -411,21 +430,9 @@ impl Args {
                  --destination-keyspace)",
             ));
         }
-        let Clusters {
-            source,
-            source_credentials,
-            source_tls,
-            destination,
-            destination_credentials,
-            destination_tls,
-        } = self.clusters.resolve()?;
+        let clusters = self.clusters.resolve()?;
         Ok(Config {
-            source,
-            source_credentials,
-            source_tls,
-            destination,
-            destination_credentials,
-            destination_tls,
+            clusters,
             keyspace: self.keyspace,
             tables: self.table.0,
             destination_keyspace,
@@ -487,8 +494,11 @@ mod tests {
     #[test]
     fn defaults() {
         let c = parse(&BASE).unwrap();
-        assert_eq!(c.source, vec!["10.0.0.1:9042"]);
-        assert_eq!(c.destination, vec!["10.0.1.1:19042", "10.0.1.2:9042"]);
+        assert_eq!(c.clusters.source, vec!["10.0.0.1:9042"]);
+        assert_eq!(
+            c.clusters.destination,
+            vec!["10.0.1.1:19042", "10.0.1.2:9042"]
+        );
         assert_eq!(c.tables, vec!["a", "b"]);
         assert_eq!(c.destination_keyspace, "ks");
         // No --start: the launch instant, resolved before anything is contacted.
@@ -507,7 +517,7 @@ mod tests {
         assert_eq!(c.checkpoint_interval, Duration::from_secs(10));
         assert_eq!(c.max_in_flight, 64);
         assert!(!c.create_destination_table);
-        assert_eq!(c.source_credentials, None);
+        assert_eq!(c.clusters.source_credentials, None);
         assert!(!c.snapshot);
         assert_eq!(c.snapshot_consistency, Consistency::LocalQuorum);
         assert_eq!(c.snapshot_parallelism, 8);
@@ -570,8 +580,14 @@ mod tests {
         );
         assert_eq!(c.checkpoint_interval, Duration::ZERO);
         assert_eq!(c.write_consistency, Consistency::Quorum);
-        assert_eq!(c.source_credentials, Some(("su".into(), "sp".into())));
-        assert_eq!(c.destination_credentials, Some(("du".into(), "dp".into())));
+        assert_eq!(
+            c.clusters.source_credentials,
+            Some(("su".into(), "sp".into()))
+        );
+        assert_eq!(
+            c.clusters.destination_credentials,
+            Some(("du".into(), "dp".into()))
+        );
         assert!(c.create_destination_table);
         assert_eq!(c.max_in_flight, 8);
         let c = parse(&with(&["--no-checkpoints"])).unwrap();

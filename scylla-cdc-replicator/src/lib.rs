@@ -77,7 +77,7 @@ pub use scylla_cdc::cli::Output;
 use scylla_cdc::cli::checkpoint_table_error;
 pub use scylla_cdc::cli::{CliError, Shutdown, ShutdownTrigger, exit_code};
 use scylla_cdc::cli::{
-    ReadersProgress, RunningReader, clap_failure, connect, error_chain, retry_startup, supervise,
+    ReadersProgress, RunningReader, clap_failure, error_chain, retry_startup, supervise,
 };
 use scylla_cdc::{CDCLogReaderBuilder, TableBackedCheckpointSaver};
 use tracing::info;
@@ -216,22 +216,7 @@ impl Replicator {
         );
         // Every step retries transient failures for --give-up-after (see `retry_startup`).
         let give_up = config.give_up_after;
-        let source = connect(
-            "the source cluster",
-            &config.source,
-            config.source_credentials.as_ref(),
-            config.source_tls.as_ref(),
-            give_up,
-        )
-        .await?;
-        let destination = connect(
-            "the destination cluster",
-            &config.destination,
-            config.destination_credentials.as_ref(),
-            config.destination_tls.as_ref(),
-            give_up,
-        )
-        .await?;
+        let (source, destination) = config.clusters.connect(give_up).await?;
         let destination_is_scylla =
             retry_startup("reading the destination's schema", give_up, || async {
                 is_scylla(&destination)

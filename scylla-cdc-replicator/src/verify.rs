@@ -40,7 +40,7 @@ use scylla::value::{CqlValue, Row};
 use scylla_cdc::Backoff;
 use scylla_cdc::cli::Output;
 use scylla_cdc::cli::{
-    CliError, Shutdown, connect, error_chain, long_interval_arg, parse_name, progress_interval_arg,
+    CliError, Shutdown, error_chain, long_interval_arg, parse_name, progress_interval_arg,
     retry_startup, tables_arg,
 };
 use tracing::info;
@@ -154,14 +154,7 @@ impl VerifyConfig {
     /// clusters and tables, default scan settings.
     pub fn after_replication(config: &Config) -> VerifyConfig {
         VerifyConfig {
-            clusters: Clusters {
-                source: config.source.clone(),
-                source_credentials: config.source_credentials.clone(),
-                source_tls: config.source_tls.clone(),
-                destination: config.destination.clone(),
-                destination_credentials: config.destination_credentials.clone(),
-                destination_tls: config.destination_tls.clone(),
-            },
+            clusters: config.clusters.clone(),
             keyspace: config.keyspace.clone(),
             tables: config.tables.clone(),
             destination_keyspace: config.destination_keyspace.clone(),
@@ -586,24 +579,7 @@ pub async fn run_verify(
     mut shutdown: Shutdown,
 ) -> Result<(), CliError> {
     let work = async {
-        let c = &config.clusters;
-        let give_up = config.give_up_after;
-        let source = connect(
-            "the source cluster",
-            &c.source,
-            c.source_credentials.as_ref(),
-            c.source_tls.as_ref(),
-            give_up,
-        )
-        .await?;
-        let destination = connect(
-            "the destination cluster",
-            &c.destination,
-            c.destination_credentials.as_ref(),
-            c.destination_tls.as_ref(),
-            give_up,
-        )
-        .await?;
+        let (source, destination) = config.clusters.connect(config.give_up_after).await?;
         let mut differing = Vec::new();
         for table in &config.tables {
             let report = verify_table(source.clone(), destination.clone(), config, table).await?;
