@@ -221,6 +221,8 @@ pub struct ReplicatorConsumer {
     context: Arc<TableContext>,
     /// The table state this consumer's translator and writer use.
     state: Arc<TableState>,
+    /// The context's state version `state` was checked against.
+    version: u64,
     translator: Translator,
     row: LogRow,
     writes: Vec<Write>,
@@ -233,6 +235,7 @@ pub struct ReplicatorConsumer {
 impl ReplicatorConsumer {
     /// A consumer with its writer task (must be called inside a Tokio runtime).
     pub fn new(context: Arc<TableContext>) -> Self {
+        let version = context.version();
         let state = context.state();
         Self {
             translator: Translator::with_list_writes(state.schema.clone(), state.lists),
@@ -245,6 +248,7 @@ impl ReplicatorConsumer {
             ),
             accepted: Vec::new(),
             state,
+            version,
             context,
         }
     }
@@ -308,9 +312,13 @@ impl Consumer for ReplicatorConsumer {
             }
             _ => {}
         }
-        let current = self.context.state();
-        if !Arc::ptr_eq(&current, &self.state) {
-            self.switch(current).await?;
+        // Another stream group followed a schema change: switch before this row.
+        if self.context.version() != self.version {
+            self.version = self.context.version();
+            let current = self.context.state();
+            if !Arc::ptr_eq(&current, &self.state) {
+                self.switch(current).await?;
+            }
         }
         let missing = self
             .row

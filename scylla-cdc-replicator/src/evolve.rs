@@ -15,6 +15,7 @@
 //! - nothing changed: the row comes from a page read before a column was added (its missing
 //!   columns are null), and this layout is accepted without asking again.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail};
@@ -44,6 +45,9 @@ pub struct TableState {
 pub struct TableContext {
     /// The current state (never held across an `.await`).
     state: Mutex<Arc<TableState>>,
+    /// How many times the state was replaced: consumers compare it (one relaxed load per
+    /// row) and take the lock only when it moved.
+    version: AtomicU64,
     /// Most writes a stream group has in flight.
     pub max_in_flight: usize,
     /// The replicator's bound on the bytes of queued and in-flight writes (shared by every
@@ -63,6 +67,7 @@ impl TableContext {
     ) -> Self {
         Self {
             state: Mutex::new(Arc::new(state)),
+            version: AtomicU64::new(0),
             max_in_flight,
             budget,
             follower,
@@ -83,6 +88,12 @@ impl TableContext {
             Ok(mut s) => *s = state,
             Err(poisoned) => *poisoned.into_inner() = state,
         }
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    /// How many times the state was replaced (see [`TableContext::state`]).
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
     }
 }
 
