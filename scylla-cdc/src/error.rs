@@ -138,18 +138,53 @@ pub enum CDCError {
         detail: String,
     },
 
-    /// The user's consumer returned an error; the reader stopped.
+    /// The user's consumer failed on a row (returned an error or panicked) and every retry
+    /// of the [`crate::ConsumerErrorPolicy`] failed too; the reader stopped. The stream
+    /// group's checkpoint does not pass the row, so a restarted reader delivers it again.
     #[error(
-        "the consumer failed on stream {stream} in window [{window_start}, {window_end}): {source}"
+        "the consumer failed on a row of {keyspace}.{table} (stream {stream}, cdc$time {time}, batch_seq_no {batch_seq_no}) after {attempts} attempt(s), in window [{window_start}, {window_end}): {source:#}"
     )]
     Consumer {
+        /// The base table's keyspace.
+        keyspace: String,
+        /// The base table of the row.
+        table: String,
         /// The stream of the row the consumer failed on.
         stream: StreamID,
+        /// The row's `cdc$time`.
+        time: uuid::Uuid,
+        /// The row's `cdc$batch_seq_no`.
+        batch_seq_no: i32,
+        /// How many times the row was handed to the consumer.
+        attempts: u32,
         /// Start of the window (inclusive).
         window_start: DateTime<Utc>,
         /// End of the window (exclusive).
         window_end: DateTime<Utc>,
-        /// The consumer's error.
+        /// The consumer's last error.
+        #[source]
+        source: anyhow::Error,
+    },
+
+    /// A row given up on could not be written to the dead-letter sink
+    /// ([`crate::AfterRetries::DeadLetter`]); the reader stopped without passing the row.
+    #[error(
+        "could not write a dead letter for a row of {keyspace}.{table} (stream {stream}, cdc$time {time}, batch_seq_no {batch_seq_no}): {source:#}; the consumer's error was: {consumer_error}"
+    )]
+    DeadLetter {
+        /// The base table's keyspace.
+        keyspace: String,
+        /// The base table of the row.
+        table: String,
+        /// The stream of the row.
+        stream: StreamID,
+        /// The row's `cdc$time`.
+        time: uuid::Uuid,
+        /// The row's `cdc$batch_seq_no`.
+        batch_seq_no: i32,
+        /// The consumer's last error, as text.
+        consumer_error: String,
+        /// The sink's error.
         #[source]
         source: anyhow::Error,
     },

@@ -110,8 +110,15 @@
 //!   Scylla). When CDC is disabled on the table (checked each time the reader looks for a new
 //!   generation), the reader delivers every change logged before (allowing the safety
 //!   interval for the nodes' clocks) and ends with [`CDCError::CdcDisabled`].
-//! * **Errors**: a non-transient query error or an error returned by the consumer stops every
-//!   group; the handle resolves to a [`CDCError`] naming the stream and window.
+//! * **Errors**: a non-transient query error stops every group; the handle resolves to a
+//!   [`CDCError`] naming the stream and window.
+//! * **Rows a consumer cannot take**: an error returned by `consume_cdc`, or a panic in it
+//!   (caught, never a crash of the process), is handled by the
+//!   [`CDCLogReaderBuilder::on_consumer_error`] policy: the row is handed over again a few
+//!   times, then the reader stops ([`CDCError::Consumer`] names the table, stream,
+//!   `cdc$time` and `cdc$batch_seq_no`; the checkpoint never passes the row), skips it, or
+//!   writes it to a dead-letter table ([`DeadLetterTable`]). Default: three retries, then
+//!   stop. See [`ConsumerErrorPolicy`].
 //! * **Bad data never panics**: a log row without `cdc$stream_id`/`cdc$time`/
 //!   `cdc$batch_seq_no`/`cdc$operation`, or with a stream id that is not 16 bytes, is
 //!   skipped with a `warn!`; an unknown `cdc$operation` code is delivered as
@@ -141,8 +148,8 @@
 //! `scylla_cdc_changes_total` (a change is the rows of one stream with one `cdc$time`),
 //! `scylla_cdc_windows_total`, `scylla_cdc_retries_total` (label `kind`: `timeout`,
 //! `overloaded`, `unavailable`, `connection`, `replica_failure`, `prepare`, `checkpoint` or
-//! `other`), `scylla_cdc_consumer_errors_total` (label `outcome`: `stop`, since a consumer
-//! error stops the reader) and `scylla_cdc_generation_switches_total`; the gauges
+//! `other`), `scylla_cdc_consumer_errors_total` (label `outcome`: `retry`, `skip`,
+//! `dead_letter` or `stop`, see [`ConsumerErrorPolicy`]) and `scylla_cdc_generation_switches_total`; the gauges
 //! `scylla_cdc_streams` (of the generation being read), `scylla_cdc_low_watermark_seconds`
 //! (unix time), `scylla_cdc_lag_seconds` (now minus the low watermark) and
 //! `scylla_cdc_expired_gap_seconds`. [`CDCLogReader::progress`] returns the same figures as
@@ -167,6 +174,7 @@ mod checkpoints;
 pub mod cli;
 mod consumer;
 mod error;
+mod error_policy;
 mod events;
 mod log_reader;
 mod progress;
@@ -181,9 +189,14 @@ pub use checkpoints::{
 };
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
 pub use error::{Backoff, CDCError, ColumnError, StreamList, is_transient, is_transient_prepare};
+pub use error_policy::{
+    AfterRetries, ConsumerErrorPolicy, DeadLetter, DeadLetterSink, DeadLetterTable, Retry,
+    dead_letter_table_name,
+};
 pub use events::{ExpiredGap, ReaderEvent};
 pub use log_reader::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_PAUSE_BETWEEN_SAVES,
-    DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE, ProgressHandle,
+    DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE, MIN_GENERATION_POLL,
+    ProgressHandle,
 };
 pub use progress::Progress;

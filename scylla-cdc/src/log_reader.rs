@@ -24,6 +24,7 @@ use crate::cdc_types::GenerationTimestamp;
 use crate::checkpoints::CDCCheckpointSaver;
 use crate::consumer::ConsumerFactory;
 use crate::error::{Backoff, CDCError, retry_transient};
+use crate::error_policy::ConsumerErrorPolicy;
 use crate::events::{EventListener, ExpiredGap, ReaderEvent};
 use crate::progress::{Progress, RateLimiter, Stats, retry_kind_of};
 use crate::stream_generations::{
@@ -44,6 +45,11 @@ pub const DEFAULT_PAUSE_BETWEEN_SAVES: Duration = Duration::from_secs(10);
 
 /// How often the current generation is saved again while a reader stays in it.
 const GENERATION_RESAVE_INTERVAL: Duration = Duration::from_secs(3600);
+/// The longest [`CDCLogReaderBuilder::sleep_interval`]: a day.
+const MAX_SLEEP_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+/// The least time between two looks for a new generation (and at the table's CDC option),
+/// whatever the [`CDCLogReaderBuilder::sleep_interval`].
+pub const MIN_GENERATION_POLL: Duration = Duration::from_millis(100);
 
 /// Rounds a point in time up to whole milliseconds, so that a limit in between two
 /// milliseconds still lets every earlier row through.
@@ -85,6 +91,8 @@ pub struct CDCLogReaderBuilder {
     log_ttl: Option<Duration>,
     /// The cap on rows per second of the whole reader (`None`: unlimited).
     max_rows_per_second: Option<u64>,
+    /// What happens to a row the consumer cannot take.
+    on_consumer_error: ConsumerErrorPolicy,
 }
 
 impl Default for CDCLogReaderBuilder {
@@ -119,7 +127,16 @@ impl CDCLogReaderBuilder {
             event_listener: None,
             log_ttl: None,
             max_rows_per_second: None,
+            on_consumer_error: ConsumerErrorPolicy::default(),
         }
+    }
+
+    /// What happens when the consumer fails on a row (returns an error or panics): retries,
+    /// then stop, skip or write a dead letter. Default: three retries, 500 ms apart at first
+    /// (doubling), then stop. See [`ConsumerErrorPolicy`].
+    pub fn on_consumer_error(mut self, policy: ConsumerErrorPolicy) -> Self {
+        self.on_consumer_error = policy;
+        self
     }
 
     /// The session to read with (required).
@@ -181,7 +198,12 @@ impl CDCLogReaderBuilder {
     }
 
     /// How long a caught-up stream reader waits before its next window, and how often new
-    /// generations are looked for (default 10 s; must not be zero).
+    /// generations are looked for (default 10 s, at most a day).
+    ///
+    /// Zero is allowed, as in scylla-cdc-rust: a caught-up group reads its next window as
+    /// soon as the last one is done (one query per group per window, so the cluster is
+    /// polled continuously); new generations and the table's CDC option are then still
+    /// looked for only every [`MIN_GENERATION_POLL`].
     pub fn sleep_interval(mut self, sleep_interval: Duration) -> Self {
         self.sleep_interval = sleep_interval;
         self
@@ -347,10 +369,11 @@ impl CDCLogReaderBuilder {
                 "window_size must be greater than zero".into(),
             ));
         }
-        if self.sleep_interval.is_zero() {
-            return Err(CDCError::InvalidConfig(
-                "sleep_interval must be greater than zero".into(),
-            ));
+        if self.sleep_interval > MAX_SLEEP_INTERVAL {
+            return Err(CDCError::InvalidConfig(format!(
+                "sleep_interval must be at most {MAX_SLEEP_INTERVAL:?} (it was {:?})",
+                self.sleep_interval
+            )));
         }
         if self.max_rows_per_second == Some(0) {
             return Err(CDCError::InvalidConfig(
@@ -437,6 +460,9 @@ impl CDCLogReaderBuilder {
                 limiter: self
                     .max_rows_per_second
                     .map(|n| Arc::new(RateLimiter::new(n))),
+                on_error: self.on_consumer_error.clone(),
+                keyspace: Arc::from(keyspace.as_str()),
+                table: Arc::from(table.as_str()),
             },
             loader: if load { saver } else { None },
             start,
@@ -875,7 +901,7 @@ impl Worker {
                     Some(Ok(Err(e))) => return Err(e),
                     Some(Err(e)) => return Err(CDCError::Task(e.to_string())),
                 },
-                _ = tokio::time::sleep(self.settings.sleep_interval), if !known_next => {
+                _ = tokio::time::sleep(self.settings.sleep_interval.max(MIN_GENERATION_POLL)), if !known_next => {
                     self.check_cdc_enabled().await;
                     match self.fetcher.fetch_all_generations().await {
                         Ok(gens) => {
@@ -1109,12 +1135,16 @@ mod tests {
             .validate()
             .unwrap_err();
         assert!(matches!(zero, CDCError::InvalidConfig(_)), "{zero}");
-        let sleep = e
-            .builder()
+        e.builder()
             .sleep_interval(Duration::ZERO)
             .validate()
+            .expect("a zero sleep interval is allowed");
+        let sleep = e
+            .builder()
+            .sleep_interval(Duration::from_secs(2 * 24 * 3600))
+            .validate()
             .unwrap_err();
-        assert!(matches!(sleep, CDCError::InvalidConfig(_)), "{sleep}");
+        assert!(sleep.to_string().contains("sleep_interval"), "{sleep}");
         let backwards = e
             .builder()
             .start_timestamp(ms(10))

@@ -42,9 +42,19 @@ pub struct Progress {
     /// Requests retried after a transient error while reading (log pages, the streams of a
     /// generation) (`scylla_cdc_retries_total`, labelled by `kind`).
     pub retries: u64,
-    /// Errors returned by a consumer's `consume_cdc` or `flush`; each stops the reader
-    /// (`scylla_cdc_consumer_errors_total{outcome="stop"}`).
+    /// Errors of a consumer (returned or panics) that stopped the reader: at most one per
+    /// reader in practice (`scylla_cdc_consumer_errors_total{outcome="stop"}`).
     pub consumer_errors: u64,
+    /// Rows handed to a consumer again after it failed on them
+    /// (`scylla_cdc_consumer_errors_total{outcome="retry"}`).
+    pub consumer_retries: u64,
+    /// Rows skipped after the consumer failed on them ([`crate::AfterRetries::Skip`])
+    /// (`scylla_cdc_consumer_errors_total{outcome="skip"}`).
+    pub rows_skipped: u64,
+    /// Rows written to the dead letters after the consumer failed on them
+    /// ([`crate::AfterRetries::DeadLetter`])
+    /// (`scylla_cdc_consumer_errors_total{outcome="dead_letter"}`).
+    pub rows_dead_lettered: u64,
     /// Streams of the generation being read (`scylla_cdc_streams`).
     pub streams: u64,
     /// Moves from one generation to the next (`scylla_cdc_generation_switches_total`).
@@ -55,6 +65,33 @@ pub struct Progress {
     /// Now minus the low watermark (zero if the watermark is ahead of this clock)
     /// (`scylla_cdc_lag_seconds`).
     pub lag: Option<Duration>,
+}
+
+/// What came of a consumer's error (the `outcome` label of
+/// `scylla_cdc_consumer_errors_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ErrorOutcome {
+    /// The reader stopped.
+    Stop = 0,
+    /// The row was handed over again.
+    Retry = 1,
+    /// The row was skipped.
+    Skip = 2,
+    /// The row was written to the dead letters.
+    DeadLetter = 3,
+}
+
+impl ErrorOutcome {
+    const ALL: [Self; 4] = [Self::Stop, Self::Retry, Self::Skip, Self::DeadLetter];
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Stop => "stop",
+            Self::Retry => "retry",
+            Self::Skip => "skip",
+            Self::DeadLetter => "dead_letter",
+        }
+    }
 }
 
 /// The position of one stream group in the low watermark.
@@ -96,7 +133,7 @@ struct Handles {
     rows: Counter,
     changes: Counter,
     windows: Counter,
-    consumer_errors: Counter,
+    consumer_errors: [Counter; 4],
     streams: Gauge,
     generation_switches: Counter,
     low_watermark: Gauge,
@@ -109,7 +146,8 @@ pub(crate) struct Stats {
     changes: AtomicU64,
     windows: AtomicU64,
     retries: AtomicU64,
-    consumer_errors: AtomicU64,
+    /// By [`ErrorOutcome`].
+    consumer_errors: [AtomicU64; 4],
     streams: AtomicU64,
     generation_switches: AtomicU64,
     /// A std mutex: held for a few map operations once per window, never across `.await`.
@@ -137,12 +175,14 @@ impl Stats {
             rows: metrics::counter!("scylla_cdc_rows_total", &labels),
             changes: metrics::counter!("scylla_cdc_changes_total", &labels),
             windows: metrics::counter!("scylla_cdc_windows_total", &labels),
-            consumer_errors: metrics::counter!(
-                "scylla_cdc_consumer_errors_total",
-                "keyspace" => keyspace.to_owned(),
-                "table" => table.to_owned(),
-                "outcome" => "stop"
-            ),
+            consumer_errors: ErrorOutcome::ALL.map(|outcome| {
+                metrics::counter!(
+                    "scylla_cdc_consumer_errors_total",
+                    "keyspace" => keyspace.to_owned(),
+                    "table" => table.to_owned(),
+                    "outcome" => outcome.label()
+                )
+            }),
             streams: metrics::gauge!("scylla_cdc_streams", &labels),
             generation_switches: metrics::counter!("scylla_cdc_generation_switches_total", &labels),
             low_watermark: metrics::gauge!("scylla_cdc_low_watermark_seconds", &labels),
@@ -153,7 +193,7 @@ impl Stats {
             changes: AtomicU64::new(0),
             windows: AtomicU64::new(0),
             retries: AtomicU64::new(0),
-            consumer_errors: AtomicU64::new(0),
+            consumer_errors: Default::default(),
             streams: AtomicU64::new(0),
             generation_switches: AtomicU64::new(0),
             positions: Mutex::new(Positions::default()),
@@ -196,10 +236,11 @@ impl Stats {
         .increment(1);
     }
 
-    /// Counts an error of a consumer (it stops the reader).
-    pub(crate) fn consumer_error(&self) {
-        self.consumer_errors.fetch_add(1, Ordering::Relaxed);
-        self.metrics.consumer_errors.increment(1);
+    /// Counts an error of a consumer by what came of it.
+    pub(crate) fn consumer_error(&self, outcome: ErrorOutcome) {
+        let i = outcome as usize;
+        self.consumer_errors[i].fetch_add(1, Ordering::Relaxed);
+        self.metrics.consumer_errors[i].increment(1);
     }
 
     /// Starts a generation of `streams` streams whose groups start at `starts`: returns one
@@ -297,7 +338,13 @@ impl Stats {
             changes: self.changes.load(Ordering::Relaxed),
             windows: self.windows.load(Ordering::Relaxed),
             retries: self.retries.load(Ordering::Relaxed),
-            consumer_errors: self.consumer_errors.load(Ordering::Relaxed),
+            consumer_errors: self.consumer_errors[ErrorOutcome::Stop as usize]
+                .load(Ordering::Relaxed),
+            consumer_retries: self.consumer_errors[ErrorOutcome::Retry as usize]
+                .load(Ordering::Relaxed),
+            rows_skipped: self.consumer_errors[ErrorOutcome::Skip as usize].load(Ordering::Relaxed),
+            rows_dead_lettered: self.consumer_errors[ErrorOutcome::DeadLetter as usize]
+                .load(Ordering::Relaxed),
             streams: self.streams.load(Ordering::Relaxed),
             generation_switches: self.generation_switches.load(Ordering::Relaxed),
             low_watermark,

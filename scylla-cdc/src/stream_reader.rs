@@ -6,10 +6,12 @@
 //! transient errors from the page that failed, never hands a stream's row over twice, and
 //! saves a [`Checkpoint`] after its windows.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::FutureExt;
 use chrono::{DateTime, Utc};
 use scylla::client::session::Session;
 use scylla::deserialize::DeserializationError;
@@ -26,9 +28,10 @@ use tracing::{debug, warn};
 
 use crate::cdc_types::{GenerationTimestamp, StreamID};
 use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
-use crate::consumer::{CDCRow, ColumnIndex, Consumer};
+use crate::consumer::{CDCRow, ColumnIndex, Consumer, RowHeader};
+use crate::error_policy::{AfterRetries, ConsumerErrorPolicy, DeadLetter, panic_message};
 use crate::error::{Backoff, CDCError, StreamList, is_transient};
-use crate::progress::{RateLimiter, Slot, Stats, retry_kind};
+use crate::progress::{ErrorOutcome, RateLimiter, Slot, Stats, retry_kind};
 use crate::time::{ChangeKey, Clock, next_window_end, truncate_to_millis};
 
 /// One page of log rows.
@@ -198,6 +201,21 @@ pub(crate) struct ReaderSettings {
     pub(crate) stats: Arc<Stats>,
     /// The shared cap on rows per second, if any.
     pub(crate) limiter: Option<Arc<RateLimiter>>,
+    /// What happens to a row the consumer cannot take.
+    pub(crate) on_error: ConsumerErrorPolicy,
+    /// The base table's keyspace (for errors and dead letters).
+    pub(crate) keyspace: Arc<str>,
+    /// The base table (for errors and dead letters).
+    pub(crate) table: Arc<str>,
+}
+
+/// What became of a row handed to the consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Handled {
+    /// The consumer took it.
+    Consumed,
+    /// Given up on and skipped or written as a dead letter.
+    GivenUp,
 }
 
 /// The immutable part of a stream reader: what it reads and how.
@@ -284,7 +302,7 @@ impl StreamReader {
             let now = s.clock.now();
             let u = next_window_end(t, s.window_size, now, s.safety_interval, limit);
             if u <= t {
-                tokio::time::sleep(s.sleep_interval).await;
+                tokio::time::sleep(idle_pause(s.sleep_interval, t, now, s.safety_interval)).await;
                 continue;
             }
             tracing::Span::current().record("window_start", tracing::field::display(t));
@@ -316,6 +334,25 @@ struct PageCounts {
     changes: u64,
 }
 
+/// How long a group waits when nothing can be read yet (`now - safety_interval <= t`): the
+/// sleep interval; with a zero sleep interval, until the window from `t` can be read (at
+/// least 1 ms, at most a second, so that a changed end is still seen promptly).
+fn idle_pause(
+    sleep_interval: Duration,
+    t: DateTime<Utc>,
+    now: DateTime<Utc>,
+    safety_interval: Duration,
+) -> Duration {
+    if !sleep_interval.is_zero() {
+        return sleep_interval;
+    }
+    let readable_at = t_plus(t, safety_interval);
+    (readable_at - now)
+        .to_std()
+        .unwrap_or_default()
+        .clamp(Duration::from_millis(1), Duration::from_secs(1))
+}
+
 /// `t + d`, saturating.
 fn t_plus(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
     t.checked_add_signed(crate::time::to_delta(d))
@@ -335,8 +372,17 @@ impl Plan {
 
     /// Lets the consumer finish what it accepted: every row before `t` was handed to it.
     async fn flush(&self, progress: &mut Progress, t: DateTime<Utc>) -> Result<(), CDCError> {
-        progress.consumer.flush().await.map_err(|source| {
-            self.settings.stats.consumer_error();
+        let flushed = AssertUnwindSafe(progress.consumer.flush())
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                Err(anyhow::anyhow!(
+                    "the consumer panicked in flush: {}",
+                    panic_message(panic.as_ref())
+                ))
+            });
+        flushed.map_err(|source| {
+            self.settings.stats.consumer_error(ErrorOutcome::Stop);
             CDCError::ConsumerFlush {
                 streams: StreamList(self.streams.clone()),
                 until: t,
@@ -483,6 +529,132 @@ impl Plan {
         result
     }
 
+    /// Hands one row to the consumer, applying the consumer error policy: retries (a fresh
+    /// [`CDCRow`] each time, panics caught as errors), then stop, skip or dead-letter.
+    async fn hand_over(
+        &self,
+        progress: &mut Progress,
+        header: RowHeader,
+        index: &ColumnIndex,
+        specs: &[ColumnSpec<'_>],
+        cells: &[Option<&[u8]>],
+        (window_start, window_end): (DateTime<Utc>, DateTime<Utc>),
+    ) -> Result<Handled, CDCError> {
+        let policy = &self.settings.on_error;
+        let mut attempts = 0u32;
+        let error = loop {
+            attempts += 1;
+            let row = CDCRow::new(header, index, specs, cells);
+            let result = AssertUnwindSafe(progress.consumer.consume_cdc(row))
+                .catch_unwind()
+                .await;
+            let error = match result {
+                Ok(Ok(())) => return Ok(Handled::Consumed),
+                Ok(Err(e)) => e,
+                Err(panic) => anyhow::anyhow!(
+                    "the consumer panicked: {}",
+                    panic_message(panic.as_ref())
+                ),
+            };
+            let retry = policy.retry();
+            if attempts > retry.attempts {
+                break error;
+            }
+            let pause = retry.pause(attempts);
+            self.settings.stats.consumer_error(ErrorOutcome::Retry);
+            warn!(
+                keyspace = %self.settings.keyspace,
+                table = %self.settings.table,
+                stream = %header.stream_id,
+                time = %header.time,
+                batch_seq_no = header.batch_seq_no,
+                attempt = attempts,
+                retry_in = ?pause,
+                error = format!("{error:#}"),
+                "the consumer failed on a CDC log row; handing it over again"
+            );
+            tokio::time::sleep(pause).await;
+        };
+        match policy.after_retries() {
+            AfterRetries::Stop => {
+                self.settings.stats.consumer_error(ErrorOutcome::Stop);
+                Err(CDCError::Consumer {
+                    keyspace: self.settings.keyspace.to_string(),
+                    table: self.settings.table.to_string(),
+                    stream: header.stream_id,
+                    time: header.time,
+                    batch_seq_no: header.batch_seq_no,
+                    attempts,
+                    window_start,
+                    window_end,
+                    source: error,
+                })
+            }
+            AfterRetries::Skip => {
+                self.settings.stats.consumer_error(ErrorOutcome::Skip);
+                warn!(
+                    keyspace = %self.settings.keyspace,
+                    table = %self.settings.table,
+                    stream = %header.stream_id,
+                    time = %header.time,
+                    batch_seq_no = header.batch_seq_no,
+                    attempts,
+                    error = format!("{error:#}"),
+                    "skipping a CDC log row the consumer could not take"
+                );
+                Ok(Handled::GivenUp)
+            }
+            AfterRetries::DeadLetter(sink) => {
+                let row = CDCRow::new(header, index, specs, cells);
+                let letter = DeadLetter::of_row(
+                    &self.settings.keyspace,
+                    &self.settings.table,
+                    &row,
+                    &error,
+                    attempts,
+                );
+                let mut backoff = Backoff::new(self.settings.give_up_after);
+                loop {
+                    match sink.write(&letter).await {
+                        Ok(()) => break,
+                        Err(e) if sink.is_transient(&e) => {
+                            if !backoff.wait("writing a dead letter", &format!("{e:#}")).await {
+                                return Err(self.dead_letter_failed(&letter, e));
+                            }
+                        }
+                        Err(e) => return Err(self.dead_letter_failed(&letter, e)),
+                    }
+                }
+                self.settings.stats.consumer_error(ErrorOutcome::DeadLetter);
+                warn!(
+                    keyspace = %self.settings.keyspace,
+                    table = %self.settings.table,
+                    stream = %header.stream_id,
+                    time = %header.time,
+                    batch_seq_no = header.batch_seq_no,
+                    attempts,
+                    error = %letter.error,
+                    "wrote a CDC log row the consumer could not take to the dead letters"
+                );
+                Ok(Handled::GivenUp)
+            }
+        }
+    }
+
+    /// The error of a dead letter that could not be written (the reader stops).
+    fn dead_letter_failed(&self, letter: &DeadLetter, source: anyhow::Error) -> CDCError {
+        self.settings.stats.consumer_error(ErrorOutcome::Stop);
+        CDCError::DeadLetter {
+            keyspace: letter.keyspace.clone(),
+            table: letter.table.clone(),
+            stream: letter.stream_id,
+            time: letter.time,
+            batch_seq_no: letter.batch_seq_no,
+            consumer_error: letter.error.clone(),
+            source,
+        }
+    }
+
     /// The body of [`Self::consume_page`], counting rows and changes into `counts`.
     async fn deliver_page(
         &self,
@@ -553,16 +725,8 @@ impl Plan {
             if last.is_some_and(|l| key <= l) {
                 continue;
             }
-            let row = CDCRow::new(header, &index, specs, &cells);
-            progress.consumer.consume_cdc(row).await.map_err(|source| {
-                self.settings.stats.consumer_error();
-                CDCError::Consumer {
-                    stream: header.stream_id,
-                    window_start: start,
-                    window_end: end,
-                    source,
-                }
-            })?;
+            self.hand_over(progress, header, &index, specs, &cells, (start, end))
+                .await?;
             counts.rows += 1;
             if last.is_none_or(|l| !l.same_time(&key)) {
                 counts.changes += 1;
@@ -751,6 +915,9 @@ pub(crate) mod tests {
             give_up_after: None,
             stats: Arc::new(Stats::new("ks", "t", clock, Duration::from_secs(30))),
             limiter: None,
+            on_error: ConsumerErrorPolicy::default(),
+            keyspace: Arc::from("ks"),
+            table: Arc::from("t"),
         }
     }
 
@@ -1121,6 +1288,267 @@ pub(crate) mod tests {
         assert_eq!(s.seen.lock().unwrap().len(), 2);
         let p = s.stats.snapshot();
         assert_eq!((p.consumer_errors, p.rows), (1, 2));
+    }
+
+    /// A consumer that fails on some values: `failures[v]` times (u32::MAX: always), or
+    /// panics on `panic_on`.
+    struct Flaky {
+        failures: std::collections::HashMap<i32, u32>,
+        panic_on: Option<i32>,
+        attempts: Arc<Mutex<Vec<i32>>>,
+        seen: Arc<Mutex<Vec<i32>>>,
+    }
+
+    #[async_trait]
+    impl Consumer for Flaky {
+        async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
+            let v = row.get_value_as::<i32>("v")?.unwrap_or_default();
+            self.attempts.lock().unwrap().push(v);
+            if self.panic_on == Some(v) {
+                panic!("consumer bug on v={v}");
+            }
+            if let Some(left) = self.failures.get_mut(&v)
+                && *left > 0
+            {
+                *left = left.saturating_sub(1);
+                anyhow::bail!("cannot take v={v}");
+            }
+            self.seen.lock().unwrap().push(v);
+            Ok(())
+        }
+    }
+
+    /// Dead letters kept in memory; fails `fail_first` writes (transiently or not).
+    #[derive(Default)]
+    struct MemorySink {
+        letters: Mutex<Vec<DeadLetter>>,
+        fail_first: Mutex<u32>,
+        permanent: bool,
+    }
+
+    #[async_trait]
+    impl crate::DeadLetterSink for MemorySink {
+        async fn write(&self, letter: &DeadLetter) -> anyhow::Result<()> {
+            {
+                let mut left = self.fail_first.lock().unwrap();
+                if *left > 0 {
+                    *left -= 1;
+                    anyhow::bail!("sink down");
+                }
+            }
+            self.letters.lock().unwrap().push(letter.clone());
+            Ok(())
+        }
+
+        fn is_transient(&self, _: &anyhow::Error) -> bool {
+            !self.permanent
+        }
+    }
+
+    struct PolicyRun {
+        result: Result<(), CDCError>,
+        attempts: Vec<i32>,
+        seen: Vec<i32>,
+        stats: Progress2,
+        saves: Vec<DateTime<Utc>>,
+    }
+
+    type Progress2 = crate::progress::Progress;
+
+    /// Runs a reader over rows v = 0..5 (one per second from BASE - 90 s) of one stream with
+    /// `consumer` settings and `policy`, until BASE - 60 s.
+    async fn run_policy(
+        failures: &[(i32, u32)],
+        panic_on: Option<i32>,
+        policy: ConsumerErrorPolicy,
+    ) -> PolicyRun {
+        let log = Arc::new(FakeLog::new(2));
+        for i in 0..5 {
+            log.push(row(4, (BASE - 90_000 + i * 1000) * 1000, 0, i as i32));
+        }
+        let saver = Arc::new(MemorySaver::default());
+        let (end_tx, end_rx) = watch::channel(Some(ms(BASE - 60_000)));
+        let (_gen_tx, gen_rx) = watch::channel(None);
+        let mut settings = settings(log, saver.clone(), end_rx);
+        settings.on_error = policy;
+        settings.pause_between_saves = Duration::ZERO;
+        settings.window_size = Duration::from_secs(2);
+        let start = ms(BASE - 100_000);
+        let slot = slot(&settings, start);
+        let stats = settings.stats.clone();
+        let attempts = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let r = StreamReader::new(
+            settings,
+            vec![stream(4)],
+            GenerationTimestamp::new(ms(0)),
+            gen_rx,
+            start,
+            Box::new(Flaky {
+                failures: failures.iter().copied().collect(),
+                panic_on,
+                attempts: attempts.clone(),
+                seen: seen.clone(),
+            }),
+            slot,
+        );
+        let result = r.run().await;
+        drop(end_tx);
+        let saves = saver
+            .saves
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|c| c.timestamp)
+            .collect();
+        let attempts = attempts.lock().unwrap().clone();
+        let seen = seen.lock().unwrap().clone();
+        PolicyRun {
+            result,
+            attempts,
+            seen,
+            stats: stats.snapshot(),
+            saves,
+        }
+    }
+
+    /// The micros of row v of [`run_policy`].
+    fn policy_row_time(v: i64) -> DateTime<Utc> {
+        ms(BASE - 90_000 + v * 1000)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_row_that_fails_twice_is_retried_and_delivered_once() {
+        let run = run_policy(&[(2, 2)], None, ConsumerErrorPolicy::default()).await;
+        run.result.unwrap();
+        assert_eq!(run.seen, vec![0, 1, 2, 3, 4]);
+        assert_eq!(run.attempts, vec![0, 1, 2, 2, 2, 3, 4]);
+        assert_eq!((run.stats.consumer_retries, run.stats.consumer_errors), (2, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stop_names_the_row_and_never_checkpoints_past_it() {
+        let policy = ConsumerErrorPolicy::stop().with_retry(2, Duration::from_secs(1));
+        let started = Instant::now();
+        let run = run_policy(&[(3, u32::MAX)], None, policy).await;
+        let err = run.result.unwrap_err();
+        // Retried after 1 s, then 2 s.
+        assert!(started.elapsed() >= Duration::from_secs(3));
+        match &err {
+            CDCError::Consumer {
+                table,
+                stream: s,
+                time,
+                batch_seq_no,
+                attempts,
+                ..
+            } => {
+                assert_eq!(table, "t");
+                assert_eq!(*s, stream(4));
+                assert_eq!(
+                    crate::time::timeuuid_micros(time),
+                    policy_row_time(3).timestamp_micros()
+                );
+                assert_eq!((*batch_seq_no, *attempts), (0, 3));
+            }
+            other => panic!("unexpected error {other:?}"),
+        }
+        let text = err.to_string();
+        assert!(text.contains("ks.t") && text.contains("cannot take v=3"), "{text}");
+        assert_eq!(run.seen, vec![0, 1, 2]);
+        assert_eq!(run.attempts.iter().filter(|v| **v == 3).count(), 3);
+        assert!(!run.saves.is_empty(), "checkpoints before the row are saved");
+        assert!(
+            run.saves.iter().all(|t| *t <= policy_row_time(3)),
+            "a checkpoint passed the failed row: {:?}",
+            run.saves
+        );
+        assert_eq!((run.stats.consumer_errors, run.stats.consumer_retries), (1, 2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn skip_goes_on_and_counts() {
+        let run = run_policy(&[(1, u32::MAX)], None, ConsumerErrorPolicy::skip()).await;
+        run.result.unwrap();
+        assert_eq!(run.seen, vec![0, 2, 3, 4]);
+        assert_eq!(run.stats.rows_skipped, 1);
+        assert_eq!(run.stats.consumer_errors, 0);
+        assert_eq!(run.saves.last(), Some(&ms(BASE - 60_000)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn dead_letters_hold_the_row_and_the_error() {
+        let sink = Arc::new(MemorySink {
+            fail_first: Mutex::new(2),
+            ..MemorySink::default()
+        });
+        let policy =
+            ConsumerErrorPolicy::dead_letter(sink.clone()).with_retry(1, Duration::from_millis(10));
+        let run = run_policy(&[(2, u32::MAX), (4, u32::MAX)], None, policy).await;
+        run.result.unwrap();
+        assert_eq!(run.seen, vec![0, 1, 3]);
+        let letters = sink.letters.lock().unwrap().clone();
+        assert_eq!(letters.len(), 2);
+        let l = &letters[0];
+        assert_eq!((l.keyspace.as_str(), l.table.as_str()), ("ks", "t"));
+        assert_eq!(l.stream_id, stream(4));
+        assert_eq!(
+            crate::time::timeuuid_micros(&l.time),
+            policy_row_time(2).timestamp_micros()
+        );
+        assert_eq!((l.batch_seq_no, l.attempts), (0, 2));
+        assert_eq!(l.operation, crate::OperationType::RowUpdate);
+        assert!(l.error.contains("cannot take v=2"), "{}", l.error);
+        assert!(l.columns.contains(&("v".to_owned(), "2".to_owned())));
+        assert_eq!(run.stats.rows_dead_lettered, 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_dead_letter_that_cannot_be_written_stops_the_reader() {
+        let sink = Arc::new(MemorySink {
+            fail_first: Mutex::new(1),
+            permanent: true,
+            ..MemorySink::default()
+        });
+        let run = run_policy(
+            &[(2, u32::MAX)],
+            None,
+            ConsumerErrorPolicy::dead_letter(sink),
+        )
+        .await;
+        let err = run.result.unwrap_err();
+        assert!(matches!(err, CDCError::DeadLetter { .. }), "{err}");
+        assert!(err.to_string().contains("sink down"), "{err}");
+        assert!(run.saves.iter().all(|t| *t <= policy_row_time(2)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panicking_consumer_is_an_error_of_its_row() {
+        let run = run_policy(&[], Some(1), ConsumerErrorPolicy::stop()).await;
+        let err = run.result.unwrap_err();
+        assert!(matches!(err, CDCError::Consumer { .. }), "{err}");
+        assert!(err.to_string().contains("panicked: consumer bug on v=1"), "{err}");
+        let run = run_policy(&[], Some(1), ConsumerErrorPolicy::skip()).await;
+        run.result.unwrap();
+        assert_eq!(run.seen, vec![0, 2, 3, 4]);
+        assert_eq!(run.stats.rows_skipped, 1);
+    }
+
+    #[test]
+    fn a_zero_sleep_waits_until_the_next_window_is_readable() {
+        let (t, safety) = (ms(BASE), Duration::from_secs(30));
+        let ten = Duration::from_secs(10);
+        assert_eq!(idle_pause(ten, t, ms(BASE), safety), ten);
+        let zero = Duration::ZERO;
+        assert_eq!(
+            idle_pause(zero, t, ms(BASE + 29_700), safety),
+            Duration::from_millis(300)
+        );
+        assert_eq!(
+            idle_pause(zero, t, ms(BASE + 30_000), safety),
+            Duration::from_millis(1)
+        );
+        assert_eq!(idle_pause(zero, t, ms(BASE), safety), Duration::from_secs(1));
     }
 
     #[tokio::test(start_paused = true)]

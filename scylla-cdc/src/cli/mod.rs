@@ -494,9 +494,10 @@ pub fn safety_interval_arg(text: &str) -> Result<Duration, String> {
     seconds_within(text, Duration::ZERO, DAY)
 }
 
-/// clap parser of `--sleep-interval`: 1 ms to 1 hour.
+/// clap parser of `--sleep-interval`: 0 (read the next window as soon as one is done, see
+/// [`crate::CDCLogReaderBuilder::sleep_interval`]) to 1 hour.
 pub fn sleep_interval_arg(text: &str) -> Result<Duration, String> {
-    seconds_within(text, MILLISECOND, HOUR)
+    seconds_within(text, Duration::ZERO, HOUR)
 }
 
 /// clap parser of `--checkpoint-interval`: 0 (after every window) to 1 day.
@@ -1147,7 +1148,8 @@ mod tests {
         assert!(window_size_arg("0").is_err());
         assert_eq!(safety_interval_arg("0").unwrap(), Duration::ZERO);
         assert!(safety_interval_arg("86401").is_err());
-        assert!(sleep_interval_arg("0.0001").is_err());
+        assert_eq!(sleep_interval_arg("0").unwrap(), Duration::ZERO);
+        assert!(sleep_interval_arg("-1").is_err());
         assert!(sleep_interval_arg("3601").is_err());
         assert_eq!(checkpoint_interval_arg("0").unwrap(), Duration::ZERO);
         assert!(checkpoint_interval_arg("1e9").is_err());
