@@ -13,9 +13,10 @@ use scylla_cdc::cli::secure::{
     CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
 };
 use scylla_cdc::cli::{
-    CliError, StartAt, TimeSpec, checkpoint_interval_arg, hosts_arg, long_interval_arg,
-    one_host_arg, parse_name, parse_time, progress_interval_arg, qualified_arg, resolve_range,
-    rows_per_second_arg, safety_interval_arg, sleep_interval_arg, tables_arg, window_size_arg,
+    CliError, OnError, StartAt, TimeSpec, checkpoint_interval_arg, hosts_arg, long_interval_arg,
+    on_error_arg, one_host_arg, parse_name, parse_time, progress_interval_arg, qualified_arg,
+    resolve_range, rows_per_second_arg, safety_interval_arg, sleep_interval_arg, tables_arg,
+    window_size_arg,
 };
 pub use scylla_cdc::cli::{Hosts, QualifiedTable, Tables};
 
@@ -68,7 +69,8 @@ pub struct Args {
     /// (0 to 86400).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "30", value_parser = safety_interval_arg)]
     pub safety_interval: Duration,
-    /// Pause between reads once caught up, in seconds (0.001 to 3600).
+    /// Pause between reads once caught up, in seconds (0 to 3600; 0: read the next window as
+    /// soon as one is done).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10", value_parser = sleep_interval_arg)]
     pub sleep_interval: Duration,
     /// How long a start-up step (connecting, reading the schema, loading the checkpoint) or a
@@ -118,6 +120,11 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Pretty)]
     pub format: Format,
+    /// What to do with a change that cannot be printed, after 3 retries: stop (exit 1; a
+    /// restart prints it again), skip (log it), or dead-letter (write it to
+    /// `<checkpoint table>_dead_letters`; needs --checkpoint-table).
+    #[arg(long, value_name = "stop|skip|dead-letter", default_value = "stop", value_parser = on_error_arg)]
+    pub on_error: OnError,
     /// Most log rows read per second, all tables together (default: unlimited), so that
     /// catching up a backlog cannot overload the cluster.
     #[arg(long, value_name = "ROWS", value_parser = rows_per_second_arg)]
@@ -182,6 +189,8 @@ pub struct PrintConfig {
     pub checkpoint_interval: Duration,
     /// Output format.
     pub format: Format,
+    /// `--on-error`.
+    pub on_error: OnError,
     /// Most rows read per second (`None`: unlimited).
     pub max_rows_per_second: Option<u64>,
     /// Time between progress lines (`None`: none).
@@ -237,6 +246,11 @@ impl Args {
             insecure_skip_verify: self.tls_insecure_skip_verify,
         }
         .into_options("--tls")?;
+        if self.on_error == OnError::DeadLetter && self.checkpoint_table.is_none() {
+            return Err(CliError::usage(
+                "--on-error dead-letter needs --checkpoint-table (dead letters are kept next to it)",
+            ));
+        }
         Ok(Mode::Print(Box::new(PrintConfig {
             hosts,
             credentials,
@@ -252,6 +266,7 @@ impl Args {
             checkpoint_table: self.checkpoint_table,
             checkpoint_interval: self.checkpoint_interval,
             format: self.format,
+            on_error: self.on_error,
             max_rows_per_second: self.max_rows_per_second,
             progress_interval: self.progress_interval,
         })))
@@ -396,7 +411,7 @@ mod tests {
             ),
             (
                 [&base[..], &["--sleep-interval", "1e9"]].concat(),
-                "out of range: 0.001 to 3600 seconds",
+                "out of range: 0 to 3600 seconds",
             ),
             (
                 [&base[..], &["--give-up-after", "-3"]].concat(),
@@ -433,6 +448,14 @@ mod tests {
                 "keyspace.table",
             ),
             ([&base[..], &["--format", "xml"]].concat(), "xml"),
+            (
+                [&base[..], &["--on-error", "ignore"]].concat(),
+                "stop, skip, dead-letter",
+            ),
+            (
+                [&base[..], &["--on-error", "dead-letter"]].concat(),
+                "needs --checkpoint-table",
+            ),
             ([&base[..], &["--bogus"]].concat(), "--bogus"),
             (
                 vec!["--hostname", "db", "-k", "ks", "-t", "a,,b"],

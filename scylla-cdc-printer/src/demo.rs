@@ -144,6 +144,7 @@ pub async fn run(
         give_up_after: None,
         checkpoint_interval: Duration::from_secs(10),
         max_rows_per_second: None,
+        on_error: scylla_cdc::ConsumerErrorPolicy::default(),
     };
     let readers = start_readers(
         &session,

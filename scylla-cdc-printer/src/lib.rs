@@ -26,7 +26,8 @@ use async_trait::async_trait;
 use clap::Parser;
 use scylla::client::session::Session;
 use scylla_cdc::{
-    CDCLogReaderBuilder, CDCRow, Consumer, ConsumerFactory, TableBackedCheckpointSaver,
+    CDCLogReaderBuilder, CDCRow, Consumer, ConsumerErrorPolicy, ConsumerFactory,
+    TableBackedCheckpointSaver,
 };
 use tracing::info;
 
@@ -135,6 +136,8 @@ pub struct ReaderSettings {
     pub checkpoint_interval: Duration,
     /// Most rows read per second by each reader (`None`: unlimited).
     pub max_rows_per_second: Option<u64>,
+    /// What happens to a change that cannot be printed.
+    pub on_error: ConsumerErrorPolicy,
 }
 
 /// Starts one reader per table of `keyspace`, printing to `out`. On a failure the readers
@@ -172,6 +175,7 @@ pub async fn start_readers(
         if let Some(n) = settings.max_rows_per_second {
             builder = builder.max_rows_per_second(n);
         }
+        builder = builder.on_consumer_error(settings.on_error.clone());
         if let Some(end) = settings.end {
             builder = builder.end_timestamp(end);
         }
@@ -282,7 +286,16 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         config.give_up_after,
     )
     .await?;
+    let on_error = config
+        .on_error
+        .policy(
+            &session,
+            config.checkpoint_table.as_ref(),
+            config.give_up_after,
+        )
+        .await?;
     let settings = ReaderSettings {
+        on_error,
         start: config.start.time(),
         end: config.end,
         window_size: config.window_size,

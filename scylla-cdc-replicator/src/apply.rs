@@ -347,10 +347,23 @@ impl Consumer for ReplicatorConsumer {
         }
         let writes = std::mem::take(&mut self.writes);
         if data.operation == OperationType::PostImage {
-            self.writer.submit_completion(writes).await
+            self.writer.submit_completion(writes).await?;
         } else {
-            self.writer.submit(writes, time_micros).await
+            self.writer.submit(writes, time_micros).await?;
         }
+        if self.context.write_each_change
+            && let Err(e) = self.writer.flush().await
+        {
+            // Everything before this change was written: the failure is this change's. A
+            // new writer lets the next attempt, or the next change, start clean.
+            self.writer = StreamWriter::new(
+                self.state.destination.clone(),
+                self.context.max_in_flight,
+                self.context.budget.clone(),
+            );
+            return Err(e);
+        }
+        Ok(())
     }
 
     async fn flush(&mut self) -> anyhow::Result<()> {

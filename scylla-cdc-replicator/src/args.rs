@@ -17,9 +17,9 @@ use scylla_cdc::cli::secure::{
     CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
 };
 use scylla_cdc::cli::{
-    CliError, TimeSpec, checkpoint_interval_arg, connect, hosts_arg, long_interval_arg, parse_name,
-    parse_time, progress_interval_arg, qualified_arg, rows_per_second_arg, safety_interval_arg,
-    sleep_interval_arg, tables_arg, window_size_arg,
+    CliError, OnError, TimeSpec, checkpoint_interval_arg, connect, hosts_arg, long_interval_arg,
+    on_error_arg, parse_name, parse_time, progress_interval_arg, qualified_arg,
+    rows_per_second_arg, safety_interval_arg, sleep_interval_arg, tables_arg, window_size_arg,
 };
 pub use scylla_cdc::cli::{Hosts, QualifiedTable, StartAt, Tables};
 
@@ -115,7 +115,8 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "30",
           value_parser = safety_interval_arg)]
     pub safety_interval: Duration,
-    /// Pause between reads once caught up, in seconds (0.001 to 3600).
+    /// Pause between reads once caught up, in seconds (0 to 3600; 0: read the next window as
+    /// soon as one is done).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
           value_parser = sleep_interval_arg)]
     pub sleep_interval: Duration,
@@ -154,6 +155,15 @@ pub struct Args {
     /// memory. 1 to 4095.
     #[arg(long, value_name = "MIB", default_value = "8", value_parser = mib_arg)]
     pub max_mib_in_flight: u64,
+    /// What to do with a change that cannot be written to the destination, after the
+    /// writes' own retries and 3 more attempts: stop (exit 1; a restart replicates it again),
+    /// skip (log it; the destination misses it), or dead-letter (write it to
+    /// `<checkpoint table>_dead_letters` in the source cluster and go on; the destination
+    /// misses it until you replay it). Needs checkpoints for dead-letter. With skip and
+    /// dead-letter each change is written before the next is taken (so a failure is pinned
+    /// to its change): slower than stop, which pipelines writes.
+    #[arg(long, value_name = "stop|skip|dead-letter", default_value = "stop", value_parser = on_error_arg)]
+    pub on_error: OnError,
     /// Most log rows read per second, all tables together (default: unlimited), so that
     /// catching up a backlog cannot overload the source cluster.
     #[arg(long, value_name = "ROWS", value_parser = rows_per_second_arg)]
@@ -396,6 +406,8 @@ pub struct Config {
     pub max_bytes_in_flight: u64,
     /// Most rows read per second (`None`: unlimited).
     pub max_rows_per_second: Option<u64>,
+    /// `--on-error`.
+    pub on_error: OnError,
     /// Time between progress lines.
     pub progress_interval: Duration,
     /// Copy the tables first (`--snapshot`).
@@ -430,6 +442,12 @@ impl Args {
                  --destination-keyspace)",
             ));
         }
+        if self.on_error == OnError::DeadLetter && checkpoint_table.is_none() {
+            return Err(CliError::usage(
+                "--on-error dead-letter needs checkpoints (dead letters are kept next to the \
+                 checkpoint table): drop --no-checkpoints",
+            ));
+        }
         let clusters = self.clusters.resolve()?;
         Ok(Config {
             clusters,
@@ -451,6 +469,7 @@ impl Args {
             max_in_flight: self.max_in_flight,
             max_bytes_in_flight: self.max_mib_in_flight * 1024 * 1024,
             max_rows_per_second: self.max_rows_per_second,
+            on_error: self.on_error,
             progress_interval: self.progress_interval,
             snapshot: self.snapshot,
             snapshot_consistency: self.snapshot_consistency,
@@ -687,6 +706,11 @@ mod tests {
                 "cannot be used with",
             ),
             (with(&["--snapshot-parallelism", "0"]), "1 to 65536"),
+            (with(&["--on-error", "retry"]), "stop, skip, dead-letter"),
+            (
+                with(&["--on-error", "dead-letter", "--no-checkpoints"]),
+                "needs checkpoints",
+            ),
             (with(&["--end", "-1m"]), "must be after --start"),
             (
                 vec![

@@ -55,6 +55,9 @@ pub struct TableContext {
     pub budget: Arc<WriteBudget>,
     /// Follows the source table's schema changes.
     pub(crate) follower: SchemaFollower,
+    /// Write each change before taking the next (`--on-error skip|dead-letter`), so that a
+    /// failed write is the error of its own change, not of a later one.
+    pub write_each_change: bool,
 }
 
 impl TableContext {
@@ -71,7 +74,15 @@ impl TableContext {
             max_in_flight,
             budget,
             follower,
+            write_each_change: false,
         }
+    }
+
+    /// With `on`, each change is written before the next is taken (see
+    /// [`TableContext::write_each_change`]).
+    pub fn writing_each_change(mut self, on: bool) -> Self {
+        self.write_each_change = on;
+        self
     }
 
     /// The current state.

@@ -74,8 +74,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use scylla::client::session::Session;
 pub use scylla_cdc::cli::Output;
-use scylla_cdc::cli::checkpoint_table_error;
 pub use scylla_cdc::cli::{CliError, Shutdown, ShutdownTrigger, exit_code};
+use scylla_cdc::cli::{OnError, checkpoint_table_error};
 use scylla_cdc::cli::{
     ReadersProgress, RunningReader, clap_failure, error_chain, retry_startup, supervise,
 };
@@ -267,20 +267,23 @@ impl Replicator {
                 config.write_consistency,
                 stats.clone(),
             );
-            contexts.push(Arc::new(TableContext::new(
-                TableState {
-                    schema,
-                    destination: Arc::new(dest),
-                    lists,
-                },
-                config.max_in_flight,
-                budget.clone(),
-                SchemaFollower::new(
-                    source.clone(),
-                    destination_is_scylla,
-                    config.allow_extra_columns,
-                ),
-            )));
+            contexts.push(Arc::new(
+                TableContext::new(
+                    TableState {
+                        schema,
+                        destination: Arc::new(dest),
+                        lists,
+                    },
+                    config.max_in_flight,
+                    budget.clone(),
+                    SchemaFollower::new(
+                        source.clone(),
+                        destination_is_scylla,
+                        config.allow_extra_columns,
+                    ),
+                )
+                .writing_each_change(config.on_error != OnError::Stop),
+            ));
         }
         let mut starts = Vec::new();
         let mut snapshots = Vec::new();
@@ -447,6 +450,16 @@ async fn start_reader(
     if let Some(g) = config.give_up_after {
         builder = builder.give_up_after(g);
     }
+    let on_error = config
+        .on_error
+        .policy(
+            source,
+            config.checkpoint_table.as_ref(),
+            config.give_up_after,
+        )
+        .await
+        .map_err(StartError::Cli)?;
+    builder = builder.on_consumer_error(on_error);
     if let Some(cp) = &config.checkpoint_table {
         let saver = retry_startup(
             "opening the checkpoint table",

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::FutureExt;
 use chrono::{DateTime, Utc};
+use futures::FutureExt;
 use scylla::client::session::Session;
 use scylla::deserialize::DeserializationError;
 use scylla::deserialize::result::TypedRowIterator;
@@ -29,8 +29,8 @@ use tracing::{debug, warn};
 use crate::cdc_types::{GenerationTimestamp, StreamID};
 use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
 use crate::consumer::{CDCRow, ColumnIndex, Consumer, RowHeader};
-use crate::error_policy::{AfterRetries, ConsumerErrorPolicy, DeadLetter, panic_message};
 use crate::error::{Backoff, CDCError, StreamList, is_transient};
+use crate::error_policy::{AfterRetries, ConsumerErrorPolicy, DeadLetter, panic_message};
 use crate::progress::{ErrorOutcome, RateLimiter, Slot, Stats, retry_kind};
 use crate::time::{ChangeKey, Clock, next_window_end, truncate_to_millis};
 
@@ -551,10 +551,9 @@ impl Plan {
             let error = match result {
                 Ok(Ok(())) => return Ok(Handled::Consumed),
                 Ok(Err(e)) => e,
-                Err(panic) => anyhow::anyhow!(
-                    "the consumer panicked: {}",
-                    panic_message(panic.as_ref())
-                ),
+                Err(panic) => {
+                    anyhow::anyhow!("the consumer panicked: {}", panic_message(panic.as_ref()))
+                }
             };
             let retry = policy.retry();
             if attempts > retry.attempts {
@@ -618,7 +617,10 @@ impl Plan {
                     match sink.write(&letter).await {
                         Ok(()) => break,
                         Err(e) if sink.is_transient(&e) => {
-                            if !backoff.wait("writing a dead letter", &format!("{e:#}")).await {
+                            if !backoff
+                                .wait("writing a dead letter", &format!("{e:#}"))
+                                .await
+                            {
                                 return Err(self.dead_letter_failed(&letter, e));
                             }
                         }
@@ -1423,7 +1425,10 @@ pub(crate) mod tests {
         run.result.unwrap();
         assert_eq!(run.seen, vec![0, 1, 2, 3, 4]);
         assert_eq!(run.attempts, vec![0, 1, 2, 2, 2, 3, 4]);
-        assert_eq!((run.stats.consumer_retries, run.stats.consumer_errors), (2, 0));
+        assert_eq!(
+            (run.stats.consumer_retries, run.stats.consumer_errors),
+            (2, 0)
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -1454,16 +1459,25 @@ pub(crate) mod tests {
             other => panic!("unexpected error {other:?}"),
         }
         let text = err.to_string();
-        assert!(text.contains("ks.t") && text.contains("cannot take v=3"), "{text}");
+        assert!(
+            text.contains("ks.t") && text.contains("cannot take v=3"),
+            "{text}"
+        );
         assert_eq!(run.seen, vec![0, 1, 2]);
         assert_eq!(run.attempts.iter().filter(|v| **v == 3).count(), 3);
-        assert!(!run.saves.is_empty(), "checkpoints before the row are saved");
+        assert!(
+            !run.saves.is_empty(),
+            "checkpoints before the row are saved"
+        );
         assert!(
             run.saves.iter().all(|t| *t <= policy_row_time(3)),
             "a checkpoint passed the failed row: {:?}",
             run.saves
         );
-        assert_eq!((run.stats.consumer_errors, run.stats.consumer_retries), (1, 2));
+        assert_eq!(
+            (run.stats.consumer_errors, run.stats.consumer_retries),
+            (1, 2)
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -1527,7 +1541,10 @@ pub(crate) mod tests {
         let run = run_policy(&[], Some(1), ConsumerErrorPolicy::stop()).await;
         let err = run.result.unwrap_err();
         assert!(matches!(err, CDCError::Consumer { .. }), "{err}");
-        assert!(err.to_string().contains("panicked: consumer bug on v=1"), "{err}");
+        assert!(
+            err.to_string().contains("panicked: consumer bug on v=1"),
+            "{err}"
+        );
         let run = run_policy(&[], Some(1), ConsumerErrorPolicy::skip()).await;
         run.result.unwrap();
         assert_eq!(run.seen, vec![0, 2, 3, 4]);
@@ -1548,7 +1565,10 @@ pub(crate) mod tests {
             idle_pause(zero, t, ms(BASE + 30_000), safety),
             Duration::from_millis(1)
         );
-        assert_eq!(idle_pause(zero, t, ms(BASE), safety), Duration::from_secs(1));
+        assert_eq!(
+            idle_pause(zero, t, ms(BASE), safety),
+            Duration::from_secs(1)
+        );
     }
 
     #[tokio::test(start_paused = true)]

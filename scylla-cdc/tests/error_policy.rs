@@ -116,9 +116,11 @@ async fn a_row_given_up_on_goes_to_the_dead_letter_table() -> anyhow::Result<()>
         )
         .build()
         .await?;
-    wait_for(Duration::from_secs(30), "rows after the bad one", || async {
-        consumer.taken().len() == 5
-    })
+    wait_for(
+        Duration::from_secs(30),
+        "rows after the bad one",
+        || async { consumer.taken().len() == 5 },
+    )
     .await;
     assert_eq!(consumer.taken(), vec![0, 1, 2, 4, 5]);
     assert_eq!(reader.progress().rows_dead_lettered, 1);
@@ -256,13 +258,18 @@ async fn a_panicking_consumer_is_an_error_of_its_row() -> anyhow::Result<()> {
         .await?
         .expect_err("a panic stops the reader with the stop policy");
     assert!(matches!(err, CDCError::Consumer { .. }), "{err}");
-    assert!(err.to_string().contains("panicked: consumer bug at v=1"), "{err}");
+    assert!(
+        err.to_string().contains("panicked: consumer bug at v=1"),
+        "{err}"
+    );
 
     let skipping = Picky::new(Some(1), Refusal::Panic);
     let (mut r, h) = build(skipping.clone(), ConsumerErrorPolicy::skip()).await?;
-    wait_for(Duration::from_secs(30), "the rows after the panic", || async {
-        skipping.taken().len() == 3
-    })
+    wait_for(
+        Duration::from_secs(30),
+        "the rows after the panic",
+        || async { skipping.taken().len() == 3 },
+    )
     .await;
     assert_eq!(skipping.taken(), vec![0, 2, 3]);
     assert_eq!(r.progress().rows_skipped, 1);

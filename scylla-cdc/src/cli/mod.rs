@@ -1016,6 +1016,76 @@ pub fn checkpoint_table_error(cp: &QualifiedTable, e: &CDCError) -> CliError {
     }
 }
 
+/// `--on-error`: what a program does with a change its consumer cannot take (after the
+/// library's default retries, see [`crate::ConsumerErrorPolicy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnError {
+    /// The program stops with an error naming the row; a restart delivers it again.
+    #[default]
+    Stop,
+    /// The row is logged and skipped.
+    Skip,
+    /// The row is written to `<checkpoint table>_dead_letters` (needs a checkpoint table).
+    DeadLetter,
+}
+
+/// clap parser of `--on-error`: `stop`, `skip` or `dead-letter`.
+pub fn on_error_arg(text: &str) -> Result<OnError, String> {
+    match text.trim() {
+        "stop" => Ok(OnError::Stop),
+        "skip" => Ok(OnError::Skip),
+        "dead-letter" => Ok(OnError::DeadLetter),
+        other => Err(format!("`{other}` is not one of: stop, skip, dead-letter")),
+    }
+}
+
+impl OnError {
+    /// The reader's policy: the library's default retries, then this outcome. For
+    /// `dead-letter`, opens (creating it if missing) the dead-letter table next to
+    /// `checkpoint_table` ([`crate::dead_letter_table_name`]), retrying transient failures
+    /// for `give_up_after`; without a checkpoint table that is a usage error.
+    pub async fn policy(
+        self,
+        session: &Arc<Session>,
+        checkpoint_table: Option<&QualifiedTable>,
+        give_up_after: Option<Duration>,
+    ) -> Result<crate::ConsumerErrorPolicy, CliError> {
+        let then = match self {
+            OnError::Stop => crate::AfterRetries::Stop,
+            OnError::Skip => crate::AfterRetries::Skip,
+            OnError::DeadLetter => {
+                let cp = checkpoint_table.ok_or_else(|| {
+                    CliError::usage("--on-error dead-letter needs a checkpoint table")
+                })?;
+                let name = crate::dead_letter_table_name(&cp.table);
+                let table = retry_startup("opening the dead-letter table", give_up_after, || {
+                    let name = name.clone();
+                    async move {
+                        crate::DeadLetterTable::new(session.clone(), &cp.keyspace, &name)
+                            .await
+                            .map_err(|e| {
+                                let message = format!(
+                                    "dead-letter table {}.{name}: {}",
+                                    cp.keyspace,
+                                    error_chain(&e)
+                                );
+                                if e.is_transient() {
+                                    CliError::transient(message)
+                                } else {
+                                    CliError::schema(message)
+                                }
+                            })
+                    }
+                })
+                .await?;
+                crate::AfterRetries::DeadLetter(Arc::new(table))
+            }
+        };
+        let default = crate::ConsumerErrorPolicy::default().retry();
+        Ok(crate::ConsumerErrorPolicy::then(then).with_retry(default.attempts, default.backoff))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -1149,6 +1219,12 @@ mod tests {
         assert_eq!(safety_interval_arg("0").unwrap(), Duration::ZERO);
         assert!(safety_interval_arg("86401").is_err());
         assert_eq!(sleep_interval_arg("0").unwrap(), Duration::ZERO);
+        assert_eq!(on_error_arg("dead-letter"), Ok(OnError::DeadLetter));
+        assert_eq!(on_error_arg("skip"), Ok(OnError::Skip));
+        assert_eq!(
+            on_error_arg("ignore").unwrap_err(),
+            "`ignore` is not one of: stop, skip, dead-letter"
+        );
         assert!(sleep_interval_arg("-1").is_err());
         assert!(sleep_interval_arg("3601").is_err());
         assert_eq!(checkpoint_interval_arg("0").unwrap(), Duration::ZERO);
