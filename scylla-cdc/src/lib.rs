@@ -166,6 +166,7 @@ mod checkpoints;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod consumer;
+pub mod decode;
 mod error;
 mod events;
 mod log_reader;
@@ -180,6 +181,7 @@ pub use checkpoints::{
     CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, TableBackedCheckpointSaver,
 };
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
+pub use decode::{DecodeError, ListValues};
 pub use error::{Backoff, CDCError, ColumnError, StreamList, is_transient, is_transient_prepare};
 pub use events::{ExpiredGap, ReaderEvent};
 pub use log_reader::{
