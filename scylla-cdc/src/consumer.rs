@@ -391,7 +391,10 @@ impl<'a> CDCRow<'a> {
     /// A column that is null in this row (the change did not set it) decodes into `None` for
     /// an `Option` field; a field that is not an `Option` gets [`DecodeError::Null`] then, or
     /// [`DecodeError::MissingColumn`] when the table has no such column. Columns without a
-    /// field are ignored. Deletions are beside the value: [`CDCRow::is_value_deleted`],
+    /// field are ignored, and not even decoded: only the columns a struct names (its fields'
+    /// names and aliases) are read, so a struct of a few columns is cheap on a wide table
+    /// (a map, or a struct with a `#[serde(flatten)]` field, reads them all). Deletions are
+    /// beside the value: [`CDCRow::is_value_deleted`],
     /// [`CDCRow::get_deleted_elements`]. Taken values decode as null. See [`crate::decode`]
     /// for the Rust types each CQL type decodes into.
     ///
@@ -422,17 +425,23 @@ impl<'a> CDCRow<'a> {
     /// }
     /// ```
     pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, DecodeError> {
-        let mut values = Vec::with_capacity(self.index.non_cdc.len());
+        // Only the columns a struct has fields for are decoded (all for a map).
+        let wanted = crate::decode::requested_columns::<T>();
+        let mut columns = Vec::with_capacity(self.index.non_cdc.len());
         for &pos in &self.index.non_cdc {
-            values.push(self.decode_at::<CqlValue>(pos)?);
+            let (Some(name), Some(spec)) = (self.index.names.get(pos), self.specs.get(pos)) else {
+                continue;
+            };
+            if wanted.is_some_and(|fields| !fields.contains(&name.as_str())) {
+                continue;
+            }
+            columns.push((name.as_str(), spec.typ(), self.decode_at::<CqlValue>(pos)?));
         }
-        crate::decode::from_columns(self.index.non_cdc.iter().zip(&values).filter_map(
-            |(&pos, value)| {
-                let name = self.index.names.get(pos)?;
-                let spec = self.specs.get(pos)?;
-                Some((name.as_str(), spec.typ(), value.as_ref()))
-            },
-        ))
+        crate::decode::from_columns(
+            columns
+                .iter()
+                .map(|(name, typ, value)| (*name, *typ, value.as_ref())),
+        )
     }
 
     /// Like [`CDCRow::get_value`], and later calls for this column return `Ok(None)`.

@@ -400,6 +400,72 @@ where
     T::deserialize(RowDeserializer { columns })
 }
 
+/// The columns `T` asks for, when it is a struct (derived or not, through newtypes and
+/// `Option`): the names (and aliases) it passes to `deserialize_struct`. `None` for a map, a
+/// struct with a flattened field, or anything else, which need every column.
+///
+/// [`crate::CDCRow::decode`] decodes only these columns of a row.
+pub(crate) fn requested_columns<T: de::DeserializeOwned>() -> Option<&'static [&'static str]> {
+    struct Probe<'p>(&'p mut Option<&'static [&'static str]>);
+
+    /// Ends the probe (never shown to anyone: no message is kept).
+    #[derive(Debug)]
+    struct Stop;
+
+    impl fmt::Display for Stop {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("probe")
+        }
+    }
+
+    impl std::error::Error for Stop {}
+
+    impl de::Error for Stop {
+        fn custom<M: fmt::Display>(_msg: M) -> Self {
+            Stop
+        }
+    }
+
+    impl<'de> Deserializer<'de> for Probe<'_> {
+        type Error = Stop;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _visitor: V,
+        ) -> Result<V::Value, Stop> {
+            *self.0 = Some(fields);
+            Err(Stop)
+        }
+
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, Stop> {
+            visitor.visit_newtype_struct(self)
+        }
+
+        fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Stop> {
+            visitor.visit_some(self)
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf unit unit_struct seq tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+
+    let mut fields = None;
+    let _ = T::deserialize(Probe(&mut fields));
+    fields
+}
+
 /// The elements of a list as a `Vec`, whether the value is a list (a frozen `list<V>`, a
 /// list in a row image) or the log's form of a non-frozen list, a `map<timeuuid, V>` whose
 /// values are the elements in list order (the keys are dropped).

@@ -892,6 +892,18 @@ fn a_log_row_decodes_its_base_columns() {
         row.get_deleted_elements("s").unwrap(),
         Some(CqlValue::Set(vec![CqlValue::Int(7)]))
     );
+    // A map has every base column, and no `cdc$` one.
+    let all: BTreeMap<String, serde_json::Value> = row.decode().unwrap();
+    assert_eq!(
+        all.keys().map(String::as_str).collect::<Vec<_>>(),
+        vec!["ck", "pk", "s", "v"]
+    );
+    assert_eq!(all["v"], serde_json::Value::Null);
+    // A struct: only its columns are decoded (a malformed column it does not name is not read).
+    #[derive(Deserialize, Debug)]
+    struct JustPk {
+        pk: i32,
+    }
     // A taken value decodes as null.
     row.take_value("s").unwrap();
     assert_eq!(row.decode::<Row>().unwrap().s, None);
@@ -917,4 +929,35 @@ fn a_log_row_decodes_its_base_columns() {
         matches!(&e, DecodeError::Column(ColumnError::Decode { column, .. }) if column == "v"),
         "{e:?}"
     );
+    assert_eq!(row.decode::<JustPk>().unwrap().pk, 9);
+}
+
+#[test]
+fn the_columns_a_type_asks_for() {
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct Row {
+        pk: i32,
+        #[serde(rename = "Value", alias = "v2")]
+        v: Option<i32>,
+    }
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct Wrapper(Row);
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct Flat {
+        pk: i32,
+        #[serde(flatten)]
+        rest: BTreeMap<String, i32>,
+    }
+    assert_eq!(requested_columns::<Row>(), Some(&["pk", "Value", "v2"][..]));
+    assert_eq!(
+        requested_columns::<Option<Wrapper>>(),
+        Some(&["pk", "Value", "v2"][..])
+    );
+    assert_eq!(requested_columns::<Flat>(), None);
+    assert_eq!(requested_columns::<HashMap<String, i32>>(), None);
+    assert_eq!(requested_columns::<serde_json::Value>(), None);
+    assert_eq!(requested_columns::<i32>(), None);
 }
