@@ -72,8 +72,11 @@
 //!
 //! Each CQL type decodes into the Rust types below; anything else is a
 //! [`DecodeError::Type`] naming the column, its CQL type and what the Rust type expected.
-//! `Option<T>` of each, newtypes (`struct Id(Uuid)`) and `serde_json::Value` (through the
-//! first spelling listed) are accepted too.
+//! `Option<T>` of each and newtypes (`struct Id(Uuid)`) are accepted too. Types that take
+//! whatever comes (`serde_json::Value`, `#[serde(untagged)]` enums) see integers, floats and
+//! booleans as such, `blob` as bytes, `varint`, `decimal`, the UUIDs, `inet`, `timestamp`,
+//! `date` and `time` as the strings below (a date or time outside chrono's range as its
+//! number), collections and tuples as sequences, maps, UDTs and `duration` as maps.
 //!
 //! | CQL type | Rust types |
 //! |---|---|
@@ -1220,6 +1223,14 @@ impl<'de> Deserializer<'de> for ValueDeserializer<'de> {
             CqlValue::Map(_) | CqlValue::UserDefinedType { .. } | CqlValue::Duration(_) => {
                 return self.visit_as_map(value, visitor);
             }
+            // Outside chrono's range: the number, rather than an error for every such row.
+            CqlValue::Timestamp(t) if DateTime::<Utc>::from_timestamp_millis(t.0).is_none() => {
+                visitor.visit_i64(t.0)
+            }
+            CqlValue::Date(d) if date(d.0).is_none() => {
+                visitor.visit_i64(i64::from(d.0) - (1 << 31))
+            }
+            CqlValue::Time(t) if time(t.0).is_none() => visitor.visit_i64(t.0),
             _ => match self.text(value) {
                 Some(Ok(Text::Borrowed(s))) => visitor.visit_borrowed_str(s),
                 Some(Ok(Text::Owned(s))) => visitor.visit_string(s),

@@ -778,6 +778,18 @@ fn json_values_and_a_decoded_struct_as_json() {
         })
     );
 
+    // Dates and times chrono cannot represent are their numbers.
+    let date = native(NativeType::Date);
+    let far = CqlValue::Date(CqlDate(0));
+    let v: serde_json::Value = one(&date, Some(&far)).unwrap();
+    assert_eq!(v, serde_json::json!(i32::MIN));
+    let v: serde_json::Value =
+        one(&ts, Some(&CqlValue::Timestamp(CqlTimestamp(i64::MAX)))).unwrap();
+    assert_eq!(v, serde_json::json!(i64::MAX));
+    let v: serde_json::Value =
+        one(&native(NativeType::Varint), Some(&varint(&[0x01, 0x00]))).unwrap();
+    assert_eq!(v, serde_json::json!("256"));
+
     #[derive(Deserialize, serde::Serialize)]
     struct Row {
         i: i32,
