@@ -4,8 +4,8 @@
 //! [`from_columns`] does the same from any named set of CQL values (a merged row image, a row
 //! of an ordinary query), given each column's name, CQL type and value. A struct is decoded as
 //! a map from column name to value: a field takes the column of its name (`#[serde(rename)]`
-//! for other spellings), and columns without a field are ignored (unless the struct says
-//! `#[serde(deny_unknown_fields)]`).
+//! for other spellings), and columns without a field are ignored (by [`from_columns`] too,
+//! unless the struct says `#[serde(deny_unknown_fields)]`).
 //!
 //! ```
 //! use serde::Deserialize;
@@ -88,7 +88,7 @@
 //! | `boolean` | `bool` |
 //! | `ascii`, `text`/`varchar` | `String`, `&str` (with [`from_columns`]), `char` (one character), `Box<str>`; a unit-variant enum by variant name |
 //! | `blob` | `Vec<u8>`, `serde_bytes::ByteBuf`, `&[u8]` (with [`from_columns`]), `String` (`"0xcafe"`) |
-//! | `uuid`, `timeuuid` | `uuid::Uuid` (its `serde` feature), `String` (hyphenated), `[u8; 16]`-like byte buffers |
+//! | `uuid`, `timeuuid` | `uuid::Uuid` (its `serde` feature), `String` (hyphenated), `serde_bytes::ByteBuf` (the 16 bytes) |
 //! | `timestamp` | `chrono::DateTime<Utc>` (chrono's `serde` feature), `String` (RFC 3339, `"2023-11-14T22:13:20.000Z"`), `i64` (milliseconds since the epoch) |
 //! | `date` | `chrono::NaiveDate`, `String` (`"2024-02-29"`), `i32`/`i64` (days since 1970-01-01) |
 //! | `time` | `chrono::NaiveTime`, `String` (`"01:02:03.000000000"`), `i64` (nanoseconds since midnight) |
@@ -102,9 +102,10 @@
 //! Frozen and non-frozen collections and UDTs decode alike. In the **log** a non-frozen
 //! collection holds what the change *added* (Scylla logs the column as the frozen type
 //! below), and a non-frozen `list<V>` appears as `map<timeuuid, V>`: the elements keyed by
-//! their list cell keys, in list order. Decode such a column into `BTreeMap<Uuid, V>` (or
-//! `Vec<(Uuid, V)>`) to keep the keys, which [`crate::CDCRow::get_deleted_elements`] refers
-//! to, or into [`ListValues<V>`] for the values alone. A non-frozen UDT is logged as a frozen
+//! their list cell keys, in list order. Decode such a column into `Vec<(Uuid, V)>` to keep
+//! the keys (which [`crate::CDCRow::get_deleted_elements`] refers to) in list order, or into
+//! [`ListValues<V>`] for the values alone. (A `BTreeMap<Uuid, V>` keeps the keys too, but
+//! sorts them by `Uuid`'s byte order, which is not the timeuuid order of the list.) A non-frozen UDT is logged as a frozen
 //! UDT whose fields the change did not set are null.
 //!
 //! | base column | log column, as decoded |

@@ -67,8 +67,8 @@ struct Row {
     uu: Option<Uuid>,
     vi: Option<String>,
     vs: Option<i64>,
-    /// Non-frozen `list<text>`: `map<timeuuid, text>` in the log.
-    l: Option<BTreeMap<Uuid, String>>,
+    /// Non-frozen `list<text>`: `map<timeuuid, text>` in the log, in list order.
+    l: Option<Vec<(Uuid, String)>>,
     fl: Option<Vec<i32>>,
     st: Option<BTreeSet<i32>>,
     fst: Option<HashSet<String>>,
@@ -334,8 +334,11 @@ async fn every_cql_type_decodes_into_a_struct() -> anyhow::Result<()> {
     let r = &d.row;
     assert_eq!(d.op, OperationType::RowUpdate);
     let l = r.l.as_ref().expect("l");
-    assert_eq!(l.values().collect::<Vec<_>>(), vec!["x", "y"]);
-    assert!(l.keys().all(|k| k.get_version_num() == 1), "{l:?}");
+    assert_eq!(
+        l.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(),
+        vec!["x", "y"]
+    );
+    assert!(l.iter().all(|(k, _)| k.get_version_num() == 1), "{l:?}");
     assert_eq!(
         d.alt.l.as_ref().map(|l| l.0.clone()),
         Some(vec!["x".to_owned(), "y".to_owned()])
@@ -395,7 +398,7 @@ async fn every_cql_type_decodes_into_a_struct() -> anyhow::Result<()> {
         d.row
             .l
             .as_ref()
-            .map(|l| l.values().cloned().collect::<Vec<_>>()),
+            .map(|l| l.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()),
         Some(vec!["z".to_owned()])
     );
     assert_eq!(
