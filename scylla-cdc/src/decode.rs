@@ -47,7 +47,8 @@
 //! unless it has `#[serde(default)]`. A log row's key columns are never null.
 //!
 //! Whether the change *deleted* a column, or removed elements from a collection, is not part
-//! of the value: read it beside the decoded struct, from the same row.
+//! of the value: read it beside the decoded struct, from the same row, one column at a time
+//! or all at once with [`Deletions::of`].
 //!
 //! ```
 //! # use serde::Deserialize;
@@ -119,6 +120,7 @@
 //! ([`DecodeError::Column`]), and values a Rust type cannot hold (a timestamp outside chrono's
 //! range, say) are [`DecodeError::Invalid`].
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
@@ -402,6 +404,107 @@ where
 {
     let columns: Vec<_> = columns.into_iter().collect();
     T::deserialize(RowDeserializer { columns })
+}
+
+/// Decodes one value into `T`; errors name `column`.
+///
+/// For a value outside a row: a column read with [`crate::CDCRow::get_value`], an element of
+/// a value, a value of an image.
+pub fn from_value<'a, T: de::Deserialize<'a>>(
+    column: &str,
+    typ: &'a ColumnType<'a>,
+    value: Option<&'a CqlValue>,
+) -> Result<T, DecodeError> {
+    T::deserialize(ValueDeserializer {
+        typ: Some(typ),
+        value,
+    })
+    .map_err(|e| e.within(column))
+}
+
+/// What a log row deleted, beside the value [`crate::CDCRow::decode`] gives: the columns
+/// whose `cdc$deleted_` flag is set and the elements removed from non-frozen collections and
+/// UDTs (`cdc$deleted_elements_`).
+///
+/// ```
+/// # use serde::Deserialize;
+/// use scylla_cdc::CDCRow;
+/// use scylla_cdc::decode::Deletions;
+///
+/// #[derive(Deserialize)]
+/// struct Row {
+///     pk: i32,
+///     v: Option<i32>,
+/// }
+///
+/// fn handle(row: &CDCRow<'_>) -> anyhow::Result<()> {
+///     let value: Row = row.decode()?;
+///     let deleted = Deletions::of(row)?;
+///     if deleted.is_deleted("v") {
+///         println!("pk {}: v deleted", value.pk);
+///     }
+///     // The keys removed from a non-frozen `set<int>` `s`.
+///     let removed: Option<Vec<i32>> = deleted.elements_as("s")?;
+///     println!("{removed:?}");
+///     Ok(())
+/// }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Deletions {
+    /// The columns the change deleted (set to null, `DELETE c`, or overwrote, for a
+    /// non-frozen collection or UDT), in the log's column order.
+    pub columns: Vec<String>,
+    /// Per non-frozen collection or UDT column, the elements the change removed: set
+    /// elements, map keys, list cell keys (timeuuids) or UDT field indexes (`smallint`), as a
+    /// `set` value. Columns with none removed are absent.
+    pub elements: BTreeMap<String, CqlValue>,
+}
+
+impl Deletions {
+    /// The deletions of a log row.
+    pub fn of(row: &crate::CDCRow<'_>) -> Result<Self, ColumnError> {
+        let mut out = Self::default();
+        for name in row.get_non_cdc_column_names() {
+            if row.is_value_deleted(name) {
+                out.columns.push(name.to_owned());
+            }
+            if row.collection_exists(name)
+                && let Some(v) = row.get_deleted_elements(name)?
+            {
+                out.elements.insert(name.to_owned(), v);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether the change deleted `column`.
+    pub fn is_deleted(&self, column: &str) -> bool {
+        self.columns.iter().any(|c| c == column)
+    }
+
+    /// Whether the change deleted nothing.
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty() && self.elements.is_empty()
+    }
+
+    /// The elements removed from `column`, decoded into `T` (`Vec<K>`, `BTreeSet<K>`,
+    /// `Vec<Uuid>` for a list, `Vec<i16>` for a UDT's field indexes); `None` when none were.
+    pub fn elements_as<T: de::DeserializeOwned>(
+        &self,
+        column: &str,
+    ) -> Result<Option<T>, DecodeError> {
+        self.elements
+            .get(column)
+            .map(|v| {
+                T::deserialize(ValueDeserializer {
+                    typ: None,
+                    value: Some(v),
+                })
+                .map_err(|e| e.within(&format!("cdc$deleted_elements_{column}")))
+            })
+            .transpose()
+    }
 }
 
 /// The columns `T` asks for, when it is a struct (derived or not, through newtypes and

@@ -190,7 +190,7 @@ pub use checkpoints::{
     CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, TableBackedCheckpointSaver,
 };
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
-pub use decode::{DecodeError, ListValues};
+pub use decode::{DecodeError, Deletions, ListValues};
 pub use error::{Backoff, CDCError, ColumnError, StreamList, is_transient, is_transient_prepare};
 pub use events::{ExpiredGap, ReaderEvent};
 pub use log_reader::{

@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, NaiveTime, TimeDelta, Utc};
 use common::{create_cdc_keyspace, drop_keyspace, fast, wait_for};
 use scylla::value::CqlValue;
-use scylla_cdc::decode::{DecodeError, ListValues, from_columns};
+use scylla_cdc::decode::{DecodeError, Deletions, ListValues, from_columns};
 use scylla_cdc::{CDCLogReaderBuilder, CDCRow, Consumer, ConsumerFactory, OperationType};
 use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
 use serde::{Deserialize, Serialize};
@@ -125,8 +125,8 @@ struct Decoded {
     alt: Alternative,
     json: serde_json::Value,
     needs_n: Result<(), String>,
-    deleted: BTreeSet<String>,
-    deleted_elements: BTreeMap<String, CqlValue>,
+    deletions: Deletions,
+    removed_from_st: Option<BTreeSet<i32>>,
 }
 
 #[derive(Clone, Default)]
@@ -142,27 +142,16 @@ impl Consumer for Decoder {
             assert!(matches!(e, DecodeError::Null { .. }), "{e:?}");
             e.to_string()
         });
-        let mut deleted = BTreeSet::new();
-        let mut deleted_elements = BTreeMap::new();
-        let names: Vec<String> = row.get_non_cdc_column_names().map(str::to_owned).collect();
-        for name in names {
-            if row.is_value_deleted(&name) {
-                deleted.insert(name.clone());
-            }
-            if row.collection_exists(&name)
-                && let Some(v) = row.get_deleted_elements(&name)?
-            {
-                deleted_elements.insert(name, v);
-            }
-        }
+        let deletions = Deletions::of(&row)?;
+        let removed_from_st = deletions.elements_as::<BTreeSet<i32>>("st")?;
         self.0.lock().unwrap().push(Decoded {
             op: row.operation,
             row: typed,
             alt,
             json,
             needs_n,
-            deleted,
-            deleted_elements,
+            deletions,
+            removed_from_st,
         });
         Ok(())
     }
@@ -372,7 +361,7 @@ async fn every_cql_type_decodes_into_a_struct() -> anyhow::Result<()> {
         Some(BTreeMap::from([(1, vec!["p".to_owned(), "q".to_owned()])]))
     );
     assert!(r.n.is_none() && r.a.is_none() && r.tup.is_none());
-    assert!(d.deleted.is_empty() && d.deleted_elements.is_empty());
+    assert!(d.deletions.is_empty());
     // A field that is not an `Option`, for a column the row does not set.
     let e = d.needs_n.as_ref().unwrap_err();
     assert!(
@@ -383,9 +372,11 @@ async fn every_cql_type_decodes_into_a_struct() -> anyhow::Result<()> {
     // pk 3: deletions are beside the decoded value.
     let d = &rows[2];
     assert!(d.row.n.is_none() && d.row.st.is_none() && d.row.m.is_none());
-    assert_eq!(d.deleted, BTreeSet::from(["n".to_owned()]));
+    assert_eq!(d.deletions.columns, vec!["n"]);
+    assert!(d.deletions.is_deleted("n"));
+    assert_eq!(d.removed_from_st, Some(BTreeSet::from([5])));
     assert_eq!(
-        d.deleted_elements,
+        d.deletions.elements,
         BTreeMap::from([
             ("m".to_owned(), CqlValue::Set(vec![CqlValue::Int(9)])),
             ("st".to_owned(), CqlValue::Set(vec![CqlValue::Int(5)])),
@@ -409,7 +400,7 @@ async fn every_cql_type_decodes_into_a_struct() -> anyhow::Result<()> {
         })
     );
     assert_eq!(d.row.n, Some(4));
-    assert_eq!(d.deleted, BTreeSet::from(["l".to_owned(), "u".to_owned()]));
+    assert_eq!(d.deletions.columns, vec!["l", "u"]);
     assert!(d.needs_n.is_ok());
 
     // A counter, from an ordinary query's rows.

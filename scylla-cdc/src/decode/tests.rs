@@ -904,6 +904,21 @@ fn a_log_row_decodes_its_base_columns() {
         row.get_deleted_elements("s").unwrap(),
         Some(CqlValue::Set(vec![CqlValue::Int(7)]))
     );
+    // The same, gathered.
+    let deletions = Deletions::of(&row).unwrap();
+    assert_eq!(deletions.columns, vec!["v"]);
+    assert!(deletions.is_deleted("v") && !deletions.is_deleted("s") && !deletions.is_empty());
+    assert_eq!(
+        deletions.elements_as::<Vec<i64>>("s").unwrap(),
+        Some(vec![7])
+    );
+    assert_eq!(deletions.elements_as::<Vec<i64>>("v").unwrap(), None);
+    let e = deletions.elements_as::<Vec<String>>("s").unwrap_err();
+    assert!(
+        matches!(&e, DecodeError::Type { column, cql_type, .. }
+            if column == "cdc$deleted_elements_s[0]" && cql_type == "int"),
+        "{e:?}"
+    );
     // A map has every base column, and no `cdc$` one.
     let all: BTreeMap<String, serde_json::Value> = row.decode().unwrap();
     assert_eq!(
@@ -972,4 +987,25 @@ fn the_columns_a_type_asks_for() {
     assert_eq!(requested_columns::<HashMap<String, i32>>(), None);
     assert_eq!(requested_columns::<serde_json::Value>(), None);
     assert_eq!(requested_columns::<i32>(), None);
+}
+
+#[test]
+fn one_value() {
+    let l = list(native(NativeType::Int), true);
+    let v = CqlValue::List(vec![CqlValue::Int(1), CqlValue::Int(300)]);
+    assert_eq!(
+        from_value::<Vec<i32>>("l", &l, Some(&v)).unwrap(),
+        vec![1, 300]
+    );
+    assert_eq!(from_value::<Option<Vec<i32>>>("l", &l, None).unwrap(), None);
+    let e = from_value::<Vec<u8>>("l", &l, Some(&v)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "column `l[1]`: the int value 300 does not fit in u8"
+    );
+    let e = from_value::<Vec<u8>>("l", &l, None).unwrap_err();
+    assert!(
+        matches!(&e, DecodeError::Null { column, cql_type, .. } if column == "l" && cql_type == "frozen<list<int>>"),
+        "{e:?}"
+    );
 }
