@@ -127,6 +127,8 @@ struct Decoded {
     needs_n: Result<(), String>,
     deletions: Deletions,
     removed_from_st: Option<BTreeSet<i32>>,
+    /// UDT field indexes.
+    removed_from_u: Option<Vec<i16>>,
 }
 
 #[derive(Clone, Default)]
@@ -144,6 +146,7 @@ impl Consumer for Decoder {
         });
         let deletions = Deletions::of(&row)?;
         let removed_from_st = deletions.elements_as::<BTreeSet<i32>>("st")?;
+        let removed_from_u = deletions.elements_as::<Vec<i16>>("u")?;
         self.0.lock().unwrap().push(Decoded {
             op: row.operation,
             row: typed,
@@ -152,6 +155,7 @@ impl Consumer for Decoder {
             needs_n,
             deletions,
             removed_from_st,
+            removed_from_u,
         });
         Ok(())
     }
@@ -208,7 +212,8 @@ async fn every_cql_type_decodes_into_a_struct() -> anyhow::Result<()> {
         "UPDATE {ks}.t SET l = l + ['x', 'y'], st = st + {1, 2}, m = m + {1: 'a', 2: 'b'}, \
          u.street = 'Main', ml = ml + {1: ['p', 'q']} WHERE pk = 2 AND ck = 2",
         // pk 3: deletions: elements, a column set to null.
-        "UPDATE {ks}.t SET st = st - {5}, m = m - {9}, n = null WHERE pk = 3 AND ck = 3",
+        "UPDATE {ks}.t SET st = st - {5}, m = m - {9}, n = null, u.number = null \
+         WHERE pk = 3 AND ck = 3",
         // pk 4: overwrites: a list and a whole UDT.
         "UPDATE {ks}.t SET l = ['z'], u = {street: 'Oak', number: 5}, n = 4 \
          WHERE pk = 4 AND ck = 4",
@@ -375,11 +380,21 @@ async fn every_cql_type_decodes_into_a_struct() -> anyhow::Result<()> {
     assert_eq!(d.deletions.columns, vec!["n"]);
     assert!(d.deletions.is_deleted("n"));
     assert_eq!(d.removed_from_st, Some(BTreeSet::from([5])));
+    // A UDT field set to null: its index (1, `number`), and a UDT value with no field set.
+    assert_eq!(d.removed_from_u, Some(vec![1]));
+    assert_eq!(
+        d.row.u,
+        Some(Addr {
+            street: None,
+            number: None
+        })
+    );
     assert_eq!(
         d.deletions.elements,
         BTreeMap::from([
             ("m".to_owned(), CqlValue::Set(vec![CqlValue::Int(9)])),
             ("st".to_owned(), CqlValue::Set(vec![CqlValue::Int(5)])),
+            ("u".to_owned(), CqlValue::Set(vec![CqlValue::SmallInt(1)])),
         ])
     );
 
