@@ -402,8 +402,9 @@ where
     T: de::Deserialize<'a>,
     I: IntoIterator<Item = (&'a str, &'a ColumnType<'a>, Option<&'a CqlValue>)>,
 {
-    let columns: Vec<_> = columns.into_iter().collect();
-    T::deserialize(RowDeserializer { columns })
+    T::deserialize(RowDeserializer {
+        columns: columns.into_iter(),
+    })
 }
 
 /// Decodes one value into `T`; errors name `column`.
@@ -651,8 +652,8 @@ fn expected(exp: &dyn Expected) -> String {
 }
 
 /// A whole row: a map from column name to value.
-struct RowDeserializer<'a> {
-    columns: Vec<(&'a str, &'a ColumnType<'a>, Option<&'a CqlValue>)>,
+struct RowDeserializer<I> {
+    columns: I,
 }
 
 macro_rules! not_a_struct {
@@ -666,11 +667,14 @@ macro_rules! not_a_struct {
     };
 }
 
-impl<'de> Deserializer<'de> for RowDeserializer<'de> {
+impl<'de, I> Deserializer<'de> for RowDeserializer<I>
+where
+    I: Iterator<Item = (&'de str, &'de ColumnType<'de>, Option<&'de CqlValue>)>,
+{
     type Error = DecodeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
-        let entries = self.columns.into_iter().map(|(name, typ, value)| {
+        let entries = self.columns.map(|(name, typ, value)| {
             (
                 Key::Name(name),
                 ValueDeserializer {
@@ -745,6 +749,7 @@ impl<'de> Deserializer<'de> for RowDeserializer<'de> {
 }
 
 /// A key of a map being decoded: a column or field name, or a CQL map's key.
+#[derive(Clone, Copy)]
 enum Key<'de> {
     Name(&'de str),
     Value(ValueDeserializer<'de>, usize),
@@ -772,7 +777,8 @@ impl Key<'_> {
 /// The entries of a row, a UDT or a CQL map.
 struct Entries<'de, I> {
     iter: I,
-    pending: Option<(String, ValueDeserializer<'de>)>,
+    /// The value of the last key, and the key (for the path of an error).
+    pending: Option<(Key<'de>, ValueDeserializer<'de>)>,
 }
 
 impl<'de, I> de::MapAccess<'de> for Entries<'de, I>
@@ -788,14 +794,13 @@ where
         let Some((key, value)) = self.iter.next() else {
             return Ok(None);
         };
-        let step = key.step();
         let k = match key {
             Key::Name(n) => seed.deserialize(BorrowedStrDeserializer::<DecodeError>::new(n))?,
             Key::Value(k, _) => seed
                 .deserialize(k)
-                .map_err(|e| e.within(&format!("{step} (the key)")))?,
+                .map_err(|e| e.within(&format!("{} (the key)", key.step())))?,
         };
-        self.pending = Some((step, value));
+        self.pending = Some((key, value));
         Ok(Some(k))
     }
 
@@ -803,11 +808,11 @@ where
         &mut self,
         seed: V,
     ) -> Result<V::Value, DecodeError> {
-        let (step, value) = self
+        let (key, value) = self
             .pending
             .take()
             .ok_or_else(|| DecodeError::invalid("a map value was asked for before its key"))?;
-        seed.deserialize(value).map_err(|e| e.within(&step))
+        seed.deserialize(value).map_err(|e| e.within(&key.step()))
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -965,6 +970,7 @@ fn entry_error(exp: &dyn Expected) -> DecodeError {
 }
 
 /// One CQL value (or null) and its declared type, when known.
+#[derive(Clone, Copy)]
 struct ValueDeserializer<'de> {
     typ: Option<&'de ColumnType<'de>>,
     value: Option<&'de CqlValue>,
