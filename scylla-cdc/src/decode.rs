@@ -90,7 +90,7 @@
 //! | `ascii`, `text`/`varchar` | `String`, `&str` (with [`from_columns`]), `char` (one character), `Box<str>`; a unit-variant enum by variant name |
 //! | `blob` | `Vec<u8>`, `serde_bytes::ByteBuf`, `&[u8]` (with [`from_columns`]), `String` (`"0xcafe"`) |
 //! | `uuid`, `timeuuid` | `uuid::Uuid` (its `serde` feature), `String` (hyphenated), `serde_bytes::ByteBuf` (the 16 bytes) |
-//! | `timestamp` | `chrono::DateTime<Utc>` (chrono's `serde` feature), `String` (RFC 3339, `"2023-11-14T22:13:20.000Z"`), `i64` (milliseconds since the epoch) |
+//! | `timestamp` | `chrono::DateTime<Utc>` (chrono's `serde` feature; or with `#[serde(with = "chrono::serde::ts_milliseconds")]`), `DateTime<FixedOffset>`, `String` (RFC 3339, `"2023-11-14T22:13:20.000Z"`), `i64` (milliseconds since the epoch) |
 //! | `date` | `chrono::NaiveDate`, `String` (`"2024-02-29"`), `i32`/`i64` (days since 1970-01-01) |
 //! | `time` | `chrono::NaiveTime`, `String` (`"01:02:03.000000000"`), `i64` (nanoseconds since midnight) |
 //! | `duration` | a struct with fields `months`, `days`, `nanoseconds` (integers), a tuple `(i32, i32, i64)`, `String` (`"1h2m"`) |

@@ -351,7 +351,16 @@ fn timestamps_dates_and_times() {
     let dt: DateTime<Utc> = ok(&ts, v.clone());
     assert_eq!(dt.timestamp_millis(), 1_700_000_000_123);
     assert_eq!(ok::<i64>(&ts, v.clone()), 1_700_000_000_123);
-    assert_eq!(ok::<String>(&ts, v), "2023-11-14T22:13:20.123Z");
+    assert_eq!(ok::<String>(&ts, v.clone()), "2023-11-14T22:13:20.123Z");
+    #[derive(Deserialize)]
+    struct Millis {
+        #[serde(with = "chrono::serde::ts_milliseconds")]
+        c: DateTime<Utc>,
+    }
+    let m: Millis = from_columns([("c", &ts, Some(&v))]).unwrap();
+    assert_eq!(m.c.timestamp_millis(), 1_700_000_000_123);
+    let fixed: DateTime<chrono::FixedOffset> = ok(&ts, v.clone());
+    assert_eq!(fixed.timestamp_millis(), 1_700_000_000_123);
     let before_epoch: DateTime<Utc> = ok(&ts, CqlValue::Timestamp(CqlTimestamp(-1)));
     assert_eq!(before_epoch.timestamp_millis(), -1);
     let e = err::<DateTime<Utc>>(&ts, CqlValue::Timestamp(CqlTimestamp(i64::MAX)));
