@@ -394,9 +394,9 @@ impl<'a> CDCRow<'a> {
     /// field are ignored, and not even decoded: only the columns a struct names (its fields'
     /// names and aliases) are read, so a struct of a few columns is cheap on a wide table
     /// (a map, or a struct with a `#[serde(flatten)]` field, reads them all). Deletions are
-    /// beside the value: [`CDCRow::is_value_deleted`],
-    /// [`CDCRow::get_deleted_elements`]. Taken values decode as null. See [`crate::decode`]
-    /// for the Rust types each CQL type decodes into.
+    /// beside the value: [`CDCRow::is_value_deleted`], [`CDCRow::get_deleted_elements`], or
+    /// all at once with [`crate::Deletions::of`]. Taken values decode as null. See
+    /// [`crate::decode`] for the Rust types each CQL type decodes into.
     ///
     /// ```no_run
     /// use chrono::{DateTime, Utc};

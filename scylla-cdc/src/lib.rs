@@ -56,7 +56,7 @@
 //! [`decode::from_columns`] does the same for any named CQL values. The [`decode`] module
 //! lists the Rust types each CQL type decodes into and explains why serde rather than the
 //! driver's `DeserializeRow`. Deletion flags and removed collection elements stay on the row
-//! ([`CDCRow::is_value_deleted`], [`CDCRow::get_deleted_elements`]).
+//! ([`CDCRow::is_value_deleted`], [`CDCRow::get_deleted_elements`], [`Deletions`]).
 //!
 //! The repository's `docs/tutorial.md` walks from an empty project to a consumer with
 //! checkpoints and a test against the embedded cluster of `scylla-cdc-test-utils`; its
