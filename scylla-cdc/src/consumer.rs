@@ -18,6 +18,7 @@ use scylla::value::CqlValue;
 use uuid::Uuid;
 
 use crate::cdc_types::StreamID;
+use crate::decode::DecodeError;
 use crate::error::ColumnError;
 
 /// Receives the rows of one stream group, in order (see the crate docs for guarantees).
@@ -382,6 +383,65 @@ impl<'a> CDCRow<'a> {
         name: &str,
     ) -> Result<Option<T>, ColumnError> {
         self.decode_at(self.lookup(name)?)
+    }
+
+    /// Decodes the base table's columns of this row (every column not starting with `cdc$`)
+    /// into `T`, a `#[derive(Deserialize)]` struct whose fields are named after the columns.
+    ///
+    /// A column that is null in this row (the change did not set it) decodes into `None` for
+    /// an `Option` field; a field that is not an `Option` gets [`DecodeError::Null`] then, or
+    /// [`DecodeError::MissingColumn`] when the table has no such column. Columns without a
+    /// field are ignored, and not even decoded: only the columns a struct names (its fields'
+    /// names and aliases) are read, so a struct of a few columns is cheap on a wide table
+    /// (a map, or a struct with a `#[serde(flatten)]` field, reads them all). Deletions are
+    /// beside the value: [`CDCRow::is_value_deleted`], [`CDCRow::get_deleted_elements`], or
+    /// all at once with [`crate::Deletions::of`]. Taken values decode as null. See
+    /// [`crate::decode`] for the Rust types each CQL type decodes into.
+    ///
+    /// ```no_run
+    /// use chrono::{DateTime, Utc};
+    /// use serde::Deserialize;
+    /// use scylla_cdc::{CDCRow, decode::ListValues};
+    ///
+    /// // CREATE TABLE ks.orders (id uuid, line int, qty int, at timestamp, tags set<text>,
+    /// //                         notes list<text>, PRIMARY KEY (id, line))
+    /// #[derive(Deserialize, Debug)]
+    /// struct Order {
+    ///     id: uuid::Uuid,
+    ///     line: i32,
+    ///     qty: Option<u16>,
+    ///     at: Option<DateTime<Utc>>,
+    ///     tags: Option<Vec<String>>,
+    ///     notes: Option<ListValues<String>>,
+    /// }
+    ///
+    /// fn consume(row: &CDCRow<'_>) -> anyhow::Result<()> {
+    ///     let order: Order = row.decode()?;
+    ///     if row.is_value_deleted("qty") {
+    ///         println!("{}/{}: qty deleted", order.id, order.line);
+    ///     }
+    ///     println!("{order:?}, tags removed: {:?}", row.get_deleted_elements("tags")?);
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, DecodeError> {
+        // Only the columns a struct has fields for are decoded (all for a map).
+        let wanted = crate::decode::requested_columns::<T>();
+        let mut columns = Vec::with_capacity(self.index.non_cdc.len());
+        for &pos in &self.index.non_cdc {
+            let (Some(name), Some(spec)) = (self.index.names.get(pos), self.specs.get(pos)) else {
+                continue;
+            };
+            if wanted.is_some_and(|fields| !fields.contains(&name.as_str())) {
+                continue;
+            }
+            columns.push((name.as_str(), spec.typ(), self.decode_at::<CqlValue>(pos)?));
+        }
+        crate::decode::from_columns(
+            columns
+                .iter()
+                .map(|(name, typ, value)| (*name, *typ, value.as_ref())),
+        )
     }
 
     /// Like [`CDCRow::get_value`], and later calls for this column return `Ok(None)`.

@@ -49,6 +49,15 @@
 //! # }
 //! ```
 //!
+//! # Typed rows
+//!
+//! [`CDCRow::decode`] fills your own `#[derive(serde::Deserialize)]` struct from a row's
+//! base-table columns (a field per column, `Option` for columns a change may leave null);
+//! [`decode::from_columns`] does the same for any named CQL values. The [`decode`] module
+//! lists the Rust types each CQL type decodes into and explains why serde rather than the
+//! driver's `DeserializeRow`. Deletion flags and removed collection elements stay on the row
+//! ([`CDCRow::is_value_deleted`], [`CDCRow::get_deleted_elements`], [`Deletions`]).
+//!
 //! The repository's `docs/tutorial.md` walks from an empty project to a consumer with
 //! checkpoints and a test against the embedded cluster of `scylla-cdc-test-utils`; its
 //! program is the `tutorial` example.
@@ -173,6 +182,7 @@ mod checkpoints;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod consumer;
+pub mod decode;
 mod error;
 mod error_policy;
 mod events;
@@ -188,6 +198,7 @@ pub use checkpoints::{
     CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, TableBackedCheckpointSaver,
 };
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
+pub use decode::{DecodeError, Deletions, ListValues};
 pub use error::{Backoff, CDCError, ColumnError, StreamList, is_transient, is_transient_prepare};
 pub use error_policy::{
     AfterRetries, ConsumerErrorPolicy, DeadLetter, DeadLetterSink, DeadLetterTable, Retry,
