@@ -186,4 +186,4 @@ pub use log_reader::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_PAUSE_BETWEEN_SAVES,
     DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE, ProgressHandle,
 };
-pub use progress::Progress;
+pub use progress::{Progress, TableProgress};

@@ -5,7 +5,10 @@
 //! row), and recorded to the `metrics` facade once per window. The low watermark tracks one
 //! position per stream group of the current generation (a [`Slot`]) in a multiset, so that
 //! its minimum costs `O(log groups)` per window. [`Progress`] is the public snapshot of it
-//! all. [`RateLimiter`] is the shared token bucket of
+//! all. A reader of several tables has one [`Stats`] per table (its metrics labelled with
+//! that table) and one [`ReaderStats`] over them: the totals, and the reader's low watermark,
+//! which is the least of the tables' ([`Overall`], updated by a table's [`Stats`] whenever
+//! its own watermark moves). [`RateLimiter`] is the shared token bucket of
 //! [`crate::CDCLogReaderBuilder::max_rows_per_second`].
 
 use std::collections::BTreeMap;
@@ -55,6 +58,20 @@ pub struct Progress {
     /// Now minus the low watermark (zero if the watermark is ahead of this clock)
     /// (`scylla_cdc_lag_seconds`).
     pub lag: Option<Duration>,
+    /// Per table of the reader, in the order it was given to the builder: the same figures
+    /// for that table alone (each with an empty `tables`). The figures above are their sums,
+    /// and the low watermark is the least of theirs (`None` while any table has none).
+    pub tables: Vec<TableProgress>,
+}
+
+/// The progress of one table of a reader (see [`Progress::tables`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TableProgress {
+    /// The base table, as stored.
+    pub table: String,
+    /// Its figures (with an empty [`Progress::tables`]).
+    pub progress: Progress,
 }
 
 /// The position of one stream group in the low watermark.
@@ -118,6 +135,8 @@ pub(crate) struct Stats {
     clock: Arc<dyn Clock>,
     safety_interval: Duration,
     metrics: Handles,
+    /// The reader's watermark over all its tables, and this table's place in it.
+    overall: Option<(Arc<Overall>, usize)>,
 }
 
 impl Stats {
@@ -161,7 +180,14 @@ impl Stats {
             clock,
             safety_interval,
             metrics,
+            overall: None,
         }
+    }
+
+    /// These stats as table `index` of a reader whose watermark over all tables is `overall`.
+    pub(crate) fn in_reader(mut self, overall: Arc<Overall>, index: usize) -> Self {
+        self.overall = Some((overall, index));
+        self
     }
 
     /// Counts the rows and changes of one page (progress() sees them at once).
@@ -267,7 +293,7 @@ impl Stats {
             // Positions are exclusive (every row *before* them was delivered); the watermark
             // is inclusive, and log times are whole microseconds.
             let candidate = min.min(horizon) - TimeDelta::microseconds(1);
-            self.watermark.send_if_modified(|w| {
+            let moved = self.watermark.send_if_modified(|w| {
                 if w.is_none_or(|w| candidate > w) {
                     *w = Some(candidate);
                     true
@@ -275,6 +301,9 @@ impl Stats {
                     false
                 }
             });
+            if moved && let Some((overall, index)) = &self.overall {
+                overall.update(*index, *self.watermark.borrow());
+            }
         }
         if let Some(w) = *self.watermark.borrow() {
             self.metrics
@@ -282,11 +311,6 @@ impl Stats {
                 .set(w.timestamp_micros() as f64 / 1e6);
             self.metrics.lag.set(lag(now, w).as_secs_f64());
         }
-    }
-
-    /// A receiver of the low watermark.
-    pub(crate) fn watch_watermark(&self) -> watch::Receiver<Option<DateTime<Utc>>> {
-        self.watermark.subscribe()
     }
 
     /// The current figures.
@@ -302,6 +326,108 @@ impl Stats {
             generation_switches: self.generation_switches.load(Ordering::Relaxed),
             low_watermark,
             lag: low_watermark.map(|w| lag(self.clock.now(), w)),
+            tables: Vec::new(),
+        }
+    }
+}
+
+/// The low watermark of a reader over all its tables: the least of the tables' watermarks,
+/// once every table has one.
+pub(crate) struct Overall {
+    /// Each table's watermark. A std mutex: held for a scan of the tables once per move of a
+    /// table's watermark, never across `.await`.
+    tables: Mutex<Vec<Option<DateTime<Utc>>>>,
+    watermark: watch::Sender<Option<DateTime<Utc>>>,
+}
+
+impl Overall {
+    /// The watermark of a reader of `tables` tables, none of which has one yet.
+    pub(crate) fn new(tables: usize) -> Self {
+        Self {
+            tables: Mutex::new(vec![None; tables]),
+            watermark: watch::channel(None).0,
+        }
+    }
+
+    /// Table `index`'s watermark moved to `w`.
+    fn update(&self, index: usize, w: Option<DateTime<Utc>>) {
+        let least = {
+            let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(slot) = tables.get_mut(index) {
+                *slot = w;
+            }
+            tables
+                .iter()
+                .try_fold(None::<DateTime<Utc>>, |least, w| {
+                    let w = (*w)?;
+                    Some(Some(least.map_or(w, |l| l.min(w))))
+                })
+                .flatten()
+        };
+        if let Some(least) = least {
+            self.watermark.send_if_modified(|w| {
+                if w.is_none_or(|w| least > w) {
+                    *w = Some(least);
+                    true
+                } else {
+                    false
+                }
+            });
+        }
+    }
+}
+
+/// The statistics of a whole reader: one [`Stats`] per table and the watermark over them.
+#[derive(Clone)]
+pub(crate) struct ReaderStats {
+    tables: Arc<[(String, Arc<Stats>)]>,
+    overall: Arc<Overall>,
+    clock: Arc<dyn Clock>,
+}
+
+impl ReaderStats {
+    /// The statistics of a reader of `tables` (each with its stats made
+    /// [`Stats::in_reader`] of `overall`).
+    pub(crate) fn new(
+        tables: Vec<(String, Arc<Stats>)>,
+        overall: Arc<Overall>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            tables: tables.into(),
+            overall,
+            clock,
+        }
+    }
+
+    /// A receiver of the reader's low watermark.
+    pub(crate) fn watch_watermark(&self) -> watch::Receiver<Option<DateTime<Utc>>> {
+        self.overall.watermark.subscribe()
+    }
+
+    /// The totals and the figures of each table.
+    pub(crate) fn snapshot(&self) -> Progress {
+        let tables: Vec<TableProgress> = self
+            .tables
+            .iter()
+            .map(|(table, stats)| TableProgress {
+                table: table.clone(),
+                progress: stats.snapshot(),
+            })
+            .collect();
+        let sum = |f: fn(&Progress) -> u64| tables.iter().map(|t| f(&t.progress)).sum::<u64>();
+        let low_watermark = *self.overall.watermark.borrow();
+        Progress {
+            rows: sum(|p| p.rows),
+            changes: sum(|p| p.changes),
+            windows: sum(|p| p.windows),
+            retries: sum(|p| p.retries),
+            consumer_errors: sum(|p| p.consumer_errors),
+            streams: sum(|p| p.streams),
+            generation_switches: sum(|p| p.generation_switches),
+            low_watermark,
+            lag: low_watermark.map(|w| lag(self.clock.now(), w)),
+            tables,
         }
     }
 }

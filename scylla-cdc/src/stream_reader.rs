@@ -175,6 +175,8 @@ impl LogSource for DriverLogSource {
 /// Settings shared by every stream reader of a log reader.
 #[derive(Clone)]
 pub(crate) struct ReaderSettings {
+    /// The base table being read (what [`CDCRow::table`] says).
+    pub(crate) table: Arc<str>,
     /// Longest window.
     pub(crate) window_size: Duration,
     /// How far behind "now" windows stop.
@@ -553,7 +555,7 @@ impl Plan {
             if last.is_some_and(|l| key <= l) {
                 continue;
             }
-            let row = CDCRow::new(header, &index, specs, &cells);
+            let row = CDCRow::new(header, &index, specs, &cells).with_table(&self.settings.table);
             progress.consumer.consume_cdc(row).await.map_err(|source| {
                 self.settings.stats.consumer_error();
                 CDCError::Consumer {
@@ -740,6 +742,7 @@ pub(crate) mod tests {
     ) -> ReaderSettings {
         let clock: Arc<TokioClock> = Arc::new(TokioClock::starting_at(ms(BASE)));
         ReaderSettings {
+            table: Arc::from("t"),
             window_size: Duration::from_secs(60),
             safety_interval: Duration::from_secs(30),
             sleep_interval: Duration::from_secs(10),
