@@ -1827,6 +1827,248 @@ mod tests {
         assert!(events.lock().unwrap().is_empty());
     }
 
+    /// Rows seen by a reader of several tables: (the table the consumer was made for, the
+    /// row's `table()`, `v`).
+    type TableSeen = Arc<Mutex<Vec<(String, String, i32)>>>;
+
+    struct TableRecorder {
+        table: String,
+        seen: TableSeen,
+    }
+
+    #[async_trait]
+    impl Consumer for TableRecorder {
+        async fn consume_cdc(&mut self, row: crate::CDCRow<'_>) -> anyhow::Result<()> {
+            let v = row.get_value_as::<i32>("v")?.unwrap_or_default();
+            self.seen
+                .lock()
+                .unwrap()
+                .push((self.table.clone(), row.table().to_owned(), v));
+            Ok(())
+        }
+    }
+
+    struct TableFactory {
+        seen: TableSeen,
+    }
+
+    #[async_trait]
+    impl ConsumerFactory for TableFactory {
+        async fn new_consumer(&self) -> Box<dyn Consumer> {
+            unreachable!("the reader asks for consumers per table")
+        }
+
+        async fn new_consumer_for_table(&self, table: &str) -> Box<dyn Consumer> {
+            Box::new(TableRecorder {
+                table: table.to_owned(),
+                seen: self.seen.clone(),
+            })
+        }
+    }
+
+    /// In-memory savers, one per table.
+    #[derive(Default)]
+    struct PerTableSaver {
+        tables: Mutex<std::collections::HashMap<String, Arc<MemorySaver>>>,
+    }
+
+    impl PerTableSaver {
+        fn table(&self, table: &str) -> Arc<MemorySaver> {
+            self.tables
+                .lock()
+                .unwrap()
+                .entry(table.to_owned())
+                .or_default()
+                .clone()
+        }
+    }
+
+    #[async_trait]
+    impl CDCCheckpointSaver for PerTableSaver {
+        fn for_table(&self, table: &str) -> anyhow::Result<Arc<dyn CDCCheckpointSaver>> {
+            Ok(self.table(table))
+        }
+        async fn save_checkpoint(&self, _: &crate::Checkpoint) -> anyhow::Result<()> {
+            anyhow::bail!("used without a table")
+        }
+        async fn save_new_generation(&self, _: &GenerationTimestamp) -> anyhow::Result<()> {
+            anyhow::bail!("used without a table")
+        }
+        async fn load_last_generation(&self) -> anyhow::Result<Option<GenerationTimestamp>> {
+            anyhow::bail!("used without a table")
+        }
+        async fn load_last_checkpoint(
+            &self,
+            _: &[StreamID],
+        ) -> anyhow::Result<Option<DateTime<Utc>>> {
+            anyhow::bail!("used without a table")
+        }
+    }
+
+    /// Starts a reader of tables `t1` and `t2` sharing `fetcher` (a vnode keyspace), or
+    /// each with its own (tablets), reading `logs`.
+    async fn start_two(
+        b: CDCLogReaderBuilder,
+        fetchers: [Arc<FakeFetcher>; 2],
+        logs: [Arc<FakeLog>; 2],
+        seen: &TableSeen,
+    ) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
+        let b = b.tables(["t1", "t2"]);
+        let tables = b.table_set()?;
+        let (save, load) = b.validate()?;
+        let setups = tables
+            .into_iter()
+            .zip(fetchers)
+            .zip(logs)
+            .map(|((table, fetcher), log)| TableSetup {
+                table,
+                fetcher: fetcher as Arc<dyn GenerationFetcher>,
+                source: log,
+                log_ttl: None,
+            })
+            .collect();
+        let factory = Arc::new(TableFactory { seen: seen.clone() });
+        b.start(setups, factory, "ks".into(), save, load).await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn two_tables_keep_their_own_checkpoints_and_rows() {
+        let fetcher = Arc::new(FakeFetcher::default());
+        fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)], vec![stream(2)]]);
+        let logs = [Arc::new(FakeLog::new(7)), Arc::new(FakeLog::new(7))];
+        // The same streams (a vnode keyspace), different rows per table.
+        logs[0].push(row(1, (BASE - 3_000_000) * 1000, 0, 11));
+        logs[0].push(row(2, (BASE - 1_000_000) * 1000, 0, 12));
+        logs[1].push(row(1, (BASE - 3_000_000) * 1000, 0, 21));
+        logs[1].push(row(2, (BASE - 1_000_000) * 1000, 0, 22));
+        let saver = Arc::new(PerTableSaver::default());
+        // t1 was read alone before, up to BASE - 2_000_000; t2 never.
+        *saver.table("t1").generation.lock().unwrap() = Some(g(BASE - 3_600_000));
+        saver.table("t1").streams.lock().unwrap().extend([
+            (stream(1), ms(BASE - 2_000_000)),
+            (stream(2), ms(BASE - 2_000_000)),
+        ]);
+        let seen = TableSeen::default();
+        let b = Env::new()
+            .builder()
+            .start_timestamp(ms(BASE - 1_500_000))
+            .end_timestamp(ms(BASE - 40_000))
+            .checkpoint_saver(saver.clone());
+        let (r, h) = start_two(b, [fetcher.clone(), fetcher.clone()], logs, &seen)
+            .await
+            .unwrap();
+        let progress = r.progress_handle();
+        h.await.unwrap();
+        let mut got = seen.lock().unwrap().clone();
+        got.sort();
+        // t1 resumed from its checkpoint (row 11 is before it), t2 from the start time.
+        assert_eq!(
+            got,
+            vec![
+                ("t1".into(), "t1".into(), 12),
+                ("t2".into(), "t2".into(), 22),
+            ]
+        );
+        // Each table saved its own progress.
+        for t in ["t1", "t2"] {
+            assert_eq!(
+                saver.table(t).streams.lock().unwrap()[&stream(2)],
+                ms(BASE - 40_000),
+                "{t}"
+            );
+        }
+        let p = progress.progress();
+        assert_eq!(p.rows, 2);
+        assert_eq!(p.streams, 4);
+        let per_table: Vec<_> = p.tables.iter().map(|t| (t.table.as_str(), t.progress.rows)).collect();
+        assert_eq!(per_table, vec![("t1", 1), ("t2", 1)]);
+        assert_eq!(
+            p.low_watermark,
+            p.tables.iter().filter_map(|t| t.progress.low_watermark).min()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_saver_for_one_table_cannot_serve_two() {
+        let fetcher = Arc::new(FakeFetcher::default());
+        fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+        let logs = [Arc::new(FakeLog::new(7)), Arc::new(FakeLog::new(7))];
+        let b = Env::new()
+            .builder()
+            .checkpoint_saver(Arc::new(MemorySaver::default()));
+        let err = start_two(b, [fetcher.clone(), fetcher], logs, &TableSeen::default())
+            .await
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("`t1`"), "{err}");
+    }
+
+    #[test]
+    fn the_table_set_is_checked() {
+        let b = CDCLogReaderBuilder::new();
+        assert!(matches!(
+            b.table_set(),
+            Err(CDCError::MissingOption("table_name"))
+        ));
+        let dup = CDCLogReaderBuilder::new().tables(["a", "b", "a"]).table_set();
+        assert!(dup.unwrap_err().to_string().contains("`a`"));
+        // `table_name` is one table and replaces the set; the last call wins.
+        let b = CDCLogReaderBuilder::new().tables(["a", "b"]).table_name("c");
+        assert_eq!(b.table_set().unwrap(), vec!["c"]);
+        let b = CDCLogReaderBuilder::new().table_name("c").tables(["a", "b"]);
+        assert_eq!(b.table_set().unwrap(), vec!["a", "b"]);
+    }
+
+    /// Generations are polled once per sleep interval for the whole reader in a vnode
+    /// keyspace, and followed by every table; in a tablet keyspace each table's own.
+    #[tokio::test(start_paused = true)]
+    async fn one_generation_poll_serves_every_table_of_a_vnode_keyspace() {
+        for tablets in [false, true] {
+            let shared = Arc::new(FakeFetcher::default());
+            let fetchers = if tablets {
+                [Arc::new(FakeFetcher::default()), Arc::new(FakeFetcher::default())]
+            } else {
+                [shared.clone(), shared.clone()]
+            };
+            for f in &fetchers {
+                f.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+            }
+            let logs = [Arc::new(FakeLog::new(7)), Arc::new(FakeLog::new(7))];
+            logs[0].push(row(3, (BASE + 70_000) * 1000, 0, 1));
+            logs[1].push(row(3, (BASE + 80_000) * 1000, 0, 2));
+            let seen = TableSeen::default();
+            let (mut r, h) = start_two(Env::new().builder(), fetchers.clone(), logs, &seen)
+                .await
+                .unwrap();
+            let polls = |fs: &[Arc<FakeFetcher>; 2]| -> usize {
+                if tablets {
+                    fs.iter()
+                        .map(|f| f.polls.load(std::sync::atomic::Ordering::Relaxed))
+                        .sum()
+                } else {
+                    fs[0].polls.load(std::sync::atomic::Ordering::Relaxed)
+                }
+            };
+            let at_start = polls(&fetchers);
+            // 10 sleep intervals.
+            tokio::time::sleep(Duration::from_secs(100) + Duration::from_millis(1)).await;
+            let per_interval = if tablets { 2 } else { 1 };
+            assert_eq!(polls(&fetchers) - at_start, 10 * per_interval, "tablets: {tablets}");
+            for f in &fetchers {
+                f.add(g(BASE + 60_000), vec![vec![stream(3)]]);
+            }
+            r.stop_at(ms(BASE + 90_000));
+            h.await.unwrap();
+            let mut got = seen.lock().unwrap().clone();
+            got.sort();
+            assert_eq!(
+                got,
+                vec![("t1".into(), "t1".into(), 1), ("t2".into(), "t2".into(), 2)],
+                "tablets: {tablets}"
+            );
+        }
+    }
+
     #[test]
     fn identifiers_are_quoted() {
         use crate::cdc_types::quote_identifier;

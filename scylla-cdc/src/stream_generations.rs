@@ -289,6 +289,8 @@ pub(crate) mod tests {
         pub(crate) generations: std::sync::Mutex<BTreeMap<GenerationTimestamp, Vec<Vec<StreamID>>>>,
         /// Errors returned by the next `fetch_stream_groups` calls.
         pub(crate) group_errors: std::sync::Mutex<Vec<CDCError>>,
+        /// Calls of `fetch_all_generations`.
+        pub(crate) polls: std::sync::atomic::AtomicUsize,
     }
 
     impl FakeFetcher {
@@ -301,6 +303,8 @@ pub(crate) mod tests {
     #[async_trait]
     impl GenerationFetcher for FakeFetcher {
         async fn fetch_all_generations(&self) -> Result<Vec<GenerationTimestamp>, CDCError> {
+            self.polls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(self.generations.lock().unwrap().keys().copied().collect())
         }
 
