@@ -1980,11 +1980,18 @@ mod tests {
         let p = progress.progress();
         assert_eq!(p.rows, 2);
         assert_eq!(p.streams, 4);
-        let per_table: Vec<_> = p.tables.iter().map(|t| (t.table.as_str(), t.progress.rows)).collect();
+        let per_table: Vec<_> = p
+            .tables
+            .iter()
+            .map(|t| (t.table.as_str(), t.progress.rows))
+            .collect();
         assert_eq!(per_table, vec![("t1", 1), ("t2", 1)]);
         assert_eq!(
             p.low_watermark,
-            p.tables.iter().filter_map(|t| t.progress.low_watermark).min()
+            p.tables
+                .iter()
+                .filter_map(|t| t.progress.low_watermark)
+                .min()
         );
     }
 
@@ -2010,12 +2017,18 @@ mod tests {
             b.table_set(),
             Err(CDCError::MissingOption("table_name"))
         ));
-        let dup = CDCLogReaderBuilder::new().tables(["a", "b", "a"]).table_set();
+        let dup = CDCLogReaderBuilder::new()
+            .tables(["a", "b", "a"])
+            .table_set();
         assert!(dup.unwrap_err().to_string().contains("`a`"));
         // `table_name` is one table and replaces the set; the last call wins.
-        let b = CDCLogReaderBuilder::new().tables(["a", "b"]).table_name("c");
+        let b = CDCLogReaderBuilder::new()
+            .tables(["a", "b"])
+            .table_name("c");
         assert_eq!(b.table_set().unwrap(), vec!["c"]);
-        let b = CDCLogReaderBuilder::new().table_name("c").tables(["a", "b"]);
+        let b = CDCLogReaderBuilder::new()
+            .table_name("c")
+            .tables(["a", "b"]);
         assert_eq!(b.table_set().unwrap(), vec!["a", "b"]);
     }
 
@@ -2026,7 +2039,10 @@ mod tests {
         for tablets in [false, true] {
             let shared = Arc::new(FakeFetcher::default());
             let fetchers = if tablets {
-                [Arc::new(FakeFetcher::default()), Arc::new(FakeFetcher::default())]
+                [
+                    Arc::new(FakeFetcher::default()),
+                    Arc::new(FakeFetcher::default()),
+                ]
             } else {
                 [shared.clone(), shared.clone()]
             };
@@ -2053,7 +2069,11 @@ mod tests {
             // 10 sleep intervals.
             tokio::time::sleep(Duration::from_secs(100) + Duration::from_millis(1)).await;
             let per_interval = if tablets { 2 } else { 1 };
-            assert_eq!(polls(&fetchers) - at_start, 10 * per_interval, "tablets: {tablets}");
+            assert_eq!(
+                polls(&fetchers) - at_start,
+                10 * per_interval,
+                "tablets: {tablets}"
+            );
             for f in &fetchers {
                 f.add(g(BASE + 60_000), vec![vec![stream(3)]]);
             }
