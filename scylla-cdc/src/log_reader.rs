@@ -21,6 +21,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use futures::TryFutureExt;
 use scylla::client::session::Session;
 use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use tokio::sync::watch;
@@ -631,7 +632,15 @@ async fn run_tables(workers: Vec<Worker>, follower: Follower) -> Result<(), CDCE
         } else {
             tracing::Span::none()
         };
-        w.run().instrument(span)
+        let table = w.table.clone();
+        w.run()
+            .inspect_err(move |e| {
+                if several {
+                    // The error may not name the table (a consumer's, a log read's).
+                    warn!(table = %table, error = %e, "reading the table failed: stopping the reader");
+                }
+            })
+            .instrument(span)
     }));
     tokio::select! {
         result = tables => result.map(|_| ()),
