@@ -282,35 +282,35 @@ impl Stats {
 
     /// Recomputes the watermark (never backwards) and records it and the lag.
     fn publish(&self) {
-        let min = self
-            .positions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .min();
+        // Held until the gauges are set, so that concurrent publishes (of different groups)
+        // cannot leave an older watermark in the gauges or in the reader's [`Overall`] after
+        // a newer one. Lock order: a table's positions, then the reader's `Overall`.
+        let positions = self.positions.lock().unwrap_or_else(|e| e.into_inner());
+        let min = positions.min();
         let now = self.clock.now();
-        if let Some(min) = min {
+        let current = *self.watermark.borrow();
+        let moved = min.and_then(|min| {
             let horizon = now - crate::time::to_delta(self.safety_interval);
             // Positions are exclusive (every row *before* them was delivered); the watermark
             // is inclusive, and log times are whole microseconds.
             let candidate = min.min(horizon) - TimeDelta::microseconds(1);
-            let moved = self.watermark.send_if_modified(|w| {
-                if w.is_none_or(|w| candidate > w) {
-                    *w = Some(candidate);
-                    true
-                } else {
-                    false
-                }
-            });
-            if moved && let Some((overall, index)) = &self.overall {
-                overall.update(*index, *self.watermark.borrow());
-            }
-        }
-        if let Some(w) = *self.watermark.borrow() {
+            current.is_none_or(|w| candidate > w).then_some(candidate)
+        });
+        // The gauges first: whoever sees the watermark move (a `watch` receiver) then reads
+        // gauges that agree with it.
+        if let Some(w) = moved.or(current) {
             self.metrics
                 .low_watermark
                 .set(w.timestamp_micros() as f64 / 1e6);
             self.metrics.lag.set(lag(now, w).as_secs_f64());
         }
+        if let Some(w) = moved {
+            self.watermark.send_replace(Some(w));
+            if let Some((overall, index)) = &self.overall {
+                overall.update(*index, Some(w));
+            }
+        }
+        drop(positions);
     }
 
     /// The current figures.
