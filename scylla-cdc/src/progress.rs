@@ -48,7 +48,9 @@ pub struct Progress {
     /// Errors returned by a consumer's `consume_cdc` or `flush`; each stops the reader
     /// (`scylla_cdc_consumer_errors_total{outcome="stop"}`).
     pub consumer_errors: u64,
-    /// Streams of the generation being read (`scylla_cdc_streams`).
+    /// Streams of the generation being read (`scylla_cdc_streams`); over several tables,
+    /// the sum of each table's (the tables of a vnode keyspace read the same streams, each
+    /// its own log of them).
     pub streams: u64,
     /// Moves from one generation to the next (`scylla_cdc_generation_switches_total`).
     pub generation_switches: u64,
@@ -566,6 +568,52 @@ mod tests {
         let p = s.snapshot();
         assert_eq!(p.low_watermark, Some(ms(BASE + 20_000) - us));
         assert_eq!((p.streams, p.generation_switches), (1, 1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reader_of_two_tables_sums_them_and_has_the_least_watermark() {
+        let clock: Arc<dyn Clock> = Arc::new(TokioClock::starting_at(ms(BASE)));
+        let overall = Arc::new(Overall::new(2));
+        let table = |name: &str, index| {
+            Arc::new(
+                Stats::new("ks", name, clock.clone(), Duration::from_secs(30))
+                    .in_reader(overall.clone(), index),
+            )
+        };
+        let (a, b) = (table("a", 0), table("b", 1));
+        let reader = ReaderStats::new(
+            vec![("a".into(), a.clone()), ("b".into(), b.clone())],
+            overall,
+            clock,
+        );
+        let watermark = reader.watch_watermark();
+        let us = TimeDelta::microseconds(1);
+        let sa = a.begin_generation(2, &[ms(BASE - 90_000)], false);
+        // Only one table has a watermark: the reader has none yet.
+        assert_eq!(reader.snapshot().low_watermark, None);
+        let sb = b.begin_generation(3, &[ms(BASE - 80_000)], false);
+        assert_eq!(*watermark.borrow(), Some(ms(BASE - 90_000) - us));
+        a.add_page(5, 2);
+        b.add_page(7, 3);
+        a.advance(&sa[0], ms(BASE - 60_000));
+        // b is behind now.
+        assert_eq!(*watermark.borrow(), Some(ms(BASE - 80_000) - us));
+        b.advance(&sb[0], ms(BASE - 70_000));
+        let p = reader.snapshot();
+        assert_eq!(p.low_watermark, Some(ms(BASE - 70_000) - us));
+        assert_eq!((p.rows, p.changes, p.streams), (12, 5, 5));
+        let tables: Vec<_> = p
+            .tables
+            .iter()
+            .map(|t| (t.table.as_str(), t.progress.rows, t.progress.low_watermark))
+            .collect();
+        assert_eq!(
+            tables,
+            vec![
+                ("a", 5, Some(ms(BASE - 60_000) - us)),
+                ("b", 7, Some(ms(BASE - 70_000) - us)),
+            ]
+        );
     }
 
     #[test]
