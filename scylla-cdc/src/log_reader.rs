@@ -35,8 +35,8 @@ use crate::error::{Backoff, CDCError, retry_transient};
 use crate::events::{EventListener, ExpiredGap, ReaderEvent};
 use crate::progress::{Overall, Progress, RateLimiter, ReaderStats, Stats, retry_kind_of};
 use crate::stream_generations::{
-    GenerationFetcher, TabletGenerationFetcher, VnodeGenerationFetcher, generation_covering,
-    next_generation,
+    GenerationFetcher, SharedStreams, TabletGenerationFetcher, VnodeGenerationFetcher,
+    generation_covering, next_generation,
 };
 use crate::stream_reader::{DriverLogSource, LogSource, ReaderSettings, StreamReader};
 use crate::time::{Clock, SystemClock};
@@ -361,16 +361,21 @@ impl CDCLogReaderBuilder {
             uses_tablets(&session, &keyspace)
         })
         .await?;
-        // Vnode keyspaces: one list of generations and streams for every table.
+        // Vnode keyspaces: one list of generations and streams for every table (read once
+        // for all of them).
         let shared: Option<Arc<dyn GenerationFetcher>> = if tablets {
             None
         } else {
-            Some(Arc::new(
+            let fetcher =
                 retry_transient("preparing the generation queries", &mut backoff(), || {
                     VnodeGenerationFetcher::new(session.clone())
                 })
-                .await?,
-            ))
+                .await?;
+            Some(if tables.len() > 1 {
+                Arc::new(SharedStreams::new(Arc::new(fetcher)))
+            } else {
+                Arc::new(fetcher)
+            })
         };
         let mut setups = Vec::with_capacity(tables.len());
         for (table, log_ttl) in tables.into_iter().zip(log_ttls) {
