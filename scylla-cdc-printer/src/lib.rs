@@ -1,8 +1,9 @@
 //! `scylla-cdc-printer`: print the CDC log of ScyllaDB tables as changes arrive.
 //!
 //! The binary (`src/main.rs`) is a thin wrapper around [`run`], which tests call directly:
-//! it parses the arguments ([`args`]), connects, starts one [`scylla_cdc::CDCLogReader`] per
-//! table with a [`Printer`] consumer per stream group, and writes every log row to an
+//! it parses the arguments ([`args`]), connects, starts one [`scylla_cdc::CDCLogReader`] for
+//! all the tables of `--table` with a [`Printer`] consumer per table and stream group, and
+//! writes every log row to an
 //! [`Output`] in the chosen [`mod@format`] until the end time, a failure, or a [`scylla_cdc::cli::Shutdown`].
 //! With `--demo` it first starts an embedded cluster with a demo table and a writer
 //! ([`demo`], behind the default `demo` feature).
@@ -67,22 +68,47 @@ impl Consumer for Printer {
     }
 }
 
-/// Makes a [`Printer`] per stream group of one table.
+/// Makes a [`Printer`] per table and stream group of the tables of one reader.
 pub struct PrinterFactory {
-    table: Arc<str>,
-    key_columns: Arc<Vec<String>>,
+    /// Per base table: its `ks.t` name and key columns, in the order given.
+    tables: Vec<(String, Arc<str>, Arc<Vec<String>>)>,
     format: Format,
     out: Output,
 }
 
 impl PrinterFactory {
-    /// Printers of `table` (`ks.t`), listing `key_columns` first.
-    pub fn new(table: &str, key_columns: Vec<String>, format: Format, out: Output) -> Self {
+    /// Printers of the tables of `keyspace`, each given with its key columns (listed first).
+    pub fn new(
+        keyspace: &str,
+        tables: Vec<(String, Vec<String>)>,
+        format: Format,
+        out: Output,
+    ) -> Self {
         Self {
-            table: Arc::from(table),
-            key_columns: Arc::new(key_columns),
+            tables: tables
+                .into_iter()
+                .map(|(table, keys)| {
+                    let name = Arc::from(format!("{keyspace}.{table}"));
+                    (table, name, Arc::new(keys))
+                })
+                .collect(),
             format,
             out,
+        }
+    }
+
+    fn printer(&self, table: Option<&str>) -> Printer {
+        let known = table.and_then(|t| self.tables.iter().find(|(name, ..)| name == t));
+        let (name, key_columns) = match known.or(self.tables.first()) {
+            Some((_, name, keys)) => (name.clone(), keys.clone()),
+            None => (Arc::from(table.unwrap_or_default()), Arc::new(Vec::new())),
+        };
+        Printer {
+            table: name,
+            key_columns,
+            format: self.format,
+            out: self.out.clone(),
+            buf: String::new(),
         }
     }
 }
@@ -90,13 +116,11 @@ impl PrinterFactory {
 #[async_trait]
 impl ConsumerFactory for PrinterFactory {
     async fn new_consumer(&self) -> Box<dyn Consumer> {
-        Box::new(Printer {
-            table: self.table.clone(),
-            key_columns: self.key_columns.clone(),
-            format: self.format,
-            out: self.out.clone(),
-            buf: String::new(),
-        })
+        Box::new(self.printer(None))
+    }
+
+    async fn new_consumer_for_table(&self, table: &str) -> Box<dyn Consumer> {
+        Box::new(self.printer(Some(table)))
     }
 }
 
@@ -134,14 +158,15 @@ pub struct ReaderSettings {
     pub give_up_after: Option<Duration>,
     /// Least time between checkpoints of a stream group (with a checkpoint table).
     pub checkpoint_interval: Duration,
-    /// Most rows read per second by each reader (`None`: unlimited).
+    /// Most rows read per second by the reader, all tables together (`None`: unlimited).
     pub max_rows_per_second: Option<u64>,
     /// What happens to a change that cannot be printed.
     pub on_error: ConsumerErrorPolicy,
 }
 
-/// Starts one reader per table of `keyspace`, printing to `out`. On a failure the readers
-/// already started are stopped.
+/// Starts one reader of the tables of `keyspace` ([`CDCLogReaderBuilder::tables`]),
+/// printing to `out`. Each table keeps its own checkpoints in the checkpoint table, as a
+/// reader of that table alone would.
 pub async fn start_readers(
     session: &Arc<Session>,
     keyspace: &str,
@@ -151,71 +176,70 @@ pub async fn start_readers(
     format: Format,
     out: &Output,
 ) -> Result<Vec<RunningReader>, CliError> {
-    let mut readers: Vec<RunningReader> = Vec::new();
-    for table in tables {
-        let name = format!("{keyspace}.{table}");
-        let factory = PrinterFactory::new(
-            &name,
-            key_columns(session, keyspace, table),
-            format,
-            out.clone(),
-        );
-        let mut builder = CDCLogReaderBuilder::new()
-            .session(session.clone())
-            .keyspace(keyspace)
-            .table_name(table)
-            .consumer_factory(Arc::new(factory))
-            .window_size(settings.window_size)
-            .safety_interval(settings.safety_interval)
-            .sleep_interval(settings.sleep_interval)
-            .start_timestamp(settings.start);
-        if let Some(g) = settings.give_up_after {
-            builder = builder.give_up_after(g);
-        }
-        if let Some(n) = settings.max_rows_per_second {
-            builder = builder.max_rows_per_second(n);
-        }
-        builder = builder.on_consumer_error(settings.on_error.clone());
-        if let Some(end) = settings.end {
-            builder = builder.end_timestamp(end);
-        }
-        if let Some(cp) = checkpoint_table {
-            let saver = retry_startup(
-                "opening the checkpoint table",
-                settings.give_up_after,
-                || async {
-                    TableBackedCheckpointSaver::new(
-                        session.clone(),
-                        &cp.keyspace,
-                        &cp.table,
-                        keyspace,
-                        table,
-                    )
-                    .await
-                    .map_err(|e| checkpoint_table_error(cp, &e))
-                },
-            )
-            .await?
-            .with_reader_name("scylla-cdc-printer");
-            builder = builder
-                .checkpoint_saver(Arc::new(saver))
-                .pause_between_saves(settings.checkpoint_interval);
-        }
-        match builder.build().await {
-            Ok((reader, handle)) => readers.push(RunningReader {
-                table: name,
-                reader,
-                handle,
-            }),
-            Err(e) => {
-                for r in &mut readers {
-                    r.reader.stop();
-                }
-                return Err(CliError::from_reader(&name, &e));
-            }
-        }
+    let name = tables
+        .iter()
+        .map(|t| format!("{keyspace}.{t}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let factory = PrinterFactory::new(
+        keyspace,
+        tables
+            .iter()
+            .map(|t| (t.clone(), key_columns(session, keyspace, t)))
+            .collect(),
+        format,
+        out.clone(),
+    );
+    let mut builder = CDCLogReaderBuilder::new()
+        .session(session.clone())
+        .keyspace(keyspace)
+        .tables(tables.iter().cloned())
+        .consumer_factory(Arc::new(factory))
+        .window_size(settings.window_size)
+        .safety_interval(settings.safety_interval)
+        .sleep_interval(settings.sleep_interval)
+        .start_timestamp(settings.start);
+    if let Some(g) = settings.give_up_after {
+        builder = builder.give_up_after(g);
     }
-    Ok(readers)
+    if let Some(n) = settings.max_rows_per_second {
+        builder = builder.max_rows_per_second(n);
+    }
+    builder = builder.on_consumer_error(settings.on_error.clone());
+    if let Some(end) = settings.end {
+        builder = builder.end_timestamp(end);
+    }
+    if let (Some(cp), Some(first)) = (checkpoint_table, tables.first()) {
+        // A saver of the first table; the reader asks it for the others' (`for_table`).
+        let saver = retry_startup(
+            "opening the checkpoint table",
+            settings.give_up_after,
+            || async {
+                TableBackedCheckpointSaver::new(
+                    session.clone(),
+                    &cp.keyspace,
+                    &cp.table,
+                    keyspace,
+                    first,
+                )
+                .await
+                .map_err(|e| checkpoint_table_error(cp, &e))
+            },
+        )
+        .await?
+        .with_reader_name("scylla-cdc-printer");
+        builder = builder
+            .checkpoint_saver(Arc::new(saver))
+            .pause_between_saves(settings.checkpoint_interval);
+    }
+    match builder.build().await {
+        Ok((reader, handle)) => Ok(vec![RunningReader {
+            table: name,
+            reader,
+            handle,
+        }]),
+        Err(e) => Err(CliError::from_reader(&name, &e)),
+    }
 }
 
 /// Runs the printer with these command-line arguments (the first is the program name),
@@ -303,10 +327,8 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         sleep_interval: config.sleep_interval,
         give_up_after: config.give_up_after,
         checkpoint_interval: config.checkpoint_interval,
-        // One cap for all tables: each of the tables' readers gets its share.
-        max_rows_per_second: config
-            .max_rows_per_second
-            .map(|n| (n / config.tables.len().max(1) as u64).max(1)),
+        // One reader for all tables: the cap is shared by them.
+        max_rows_per_second: config.max_rows_per_second,
     };
     let readers = start_readers(
         &session,

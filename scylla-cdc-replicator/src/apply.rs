@@ -376,22 +376,63 @@ impl Consumer for ReplicatorConsumer {
     }
 }
 
-/// Makes a [`ReplicatorConsumer`] per stream group of one table.
+/// Makes a [`ReplicatorConsumer`] per table and stream group of the tables of one reader.
 pub struct ReplicatorFactory {
-    context: Arc<TableContext>,
+    /// Per source table (its base table name): where its changes go.
+    contexts: Vec<(String, Arc<TableContext>)>,
 }
 
 impl ReplicatorFactory {
     /// Consumers replaying into `context`'s destination.
     pub fn new(context: Arc<TableContext>) -> Self {
-        Self { context }
+        Self::for_tables(vec![context])
+    }
+
+    /// Consumers replaying each table into its context's destination.
+    pub fn for_tables(contexts: Vec<Arc<TableContext>>) -> Self {
+        Self {
+            contexts: contexts
+                .into_iter()
+                .map(|c| (c.state().schema.table.clone(), c))
+                .collect(),
+        }
+    }
+
+    /// The context of `table`, or the first one (a reader asks per table, so only a
+    /// factory of one table is asked without one).
+    fn context(&self, table: Option<&str>) -> Option<&Arc<TableContext>> {
+        let known = table.and_then(|t| self.contexts.iter().find(|(name, _)| name == t));
+        known.or(self.contexts.first()).map(|(_, c)| c)
     }
 }
 
 #[async_trait]
 impl ConsumerFactory for ReplicatorFactory {
     async fn new_consumer(&self) -> Box<dyn Consumer> {
-        Box::new(ReplicatorConsumer::new(self.context.clone()))
+        self.consumer(None)
+    }
+
+    async fn new_consumer_for_table(&self, table: &str) -> Box<dyn Consumer> {
+        self.consumer(Some(table))
+    }
+}
+
+impl ReplicatorFactory {
+    fn consumer(&self, table: Option<&str>) -> Box<dyn Consumer> {
+        match self.context(table) {
+            Some(context) => Box::new(ReplicatorConsumer::new(context.clone())),
+            None => Box::new(Refuse),
+        }
+    }
+}
+
+/// The consumer of a factory without tables: fails on its first row.
+struct Refuse;
+
+#[async_trait]
+impl Consumer for Refuse {
+    async fn consume_cdc(&mut self, data: CDCRow<'_>) -> anyhow::Result<()> {
+        anyhow::bail!("no destination for table {}", data.table())
     }
 }
 

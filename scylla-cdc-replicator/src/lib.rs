@@ -4,8 +4,8 @@
 //! The binary (`src/main.rs`) is a thin wrapper around [`run`], which tests call directly.
 //! [`Replicator::start`] connects to both clusters, reads each source table's schema
 //! ([`schema`]), checks (or creates) the destination table, and starts one
-//! [`scylla_cdc::CDCLogReader`] per table whose consumers ([`apply::ReplicatorConsumer`], one
-//! per stream group) translate every change into CQL ([`translate`]) and write it to the
+//! [`scylla_cdc::CDCLogReader`] for all the tables, whose consumers
+//! ([`apply::ReplicatorConsumer`], one per table and stream group) translate every change into CQL ([`translate`]) and write it to the
 //! destination with the change's own timestamp. [`Replicator::run`] then supervises the
 //! readers, logs progress every few seconds, and stops on a failure or a
 //! [`Shutdown`] (flushing the writes in flight and saving a checkpoint first).
@@ -301,23 +301,22 @@ impl Replicator {
             starts.push(t - safety);
             snapshots.push(report);
         }
-        let mut readers: Vec<RunningReader> = Vec::new();
-        for (context, start) in contexts.into_iter().zip(starts) {
-            let state = context.state();
-            let name = format!("{}.{}", state.schema.keyspace, state.schema.table);
-            match start_reader(config, &source, context, start).await {
-                Ok(r) => readers.push(r),
-                Err(e) => {
-                    for r in &mut readers {
-                        r.reader.stop();
-                    }
-                    return Err(match e {
-                        StartError::Reader(e) => CliError::from_reader(&name, &e),
-                        StartError::Cli(e) => e,
-                    });
-                }
-            }
-        }
+        // One reader for every table. With --snapshot each table's log is due from its own
+        // snapshot time (minus the safety interval); the reader starts at the earliest, so
+        // a table whose copy ended later replays a little more, which changes nothing (every
+        // write carries its source timestamp). A saved checkpoint still takes precedence.
+        let start = starts.into_iter().min().unwrap_or(config.start.time());
+        let name = config
+            .tables
+            .iter()
+            .map(|t| format!("{}.{t}", config.keyspace))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let readers = match start_reader(config, &source, contexts, start, &name).await {
+            Ok(r) => vec![r],
+            Err(StartError::Reader(e)) => return Err(CliError::from_reader(&name, &e)),
+            Err(StartError::Cli(e)) => return Err(e),
+        };
         info!(
             tables = ?config.tables,
             destination_keyspace = %config.destination_keyspace,
@@ -419,30 +418,33 @@ async fn copy_snapshot(
     .await
 }
 
-/// Starts the log reader of one table from `start` (unless a checkpoint is saved), with its
-/// checkpoint saver unless checkpoints are off.
+/// Starts the log reader of the tables of `contexts` from `start` (unless a checkpoint is
+/// saved), with its checkpoint saver unless checkpoints are off; `name` names the tables in
+/// messages.
 async fn start_reader(
     config: &Config,
     source: &Arc<Session>,
-    context: Arc<TableContext>,
+    contexts: Vec<Arc<TableContext>>,
     start: chrono::DateTime<chrono::Utc>,
+    name: &str,
 ) -> Result<RunningReader, StartError> {
-    let state = context.state();
-    let keyspace = state.schema.keyspace.clone();
-    let table = state.schema.table.clone();
+    let tables: Vec<String> = contexts
+        .iter()
+        .map(|c| c.state().schema.table.clone())
+        .collect();
     let mut builder = CDCLogReaderBuilder::new()
         .session(source.clone())
-        .keyspace(&keyspace)
-        .table_name(&table)
-        .consumer_factory(Arc::new(ReplicatorFactory::new(context)))
+        .keyspace(&config.keyspace)
+        .tables(tables.iter().cloned())
+        .consumer_factory(Arc::new(ReplicatorFactory::for_tables(contexts)))
         .window_size(config.window_size)
         .safety_interval(config.safety_interval)
         .sleep_interval(config.sleep_interval)
         .pause_between_saves(config.checkpoint_interval)
         .start_timestamp(start);
     if let Some(n) = config.max_rows_per_second {
-        // One cap for all tables: each table's reader gets its share.
-        builder = builder.max_rows_per_second((n / config.tables.len().max(1) as u64).max(1));
+        // One reader for all tables: the cap is shared by them.
+        builder = builder.max_rows_per_second(n);
     }
     if let Some(end) = config.end {
         builder = builder.end_timestamp(end);
@@ -460,7 +462,9 @@ async fn start_reader(
         .await
         .map_err(StartError::Cli)?;
     builder = builder.on_consumer_error(on_error);
-    if let Some(cp) = &config.checkpoint_table {
+    if let (Some(cp), Some(first)) = (&config.checkpoint_table, tables.first()) {
+        // A saver of the first table; the reader asks it for the others' (`for_table`), so
+        // each table keeps the progress a reader of it alone would.
         let saver = retry_startup(
             "opening the checkpoint table",
             config.give_up_after,
@@ -469,8 +473,8 @@ async fn start_reader(
                     source.clone(),
                     &cp.keyspace,
                     &cp.table,
-                    &keyspace,
-                    &table,
+                    &config.keyspace,
+                    first,
                 )
                 .await
                 .map_err(|e| checkpoint_table_error(cp, &e))
@@ -487,7 +491,7 @@ async fn start_reader(
     }
     let (reader, handle) = builder.build().await.map_err(StartError::Reader)?;
     Ok(RunningReader {
-        table: format!("{keyspace}.{table}"),
+        table: name.to_owned(),
         reader,
         handle,
     })

@@ -46,12 +46,31 @@ impl Checkpoint {
     }
 }
 
-/// Where a reader keeps its progress. One saver serves one reader (one base table).
+/// Where a reader keeps its progress. A saver serves one base table; a reader of several
+/// tables ([`crate::CDCLogReaderBuilder::tables`]) asks its saver for one view per table with
+/// [`CDCCheckpointSaver::for_table`].
 ///
 /// Errors are `anyhow` so that implementations can use any storage. The reader treats a
 /// failed save as a warning (the next window saves again) and a failed load as fatal.
 #[async_trait]
 pub trait CDCCheckpointSaver: Send + Sync {
+    /// The saver of the base table `table` (of the same keyspace), keeping that table's
+    /// progress apart from every other table's: the stream ids of tables in a vnode keyspace
+    /// are the same for every table, so checkpoints must be kept per table.
+    ///
+    /// Called by [`crate::CDCLogReaderBuilder::build`] once per table when the reader reads
+    /// several tables; a reader of one table uses the saver as given and never calls it. A
+    /// table with no saved progress yet (e.g. one added to the reader later) starts at the
+    /// reader's start time. The default is an error saying that the saver serves one table;
+    /// [`TableBackedCheckpointSaver`] implements it.
+    fn for_table(&self, table: &str) -> anyhow::Result<Arc<dyn CDCCheckpointSaver>> {
+        anyhow::bail!(
+            "this checkpoint saver serves one table and cannot keep the progress of table \
+             `{table}` apart (implement CDCCheckpointSaver::for_table to read several tables \
+             with one reader)"
+        )
+    }
+
     /// Records the progress of a stream group.
     async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()>;
 
@@ -94,6 +113,12 @@ const GENERATION_ROW: &[u8] = &[0];
 /// [`TableBackedCheckpointSaver::with_reader_name`]s), can share one table. Rows are written
 /// with a TTL ([`DEFAULT_CHECKPOINT_TTL`] unless changed), which must exceed the longest time
 /// the reader may be down.
+///
+/// A reader of several tables uses [`CDCCheckpointSaver::for_table`], which gives a saver of
+/// the same checkpoint table and reader name in the partition of the other base table: the
+/// progress of each table is exactly what a reader of that table alone would keep, so a
+/// table can move between a reader of its own and a reader of several tables and resume.
+#[derive(Clone)]
 pub struct TableBackedCheckpointSaver {
     session: Arc<Session>,
     reader_name: String,
@@ -248,6 +273,12 @@ impl TableBackedCheckpointSaver {
 
 #[async_trait]
 impl CDCCheckpointSaver for TableBackedCheckpointSaver {
+    fn for_table(&self, table: &str) -> anyhow::Result<Arc<dyn CDCCheckpointSaver>> {
+        let mut view = self.clone();
+        view.table = table.to_owned();
+        Ok(Arc::new(view))
+    }
+
     async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()> {
         try_join_all(checkpoint.stream_ids.iter().map(|s| {
             self.insert_row(

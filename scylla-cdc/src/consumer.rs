@@ -40,11 +40,26 @@ pub trait Consumer: Send {
     }
 }
 
-/// Makes one [`Consumer`] per stream group (one per vnode, or per tablet stream).
+/// Makes one [`Consumer`] per stream group (one per vnode, or per tablet stream) of each
+/// table the reader reads.
+///
+/// A reader of several tables ([`crate::CDCLogReaderBuilder::tables`]) asks its one factory
+/// for a consumer per (table, stream group) through
+/// [`ConsumerFactory::new_consumer_for_table`]; a consumer only ever receives rows of the
+/// table it was made for. A factory whose consumers do not care which table they serve (they
+/// can still read [`CDCRow::table`]) implements only [`ConsumerFactory::new_consumer`].
 #[async_trait]
 pub trait ConsumerFactory: Send + Sync {
     /// A new consumer, called when a stream group starts being read.
     async fn new_consumer(&self) -> Box<dyn Consumer>;
+
+    /// A new consumer for a stream group of the base table `table` (as stored, without its
+    /// keyspace, which is the reader's). The reader always calls this one; the default
+    /// calls [`ConsumerFactory::new_consumer`].
+    async fn new_consumer_for_table(&self, table: &str) -> Box<dyn Consumer> {
+        let _ = table;
+        self.new_consumer().await
+    }
 }
 
 /// What a log row describes (`cdc$operation`).
@@ -310,6 +325,8 @@ pub struct CDCRow<'a> {
     pub ttl: Option<i64>,
     /// True for Scylla-initiated expirations (`cdc$operation` -3 and -4).
     pub is_expiration: bool,
+    /// The base table the row was logged for (see [`CDCRow::table`]).
+    table: &'a str,
     index: &'a ColumnIndex,
     specs: &'a [ColumnSpec<'a>],
     cells: &'a [Option<&'a [u8]>],
@@ -333,11 +350,25 @@ impl<'a> CDCRow<'a> {
             operation: header.operation,
             ttl: header.ttl,
             is_expiration: header.is_expiration,
+            table: "",
             index,
             specs,
             cells,
             taken: Vec::new(),
         }
+    }
+
+    /// The row, as logged for the base table `table` (see [`CDCRow::table`]).
+    pub(crate) fn with_table(mut self, table: &'a str) -> Self {
+        self.table = table;
+        self
+    }
+
+    /// The base table (not its `_scylla_cdc_log`) this row was logged for, as stored
+    /// (case-sensitive, unquoted): one of the tables the reader was built with
+    /// ([`crate::CDCLogReaderBuilder::tables`]). The keyspace is the reader's.
+    pub fn table(&self) -> &'a str {
+        self.table
     }
 
     fn lookup(&self, name: &str) -> Result<usize, ColumnError> {
@@ -535,6 +566,7 @@ impl<'a> CDCRow<'a> {
 impl fmt::Debug for CDCRow<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CDCRow")
+            .field("table", &self.table)
             .field("stream_id", &self.stream_id)
             .field("time", &self.time)
             .field("batch_seq_no", &self.batch_seq_no)

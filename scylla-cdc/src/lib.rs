@@ -1,4 +1,4 @@
-//! Read a ScyllaDB table's Change Data Capture log.
+//! Read the Change Data Capture log of ScyllaDB tables.
 //!
 //! ScyllaDB writes every change of a CDC-enabled table to a log table,
 //! `<table>_scylla_cdc_log`, partitioned by *streams* that change with the cluster's
@@ -72,6 +72,22 @@
 //! Rows are paged, so memory does not grow with the backlog. When a new generation is
 //! published, every group finishes the old one up to the new generation's timestamp before
 //! the new generation's groups start.
+//!
+//! # Several tables
+//!
+//! [`CDCLogReaderBuilder::tables`] reads several tables of one keyspace with one reader
+//! ([`CDCLogReaderBuilder::table_name`] is the one-table case). They share the session, the
+//! reader's task, the consumer factory, the end, the rate limit and the checkpoint saver; a
+//! vnode keyspace's generations and streams are the same for every table, so one poll per
+//! sleep interval looks for new generations for all of them (a tablet keyspace has streams
+//! per table, polled in the same round). Each table otherwise reads as a reader of it alone
+//! would: its own stream groups and consumers (the factory is told the table,
+//! [`ConsumerFactory::new_consumer_for_table`]), its own checkpoints (the saver's per-table
+//! view, [`CDCCheckpointSaver::for_table`]; a table without saved progress starts at
+//! `start_timestamp`), its metrics labelled with it, and its rows saying so
+//! ([`CDCRow::table`]). [`CDCLogReader::progress`] gives totals and each table's figures;
+//! the low watermark is the least over the tables. The guarantees below hold per table;
+//! nothing is promised across tables, and the first error of any table stops the reader.
 //!
 //! # Guarantees
 //!
@@ -210,4 +226,4 @@ pub use log_reader::{
     DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE, MIN_GENERATION_POLL,
     ProgressHandle,
 };
-pub use progress::Progress;
+pub use progress::{Progress, TableProgress};

@@ -2,18 +2,26 @@
 //! table, [`CDCLogReader`] controls a running reader and [`CDCReaderHandle`] resolves to its
 //! result.
 //!
-//! `build()` spawns one worker task. The worker walks the generations of the table: for each
-//! it starts one [`StreamReader`] per stream group (in a `JoinSet`), polls for the next
-//! generation, tells the readers where the current one ends once it is known, and moves on
-//! only when every reader has reached that point.
+//! `build()` spawns one task per reader. In it, one [`Worker`] per table walks the
+//! generations of its table: for each it starts one [`StreamReader`] per stream group (in a
+//! `JoinSet`), tells the readers where the current generation ends once it is known, and
+//! moves on only when every reader has reached that point. One [`Follower`] beside them
+//! polls for new generations, once per sleep interval for every table that is waiting for
+//! one: a vnode keyspace has one list of generations for all its tables (one poll serves
+//! them all), a tablet keyspace one per table. Each table has its own log query, stream
+//! readers, statistics (labelled by table), checkpoints, CDC-disabled check and
+//! expired-gap reports; the session, the consumer factory, the end, the rate limiter and the
+//! checkpoint saver are the reader's.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use futures::TryFutureExt;
 use scylla::client::session::Session;
 use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use tokio::sync::watch;
@@ -26,10 +34,10 @@ use crate::consumer::ConsumerFactory;
 use crate::error::{Backoff, CDCError, retry_transient};
 use crate::error_policy::ConsumerErrorPolicy;
 use crate::events::{EventListener, ExpiredGap, ReaderEvent};
-use crate::progress::{Progress, RateLimiter, Stats, retry_kind_of};
+use crate::progress::{Overall, Progress, RateLimiter, ReaderStats, Stats, retry_kind_of};
 use crate::stream_generations::{
-    GenerationFetcher, TabletGenerationFetcher, VnodeGenerationFetcher, generation_covering,
-    next_generation,
+    GenerationFetcher, SharedStreams, TabletGenerationFetcher, VnodeGenerationFetcher,
+    generation_covering, next_generation,
 };
 use crate::stream_reader::{DriverLogSource, LogSource, ReaderSettings, StreamReader};
 use crate::time::{Clock, SystemClock};
@@ -65,12 +73,14 @@ fn ceil_to_millis(t: DateTime<Utc>) -> DateTime<Utc> {
 /// Configures and starts a [`CDCLogReader`].
 ///
 /// Required: [`session`](Self::session), [`keyspace`](Self::keyspace),
-/// [`table_name`](Self::table_name), [`consumer_factory`](Self::consumer_factory).
+/// [`table_name`](Self::table_name) (or [`tables`](Self::tables)),
+/// [`consumer_factory`](Self::consumer_factory).
 #[must_use]
 pub struct CDCLogReaderBuilder {
     session: Option<Arc<Session>>,
     keyspace: Option<String>,
-    table_name: Option<String>,
+    /// The base tables to read (empty until set).
+    tables: Vec<String>,
     consumer_factory: Option<Arc<dyn ConsumerFactory>>,
     start_timestamp: Option<DateTime<Utc>>,
     /// When the builder was made: the start when none is given.
@@ -87,7 +97,8 @@ pub struct CDCLogReaderBuilder {
     clock: Arc<dyn Clock>,
     /// Receives the reader's events.
     event_listener: Option<EventListener>,
-    /// The table's CDC `ttl` (`None`: no expiry, or unknown), read by `build`.
+    /// The tables' CDC `ttl` (`None`: no expiry, or unknown), as `build` would read it.
+    #[cfg(test)]
     log_ttl: Option<Duration>,
     /// The cap on rows per second of the whole reader (`None`: unlimited).
     max_rows_per_second: Option<u64>,
@@ -110,7 +121,7 @@ impl CDCLogReaderBuilder {
         Self {
             session: None,
             keyspace: None,
-            table_name: None,
+            tables: Vec::new(),
             consumer_factory: None,
             start_timestamp: None,
             created_at: clock.now(),
@@ -125,6 +136,7 @@ impl CDCLogReaderBuilder {
             give_up_after: None,
             clock,
             event_listener: None,
+            #[cfg(test)]
             log_ttl: None,
             max_rows_per_second: None,
             on_consumer_error: ConsumerErrorPolicy::default(),
@@ -151,13 +163,44 @@ impl CDCLogReaderBuilder {
         self
     }
 
-    /// The base table (not its `_scylla_cdc_log`), as stored (required).
+    /// The base table (not its `_scylla_cdc_log`), as stored (required, unless
+    /// [`tables`](Self::tables) is set). The same as `tables([table_name])`: it replaces any
+    /// table set before.
     pub fn table_name(mut self, table_name: impl Into<String>) -> Self {
-        self.table_name = Some(table_name.into());
+        self.tables = vec![table_name.into()];
         self
     }
 
-    /// Makes the consumers, one per stream group (required).
+    /// Several base tables of the keyspace to read with one reader, as stored (not their
+    /// `_scylla_cdc_log`). Replaces any table set before ([`table_name`](Self::table_name)
+    /// is one table); the last call wins.
+    ///
+    /// The tables share the reader's session, task, generation polling (in a vnode keyspace
+    /// one poll per sleep interval serves every table; in a tablet keyspace each table has
+    /// its own streams, polled in the same round), consumer factory (asked for a consumer
+    /// per table and stream group, see [`ConsumerFactory::new_consumer_for_table`]), end,
+    /// [`max_rows_per_second`](Self::max_rows_per_second) and checkpoint saver. Each table
+    /// keeps its own checkpoints: with several tables the saver is asked for a per-table view
+    /// ([`CDCCheckpointSaver::for_table`]), and a table with no saved progress (e.g. one
+    /// added to the reader later) starts at [`start_timestamp`](Self::start_timestamp).
+    /// Rows say which table they are from ([`crate::CDCRow::table`]). Ordering and delivery
+    /// guarantees are per stream of each table, as for one table; nothing is promised across
+    /// tables.
+    ///
+    /// [`build`](Self::build) fails on an empty set, a table named twice, and (naming it) a
+    /// table that does not exist or has no CDC. The first error of any table stops the whole
+    /// reader; so does CDC being disabled on one of them (once every table has been read up
+    /// to that moment).
+    pub fn tables<I, S>(mut self, tables: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.tables = tables.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Makes the consumers, one per table and stream group (required).
     pub fn consumer_factory(mut self, factory: Arc<dyn ConsumerFactory>) -> Self {
         self.consumer_factory = Some(factory);
         self
@@ -247,7 +290,7 @@ impl CDCLogReaderBuilder {
     }
 
     /// Caps the rows read and delivered per second by the whole reader, all stream groups
-    /// together, so that catching up a backlog does not overload the cluster (default:
+    /// of all its tables together, so that catching up a backlog does not overload the cluster (default:
     /// unlimited; 0 is refused by [`build`](Self::build)).
     ///
     /// The groups share one token bucket (a burst of a tenth of a second's worth) and wait
@@ -294,14 +337,16 @@ impl CDCLogReaderBuilder {
         self
     }
 
-    /// Checks the configuration and the table, then starts reading in a background task.
+    /// Checks the configuration and the tables, then starts reading in a background task.
     ///
     /// Returns the reader (to stop it) and a handle that resolves to the reader's result
     /// (dropping the handle stops the reader).
     /// Errors: a missing option, an invalid configuration (zero window or sleep, zero
-    /// `max_rows_per_second`, end not after start), a missing keyspace or table, a table without CDC, a failed metadata query, or
-    /// a failure to load saved progress.
-    pub async fn build(mut self) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
+    /// `max_rows_per_second`, end not after start, no table or a table named twice), a
+    /// missing keyspace or table, a table without CDC, a failed metadata query, a saver that
+    /// cannot serve several tables ([`CDCCheckpointSaver::for_table`]), or a failure to load
+    /// saved progress.
+    pub async fn build(self) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
         let session = self
             .session
             .clone()
@@ -310,10 +355,7 @@ impl CDCLogReaderBuilder {
             .keyspace
             .clone()
             .ok_or(CDCError::MissingOption("keyspace"))?;
-        let table = self
-            .table_name
-            .clone()
-            .ok_or(CDCError::MissingOption("table_name"))?;
+        let tables = self.table_set()?;
         let factory = self
             .consumer_factory
             .clone()
@@ -324,42 +366,80 @@ impl CDCLogReaderBuilder {
         // while the reader starts); only a definite answer ends start-up.
         let give_up_after = self.give_up_after;
         let backoff = || Backoff::new(give_up_after);
-        retry_transient("checking the table", &mut backoff(), || {
-            check_table(&session, &keyspace, &table)
-        })
-        .await?;
-        self.log_ttl = retry_transient("reading the table's CDC options", &mut backoff(), || {
-            read_log_ttl(&session, &keyspace, &table)
-        })
-        .await?;
+        let mut log_ttls = Vec::with_capacity(tables.len());
+        for table in &tables {
+            retry_transient("checking the table", &mut backoff(), || {
+                check_table(&session, &keyspace, table)
+            })
+            .await?;
+            log_ttls.push(
+                retry_transient("reading the table's CDC options", &mut backoff(), || {
+                    read_log_ttl(&session, &keyspace, table)
+                })
+                .await?,
+            );
+        }
         let tablets = retry_transient("reading the keyspace's replication", &mut backoff(), || {
             uses_tablets(&session, &keyspace)
         })
         .await?;
-        let fetcher: Arc<dyn GenerationFetcher> = if tablets {
-            Arc::new(
-                retry_transient("preparing the generation queries", &mut backoff(), || {
-                    TabletGenerationFetcher::new(session.clone(), &keyspace, &table)
-                })
-                .await?,
-            )
+        // Vnode keyspaces: one list of generations and streams for every table (read once
+        // for all of them).
+        let shared: Option<Arc<dyn GenerationFetcher>> = if tablets {
+            None
         } else {
-            Arc::new(
+            let fetcher =
                 retry_transient("preparing the generation queries", &mut backoff(), || {
                     VnodeGenerationFetcher::new(session.clone())
                 })
-                .await?,
-            )
-        };
-        let log_table = format!("{table}_scylla_cdc_log");
-        let source = Arc::new(
-            retry_transient("preparing the CDC log query", &mut backoff(), || {
-                DriverLogSource::new(session.clone(), &keyspace, &log_table)
+                .await?;
+            Some(if tables.len() > 1 {
+                Arc::new(SharedStreams::new(Arc::new(fetcher)))
+            } else {
+                Arc::new(fetcher)
             })
-            .await?,
-        );
-        self.start(fetcher, source, factory, keyspace, table, save, load)
-            .await
+        };
+        let mut setups = Vec::with_capacity(tables.len());
+        for (table, log_ttl) in tables.into_iter().zip(log_ttls) {
+            let fetcher: Arc<dyn GenerationFetcher> = match &shared {
+                Some(f) => f.clone(),
+                None => Arc::new(
+                    retry_transient("preparing the generation queries", &mut backoff(), || {
+                        TabletGenerationFetcher::new(session.clone(), &keyspace, &table)
+                    })
+                    .await?,
+                ),
+            };
+            let log_table = format!("{table}_scylla_cdc_log");
+            let source = Arc::new(
+                retry_transient("preparing the CDC log query", &mut backoff(), || {
+                    DriverLogSource::new(session.clone(), &keyspace, &log_table)
+                })
+                .await?,
+            );
+            setups.push(TableSetup {
+                table,
+                fetcher,
+                source,
+                log_ttl,
+            });
+        }
+        self.start(setups, factory, keyspace, save, load).await
+    }
+
+    /// The tables to read: at least one, none twice.
+    fn table_set(&self) -> Result<Vec<String>, CDCError> {
+        if self.tables.is_empty() {
+            return Err(CDCError::MissingOption("table_name"));
+        }
+        for (i, t) in self.tables.iter().enumerate() {
+            if self.tables[..i].contains(t) {
+                return Err(CDCError::InvalidConfig(format!(
+                    "table `{t}` is named twice in the reader's tables"
+                )));
+            }
+        }
+        Ok(self.tables.clone())
     }
 
     /// Validates options that need no cluster; returns whether to save and to load.
@@ -397,90 +477,146 @@ impl CDCLogReaderBuilder {
         Ok((save, load))
     }
 
-    /// Starts the worker with the given fetcher and log source.
-    #[allow(clippy::too_many_arguments)]
+    /// Starts the reader's task with the given tables (their fetchers and log sources).
     async fn start(
         self,
-        fetcher: Arc<dyn GenerationFetcher>,
-        source: Arc<dyn LogSource>,
+        setups: Vec<TableSetup>,
         factory: Arc<dyn ConsumerFactory>,
         keyspace: String,
-        table: String,
         save: bool,
         load: bool,
     ) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
         let start = self.start_timestamp.unwrap_or(self.created_at);
         let backoff = || Backoff::new(self.give_up_after);
-        let generations = retry_transient("reading the CDC generations", &mut backoff(), || {
-            fetcher.fetch_all_generations()
-        })
-        .await?;
-        if generations.is_empty() {
-            return Err(CDCError::NoGeneration { keyspace, table });
-        }
-        let saver = self.checkpoint_saver.clone();
-        let loaded_generation = match (&saver, load) {
-            (Some(saver), true) => {
-                retry_transient("loading the saved generation", &mut backoff(), || async {
-                    saver
-                        .load_last_generation()
-                        .await
-                        .map_err(|source| CDCError::Checkpoint {
-                            action: "load the last generation",
-                            source,
-                        })
-                })
-                .await?
-            }
-            _ => None,
-        };
+        let several = setups.len() > 1;
+        // One followed list of generations per distinct fetcher: the vnode keyspace's one
+        // for all tables, or one per tablet table.
+        let mut followed: Vec<Followed> = Vec::new();
         let (end_tx, end_rx) = watch::channel(self.end_timestamp.map(ceil_to_millis));
         let end_tx = Arc::new(end_tx);
         let (stop_tx, mut stop_rx) = watch::channel(false);
-        let stats = Arc::new(Stats::new(
-            &keyspace,
-            &table,
-            self.clock.clone(),
-            self.safety_interval,
-        ));
-        let worker = Worker {
-            fetcher,
-            factory,
-            settings: ReaderSettings {
-                window_size: self.window_size,
-                safety_interval: self.safety_interval,
-                sleep_interval: self.sleep_interval,
-                pause_between_saves: self.pause_between_saves,
-                saver: if save { saver.clone() } else { None },
-                clock: self.clock.clone(),
+        let overall = Arc::new(Overall::new(setups.len()));
+        let limiter = self
+            .max_rows_per_second
+            .map(|n| Arc::new(RateLimiter::new(n)));
+        let mut workers = Vec::with_capacity(setups.len());
+        let mut all_stats = Vec::with_capacity(setups.len());
+        for (index, setup) in setups.into_iter().enumerate() {
+            let TableSetup {
+                table,
+                fetcher,
                 source,
-                end: end_rx,
-                give_up_after: self.give_up_after,
-                stats: stats.clone(),
-                limiter: self
-                    .max_rows_per_second
-                    .map(|n| Arc::new(RateLimiter::new(n))),
-                on_error: self.on_consumer_error.clone(),
-                keyspace: Arc::from(keyspace.as_str()),
-                table: Arc::from(table.as_str()),
-            },
-            loader: if load { saver } else { None },
-            start,
-            generations,
-            loaded_generation,
-            log_ttl: self.log_ttl,
-            events: self.event_listener.clone(),
-            keyspace: keyspace.clone(),
-            table: table.clone(),
-            cdc_probe: self.session.clone(),
-            end_tx: end_tx.clone(),
-            disabled_until: None,
+                log_ttl,
+            } = setup;
+            let position = followed
+                .iter()
+                .position(|f| Arc::ptr_eq(&f.fetcher, &fetcher));
+            let position = match position {
+                Some(p) => p,
+                None => {
+                    let generations =
+                        retry_transient("reading the CDC generations", &mut backoff(), || {
+                            fetcher.fetch_all_generations()
+                        })
+                        .await?;
+                    if generations.is_empty() {
+                        return Err(CDCError::NoGeneration { keyspace, table });
+                    }
+                    followed.push(Followed {
+                        fetcher: fetcher.clone(),
+                        generations: watch::channel(Arc::new(generations)).0,
+                        waiting: Vec::new(),
+                    });
+                    followed.len() - 1
+                }
+            };
+            let waiting = Arc::new(AtomicBool::new(false));
+            let follow = &mut followed[position];
+            follow.waiting.push(waiting.clone());
+            let generations_rx = follow.generations.subscribe();
+            let generations = generations_rx.borrow().clone();
+            let saver = match &self.checkpoint_saver {
+                Some(saver) if several => {
+                    Some(
+                        saver
+                            .for_table(&table)
+                            .map_err(|source| CDCError::Checkpoint {
+                                action: "serve several tables",
+                                source,
+                            })?,
+                    )
+                }
+                other => other.clone(),
+            };
+            let loaded_generation = match (&saver, load) {
+                (Some(saver), true) => {
+                    retry_transient("loading the saved generation", &mut backoff(), || async {
+                        saver
+                            .load_last_generation()
+                            .await
+                            .map_err(|source| CDCError::Checkpoint {
+                                action: "load the last generation",
+                                source,
+                            })
+                    })
+                    .await?
+                }
+                _ => None,
+            };
+            let stats = Arc::new(
+                Stats::new(&keyspace, &table, self.clock.clone(), self.safety_interval)
+                    .in_reader(overall.clone(), index),
+            );
+            all_stats.push((table.clone(), stats.clone()));
+            workers.push(Worker {
+                fetcher,
+                factory: factory.clone(),
+                settings: ReaderSettings {
+                    table: Arc::from(table.as_str()),
+                    window_size: self.window_size,
+                    safety_interval: self.safety_interval,
+                    sleep_interval: self.sleep_interval,
+                    pause_between_saves: self.pause_between_saves,
+                    saver: if save { saver.clone() } else { None },
+                    clock: self.clock.clone(),
+                    source,
+                    end: end_rx.clone(),
+                    give_up_after: self.give_up_after,
+                    stats,
+                    limiter: limiter.clone(),
+                    on_error: self.on_consumer_error.clone(),
+                    keyspace: Arc::from(keyspace.as_str()),
+                },
+                loader: if load { saver } else { None },
+                start,
+                generations,
+                generations_rx,
+                waiting,
+                loaded_generation,
+                log_ttl,
+                events: self.event_listener.clone(),
+                keyspace: keyspace.clone(),
+                table,
+                cdc_probe: self.session.clone(),
+                end_tx: end_tx.clone(),
+                disabled_until: None,
+            });
+        }
+        let stats = ReaderStats::new(all_stats, overall, self.clock.clone());
+        let follower = Follower {
+            followed,
+            sleep_interval: self.sleep_interval,
         };
-        let span = info_span!("cdc_log_reader", keyspace = %keyspace, table = %table);
+        let tables = workers
+            .iter()
+            .map(|w| w.table.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
+        let span = info_span!("cdc_log_reader", keyspace = %keyspace, table = %tables);
         let task = tokio::spawn(
             async move {
                 tokio::select! {
-                    result = worker.run() => result,
+                    result = run_tables(workers, follower) => result,
                     // `stop()`, or the handle was dropped (it stops the reader too).
                     _ = stop_rx.wait_for(|stopped| *stopped) => {
                         info!("CDC log reader stopped");
@@ -501,6 +637,104 @@ impl CDCLogReaderBuilder {
                 stop: stop_tx,
             },
         ))
+    }
+}
+
+/// What the reader's task needs for one table.
+struct TableSetup {
+    /// The base table.
+    table: String,
+    /// Its generations and streams (the same fetcher for every table of a vnode keyspace).
+    fetcher: Arc<dyn GenerationFetcher>,
+    /// Its log.
+    source: Arc<dyn LogSource>,
+    /// Its CDC `ttl` (`None`: rows do not expire, or it is unknown).
+    log_ttl: Option<Duration>,
+}
+
+/// Runs every table's worker and the generation follower until every table is done (or the
+/// first error, which stops the others: dropping a worker aborts its stream readers).
+async fn run_tables(workers: Vec<Worker>, follower: Follower) -> Result<(), CDCError> {
+    let several = workers.len() > 1;
+    let tables = futures::future::try_join_all(workers.into_iter().map(|w| {
+        let span = if several {
+            info_span!("cdc_table", table = %w.table)
+        } else {
+            tracing::Span::none()
+        };
+        let table = w.table.clone();
+        w.run()
+            .inspect_err(move |e| {
+                if several {
+                    // The error may not name the table (a consumer's, a log read's).
+                    warn!(table = %table, error = %e, "reading the table failed: stopping the reader");
+                }
+            })
+            .instrument(span)
+    }));
+    tokio::select! {
+        result = tables => result.map(|_| ()),
+        never = follower.run() => match never {},
+    }
+}
+
+/// One list of generations that the [`Follower`] keeps up to date, and the tables that read
+/// it.
+struct Followed {
+    fetcher: Arc<dyn GenerationFetcher>,
+    /// Every published generation, oldest first.
+    generations: watch::Sender<Arc<Vec<GenerationTimestamp>>>,
+    /// Per table reading it: whether it waits for its current generation's successor.
+    waiting: Vec<Arc<AtomicBool>>,
+}
+
+/// Polls for new generations, once per sleep interval, for the lists some table waits on.
+struct Follower {
+    followed: Vec<Followed>,
+    sleep_interval: Duration,
+}
+
+impl Follower {
+    async fn run(self) -> std::convert::Infallible {
+        let mut tick = tokio::time::interval(self.sleep_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            for f in &self.followed {
+                if !f.waiting.iter().any(|w| w.load(Ordering::Relaxed)) {
+                    continue;
+                }
+                match f.fetcher.fetch_all_generations().await {
+                    Ok(gens) => {
+                        f.generations.send_if_modified(|current| {
+                            if **current == gens {
+                                false
+                            } else {
+                                *current = Arc::new(gens);
+                                true
+                            }
+                        });
+                    }
+                    Err(e) => warn!(error = %e, "could not look for new CDC generations"),
+                }
+            }
+        }
+    }
+}
+
+/// Clears a table's "waiting for a generation" flag when dropped.
+struct WaitingFlag(Arc<AtomicBool>);
+
+impl WaitingFlag {
+    fn set(&self, waiting: bool) {
+        self.0.store(waiting, Ordering::Relaxed);
+    }
+}
+
+impl Drop for WaitingFlag {
+    fn drop(&mut self) {
+        self.set(false);
     }
 }
 
@@ -610,7 +844,7 @@ async fn uses_tablets(session: &Session, keyspace: &str) -> Result<bool, CDCErro
     Ok(matches!(row, Some((Some(_),))))
 }
 
-/// The background task: walks generations and runs their stream readers.
+/// The work of one table: walks its generations and runs their stream readers.
 struct Worker {
     fetcher: Arc<dyn GenerationFetcher>,
     factory: Arc<dyn ConsumerFactory>,
@@ -618,7 +852,13 @@ struct Worker {
     /// Where saved progress is loaded from, when loading is on.
     loader: Option<Arc<dyn CDCCheckpointSaver>>,
     start: DateTime<Utc>,
-    generations: Vec<GenerationTimestamp>,
+    /// The generations known so far, oldest first.
+    generations: Arc<Vec<GenerationTimestamp>>,
+    /// Where the [`Follower`] publishes new lists of generations.
+    generations_rx: watch::Receiver<Arc<Vec<GenerationTimestamp>>>,
+    /// Set while this table waits for its current generation's successor (the follower
+    /// polls only then).
+    waiting: Arc<AtomicBool>,
     loaded_generation: Option<GenerationTimestamp>,
     /// The table's CDC `ttl` (`None`: rows do not expire, or it is unknown).
     log_ttl: Option<Duration>,
@@ -682,6 +922,11 @@ impl Worker {
         }
     }
 
+    /// Takes the newest list of generations the follower published.
+    fn refresh_generations(&mut self) {
+        self.generations = self.generations_rx.borrow_and_update().clone();
+    }
+
     async fn run_generations(&mut self) -> Result<(), CDCError> {
         let first_from = self.loaded_generation.map_or(self.start, |g| g.timestamp);
         let Some(mut current) = generation_covering(&self.generations, first_from) else {
@@ -694,6 +939,7 @@ impl Worker {
             }
             self.run_generation(current, first).await?;
             first = false;
+            self.refresh_generations();
             let next = next_generation(&self.generations, &current);
             match next {
                 Some(next) if self.end().is_none_or(|e| e > next.timestamp) => current = next,
@@ -812,6 +1058,7 @@ impl Worker {
     ) -> Result<(), CDCError> {
         let groups = self.fetch_stream_groups(&generation).await?;
         info!(generation = %generation, groups = groups.len(), "reading a CDC generation");
+        self.refresh_generations();
         if let Some(saver) = &self.settings.saver
             && let Err(e) = saver.save_new_generation(&generation).await
         {
@@ -848,7 +1095,7 @@ impl Worker {
             .stats
             .begin_generation(stream_count, &starts, !first);
         for ((group, start), slot) in groups.into_iter().zip(starts).zip(slots) {
-            let consumer = self.factory.new_consumer().await;
+            let consumer = self.factory.new_consumer_for_table(&self.table).await;
             let span = info_span!(
                 "stream_reader",
                 stream = %group.first().map(|s| s.to_string()).unwrap_or_default(),
@@ -881,6 +1128,10 @@ impl Worker {
             });
         }
         let mut known_next = next.is_some();
+        let waiting = WaitingFlag(self.waiting.clone());
+        waiting.set(!known_next);
+        // Whether the follower still publishes (it lives as long as the reader's task).
+        let mut followed = true;
         // Checkpoint rows have a TTL: re-save the generation now and then, so that a reader
         // that stays in one generation for long still finds it after a restart.
         let mut resave = tokio::time::interval(GENERATION_RESAVE_INTERVAL);
@@ -903,17 +1154,19 @@ impl Worker {
                 },
                 _ = tokio::time::sleep(self.settings.sleep_interval.max(MIN_GENERATION_POLL)), if !known_next => {
                     self.check_cdc_enabled().await;
-                    match self.fetcher.fetch_all_generations().await {
-                        Ok(gens) => {
-                            self.generations = gens;
-                            if let Some(n) = next_generation(&self.generations, &generation) {
-                                info!(next = %n, "a new CDC generation was published");
-                                known_next = true;
-                                // Receivers live as long as their readers; none left is fine.
-                                let _ = gen_end_tx.send(Some(n.timestamp));
-                            }
-                        }
-                        Err(e) => warn!(error = %e, "could not look for new CDC generations"),
+                }
+                changed = self.generations_rx.changed(), if !known_next && followed => {
+                    if changed.is_err() {
+                        followed = false;
+                        continue;
+                    }
+                    self.refresh_generations();
+                    if let Some(n) = next_generation(&self.generations, &generation) {
+                        info!(next = %n, "a new CDC generation was published");
+                        known_next = true;
+                        waiting.set(false);
+                        // Receivers live as long as their readers; none left is fine.
+                        let _ = gen_end_tx.send(Some(n.timestamp));
                     }
                 }
             }
@@ -925,7 +1178,7 @@ impl Worker {
 /// clone, and valid after the reader ends (its last figures).
 #[derive(Clone)]
 pub struct ProgressHandle {
-    stats: Arc<Stats>,
+    stats: ReaderStats,
 }
 
 impl ProgressHandle {
@@ -952,13 +1205,17 @@ impl std::fmt::Debug for ProgressHandle {
 pub struct CDCLogReader {
     end: Arc<watch::Sender<Option<DateTime<Utc>>>>,
     stop: watch::Sender<bool>,
-    stats: Arc<Stats>,
+    stats: ReaderStats,
 }
 
 impl CDCLogReader {
     /// What the reader has done so far: rows, changes and windows read, retries, consumer
     /// errors, the current generation's streams, generation switches, the low watermark and
     /// the lag behind it. The same figures are recorded as metrics (see the crate docs).
+    ///
+    /// A reader of several tables reports their sums and its low watermark (the least of
+    /// the tables'), and each table's own figures in [`Progress::tables`] (a reader of one
+    /// table lists that table there too).
     pub fn progress(&self) -> Progress {
         self.stats.snapshot()
     }
@@ -972,7 +1229,7 @@ impl CDCLogReader {
     }
 
     /// The low watermark: a time `T` such that every change with `cdc$time <= T`, in every
-    /// stream of the table (across generations), has been delivered — everything up to `T`
+    /// stream of every table of the reader (across generations), has been delivered — everything up to `T`
     /// is applied, in the sense that each consumer's `consume_cdc` has returned `Ok` for it.
     /// (A consumer that finishes its work in the background, in
     /// [`Consumer::flush`](crate::Consumer::flush), has done so for everything before the
@@ -983,7 +1240,9 @@ impl CDCLogReader {
     /// at its start), less one microsecond since positions are exclusive, and never later
     /// than `now - safety_interval` less one microsecond. Once a generation has been read to
     /// its end, its groups no longer hold the watermark back. It only moves forward within a
-    /// run; it is `None` until the first generation's groups are set up.
+    /// run; it is `None` until the first generation's groups are set up. With several
+    /// tables it is the least of the tables' watermarks (each computed as above), `None`
+    /// until every table has one.
     ///
     /// It is not saved with the checkpoints (their table holds one row per stream group):
     /// after a restart it is recomputed from the groups' loaded checkpoints, which gives the
@@ -1107,16 +1366,13 @@ mod tests {
                 seen: self.seen.clone(),
                 fail_on,
             });
-            b.start(
-                self.fetcher.clone(),
-                self.log.clone(),
-                factory,
-                "ks".into(),
-                "t".into(),
-                save,
-                load,
-            )
-            .await
+            let setup = TableSetup {
+                table: "t".into(),
+                fetcher: self.fetcher.clone(),
+                source: self.log.clone(),
+                log_ttl: b.log_ttl,
+            };
+            b.start(vec![setup], factory, "ks".into(), save, load).await
         }
 
         fn seen(&self) -> Vec<Seen> {
@@ -1612,6 +1868,268 @@ mod tests {
         h.await.unwrap();
         assert_eq!(e.seen().len(), 1);
         assert!(events.lock().unwrap().is_empty());
+    }
+
+    /// Rows seen by a reader of several tables: (the table the consumer was made for, the
+    /// row's `table()`, `v`).
+    type TableSeen = Arc<Mutex<Vec<(String, String, i32)>>>;
+
+    struct TableRecorder {
+        table: String,
+        seen: TableSeen,
+    }
+
+    #[async_trait]
+    impl Consumer for TableRecorder {
+        async fn consume_cdc(&mut self, row: crate::CDCRow<'_>) -> anyhow::Result<()> {
+            let v = row.get_value_as::<i32>("v")?.unwrap_or_default();
+            self.seen
+                .lock()
+                .unwrap()
+                .push((self.table.clone(), row.table().to_owned(), v));
+            Ok(())
+        }
+    }
+
+    struct TableFactory {
+        seen: TableSeen,
+    }
+
+    #[async_trait]
+    impl ConsumerFactory for TableFactory {
+        async fn new_consumer(&self) -> Box<dyn Consumer> {
+            unreachable!("the reader asks for consumers per table")
+        }
+
+        async fn new_consumer_for_table(&self, table: &str) -> Box<dyn Consumer> {
+            Box::new(TableRecorder {
+                table: table.to_owned(),
+                seen: self.seen.clone(),
+            })
+        }
+    }
+
+    /// In-memory savers, one per table.
+    #[derive(Default)]
+    struct PerTableSaver {
+        tables: Mutex<std::collections::HashMap<String, Arc<MemorySaver>>>,
+    }
+
+    impl PerTableSaver {
+        fn table(&self, table: &str) -> Arc<MemorySaver> {
+            self.tables
+                .lock()
+                .unwrap()
+                .entry(table.to_owned())
+                .or_default()
+                .clone()
+        }
+    }
+
+    #[async_trait]
+    impl CDCCheckpointSaver for PerTableSaver {
+        fn for_table(&self, table: &str) -> anyhow::Result<Arc<dyn CDCCheckpointSaver>> {
+            Ok(self.table(table))
+        }
+        async fn save_checkpoint(&self, _: &crate::Checkpoint) -> anyhow::Result<()> {
+            anyhow::bail!("used without a table")
+        }
+        async fn save_new_generation(&self, _: &GenerationTimestamp) -> anyhow::Result<()> {
+            anyhow::bail!("used without a table")
+        }
+        async fn load_last_generation(&self) -> anyhow::Result<Option<GenerationTimestamp>> {
+            anyhow::bail!("used without a table")
+        }
+        async fn load_last_checkpoint(
+            &self,
+            _: &[StreamID],
+        ) -> anyhow::Result<Option<DateTime<Utc>>> {
+            anyhow::bail!("used without a table")
+        }
+    }
+
+    /// Starts a reader of tables `t1` and `t2` sharing `fetcher` (a vnode keyspace), or
+    /// each with its own (tablets), reading `logs`.
+    async fn start_two(
+        b: CDCLogReaderBuilder,
+        fetchers: [Arc<FakeFetcher>; 2],
+        logs: [Arc<FakeLog>; 2],
+        seen: &TableSeen,
+    ) -> Result<(CDCLogReader, CDCReaderHandle), CDCError> {
+        let b = b.tables(["t1", "t2"]);
+        let tables = b.table_set()?;
+        let (save, load) = b.validate()?;
+        let setups = tables
+            .into_iter()
+            .zip(fetchers)
+            .zip(logs)
+            .map(|((table, fetcher), log)| TableSetup {
+                table,
+                fetcher: fetcher as Arc<dyn GenerationFetcher>,
+                source: log,
+                log_ttl: None,
+            })
+            .collect();
+        let factory = Arc::new(TableFactory { seen: seen.clone() });
+        b.start(setups, factory, "ks".into(), save, load).await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn two_tables_keep_their_own_checkpoints_and_rows() {
+        let fetcher = Arc::new(FakeFetcher::default());
+        fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)], vec![stream(2)]]);
+        let logs = [Arc::new(FakeLog::new(7)), Arc::new(FakeLog::new(7))];
+        // The same streams (a vnode keyspace), different rows per table.
+        logs[0].push(row(1, (BASE - 3_000_000) * 1000, 0, 11));
+        logs[0].push(row(2, (BASE - 1_000_000) * 1000, 0, 12));
+        logs[1].push(row(1, (BASE - 3_000_000) * 1000, 0, 21));
+        logs[1].push(row(2, (BASE - 1_000_000) * 1000, 0, 22));
+        let saver = Arc::new(PerTableSaver::default());
+        // t1 was read alone before, up to BASE - 2_000_000; t2 never.
+        *saver.table("t1").generation.lock().unwrap() = Some(g(BASE - 3_600_000));
+        saver.table("t1").streams.lock().unwrap().extend([
+            (stream(1), ms(BASE - 2_000_000)),
+            (stream(2), ms(BASE - 2_000_000)),
+        ]);
+        let seen = TableSeen::default();
+        let b = Env::new()
+            .builder()
+            .start_timestamp(ms(BASE - 1_500_000))
+            .end_timestamp(ms(BASE - 40_000))
+            .checkpoint_saver(saver.clone());
+        let (r, h) = start_two(b, [fetcher.clone(), fetcher.clone()], logs, &seen)
+            .await
+            .unwrap();
+        let progress = r.progress_handle();
+        h.await.unwrap();
+        let mut got = seen.lock().unwrap().clone();
+        got.sort();
+        // t1 resumed from its checkpoint (row 11 is before it), t2 from the start time.
+        assert_eq!(
+            got,
+            vec![
+                ("t1".into(), "t1".into(), 12),
+                ("t2".into(), "t2".into(), 22),
+            ]
+        );
+        // Each table saved its own progress.
+        for t in ["t1", "t2"] {
+            assert_eq!(
+                saver.table(t).streams.lock().unwrap()[&stream(2)],
+                ms(BASE - 40_000),
+                "{t}"
+            );
+        }
+        let p = progress.progress();
+        assert_eq!(p.rows, 2);
+        assert_eq!(p.streams, 4);
+        let per_table: Vec<_> = p
+            .tables
+            .iter()
+            .map(|t| (t.table.as_str(), t.progress.rows))
+            .collect();
+        assert_eq!(per_table, vec![("t1", 1), ("t2", 1)]);
+        assert_eq!(
+            p.low_watermark,
+            p.tables
+                .iter()
+                .filter_map(|t| t.progress.low_watermark)
+                .min()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_saver_for_one_table_cannot_serve_two() {
+        let fetcher = Arc::new(FakeFetcher::default());
+        fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+        let logs = [Arc::new(FakeLog::new(7)), Arc::new(FakeLog::new(7))];
+        let b = Env::new()
+            .builder()
+            .checkpoint_saver(Arc::new(MemorySaver::default()));
+        let err = start_two(b, [fetcher.clone(), fetcher], logs, &TableSeen::default())
+            .await
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("`t1`"), "{err}");
+    }
+
+    #[test]
+    fn the_table_set_is_checked() {
+        let b = CDCLogReaderBuilder::new();
+        assert!(matches!(
+            b.table_set(),
+            Err(CDCError::MissingOption("table_name"))
+        ));
+        let dup = CDCLogReaderBuilder::new()
+            .tables(["a", "b", "a"])
+            .table_set();
+        assert!(dup.unwrap_err().to_string().contains("`a`"));
+        // `table_name` is one table and replaces the set; the last call wins.
+        let b = CDCLogReaderBuilder::new()
+            .tables(["a", "b"])
+            .table_name("c");
+        assert_eq!(b.table_set().unwrap(), vec!["c"]);
+        let b = CDCLogReaderBuilder::new()
+            .table_name("c")
+            .tables(["a", "b"]);
+        assert_eq!(b.table_set().unwrap(), vec!["a", "b"]);
+    }
+
+    /// Generations are polled once per sleep interval for the whole reader in a vnode
+    /// keyspace, and followed by every table; in a tablet keyspace each table's own.
+    #[tokio::test(start_paused = true)]
+    async fn one_generation_poll_serves_every_table_of_a_vnode_keyspace() {
+        for tablets in [false, true] {
+            let shared = Arc::new(FakeFetcher::default());
+            let fetchers = if tablets {
+                [
+                    Arc::new(FakeFetcher::default()),
+                    Arc::new(FakeFetcher::default()),
+                ]
+            } else {
+                [shared.clone(), shared.clone()]
+            };
+            for f in &fetchers {
+                f.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+            }
+            let logs = [Arc::new(FakeLog::new(7)), Arc::new(FakeLog::new(7))];
+            logs[0].push(row(3, (BASE + 70_000) * 1000, 0, 1));
+            logs[1].push(row(3, (BASE + 80_000) * 1000, 0, 2));
+            let seen = TableSeen::default();
+            let (mut r, h) = start_two(Env::new().builder(), fetchers.clone(), logs, &seen)
+                .await
+                .unwrap();
+            let polls = |fs: &[Arc<FakeFetcher>; 2]| -> usize {
+                if tablets {
+                    fs.iter()
+                        .map(|f| f.polls.load(std::sync::atomic::Ordering::Relaxed))
+                        .sum()
+                } else {
+                    fs[0].polls.load(std::sync::atomic::Ordering::Relaxed)
+                }
+            };
+            let at_start = polls(&fetchers);
+            // 10 sleep intervals.
+            tokio::time::sleep(Duration::from_secs(100) + Duration::from_millis(1)).await;
+            let per_interval = if tablets { 2 } else { 1 };
+            assert_eq!(
+                polls(&fetchers) - at_start,
+                10 * per_interval,
+                "tablets: {tablets}"
+            );
+            for f in &fetchers {
+                f.add(g(BASE + 60_000), vec![vec![stream(3)]]);
+            }
+            r.stop_at(ms(BASE + 90_000));
+            h.await.unwrap();
+            let mut got = seen.lock().unwrap().clone();
+            got.sort();
+            assert_eq!(
+                got,
+                vec![("t1".into(), "t1".into(), 1), ("t2".into(), "t2".into(), 2)],
+                "tablets: {tablets}"
+            );
+        }
     }
 
     #[test]

@@ -5,7 +5,10 @@
 //! row), and recorded to the `metrics` facade once per window. The low watermark tracks one
 //! position per stream group of the current generation (a [`Slot`]) in a multiset, so that
 //! its minimum costs `O(log groups)` per window. [`Progress`] is the public snapshot of it
-//! all. [`RateLimiter`] is the shared token bucket of
+//! all. A reader of several tables has one [`Stats`] per table (its metrics labelled with
+//! that table) and one [`ReaderStats`] over them: the totals, and the reader's low watermark,
+//! which is the least of the tables' ([`Overall`], updated by a table's [`Stats`] whenever
+//! its own watermark moves). [`RateLimiter`] is the shared token bucket of
 //! [`crate::CDCLogReaderBuilder::max_rows_per_second`].
 
 use std::collections::BTreeMap;
@@ -55,7 +58,9 @@ pub struct Progress {
     /// ([`crate::AfterRetries::DeadLetter`])
     /// (`scylla_cdc_consumer_errors_total{outcome="dead_letter"}`).
     pub rows_dead_lettered: u64,
-    /// Streams of the generation being read (`scylla_cdc_streams`).
+    /// Streams of the generation being read (`scylla_cdc_streams`); over several tables,
+    /// the sum of each table's (the tables of a vnode keyspace read the same streams, each
+    /// its own log of them).
     pub streams: u64,
     /// Moves from one generation to the next (`scylla_cdc_generation_switches_total`).
     pub generation_switches: u64,
@@ -65,6 +70,20 @@ pub struct Progress {
     /// Now minus the low watermark (zero if the watermark is ahead of this clock)
     /// (`scylla_cdc_lag_seconds`).
     pub lag: Option<Duration>,
+    /// Per table of the reader, in the order it was given to the builder: the same figures
+    /// for that table alone (each with an empty `tables`). The figures above are their sums,
+    /// and the low watermark is the least of theirs (`None` while any table has none).
+    pub tables: Vec<TableProgress>,
+}
+
+/// The progress of one table of a reader (see [`Progress::tables`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TableProgress {
+    /// The base table, as stored.
+    pub table: String,
+    /// Its figures (with an empty [`Progress::tables`]).
+    pub progress: Progress,
 }
 
 /// What came of a consumer's error (the `outcome` label of
@@ -156,6 +175,8 @@ pub(crate) struct Stats {
     clock: Arc<dyn Clock>,
     safety_interval: Duration,
     metrics: Handles,
+    /// The reader's watermark over all its tables, and this table's place in it.
+    overall: Option<(Arc<Overall>, usize)>,
 }
 
 impl Stats {
@@ -201,7 +222,14 @@ impl Stats {
             clock,
             safety_interval,
             metrics,
+            overall: None,
         }
+    }
+
+    /// These stats as table `index` of a reader whose watermark over all tables is `overall`.
+    pub(crate) fn in_reader(mut self, overall: Arc<Overall>, index: usize) -> Self {
+        self.overall = Some((overall, index));
+        self
     }
 
     /// Counts the rows and changes of one page (progress() sees them at once).
@@ -297,37 +325,35 @@ impl Stats {
 
     /// Recomputes the watermark (never backwards) and records it and the lag.
     fn publish(&self) {
-        let min = self
-            .positions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .min();
+        // Held until the gauges are set, so that concurrent publishes (of different groups)
+        // cannot leave an older watermark in the gauges or in the reader's [`Overall`] after
+        // a newer one. Lock order: a table's positions, then the reader's `Overall`.
+        let positions = self.positions.lock().unwrap_or_else(|e| e.into_inner());
+        let min = positions.min();
         let now = self.clock.now();
-        if let Some(min) = min {
+        let current = *self.watermark.borrow();
+        let moved = min.and_then(|min| {
             let horizon = now - crate::time::to_delta(self.safety_interval);
             // Positions are exclusive (every row *before* them was delivered); the watermark
             // is inclusive, and log times are whole microseconds.
             let candidate = min.min(horizon) - TimeDelta::microseconds(1);
-            self.watermark.send_if_modified(|w| {
-                if w.is_none_or(|w| candidate > w) {
-                    *w = Some(candidate);
-                    true
-                } else {
-                    false
-                }
-            });
-        }
-        if let Some(w) = *self.watermark.borrow() {
+            current.is_none_or(|w| candidate > w).then_some(candidate)
+        });
+        // The gauges first: whoever sees the watermark move (a `watch` receiver) then reads
+        // gauges that agree with it.
+        if let Some(w) = moved.or(current) {
             self.metrics
                 .low_watermark
                 .set(w.timestamp_micros() as f64 / 1e6);
             self.metrics.lag.set(lag(now, w).as_secs_f64());
         }
-    }
-
-    /// A receiver of the low watermark.
-    pub(crate) fn watch_watermark(&self) -> watch::Receiver<Option<DateTime<Utc>>> {
-        self.watermark.subscribe()
+        if let Some(w) = moved {
+            self.watermark.send_replace(Some(w));
+            if let Some((overall, index)) = &self.overall {
+                overall.update(*index, Some(w));
+            }
+        }
+        drop(positions);
     }
 
     /// The current figures.
@@ -349,6 +375,111 @@ impl Stats {
             generation_switches: self.generation_switches.load(Ordering::Relaxed),
             low_watermark,
             lag: low_watermark.map(|w| lag(self.clock.now(), w)),
+            tables: Vec::new(),
+        }
+    }
+}
+
+/// The low watermark of a reader over all its tables: the least of the tables' watermarks,
+/// once every table has one.
+pub(crate) struct Overall {
+    /// Each table's watermark. A std mutex: held for a scan of the tables once per move of a
+    /// table's watermark, never across `.await`.
+    tables: Mutex<Vec<Option<DateTime<Utc>>>>,
+    watermark: watch::Sender<Option<DateTime<Utc>>>,
+}
+
+impl Overall {
+    /// The watermark of a reader of `tables` tables, none of which has one yet.
+    pub(crate) fn new(tables: usize) -> Self {
+        Self {
+            tables: Mutex::new(vec![None; tables]),
+            watermark: watch::channel(None).0,
+        }
+    }
+
+    /// Table `index`'s watermark moved to `w`.
+    fn update(&self, index: usize, w: Option<DateTime<Utc>>) {
+        let least = {
+            let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(slot) = tables.get_mut(index) {
+                *slot = w;
+            }
+            tables
+                .iter()
+                .try_fold(None::<DateTime<Utc>>, |least, w| {
+                    let w = (*w)?;
+                    Some(Some(least.map_or(w, |l| l.min(w))))
+                })
+                .flatten()
+        };
+        if let Some(least) = least {
+            self.watermark.send_if_modified(|w| {
+                if w.is_none_or(|w| least > w) {
+                    *w = Some(least);
+                    true
+                } else {
+                    false
+                }
+            });
+        }
+    }
+}
+
+/// The statistics of a whole reader: one [`Stats`] per table and the watermark over them.
+#[derive(Clone)]
+pub(crate) struct ReaderStats {
+    tables: Arc<[(String, Arc<Stats>)]>,
+    overall: Arc<Overall>,
+    clock: Arc<dyn Clock>,
+}
+
+impl ReaderStats {
+    /// The statistics of a reader of `tables` (each with its stats made
+    /// [`Stats::in_reader`] of `overall`).
+    pub(crate) fn new(
+        tables: Vec<(String, Arc<Stats>)>,
+        overall: Arc<Overall>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            tables: tables.into(),
+            overall,
+            clock,
+        }
+    }
+
+    /// A receiver of the reader's low watermark.
+    pub(crate) fn watch_watermark(&self) -> watch::Receiver<Option<DateTime<Utc>>> {
+        self.overall.watermark.subscribe()
+    }
+
+    /// The totals and the figures of each table.
+    pub(crate) fn snapshot(&self) -> Progress {
+        let tables: Vec<TableProgress> = self
+            .tables
+            .iter()
+            .map(|(table, stats)| TableProgress {
+                table: table.clone(),
+                progress: stats.snapshot(),
+            })
+            .collect();
+        let sum = |f: fn(&Progress) -> u64| tables.iter().map(|t| f(&t.progress)).sum::<u64>();
+        let low_watermark = *self.overall.watermark.borrow();
+        Progress {
+            rows: sum(|p| p.rows),
+            changes: sum(|p| p.changes),
+            windows: sum(|p| p.windows),
+            retries: sum(|p| p.retries),
+            consumer_errors: sum(|p| p.consumer_errors),
+            consumer_retries: sum(|p| p.consumer_retries),
+            rows_skipped: sum(|p| p.rows_skipped),
+            rows_dead_lettered: sum(|p| p.rows_dead_lettered),
+            streams: sum(|p| p.streams),
+            generation_switches: sum(|p| p.generation_switches),
+            low_watermark,
+            lag: low_watermark.map(|w| lag(self.clock.now(), w)),
+            tables,
         }
     }
 }
@@ -487,6 +618,52 @@ mod tests {
         let p = s.snapshot();
         assert_eq!(p.low_watermark, Some(ms(BASE + 20_000) - us));
         assert_eq!((p.streams, p.generation_switches), (1, 1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reader_of_two_tables_sums_them_and_has_the_least_watermark() {
+        let clock: Arc<dyn Clock> = Arc::new(TokioClock::starting_at(ms(BASE)));
+        let overall = Arc::new(Overall::new(2));
+        let table = |name: &str, index| {
+            Arc::new(
+                Stats::new("ks", name, clock.clone(), Duration::from_secs(30))
+                    .in_reader(overall.clone(), index),
+            )
+        };
+        let (a, b) = (table("a", 0), table("b", 1));
+        let reader = ReaderStats::new(
+            vec![("a".into(), a.clone()), ("b".into(), b.clone())],
+            overall,
+            clock,
+        );
+        let watermark = reader.watch_watermark();
+        let us = TimeDelta::microseconds(1);
+        let sa = a.begin_generation(2, &[ms(BASE - 90_000)], false);
+        // Only one table has a watermark: the reader has none yet.
+        assert_eq!(reader.snapshot().low_watermark, None);
+        let sb = b.begin_generation(3, &[ms(BASE - 80_000)], false);
+        assert_eq!(*watermark.borrow(), Some(ms(BASE - 90_000) - us));
+        a.add_page(5, 2);
+        b.add_page(7, 3);
+        a.advance(&sa[0], ms(BASE - 60_000));
+        // b is behind now.
+        assert_eq!(*watermark.borrow(), Some(ms(BASE - 80_000) - us));
+        b.advance(&sb[0], ms(BASE - 70_000));
+        let p = reader.snapshot();
+        assert_eq!(p.low_watermark, Some(ms(BASE - 70_000) - us));
+        assert_eq!((p.rows, p.changes, p.streams), (12, 5, 5));
+        let tables: Vec<_> = p
+            .tables
+            .iter()
+            .map(|t| (t.table.as_str(), t.progress.rows, t.progress.low_watermark))
+            .collect();
+        assert_eq!(
+            tables,
+            vec![
+                ("a", 5, Some(ms(BASE - 60_000) - us)),
+                ("b", 7, Some(ms(BASE - 70_000) - us)),
+            ]
+        );
     }
 
     #[test]

@@ -32,6 +32,51 @@ pub(crate) trait GenerationFetcher: Send + Sync {
     ) -> Result<Vec<Vec<StreamID>>, CDCError>;
 }
 
+/// A fetcher shared by the tables of a vnode keyspace (their generations and streams are the
+/// same): the streams of a generation never change, so the tables of one reader read them
+/// once. Keeps the last few generations; a failed read is not kept.
+pub(crate) struct SharedStreams {
+    inner: Arc<dyn GenerationFetcher>,
+    /// Stream groups by generation, newest last. A tokio mutex, held across the read so
+    /// that tables entering a generation together read its streams once.
+    cache: tokio::sync::Mutex<Vec<(GenerationTimestamp, Vec<Vec<StreamID>>)>>,
+}
+
+impl SharedStreams {
+    /// How many generations are kept (tables of one reader may be a generation apart).
+    const KEPT: usize = 3;
+
+    pub(crate) fn new(inner: Arc<dyn GenerationFetcher>) -> Self {
+        Self {
+            inner,
+            cache: tokio::sync::Mutex::new(Vec::new()),
+        }
+    }
+}
+
+#[async_trait]
+impl GenerationFetcher for SharedStreams {
+    async fn fetch_all_generations(&self) -> Result<Vec<GenerationTimestamp>, CDCError> {
+        self.inner.fetch_all_generations().await
+    }
+
+    async fn fetch_stream_groups(
+        &self,
+        generation: &GenerationTimestamp,
+    ) -> Result<Vec<Vec<StreamID>>, CDCError> {
+        let mut cache = self.cache.lock().await;
+        if let Some((_, groups)) = cache.iter().find(|(g, _)| g == generation) {
+            return Ok(groups.clone());
+        }
+        let groups = self.inner.fetch_stream_groups(generation).await?;
+        if cache.len() >= Self::KEPT {
+            cache.remove(0);
+        }
+        cache.push((*generation, groups.clone()));
+        Ok(groups)
+    }
+}
+
 /// The generation to start in: the last one starting at or before `start`, or the first one
 /// when `start` precedes them all. `generations` is sorted.
 pub(crate) fn generation_covering(
@@ -289,6 +334,8 @@ pub(crate) mod tests {
         pub(crate) generations: std::sync::Mutex<BTreeMap<GenerationTimestamp, Vec<Vec<StreamID>>>>,
         /// Errors returned by the next `fetch_stream_groups` calls.
         pub(crate) group_errors: std::sync::Mutex<Vec<CDCError>>,
+        /// Calls of `fetch_all_generations`.
+        pub(crate) polls: std::sync::atomic::AtomicUsize,
     }
 
     impl FakeFetcher {
@@ -301,6 +348,8 @@ pub(crate) mod tests {
     #[async_trait]
     impl GenerationFetcher for FakeFetcher {
         async fn fetch_all_generations(&self) -> Result<Vec<GenerationTimestamp>, CDCError> {
+            self.polls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(self.generations.lock().unwrap().keys().copied().collect())
         }
 
@@ -327,6 +376,36 @@ pub(crate) mod tests {
 
     fn t(ms: i64) -> DateTime<Utc> {
         DateTime::from_timestamp_millis(ms).unwrap()
+    }
+
+    #[tokio::test]
+    async fn tables_sharing_a_fetcher_read_a_generations_streams_once() {
+        let inner = Arc::new(FakeFetcher::default());
+        let s1 = StreamID::new([1; 16]);
+        inner.add(g(10), vec![vec![s1]]);
+        inner.add(g(20), vec![vec![s1], vec![s1]]);
+        let shared = SharedStreams::new(inner.clone());
+        // A failed read is not kept.
+        inner
+            .group_errors
+            .lock()
+            .unwrap()
+            .push(CDCError::InvalidConfig("x".into()));
+        assert!(shared.fetch_stream_groups(&g(10)).await.is_err());
+        assert_eq!(shared.fetch_stream_groups(&g(10)).await.unwrap().len(), 1);
+        // Served from the cache: the inner fetcher would fail now.
+        inner
+            .group_errors
+            .lock()
+            .unwrap()
+            .push(CDCError::InvalidConfig("x".into()));
+        assert_eq!(shared.fetch_stream_groups(&g(10)).await.unwrap().len(), 1);
+        inner.group_errors.lock().unwrap().clear();
+        assert_eq!(shared.fetch_stream_groups(&g(20)).await.unwrap().len(), 2);
+        assert_eq!(
+            shared.fetch_all_generations().await.unwrap(),
+            vec![g(10), g(20)]
+        );
     }
 
     #[test]

@@ -178,6 +178,8 @@ impl LogSource for DriverLogSource {
 /// Settings shared by every stream reader of a log reader.
 #[derive(Clone)]
 pub(crate) struct ReaderSettings {
+    /// The base table being read (what [`CDCRow::table`] says).
+    pub(crate) table: Arc<str>,
     /// Longest window.
     pub(crate) window_size: Duration,
     /// How far behind "now" windows stop.
@@ -205,8 +207,6 @@ pub(crate) struct ReaderSettings {
     pub(crate) on_error: ConsumerErrorPolicy,
     /// The base table's keyspace (for errors and dead letters).
     pub(crate) keyspace: Arc<str>,
-    /// The base table (for errors and dead letters).
-    pub(crate) table: Arc<str>,
 }
 
 /// What became of a row handed to the consumer.
@@ -544,7 +544,7 @@ impl Plan {
         let mut attempts = 0u32;
         let error = loop {
             attempts += 1;
-            let row = CDCRow::new(header, index, specs, cells);
+            let row = CDCRow::new(header, index, specs, cells).with_table(&self.settings.table);
             let result = AssertUnwindSafe(progress.consumer.consume_cdc(row))
                 .catch_unwind()
                 .await;
@@ -604,7 +604,7 @@ impl Plan {
                 Ok(Handled::GivenUp)
             }
             AfterRetries::DeadLetter(sink) => {
-                let row = CDCRow::new(header, index, specs, cells);
+                let row = CDCRow::new(header, index, specs, cells).with_table(&self.settings.table);
                 let letter = DeadLetter::of_row(
                     &self.settings.keyspace,
                     &self.settings.table,
@@ -906,6 +906,7 @@ pub(crate) mod tests {
     ) -> ReaderSettings {
         let clock: Arc<TokioClock> = Arc::new(TokioClock::starting_at(ms(BASE)));
         ReaderSettings {
+            table: Arc::from("t"),
             window_size: Duration::from_secs(60),
             safety_interval: Duration::from_secs(30),
             sleep_interval: Duration::from_secs(10),
@@ -919,7 +920,6 @@ pub(crate) mod tests {
             limiter: None,
             on_error: ConsumerErrorPolicy::default(),
             keyspace: Arc::from("ks"),
-            table: Arc::from("t"),
         }
     }
 

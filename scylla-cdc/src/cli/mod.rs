@@ -858,9 +858,10 @@ async fn next_signal() -> bool {
     }
 }
 
-/// One running log reader and the table it reads (`ks.t`, for messages).
+/// One running log reader and the tables it reads (for messages).
 pub struct RunningReader {
-    /// `keyspace.table`.
+    /// `keyspace.table`, or `ks.a, ks.b` for a reader of several tables
+    /// ([`crate::CDCLogReaderBuilder::tables`]).
     pub table: String,
     /// Controls the reader.
     pub reader: CDCLogReader,
@@ -869,7 +870,8 @@ pub struct RunningReader {
 }
 
 /// The progress of running readers, read from a task of its own (the programs' progress
-/// lines) while [`supervise`] owns the readers.
+/// lines) while [`supervise`] owns the readers. A reader of several tables counts as one:
+/// its rows are the sum of its tables' and its watermark the least of theirs.
 #[derive(Debug, Clone)]
 pub struct ReadersProgress(Vec<crate::ProgressHandle>);
 
