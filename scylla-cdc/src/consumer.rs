@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -35,6 +36,14 @@ pub trait Consumer: Send {
     /// complete (or fail) all of it before returning. An error stops the reader like an
     /// error of `consume_cdc`. The default does nothing.
     async fn flush(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// Called by the stream reader after each window, before a checkpoint may be saved.
+    /// Crate-internal (the change assembler delivers its pending change here); the default
+    /// does nothing.
+    #[doc(hidden)]
+    async fn end_of_window(&mut self) -> anyhow::Result<()> {
         Ok(())
     }
 }
@@ -145,6 +154,8 @@ pub(crate) struct ColumnIndex {
     operation: usize,
     ttl: Option<usize>,
     end_of_batch: Option<usize>,
+    /// The column specs, owned, made the first time a change is assembled from this schema.
+    owned_specs: OnceLock<Arc<[ColumnSpec<'static>]>>,
 }
 
 /// The `cdc$` metadata of one row, decoded.
@@ -223,7 +234,20 @@ impl ColumnIndex {
             operation,
             ttl,
             end_of_batch,
+            owned_specs: OnceLock::new(),
         })
+    }
+
+    /// The column specs of this schema, owned (copied from `specs` on the first call).
+    pub(crate) fn owned_specs(&self, specs: &[ColumnSpec<'_>]) -> Arc<[ColumnSpec<'static>]> {
+        self.owned_specs
+            .get_or_init(|| specs.iter().map(|s| s.clone().into_owned()).collect())
+            .clone()
+    }
+
+    /// Whether the column at `pos` is a base column that cannot be deleted (a key column).
+    pub(crate) fn is_key_column(&self, pos: usize) -> bool {
+        self.non_cdc.contains(&pos) && self.deleted.get(pos).copied().flatten().is_none()
     }
 
     /// Whether this index describes a page with these columns.
@@ -241,8 +265,14 @@ impl ColumnIndex {
         self.names.len()
     }
 
-    fn position(&self, name: &str) -> Option<usize> {
-        self.by_name.get(name).copied()
+    /// The base table's columns (positions), in the log's column order.
+    pub(crate) fn non_cdc(&self) -> &[usize] {
+        &self.non_cdc
+    }
+
+    /// The name of the column at `pos`.
+    pub(crate) fn name(&self, pos: usize) -> Option<&str> {
+        self.names.get(pos).map(String::as_str)
     }
 
     /// Decodes the `cdc$` metadata of a row, or says why the row is unusable.
@@ -288,6 +318,151 @@ impl ColumnIndex {
     }
 }
 
+/// Where the cells of a row are: slices of a page, or ranges of a change's owned buffer.
+#[derive(Clone, Copy)]
+pub(crate) enum CellSource<'a> {
+    /// One slice per column, borrowed from a page.
+    Slices(&'a [Option<&'a [u8]>]),
+    /// One [`CellRange`] per column into `buf`.
+    Packed {
+        /// Every cell of the row (and of other rows), back to back.
+        buf: &'a [u8],
+        /// The row's cells.
+        cells: &'a [CellRange],
+    },
+}
+
+/// Where a cell lies in an owned buffer; `start == u32::MAX` is a null cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CellRange {
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+}
+
+impl CellRange {
+    /// A null cell.
+    pub(crate) const NULL: CellRange = CellRange {
+        start: u32::MAX,
+        end: u32::MAX,
+    };
+}
+
+/// The logic shared by [`CDCRow`] and [`crate::ChangeRow`]: reading the columns of one row
+/// through the log's [`ColumnIndex`].
+#[derive(Clone, Copy)]
+pub(crate) struct RowRef<'a> {
+    pub(crate) index: &'a Arc<ColumnIndex>,
+    pub(crate) specs: &'a [ColumnSpec<'a>],
+    pub(crate) cells: CellSource<'a>,
+}
+
+impl<'a> RowRef<'a> {
+    /// The cell at `pos`: `None` past the end, `Some(None)` when null.
+    pub(crate) fn cell(&self, pos: usize) -> Option<Option<&'a [u8]>> {
+        match self.cells {
+            CellSource::Slices(cells) => cells.get(pos).copied(),
+            CellSource::Packed { buf, cells } => {
+                let r = cells.get(pos)?;
+                if r.start == u32::MAX {
+                    return Some(None);
+                }
+                Some(buf.get(r.start as usize..r.end as usize))
+            }
+        }
+    }
+
+    /// The number of cells of the row.
+    pub(crate) fn len(&self) -> usize {
+        match self.cells {
+            CellSource::Slices(cells) => cells.len(),
+            CellSource::Packed { cells, .. } => cells.len(),
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Result<usize, ColumnError> {
+        self.index
+            .position(name)
+            .ok_or_else(|| ColumnError::NoSuchColumn(name.to_owned()))
+    }
+
+    fn decode_at<T: DeserializeValue<'a, 'a>>(&self, pos: usize) -> Result<Option<T>, ColumnError> {
+        let name = || self.index.names.get(pos).cloned().unwrap_or_default();
+        let (Some(spec), Some(cell)) = (self.specs.get(pos), self.cell(pos)) else {
+            return Err(ColumnError::NoSuchColumn(name()));
+        };
+        let Some(bytes) = cell else {
+            return Ok(None);
+        };
+        let typ: &'a ColumnType<'a> = spec.typ();
+        T::type_check(typ).map_err(|source| ColumnError::Type {
+            column: name(),
+            source,
+        })?;
+        T::deserialize(typ, Some(FrameSlice::new_borrowed(bytes)))
+            .map(Some)
+            .map_err(|source| ColumnError::Decode {
+                column: name(),
+                source,
+            })
+    }
+
+    pub(crate) fn get_value_as<T: DeserializeValue<'a, 'a>>(
+        &self,
+        name: &str,
+    ) -> Result<Option<T>, ColumnError> {
+        self.decode_at(self.lookup(name)?)
+    }
+
+    pub(crate) fn is_value_deleted(&self, name: &str) -> bool {
+        self.index
+            .position(name)
+            .and_then(|p| self.index.deleted.get(p).copied().flatten())
+            .and_then(|p| self.cell(p).flatten())
+            .is_some_and(|b| matches!(b, [v] if *v != 0))
+    }
+
+    fn deleted_elements_position(&self, name: &str) -> Result<usize, ColumnError> {
+        self.index
+            .position(name)
+            .and_then(|p| self.index.deleted_elements.get(p).copied().flatten())
+            .ok_or_else(|| ColumnError::NoSuchColumn(format!("{DELETED_ELEMENTS_PREFIX}{name}")))
+    }
+
+    pub(crate) fn get_deleted_elements(&self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
+        self.decode_at(self.deleted_elements_position(name)?)
+    }
+
+    pub(crate) fn column_exists(&self, name: &str) -> bool {
+        !name.starts_with("cdc$") && self.index.position(name).is_some()
+    }
+
+    pub(crate) fn column_deletable(&self, name: &str) -> bool {
+        self.index
+            .position(name)
+            .and_then(|p| self.index.deleted.get(p).copied().flatten())
+            .is_some()
+    }
+
+    pub(crate) fn collection_exists(&self, name: &str) -> bool {
+        self.deleted_elements_position(name).is_ok()
+    }
+
+    pub(crate) fn non_cdc_column_names(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let index: &'a ColumnIndex = self.index;
+        index
+            .non_cdc
+            .iter()
+            .filter_map(move |&p| index.names.get(p).map(String::as_str))
+    }
+
+    pub(crate) fn column_type(&self, name: &str) -> Option<&'a ColumnType<'a>> {
+        self.index
+            .position(name)
+            .and_then(|p| self.specs.get(p))
+            .map(|s| s.typ())
+    }
+}
+
 /// One row of the CDC log.
 ///
 /// The `cdc$` metadata is in public fields; the base table's columns (including its key
@@ -309,9 +484,7 @@ pub struct CDCRow<'a> {
     pub ttl: Option<i64>,
     /// True for Scylla-initiated expirations (`cdc$operation` -3 and -4).
     pub is_expiration: bool,
-    index: &'a ColumnIndex,
-    specs: &'a [ColumnSpec<'a>],
-    cells: &'a [Option<&'a [u8]>],
+    row: RowRef<'a>,
     /// Positions whose values were taken (rarely non-empty, so a list beats a bitmap).
     taken: Vec<usize>,
 }
@@ -320,7 +493,7 @@ impl<'a> CDCRow<'a> {
     /// A row from its decoded header and the raw cells of the page.
     pub(crate) fn new(
         header: RowHeader,
-        index: &'a ColumnIndex,
+        index: &'a Arc<ColumnIndex>,
         specs: &'a [ColumnSpec<'a>],
         cells: &'a [Option<&'a [u8]>],
     ) -> Self {
@@ -332,47 +505,45 @@ impl<'a> CDCRow<'a> {
             operation: header.operation,
             ttl: header.ttl,
             is_expiration: header.is_expiration,
-            index,
-            specs,
-            cells,
+            row: RowRef {
+                index,
+                specs,
+                cells: CellSource::Slices(cells),
+            },
             taken: Vec::new(),
         }
     }
 
-    fn lookup(&self, name: &str) -> Result<usize, ColumnError> {
-        self.index
-            .position(name)
-            .ok_or_else(|| ColumnError::NoSuchColumn(name.to_owned()))
+    /// The decoded `cdc$` metadata (as [`CDCRow::new`] got it, whatever the public fields
+    /// were changed to).
+    pub(crate) fn header(&self) -> RowHeader {
+        RowHeader {
+            stream_id: self.stream_id,
+            time: self.time,
+            batch_seq_no: self.batch_seq_no,
+            operation: self.operation,
+            is_expiration: self.is_expiration,
+            ttl: self.ttl,
+            end_of_batch: self.end_of_batch,
+        }
+    }
+
+    /// The raw row, for copying it out of the page.
+    pub(crate) fn raw(&self) -> RowRef<'a> {
+        self.row
     }
 
     fn decode_at<T: DeserializeValue<'a, 'a>>(&self, pos: usize) -> Result<Option<T>, ColumnError> {
-        let name = || self.index.names.get(pos).cloned().unwrap_or_default();
         if self.taken.contains(&pos) {
             return Ok(None);
         }
-        let (Some(spec), Some(cell)) = (self.specs.get(pos), self.cells.get(pos)) else {
-            return Err(ColumnError::NoSuchColumn(name()));
-        };
-        let Some(bytes) = cell else {
-            return Ok(None);
-        };
-        let typ: &'a ColumnType<'a> = spec.typ();
-        T::type_check(typ).map_err(|source| ColumnError::Type {
-            column: name(),
-            source,
-        })?;
-        T::deserialize(typ, Some(FrameSlice::new_borrowed(bytes)))
-            .map(Some)
-            .map_err(|source| ColumnError::Decode {
-                column: name(),
-                source,
-            })
+        self.row.decode_at(pos)
     }
 
     /// The value of a column, decoded as a [`CqlValue`]; `Ok(None)` when the column is null
     /// in this row (not changed) or its value was taken.
     pub fn get_value(&self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
-        self.decode_at(self.lookup(name)?)
+        self.decode_at(self.row.lookup(name)?)
     }
 
     /// The value of a column decoded straight into a Rust type (no intermediate
@@ -381,12 +552,12 @@ impl<'a> CDCRow<'a> {
         &self,
         name: &str,
     ) -> Result<Option<T>, ColumnError> {
-        self.decode_at(self.lookup(name)?)
+        self.decode_at(self.row.lookup(name)?)
     }
 
     /// Like [`CDCRow::get_value`], and later calls for this column return `Ok(None)`.
     pub fn take_value(&mut self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
-        let pos = self.lookup(name)?;
+        let pos = self.row.lookup(name)?;
         let v = self.decode_at(pos)?;
         self.taken.push(pos);
         Ok(v)
@@ -395,30 +566,19 @@ impl<'a> CDCRow<'a> {
     /// Whether the change deleted the column (`cdc$deleted_<name>` is true). False for columns
     /// that cannot be deleted (key columns) and for unknown columns.
     pub fn is_value_deleted(&self, name: &str) -> bool {
-        self.index
-            .position(name)
-            .and_then(|p| self.index.deleted.get(p).copied().flatten())
-            .and_then(|p| self.cells.get(p).copied().flatten())
-            .is_some_and(|b| matches!(b, [v] if *v != 0))
-    }
-
-    fn deleted_elements_position(&self, name: &str) -> Result<usize, ColumnError> {
-        self.index
-            .position(name)
-            .and_then(|p| self.index.deleted_elements.get(p).copied().flatten())
-            .ok_or_else(|| ColumnError::NoSuchColumn(format!("{DELETED_ELEMENTS_PREFIX}{name}")))
+        self.row.is_value_deleted(name)
     }
 
     /// The elements the change removed from a non-frozen collection or UDT
     /// (`cdc$deleted_elements_<name>`: a set of keys, of list timeuuids or of UDT field
     /// indexes); `Ok(None)` when none were removed.
     pub fn get_deleted_elements(&self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
-        self.decode_at(self.deleted_elements_position(name)?)
+        self.decode_at(self.row.deleted_elements_position(name)?)
     }
 
     /// Like [`CDCRow::get_deleted_elements`], and later calls return `Ok(None)`.
     pub fn take_deleted_elements(&mut self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
-        let pos = self.deleted_elements_position(name)?;
+        let pos = self.row.deleted_elements_position(name)?;
         let v = self.decode_at(pos)?;
         self.taken.push(pos);
         Ok(v)
@@ -426,30 +586,24 @@ impl<'a> CDCRow<'a> {
 
     /// Whether the base table has a column of this name (key or value column).
     pub fn column_exists(&self, name: &str) -> bool {
-        !name.starts_with("cdc$") && self.index.position(name).is_some()
+        self.row.column_exists(name)
     }
 
     /// Whether the column can be deleted, i.e. has a `cdc$deleted_<name>` companion (every
     /// non-key column).
     pub fn column_deletable(&self, name: &str) -> bool {
-        self.index
-            .position(name)
-            .and_then(|p| self.index.deleted.get(p).copied().flatten())
-            .is_some()
+        self.row.column_deletable(name)
     }
 
     /// Whether the column is a non-frozen collection or UDT, i.e. has a
     /// `cdc$deleted_elements_<name>` companion.
     pub fn collection_exists(&self, name: &str) -> bool {
-        self.deleted_elements_position(name).is_ok()
+        self.row.collection_exists(name)
     }
 
     /// The names of the base table's columns, in the log's column order.
     pub fn get_non_cdc_column_names(&self) -> impl Iterator<Item = &str> + '_ {
-        self.index
-            .non_cdc
-            .iter()
-            .filter_map(|&p| self.index.names.get(p).map(String::as_str))
+        self.row.non_cdc_column_names()
     }
 
     /// The write time of the change: the time part of `cdc$time` (microsecond precision).
@@ -465,10 +619,7 @@ impl<'a> CDCRow<'a> {
 
     /// The CQL type of a column of the log (for collections, the log's frozen type).
     pub fn column_type(&self, name: &str) -> Option<&ColumnType<'a>> {
-        self.index
-            .position(name)
-            .and_then(|p| self.specs.get(p))
-            .map(|s| s.typ())
+        self.row.column_type(name)
     }
 }
 
@@ -722,7 +873,7 @@ pub(crate) mod tests {
     #[test]
     fn row_accessors() {
         let specs = log_specs();
-        let idx = ColumnIndex::new(&specs).unwrap();
+        let idx = Arc::new(ColumnIndex::new(&specs).unwrap());
         let mut r = TestRow::new([1; 16], crate::time::tests::timeuuid(1, 1), 0);
         r.v = Some(42);
         r.del_v = true;
@@ -779,7 +930,7 @@ pub(crate) mod tests {
     #[test]
     fn malformed_value_is_an_error() {
         let specs = log_specs();
-        let idx = ColumnIndex::new(&specs).unwrap();
+        let idx = Arc::new(ColumnIndex::new(&specs).unwrap());
         let r = TestRow::new([1; 16], crate::time::tests::timeuuid(1, 1), 0);
         let mut cells = r.cells();
         cells[12] = Some(vec![1, 2, 3]); // an int of 3 bytes

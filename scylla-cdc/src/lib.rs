@@ -161,6 +161,7 @@
 //! `window_start`) and never installs a subscriber.
 
 mod cdc_options;
+mod change;
 mod cdc_types;
 mod checkpoints;
 #[cfg(feature = "cli")]
@@ -175,6 +176,9 @@ mod stream_reader;
 mod time;
 
 pub use cdc_options::{CdcExtensionError, decode_cdc_extension};
+pub use change::{
+    Change, ChangeConsumer, ChangeConsumerFactory, ChangeRow, RowChange, RowImage, Target,
+};
 pub use cdc_types::{GenerationTimestamp, InvalidStreamID, StreamID};
 pub use checkpoints::{
     CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, TableBackedCheckpointSaver,

@@ -22,6 +22,7 @@ use tracing::{Instrument, info, info_span, warn};
 
 use crate::cdc_types::GenerationTimestamp;
 use crate::checkpoints::CDCCheckpointSaver;
+use crate::change::{AssemblerFactory, ChangeConsumerFactory};
 use crate::consumer::ConsumerFactory;
 use crate::error::{Backoff, CDCError, retry_transient};
 use crate::events::{EventListener, ExpiredGap, ReaderEvent};
@@ -56,16 +57,26 @@ fn ceil_to_millis(t: DateTime<Utc>) -> DateTime<Utc> {
     }
 }
 
+/// What the user's factory makes.
+#[derive(Clone)]
+enum ConsumerKind {
+    /// Row consumers.
+    Rows(Arc<dyn ConsumerFactory>),
+    /// Change consumers, each behind a change assembler.
+    Changes(Arc<dyn ChangeConsumerFactory>),
+}
+
 /// Configures and starts a [`CDCLogReader`].
 ///
 /// Required: [`session`](Self::session), [`keyspace`](Self::keyspace),
-/// [`table_name`](Self::table_name), [`consumer_factory`](Self::consumer_factory).
+/// [`table_name`](Self::table_name), [`consumer_factory`](Self::consumer_factory) (or
+/// [`change_consumer_factory`](Self::change_consumer_factory)).
 #[must_use]
 pub struct CDCLogReaderBuilder {
     session: Option<Arc<Session>>,
     keyspace: Option<String>,
     table_name: Option<String>,
-    consumer_factory: Option<Arc<dyn ConsumerFactory>>,
+    consumer_factory: Option<ConsumerKind>,
     start_timestamp: Option<DateTime<Utc>>,
     /// When the builder was made: the start when none is given.
     created_at: DateTime<Utc>,
@@ -140,9 +151,22 @@ impl CDCLogReaderBuilder {
         self
     }
 
-    /// Makes the consumers, one per stream group (required).
+    /// Makes the consumers, one per stream group, which get the log row by row (required,
+    /// unless [`change_consumer_factory`](Self::change_consumer_factory) is set; the last of
+    /// the two calls wins).
     pub fn consumer_factory(mut self, factory: Arc<dyn ConsumerFactory>) -> Self {
-        self.consumer_factory = Some(factory);
+        self.consumer_factory = Some(ConsumerKind::Rows(factory));
+        self
+    }
+
+    /// Makes the consumers, one per stream group, which get whole [`Change`]s: every row of
+    /// one stream with one `cdc$time`, delivered once complete, never split (the
+    /// alternative to [`consumer_factory`](Self::consumer_factory); the last of the two calls
+    /// wins). See the crate docs ("Whole changes") for how rows are assembled.
+    ///
+    /// [`Change`]: crate::Change
+    pub fn change_consumer_factory(mut self, factory: Arc<dyn ChangeConsumerFactory>) -> Self {
+        self.consumer_factory = Some(ConsumerKind::Changes(factory));
         self
     }
 
@@ -292,10 +316,14 @@ impl CDCLogReaderBuilder {
             .table_name
             .clone()
             .ok_or(CDCError::MissingOption("table_name"))?;
-        let factory = self
-            .consumer_factory
-            .clone()
-            .ok_or(CDCError::MissingOption("consumer_factory"))?;
+        let factory = match self.consumer_factory.clone() {
+            None => return Err(CDCError::MissingOption("consumer_factory")),
+            Some(ConsumerKind::Rows(f)) => f,
+            Some(ConsumerKind::Changes(factory)) => Arc::new(AssemblerFactory {
+                factory,
+                table: Arc::from(table.as_str()),
+            }),
+        };
         let (save, load) = self.validate()?;
 
         // Every step retries transient failures (a node overloaded, timing out or restarting

@@ -226,6 +226,8 @@ struct Progress {
     window_rows: u64,
     /// Changes delivered in the current window.
     window_changes: u64,
+    /// The stream of the last delivered row.
+    last_stream: Option<StreamID>,
 }
 
 /// Reads one stream group of one generation from `start` until the generation ends or the
@@ -264,6 +266,7 @@ impl StreamReader {
                 saved_until: None,
                 window_rows: 0,
                 window_changes: 0,
+                last_stream: None,
             },
             start: truncate_to_millis(start),
         }
@@ -289,6 +292,7 @@ impl StreamReader {
             }
             tracing::Span::current().record("window_start", tracing::field::display(t));
             self.plan.read_window(&mut self.progress, t, u).await?;
+            self.plan.end_window(&mut self.progress, t, u).await?;
             let p = &mut self.progress;
             self.plan.settings.stats.window_done(
                 &self.plan.slot,
@@ -331,6 +335,27 @@ impl Plan {
             (Some(g), Some(e)) => Some(g.min(e)),
             (g, e) => g.or(e),
         }
+    }
+
+    /// Tells the consumer the window `[start, end)` is over (a pending change is complete).
+    async fn end_window(
+        &self,
+        progress: &mut Progress,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<(), CDCError> {
+        progress.consumer.end_of_window().await.map_err(|source| {
+            self.settings.stats.consumer_error();
+            CDCError::Consumer {
+                stream: progress
+                    .last_stream
+                    .or_else(|| self.streams.first().copied())
+                    .unwrap_or_else(|| StreamID::new([0; 16])),
+                window_start: start,
+                window_end: end,
+                source,
+            }
+        })
     }
 
     /// Lets the consumer finish what it accepted: every row before `t` was handed to it.
@@ -564,6 +589,7 @@ impl Plan {
                 }
             })?;
             counts.rows += 1;
+            progress.last_stream = Some(header.stream_id);
             if last.is_none_or(|l| !l.same_time(&key)) {
                 counts.changes += 1;
             }
