@@ -891,3 +891,340 @@ impl crate::consumer::ConsumerFactory for AssemblerFactory {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cdc_types::GenerationTimestamp;
+    use crate::checkpoints::tests::MemorySaver;
+    use crate::consumer::tests::{TestRow, log_specs};
+    use crate::stream_reader::StreamReader;
+    use crate::stream_reader::tests::{BASE, FakeLog, ms, settings, slot, stream};
+    use crate::time::tests::timeuuid;
+    use std::sync::Mutex;
+    use std::time::Duration;
+    use tokio::sync::watch;
+
+    /// Keeps every change it gets; counts flushes.
+    #[derive(Clone, Default)]
+    struct Keep {
+        changes: Arc<Mutex<Vec<Change>>>,
+        flushes: Arc<Mutex<usize>>,
+    }
+
+    #[async_trait]
+    impl ChangeConsumer for Keep {
+        async fn consume_change(&mut self, change: Change) -> anyhow::Result<()> {
+            self.changes.lock().unwrap().push(change);
+            Ok(())
+        }
+
+        async fn flush(&mut self) -> anyhow::Result<()> {
+            *self.flushes.lock().unwrap() += 1;
+            Ok(())
+        }
+    }
+
+    fn keeper() -> (Keep, ChangeAssembler) {
+        let keep = Keep::default();
+        let assembler = ChangeAssembler::new(Box::new(keep.clone()), Arc::from("t"));
+        (keep, assembler)
+    }
+
+    /// Feeds rows to an assembler one by one (each from its own "page"), then flushes.
+    async fn assemble(rows: &[TestRow]) -> Vec<Change> {
+        let (keep, mut assembler) = keeper();
+        let specs = log_specs();
+        let index = Arc::new(ColumnIndex::new(&specs).unwrap());
+        for r in rows {
+            let cells = r.cells();
+            let refs: Vec<Option<&[u8]>> = cells.iter().map(|c| c.as_deref()).collect();
+            let header = index.header(&refs).unwrap();
+            assembler
+                .consume_cdc(CDCRow::new(header, &index, &specs, &refs))
+                .await
+                .unwrap();
+        }
+        assembler.flush().await.unwrap();
+        assert_eq!(*keep.flushes.lock().unwrap(), 1);
+        keep.changes.lock().unwrap().clone()
+    }
+
+    /// A row of stream `[s; 16]` at `micros` with seq, operation and `eob` as given.
+    fn at(s: u8, micros: i64, seq: i32, op: i8, eob: bool) -> TestRow {
+        let mut r = TestRow::new([s; 16], timeuuid(micros, 0x1111 * s as u64), seq);
+        r.op = op;
+        r.eob = eob;
+        r
+    }
+
+    #[tokio::test]
+    async fn rows_of_one_time_make_one_change_and_accessors_read_owned_cells() {
+        let mut pre = at(1, 10, 0, 0, false);
+        pre.v = Some(1);
+        let mut delta = at(1, 10, 1, 1, false);
+        delta.v = Some(2);
+        delta.ttl = Some(30);
+        let mut post = at(1, 10, 2, 9, true);
+        post.v = Some(2);
+        let mut other = at(1, 11, 0, 3, true);
+        other.ck = Some(5);
+        let changes = assemble(&[pre, delta, post, other]).await;
+        assert_eq!(changes.len(), 2);
+        let c = &changes[0];
+        assert_eq!(c.table(), "t");
+        assert_eq!(c.stream_id(), stream(1));
+        assert_eq!(c.timestamp_micros(), 10);
+        assert_eq!(c.rows().len(), 3);
+        assert_eq!(c.operation(), Some(OperationType::RowUpdate));
+        assert_eq!(c.ttl(), Some(30));
+        assert_eq!(c.pre_images().count(), 1);
+        assert_eq!(c.post_images().count(), 1);
+        let d: Vec<_> = c.deltas().collect();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].batch_seq_no(), 1);
+        assert_eq!(d[0].get_value_as::<i32>("v").unwrap(), Some(2));
+        assert_eq!(d[0].get_value("pk").unwrap(), Some(CqlValue::Int(0)));
+        assert!(d[0].get_value("nope").is_err());
+        assert!(d[0].column_deletable("v") && !d[0].column_deletable("pk"));
+        assert!(d[0].collection_exists("s"));
+        assert_eq!(
+            d[0].get_non_cdc_column_names().collect::<Vec<_>>(),
+            vec!["ck", "pk", "s", "v"]
+        );
+        // A clone shares the rows.
+        let copy = c.clone();
+        drop(changes);
+        assert_eq!(copy.rows().last().map(|r| r.end_of_batch()), Some(true));
+        assert!(format!("{copy:?}").contains("PostImage"));
+    }
+
+    #[tokio::test]
+    async fn a_new_time_or_stream_completes_a_change_without_end_of_batch() {
+        // No `cdc$end_of_batch` anywhere: the next (stream, time) and the flush complete them.
+        let rows = [
+            at(1, 10, 0, 1, false),
+            at(1, 10, 1, 1, false),
+            at(2, 10, 0, 1, false),
+            at(2, 12, 0, 2, false),
+        ];
+        let changes = assemble(&rows).await;
+        let shape: Vec<(u8, i64, usize)> = changes
+            .iter()
+            .map(|c| {
+                (
+                    c.stream_id().as_bytes()[0],
+                    c.timestamp_micros(),
+                    c.rows().len(),
+                )
+            })
+            .collect();
+        assert_eq!(shape, vec![(1, 10, 2), (2, 10, 1), (2, 12, 1)]);
+    }
+
+    #[tokio::test]
+    async fn before_and_after_merge_images_and_deltas() {
+        // Pre-image v=1 s={1,2}; delta: s + {3} - {1}; no post-image.
+        let mut pre = at(1, 10, 0, 0, false);
+        pre.v = Some(1);
+        pre.s = Some(vec![1, 2]);
+        let mut delta = at(1, 10, 1, 1, true);
+        delta.s = Some(vec![3]);
+        delta.dele_s = Some(vec![1]);
+        let c = &assemble(&[pre, delta]).await[0];
+        let rows = c.row_changes();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].target(), Target::Row);
+        assert!(!rows[0].is_static() && !rows[0].is_delete());
+        let before = c.before().unwrap().unwrap();
+        assert_eq!(before.get("v"), Some(&CqlValue::Int(1)));
+        assert_eq!(before.get("ck"), Some(&CqlValue::Int(0)));
+        let after = c.after().unwrap().unwrap();
+        assert_eq!(after.get("v"), Some(&CqlValue::Int(1)));
+        assert_eq!(
+            after.get("s"),
+            Some(&CqlValue::Set(vec![CqlValue::Int(2), CqlValue::Int(3)]))
+        );
+
+        // No pre-image; a deleted column is known null; the overwritten set is exact.
+        let mut delta = at(1, 20, 0, 1, true);
+        delta.del_v = true;
+        delta.s = Some(vec![7]);
+        let c = &assemble(&[delta]).await[0];
+        assert_eq!(c.before().unwrap(), None);
+        let after = c.after().unwrap().unwrap();
+        assert!(after.contains("v") && after.get("v").is_none());
+        assert_eq!(after.get("s"), Some(&CqlValue::Set(vec![CqlValue::Int(7)])));
+
+        // A post-image wins over the merge.
+        let mut delta = at(1, 30, 0, 2, false);
+        delta.v = Some(5);
+        let mut post = at(1, 30, 1, 9, true);
+        post.v = Some(5);
+        post.s = Some(vec![9]);
+        let after = assemble(&[delta, post]).await[0].after().unwrap().unwrap();
+        assert_eq!(after.get("s"), Some(&CqlValue::Set(vec![CqlValue::Int(9)])));
+        assert_eq!(after.len(), 4);
+    }
+
+    #[tokio::test]
+    async fn deletes_have_no_after_and_rows_are_grouped_by_key() {
+        // A static-row update, two clustering rows, a range and a partition deletion.
+        let mut st = at(1, 10, 0, 1, false);
+        st.ck = None;
+        st.v = Some(1);
+        let mut r1 = at(1, 10, 1, 1, false);
+        r1.ck = Some(1);
+        let mut r2 = at(1, 10, 2, 3, false);
+        r2.ck = Some(2);
+        let mut lo = at(1, 10, 3, 5, false);
+        lo.ck = Some(3);
+        let mut hi = at(1, 10, 4, 8, false);
+        hi.ck = Some(6);
+        let mut post = at(1, 10, 5, 9, true);
+        post.ck = Some(1);
+        let c = &assemble(&[st, r1, r2, lo, hi, post]).await[0];
+        let rows = c.row_changes();
+        let shape: Vec<(Target, bool, bool, usize, bool)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.target(),
+                    r.is_static(),
+                    r.is_delete(),
+                    r.deltas().len(),
+                    r.post_image().is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (Target::Row, true, false, 1, false),
+                (Target::Row, false, false, 1, true),
+                (Target::Row, false, true, 1, false),
+                (Target::Range, false, true, 2, false),
+            ]
+        );
+        assert!(rows[0].after().unwrap().is_some());
+        assert_eq!(rows[0].key().unwrap().get("ck"), None);
+        assert!(rows[2].after().unwrap().is_none());
+        assert!(rows[3].after().unwrap().is_none());
+        assert_eq!(
+            rows[3].deltas()[1].get_value("ck").unwrap(),
+            Some(CqlValue::Int(6))
+        );
+
+        let mut pd = at(1, 20, 1, 4, true);
+        pd.ck = None;
+        let mut ins = at(1, 20, 0, 2, false);
+        ins.v = Some(3);
+        let c = &assemble(&[ins, pd]).await[0];
+        let rows = c.row_changes();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].target(), Target::Partition);
+        // The partition deletion (same timestamp) wins over the insert.
+        assert!(rows.iter().all(|r| r.after().unwrap().is_none()));
+    }
+
+    #[test]
+    fn collections_and_udts_merge() {
+        let m = |kv: &[(i32, i32)]| {
+            CqlValue::Map(
+                kv.iter()
+                    .map(|(k, v)| (CqlValue::Int(*k), CqlValue::Int(*v)))
+                    .collect(),
+            )
+        };
+        let set = |v: &[i32]| CqlValue::Set(v.iter().map(|i| CqlValue::Int(*i)).collect());
+        assert_eq!(
+            merge_collection(Some(m(&[(1, 1), (2, 2)])), Some(m(&[(2, 5), (3, 3)])), None),
+            Some(m(&[(1, 1), (2, 5), (3, 3)]))
+        );
+        assert_eq!(
+            merge_collection(Some(m(&[(1, 1), (2, 2)])), None, Some(set(&[1]))),
+            Some(m(&[(2, 2)]))
+        );
+        assert_eq!(merge_collection(None, None, Some(set(&[1]))), None);
+        let udt = |a: Option<i32>, b: Option<i32>| CqlValue::UserDefinedType {
+            keyspace: "ks".into(),
+            name: "u".into(),
+            fields: vec![
+                ("a".into(), a.map(CqlValue::Int)),
+                ("b".into(), b.map(CqlValue::Int)),
+            ],
+        };
+        assert_eq!(
+            merge_collection(
+                Some(udt(Some(1), Some(2))),
+                Some(udt(Some(7), None)),
+                Some(CqlValue::Set(vec![CqlValue::SmallInt(1)]))
+            ),
+            Some(udt(Some(7), None))
+        );
+    }
+
+    /// Changes of several rows, in two streams, read with pages of 1 to 3 rows and
+    /// windows of one second, are delivered whole and once, with or without
+    /// `cdc$end_of_batch` (then the next change or the window's end completes them).
+    #[tokio::test(start_paused = true)]
+    async fn changes_straddling_pages_are_delivered_whole_and_once() {
+        for (page_size, eob) in [(1, true), (2, true), (3, true), (1, false), (2, false)] {
+            let log = Arc::new(FakeLog::new(page_size));
+            let start_us = (BASE - 3_600_000) * 1000;
+            let mut expected = Vec::new();
+            for i in 0..12i64 {
+                for s in [1u8, 2] {
+                    let n = 1 + ((i as usize + s as usize) % 4);
+                    let t = start_us + i * 700_000 + s as i64;
+                    for seq in 0..n {
+                        let mut r = at(s, t, seq as i32, 1, eob && seq + 1 == n);
+                        r.v = Some(seq as i32);
+                        log.push(r);
+                    }
+                    expected.push((s, t, n));
+                }
+            }
+            let (_end_tx, end_rx) = watch::channel(Some(ms(BASE - 3_000_000)));
+            let (_gen_tx, gen_rx) = watch::channel(None);
+            let mut settings = settings(log, Arc::new(MemorySaver::default()), end_rx);
+            settings.window_size = Duration::from_secs(1);
+            let start = ms(BASE - 3_600_000);
+            let slot = slot(&settings, start);
+            let keep = Keep::default();
+            let reader = StreamReader::new(
+                settings,
+                vec![stream(1), stream(2)],
+                GenerationTimestamp::new(ms(0)),
+                gen_rx,
+                start,
+                Box::new(ChangeAssembler::new(
+                    Box::new(keep.clone()),
+                    Arc::from("t"),
+                )),
+                slot,
+            );
+            reader.run().await.unwrap();
+            let changes = keep.changes.lock().unwrap().clone();
+            let mut got: Vec<(u8, i64, usize)> = Vec::new();
+            for c in &changes {
+                let seqs: Vec<i32> = c.rows().map(|r| r.batch_seq_no()).collect();
+                let values: Vec<Option<i32>> = c
+                    .rows()
+                    .map(|r| r.get_value_as::<i32>("v").unwrap())
+                    .collect();
+                assert_eq!(seqs, (0..seqs.len() as i32).collect::<Vec<_>>());
+                assert_eq!(values, seqs.iter().map(|s| Some(*s)).collect::<Vec<_>>());
+                assert_eq!(c.rows().last().map(|r| r.end_of_batch()), Some(eob));
+                got.push((
+                    c.stream_id().as_bytes()[0],
+                    c.timestamp_micros(),
+                    c.rows().len(),
+                ));
+            }
+            got.sort();
+            expected.sort();
+            assert_eq!(got, expected, "page size {page_size}");
+        }
+    }
+}

@@ -275,6 +275,11 @@ impl ColumnIndex {
         self.names.get(pos).map(String::as_str)
     }
 
+    /// The position of a column by name.
+    pub(crate) fn position(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
     /// Decodes the `cdc$` metadata of a row, or says why the row is unusable.
     pub(crate) fn header(&self, cells: &[Option<&[u8]>]) -> Result<RowHeader, String> {
         let cell = |i: usize| cells.get(i).copied().flatten();

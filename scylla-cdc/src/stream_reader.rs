@@ -748,7 +748,7 @@ pub(crate) mod tests {
         r
     }
 
-    const BASE: i64 = 1_700_000_000_000;
+    pub(crate) const BASE: i64 = 1_700_000_000_000;
 
     struct Setup {
         log: Arc<FakeLog>,
@@ -759,7 +759,7 @@ pub(crate) mod tests {
         stats: Arc<Stats>,
     }
 
-    fn settings(
+    pub(crate) fn settings(
         log: Arc<FakeLog>,
         saver: Arc<MemorySaver>,
         end: watch::Receiver<Option<DateTime<Utc>>>,
@@ -781,7 +781,7 @@ pub(crate) mod tests {
     }
 
     /// The slot of the only stream group of a test reader.
-    fn slot(settings: &ReaderSettings, start: DateTime<Utc>) -> Slot {
+    pub(crate) fn slot(settings: &ReaderSettings, start: DateTime<Utc>) -> Slot {
         settings
             .stats
             .begin_generation(1, &[start], false)
