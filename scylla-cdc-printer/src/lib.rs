@@ -26,12 +26,13 @@ use async_trait::async_trait;
 use clap::Parser;
 use scylla::client::session::Session;
 use scylla_cdc::{
-    CDCLogReaderBuilder, CDCRow, Consumer, ConsumerFactory, TableBackedCheckpointSaver,
+    CDCLogReaderBuilder, CDCRow, Change, ChangeConsumer, ChangeConsumerFactory, Consumer,
+    ConsumerFactory, TableBackedCheckpointSaver,
 };
 use tracing::info;
 
 use crate::args::{Args, Format, Mode, PrintConfig};
-use crate::format::RowView;
+use crate::format::{ChangeView, RowView};
 use scylla_cdc::cli::{
     CliError, ReadersProgress, RunningReader, Shutdown, connect, retry_startup, supervise,
 };
@@ -58,7 +59,8 @@ impl Consumer for Printer {
         self.buf.clear();
         match self.format {
             Format::Pretty => format::pretty(&view, &mut self.buf),
-            Format::Json => format::json(&view, &mut self.buf),
+            // Change printers print this format; a row printer prints it as JSON.
+            Format::Json | Format::Change => format::json(&view, &mut self.buf),
         }
         self.out
             .write(&self.buf)
@@ -66,9 +68,11 @@ impl Consumer for Printer {
     }
 }
 
-/// Makes a [`Printer`] per stream group of one table.
+/// Makes a [`Printer`] (or, for `--format change`, a [`ChangePrinter`]) per stream group
+/// of one table.
 pub struct PrinterFactory {
     table: Arc<str>,
+    keyspace: Arc<str>,
     key_columns: Arc<Vec<String>>,
     format: Format,
     out: Output,
@@ -77,7 +81,9 @@ pub struct PrinterFactory {
 impl PrinterFactory {
     /// Printers of `table` (`ks.t`), listing `key_columns` first.
     pub fn new(table: &str, key_columns: Vec<String>, format: Format, out: Output) -> Self {
+        let keyspace = table.split_once('.').map_or(table, |(k, _)| k);
         Self {
+            keyspace: Arc::from(keyspace),
             table: Arc::from(table),
             key_columns: Arc::new(key_columns),
             format,
@@ -93,6 +99,42 @@ impl ConsumerFactory for PrinterFactory {
             table: self.table.clone(),
             key_columns: self.key_columns.clone(),
             format: self.format,
+            out: self.out.clone(),
+            buf: String::new(),
+        })
+    }
+}
+
+/// Prints the whole changes of one stream group (`--format change`).
+pub struct ChangePrinter {
+    /// The base table's keyspace.
+    keyspace: Arc<str>,
+    /// Key columns, printed first.
+    key_columns: Arc<Vec<String>>,
+    /// Where changes go.
+    out: Output,
+    /// The text of the current change (reused).
+    buf: String,
+}
+
+#[async_trait]
+impl ChangeConsumer for ChangePrinter {
+    async fn consume_change(&mut self, change: Change) -> anyhow::Result<()> {
+        let view = ChangeView::from_change(&self.keyspace, &change, &self.key_columns)?;
+        self.buf.clear();
+        format::change_json(&view, &mut self.buf);
+        self.out
+            .write(&self.buf)
+            .map_err(|e| anyhow::anyhow!("cannot write the output: {e}"))
+    }
+}
+
+#[async_trait]
+impl ChangeConsumerFactory for PrinterFactory {
+    async fn new_consumer(&self) -> Box<dyn ChangeConsumer> {
+        Box::new(ChangePrinter {
+            keyspace: self.keyspace.clone(),
+            key_columns: self.key_columns.clone(),
             out: self.out.clone(),
             buf: String::new(),
         })
@@ -157,15 +199,19 @@ pub async fn start_readers(
             format,
             out.clone(),
         );
+        let factory = Arc::new(factory);
         let mut builder = CDCLogReaderBuilder::new()
             .session(session.clone())
             .keyspace(keyspace)
             .table_name(table)
-            .consumer_factory(Arc::new(factory))
             .window_size(settings.window_size)
             .safety_interval(settings.safety_interval)
             .sleep_interval(settings.sleep_interval)
             .start_timestamp(settings.start);
+        builder = match format {
+            Format::Change => builder.change_consumer_factory(factory),
+            Format::Pretty | Format::Json => builder.consumer_factory(factory),
+        };
         if let Some(g) = settings.give_up_after {
             builder = builder.give_up_after(g);
         }
