@@ -48,7 +48,7 @@
 //! * `ttl`: the first `cdc$ttl` of the deltas (seconds), or `null`.
 //! * **Several rows in one change** (a batch, `ck IN (...)`, a static and a clustering row
 //!   in one statement): `op`, `before`, `after`, `delete`, `key` and `range` describe the
-//!   first row the change touches (in log order), and `"rows"` lists every row touched,
+//!   first row the change touches (in the order of its delta rows), and `"rows"` lists every row touched,
 //!   each as `{"op", "key", "before", "after"}` plus `"delete"`/`"range"` for deletions.
 //!   `rows` is absent when the change touches one row.
 
@@ -298,7 +298,7 @@ pub struct ChangeView {
     pub ttl: Option<i64>,
     /// The delta rows, in order.
     pub delta: Vec<RowView>,
-    /// The rows touched, in log order.
+    /// The rows touched, in the order of their delta rows.
     pub rows: Vec<RowChangeView>,
 }
 

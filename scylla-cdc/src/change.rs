@@ -196,14 +196,23 @@ impl Change {
         self.deltas().find_map(|r| r.ttl())
     }
 
-    /// The base rows the change touches, in log order: one [`RowChange`] per clustering row
-    /// (and one for the static row), per range deletion and per partition deletion.
+    /// The base rows the change touches, in the order of their first delta row: one
+    /// [`RowChange`] per clustering row (and one for the static row), per range deletion and
+    /// per partition deletion.
     pub fn row_changes(&self) -> Vec<RowChange<'_>> {
         let partition_deleted = self
             .deltas()
             .any(|r| r.operation() == OperationType::PartitionDelete);
         let mut out: Vec<RowChange<'_>> = Vec::new();
-        for row in self.rows() {
+        // Deltas first, so that the groups are in the order of their deltas; then the images
+        // join the group of their row.
+        let is_image =
+            |r: &ChangeRow<'_>| matches!(r.operation(), OperationType::PreImage | OperationType::PostImage);
+        let ordered = self
+            .rows()
+            .filter(|r| !is_image(r))
+            .chain(self.rows().filter(is_image));
+        for row in ordered {
             let target = match row.operation() {
                 OperationType::PartitionDelete => Target::Partition,
                 OperationType::RowRangeDelInclLeft | OperationType::RowRangeDelExclLeft => {
@@ -245,7 +254,8 @@ impl Change {
         out
     }
 
-    /// The state before the change of the first row it touches (see [`RowChange::before`]);
+    /// The state before the change of the first row it touches (the first of
+    /// [`Change::row_changes`]; see [`RowChange::before`]);
     /// for changes that touch several rows use [`Change::row_changes`].
     pub fn before(&self) -> Result<Option<RowImage>, ColumnError> {
         match self.row_changes().first() {
