@@ -22,6 +22,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bytes::{BufMut, Bytes, BytesMut};
 use chrono::{DateTime, Utc};
 use scylla::deserialize::value::DeserializeValue;
 use scylla::frame::response::result::{ColumnSpec, ColumnType};
@@ -30,7 +31,7 @@ use uuid::Uuid;
 
 use crate::cdc_types::StreamID;
 use crate::consumer::{
-    CDCRow, CellRange, CellSource, ColumnIndex, Consumer, OperationType, RowHeader, RowRef,
+    CDCRow, CellSource, ColumnIndex, Consumer, OperationType, RowHeader, RowRef, read_u32,
 };
 use crate::error::ColumnError;
 
@@ -58,116 +59,145 @@ pub trait ChangeConsumerFactory: Send + Sync {
     async fn new_consumer(&self) -> Box<dyn ChangeConsumer>;
 }
 
-/// The columns of one log schema, owned.
-#[derive(Clone)]
+/// The columns of one log schema, owned, and the base table's name: shared by every change
+/// read with that schema.
 struct Schema {
     index: Arc<ColumnIndex>,
     specs: Arc<[ColumnSpec<'static>]>,
-}
-
-/// One row of a change: its metadata and where its cells are.
-#[derive(Clone, Copy)]
-struct RowEntry {
-    header: RowHeader,
-    /// The position of the row's first cell in [`ChangeData::cells`].
-    first_cell: usize,
-    /// The number of cells of the row.
-    cell_count: usize,
-    /// 0: [`ChangeData::schema`]; `i > 0`: `other_schemas[i - 1]` (a schema change between
-    /// two pages of one change).
-    schema: usize,
-}
-
-/// The owned data of a change.
-struct ChangeData {
-    stream_id: StreamID,
-    time: Uuid,
     table: Arc<str>,
-    schema: Schema,
-    other_schemas: Vec<Schema>,
-    /// Every non-null cell of every row, back to back.
-    buf: Vec<u8>,
-    /// Per row, per column: where its cell is in `buf`.
-    cells: Vec<CellRange>,
-    /// The rows, in `cdc$batch_seq_no` order.
-    rows: Vec<RowEntry>,
 }
+
+/// A row record in a change's buffer: its length (`u32`), the schema it was read with (`u8`:
+/// 0 the change's schema, `i > 0` the `i`-th of its other schemas), the operation code
+/// (`i8`), flags (`u8`), padding, `cdc$batch_seq_no` (`i32`), `cdc$ttl` (`i64`), the number
+/// of cells (`u32`), the cells' ranges, then the cells' bytes. Integers are little-endian.
+const RECORD_HEADER: usize = 24;
+const FLAG_END_OF_BATCH: u8 = 1;
+const FLAG_TTL: u8 = 2;
+/// The least size of the buffers the rows of changes are copied into: one allocation serves
+/// the changes of many rows (a change kept by a consumer keeps its buffer alive).
+const CHUNK: usize = 16 * 1024;
 
 /// Every log row of one write to one base partition: one stream, one `cdc$time`.
 ///
-/// Owned and cheap to clone (the rows are shared), so it can be kept, sent to another task
-/// or handed again after a failure. Rows are read with [`ChangeRow`]'s accessors (the same
-/// as [`CDCRow`]'s); [`Change::row_changes`] groups them by base row and merges them into
-/// [`RowImage`]s.
+/// Owned and cheap to clone (its rows are in a shared, reference-counted buffer), so it can
+/// be kept, sent to another task or handed again after a failure. Rows are read with
+/// [`ChangeRow`]'s accessors (the same as [`CDCRow`]'s); [`Change::row_changes`] groups them
+/// by base row and merges them into [`RowImage`]s.
 #[derive(Clone)]
 pub struct Change {
-    data: Arc<ChangeData>,
+    stream_id: StreamID,
+    time: Uuid,
+    rows: u32,
+    schema: Arc<Schema>,
+    /// Schemas of rows read after a schema change in the middle of the change (rare).
+    other_schemas: Option<Arc<[Arc<Schema>]>>,
+    /// The row records, back to back.
+    data: Bytes,
 }
+
+/// The rows of a [`Change`], in order.
+struct Records<'c> {
+    change: &'c Change,
+    rest: &'c [u8],
+    left: usize,
+}
+
+impl<'c> Iterator for Records<'c> {
+    type Item = ChangeRow<'c>;
+
+    fn next(&mut self) -> Option<ChangeRow<'c>> {
+        if self.left == 0 {
+            return None;
+        }
+        // Records are written by the assembler: a malformed one ends the rows.
+        let len = read_u32(self.rest, 0)? as usize;
+        let record = self.rest.get(..len)?;
+        self.rest = self.rest.get(len..)?;
+        self.left -= 1;
+        self.change.row(record)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Records<'_> {}
 
 impl Change {
     /// The stream (log partition) of the change.
     pub fn stream_id(&self) -> StreamID {
-        self.data.stream_id
+        self.stream_id
     }
 
     /// `cdc$time`: a timeuuid whose time is the base write's timestamp (microseconds).
     pub fn time(&self) -> Uuid {
-        self.data.time
+        self.time
     }
 
     /// The write time of the change: the time part of `cdc$time` (microsecond precision).
     pub fn timestamp(&self) -> DateTime<Utc> {
-        crate::time::timeuuid_to_datetime(&self.data.time)
+        crate::time::timeuuid_to_datetime(&self.time)
     }
 
     /// The write time of the change in microseconds since the Unix epoch (the base write's
     /// `USING TIMESTAMP`).
     pub fn timestamp_micros(&self) -> i64 {
-        crate::time::timeuuid_micros(&self.data.time)
+        crate::time::timeuuid_micros(&self.time)
     }
 
     /// The base table's name (without keyspace), as given to the reader.
     pub fn table(&self) -> &str {
-        &self.data.table
+        &self.schema.table
     }
 
-    fn row(&self, entry: &RowEntry) -> ChangeRow<'_> {
-        let data = &*self.data;
-        let schema = match entry.schema {
-            0 => &data.schema,
-            i => data.other_schemas.get(i - 1).unwrap_or(&data.schema),
+    fn row<'c>(&'c self, record: &'c [u8]) -> Option<ChangeRow<'c>> {
+        let schema = match *record.get(4)? {
+            0 => &self.schema,
+            i => self.other_schemas.as_deref()?.get(usize::from(i) - 1)?,
         };
-        let cells = data
-            .cells
-            .get(entry.first_cell..entry.first_cell + entry.cell_count)
-            .unwrap_or(&[]);
-        ChangeRow {
-            header: entry.header,
+        let (operation, is_expiration) = OperationType::from_code(*record.get(5)? as i8);
+        let flags = *record.get(6)?;
+        let seq = read_u32(record, 8)? as i32;
+        let ttl = u64::from(read_u32(record, 12)?) | (u64::from(read_u32(record, 16)?) << 32);
+        let count = read_u32(record, 20)? as usize;
+        Some(ChangeRow {
+            header: RowHeader {
+                stream_id: self.stream_id,
+                time: self.time,
+                batch_seq_no: seq,
+                operation,
+                is_expiration,
+                ttl: (flags & FLAG_TTL != 0).then_some(ttl as i64),
+                end_of_batch: flags & FLAG_END_OF_BATCH != 0,
+            },
             row: RowRef {
                 index: &schema.index,
                 specs: &schema.specs,
                 cells: CellSource::Packed {
-                    buf: &data.buf,
-                    cells,
+                    record,
+                    offsets: RECORD_HEADER,
+                    count,
                 },
             },
-        }
+        })
     }
 
     /// Every row of the change in `cdc$batch_seq_no` order (pre-images, deltas, post-images).
     pub fn rows(&self) -> impl ExactSizeIterator<Item = ChangeRow<'_>> + '_ {
-        self.data.rows.iter().map(|e| self.row(e))
+        Records {
+            change: self,
+            rest: &self.data,
+            left: self.rows as usize,
+        }
     }
 
     fn rows_where(
         &self,
         keep: impl Fn(OperationType) -> bool + 'static,
     ) -> impl Iterator<Item = ChangeRow<'_>> + '_ {
-        self.data
-            .rows
-            .iter()
-            .filter(move |e| keep(e.header.operation))
-            .map(|e| self.row(e))
+        self.rows().filter(move |r| keep(r.operation()))
     }
 
     /// The pre-image rows (operation 0), if the table logs pre-images and the rows existed.
@@ -732,27 +762,26 @@ impl RowImage {
     }
 }
 
-/// A change being assembled.
+/// The change being assembled (its rows are in the assembler's buffer).
 struct Pending {
-    data: ChangeData,
-}
-
-/// Sizes of the last change, to allocate the next one at once.
-#[derive(Default, Clone, Copy)]
-struct Sizes {
-    buf: usize,
-    cells: usize,
-    rows: usize,
+    stream_id: StreamID,
+    time: Uuid,
+    rows: u32,
+    schema: Arc<Schema>,
+    other_schemas: Vec<Arc<Schema>>,
 }
 
 /// The [`Consumer`] behind [`crate::CDCLogReaderBuilder::change_consumer_factory`]: it
-/// buffers the rows of the current `(stream, cdc$time)` and hands the [`Change`] to the
-/// user's [`ChangeConsumer`] once complete.
+/// copies the rows of the current `(stream, cdc$time)` into its buffer and hands the
+/// [`Change`] to the user's [`ChangeConsumer`] once complete.
 pub(crate) struct ChangeAssembler {
     consumer: Box<dyn ChangeConsumer>,
     table: Arc<str>,
+    /// The schema of the last row.
+    schema: Option<Arc<Schema>>,
+    /// The rows of the pending change (split off into the change when it is delivered).
+    buf: BytesMut,
     pending: Option<Pending>,
-    sizes: Sizes,
 }
 
 impl ChangeAssembler {
@@ -761,101 +790,153 @@ impl ChangeAssembler {
         Self {
             consumer,
             table,
+            schema: None,
+            buf: BytesMut::new(),
             pending: None,
-            sizes: Sizes::default(),
         }
     }
 
     /// Hands the pending change, if any, to the consumer.
     async fn deliver(&mut self) -> anyhow::Result<()> {
-        let Some(pending) = self.pending.take() else {
+        let Some(p) = self.pending.take() else {
             return Ok(());
         };
-        let data = pending.data;
-        self.sizes = Sizes {
-            buf: data.buf.len(),
-            cells: data.cells.len(),
-            rows: data.rows.len(),
+        let change = Change {
+            stream_id: p.stream_id,
+            time: p.time,
+            rows: p.rows,
+            schema: p.schema,
+            other_schemas: (!p.other_schemas.is_empty()).then(|| p.other_schemas.into()),
+            data: self.buf.split().freeze(),
         };
-        self.consumer
-            .consume_change(Change {
-                data: Arc::new(data),
-            })
-            .await
+        self.consumer.consume_change(change).await
+    }
+
+    /// The shared schema of a row's index.
+    fn schema_of(&mut self, raw: &RowRef<'_>) -> Arc<Schema> {
+        match &self.schema {
+            Some(s) if Arc::ptr_eq(&s.index, raw.index) => s.clone(),
+            _ => {
+                let s = Arc::new(Schema {
+                    index: raw.index.clone(),
+                    specs: raw.index.owned_specs(raw.specs),
+                    table: self.table.clone(),
+                });
+                self.schema = Some(s.clone());
+                s
+            }
+        }
     }
 
     /// Copies a row into the pending change (started if needed).
     fn append(&mut self, header: RowHeader, raw: RowRef<'_>) -> anyhow::Result<()> {
-        let sizes = self.sizes;
-        let pending = self.pending.get_or_insert_with(|| Pending {
-            data: ChangeData {
+        let same_schema = self
+            .schema
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(&s.index, raw.index));
+        let schema = if same_schema {
+            None
+        } else {
+            Some(self.schema_of(&raw))
+        };
+        let pending = match &mut self.pending {
+            Some(p) => p,
+            None => self.pending.insert(Pending {
                 stream_id: header.stream_id,
                 time: header.time,
-                table: self.table.clone(),
-                schema: Schema {
-                    index: raw.index.clone(),
-                    specs: raw.index.owned_specs(raw.specs),
+                rows: 0,
+                schema: match &schema {
+                    Some(s) => s.clone(),
+                    None => self.schema.clone().ok_or_else(|| {
+                        anyhow::anyhow!("change assembler: no schema for a row")
+                    })?,
                 },
                 other_schemas: Vec::new(),
-                buf: Vec::with_capacity(sizes.buf),
-                cells: Vec::with_capacity(sizes.cells.max(raw.len())),
-                rows: Vec::with_capacity(sizes.rows.max(1)),
-            },
-        });
-        let data = &mut pending.data;
-        let schema = if Arc::ptr_eq(&data.schema.index, raw.index) {
+            }),
+        };
+        let schema_slot = if Arc::ptr_eq(&pending.schema.index, raw.index) {
             0
-        } else if let Some(i) = data
+        } else if let Some(i) = pending
             .other_schemas
             .iter()
             .position(|s| Arc::ptr_eq(&s.index, raw.index))
         {
             i + 1
         } else {
-            data.other_schemas.push(Schema {
-                index: raw.index.clone(),
-                specs: raw.index.owned_specs(raw.specs),
-            });
-            data.other_schemas.len()
+            let s = schema.ok_or_else(|| anyhow::anyhow!("change assembler: schema lost"))?;
+            pending.other_schemas.push(s);
+            pending.other_schemas.len()
         };
-        let first_cell = data.cells.len();
-        let mut push = |cell: Option<&[u8]>| -> anyhow::Result<()> {
-            let range = match cell {
-                None => CellRange::NULL,
-                Some(bytes) => {
-                    let start = data.buf.len();
-                    let end = start + bytes.len();
-                    let (Ok(s), Ok(e)) = (u32::try_from(start), u32::try_from(end)) else {
-                        anyhow::bail!("a change of more than 4 GiB cannot be assembled");
-                    };
-                    if e == u32::MAX {
-                        anyhow::bail!("a change of more than 4 GiB cannot be assembled");
-                    }
-                    data.buf.extend_from_slice(bytes);
-                    CellRange { start: s, end: e }
-                }
-            };
-            data.cells.push(range);
-            Ok(())
+        let schema_slot = u8::try_from(schema_slot)
+            .map_err(|_| anyhow::anyhow!("more than 255 schema changes within one change"))?;
+
+        let count = raw.len();
+        let cells_at = RECORD_HEADER + 8 * count;
+        let data_len: usize = match raw.cells {
+            CellSource::Slices(cells) => cells.iter().flatten().map(|c| c.len()).sum(),
+            CellSource::Packed { .. } => (0..count).filter_map(|p| raw.cell(p).flatten()).map(<[u8]>::len).sum(),
+        };
+        let len = cells_at + data_len;
+        let too_large = || anyhow::anyhow!("a log row of {len} bytes is too large to keep");
+        let len32 = u32::try_from(len).map_err(|_| too_large())?;
+        if len32 == u32::MAX {
+            return Err(too_large());
+        }
+        if self.buf.capacity() - self.buf.len() < len {
+            self.buf.reserve(len.max(CHUNK));
+        }
+        let mut flags = 0;
+        if header.end_of_batch {
+            flags |= FLAG_END_OF_BATCH;
+        }
+        if header.ttl.is_some() {
+            flags |= FLAG_TTL;
+        }
+        let buf = &mut self.buf;
+        buf.put_u32_le(len32);
+        buf.put_u8(schema_slot);
+        buf.put_i8(header.operation.code(header.is_expiration));
+        buf.put_u8(flags);
+        buf.put_u8(0);
+        buf.put_i32_le(header.batch_seq_no);
+        buf.put_i64_le(header.ttl.unwrap_or(0));
+        buf.put_u32_le(count as u32);
+        // Cell ranges, then the cells.
+        let mut at = cells_at as u32;
+        let mut range = |cell: Option<&[u8]>, buf: &mut BytesMut| match cell {
+            None => {
+                buf.put_u32_le(u32::MAX);
+                buf.put_u32_le(u32::MAX);
+            }
+            Some(bytes) => {
+                // Within `len`, which fits in a u32.
+                let end = at + bytes.len() as u32;
+                buf.put_u32_le(at);
+                buf.put_u32_le(end);
+                at = end;
+            }
         };
         match raw.cells {
             CellSource::Slices(cells) => {
                 for &cell in cells {
-                    push(cell)?;
+                    range(cell, buf);
+                }
+                for bytes in cells.iter().flatten() {
+                    buf.put_slice(bytes);
                 }
             }
             CellSource::Packed { .. } => {
-                for p in 0..raw.len() {
-                    push(raw.cell(p).flatten())?;
+                for p in 0..count {
+                    range(raw.cell(p).flatten(), buf);
+                }
+                for p in 0..count {
+                    if let Some(bytes) = raw.cell(p).flatten() {
+                        buf.put_slice(bytes);
+                    }
                 }
             }
         }
-        data.rows.push(RowEntry {
-            header,
-            first_cell,
-            cell_count: data.cells.len() - first_cell,
-            schema,
-        });
+        pending.rows += 1;
         Ok(())
     }
 }
@@ -865,7 +946,7 @@ impl Consumer for ChangeAssembler {
     async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
         let header = row.header();
         if let Some(p) = &self.pending
-            && (p.data.stream_id != header.stream_id || p.data.time != header.time)
+            && (p.stream_id != header.stream_id || p.time != header.time)
         {
             self.deliver().await?;
         }

@@ -108,6 +108,26 @@ impl OperationType {
     }
 }
 
+impl OperationType {
+    /// The `cdc$operation` code of the operation ([`OperationType::from_code`] reversed).
+    pub(crate) fn code(self, is_expiration: bool) -> i8 {
+        let code = match self {
+            Self::PreImage => 0,
+            Self::RowUpdate => 1,
+            Self::RowInsert => 2,
+            Self::RowDelete => 3,
+            Self::PartitionDelete => 4,
+            Self::RowRangeDelInclLeft => 5,
+            Self::RowRangeDelExclLeft => 6,
+            Self::RowRangeDelInclRight => 7,
+            Self::RowRangeDelExclRight => 8,
+            Self::PostImage => 9,
+            Self::Unknown(code) => return code,
+        };
+        if is_expiration { -code } else { code }
+    }
+}
+
 impl fmt::Display for OperationType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -323,33 +343,28 @@ impl ColumnIndex {
     }
 }
 
-/// Where the cells of a row are: slices of a page, or ranges of a change's owned buffer.
+/// Where the cells of a row are: slices of a page, or a row record of a change's buffer.
 #[derive(Clone, Copy)]
 pub(crate) enum CellSource<'a> {
     /// One slice per column, borrowed from a page.
     Slices(&'a [Option<&'a [u8]>]),
-    /// One [`CellRange`] per column into `buf`.
+    /// A row record: `count` cell ranges `(start, end)` (two little-endian `u32`s each,
+    /// relative to the record; `start == u32::MAX` for null) from `offsets` on, then the
+    /// cells' bytes.
     Packed {
-        /// Every cell of the row (and of other rows), back to back.
-        buf: &'a [u8],
-        /// The row's cells.
-        cells: &'a [CellRange],
+        /// The row's record.
+        record: &'a [u8],
+        /// Where the cell ranges start in `record`.
+        offsets: usize,
+        /// The number of cells.
+        count: usize,
     },
 }
 
-/// Where a cell lies in an owned buffer; `start == u32::MAX` is a null cell.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CellRange {
-    pub(crate) start: u32,
-    pub(crate) end: u32,
-}
-
-impl CellRange {
-    /// A null cell.
-    pub(crate) const NULL: CellRange = CellRange {
-        start: u32::MAX,
-        end: u32::MAX,
-    };
+/// A little-endian `u32` at `at` in `bytes`, if it is there.
+pub(crate) fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+    Some(u32::from_le_bytes(b))
 }
 
 /// The logic shared by [`CDCRow`] and [`crate::ChangeRow`]: reading the columns of one row
@@ -366,12 +381,21 @@ impl<'a> RowRef<'a> {
     pub(crate) fn cell(&self, pos: usize) -> Option<Option<&'a [u8]>> {
         match self.cells {
             CellSource::Slices(cells) => cells.get(pos).copied(),
-            CellSource::Packed { buf, cells } => {
-                let r = cells.get(pos)?;
-                if r.start == u32::MAX {
+            CellSource::Packed {
+                record,
+                offsets,
+                count,
+            } => {
+                if pos >= count {
+                    return None;
+                }
+                let at = offsets + pos * 8;
+                let start = read_u32(record, at)?;
+                if start == u32::MAX {
                     return Some(None);
                 }
-                Some(buf.get(r.start as usize..r.end as usize))
+                let end = read_u32(record, at + 4)?;
+                Some(record.get(start as usize..end as usize))
             }
         }
     }
@@ -380,7 +404,7 @@ impl<'a> RowRef<'a> {
     pub(crate) fn len(&self) -> usize {
         match self.cells {
             CellSource::Slices(cells) => cells.len(),
-            CellSource::Packed { cells, .. } => cells.len(),
+            CellSource::Packed { count, .. } => count,
         }
     }
 
