@@ -326,7 +326,10 @@ fn op_code(op: Option<OperationType>) -> (&'static str, Option<&'static str>) {
 }
 
 /// The non-null key columns of a bound row.
-fn bound_key(row: &ChangeRow<'_>, key_columns: &[String]) -> Result<Map<String, Json>, ColumnError> {
+fn bound_key(
+    row: &ChangeRow<'_>,
+    key_columns: &[String],
+) -> Result<Map<String, Json>, ColumnError> {
     let mut obj = Map::new();
     for name in key_columns {
         if !row.column_exists(name) || row.column_deletable(name) {
@@ -639,8 +642,10 @@ mod tests {
             key: serde_json::json!({"pk": 1}),
             before: Json::Null,
             after: Json::Null,
-            range: Some(serde_json::json!({"start": {"pk": 1, "ck": 0}, "start_inclusive": false,
-                "end": {"pk": 1, "ck": 2}, "end_inclusive": true})),
+            range: Some(
+                serde_json::json!({"start": {"pk": 1, "ck": 0}, "start_inclusive": false,
+                "end": {"pk": 1, "ck": 2}, "end_inclusive": true}),
+            ),
         };
         let update = RowChangeView {
             op: "u",
@@ -657,7 +662,11 @@ mod tests {
             time: "c0ffee00-0000-1000-8000-000000000000".into(),
             ts_us: 7,
             ttl: Some(5),
-            delta: vec![row(OperationType::RowUpdate, Some(5), vec![col("v", Some(CqlValue::Int(3)))])],
+            delta: vec![row(
+                OperationType::RowUpdate,
+                Some(5),
+                vec![col("v", Some(CqlValue::Int(3)))],
+            )],
             rows: vec![update.clone()],
         };
         let mut out = String::new();

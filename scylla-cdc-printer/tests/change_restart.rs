@@ -66,7 +66,11 @@ fn printed(line: &str) -> anyhow::Result<(String, Vec<i64>)> {
     );
     let seqs = v["delta"]
         .as_array()
-        .map(|d| d.iter().filter_map(|r| r["batch_seq_no"].as_i64()).collect())
+        .map(|d| {
+            d.iter()
+                .filter_map(|r| r["batch_seq_no"].as_i64())
+                .collect()
+        })
         .unwrap_or_default();
     Ok((key, seqs))
 }
@@ -241,8 +245,7 @@ async fn killed_and_restarted_printer_prints_only_whole_changes() -> anyhow::Res
     let rounds = writer.await??;
     let end = Utc::now() + chrono::TimeDelta::milliseconds(100);
     args.extend(["--end".into(), rfc3339(end)]);
-    let output = tokio::time::timeout(Duration::from_secs(120), printer(&args).output())
-        .await??;
+    let output = tokio::time::timeout(Duration::from_secs(120), printer(&args).output()).await??;
     assert!(output.status.success(), "run 2: {:?}", output.status);
     let second: Vec<String> = String::from_utf8(output.stdout)?
         .lines()
@@ -262,7 +265,9 @@ async fn killed_and_restarted_printer_prints_only_whole_changes() -> anyhow::Res
                 );
                 continue;
             };
-            let expected = log.get(&key).unwrap_or_else(|| panic!("{run}: unknown change {key}"));
+            let expected = log
+                .get(&key)
+                .unwrap_or_else(|| panic!("{run}: unknown change {key}"));
             assert_eq!(&seqs, expected, "{run}: change {key} is not whole");
             assert!(seen.insert(key.clone()), "{run}: {key} printed twice");
         }
@@ -274,7 +279,11 @@ async fn killed_and_restarted_printer_prints_only_whole_changes() -> anyhow::Res
     let missing: Vec<&String> = log.keys().filter(|k| !all.contains(*k)).collect();
     assert!(missing.is_empty(), "never printed: {missing:?}");
     // Run 2 resumed from a checkpoint: it did not print everything again.
-    assert!(b.len() < log.len(), "run 2 printed all {} changes", log.len());
+    assert!(
+        b.len() < log.len(),
+        "run 2 printed all {} changes",
+        log.len()
+    );
     cluster.shutdown().await;
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! 0), the deltas in `cdc$batch_seq_no` order (a batch or a multi-row statement gives
 //! several) and the post-images (operation 9). The crate-internal [`ChangeAssembler`] is a
 //! [`Consumer`] that copies the rows of the current `(stream, cdc$time)` out of their page
-//! into one owned buffer and hands the [`Change`] to the user's [`ChangeConsumer`] once it is
+//! into a chunk of owned memory shared by consecutive changes and hands the [`Change`] to the user's [`ChangeConsumer`] once it is
 //! complete: at the row with `cdc$end_of_batch = true`, when a row of another
 //! `(stream, cdc$time)` arrives, or when the stream reader finishes a window.
 //!
@@ -22,7 +22,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use chrono::{DateTime, Utc};
 use scylla::deserialize::value::DeserializeValue;
 use scylla::frame::response::result::{ColumnSpec, ColumnType};
@@ -236,8 +236,12 @@ impl Change {
         let mut out: Vec<RowChange<'_>> = Vec::new();
         // Deltas first, so that the groups are in the order of their deltas; then the images
         // join the group of their row.
-        let is_image =
-            |r: &ChangeRow<'_>| matches!(r.operation(), OperationType::PreImage | OperationType::PostImage);
+        let is_image = |r: &ChangeRow<'_>| {
+            matches!(
+                r.operation(),
+                OperationType::PreImage | OperationType::PostImage
+            )
+        };
         let ordered = self
             .rows()
             .filter(|r| !is_image(r))
@@ -659,7 +663,9 @@ fn merge_collection(
             CqlValue::Set(old)
         }
         (
-            Some(CqlValue::UserDefinedType { fields: mut old, .. }),
+            Some(CqlValue::UserDefinedType {
+                fields: mut old, ..
+            }),
             Some(CqlValue::UserDefinedType {
                 keyspace,
                 name,
@@ -847,9 +853,10 @@ impl ChangeAssembler {
                 rows: 0,
                 schema: match &schema {
                     Some(s) => s.clone(),
-                    None => self.schema.clone().ok_or_else(|| {
-                        anyhow::anyhow!("change assembler: no schema for a row")
-                    })?,
+                    None => self
+                        .schema
+                        .clone()
+                        .ok_or_else(|| anyhow::anyhow!("change assembler: no schema for a row"))?,
                 },
                 other_schemas: Vec::new(),
             }),
@@ -874,7 +881,10 @@ impl ChangeAssembler {
         let cells_at = RECORD_HEADER + 8 * count;
         let data_len: usize = match raw.cells {
             CellSource::Slices(cells) => cells.iter().flatten().map(|c| c.len()).sum(),
-            CellSource::Packed { .. } => (0..count).filter_map(|p| raw.cell(p).flatten()).map(<[u8]>::len).sum(),
+            CellSource::Packed { .. } => (0..count)
+                .filter_map(|p| raw.cell(p).flatten())
+                .map(<[u8]>::len)
+                .sum(),
         };
         let len = cells_at + data_len;
         let too_large = || anyhow::anyhow!("a log row of {len} bytes is too large to keep");
@@ -892,47 +902,37 @@ impl ChangeAssembler {
         if header.ttl.is_some() {
             flags |= FLAG_TTL;
         }
-        let buf = &mut self.buf;
-        buf.put_u32_le(len32);
-        buf.put_u8(schema_slot);
-        buf.put_i8(header.operation.code(header.is_expiration));
-        buf.put_u8(flags);
-        buf.put_u8(0);
-        buf.put_i32_le(header.batch_seq_no);
-        buf.put_i64_le(header.ttl.unwrap_or(0));
-        buf.put_u32_le(count as u32);
-        // Cell ranges, then the cells.
-        let mut at = cells_at as u32;
-        let mut range = |cell: Option<&[u8]>, buf: &mut BytesMut| match cell {
-            None => {
-                buf.put_u32_le(u32::MAX);
-                buf.put_u32_le(u32::MAX);
-            }
-            Some(bytes) => {
-                // Within `len`, which fits in a u32.
-                let end = at + bytes.len() as u32;
-                buf.put_u32_le(at);
-                buf.put_u32_le(end);
-                at = end;
-            }
+        // The record is written into its zeroed space in one pass, without a capacity check
+        // per field.
+        let start = self.buf.len();
+        self.buf.resize(start + len, 0);
+        let record = self
+            .buf
+            .get_mut(start..)
+            .ok_or_else(|| anyhow::anyhow!("change assembler: buffer too short"))?;
+        let mut header_bytes = [0u8; RECORD_HEADER];
+        header_bytes[0..4].copy_from_slice(&len32.to_le_bytes());
+        header_bytes[4] = schema_slot;
+        header_bytes[5] = header.operation.code(header.is_expiration) as u8;
+        header_bytes[6] = flags;
+        header_bytes[8..12].copy_from_slice(&header.batch_seq_no.to_le_bytes());
+        header_bytes[12..20].copy_from_slice(&header.ttl.unwrap_or(0).to_le_bytes());
+        header_bytes[20..24].copy_from_slice(&(count as u32).to_le_bytes());
+        let mut writer = RecordWriter {
+            record,
+            range_at: RECORD_HEADER,
+            data_at: cells_at,
         };
+        writer.put(0, &header_bytes)?;
         match raw.cells {
             CellSource::Slices(cells) => {
                 for &cell in cells {
-                    range(cell, buf);
-                }
-                for bytes in cells.iter().flatten() {
-                    buf.put_slice(bytes);
+                    writer.cell(cell)?;
                 }
             }
             CellSource::Packed { .. } => {
                 for p in 0..count {
-                    range(raw.cell(p).flatten(), buf);
-                }
-                for p in 0..count {
-                    if let Some(bytes) = raw.cell(p).flatten() {
-                        buf.put_slice(bytes);
-                    }
+                    writer.cell(raw.cell(p).flatten())?;
                 }
             }
         }
@@ -941,12 +941,49 @@ impl ChangeAssembler {
     }
 }
 
+/// Writes the cells of a row record into its space.
+struct RecordWriter<'b> {
+    record: &'b mut [u8],
+    /// Where the next cell range goes.
+    range_at: usize,
+    /// Where the next cell's bytes go.
+    data_at: usize,
+}
+
+impl RecordWriter<'_> {
+    fn put(&mut self, at: usize, bytes: &[u8]) -> anyhow::Result<()> {
+        self.record
+            .get_mut(at..at + bytes.len())
+            .ok_or_else(|| anyhow::anyhow!("change assembler: a row record overflows"))?
+            .copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn cell(&mut self, cell: Option<&[u8]>) -> anyhow::Result<()> {
+        let mut range = [0xffu8; 8];
+        if let Some(bytes) = cell {
+            // The record's length fits in a u32: so do the offsets within it.
+            let end = self.data_at + bytes.len();
+            range[0..4].copy_from_slice(&(self.data_at as u32).to_le_bytes());
+            range[4..8].copy_from_slice(&(end as u32).to_le_bytes());
+            self.put(self.data_at, bytes)?;
+            self.data_at = end;
+        }
+        self.put(self.range_at, &range)?;
+        self.range_at += 8;
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl Consumer for ChangeAssembler {
     async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
         let header = row.header();
+        // Compared as integers: a call to `memcmp` per row otherwise.
+        let same = |a: &[u8; 16], b: &[u8; 16]| u128::from_ne_bytes(*a) == u128::from_ne_bytes(*b);
         if let Some(p) = &self.pending
-            && (p.stream_id != header.stream_id || p.time != header.time)
+            && !(same(p.stream_id.as_bytes(), header.stream_id.as_bytes())
+                && same(p.time.as_bytes(), header.time.as_bytes()))
         {
             self.deliver().await?;
         }
@@ -1289,10 +1326,7 @@ mod tests {
                 GenerationTimestamp::new(ms(0)),
                 gen_rx,
                 start,
-                Box::new(ChangeAssembler::new(
-                    Box::new(keep.clone()),
-                    Arc::from("t"),
-                )),
+                Box::new(ChangeAssembler::new(Box::new(keep.clone()), Arc::from("t"))),
                 slot,
             );
             reader.run().await.unwrap();

@@ -127,9 +127,11 @@
 //! in one run, even when its rows straddle a page boundary.
 //!
 //! * **Assembly**: each stream group copies the rows of the current `(stream, cdc$time)` out
-//!   of their page into one owned buffer (the column names and types are shared, one copy
-//!   per log schema) and delivers the change at the row with `cdc$end_of_batch = true`, when
-//!   a row of another `(stream, cdc$time)` arrives, or at the end of the window.
+//!   of their page, each cell once, into a reference-counted buffer shared by consecutive
+//!   changes (16 KiB chunks, or one row's size if larger: a change a consumer keeps holds its
+//!   chunk), with the column names and types shared (one copy per log schema), and delivers
+//!   the change at the row with `cdc$end_of_batch = true`, when a row of another
+//!   `(stream, cdc$time)` arrives, or at the end of the window.
 //! * **Windows and checkpoints**: windows are `cdc$time` ranges, and every row of a change
 //!   has the same `cdc$time`, so a change lies in one window. A checkpoint is saved only at
 //!   the end of a window, after its last change was delivered and the consumer flushed: a
@@ -224,8 +226,8 @@
 //! `window_start`) and never installs a subscriber.
 
 mod cdc_options;
-mod change;
 mod cdc_types;
+mod change;
 mod checkpoints;
 #[cfg(feature = "cli")]
 pub mod cli;
@@ -239,10 +241,10 @@ mod stream_reader;
 mod time;
 
 pub use cdc_options::{CdcExtensionError, decode_cdc_extension};
+pub use cdc_types::{GenerationTimestamp, InvalidStreamID, StreamID};
 pub use change::{
     Change, ChangeConsumer, ChangeConsumerFactory, ChangeRow, RowChange, RowImage, Target,
 };
-pub use cdc_types::{GenerationTimestamp, InvalidStreamID, StreamID};
 pub use checkpoints::{
     CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, TableBackedCheckpointSaver,
 };

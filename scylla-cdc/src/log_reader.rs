@@ -21,8 +21,8 @@ use tokio::task::{JoinHandle, JoinSet};
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::cdc_types::GenerationTimestamp;
-use crate::checkpoints::CDCCheckpointSaver;
 use crate::change::{AssemblerFactory, ChangeConsumerFactory};
+use crate::checkpoints::CDCCheckpointSaver;
 use crate::consumer::ConsumerFactory;
 use crate::error::{Backoff, CDCError, retry_transient};
 use crate::events::{EventListener, ExpiredGap, ReaderEvent};

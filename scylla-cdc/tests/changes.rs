@@ -51,7 +51,11 @@ impl Kept {
 }
 
 /// `(stream, cdc$time)` → the `cdc$batch_seq_no`s the log holds, read directly.
-async fn log_groups(s: &Session, ks: &str, table: &str) -> anyhow::Result<BTreeMap<String, Vec<i32>>> {
+async fn log_groups(
+    s: &Session,
+    ks: &str,
+    table: &str,
+) -> anyhow::Result<BTreeMap<String, Vec<i32>>> {
     let rows = s
         .query_unpaged(
             format!(
@@ -113,7 +117,10 @@ const TABLES: &[(&str, &str)] = &[
     ("plain", "{'enabled': true}"),
     ("pre", "{'enabled': true, 'preimage': true}"),
     ("fullpre", "{'enabled': true, 'preimage': 'full'}"),
-    ("post", "{'enabled': true, 'preimage': true, 'postimage': true}"),
+    (
+        "post",
+        "{'enabled': true, 'preimage': true, 'postimage': true}",
+    ),
 ];
 
 /// The change of table `t` written at statement `i` (changes are kept in write order per
@@ -214,7 +221,10 @@ async fn changes_arrive_whole_through_one_row_pages() -> anyhow::Result<()> {
                 Some(true),
                 "{t}: a change without its last row: {c:?}"
             );
-            assert!(got.insert(key(c), seqs).is_none(), "{t}: delivered twice: {c:?}");
+            assert!(
+                got.insert(key(c), seqs).is_none(),
+                "{t}: delivered twice: {c:?}"
+            );
         }
         assert_eq!(got, expected, "{t}: changes differ from the log's groups");
         results.insert(*t, changes);
@@ -238,7 +248,10 @@ async fn changes_arrive_whole_through_one_row_pages() -> anyhow::Result<()> {
         let del = change_at(changes, 2, 1);
         let rows = del.row_changes();
         assert_eq!(rows.len(), 2, "{t}: {del:?}");
-        assert!(rows.iter().all(|r| r.operation() == Some(OperationType::RowDelete)));
+        assert!(
+            rows.iter()
+                .all(|r| r.operation() == Some(OperationType::RowDelete))
+        );
         assert!(rows.iter().all(|r| r.after().unwrap().is_none()));
         // The range delete: one range of two bound rows.
         let range = change_at(changes, 2, 2).row_changes();
@@ -276,7 +289,10 @@ async fn changes_arrive_whole_through_one_row_pages() -> anyhow::Result<()> {
             "pre" => {
                 let before = before.expect("a pre-image");
                 assert_eq!(int(before.get("w")), Some(100));
-                assert!(!before.contains("v"), "{t}: only touched columns: {before:?}");
+                assert!(
+                    !before.contains("v"),
+                    "{t}: only touched columns: {before:?}"
+                );
             }
             "fullpre" => {
                 let before = before.expect("a pre-image");
@@ -285,7 +301,11 @@ async fn changes_arrive_whole_through_one_row_pages() -> anyhow::Result<()> {
                 assert_eq!(int(after.get("v")), Some(11), "full before + delta");
             }
             "post" => {
-                assert_eq!(int(after.get("v")), Some(11), "the post-image: every column");
+                assert_eq!(
+                    int(after.get("v")),
+                    Some(11),
+                    "the post-image: every column"
+                );
                 assert_eq!(upd.post_images().count(), 1);
             }
             _ => unreachable!(),
