@@ -123,9 +123,8 @@ const TABLES: &[(&str, &str)] = &[
     ),
 ];
 
-/// The change of table `t` written at statement `i` (changes are kept in write order per
-/// partition; `pk` tells them apart).
-fn change_at<'a>(changes: &'a [Change], pk: i32, nth: usize) -> &'a Change {
+/// The `nth` change (in write order) of partition `pk`.
+fn change_at(changes: &[Change], pk: i32, nth: usize) -> &Change {
     let of_pk: Vec<&Change> = changes
         .iter()
         .filter(|c| {
