@@ -827,6 +827,10 @@ pub(crate) mod tests {
             (OperationType::Unknown(42), false)
         );
         assert_eq!(OperationType::Unknown(-7).to_string(), "Unknown(-7)");
+        for code in -128i8..=127 {
+            let (op, expiration) = OperationType::from_code(code);
+            assert_eq!(op.code(expiration), code, "{op}");
+        }
     }
 
     #[test]
