@@ -27,6 +27,9 @@ pub enum Format {
     Pretty,
     /// One JSON object per row (newline-delimited).
     Json,
+    /// One Debezium-like JSON object per whole change: every row of one stream with one
+    /// `cdc$time` (newline-delimited; see [`crate::format`]).
+    Change,
 }
 
 /// Print the CDC log of ScyllaDB tables as changes arrive.

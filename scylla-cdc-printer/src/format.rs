@@ -1,8 +1,12 @@
-//! The two output formats of the printer, as pure functions of a [`RowView`].
+//! The output formats of the printer, as pure functions of a [`RowView`] or a
+//! [`ChangeView`].
 //!
 //! A [`RowView`] is one log row taken out of a [`CDCRow`]: its metadata and, per base column
 //! (key columns first, in key order), the value, the deletion flag and the removed elements.
-//! [`pretty`] renders a readable block, [`json`] one JSON object on one line.
+//! [`pretty`] renders a readable block, [`json`] one JSON object on one line. A
+//! [`ChangeView`] is one whole [`Change`] (every row of one stream with one `cdc$time`);
+//! [`change_json`] renders it as one Debezium-like JSON object on one line (`--format
+//! change`, described below).
 //!
 //! JSON keys (stable; absent keys mean null / false / empty):
 //! `table`, `time` (RFC 3339, µs), `stream_id` (hex), `batch_seq_no`, `operation`
@@ -10,12 +14,49 @@
 //! (non-null values by column name), and when present `ttl` (seconds), `expiration` (true for
 //! Scylla-initiated expirations), `deleted` (names of deleted columns) and `deleted_elements`
 //! (removed keys / list element ids / UDT field indexes by column name).
+//!
+//! # `--format change`
+//!
+//! One JSON object per change, on one line, shaped like a Debezium change event:
+//!
+//! ```text
+//! {"op":"u","before":{"pk":1,"ck":2,"v":10},"after":{"pk":1,"ck":2,"v":11},
+//!  "delta":[{"batch_seq_no":1,"operation":"RowUpdate","columns":{"pk":1,"ck":2,"v":11}}],
+//!  "source":{"keyspace":"ks","table":"t","stream_id":"0x…","time":"<cdc$time uuid>",
+//!            "ts_us":1714564800123456},
+//!  "ttl":null}
+//! ```
+//!
+//! * `op`: `"c"` for an insert (`cdc$operation` 2), `"u"` for an update (1: also column
+//!   deletions and static-row writes), `"d"` for a deletion: then `"delete"` says which,
+//!   `"row"` (3), `"partition"` (4) or `"range"` (5–8), and `"key"` holds the key columns
+//!   the deletion covers (the whole key for a row, the partition key for a partition, the
+//!   key columns both bounds share for a range). A range deletion also has `"range"`:
+//!   `{"start": {...}, "start_inclusive": bool, "end": {...}, "end_inclusive": bool}`, each
+//!   bound with its non-null key columns (an unbounded side has only the shared ones).
+//! * `before` / `after`: the row before and after the change as the library's
+//!   `RowChange::before` / `RowChange::after` give them (values as in `--format json`, a
+//!   column known to be null as `null`, a column the log does not tell absent), or `null`:
+//!   `before` is `null` without a pre-image (the table does not log pre-images, or the row
+//!   is new), `after` is `null` for deletions. With `'preimage': true` `before` holds the
+//!   columns the write touched, with `'full'` every column; `after` is the post-image when
+//!   the table logs them (`'postimage': true`), else `before` merged with the deltas.
+//! * `delta`: every delta row of the change in `cdc$batch_seq_no` order, each as in
+//!   `--format json` without `table`, `time`, `stream_id` and `end_of_batch`.
+//! * `source`: `keyspace`, `table`, `stream_id` (hex), `time` (the `cdc$time` timeuuid)
+//!   and `ts_us` (its time: the write timestamp in microseconds).
+//! * `ttl`: the first `cdc$ttl` of the deltas (seconds), or `null`.
+//! * **Several rows in one change** (a batch, `ck IN (...)`, a static and a clustering row
+//!   in one statement): `op`, `before`, `after`, `delete`, `key` and `range` describe the
+//!   first row the change touches (in the order of its delta rows), and `"rows"` lists every row touched,
+//!   each as `{"op", "key", "before", "after"}` plus `"delete"`/`"range"` for deletions.
+//!   `rows` is absent when the change touches one row.
 
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
 use scylla::value::CqlValue;
-use scylla_cdc::{CDCRow, OperationType};
+use scylla_cdc::{CDCRow, Change, ChangeRow, ColumnError, OperationType, RowChange, RowImage};
 use serde_json::{Map, Value as Json};
 
 use crate::render::{cql_literal, json_value};
@@ -65,30 +106,6 @@ impl RowView {
         row: &CDCRow<'_>,
         key_columns: &[String],
     ) -> Result<RowView, scylla_cdc::ColumnError> {
-        let mut names: Vec<&str> = key_columns
-            .iter()
-            .map(String::as_str)
-            .filter(|n| row.column_exists(n))
-            .collect();
-        for n in row.get_non_cdc_column_names() {
-            if !names.contains(&n) {
-                names.push(n);
-            }
-        }
-        let mut columns = Vec::with_capacity(names.len());
-        for name in names {
-            let deleted_elements = if row.collection_exists(name) {
-                row.get_deleted_elements(name)?
-            } else {
-                None
-            };
-            columns.push(ColumnView {
-                name: name.to_owned(),
-                value: row.get_value(name)?,
-                deleted: row.is_value_deleted(name),
-                deleted_elements,
-            });
-        }
         Ok(RowView {
             table: table.to_owned(),
             time: row.timestamp(),
@@ -98,9 +115,95 @@ impl RowView {
             operation: row.operation,
             is_expiration: row.is_expiration,
             ttl: row.ttl,
-            columns,
+            columns: columns(row, key_columns)?,
         })
     }
+
+    /// Takes a row out of a change, like [`RowView::from_cdc_row`].
+    pub fn from_change_row(
+        table: &str,
+        change: &Change,
+        row: &ChangeRow<'_>,
+        key_columns: &[String],
+    ) -> Result<RowView, scylla_cdc::ColumnError> {
+        Ok(RowView {
+            table: table.to_owned(),
+            time: change.timestamp(),
+            stream_id: change.stream_id().to_string(),
+            batch_seq_no: row.batch_seq_no(),
+            end_of_batch: row.end_of_batch(),
+            operation: row.operation(),
+            is_expiration: row.is_expiration(),
+            ttl: row.ttl(),
+            columns: columns(row, key_columns)?,
+        })
+    }
+}
+
+/// What [`columns`] reads from a log row ([`CDCRow`] or [`ChangeRow`]).
+trait LogRow {
+    fn exists(&self, name: &str) -> bool;
+    fn names(&self) -> Vec<&str>;
+    fn is_collection(&self, name: &str) -> bool;
+    fn value(&self, name: &str) -> Result<Option<CqlValue>, ColumnError>;
+    fn deleted(&self, name: &str) -> bool;
+    fn removed(&self, name: &str) -> Result<Option<CqlValue>, ColumnError>;
+}
+
+macro_rules! log_row {
+    ($t:ty) => {
+        impl LogRow for $t {
+            fn exists(&self, name: &str) -> bool {
+                self.column_exists(name)
+            }
+            fn names(&self) -> Vec<&str> {
+                self.get_non_cdc_column_names().collect()
+            }
+            fn is_collection(&self, name: &str) -> bool {
+                self.collection_exists(name)
+            }
+            fn value(&self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
+                self.get_value(name)
+            }
+            fn deleted(&self, name: &str) -> bool {
+                self.is_value_deleted(name)
+            }
+            fn removed(&self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
+                self.get_deleted_elements(name)
+            }
+        }
+    };
+}
+log_row!(CDCRow<'_>);
+log_row!(ChangeRow<'_>);
+
+/// The base columns of a row, `key_columns` first.
+fn columns(row: &impl LogRow, key_columns: &[String]) -> Result<Vec<ColumnView>, ColumnError> {
+    let mut names: Vec<&str> = key_columns
+        .iter()
+        .map(String::as_str)
+        .filter(|n| row.exists(n))
+        .collect();
+    for n in row.names() {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let mut columns = Vec::with_capacity(names.len());
+    for name in names {
+        let deleted_elements = if row.is_collection(name) {
+            row.removed(name)?
+        } else {
+            None
+        };
+        columns.push(ColumnView {
+            name: name.to_owned(),
+            value: row.value(name)?,
+            deleted: row.deleted(name),
+            deleted_elements,
+        });
+    }
+    Ok(columns)
 }
 
 /// A readable block: a header line (time, table, operation, TTL), a line with the stream and
@@ -157,13 +260,188 @@ pub fn pretty(row: &RowView, out: &mut String) {
 
 /// One JSON object and a newline (see the module docs for the keys).
 pub fn json(row: &RowView, out: &mut String) {
+    out.push_str(&Json::Object(row_json(row, true)).to_string());
+    out.push('\n');
+}
+
+/// One row (or range, or partition) a change touches, rendered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowChangeView {
+    /// `"c"`, `"u"` or `"d"`.
+    pub op: &'static str,
+    /// For deletions: `"row"`, `"partition"` or `"range"`.
+    pub delete: Option<&'static str>,
+    /// The key columns of the row (or covered by the deletion).
+    pub key: Json,
+    /// The row before the change, or `null`.
+    pub before: Json,
+    /// The row after the change, or `null`.
+    pub after: Json,
+    /// For a range deletion: its bounds.
+    pub range: Option<Json>,
+}
+
+/// One whole change, detached from the reader.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeView {
+    /// The base table's keyspace.
+    pub keyspace: String,
+    /// The base table.
+    pub table: String,
+    /// The stream id, as `0x…`.
+    pub stream_id: String,
+    /// `cdc$time`, as a uuid string.
+    pub time: String,
+    /// The write timestamp (µs).
+    pub ts_us: i64,
+    /// The first `cdc$ttl` of the deltas.
+    pub ttl: Option<i64>,
+    /// The delta rows, in order.
+    pub delta: Vec<RowView>,
+    /// The rows touched, in the order of their delta rows.
+    pub rows: Vec<RowChangeView>,
+}
+
+fn image_json(image: &RowImage) -> Json {
     let mut obj = Map::new();
-    obj.insert("table".into(), Json::String(row.table.clone()));
-    obj.insert("time".into(), Json::String(rfc3339_micros(row.time)));
-    obj.insert("stream_id".into(), Json::String(row.stream_id.clone()));
+    for (name, value) in image.iter() {
+        obj.insert(name.to_owned(), value.map_or(Json::Null, json_value));
+    }
+    Json::Object(obj)
+}
+
+fn op_code(op: Option<OperationType>) -> (&'static str, Option<&'static str>) {
+    match op {
+        Some(OperationType::RowInsert) => ("c", None),
+        Some(OperationType::RowDelete) => ("d", Some("row")),
+        Some(OperationType::PartitionDelete) => ("d", Some("partition")),
+        Some(
+            OperationType::RowRangeDelInclLeft
+            | OperationType::RowRangeDelExclLeft
+            | OperationType::RowRangeDelInclRight
+            | OperationType::RowRangeDelExclRight,
+        ) => ("d", Some("range")),
+        _ => ("u", None),
+    }
+}
+
+/// The non-null key columns of a bound row.
+fn bound_key(
+    row: &ChangeRow<'_>,
+    key_columns: &[String],
+) -> Result<Map<String, Json>, ColumnError> {
+    let mut obj = Map::new();
+    for name in key_columns {
+        if !row.column_exists(name) || row.column_deletable(name) {
+            continue;
+        }
+        if let Some(v) = row.get_value(name)? {
+            obj.insert(name.clone(), json_value(&v));
+        }
+    }
+    Ok(obj)
+}
+
+impl RowChangeView {
+    /// Renders one row change; `key_columns` are the base table's key columns.
+    pub fn from_row_change(
+        row: &RowChange<'_>,
+        key_columns: &[String],
+    ) -> Result<RowChangeView, ColumnError> {
+        let (op, delete) = op_code(row.operation());
+        let mut key = image_json(&row.key()?);
+        let mut range = None;
+        if delete == Some("range") {
+            let bounds = row.deltas();
+            let start = bounds.first();
+            let end = bounds.get(1);
+            let start_key = match start {
+                Some(r) => bound_key(r, key_columns)?,
+                None => Map::new(),
+            };
+            let end_key = match end {
+                Some(r) => bound_key(r, key_columns)?,
+                None => Map::new(),
+            };
+            let shared: Map<String, Json> = start_key
+                .iter()
+                .filter(|(k, v)| end_key.get(*k) == Some(v))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            key = Json::Object(shared);
+            range = Some(serde_json::json!({
+                "start": start_key,
+                "start_inclusive": start.is_some_and(|r| r.operation() == OperationType::RowRangeDelInclLeft),
+                "end": end_key,
+                "end_inclusive": end.is_some_and(|r| r.operation() == OperationType::RowRangeDelInclRight),
+            }));
+        }
+        Ok(RowChangeView {
+            op,
+            delete,
+            key,
+            before: row.before()?.map_or(Json::Null, |i| image_json(&i)),
+            after: row.after()?.map_or(Json::Null, |i| image_json(&i)),
+            range,
+        })
+    }
+
+    fn insert_into(&self, obj: &mut Map<String, Json>) {
+        obj.insert("op".into(), Json::String(self.op.into()));
+        obj.insert("before".into(), self.before.clone());
+        obj.insert("after".into(), self.after.clone());
+        obj.insert("key".into(), self.key.clone());
+        if let Some(d) = self.delete {
+            obj.insert("delete".into(), Json::String(d.into()));
+        }
+        if let Some(r) = &self.range {
+            obj.insert("range".into(), r.clone());
+        }
+    }
+}
+
+impl ChangeView {
+    /// Takes a change out of the reader. `key_columns` are the base table's partition-key
+    /// then clustering-key columns.
+    pub fn from_change(
+        keyspace: &str,
+        change: &Change,
+        key_columns: &[String],
+    ) -> Result<ChangeView, ColumnError> {
+        let table = format!("{keyspace}.{}", change.table());
+        let mut delta = Vec::new();
+        for row in change.deltas() {
+            delta.push(RowView::from_change_row(&table, change, &row, key_columns)?);
+        }
+        let rows = change
+            .row_changes()
+            .iter()
+            .map(|r| RowChangeView::from_row_change(r, key_columns))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ChangeView {
+            keyspace: keyspace.to_owned(),
+            table: change.table().to_owned(),
+            stream_id: change.stream_id().to_string(),
+            time: change.time().to_string(),
+            ts_us: change.timestamp_micros(),
+            ttl: change.ttl(),
+            delta,
+            rows,
+        })
+    }
+}
+
+/// The JSON object of one log row, with or without its place in the log.
+fn row_json(row: &RowView, with_source: bool) -> Map<String, Json> {
+    let mut obj = Map::new();
+    if with_source {
+        obj.insert("table".into(), Json::String(row.table.clone()));
+        obj.insert("time".into(), Json::String(rfc3339_micros(row.time)));
+        obj.insert("stream_id".into(), Json::String(row.stream_id.clone()));
+        obj.insert("end_of_batch".into(), Json::Bool(row.end_of_batch));
+    }
     obj.insert("batch_seq_no".into(), Json::from(row.batch_seq_no));
     obj.insert("operation".into(), Json::String(row.operation.to_string()));
-    obj.insert("end_of_batch".into(), Json::Bool(row.end_of_batch));
     if let Some(ttl) = row.ttl {
         obj.insert("ttl".into(), Json::from(ttl));
     }
@@ -191,6 +469,53 @@ pub fn json(row: &RowView, out: &mut String) {
     if !deleted_elements.is_empty() {
         obj.insert("deleted_elements".into(), Json::Object(deleted_elements));
     }
+    obj
+}
+
+/// One Debezium-like JSON object and a newline (see the module docs, `--format change`).
+pub fn change_json(change: &ChangeView, out: &mut String) {
+    let mut obj = Map::new();
+    match change.rows.first() {
+        Some(first) => first.insert_into(&mut obj),
+        None => {
+            obj.insert("op".into(), Json::String("u".into()));
+            obj.insert("before".into(), Json::Null);
+            obj.insert("after".into(), Json::Null);
+        }
+    }
+    if change.rows.len() > 1 {
+        let rows = change
+            .rows
+            .iter()
+            .map(|r| {
+                let mut o = Map::new();
+                r.insert_into(&mut o);
+                Json::Object(o)
+            })
+            .collect();
+        obj.insert("rows".into(), Json::Array(rows));
+    }
+    obj.insert(
+        "delta".into(),
+        Json::Array(
+            change
+                .delta
+                .iter()
+                .map(|r| Json::Object(row_json(r, false)))
+                .collect(),
+        ),
+    );
+    obj.insert(
+        "source".into(),
+        serde_json::json!({
+            "keyspace": change.keyspace,
+            "table": change.table,
+            "stream_id": change.stream_id,
+            "time": change.time,
+            "ts_us": change.ts_us,
+        }),
+    );
+    obj.insert("ttl".into(), change.ttl.map_or(Json::Null, Json::from));
     out.push_str(&Json::Object(obj).to_string());
     out.push('\n');
 }
@@ -307,5 +632,61 @@ mod tests {
         for absent in ["ttl", "deleted", "deleted_elements", "expiration"] {
             assert!(!obj.contains_key(absent), "{absent}");
         }
+    }
+
+    #[test]
+    fn change_json_single_and_multi_row() {
+        let delete = RowChangeView {
+            op: "d",
+            delete: Some("range"),
+            key: serde_json::json!({"pk": 1}),
+            before: Json::Null,
+            after: Json::Null,
+            range: Some(
+                serde_json::json!({"start": {"pk": 1, "ck": 0}, "start_inclusive": false,
+                "end": {"pk": 1, "ck": 2}, "end_inclusive": true}),
+            ),
+        };
+        let update = RowChangeView {
+            op: "u",
+            delete: None,
+            key: serde_json::json!({"pk": 1, "ck": 5}),
+            before: serde_json::json!({"pk": 1, "ck": 5, "v": null}),
+            after: serde_json::json!({"pk": 1, "ck": 5, "v": 3}),
+            range: None,
+        };
+        let mut change = ChangeView {
+            keyspace: "ks".into(),
+            table: "t".into(),
+            stream_id: "0x0102".into(),
+            time: "c0ffee00-0000-1000-8000-000000000000".into(),
+            ts_us: 7,
+            ttl: Some(5),
+            delta: vec![row(
+                OperationType::RowUpdate,
+                Some(5),
+                vec![col("v", Some(CqlValue::Int(3)))],
+            )],
+            rows: vec![update.clone()],
+        };
+        let mut out = String::new();
+        change_json(&change, &mut out);
+        assert!(out.ends_with('\n') && !out.trim_end().contains('\n'));
+        assert_eq!(
+            out.trim_end(),
+            r#"{"after":{"ck":5,"pk":1,"v":3},"before":{"ck":5,"pk":1,"v":null},"delta":[{"batch_seq_no":1,"columns":{"v":3},"operation":"RowUpdate","ttl":5}],"key":{"ck":5,"pk":1},"op":"u","source":{"keyspace":"ks","stream_id":"0x0102","table":"t","time":"c0ffee00-0000-1000-8000-000000000000","ts_us":7},"ttl":5}"#
+        );
+        change.rows = vec![delete, update];
+        change.ttl = None;
+        out.clear();
+        change_json(&change, &mut out);
+        let v: Json = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["op"], "d");
+        assert_eq!(v["delete"], "range");
+        assert_eq!(v["after"], Json::Null);
+        assert_eq!(v["range"]["end_inclusive"], true);
+        assert_eq!(v["rows"].as_array().unwrap().len(), 2);
+        assert_eq!(v["rows"][1]["op"], "u");
+        assert_eq!(v["ttl"], Json::Null);
     }
 }

@@ -27,13 +27,13 @@ use async_trait::async_trait;
 use clap::Parser;
 use scylla::client::session::Session;
 use scylla_cdc::{
-    CDCLogReaderBuilder, CDCRow, Consumer, ConsumerErrorPolicy, ConsumerFactory,
-    TableBackedCheckpointSaver,
+    CDCLogReaderBuilder, CDCRow, Change, ChangeConsumer, ChangeConsumerFactory, Consumer,
+    ConsumerErrorPolicy, ConsumerFactory, TableBackedCheckpointSaver,
 };
 use tracing::info;
 
 use crate::args::{Args, Format, Mode, PrintConfig};
-use crate::format::RowView;
+use crate::format::{ChangeView, RowView};
 use scylla_cdc::cli::{
     CliError, ReadersProgress, RunningReader, Shutdown, connect, retry_startup, supervise,
 };
@@ -60,7 +60,8 @@ impl Consumer for Printer {
         self.buf.clear();
         match self.format {
             Format::Pretty => format::pretty(&view, &mut self.buf),
-            Format::Json => format::json(&view, &mut self.buf),
+            // Change printers print this format; a row printer prints it as JSON.
+            Format::Json | Format::Change => format::json(&view, &mut self.buf),
         }
         self.out
             .write(&self.buf)
@@ -68,8 +69,11 @@ impl Consumer for Printer {
     }
 }
 
-/// Makes a [`Printer`] per table and stream group of the tables of one reader.
+/// Makes a [`Printer`] (or, for `--format change`, a [`ChangePrinter`]) per table and stream
+/// group of the tables of one reader.
 pub struct PrinterFactory {
+    /// The keyspace of the tables.
+    keyspace: Arc<str>,
     /// Per base table: its `ks.t` name and key columns, in the order given.
     tables: Vec<(String, Arc<str>, Arc<Vec<String>>)>,
     format: Format,
@@ -85,6 +89,7 @@ impl PrinterFactory {
         out: Output,
     ) -> Self {
         Self {
+            keyspace: Arc::from(keyspace),
             tables: tables
                 .into_iter()
                 .map(|(table, keys)| {
@@ -94,6 +99,20 @@ impl PrinterFactory {
                 .collect(),
             format,
             out,
+        }
+    }
+
+    fn change_printer(&self, table: Option<&str>) -> ChangePrinter {
+        let known = table.and_then(|t| self.tables.iter().find(|(name, ..)| name == t));
+        let key_columns = match known.or(self.tables.first()) {
+            Some((_, _, keys)) => keys.clone(),
+            None => Arc::new(Vec::new()),
+        };
+        ChangePrinter {
+            keyspace: self.keyspace.clone(),
+            key_columns,
+            out: self.out.clone(),
+            buf: String::new(),
         }
     }
 
@@ -121,6 +140,41 @@ impl ConsumerFactory for PrinterFactory {
 
     async fn new_consumer_for_table(&self, table: &str) -> Box<dyn Consumer> {
         Box::new(self.printer(Some(table)))
+    }
+}
+
+/// Prints the whole changes of one stream group (`--format change`).
+pub struct ChangePrinter {
+    /// The base table's keyspace.
+    keyspace: Arc<str>,
+    /// Key columns, printed first.
+    key_columns: Arc<Vec<String>>,
+    /// Where changes go.
+    out: Output,
+    /// The text of the current change (reused).
+    buf: String,
+}
+
+#[async_trait]
+impl ChangeConsumer for ChangePrinter {
+    async fn consume_change(&mut self, change: Change) -> anyhow::Result<()> {
+        let view = ChangeView::from_change(&self.keyspace, &change, &self.key_columns)?;
+        self.buf.clear();
+        format::change_json(&view, &mut self.buf);
+        self.out
+            .write(&self.buf)
+            .map_err(|e| anyhow::anyhow!("cannot write the output: {e}"))
+    }
+}
+
+#[async_trait]
+impl ChangeConsumerFactory for PrinterFactory {
+    async fn new_consumer(&self) -> Box<dyn ChangeConsumer> {
+        Box::new(self.change_printer(None))
+    }
+
+    async fn new_consumer_for_table(&self, table: &str) -> Box<dyn ChangeConsumer> {
+        Box::new(self.change_printer(Some(table)))
     }
 }
 
@@ -194,11 +248,15 @@ pub async fn start_readers(
         .session(session.clone())
         .keyspace(keyspace)
         .tables(tables.iter().cloned())
-        .consumer_factory(Arc::new(factory))
         .window_size(settings.window_size)
         .safety_interval(settings.safety_interval)
         .sleep_interval(settings.sleep_interval)
         .start_timestamp(settings.start);
+    let factory = Arc::new(factory);
+    builder = match format {
+        Format::Change => builder.change_consumer_factory(factory),
+        Format::Pretty | Format::Json => builder.consumer_factory(factory),
+    };
     if let Some(g) = settings.give_up_after {
         builder = builder.give_up_after(g);
     }

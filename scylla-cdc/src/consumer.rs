@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -36,6 +37,14 @@ pub trait Consumer: Send {
     /// complete (or fail) all of it before returning. An error stops the reader like an
     /// error of `consume_cdc`. The default does nothing.
     async fn flush(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// Called by the stream reader after each window, before a checkpoint may be saved.
+    /// Crate-internal (the change assembler delivers its pending change here); the default
+    /// does nothing.
+    #[doc(hidden)]
+    async fn end_of_window(&mut self) -> anyhow::Result<()> {
         Ok(())
     }
 }
@@ -115,6 +124,26 @@ impl OperationType {
     }
 }
 
+impl OperationType {
+    /// The `cdc$operation` code of the operation ([`OperationType::from_code`] reversed).
+    pub(crate) fn code(self, is_expiration: bool) -> i8 {
+        let code = match self {
+            Self::PreImage => 0,
+            Self::RowUpdate => 1,
+            Self::RowInsert => 2,
+            Self::RowDelete => 3,
+            Self::PartitionDelete => 4,
+            Self::RowRangeDelInclLeft => 5,
+            Self::RowRangeDelExclLeft => 6,
+            Self::RowRangeDelInclRight => 7,
+            Self::RowRangeDelExclRight => 8,
+            Self::PostImage => 9,
+            Self::Unknown(code) => return code,
+        };
+        if is_expiration { -code } else { code }
+    }
+}
+
 impl fmt::Display for OperationType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -161,6 +190,8 @@ pub(crate) struct ColumnIndex {
     operation: usize,
     ttl: Option<usize>,
     end_of_batch: Option<usize>,
+    /// The column specs, owned, made the first time a change is assembled from this schema.
+    owned_specs: OnceLock<Arc<[ColumnSpec<'static>]>>,
 }
 
 /// The `cdc$` metadata of one row, decoded.
@@ -239,7 +270,20 @@ impl ColumnIndex {
             operation,
             ttl,
             end_of_batch,
+            owned_specs: OnceLock::new(),
         })
+    }
+
+    /// The column specs of this schema, owned (copied from `specs` on the first call).
+    pub(crate) fn owned_specs(&self, specs: &[ColumnSpec<'_>]) -> Arc<[ColumnSpec<'static>]> {
+        self.owned_specs
+            .get_or_init(|| specs.iter().map(|s| s.clone().into_owned()).collect())
+            .clone()
+    }
+
+    /// Whether the column at `pos` is a base column that cannot be deleted (a key column).
+    pub(crate) fn is_key_column(&self, pos: usize) -> bool {
+        self.non_cdc.contains(&pos) && self.deleted.get(pos).copied().flatten().is_none()
     }
 
     /// Whether this index describes a page with these columns.
@@ -257,7 +301,18 @@ impl ColumnIndex {
         self.names.len()
     }
 
-    fn position(&self, name: &str) -> Option<usize> {
+    /// The base table's columns (positions), in the log's column order.
+    pub(crate) fn non_cdc(&self) -> &[usize] {
+        &self.non_cdc
+    }
+
+    /// The name of the column at `pos`.
+    pub(crate) fn name(&self, pos: usize) -> Option<&str> {
+        self.names.get(pos).map(String::as_str)
+    }
+
+    /// The position of a column by name.
+    pub(crate) fn position(&self, name: &str) -> Option<usize> {
         self.by_name.get(name).copied()
     }
 
@@ -304,6 +359,155 @@ impl ColumnIndex {
     }
 }
 
+/// Where the cells of a row are: slices of a page, or a row record of a change's buffer.
+#[derive(Clone, Copy)]
+pub(crate) enum CellSource<'a> {
+    /// One slice per column, borrowed from a page.
+    Slices(&'a [Option<&'a [u8]>]),
+    /// A row record: `count` cell ranges `(start, end)` (two little-endian `u32`s each,
+    /// relative to the record; `start == u32::MAX` for null) from `offsets` on, then the
+    /// cells' bytes.
+    Packed {
+        /// The row's record.
+        record: &'a [u8],
+        /// Where the cell ranges start in `record`.
+        offsets: usize,
+        /// The number of cells.
+        count: usize,
+    },
+}
+
+/// A little-endian `u32` at `at` in `bytes`, if it is there.
+pub(crate) fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+    Some(u32::from_le_bytes(b))
+}
+
+/// The logic shared by [`CDCRow`] and [`crate::ChangeRow`]: reading the columns of one row
+/// through the log's [`ColumnIndex`].
+#[derive(Clone, Copy)]
+pub(crate) struct RowRef<'a> {
+    pub(crate) index: &'a Arc<ColumnIndex>,
+    pub(crate) specs: &'a [ColumnSpec<'a>],
+    pub(crate) cells: CellSource<'a>,
+}
+
+impl<'a> RowRef<'a> {
+    /// The cell at `pos`: `None` past the end, `Some(None)` when null.
+    pub(crate) fn cell(&self, pos: usize) -> Option<Option<&'a [u8]>> {
+        match self.cells {
+            CellSource::Slices(cells) => cells.get(pos).copied(),
+            CellSource::Packed {
+                record,
+                offsets,
+                count,
+            } => {
+                if pos >= count {
+                    return None;
+                }
+                let at = offsets + pos * 8;
+                let start = read_u32(record, at)?;
+                if start == u32::MAX {
+                    return Some(None);
+                }
+                let end = read_u32(record, at + 4)?;
+                Some(record.get(start as usize..end as usize))
+            }
+        }
+    }
+
+    /// The number of cells of the row.
+    pub(crate) fn len(&self) -> usize {
+        match self.cells {
+            CellSource::Slices(cells) => cells.len(),
+            CellSource::Packed { count, .. } => count,
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Result<usize, ColumnError> {
+        self.index
+            .position(name)
+            .ok_or_else(|| ColumnError::NoSuchColumn(name.to_owned()))
+    }
+
+    fn decode_at<T: DeserializeValue<'a, 'a>>(&self, pos: usize) -> Result<Option<T>, ColumnError> {
+        let name = || self.index.names.get(pos).cloned().unwrap_or_default();
+        let (Some(spec), Some(cell)) = (self.specs.get(pos), self.cell(pos)) else {
+            return Err(ColumnError::NoSuchColumn(name()));
+        };
+        let Some(bytes) = cell else {
+            return Ok(None);
+        };
+        let typ: &'a ColumnType<'a> = spec.typ();
+        T::type_check(typ).map_err(|source| ColumnError::Type {
+            column: name(),
+            source,
+        })?;
+        T::deserialize(typ, Some(FrameSlice::new_borrowed(bytes)))
+            .map(Some)
+            .map_err(|source| ColumnError::Decode {
+                column: name(),
+                source,
+            })
+    }
+
+    pub(crate) fn get_value_as<T: DeserializeValue<'a, 'a>>(
+        &self,
+        name: &str,
+    ) -> Result<Option<T>, ColumnError> {
+        self.decode_at(self.lookup(name)?)
+    }
+
+    pub(crate) fn is_value_deleted(&self, name: &str) -> bool {
+        self.index
+            .position(name)
+            .and_then(|p| self.index.deleted.get(p).copied().flatten())
+            .and_then(|p| self.cell(p).flatten())
+            .is_some_and(|b| matches!(b, [v] if *v != 0))
+    }
+
+    fn deleted_elements_position(&self, name: &str) -> Result<usize, ColumnError> {
+        self.index
+            .position(name)
+            .and_then(|p| self.index.deleted_elements.get(p).copied().flatten())
+            .ok_or_else(|| ColumnError::NoSuchColumn(format!("{DELETED_ELEMENTS_PREFIX}{name}")))
+    }
+
+    pub(crate) fn get_deleted_elements(&self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
+        self.decode_at(self.deleted_elements_position(name)?)
+    }
+
+    pub(crate) fn column_exists(&self, name: &str) -> bool {
+        !name.starts_with("cdc$") && self.index.position(name).is_some()
+    }
+
+    pub(crate) fn column_deletable(&self, name: &str) -> bool {
+        self.index
+            .position(name)
+            .and_then(|p| self.index.deleted.get(p).copied().flatten())
+            .is_some()
+    }
+
+    pub(crate) fn collection_exists(&self, name: &str) -> bool {
+        self.deleted_elements_position(name).is_ok()
+    }
+
+    pub(crate) fn non_cdc_column_names(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let index: &'a ColumnIndex = self.index;
+        index
+            .non_cdc
+            .iter()
+            .filter_map(move |&p| index.names.get(p).map(String::as_str))
+    }
+
+    pub(crate) fn column_type(&self, name: &str) -> Option<&'a ColumnType<'a>> {
+        self.index
+            .position(name)
+            .and_then(|p| self.specs.get(p))
+            .map(|s| s.typ())
+    }
+}
+
 /// One row of the CDC log.
 ///
 /// The `cdc$` metadata is in public fields; the base table's columns (including its key
@@ -327,9 +531,7 @@ pub struct CDCRow<'a> {
     pub is_expiration: bool,
     /// The base table the row was logged for (see [`CDCRow::table`]).
     table: &'a str,
-    index: &'a ColumnIndex,
-    specs: &'a [ColumnSpec<'a>],
-    cells: &'a [Option<&'a [u8]>],
+    row: RowRef<'a>,
     /// Positions whose values were taken (rarely non-empty, so a list beats a bitmap).
     taken: Vec<usize>,
 }
@@ -338,7 +540,7 @@ impl<'a> CDCRow<'a> {
     /// A row from its decoded header and the raw cells of the page.
     pub(crate) fn new(
         header: RowHeader,
-        index: &'a ColumnIndex,
+        index: &'a Arc<ColumnIndex>,
         specs: &'a [ColumnSpec<'a>],
         cells: &'a [Option<&'a [u8]>],
     ) -> Self {
@@ -351,9 +553,11 @@ impl<'a> CDCRow<'a> {
             ttl: header.ttl,
             is_expiration: header.is_expiration,
             table: "",
-            index,
-            specs,
-            cells,
+            row: RowRef {
+                index,
+                specs,
+                cells: CellSource::Slices(cells),
+            },
             taken: Vec::new(),
         }
     }
@@ -371,40 +575,36 @@ impl<'a> CDCRow<'a> {
         self.table
     }
 
-    fn lookup(&self, name: &str) -> Result<usize, ColumnError> {
-        self.index
-            .position(name)
-            .ok_or_else(|| ColumnError::NoSuchColumn(name.to_owned()))
+    /// The decoded `cdc$` metadata (as [`CDCRow::new`] got it, whatever the public fields
+    /// were changed to).
+    pub(crate) fn header(&self) -> RowHeader {
+        RowHeader {
+            stream_id: self.stream_id,
+            time: self.time,
+            batch_seq_no: self.batch_seq_no,
+            operation: self.operation,
+            is_expiration: self.is_expiration,
+            ttl: self.ttl,
+            end_of_batch: self.end_of_batch,
+        }
+    }
+
+    /// The raw row, for copying it out of the page.
+    pub(crate) fn raw(&self) -> RowRef<'a> {
+        self.row
     }
 
     fn decode_at<T: DeserializeValue<'a, 'a>>(&self, pos: usize) -> Result<Option<T>, ColumnError> {
-        let name = || self.index.names.get(pos).cloned().unwrap_or_default();
         if self.taken.contains(&pos) {
             return Ok(None);
         }
-        let (Some(spec), Some(cell)) = (self.specs.get(pos), self.cells.get(pos)) else {
-            return Err(ColumnError::NoSuchColumn(name()));
-        };
-        let Some(bytes) = cell else {
-            return Ok(None);
-        };
-        let typ: &'a ColumnType<'a> = spec.typ();
-        T::type_check(typ).map_err(|source| ColumnError::Type {
-            column: name(),
-            source,
-        })?;
-        T::deserialize(typ, Some(FrameSlice::new_borrowed(bytes)))
-            .map(Some)
-            .map_err(|source| ColumnError::Decode {
-                column: name(),
-                source,
-            })
+        self.row.decode_at(pos)
     }
 
     /// The value of a column, decoded as a [`CqlValue`]; `Ok(None)` when the column is null
     /// in this row (not changed) or its value was taken.
     pub fn get_value(&self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
-        self.decode_at(self.lookup(name)?)
+        self.decode_at(self.row.lookup(name)?)
     }
 
     /// The value of a column decoded straight into a Rust type (no intermediate
@@ -413,7 +613,7 @@ impl<'a> CDCRow<'a> {
         &self,
         name: &str,
     ) -> Result<Option<T>, ColumnError> {
-        self.decode_at(self.lookup(name)?)
+        self.decode_at(self.row.lookup(name)?)
     }
 
     /// Decodes the base table's columns of this row (every column not starting with `cdc$`)
@@ -458,15 +658,16 @@ impl<'a> CDCRow<'a> {
     pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, DecodeError> {
         // Only the columns a struct has fields for are decoded (all for a map).
         let wanted = crate::decode::requested_columns::<T>();
-        let mut columns = Vec::with_capacity(self.index.non_cdc.len());
-        for &pos in &self.index.non_cdc {
-            let (Some(name), Some(spec)) = (self.index.names.get(pos), self.specs.get(pos)) else {
+        let index = self.row.index;
+        let mut columns = Vec::with_capacity(index.non_cdc().len());
+        for &pos in index.non_cdc() {
+            let (Some(name), Some(spec)) = (index.name(pos), self.row.specs.get(pos)) else {
                 continue;
             };
-            if wanted.is_some_and(|fields| !fields.contains(&name.as_str())) {
+            if wanted.is_some_and(|fields| !fields.contains(&name)) {
                 continue;
             }
-            columns.push((name.as_str(), spec.typ(), self.decode_at::<CqlValue>(pos)?));
+            columns.push((name, spec.typ(), self.decode_at::<CqlValue>(pos)?));
         }
         crate::decode::from_columns(
             columns
@@ -477,7 +678,7 @@ impl<'a> CDCRow<'a> {
 
     /// Like [`CDCRow::get_value`], and later calls for this column return `Ok(None)`.
     pub fn take_value(&mut self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
-        let pos = self.lookup(name)?;
+        let pos = self.row.lookup(name)?;
         let v = self.decode_at(pos)?;
         self.taken.push(pos);
         Ok(v)
@@ -486,30 +687,19 @@ impl<'a> CDCRow<'a> {
     /// Whether the change deleted the column (`cdc$deleted_<name>` is true). False for columns
     /// that cannot be deleted (key columns) and for unknown columns.
     pub fn is_value_deleted(&self, name: &str) -> bool {
-        self.index
-            .position(name)
-            .and_then(|p| self.index.deleted.get(p).copied().flatten())
-            .and_then(|p| self.cells.get(p).copied().flatten())
-            .is_some_and(|b| matches!(b, [v] if *v != 0))
-    }
-
-    fn deleted_elements_position(&self, name: &str) -> Result<usize, ColumnError> {
-        self.index
-            .position(name)
-            .and_then(|p| self.index.deleted_elements.get(p).copied().flatten())
-            .ok_or_else(|| ColumnError::NoSuchColumn(format!("{DELETED_ELEMENTS_PREFIX}{name}")))
+        self.row.is_value_deleted(name)
     }
 
     /// The elements the change removed from a non-frozen collection or UDT
     /// (`cdc$deleted_elements_<name>`: a set of keys, of list timeuuids or of UDT field
     /// indexes); `Ok(None)` when none were removed.
     pub fn get_deleted_elements(&self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
-        self.decode_at(self.deleted_elements_position(name)?)
+        self.decode_at(self.row.deleted_elements_position(name)?)
     }
 
     /// Like [`CDCRow::get_deleted_elements`], and later calls return `Ok(None)`.
     pub fn take_deleted_elements(&mut self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
-        let pos = self.deleted_elements_position(name)?;
+        let pos = self.row.deleted_elements_position(name)?;
         let v = self.decode_at(pos)?;
         self.taken.push(pos);
         Ok(v)
@@ -517,30 +707,24 @@ impl<'a> CDCRow<'a> {
 
     /// Whether the base table has a column of this name (key or value column).
     pub fn column_exists(&self, name: &str) -> bool {
-        !name.starts_with("cdc$") && self.index.position(name).is_some()
+        self.row.column_exists(name)
     }
 
     /// Whether the column can be deleted, i.e. has a `cdc$deleted_<name>` companion (every
     /// non-key column).
     pub fn column_deletable(&self, name: &str) -> bool {
-        self.index
-            .position(name)
-            .and_then(|p| self.index.deleted.get(p).copied().flatten())
-            .is_some()
+        self.row.column_deletable(name)
     }
 
     /// Whether the column is a non-frozen collection or UDT, i.e. has a
     /// `cdc$deleted_elements_<name>` companion.
     pub fn collection_exists(&self, name: &str) -> bool {
-        self.deleted_elements_position(name).is_ok()
+        self.row.collection_exists(name)
     }
 
     /// The names of the base table's columns, in the log's column order.
     pub fn get_non_cdc_column_names(&self) -> impl Iterator<Item = &str> + '_ {
-        self.index
-            .non_cdc
-            .iter()
-            .filter_map(|&p| self.index.names.get(p).map(String::as_str))
+        self.row.non_cdc_column_names()
     }
 
     /// The write time of the change: the time part of `cdc$time` (microsecond precision).
@@ -556,10 +740,7 @@ impl<'a> CDCRow<'a> {
 
     /// The CQL type of a column of the log (for collections, the log's frozen type).
     pub fn column_type(&self, name: &str) -> Option<&ColumnType<'a>> {
-        self.index
-            .position(name)
-            .and_then(|p| self.specs.get(p))
-            .map(|s| s.typ())
+        self.row.column_type(name)
     }
 }
 
@@ -739,6 +920,10 @@ pub(crate) mod tests {
             (OperationType::Unknown(42), false)
         );
         assert_eq!(OperationType::Unknown(-7).to_string(), "Unknown(-7)");
+        for code in -128i8..=127 {
+            let (op, expiration) = OperationType::from_code(code);
+            assert_eq!(op.code(expiration), code, "{op}");
+        }
     }
 
     #[test]
@@ -814,7 +999,7 @@ pub(crate) mod tests {
     #[test]
     fn row_accessors() {
         let specs = log_specs();
-        let idx = ColumnIndex::new(&specs).unwrap();
+        let idx = Arc::new(ColumnIndex::new(&specs).unwrap());
         let mut r = TestRow::new([1; 16], crate::time::tests::timeuuid(1, 1), 0);
         r.v = Some(42);
         r.del_v = true;
@@ -871,7 +1056,7 @@ pub(crate) mod tests {
     #[test]
     fn malformed_value_is_an_error() {
         let specs = log_specs();
-        let idx = ColumnIndex::new(&specs).unwrap();
+        let idx = Arc::new(ColumnIndex::new(&specs).unwrap());
         let r = TestRow::new([1; 16], crate::time::tests::timeuuid(1, 1), 0);
         let mut cells = r.cells();
         cells[12] = Some(vec![1, 2, 3]); // an int of 3 bytes

@@ -29,6 +29,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::cdc_types::GenerationTimestamp;
+use crate::change::{AssemblerFactory, ChangeConsumerFactory};
 use crate::checkpoints::CDCCheckpointSaver;
 use crate::consumer::ConsumerFactory;
 use crate::error::{Backoff, CDCError, retry_transient};
@@ -70,18 +71,28 @@ fn ceil_to_millis(t: DateTime<Utc>) -> DateTime<Utc> {
     }
 }
 
+/// What the user's factory makes.
+#[derive(Clone)]
+enum ConsumerKind {
+    /// Row consumers.
+    Rows(Arc<dyn ConsumerFactory>),
+    /// Change consumers, each behind a change assembler.
+    Changes(Arc<dyn ChangeConsumerFactory>),
+}
+
 /// Configures and starts a [`CDCLogReader`].
 ///
 /// Required: [`session`](Self::session), [`keyspace`](Self::keyspace),
 /// [`table_name`](Self::table_name) (or [`tables`](Self::tables)),
-/// [`consumer_factory`](Self::consumer_factory).
+/// [`consumer_factory`](Self::consumer_factory) (or
+/// [`change_consumer_factory`](Self::change_consumer_factory)).
 #[must_use]
 pub struct CDCLogReaderBuilder {
     session: Option<Arc<Session>>,
     keyspace: Option<String>,
     /// The base tables to read (empty until set).
     tables: Vec<String>,
-    consumer_factory: Option<Arc<dyn ConsumerFactory>>,
+    consumer_factory: Option<ConsumerKind>,
     start_timestamp: Option<DateTime<Utc>>,
     /// When the builder was made: the start when none is given.
     created_at: DateTime<Utc>,
@@ -200,9 +211,22 @@ impl CDCLogReaderBuilder {
         self
     }
 
-    /// Makes the consumers, one per table and stream group (required).
+    /// Makes the consumers, one per table and stream group, which get the log row by row
+    /// (required, unless [`change_consumer_factory`](Self::change_consumer_factory) is set;
+    /// the last of the two calls wins).
     pub fn consumer_factory(mut self, factory: Arc<dyn ConsumerFactory>) -> Self {
-        self.consumer_factory = Some(factory);
+        self.consumer_factory = Some(ConsumerKind::Rows(factory));
+        self
+    }
+
+    /// Makes the consumers, one per stream group, which get whole [`Change`]s: every row of
+    /// one stream with one `cdc$time`, delivered once complete, never split (the
+    /// alternative to [`consumer_factory`](Self::consumer_factory); the last of the two calls
+    /// wins). See the crate docs ("Whole changes") for how rows are assembled.
+    ///
+    /// [`Change`]: crate::Change
+    pub fn change_consumer_factory(mut self, factory: Arc<dyn ChangeConsumerFactory>) -> Self {
+        self.consumer_factory = Some(ConsumerKind::Changes(factory));
         self
     }
 
@@ -356,10 +380,11 @@ impl CDCLogReaderBuilder {
             .clone()
             .ok_or(CDCError::MissingOption("keyspace"))?;
         let tables = self.table_set()?;
-        let factory = self
-            .consumer_factory
-            .clone()
-            .ok_or(CDCError::MissingOption("consumer_factory"))?;
+        let factory: Arc<dyn ConsumerFactory> = match self.consumer_factory.clone() {
+            None => return Err(CDCError::MissingOption("consumer_factory")),
+            Some(ConsumerKind::Rows(f)) => f,
+            Some(ConsumerKind::Changes(factory)) => Arc::new(AssemblerFactory::new(factory)),
+        };
         let (save, load) = self.validate()?;
 
         // Every step retries transient failures (a node overloaded, timing out or restarting

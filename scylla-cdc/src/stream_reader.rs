@@ -244,6 +244,8 @@ struct Progress {
     window_rows: u64,
     /// Changes delivered in the current window.
     window_changes: u64,
+    /// The stream of the last delivered row.
+    last_stream: Option<StreamID>,
 }
 
 /// Reads one stream group of one generation from `start` until the generation ends or the
@@ -282,6 +284,7 @@ impl StreamReader {
                 saved_until: None,
                 window_rows: 0,
                 window_changes: 0,
+                last_stream: None,
             },
             start: truncate_to_millis(start),
         }
@@ -307,6 +310,7 @@ impl StreamReader {
             }
             tracing::Span::current().record("window_start", tracing::field::display(t));
             self.plan.read_window(&mut self.progress, t, u).await?;
+            self.plan.end_window(&mut self.progress, t, u).await?;
             let p = &mut self.progress;
             self.plan.settings.stats.window_done(
                 &self.plan.slot,
@@ -368,6 +372,33 @@ impl Plan {
             (Some(g), Some(e)) => Some(g.min(e)),
             (g, e) => g.or(e),
         }
+    }
+
+    /// Tells the consumer the window `[start, end)` is over (a pending change is complete).
+    async fn end_window(
+        &self,
+        progress: &mut Progress,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<(), CDCError> {
+        let _ = start;
+        let ended = AssertUnwindSafe(progress.consumer.end_of_window())
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                Err(anyhow::anyhow!(
+                    "the consumer panicked: {}",
+                    panic_message(panic.as_ref())
+                ))
+            });
+        ended.map_err(|source| {
+            self.settings.stats.consumer_error(ErrorOutcome::Stop);
+            CDCError::ConsumerFlush {
+                streams: StreamList(self.streams.clone()),
+                until: end,
+                source,
+            }
+        })
     }
 
     /// Lets the consumer finish what it accepted: every row before `t` was handed to it.
@@ -535,7 +566,7 @@ impl Plan {
         &self,
         progress: &mut Progress,
         header: RowHeader,
-        index: &ColumnIndex,
+        index: &Arc<ColumnIndex>,
         specs: &[ColumnSpec<'_>],
         cells: &[Option<&[u8]>],
         (window_start, window_end): (DateTime<Utc>, DateTime<Utc>),
@@ -730,6 +761,7 @@ impl Plan {
             self.hand_over(progress, header, &index, specs, &cells, (start, end))
                 .await?;
             counts.rows += 1;
+            progress.last_stream = Some(header.stream_id);
             if last.is_none_or(|l| !l.same_time(&key)) {
                 counts.changes += 1;
             }
@@ -888,7 +920,7 @@ pub(crate) mod tests {
         r
     }
 
-    const BASE: i64 = 1_700_000_000_000;
+    pub(crate) const BASE: i64 = 1_700_000_000_000;
 
     struct Setup {
         log: Arc<FakeLog>,
@@ -899,7 +931,7 @@ pub(crate) mod tests {
         stats: Arc<Stats>,
     }
 
-    fn settings(
+    pub(crate) fn settings(
         log: Arc<FakeLog>,
         saver: Arc<MemorySaver>,
         end: watch::Receiver<Option<DateTime<Utc>>>,
@@ -924,7 +956,7 @@ pub(crate) mod tests {
     }
 
     /// The slot of the only stream group of a test reader.
-    fn slot(settings: &ReaderSettings, start: DateTime<Utc>) -> Slot {
+    pub(crate) fn slot(settings: &ReaderSettings, start: DateTime<Utc>) -> Slot {
         settings
             .stats
             .begin_generation(1, &[start], false)

@@ -10,7 +10,12 @@
 //! ```text
 //! cargo build --release -p scylla-cdc-test-utils -p scylla-cdc-bench
 //! target/release/reader-bench --partitions 1000 --sizes 1000,10000
+//! target/release/reader-bench --partitions 1000 --sizes 1000 --api change
 //! ```
+//!
+//! `--api change` reads through the change API (`change_consumer_factory`: every row is
+//! copied out of its page into an owned `Change`) with a consumer that counts the rows of
+//! each change, to compare its CPU per row with the row API's.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,8 +23,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use clap::Parser;
-use scylla_cdc::{CDCLogReaderBuilder, CDCRow, Consumer, ConsumerFactory};
+use clap::{Parser, ValueEnum};
+use scylla_cdc::{
+    CDCLogReaderBuilder, CDCRow, Change, ChangeConsumer, ChangeConsumerFactory, Consumer,
+    ConsumerFactory,
+};
 use scylla_cdc_bench::{Emulator, emulator_binary, mib, own_usage, random_loopback};
 
 /// Log reader throughput, CPU per row and memory over a preloaded backlog.
@@ -46,6 +54,18 @@ struct Args {
     /// The `scylla-emulator` binary (default: next to this one).
     #[arg(long)]
     emulator: Option<PathBuf>,
+    /// The consumer API the reader delivers through.
+    #[arg(long, value_enum, default_value_t = Api::Row)]
+    api: Api,
+}
+
+/// Which consumer API is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Api {
+    /// `consumer_factory`: a `CDCRow` per log row.
+    Row,
+    /// `change_consumer_factory`: an owned `Change` per `(stream, cdc$time)`.
+    Change,
 }
 
 /// Counts rows; does nothing else.
@@ -64,6 +84,23 @@ struct CounterFactory(Arc<AtomicU64>);
 #[async_trait]
 impl ConsumerFactory for CounterFactory {
     async fn new_consumer(&self) -> Box<dyn Consumer> {
+        Box::new(Counter(self.0.clone()))
+    }
+}
+
+/// Counts the rows of each change; does nothing else.
+#[async_trait]
+impl ChangeConsumer for Counter {
+    async fn consume_change(&mut self, change: Change) -> anyhow::Result<()> {
+        self.0
+            .fetch_add(change.rows().len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ChangeConsumerFactory for CounterFactory {
+    async fn new_consumer(&self) -> Box<dyn ChangeConsumer> {
         Box::new(Counter(self.0.clone()))
     }
 }
@@ -144,11 +181,16 @@ async fn run_one(
             samples
         })
     };
-    let (_reader, handle) = CDCLogReaderBuilder::new()
+    let factory = Arc::new(CounterFactory(count.clone()));
+    let builder = CDCLogReaderBuilder::new()
         .session(session.clone())
         .keyspace("bench")
-        .table_name("t")
-        .consumer_factory(Arc::new(CounterFactory(count.clone())))
+        .table_name("t");
+    let builder = match args.api {
+        Api::Row => builder.consumer_factory(factory),
+        Api::Change => builder.change_consumer_factory(factory),
+    };
+    let (_reader, handle) = builder
         .start_timestamp(chrono::DateTime::<chrono::Utc>::UNIX_EPOCH)
         .end_timestamp(end)
         .window_size(Duration::from_secs_f64(args.window_size))
@@ -198,12 +240,13 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let binary = emulator_binary(args.emulator.clone())?;
     println!(
-        "emulator {} ({} nodes x {} shards, {} vnodes each); {} partitions",
+        "emulator {} ({} nodes x {} shards, {} vnodes each); {} partitions; {:?} API",
         binary.display(),
         args.nodes,
         args.shards,
         args.vnodes,
-        args.partitions
+        args.partitions,
+        args.api
     );
     for &size in &args.sizes {
         run_one(&args, &binary, size).await?;

@@ -885,7 +885,7 @@ fn a_log_row_decodes_its_base_columns() {
         s: Option<BTreeSet<i32>>,
     }
     let specs = log_specs();
-    let idx = ColumnIndex::new(&specs).unwrap();
+    let idx = std::sync::Arc::new(ColumnIndex::new(&specs).unwrap());
     let mut r = TestRow::new([1; 16], crate::time::tests::timeuuid(1, 1), 0);
     r.pk = 9;
     r.v = None;

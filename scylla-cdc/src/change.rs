@@ -1,0 +1,1563 @@
+//! Whole changes: every log row of one write, delivered together ([`Change`],
+//! [`ChangeConsumer`], [`ChangeConsumerFactory`]).
+//!
+//! A *change* is every log row of one stream with one `cdc$time`: the pre-images (operation
+//! 0), the deltas in `cdc$batch_seq_no` order (a batch or a multi-row statement gives
+//! several) and the post-images (operation 9). The crate-internal [`ChangeAssembler`] is a
+//! [`Consumer`] that copies the rows of the current `(stream, cdc$time)` out of their page
+//! into a chunk of owned memory shared by consecutive changes and hands the [`Change`] to the user's [`ChangeConsumer`] once it is
+//! complete: at the row with `cdc$end_of_batch = true`, when a row of another
+//! `(stream, cdc$time)` arrives, or when the stream reader finishes a window.
+//!
+//! A change never crosses a window: windows are `cdc$time` ranges and every row of a change
+//! has the same `cdc$time`. Checkpoints are saved only at window ends, after the window's
+//! last change was delivered and flushed, so a restart resumes between two changes and
+//! never delivers part of one.
+//!
+//! [`RowChange`] groups the rows of a change by the base row they touch and merges pre-image,
+//! deltas and post-image into the [`RowImage`]s a user expects ([`RowChange::before`],
+//! [`RowChange::after`]); nothing is decoded until those are called.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use chrono::{DateTime, Utc};
+use scylla::deserialize::value::DeserializeValue;
+use scylla::frame::response::result::{ColumnSpec, ColumnType};
+use scylla::value::CqlValue;
+use uuid::Uuid;
+
+use crate::cdc_types::StreamID;
+use crate::consumer::{
+    CDCRow, CellSource, ColumnIndex, Consumer, OperationType, RowHeader, RowRef, read_u32,
+};
+use crate::error::ColumnError;
+
+/// Receives the whole changes of one stream group, in order: the changes of one stream in
+/// `cdc$time` order, each exactly once per run (see the crate docs for guarantees).
+#[async_trait]
+pub trait ChangeConsumer: Send {
+    /// Handles one change. Returning an error stops the whole reader, like an error of
+    /// [`Consumer::consume_cdc`].
+    async fn consume_change(&mut self, change: Change) -> anyhow::Result<()>;
+
+    /// Finishes the work `consume_change` has accepted so far; called before a checkpoint
+    /// is saved and when the stream group is done (see [`Consumer::flush`]). The default
+    /// does nothing.
+    async fn flush(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// Makes one [`ChangeConsumer`] per stream group; given to
+/// [`crate::CDCLogReaderBuilder::change_consumer_factory`].
+#[async_trait]
+pub trait ChangeConsumerFactory: Send + Sync {
+    /// A new consumer, called when a stream group starts being read.
+    async fn new_consumer(&self) -> Box<dyn ChangeConsumer>;
+
+    /// A new consumer for a stream group of `table` (the base table's name, as stored). The
+    /// reader always calls this one; the default calls [`Self::new_consumer`]. Override it
+    /// when the consumers of a reader of several tables
+    /// ([`crate::CDCLogReaderBuilder::tables`]) differ by table.
+    async fn new_consumer_for_table(&self, table: &str) -> Box<dyn ChangeConsumer> {
+        let _ = table;
+        self.new_consumer().await
+    }
+}
+
+/// The columns of one log schema, owned, and the base table's name: shared by every change
+/// read with that schema.
+struct Schema {
+    index: Arc<ColumnIndex>,
+    specs: Arc<[ColumnSpec<'static>]>,
+    table: Arc<str>,
+}
+
+/// A row record in a change's buffer: its length (`u32`), the schema it was read with (`u8`:
+/// 0 the change's schema, `i > 0` the `i`-th of its other schemas), the operation code
+/// (`i8`), flags (`u8`), padding, `cdc$batch_seq_no` (`i32`), `cdc$ttl` (`i64`), the number
+/// of cells (`u32`), the cells' ranges, then the cells' bytes. Integers are little-endian.
+const RECORD_HEADER: usize = 24;
+const FLAG_END_OF_BATCH: u8 = 1;
+const FLAG_TTL: u8 = 2;
+/// The least size of the buffers the rows of changes are copied into: one allocation serves
+/// the changes of many rows (a change kept by a consumer keeps its buffer alive).
+const CHUNK: usize = 16 * 1024;
+
+/// Every log row of one write to one base partition: one stream, one `cdc$time`.
+///
+/// Owned and cheap to clone (its rows are in a shared, reference-counted buffer), so it can
+/// be kept, sent to another task or handed again after a failure. Rows are read with
+/// [`ChangeRow`]'s accessors (the same as [`CDCRow`]'s); [`Change::row_changes`] groups them
+/// by base row and merges them into [`RowImage`]s.
+#[derive(Clone)]
+pub struct Change {
+    stream_id: StreamID,
+    time: Uuid,
+    rows: u32,
+    schema: Arc<Schema>,
+    /// Schemas of rows read after a schema change in the middle of the change (rare).
+    other_schemas: Option<Arc<[Arc<Schema>]>>,
+    /// The row records, back to back.
+    data: Bytes,
+}
+
+/// The rows of a [`Change`], in order.
+struct Records<'c> {
+    change: &'c Change,
+    rest: &'c [u8],
+    left: usize,
+}
+
+impl<'c> Iterator for Records<'c> {
+    type Item = ChangeRow<'c>;
+
+    fn next(&mut self) -> Option<ChangeRow<'c>> {
+        if self.left == 0 {
+            return None;
+        }
+        // Records are written by the assembler: a malformed one ends the rows.
+        let len = read_u32(self.rest, 0)? as usize;
+        let record = self.rest.get(..len)?;
+        self.rest = self.rest.get(len..)?;
+        self.left -= 1;
+        self.change.row(record)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Records<'_> {}
+
+impl Change {
+    /// The stream (log partition) of the change.
+    pub fn stream_id(&self) -> StreamID {
+        self.stream_id
+    }
+
+    /// `cdc$time`: a timeuuid whose time is the base write's timestamp (microseconds).
+    pub fn time(&self) -> Uuid {
+        self.time
+    }
+
+    /// The write time of the change: the time part of `cdc$time` (microsecond precision).
+    pub fn timestamp(&self) -> DateTime<Utc> {
+        crate::time::timeuuid_to_datetime(&self.time)
+    }
+
+    /// The write time of the change in microseconds since the Unix epoch (the base write's
+    /// `USING TIMESTAMP`).
+    pub fn timestamp_micros(&self) -> i64 {
+        crate::time::timeuuid_micros(&self.time)
+    }
+
+    /// The base table's name (without keyspace), as given to the reader.
+    pub fn table(&self) -> &str {
+        &self.schema.table
+    }
+
+    fn row<'c>(&'c self, record: &'c [u8]) -> Option<ChangeRow<'c>> {
+        let schema = match *record.get(4)? {
+            0 => &self.schema,
+            i => self.other_schemas.as_deref()?.get(usize::from(i) - 1)?,
+        };
+        let (operation, is_expiration) = OperationType::from_code(*record.get(5)? as i8);
+        let flags = *record.get(6)?;
+        let seq = read_u32(record, 8)? as i32;
+        let ttl = u64::from(read_u32(record, 12)?) | (u64::from(read_u32(record, 16)?) << 32);
+        let count = read_u32(record, 20)? as usize;
+        Some(ChangeRow {
+            header: RowHeader {
+                stream_id: self.stream_id,
+                time: self.time,
+                batch_seq_no: seq,
+                operation,
+                is_expiration,
+                ttl: (flags & FLAG_TTL != 0).then_some(ttl as i64),
+                end_of_batch: flags & FLAG_END_OF_BATCH != 0,
+            },
+            row: RowRef {
+                index: &schema.index,
+                specs: &schema.specs,
+                cells: CellSource::Packed {
+                    record,
+                    offsets: RECORD_HEADER,
+                    count,
+                },
+            },
+        })
+    }
+
+    /// Every row of the change in `cdc$batch_seq_no` order (pre-images, deltas, post-images).
+    pub fn rows(&self) -> impl ExactSizeIterator<Item = ChangeRow<'_>> + '_ {
+        Records {
+            change: self,
+            rest: &self.data,
+            left: self.rows as usize,
+        }
+    }
+
+    fn rows_where(
+        &self,
+        keep: impl Fn(OperationType) -> bool + 'static,
+    ) -> impl Iterator<Item = ChangeRow<'_>> + '_ {
+        self.rows().filter(move |r| keep(r.operation()))
+    }
+
+    /// The pre-image rows (operation 0), if the table logs pre-images and the rows existed.
+    pub fn pre_images(&self) -> impl Iterator<Item = ChangeRow<'_>> + '_ {
+        self.rows_where(|op| op == OperationType::PreImage)
+    }
+
+    /// The delta rows: every row that is neither a pre-image nor a post-image.
+    pub fn deltas(&self) -> impl Iterator<Item = ChangeRow<'_>> + '_ {
+        self.rows_where(|op| !matches!(op, OperationType::PreImage | OperationType::PostImage))
+    }
+
+    /// The post-image rows (operation 9), if the table logs post-images.
+    pub fn post_images(&self) -> impl Iterator<Item = ChangeRow<'_>> + '_ {
+        self.rows_where(|op| op == OperationType::PostImage)
+    }
+
+    /// The operation of the first delta row (`None` for a change without deltas, which
+    /// Scylla does not write).
+    pub fn operation(&self) -> Option<OperationType> {
+        self.deltas().next().map(|r| r.operation())
+    }
+
+    /// The TTL (seconds) the change set: the first `cdc$ttl` of its deltas, if any.
+    pub fn ttl(&self) -> Option<i64> {
+        self.deltas().find_map(|r| r.ttl())
+    }
+
+    /// The base rows the change touches, in the order of their first delta row: one
+    /// [`RowChange`] per clustering row (and one for the static row), per range deletion and
+    /// per partition deletion.
+    pub fn row_changes(&self) -> Vec<RowChange<'_>> {
+        let partition_deleted = self
+            .deltas()
+            .any(|r| r.operation() == OperationType::PartitionDelete);
+        let mut out: Vec<RowChange<'_>> = Vec::new();
+        // Deltas first, so that the groups are in the order of their deltas; then the images
+        // join the group of their row.
+        let is_image = |r: &ChangeRow<'_>| {
+            matches!(
+                r.operation(),
+                OperationType::PreImage | OperationType::PostImage
+            )
+        };
+        let ordered = self
+            .rows()
+            .filter(|r| !is_image(r))
+            .chain(self.rows().filter(is_image));
+        for row in ordered {
+            let target = match row.operation() {
+                OperationType::PartitionDelete => Target::Partition,
+                OperationType::RowRangeDelInclLeft | OperationType::RowRangeDelExclLeft => {
+                    Target::Range
+                }
+                OperationType::RowRangeDelInclRight | OperationType::RowRangeDelExclRight => {
+                    // The end bound closes the last open range.
+                    if let Some(open) = out
+                        .iter_mut()
+                        .rev()
+                        .find(|c| c.target == Target::Range && c.deltas.len() == 1)
+                    {
+                        open.deltas.push(row);
+                        continue;
+                    }
+                    Target::Range
+                }
+                _ => Target::Row,
+            };
+            if target == Target::Row
+                && let Some(existing) = out
+                    .iter_mut()
+                    .find(|c| c.target == Target::Row && c.key_row().same_key(&row))
+            {
+                existing.add(row);
+                continue;
+            }
+            let mut change = RowChange {
+                target,
+                first: row,
+                pre_image: None,
+                deltas: Vec::new(),
+                post_image: None,
+                partition_deleted,
+            };
+            change.add(row);
+            out.push(change);
+        }
+        out
+    }
+
+    /// The state before the change of the first row it touches (the first of
+    /// [`Change::row_changes`]; see [`RowChange::before`]);
+    /// for changes that touch several rows use [`Change::row_changes`].
+    pub fn before(&self) -> Result<Option<RowImage>, ColumnError> {
+        match self.row_changes().first() {
+            Some(c) => c.before(),
+            None => Ok(None),
+        }
+    }
+
+    /// The state after the change of the first row it touches (see [`RowChange::after`]);
+    /// for changes that touch several rows use [`Change::row_changes`].
+    pub fn after(&self) -> Result<Option<RowImage>, ColumnError> {
+        match self.row_changes().first() {
+            Some(c) => c.after(),
+            None => Ok(None),
+        }
+    }
+}
+
+impl fmt::Debug for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Change")
+            .field("table", &self.table())
+            .field("stream_id", &self.stream_id())
+            .field("time", &self.time())
+            .field("rows", &self.rows().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// One row of a [`Change`], with the accessors of [`CDCRow`].
+#[derive(Clone, Copy)]
+pub struct ChangeRow<'c> {
+    header: RowHeader,
+    row: RowRef<'c>,
+}
+
+impl<'c> ChangeRow<'c> {
+    /// `cdc$batch_seq_no`: the row's position in the change.
+    pub fn batch_seq_no(&self) -> i32 {
+        self.header.batch_seq_no
+    }
+
+    /// `cdc$operation`.
+    pub fn operation(&self) -> OperationType {
+        self.header.operation
+    }
+
+    /// True for Scylla-initiated expirations (`cdc$operation` -3 and -4).
+    pub fn is_expiration(&self) -> bool {
+        self.header.is_expiration
+    }
+
+    /// `cdc$ttl`: the TTL (seconds) the row's cells were written with, if any.
+    pub fn ttl(&self) -> Option<i64> {
+        self.header.ttl
+    }
+
+    /// `cdc$end_of_batch`: true on the last row of the change.
+    pub fn end_of_batch(&self) -> bool {
+        self.header.end_of_batch
+    }
+
+    /// The value of a column, decoded as a [`CqlValue`]; `Ok(None)` when null.
+    pub fn get_value(&self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
+        self.row.get_value_as(name)
+    }
+
+    /// The value of a column decoded straight into a Rust type, e.g.
+    /// `row.get_value_as::<i32>("v")`.
+    pub fn get_value_as<T: DeserializeValue<'c, 'c>>(
+        &self,
+        name: &str,
+    ) -> Result<Option<T>, ColumnError> {
+        self.row.get_value_as(name)
+    }
+
+    /// Whether `cdc$deleted_<name>` is true (see [`CDCRow::is_value_deleted`]).
+    pub fn is_value_deleted(&self, name: &str) -> bool {
+        self.row.is_value_deleted(name)
+    }
+
+    /// `cdc$deleted_elements_<name>` (see [`CDCRow::get_deleted_elements`]).
+    pub fn get_deleted_elements(&self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
+        self.row.get_deleted_elements(name)
+    }
+
+    /// Whether the base table has a column of this name (key or value column).
+    pub fn column_exists(&self, name: &str) -> bool {
+        self.row.column_exists(name)
+    }
+
+    /// Whether the column has a `cdc$deleted_<name>` companion (every non-key column).
+    pub fn column_deletable(&self, name: &str) -> bool {
+        self.row.column_deletable(name)
+    }
+
+    /// Whether the column is a non-frozen collection or UDT.
+    pub fn collection_exists(&self, name: &str) -> bool {
+        self.row.collection_exists(name)
+    }
+
+    /// The names of the base table's columns, in the log's column order.
+    pub fn get_non_cdc_column_names(&self) -> impl Iterator<Item = &'c str> + 'c {
+        self.row.non_cdc_column_names()
+    }
+
+    /// The CQL type of a column of the log (for collections, the log's frozen type).
+    pub fn column_type(&self, name: &str) -> Option<&'c ColumnType<'c>> {
+        self.row.column_type(name)
+    }
+
+    /// The key columns (base columns without a `cdc$deleted_` companion), with the cells.
+    fn key_cells(&self) -> impl Iterator<Item = (usize, Option<&'c [u8]>)> + '_ {
+        let index: &'c ColumnIndex = self.row.index;
+        index
+            .non_cdc()
+            .iter()
+            .filter(move |&&p| index.is_key_column(p))
+            .map(move |&p| (p, self.row.cell(p).flatten()))
+    }
+
+    /// Whether both rows have the same values in their key columns (one base row).
+    fn same_key(&self, other: &ChangeRow<'_>) -> bool {
+        let index = self.row.index;
+        let mut mine = self.key_cells();
+        for (p, theirs) in other.key_cells() {
+            let name = other.row.index.name(p);
+            let Some((q, cell)) = mine.next() else {
+                return false;
+            };
+            if index.name(q) != name || cell != theirs {
+                return false;
+            }
+        }
+        mine.next().is_none()
+    }
+
+    /// The non-null key columns, decoded.
+    fn key_image(&self, image: &mut RowImage) -> Result<(), ColumnError> {
+        for (p, cell) in self.key_cells() {
+            if cell.is_some()
+                && let Some(name) = self.row.index.name(p)
+            {
+                image.set(name, self.get_value(name)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The value columns (base columns with a `cdc$deleted_` companion), by name.
+    fn value_columns(&self) -> impl Iterator<Item = &'c str> + '_ {
+        let index: &'c ColumnIndex = self.row.index;
+        index
+            .non_cdc()
+            .iter()
+            .filter(move |&&p| !index.is_key_column(p))
+            .filter_map(move |&p| index.name(p))
+    }
+}
+
+impl fmt::Debug for ChangeRow<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChangeRow")
+            .field("batch_seq_no", &self.batch_seq_no())
+            .field("operation", &self.operation())
+            .field("ttl", &self.ttl())
+            .field("end_of_batch", &self.end_of_batch())
+            .finish()
+    }
+}
+
+/// What a [`RowChange`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Target {
+    /// One clustering row, or the static row (its key has no clustering columns), or the
+    /// only row of a table without clustering key.
+    Row,
+    /// A range of clustering rows (a range deletion: a start and an end bound row).
+    Range,
+    /// The whole partition (a partition deletion).
+    Partition,
+}
+
+/// The rows of a [`Change`] about one base row (or range, or partition).
+#[derive(Clone, Debug)]
+pub struct RowChange<'c> {
+    target: Target,
+    /// The group's first row.
+    first: ChangeRow<'c>,
+    pre_image: Option<ChangeRow<'c>>,
+    deltas: Vec<ChangeRow<'c>>,
+    post_image: Option<ChangeRow<'c>>,
+    /// The change also deletes the whole partition (which wins over its writes).
+    partition_deleted: bool,
+}
+
+impl<'c> RowChange<'c> {
+    fn add(&mut self, row: ChangeRow<'c>) {
+        match row.operation() {
+            OperationType::PreImage if self.pre_image.is_none() => self.pre_image = Some(row),
+            OperationType::PostImage if self.post_image.is_none() => self.post_image = Some(row),
+            _ => self.deltas.push(row),
+        }
+    }
+
+    /// A row of this group (they share their key).
+    fn key_row(&self) -> ChangeRow<'c> {
+        self.first
+    }
+
+    /// What the rows are about.
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    /// The operation of the first delta row (`None` if there is none, e.g. a lone image).
+    pub fn operation(&self) -> Option<OperationType> {
+        self.deltas.first().map(|r| r.operation())
+    }
+
+    /// Whether this is a deletion: of the row, of a range or of the partition.
+    pub fn is_delete(&self) -> bool {
+        self.deltas.iter().any(|r| {
+            matches!(
+                r.operation(),
+                OperationType::RowDelete
+                    | OperationType::PartitionDelete
+                    | OperationType::RowRangeDelInclLeft
+                    | OperationType::RowRangeDelExclLeft
+                    | OperationType::RowRangeDelInclRight
+                    | OperationType::RowRangeDelExclRight
+            )
+        })
+    }
+
+    /// Whether this is the static row: a [`Target::Row`] whose key has a null column.
+    pub fn is_static(&self) -> bool {
+        self.target == Target::Row && self.key_row().key_cells().any(|(_, c)| c.is_none())
+    }
+
+    /// The pre-image row, if the table logs pre-images and the row existed.
+    pub fn pre_image(&self) -> Option<ChangeRow<'c>> {
+        self.pre_image
+    }
+
+    /// The delta rows, in log order (for a range: its start and end bound rows).
+    pub fn deltas(&self) -> &[ChangeRow<'c>] {
+        &self.deltas
+    }
+
+    /// The post-image row, if the table logs post-images and the row lives on.
+    pub fn post_image(&self) -> Option<ChangeRow<'c>> {
+        self.post_image
+    }
+
+    /// The non-null key columns of the row (for a range: of its start bound; for a
+    /// partition: the partition key).
+    pub fn key(&self) -> Result<RowImage, ColumnError> {
+        let mut image = RowImage::default();
+        self.key_row().key_image(&mut image)?;
+        Ok(image)
+    }
+
+    /// The row before the change: its key columns and the columns of the pre-image.
+    ///
+    /// `None` without a pre-image: the table does not log pre-images (`preimage` off), the
+    /// row did not exist, or this is a range or partition deletion (Scylla writes no
+    /// pre-image for those). With `preimage: true` the image holds only the columns the
+    /// write touched; with `'full'`, every column of the row. A column in the image whose
+    /// value was null is present with [`None`].
+    pub fn before(&self) -> Result<Option<RowImage>, ColumnError> {
+        let Some(pre) = self.pre_image else {
+            return Ok(None);
+        };
+        let mut image = RowImage::default();
+        pre.key_image(&mut image)?;
+        for name in pre.value_columns() {
+            let value = pre.get_value(name)?;
+            if value.is_some() || pre.is_value_deleted(name) {
+                image.set(name, value);
+            }
+        }
+        Ok(Some(image))
+    }
+
+    /// The row after the change.
+    ///
+    /// `None` when the change deletes the row: a row deletion, a range or partition
+    /// deletion, or a change that also deletes the partition. Otherwise the post-image when
+    /// the table logs post-images (every column of the row); else [`RowChange::before`] (or
+    /// only the key columns without a pre-image) merged with the deltas in order: a
+    /// non-null delta value replaces the column, `cdc$deleted_X` makes `X` null; for a
+    /// non-frozen collection `cdc$deleted_X` empties it, then the delta's elements are
+    /// added (map keys and list element ids replace) and `cdc$deleted_elements_X` removed
+    /// (a UDT: non-null fields replace, deleted field indexes become null). Without a
+    /// pre-image holding `X`, a collection the delta only added to holds just the added
+    /// elements, and columns the change did not touch are absent.
+    pub fn after(&self) -> Result<Option<RowImage>, ColumnError> {
+        if self.partition_deleted || self.is_delete() {
+            return Ok(None);
+        }
+        if let Some(post) = self.post_image {
+            let mut image = RowImage::default();
+            post.key_image(&mut image)?;
+            for name in post.value_columns() {
+                image.set(name, post.get_value(name)?);
+            }
+            return Ok(Some(image));
+        }
+        let mut image = match self.before()? {
+            Some(image) => image,
+            None => self.key()?,
+        };
+        for delta in &self.deltas {
+            for name in delta.value_columns() {
+                let deleted = delta.is_value_deleted(name);
+                let value = delta.get_value(name)?;
+                if !delta.collection_exists(name) {
+                    if value.is_some() {
+                        image.set(name, value);
+                    } else if deleted {
+                        image.set(name, None);
+                    }
+                    continue;
+                }
+                let removed = delta.get_deleted_elements(name)?;
+                if !deleted && value.is_none() && removed.is_none() {
+                    continue;
+                }
+                let old = if deleted {
+                    None
+                } else {
+                    image.get(name).cloned()
+                };
+                image.set(name, merge_collection(old, value, removed));
+            }
+        }
+        Ok(Some(image))
+    }
+}
+
+/// `old` with `added` elements added and the `removed` keys (or UDT field indexes) removed.
+fn merge_collection(
+    old: Option<CqlValue>,
+    added: Option<CqlValue>,
+    removed: Option<CqlValue>,
+) -> Option<CqlValue> {
+    let removed: Vec<CqlValue> = match removed {
+        Some(CqlValue::Set(v)) | Some(CqlValue::List(v)) => v,
+        _ => Vec::new(),
+    };
+    let merged = match (old, added) {
+        (None, None) => return None,
+        (Some(v), None) | (None, Some(v)) => v,
+        (Some(CqlValue::Map(mut old)), Some(CqlValue::Map(new))) => {
+            for (k, v) in new {
+                match old.iter_mut().find(|(ok, _)| *ok == k) {
+                    Some(entry) => entry.1 = v,
+                    None => old.push((k, v)),
+                }
+            }
+            CqlValue::Map(old)
+        }
+        (Some(CqlValue::Set(mut old)), Some(CqlValue::Set(new))) => {
+            for v in new {
+                if !old.contains(&v) {
+                    old.push(v);
+                }
+            }
+            CqlValue::Set(old)
+        }
+        (
+            Some(CqlValue::UserDefinedType {
+                fields: mut old, ..
+            }),
+            Some(CqlValue::UserDefinedType {
+                keyspace,
+                name,
+                fields: new,
+            }),
+        ) => {
+            for (field, value) in new {
+                if value.is_none() {
+                    continue;
+                }
+                match old.iter_mut().find(|(f, _)| *f == field) {
+                    Some(entry) => entry.1 = value,
+                    None => old.push((field, value)),
+                }
+            }
+            CqlValue::UserDefinedType {
+                keyspace,
+                name,
+                fields: old,
+            }
+        }
+        // Types that do not match: the delta wins.
+        (Some(_), Some(new)) => new,
+    };
+    Some(match merged {
+        CqlValue::Map(mut m) => {
+            m.retain(|(k, _)| !removed.contains(k));
+            CqlValue::Map(m)
+        }
+        CqlValue::Set(mut s) => {
+            s.retain(|v| !removed.contains(v));
+            CqlValue::Set(s)
+        }
+        CqlValue::UserDefinedType {
+            keyspace,
+            name,
+            mut fields,
+        } => {
+            for r in &removed {
+                let i = match r {
+                    CqlValue::SmallInt(i) => usize::try_from(*i).ok(),
+                    CqlValue::Int(i) => usize::try_from(*i).ok(),
+                    _ => None,
+                };
+                if let Some(field) = i.and_then(|i| fields.get_mut(i)) {
+                    field.1 = None;
+                }
+            }
+            CqlValue::UserDefinedType {
+                keyspace,
+                name,
+                fields,
+            }
+        }
+        other => other,
+    })
+}
+
+/// Column values of one base row, by column name: a column present with `None` is known to
+/// be null; an absent column is not known (not in the image).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RowImage {
+    columns: Vec<(String, Option<CqlValue>)>,
+}
+
+impl RowImage {
+    fn set(&mut self, name: &str, value: Option<CqlValue>) {
+        match self.columns.iter_mut().find(|(n, _)| n == name) {
+            Some(entry) => entry.1 = value,
+            None => self.columns.push((name.to_owned(), value)),
+        }
+    }
+
+    /// The column's value: `None` when it is null or not in the image.
+    pub fn get(&self, name: &str) -> Option<&CqlValue> {
+        self.columns
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, v)| v.as_ref())
+    }
+
+    /// Whether the image holds the column (possibly as null).
+    pub fn contains(&self, name: &str) -> bool {
+        self.columns.iter().any(|(n, _)| n == name)
+    }
+
+    /// The columns, key columns first then in the log's column order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Option<&CqlValue>)> + '_ {
+        self.columns.iter().map(|(n, v)| (n.as_str(), v.as_ref()))
+    }
+
+    /// The number of columns in the image.
+    pub fn len(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// Whether the image holds no column.
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty()
+    }
+}
+
+/// The change being assembled (its rows are in the assembler's buffer).
+struct Pending {
+    stream_id: StreamID,
+    time: Uuid,
+    rows: u32,
+    schema: Arc<Schema>,
+    other_schemas: Vec<Arc<Schema>>,
+}
+
+/// The [`Consumer`] behind [`crate::CDCLogReaderBuilder::change_consumer_factory`]: it
+/// copies the rows of the current `(stream, cdc$time)` into its buffer and hands the
+/// [`Change`] to the user's [`ChangeConsumer`] once complete.
+pub(crate) struct ChangeAssembler {
+    consumer: Box<dyn ChangeConsumer>,
+    table: Arc<str>,
+    /// The schema of the last row.
+    schema: Option<Arc<Schema>>,
+    /// The rows of the pending change (split off into the change when it is delivered).
+    buf: BytesMut,
+    pending: Option<Pending>,
+    /// The last change whose delivery failed (or panicked), until it is delivered or given
+    /// up: see [`Retrigger`].
+    failed: Option<(Change, Retrigger)>,
+}
+
+/// The row whose `consume_cdc` tried to deliver a change, and whether that row belongs to
+/// the change (its last row) or came after it (a change without `cdc$end_of_batch`).
+///
+/// The reader's consumer error policy either hands the same row over again — the change is
+/// then delivered again, whole — or moves on to the next row, having given up on this one
+/// (skipped or written as a dead letter): the change is given up with it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Retrigger {
+    stream_id: StreamID,
+    time: Uuid,
+    batch_seq_no: i32,
+    in_change: bool,
+}
+
+impl Retrigger {
+    fn of(header: &RowHeader, in_change: bool) -> Self {
+        Self {
+            stream_id: header.stream_id,
+            time: header.time,
+            batch_seq_no: header.batch_seq_no,
+            in_change,
+        }
+    }
+
+    fn is_row(&self, header: &RowHeader) -> bool {
+        self.stream_id == header.stream_id
+            && self.time == header.time
+            && self.batch_seq_no == header.batch_seq_no
+    }
+}
+
+impl ChangeAssembler {
+    /// An assembler feeding `consumer` with the changes of table `table`.
+    pub(crate) fn new(consumer: Box<dyn ChangeConsumer>, table: Arc<str>) -> Self {
+        Self {
+            consumer,
+            table,
+            schema: None,
+            buf: BytesMut::new(),
+            pending: None,
+            failed: None,
+        }
+    }
+
+    /// Hands `change` to the consumer; keeps it (with the row that triggered it) until the
+    /// consumer has taken it, so that a retry of that row delivers it again.
+    async fn hand_over(
+        &mut self,
+        change: Change,
+        trigger: Option<Retrigger>,
+    ) -> anyhow::Result<()> {
+        if let Some(trigger) = trigger {
+            self.failed = Some((change.clone(), trigger));
+        }
+        self.consumer.consume_change(change).await?;
+        self.failed = None;
+        Ok(())
+    }
+
+    /// Hands the pending change, if any, to the consumer.
+    async fn deliver(&mut self, trigger: Option<Retrigger>) -> anyhow::Result<()> {
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
+        let change = Change {
+            stream_id: p.stream_id,
+            time: p.time,
+            rows: p.rows,
+            schema: p.schema,
+            other_schemas: (!p.other_schemas.is_empty()).then(|| p.other_schemas.into()),
+            data: self.buf.split().freeze(),
+        };
+        self.hand_over(change, trigger).await
+    }
+
+    /// The shared schema of a row's index.
+    fn schema_of(&mut self, raw: &RowRef<'_>) -> Arc<Schema> {
+        match &self.schema {
+            Some(s) if Arc::ptr_eq(&s.index, raw.index) => s.clone(),
+            _ => {
+                let s = Arc::new(Schema {
+                    index: raw.index.clone(),
+                    specs: raw.index.owned_specs(raw.specs),
+                    table: self.table.clone(),
+                });
+                self.schema = Some(s.clone());
+                s
+            }
+        }
+    }
+
+    /// Copies a row into the pending change (started if needed).
+    fn append(&mut self, header: RowHeader, raw: RowRef<'_>) -> anyhow::Result<()> {
+        let same_schema = self
+            .schema
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(&s.index, raw.index));
+        let schema = if same_schema {
+            None
+        } else {
+            Some(self.schema_of(&raw))
+        };
+        let pending = match &mut self.pending {
+            Some(p) => p,
+            None => self.pending.insert(Pending {
+                stream_id: header.stream_id,
+                time: header.time,
+                rows: 0,
+                schema: match &schema {
+                    Some(s) => s.clone(),
+                    None => self
+                        .schema
+                        .clone()
+                        .ok_or_else(|| anyhow::anyhow!("change assembler: no schema for a row"))?,
+                },
+                other_schemas: Vec::new(),
+            }),
+        };
+        let schema_slot = if Arc::ptr_eq(&pending.schema.index, raw.index) {
+            0
+        } else if let Some(i) = pending
+            .other_schemas
+            .iter()
+            .position(|s| Arc::ptr_eq(&s.index, raw.index))
+        {
+            i + 1
+        } else {
+            let s = schema.ok_or_else(|| anyhow::anyhow!("change assembler: schema lost"))?;
+            pending.other_schemas.push(s);
+            pending.other_schemas.len()
+        };
+        let schema_slot = u8::try_from(schema_slot)
+            .map_err(|_| anyhow::anyhow!("more than 255 schema changes within one change"))?;
+
+        let count = raw.len();
+        let cells_at = RECORD_HEADER + 8 * count;
+        let data_len: usize = match raw.cells {
+            CellSource::Slices(cells) => cells.iter().flatten().map(|c| c.len()).sum(),
+            CellSource::Packed { .. } => (0..count)
+                .filter_map(|p| raw.cell(p).flatten())
+                .map(<[u8]>::len)
+                .sum(),
+        };
+        let len = cells_at + data_len;
+        let too_large = || anyhow::anyhow!("a log row of {len} bytes is too large to keep");
+        let len32 = u32::try_from(len).map_err(|_| too_large())?;
+        if len32 == u32::MAX {
+            return Err(too_large());
+        }
+        if self.buf.capacity() - self.buf.len() < len {
+            self.buf.reserve(len.max(CHUNK));
+        }
+        let mut flags = 0;
+        if header.end_of_batch {
+            flags |= FLAG_END_OF_BATCH;
+        }
+        if header.ttl.is_some() {
+            flags |= FLAG_TTL;
+        }
+        // The record is written into its zeroed space in one pass, without a capacity check
+        // per field.
+        let start = self.buf.len();
+        self.buf.resize(start + len, 0);
+        let record = self
+            .buf
+            .get_mut(start..)
+            .ok_or_else(|| anyhow::anyhow!("change assembler: buffer too short"))?;
+        let mut header_bytes = [0u8; RECORD_HEADER];
+        header_bytes[0..4].copy_from_slice(&len32.to_le_bytes());
+        header_bytes[4] = schema_slot;
+        header_bytes[5] = header.operation.code(header.is_expiration) as u8;
+        header_bytes[6] = flags;
+        header_bytes[8..12].copy_from_slice(&header.batch_seq_no.to_le_bytes());
+        header_bytes[12..20].copy_from_slice(&header.ttl.unwrap_or(0).to_le_bytes());
+        header_bytes[20..24].copy_from_slice(&(count as u32).to_le_bytes());
+        let mut writer = RecordWriter {
+            record,
+            range_at: RECORD_HEADER,
+            data_at: cells_at,
+        };
+        writer.put(0, &header_bytes)?;
+        match raw.cells {
+            CellSource::Slices(cells) => {
+                for &cell in cells {
+                    writer.cell(cell)?;
+                }
+            }
+            CellSource::Packed { .. } => {
+                for p in 0..count {
+                    writer.cell(raw.cell(p).flatten())?;
+                }
+            }
+        }
+        pending.rows += 1;
+        Ok(())
+    }
+}
+
+/// Writes the cells of a row record into its space.
+struct RecordWriter<'b> {
+    record: &'b mut [u8],
+    /// Where the next cell range goes.
+    range_at: usize,
+    /// Where the next cell's bytes go.
+    data_at: usize,
+}
+
+impl RecordWriter<'_> {
+    fn put(&mut self, at: usize, bytes: &[u8]) -> anyhow::Result<()> {
+        self.record
+            .get_mut(at..at + bytes.len())
+            .ok_or_else(|| anyhow::anyhow!("change assembler: a row record overflows"))?
+            .copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn cell(&mut self, cell: Option<&[u8]>) -> anyhow::Result<()> {
+        let mut range = [0xffu8; 8];
+        if let Some(bytes) = cell {
+            // The record's length fits in a u32: so do the offsets within it.
+            let end = self.data_at + bytes.len();
+            range[0..4].copy_from_slice(&(self.data_at as u32).to_le_bytes());
+            range[4..8].copy_from_slice(&(end as u32).to_le_bytes());
+            self.put(self.data_at, bytes)?;
+            self.data_at = end;
+        }
+        self.put(self.range_at, &range)?;
+        self.range_at += 8;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Consumer for ChangeAssembler {
+    async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
+        let header = row.header();
+        if let Some((change, trigger)) = self.failed.take()
+            && trigger.is_row(&header)
+        {
+            // The reader hands over again the row whose change could not be delivered.
+            self.hand_over(change, Some(trigger)).await?;
+            if trigger.in_change {
+                return Ok(());
+            }
+        }
+        // Compared as integers: a call to `memcmp` per row otherwise.
+        let same = |a: &[u8; 16], b: &[u8; 16]| u128::from_ne_bytes(*a) == u128::from_ne_bytes(*b);
+        if let Some(p) = &self.pending
+            && !(same(p.stream_id.as_bytes(), header.stream_id.as_bytes())
+                && same(p.time.as_bytes(), header.time.as_bytes()))
+        {
+            self.deliver(Some(Retrigger::of(&header, false))).await?;
+        }
+        self.append(header, row.raw())?;
+        if header.end_of_batch {
+            self.deliver(Some(Retrigger::of(&header, true))).await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> anyhow::Result<()> {
+        self.deliver(None).await?;
+        self.consumer.flush().await
+    }
+
+    async fn end_of_window(&mut self) -> anyhow::Result<()> {
+        self.deliver(None).await
+    }
+}
+
+/// Makes a [`ChangeAssembler`] around each consumer of a [`ChangeConsumerFactory`].
+pub(crate) struct AssemblerFactory {
+    factory: Arc<dyn ChangeConsumerFactory>,
+}
+
+impl AssemblerFactory {
+    /// Assemblers around the consumers of `factory`.
+    pub(crate) fn new(factory: Arc<dyn ChangeConsumerFactory>) -> Self {
+        Self { factory }
+    }
+}
+
+#[async_trait]
+impl crate::consumer::ConsumerFactory for AssemblerFactory {
+    async fn new_consumer(&self) -> Box<dyn Consumer> {
+        self.new_consumer_for_table("").await
+    }
+
+    async fn new_consumer_for_table(&self, table: &str) -> Box<dyn Consumer> {
+        Box::new(ChangeAssembler::new(
+            self.factory.new_consumer_for_table(table).await,
+            Arc::from(table),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cdc_types::GenerationTimestamp;
+    use crate::checkpoints::tests::MemorySaver;
+    use crate::consumer::tests::{TestRow, log_specs};
+    use crate::stream_reader::StreamReader;
+    use crate::stream_reader::tests::{BASE, FakeLog, ms, settings, slot, stream};
+    use crate::time::tests::timeuuid;
+    use std::sync::Mutex;
+    use std::time::Duration;
+    use tokio::sync::watch;
+
+    /// Keeps every change it gets; counts flushes.
+    #[derive(Clone, Default)]
+    struct Keep {
+        changes: Arc<Mutex<Vec<Change>>>,
+        flushes: Arc<Mutex<usize>>,
+    }
+
+    #[async_trait]
+    impl ChangeConsumer for Keep {
+        async fn consume_change(&mut self, change: Change) -> anyhow::Result<()> {
+            self.changes.lock().unwrap().push(change);
+            Ok(())
+        }
+
+        async fn flush(&mut self) -> anyhow::Result<()> {
+            *self.flushes.lock().unwrap() += 1;
+            Ok(())
+        }
+    }
+
+    fn keeper() -> (Keep, ChangeAssembler) {
+        let keep = Keep::default();
+        let assembler = ChangeAssembler::new(Box::new(keep.clone()), Arc::from("t"));
+        (keep, assembler)
+    }
+
+    /// Feeds rows to an assembler one by one (each from its own "page"), then flushes.
+    async fn assemble(rows: &[TestRow]) -> Vec<Change> {
+        let (keep, mut assembler) = keeper();
+        let specs = log_specs();
+        let index = Arc::new(ColumnIndex::new(&specs).unwrap());
+        for r in rows {
+            let cells = r.cells();
+            let refs: Vec<Option<&[u8]>> = cells.iter().map(|c| c.as_deref()).collect();
+            let header = index.header(&refs).unwrap();
+            assembler
+                .consume_cdc(CDCRow::new(header, &index, &specs, &refs))
+                .await
+                .unwrap();
+        }
+        assembler.flush().await.unwrap();
+        assert_eq!(*keep.flushes.lock().unwrap(), 1);
+        keep.changes.lock().unwrap().clone()
+    }
+
+    /// A row of stream `[s; 16]` at `micros` with seq, operation and `eob` as given.
+    fn at(s: u8, micros: i64, seq: i32, op: i8, eob: bool) -> TestRow {
+        let mut r = TestRow::new([s; 16], timeuuid(micros, 0x1111 * s as u64), seq);
+        r.op = op;
+        r.eob = eob;
+        r
+    }
+
+    #[tokio::test]
+    async fn rows_of_one_time_make_one_change_and_accessors_read_owned_cells() {
+        let mut pre = at(1, 10, 0, 0, false);
+        pre.v = Some(1);
+        let mut delta = at(1, 10, 1, 1, false);
+        delta.v = Some(2);
+        delta.ttl = Some(30);
+        let mut post = at(1, 10, 2, 9, true);
+        post.v = Some(2);
+        let mut other = at(1, 11, 0, 3, true);
+        other.ck = Some(5);
+        let changes = assemble(&[pre, delta, post, other]).await;
+        assert_eq!(changes.len(), 2);
+        let c = &changes[0];
+        assert_eq!(c.table(), "t");
+        assert_eq!(c.stream_id(), stream(1));
+        assert_eq!(c.timestamp_micros(), 10);
+        assert_eq!(c.rows().len(), 3);
+        assert_eq!(c.operation(), Some(OperationType::RowUpdate));
+        assert_eq!(c.ttl(), Some(30));
+        assert_eq!(c.pre_images().count(), 1);
+        assert_eq!(c.post_images().count(), 1);
+        let d: Vec<_> = c.deltas().collect();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].batch_seq_no(), 1);
+        assert_eq!(d[0].get_value_as::<i32>("v").unwrap(), Some(2));
+        assert_eq!(d[0].get_value("pk").unwrap(), Some(CqlValue::Int(0)));
+        assert!(d[0].get_value("nope").is_err());
+        assert!(d[0].column_deletable("v") && !d[0].column_deletable("pk"));
+        assert!(d[0].collection_exists("s"));
+        assert_eq!(
+            d[0].get_non_cdc_column_names().collect::<Vec<_>>(),
+            vec!["ck", "pk", "s", "v"]
+        );
+        // A clone shares the rows.
+        let copy = c.clone();
+        drop(changes);
+        assert_eq!(copy.rows().last().map(|r| r.end_of_batch()), Some(true));
+        assert!(format!("{copy:?}").contains("PostImage"));
+    }
+
+    #[tokio::test]
+    async fn a_new_time_or_stream_completes_a_change_without_end_of_batch() {
+        // No `cdc$end_of_batch` anywhere: the next (stream, time) and the flush complete them.
+        let rows = [
+            at(1, 10, 0, 1, false),
+            at(1, 10, 1, 1, false),
+            at(2, 10, 0, 1, false),
+            at(2, 12, 0, 2, false),
+        ];
+        let changes = assemble(&rows).await;
+        let shape: Vec<(u8, i64, usize)> = changes
+            .iter()
+            .map(|c| {
+                (
+                    c.stream_id().as_bytes()[0],
+                    c.timestamp_micros(),
+                    c.rows().len(),
+                )
+            })
+            .collect();
+        assert_eq!(shape, vec![(1, 10, 2), (2, 10, 1), (2, 12, 1)]);
+    }
+
+    #[tokio::test]
+    async fn before_and_after_merge_images_and_deltas() {
+        // Pre-image v=1 s={1,2}; delta: s + {3} - {1}; no post-image.
+        let mut pre = at(1, 10, 0, 0, false);
+        pre.v = Some(1);
+        pre.s = Some(vec![1, 2]);
+        let mut delta = at(1, 10, 1, 1, true);
+        delta.s = Some(vec![3]);
+        delta.dele_s = Some(vec![1]);
+        let c = &assemble(&[pre, delta]).await[0];
+        let rows = c.row_changes();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].target(), Target::Row);
+        assert!(!rows[0].is_static() && !rows[0].is_delete());
+        let before = c.before().unwrap().unwrap();
+        assert_eq!(before.get("v"), Some(&CqlValue::Int(1)));
+        assert_eq!(before.get("ck"), Some(&CqlValue::Int(0)));
+        let after = c.after().unwrap().unwrap();
+        assert_eq!(after.get("v"), Some(&CqlValue::Int(1)));
+        assert_eq!(
+            after.get("s"),
+            Some(&CqlValue::Set(vec![CqlValue::Int(2), CqlValue::Int(3)]))
+        );
+
+        // No pre-image; a deleted column is known null; the overwritten set is exact.
+        let mut delta = at(1, 20, 0, 1, true);
+        delta.del_v = true;
+        delta.s = Some(vec![7]);
+        let c = &assemble(&[delta]).await[0];
+        assert_eq!(c.before().unwrap(), None);
+        let after = c.after().unwrap().unwrap();
+        assert!(after.contains("v") && after.get("v").is_none());
+        assert_eq!(after.get("s"), Some(&CqlValue::Set(vec![CqlValue::Int(7)])));
+
+        // A post-image wins over the merge.
+        let mut delta = at(1, 30, 0, 2, false);
+        delta.v = Some(5);
+        let mut post = at(1, 30, 1, 9, true);
+        post.v = Some(5);
+        post.s = Some(vec![9]);
+        let after = assemble(&[delta, post]).await[0].after().unwrap().unwrap();
+        assert_eq!(after.get("s"), Some(&CqlValue::Set(vec![CqlValue::Int(9)])));
+        assert_eq!(after.len(), 4);
+    }
+
+    #[tokio::test]
+    async fn deletes_have_no_after_and_rows_are_grouped_by_key() {
+        // A static-row update, two clustering rows, a range and a partition deletion.
+        let mut st = at(1, 10, 0, 1, false);
+        st.ck = None;
+        st.v = Some(1);
+        let mut r1 = at(1, 10, 1, 1, false);
+        r1.ck = Some(1);
+        let mut r2 = at(1, 10, 2, 3, false);
+        r2.ck = Some(2);
+        let mut lo = at(1, 10, 3, 5, false);
+        lo.ck = Some(3);
+        let mut hi = at(1, 10, 4, 8, false);
+        hi.ck = Some(6);
+        let mut post = at(1, 10, 5, 9, true);
+        post.ck = Some(1);
+        let c = &assemble(&[st, r1, r2, lo, hi, post]).await[0];
+        let rows = c.row_changes();
+        let shape: Vec<(Target, bool, bool, usize, bool)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.target(),
+                    r.is_static(),
+                    r.is_delete(),
+                    r.deltas().len(),
+                    r.post_image().is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (Target::Row, true, false, 1, false),
+                (Target::Row, false, false, 1, true),
+                (Target::Row, false, true, 1, false),
+                (Target::Range, false, true, 2, false),
+            ]
+        );
+        assert!(rows[0].after().unwrap().is_some());
+        assert_eq!(rows[0].key().unwrap().get("ck"), None);
+        assert!(rows[2].after().unwrap().is_none());
+        assert!(rows[3].after().unwrap().is_none());
+        assert_eq!(
+            rows[3].deltas()[1].get_value("ck").unwrap(),
+            Some(CqlValue::Int(6))
+        );
+
+        let mut pd = at(1, 20, 1, 4, true);
+        pd.ck = None;
+        let mut ins = at(1, 20, 0, 2, false);
+        ins.v = Some(3);
+        let c = &assemble(&[ins, pd]).await[0];
+        let rows = c.row_changes();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].target(), Target::Partition);
+        // The partition deletion (same timestamp) wins over the insert.
+        assert!(rows.iter().all(|r| r.after().unwrap().is_none()));
+    }
+
+    #[test]
+    fn collections_and_udts_merge() {
+        let m = |kv: &[(i32, i32)]| {
+            CqlValue::Map(
+                kv.iter()
+                    .map(|(k, v)| (CqlValue::Int(*k), CqlValue::Int(*v)))
+                    .collect(),
+            )
+        };
+        let set = |v: &[i32]| CqlValue::Set(v.iter().map(|i| CqlValue::Int(*i)).collect());
+        assert_eq!(
+            merge_collection(Some(m(&[(1, 1), (2, 2)])), Some(m(&[(2, 5), (3, 3)])), None),
+            Some(m(&[(1, 1), (2, 5), (3, 3)]))
+        );
+        assert_eq!(
+            merge_collection(Some(m(&[(1, 1), (2, 2)])), None, Some(set(&[1]))),
+            Some(m(&[(2, 2)]))
+        );
+        assert_eq!(merge_collection(None, None, Some(set(&[1]))), None);
+        let udt = |a: Option<i32>, b: Option<i32>| CqlValue::UserDefinedType {
+            keyspace: "ks".into(),
+            name: "u".into(),
+            fields: vec![
+                ("a".into(), a.map(CqlValue::Int)),
+                ("b".into(), b.map(CqlValue::Int)),
+            ],
+        };
+        assert_eq!(
+            merge_collection(
+                Some(udt(Some(1), Some(2))),
+                Some(udt(Some(7), None)),
+                Some(CqlValue::Set(vec![CqlValue::SmallInt(1)]))
+            ),
+            Some(udt(Some(7), None))
+        );
+    }
+
+    /// Changes of several rows, in two streams, read with pages of 1 to 3 rows and
+    /// windows of one second, are delivered whole and once, with or without
+    /// `cdc$end_of_batch` (then the next change or the window's end completes them).
+    #[tokio::test(start_paused = true)]
+    async fn changes_straddling_pages_are_delivered_whole_and_once() {
+        for (page_size, eob) in [(1, true), (2, true), (3, true), (1, false), (2, false)] {
+            let log = Arc::new(FakeLog::new(page_size));
+            let start_us = (BASE - 3_600_000) * 1000;
+            let mut expected = Vec::new();
+            for i in 0..12i64 {
+                for s in [1u8, 2] {
+                    let n = 1 + ((i as usize + s as usize) % 4);
+                    let t = start_us + i * 700_000 + s as i64;
+                    for seq in 0..n {
+                        let mut r = at(s, t, seq as i32, 1, eob && seq + 1 == n);
+                        r.v = Some(seq as i32);
+                        log.push(r);
+                    }
+                    expected.push((s, t, n));
+                }
+            }
+            let (_end_tx, end_rx) = watch::channel(Some(ms(BASE - 3_000_000)));
+            let (_gen_tx, gen_rx) = watch::channel(None);
+            let mut settings = settings(log, Arc::new(MemorySaver::default()), end_rx);
+            settings.window_size = Duration::from_secs(1);
+            let start = ms(BASE - 3_600_000);
+            let slot = slot(&settings, start);
+            let keep = Keep::default();
+            let reader = StreamReader::new(
+                settings,
+                vec![stream(1), stream(2)],
+                GenerationTimestamp::new(ms(0)),
+                gen_rx,
+                start,
+                Box::new(ChangeAssembler::new(Box::new(keep.clone()), Arc::from("t"))),
+                slot,
+            );
+            reader.run().await.unwrap();
+            let changes = keep.changes.lock().unwrap().clone();
+            let mut got: Vec<(u8, i64, usize)> = Vec::new();
+            for c in &changes {
+                let seqs: Vec<i32> = c.rows().map(|r| r.batch_seq_no()).collect();
+                let values: Vec<Option<i32>> = c
+                    .rows()
+                    .map(|r| r.get_value_as::<i32>("v").unwrap())
+                    .collect();
+                assert_eq!(seqs, (0..seqs.len() as i32).collect::<Vec<_>>());
+                assert_eq!(values, seqs.iter().map(|s| Some(*s)).collect::<Vec<_>>());
+                assert_eq!(c.rows().last().map(|r| r.end_of_batch()), Some(eob));
+                got.push((
+                    c.stream_id().as_bytes()[0],
+                    c.timestamp_micros(),
+                    c.rows().len(),
+                ));
+            }
+            got.sort();
+            expected.sort();
+            assert_eq!(got, expected, "page size {page_size}");
+        }
+    }
+
+    /// A change consumer that fails (or panics) on the changes whose first `v` is in
+    /// `fail`, `times` times each (u32::MAX: always), and keeps the others.
+    #[derive(Clone, Default)]
+    struct Fussy {
+        fail: Vec<i32>,
+        times: u32,
+        panics: bool,
+        failures: Arc<Mutex<std::collections::HashMap<i32, u32>>>,
+        changes: Arc<Mutex<Vec<Change>>>,
+    }
+
+    #[async_trait]
+    impl ChangeConsumer for Fussy {
+        async fn consume_change(&mut self, change: Change) -> anyhow::Result<()> {
+            let first = change
+                .rows()
+                .next()
+                .and_then(|r| r.get_value_as::<i32>("v").ok().flatten())
+                .unwrap_or_default();
+            if self.fail.contains(&first) {
+                let mut failures = self.failures.lock().unwrap();
+                let n = failures.entry(first).or_default();
+                if *n < self.times {
+                    *n += 1;
+                    drop(failures);
+                    if self.panics {
+                        panic!("change consumer bug at v={first}");
+                    }
+                    anyhow::bail!("cannot take the change of v={first}");
+                }
+            }
+            self.changes.lock().unwrap().push(change);
+            Ok(())
+        }
+    }
+
+    /// Runs a reader of three changes of three rows each (v = 10c + seq), in pages of two
+    /// rows, with `consumer` and `policy`; returns the result and each delivered change's
+    /// values.
+    async fn run_changes(
+        consumer: Fussy,
+        policy: crate::ConsumerErrorPolicy,
+    ) -> (Result<(), crate::CDCError>, Vec<Vec<i32>>) {
+        let log = Arc::new(FakeLog::new(2));
+        let start_us = (BASE - 3_600_000) * 1000;
+        for c in 0..3i64 {
+            for seq in 0..3 {
+                let mut r = at(1, start_us + c * 1000, seq, 1, seq == 2);
+                r.v = Some(10 * c as i32 + seq);
+                log.push(r);
+            }
+        }
+        let (_end_tx, end_rx) = watch::channel(Some(ms(BASE - 3_000_000)));
+        let (_gen_tx, gen_rx) = watch::channel(None);
+        let mut settings = settings(log, Arc::new(MemorySaver::default()), end_rx);
+        settings.on_error = policy;
+        let start = ms(BASE - 3_600_000);
+        let slot = slot(&settings, start);
+        let reader = StreamReader::new(
+            settings,
+            vec![stream(1)],
+            GenerationTimestamp::new(ms(0)),
+            gen_rx,
+            start,
+            Box::new(ChangeAssembler::new(
+                Box::new(consumer.clone()),
+                Arc::from("t"),
+            )),
+            slot,
+        );
+        let result = reader.run().await;
+        let values = consumer
+            .changes
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                c.rows()
+                    .map(|r| r.get_value_as::<i32>("v").unwrap().unwrap_or_default())
+                    .collect()
+            })
+            .collect();
+        (result, values)
+    }
+
+    /// The consumer error policy applies to whole changes: a retried change is delivered
+    /// again whole (not re-assembled from its last row), a skipped one is dropped whole, and
+    /// the changes around it arrive intact.
+    #[tokio::test(start_paused = true)]
+    async fn the_error_policy_retries_or_skips_whole_changes() {
+        let whole = |c: i32| vec![10 * c, 10 * c + 1, 10 * c + 2];
+        let flaky = Fussy {
+            fail: vec![10],
+            times: 2,
+            ..Fussy::default()
+        };
+        let (result, got) = run_changes(flaky, crate::ConsumerErrorPolicy::default()).await;
+        result.unwrap();
+        assert_eq!(got, vec![whole(0), whole(1), whole(2)]);
+
+        for panics in [false, true] {
+            let broken = || Fussy {
+                fail: vec![10],
+                times: u32::MAX,
+                panics,
+                ..Fussy::default()
+            };
+            let (result, got) = run_changes(
+                broken(),
+                crate::ConsumerErrorPolicy::skip().with_retry(1, Duration::from_millis(5)),
+            )
+            .await;
+            result.unwrap();
+            assert_eq!(got, vec![whole(0), whole(2)], "panics: {panics}");
+            let (result, got) = run_changes(broken(), crate::ConsumerErrorPolicy::stop()).await;
+            let err = result.unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    crate::CDCError::Consumer {
+                        batch_seq_no: 2,
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            assert_eq!(got, vec![whole(0)]);
+        }
+    }
+}
