@@ -25,7 +25,7 @@ use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use chrono::{DateTime, Utc};
 use scylla::deserialize::value::DeserializeValue;
-use scylla::frame::response::result::{ColumnSpec, ColumnType};
+use scylla::frame::response::result::{ColumnSpec, ColumnType, NativeType};
 use scylla::value::CqlValue;
 use uuid::Uuid;
 
@@ -442,7 +442,7 @@ impl<'c> ChangeRow<'c> {
             if cell.is_some()
                 && let Some(name) = self.row.index.name(p)
             {
-                image.set(name, self.get_value(name)?);
+                image.set(name, self.column_type(name), self.get_value(name)?);
             }
         }
         Ok(())
@@ -579,7 +579,7 @@ impl<'c> RowChange<'c> {
         for name in pre.value_columns() {
             let value = pre.get_value(name)?;
             if value.is_some() || pre.is_value_deleted(name) {
-                image.set(name, value);
+                image.set(name, pre.column_type(name), value);
             }
         }
         Ok(Some(image))
@@ -605,7 +605,7 @@ impl<'c> RowChange<'c> {
             let mut image = RowImage::default();
             post.key_image(&mut image)?;
             for name in post.value_columns() {
-                image.set(name, post.get_value(name)?);
+                image.set(name, post.column_type(name), post.get_value(name)?);
             }
             return Ok(Some(image));
         }
@@ -619,9 +619,9 @@ impl<'c> RowChange<'c> {
                 let value = delta.get_value(name)?;
                 if !delta.collection_exists(name) {
                     if value.is_some() {
-                        image.set(name, value);
+                        image.set(name, delta.column_type(name), value);
                     } else if deleted {
-                        image.set(name, None);
+                        image.set(name, delta.column_type(name), None);
                     }
                     continue;
                 }
@@ -634,7 +634,11 @@ impl<'c> RowChange<'c> {
                 } else {
                     image.get(name).cloned()
                 };
-                image.set(name, merge_collection(old, value, removed));
+                image.set(
+                    name,
+                    delta.column_type(name),
+                    merge_collection(old, value, removed),
+                );
             }
         }
         Ok(Some(image))
@@ -737,33 +741,65 @@ fn merge_collection(
 /// be null; an absent column is not known (not in the image).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RowImage {
-    columns: Vec<(String, Option<CqlValue>)>,
+    columns: Vec<ImageColumn>,
+}
+
+/// One column of a [`RowImage`].
+#[derive(Debug, Clone, PartialEq)]
+struct ImageColumn {
+    name: String,
+    /// The column's CQL type in the log (for [`RowImage::decode`]).
+    typ: Option<ColumnType<'static>>,
+    value: Option<CqlValue>,
 }
 
 impl RowImage {
-    fn set(&mut self, name: &str, value: Option<CqlValue>) {
-        match self.columns.iter_mut().find(|(n, _)| n == name) {
-            Some(entry) => entry.1 = value,
-            None => self.columns.push((name.to_owned(), value)),
+    fn set(&mut self, name: &str, typ: Option<&ColumnType<'_>>, value: Option<CqlValue>) {
+        match self.columns.iter_mut().find(|c| c.name == name) {
+            Some(entry) => entry.value = value,
+            None => self.columns.push(ImageColumn {
+                name: name.to_owned(),
+                typ: typ.map(|t| t.clone().into_owned()),
+                value,
+            }),
         }
+    }
+
+    /// The image decoded into a user's `#[derive(serde::Deserialize)]` struct (or a map), as
+    /// [`CDCRow::decode`] decodes a row: a column null in the image, or not in it, goes to an
+    /// `Option` field as `None`; see [`crate::decode`] for the Rust types each CQL type
+    /// decodes into. Note that `after()` of a change without post-images holds only what the
+    /// pre-image and the deltas say (with `preimage: true`, only the columns the write
+    /// touched): decode it into `Option` fields.
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::DecodeError> {
+        static UNKNOWN: ColumnType<'static> = ColumnType::Native(NativeType::Blob);
+        crate::decode::from_columns(self.columns.iter().map(|c| {
+            (
+                c.name.as_str(),
+                c.typ.as_ref().unwrap_or(&UNKNOWN),
+                c.value.as_ref(),
+            )
+        }))
     }
 
     /// The column's value: `None` when it is null or not in the image.
     pub fn get(&self, name: &str) -> Option<&CqlValue> {
         self.columns
             .iter()
-            .find(|(n, _)| n == name)
-            .and_then(|(_, v)| v.as_ref())
+            .find(|c| c.name == name)
+            .and_then(|c| c.value.as_ref())
     }
 
     /// Whether the image holds the column (possibly as null).
     pub fn contains(&self, name: &str) -> bool {
-        self.columns.iter().any(|(n, _)| n == name)
+        self.columns.iter().any(|c| c.name == name)
     }
 
     /// The columns, key columns first then in the log's column order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, Option<&CqlValue>)> + '_ {
-        self.columns.iter().map(|(n, v)| (n.as_str(), v.as_ref()))
+        self.columns
+            .iter()
+            .map(|c| (c.name.as_str(), c.value.as_ref()))
     }
 
     /// The number of columns in the image.
@@ -1251,6 +1287,25 @@ mod tests {
             after.get("s"),
             Some(&CqlValue::Set(vec![CqlValue::Int(2), CqlValue::Int(3)]))
         );
+        // The merged image decodes into a user's struct.
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Row {
+            pk: i32,
+            ck: i32,
+            v: Option<i64>,
+            s: Option<std::collections::BTreeSet<u8>>,
+        }
+        assert_eq!(
+            after.decode::<Row>().unwrap(),
+            Row {
+                pk: 0,
+                ck: 0,
+                v: Some(1),
+                s: Some([2, 3].into()),
+            }
+        );
+        let err = after.decode::<(i32,)>().unwrap_err();
+        assert!(!err.to_string().is_empty());
 
         // No pre-image; a deleted column is known null; the overwritten set is exact.
         let mut delta = at(1, 20, 0, 1, true);
