@@ -626,7 +626,7 @@ impl<'a> CDCRow<'a> {
     /// names and aliases) are read, so a struct of a few columns is cheap on a wide table
     /// (a map, or a struct with a `#[serde(flatten)]` field, reads them all). Deletions are
     /// beside the value: [`CDCRow::is_value_deleted`], [`CDCRow::get_deleted_elements`], or
-    /// all at once with [`crate::Deletions::of`]. Taken values decode as null. See
+    /// all at once with [`CDCRow::deletions`]. Taken values decode as null. See
     /// [`crate::decode`] for the Rust types each CQL type decodes into.
     ///
     /// ```no_run
@@ -674,6 +674,23 @@ impl<'a> CDCRow<'a> {
                 .iter()
                 .map(|(name, typ, value)| (*name, *typ, value.as_ref())),
         )
+    }
+
+    /// What the row deleted: the columns whose `cdc$deleted_` flag is set and the elements
+    /// removed from non-frozen collections and UDTs (see [`crate::Deletions`]).
+    pub fn deletions(&self) -> Result<crate::Deletions, ColumnError> {
+        let mut out = crate::Deletions::default();
+        for name in self.get_non_cdc_column_names() {
+            if self.is_value_deleted(name) {
+                out.columns.push(name.to_owned());
+            }
+            if self.collection_exists(name)
+                && let Some(v) = self.get_deleted_elements(name)?
+            {
+                out.elements.insert(name.to_owned(), v);
+            }
+        }
+        Ok(out)
     }
 
     /// Like [`CDCRow::get_value`], and later calls for this column return `Ok(None)`.

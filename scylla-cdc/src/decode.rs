@@ -48,7 +48,7 @@
 //!
 //! Whether the change *deleted* a column, or removed elements from a collection, is not part
 //! of the value: read it beside the decoded struct, from the same row, one column at a time
-//! or all at once with [`Deletions::of`].
+//! or all at once with [`crate::CDCRow::deletions`].
 //!
 //! ```
 //! # use serde::Deserialize;
@@ -423,7 +423,8 @@ pub fn from_value<'a, T: de::Deserialize<'a>>(
     .map_err(|e| e.within(column))
 }
 
-/// What a log row deleted, beside the value [`crate::CDCRow::decode`] gives: the columns
+/// What a log row deleted ([`crate::CDCRow::deletions`]), beside the value
+/// [`crate::CDCRow::decode`] gives: the columns
 /// whose `cdc$deleted_` flag is set and the elements removed from non-frozen collections and
 /// UDTs (`cdc$deleted_elements_`).
 ///
@@ -440,7 +441,7 @@ pub fn from_value<'a, T: de::Deserialize<'a>>(
 ///
 /// fn handle(row: &CDCRow<'_>) -> anyhow::Result<()> {
 ///     let value: Row = row.decode()?;
-///     let deleted = Deletions::of(row)?;
+///     let deleted: Deletions = row.deletions()?;
 ///     if deleted.is_deleted("v") {
 ///         println!("pk {}: v deleted", value.pk);
 ///     }
@@ -463,22 +464,6 @@ pub struct Deletions {
 }
 
 impl Deletions {
-    /// The deletions of a log row.
-    pub fn of(row: &crate::CDCRow<'_>) -> Result<Self, ColumnError> {
-        let mut out = Self::default();
-        for name in row.get_non_cdc_column_names() {
-            if row.is_value_deleted(name) {
-                out.columns.push(name.to_owned());
-            }
-            if row.collection_exists(name)
-                && let Some(v) = row.get_deleted_elements(name)?
-            {
-                out.elements.insert(name.to_owned(), v);
-            }
-        }
-        Ok(out)
-    }
-
     /// Whether the change deleted `column`.
     pub fn is_deleted(&self, column: &str) -> bool {
         self.columns.iter().any(|c| c == column)

@@ -144,7 +144,7 @@ impl Consumer for Decoder {
             assert!(matches!(e, DecodeError::Null { .. }), "{e:?}");
             e.to_string()
         });
-        let deletions = Deletions::of(&row)?;
+        let deletions = row.deletions()?;
         let removed_from_st = deletions.elements_as::<BTreeSet<i32>>("st")?;
         let removed_from_u = deletions.elements_as::<Vec<i16>>("u")?;
         self.0.lock().unwrap().push(Decoded {

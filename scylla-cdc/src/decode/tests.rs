@@ -914,7 +914,7 @@ fn a_log_row_decodes_its_base_columns() {
         Some(CqlValue::Set(vec![CqlValue::Int(7)]))
     );
     // The same, gathered.
-    let deletions = Deletions::of(&row).unwrap();
+    let deletions = row.deletions().unwrap();
     assert_eq!(deletions.columns, vec!["v"]);
     assert!(deletions.is_deleted("v") && !deletions.is_deleted("s") && !deletions.is_empty());
     assert_eq!(
