@@ -420,6 +420,23 @@ fn is_transient_attempt(err: &RequestAttemptError) -> bool {
     }
 }
 
+/// Prepares `text` as an idempotent statement (the library only prepares reads and
+/// upserts that are safe to retry); a failure is [`CDCError::Prepare`].
+pub(crate) async fn prepare_idempotent(
+    session: &scylla::client::session::Session,
+    text: &str,
+) -> Result<scylla::statement::prepared::PreparedStatement, CDCError> {
+    let mut statement = session
+        .prepare(text)
+        .await
+        .map_err(|source| CDCError::Prepare {
+            statement: text.to_owned(),
+            source: Box::new(source),
+        })?;
+    statement.set_is_idempotent(true);
+    Ok(statement)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -294,15 +294,7 @@ impl DeadLetterTable {
             quote_identifier(keyspace),
             quote_identifier(table)
         );
-        let mut insert =
-            session
-                .prepare(text.clone())
-                .await
-                .map_err(|source| CDCError::Prepare {
-                    statement: text,
-                    source: Box::new(source),
-                })?;
-        insert.set_is_idempotent(true);
+        let insert = crate::error::prepare_idempotent(&session, &text).await?;
         Ok(Self { session, insert })
     }
 

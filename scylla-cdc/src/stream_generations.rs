@@ -138,15 +138,7 @@ where
 
 /// Prepares a statement for the generation fetchers.
 async fn prepare(session: &Session, text: &str) -> Result<PreparedStatement, CDCError> {
-    let mut p = session
-        .prepare(text)
-        .await
-        .map_err(|source| CDCError::Prepare {
-            statement: text.to_owned(),
-            source: Box::new(source),
-        })?;
-    p.set_is_idempotent(true);
-    Ok(p)
+    crate::error::prepare_idempotent(session, text).await
 }
 
 /// Converts blobs to stream ids, failing on a blob that is not 16 bytes.

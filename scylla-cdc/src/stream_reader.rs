@@ -138,15 +138,7 @@ impl DriverLogSource {
             crate::cdc_types::quote_identifier(keyspace),
             crate::cdc_types::quote_identifier(log_table),
         );
-        let mut statement =
-            session
-                .prepare(text.clone())
-                .await
-                .map_err(|source| CDCError::Prepare {
-                    statement: text,
-                    source: Box::new(source),
-                })?;
-        statement.set_is_idempotent(true);
+        let statement = crate::error::prepare_idempotent(&session, &text).await?;
         Ok(Self { session, statement })
     }
 }
@@ -382,41 +374,38 @@ impl Plan {
         end: DateTime<Utc>,
     ) -> Result<(), CDCError> {
         let _ = start;
-        let ended = AssertUnwindSafe(progress.consumer.end_of_window())
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|panic| {
-                Err(anyhow::anyhow!(
-                    "the consumer panicked: {}",
-                    panic_message(panic.as_ref())
-                ))
-            });
-        ended.map_err(|source| {
-            self.settings.stats.consumer_error(ErrorOutcome::Stop);
-            CDCError::ConsumerFlush {
-                streams: StreamList(self.streams.clone()),
-                until: end,
-                source,
-            }
-        })
+        let ended = progress.consumer.end_of_window();
+        self.unrowed(ended, "at the end of a window", end).await
     }
 
     /// Lets the consumer finish what it accepted: every row before `t` was handed to it.
     async fn flush(&self, progress: &mut Progress, t: DateTime<Utc>) -> Result<(), CDCError> {
-        let flushed = AssertUnwindSafe(progress.consumer.flush())
+        let flushed = progress.consumer.flush();
+        self.unrowed(flushed, "in flush", t).await
+    }
+
+    /// Awaits a consumer call that belongs to no single row (`flush`, the end of a window,
+    /// `what`): its error, or a panic, stops the reader with [`CDCError::ConsumerFlush`].
+    async fn unrowed(
+        &self,
+        call: impl std::future::Future<Output = anyhow::Result<()>>,
+        what: &str,
+        until: DateTime<Utc>,
+    ) -> Result<(), CDCError> {
+        let result = AssertUnwindSafe(call)
             .catch_unwind()
             .await
             .unwrap_or_else(|panic| {
                 Err(anyhow::anyhow!(
-                    "the consumer panicked in flush: {}",
+                    "the consumer panicked {what}: {}",
                     panic_message(panic.as_ref())
                 ))
             });
-        flushed.map_err(|source| {
+        result.map_err(|source| {
             self.settings.stats.consumer_error(ErrorOutcome::Stop);
             CDCError::ConsumerFlush {
                 streams: StreamList(self.streams.clone()),
-                until: t,
+                until,
                 source,
             }
         })
