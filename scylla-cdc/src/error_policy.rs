@@ -1,27 +1,7 @@
 //! What happens to a row a consumer cannot take
 //! ([`crate::CDCLogReaderBuilder::on_consumer_error`]).
 //!
-//! When [`crate::Consumer::consume_cdc`] returns an error — or panics: a panic is caught
-//! and treated as an error of that row — the reader first retries the same row
-//! ([`ConsumerErrorPolicy::with_retry`]: a fresh [`crate::CDCRow`] of it, after a pause that
-//! doubles each time). If every attempt fails, the policy's [`AfterRetries`] decides:
-//!
-//! * [`AfterRetries::Stop`]: the reader ends with [`crate::CDCError::Consumer`], naming the
-//!   table, stream, `cdc$time` and `cdc$batch_seq_no` of the row. The stream group's
-//!   checkpoint never passes that row, so a restarted reader delivers it again.
-//! * [`AfterRetries::Skip`]: a WARN line with the same detail, counted in
-//!   [`crate::Progress::rows_skipped`] (`scylla_cdc_consumer_errors_total{outcome="skip"}`),
-//!   and reading goes on.
-//! * [`AfterRetries::DeadLetter`]: the row is written to a [`DeadLetterSink`] — usually a
-//!   [`DeadLetterTable`] in Scylla next to the checkpoint table — and reading goes on.
-//!   Writing the dead letter is retried while it fails with a transient error (within the
-//!   reader's `give_up_after`); if it cannot be written the reader stops as with `Stop`, so
-//!   a row is never dropped without a trace.
-//!
-//! The default is three retries, 500 ms apart at first, then `Stop`.
-//!
-//! Errors of [`crate::Consumer::flush`] belong to no single row: they always stop the
-//! reader (a panic in `flush` too).
+//! The policy itself is documented on [`ConsumerErrorPolicy`].
 
 use std::any::Any;
 use std::fmt;
@@ -81,7 +61,29 @@ impl fmt::Debug for AfterRetries {
     }
 }
 
-/// Retries, then [`AfterRetries`]: see the [module docs](self).
+/// What happens to a row a consumer cannot take: retries, then [`AfterRetries`].
+///
+/// When [`crate::Consumer::consume_cdc`] returns an error — or panics: a panic is caught
+/// and treated as an error of that row — the reader first retries the same row
+/// ([`ConsumerErrorPolicy::with_retry`]: a fresh [`crate::CDCRow`] of it, after a pause that
+/// doubles each time). If every attempt fails, the policy's [`AfterRetries`] decides:
+///
+/// * [`AfterRetries::Stop`]: the reader ends with [`crate::CDCError::Consumer`], naming the
+///   table, stream, `cdc$time` and `cdc$batch_seq_no` of the row. The stream group's
+///   checkpoint never passes that row, so a restarted reader delivers it again.
+/// * [`AfterRetries::Skip`]: a WARN line with the same detail, counted in
+///   [`crate::Progress::rows_skipped`] (`scylla_cdc_consumer_errors_total{outcome="skip"}`),
+///   and reading goes on.
+/// * [`AfterRetries::DeadLetter`]: the row is written to a [`DeadLetterSink`] — usually a
+///   [`DeadLetterTable`] in Scylla next to the checkpoint table — and reading goes on.
+///   Writing the dead letter is retried while it fails with a transient error (within the
+///   reader's `give_up_after`); if it cannot be written the reader stops as with `Stop`, so
+///   a row is never dropped without a trace.
+///
+/// The default is three retries, 500 ms apart at first, then `Stop`.
+///
+/// Errors of [`crate::Consumer::flush`] belong to no single row: they always stop the
+/// reader (a panic in `flush` too).
 #[derive(Debug, Clone)]
 pub struct ConsumerErrorPolicy {
     retry: Retry,
