@@ -201,15 +201,6 @@ pub(crate) struct ReaderSettings {
     pub(crate) keyspace: Arc<str>,
 }
 
-/// What became of a row handed to the consumer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Handled {
-    /// The consumer took it.
-    Consumed,
-    /// Given up on and skipped or written as a dead letter.
-    GivenUp,
-}
-
 /// The immutable part of a stream reader: what it reads and how.
 struct Plan {
     settings: ReaderSettings,
@@ -302,7 +293,7 @@ impl StreamReader {
             }
             tracing::Span::current().record("window_start", tracing::field::display(t));
             self.plan.read_window(&mut self.progress, t, u).await?;
-            self.plan.end_window(&mut self.progress, t, u).await?;
+            self.plan.end_window(&mut self.progress, u).await?;
             let p = &mut self.progress;
             self.plan.settings.stats.window_done(
                 &self.plan.slot,
@@ -366,14 +357,12 @@ impl Plan {
         }
     }
 
-    /// Tells the consumer the window `[start, end)` is over (a pending change is complete).
+    /// Tells the consumer the window ending at `end` is over (a pending change is complete).
     async fn end_window(
         &self,
         progress: &mut Progress,
-        start: DateTime<Utc>,
         end: DateTime<Utc>,
     ) -> Result<(), CDCError> {
-        let _ = start;
         let ended = progress.consumer.end_of_window();
         self.unrowed(ended, "at the end of a window", end).await
     }
@@ -559,7 +548,7 @@ impl Plan {
         specs: &[ColumnSpec<'_>],
         cells: &[Option<&[u8]>],
         (window_start, window_end): (DateTime<Utc>, DateTime<Utc>),
-    ) -> Result<Handled, CDCError> {
+    ) -> Result<(), CDCError> {
         let policy = &self.settings.on_error;
         let mut attempts = 0u32;
         let error = loop {
@@ -569,7 +558,7 @@ impl Plan {
                 .catch_unwind()
                 .await;
             let error = match result {
-                Ok(Ok(())) => return Ok(Handled::Consumed),
+                Ok(Ok(())) => return Ok(()),
                 Ok(Err(e)) => e,
                 Err(panic) => {
                     anyhow::anyhow!("the consumer panicked: {}", panic_message(panic.as_ref()))
@@ -581,16 +570,11 @@ impl Plan {
             }
             let pause = retry.pause(attempts);
             self.settings.stats.consumer_error(ErrorOutcome::Retry);
-            warn!(
-                keyspace = %self.settings.keyspace,
-                table = %self.settings.table,
-                stream = %header.stream_id,
-                time = %header.time,
-                batch_seq_no = header.batch_seq_no,
-                attempt = attempts,
-                retry_in = ?pause,
-                error = format!("{error:#}"),
-                "the consumer failed on a CDC log row; handing it over again"
+            self.warn_row(
+                &header,
+                attempts,
+                &format!("{error:#}; handing it over again in {pause:?}"),
+                "the consumer failed on a CDC log row",
             );
             tokio::time::sleep(pause).await;
         };
@@ -611,17 +595,13 @@ impl Plan {
             }
             AfterRetries::Skip => {
                 self.settings.stats.consumer_error(ErrorOutcome::Skip);
-                warn!(
-                    keyspace = %self.settings.keyspace,
-                    table = %self.settings.table,
-                    stream = %header.stream_id,
-                    time = %header.time,
-                    batch_seq_no = header.batch_seq_no,
+                self.warn_row(
+                    &header,
                     attempts,
-                    error = format!("{error:#}"),
-                    "skipping a CDC log row the consumer could not take"
+                    &format!("{error:#}"),
+                    "skipping a CDC log row the consumer could not take",
                 );
-                Ok(Handled::GivenUp)
+                Ok(())
             }
             AfterRetries::DeadLetter(sink) => {
                 let row = CDCRow::new(header, index, specs, cells).with_table(&self.settings.table);
@@ -648,19 +628,29 @@ impl Plan {
                     }
                 }
                 self.settings.stats.consumer_error(ErrorOutcome::DeadLetter);
-                warn!(
-                    keyspace = %self.settings.keyspace,
-                    table = %self.settings.table,
-                    stream = %header.stream_id,
-                    time = %header.time,
-                    batch_seq_no = header.batch_seq_no,
+                self.warn_row(
+                    &header,
                     attempts,
-                    error = %letter.error,
-                    "wrote a CDC log row the consumer could not take to the dead letters"
+                    &letter.error,
+                    "wrote a CDC log row the consumer could not take to the dead letters",
                 );
-                Ok(Handled::GivenUp)
+                Ok(())
             }
         }
+    }
+
+    /// A WARN line about a row the consumer failed on: the row, the attempts and the error.
+    fn warn_row(&self, header: &RowHeader, attempts: u32, error: &str, what: &str) {
+        warn!(
+            keyspace = %self.settings.keyspace,
+            table = %self.settings.table,
+            stream = %header.stream_id,
+            time = %header.time,
+            batch_seq_no = header.batch_seq_no,
+            attempts,
+            error,
+            "{what}"
+        );
     }
 
     /// The error of a dead letter that could not be written (the reader stops).
