@@ -159,7 +159,19 @@ class Driver3Test {
         assertEquals("point", v.getTypeName());
         assertEquals(DataType.list(DataType.bigint()), column(t, "l").getType());
 
+        // The response to CREATE TABLE refreshes only `t`; this driver learns of the log table
+        // from its own pushed schema event, refreshed in the background: wait for it.
         TableMetadata log = ks.getTable("t_scylla_cdc_log");
+        long deadline = System.currentTimeMillis() + 10_000;
+        while (log == null && System.currentTimeMillis() < deadline) {
+            try {
+                Thread.sleep(50);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+            log = cluster.getMetadata().getKeyspace("meta").getTable("t_scylla_cdc_log");
+        }
         assertNotNull(log, "no CDC log table t_scylla_cdc_log: " + ks.getTables());
         assertEquals(List.of("cdc$stream_id"), names(log.getPartitionKey()));
         assertEquals(List.of("cdc$time", "cdc$batch_seq_no"), names(log.getClusteringColumns()));
