@@ -83,6 +83,9 @@ struct Schema {
 const RECORD_HEADER: usize = 24;
 const FLAG_END_OF_BATCH: u8 = 1;
 const FLAG_TTL: u8 = 2;
+/// The record's cells follow its header as the page held them (see [`CellSource::Span`]):
+/// the row was copied in one piece. Without the flag, cell ranges and then the cells follow.
+const FLAG_SPAN: u8 = 4;
 /// The least size of the buffers the rows of changes are copied into: one allocation serves
 /// the changes of many rows (a change kept by a consumer keeps its buffer alive).
 const CHUNK: usize = 16 * 1024;
@@ -184,10 +187,17 @@ impl Change {
             row: RowRef {
                 index: &schema.index,
                 specs: &schema.specs,
-                cells: CellSource::Packed {
-                    record,
-                    offsets: RECORD_HEADER,
-                    count,
+                cells: if flags & FLAG_SPAN != 0 {
+                    CellSource::Span {
+                        cells: record.get(RECORD_HEADER..)?,
+                        count,
+                    }
+                } else {
+                    CellSource::Packed {
+                        record,
+                        offsets: RECORD_HEADER,
+                        count,
+                    }
                 },
             },
         })
@@ -836,6 +846,9 @@ pub(crate) struct ChangeAssembler {
     /// The last change whose delivery failed (or panicked), until it is delivered or given
     /// up: see [`Retrigger`].
     failed: Option<(Change, Retrigger)>,
+    /// Whether a change is kept until the consumer has taken it (the reader's error policy
+    /// hands failed rows over again); otherwise a failed change is given up at once.
+    keep_failed: bool,
 }
 
 /// The row whose `consume_cdc` tried to deliver a change, and whether that row belongs to
@@ -879,38 +892,53 @@ impl ChangeAssembler {
             buf: BytesMut::new(),
             pending: None,
             failed: None,
+            keep_failed: true,
         }
+    }
+
+    /// Whether the reader hands a failed row over again (its error policy retries): only
+    /// then is a change kept (cloned) until the consumer has taken it.
+    pub(crate) fn keep_failed_changes(&mut self, keep: bool) {
+        self.keep_failed = keep;
     }
 
     /// Hands `change` to the consumer; keeps it (with the row that triggered it) until the
-    /// consumer has taken it, so that a retry of that row delivers it again.
-    async fn hand_over(
+    /// consumer has taken it, so that a retry of that row delivers it again: the caller
+    /// clears [`Self::failed`] once the returned future succeeded. Not an `async fn`: the
+    /// consumer's boxed future is awaited by the caller, without a state machine per layer.
+    fn hand_over(
         &mut self,
         change: Change,
         trigger: Option<Retrigger>,
-    ) -> anyhow::Result<()> {
-        if let Some(trigger) = trigger {
+    ) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {
+        if self.keep_failed
+            && let Some(trigger) = trigger
+        {
             self.failed = Some((change.clone(), trigger));
         }
-        self.consumer.consume_change(change).await?;
-        self.failed = None;
-        Ok(())
+        self.consumer.consume_change(change)
     }
 
-    /// Hands the pending change, if any, to the consumer.
-    async fn deliver(&mut self, trigger: Option<Retrigger>) -> anyhow::Result<()> {
-        let Some(p) = self.pending.take() else {
-            return Ok(());
-        };
-        let change = Change {
+    /// The pending change, complete, if any.
+    fn take_pending(&mut self) -> Option<Change> {
+        let p = self.pending.take()?;
+        Some(Change {
             stream_id: p.stream_id,
             time: p.time,
             rows: p.rows,
             schema: p.schema,
             other_schemas: (!p.other_schemas.is_empty()).then(|| p.other_schemas.into()),
             data: self.buf.split().freeze(),
-        };
-        self.hand_over(change, trigger).await
+        })
+    }
+
+    /// Hands the pending change, if any, to the consumer (at a window's end or a flush).
+    async fn deliver_pending(&mut self) -> anyhow::Result<()> {
+        if let Some(change) = self.take_pending() {
+            self.hand_over(change, None).await?;
+            self.failed = None;
+        }
+        Ok(())
     }
 
     /// The shared schema of a row's index.
@@ -929,8 +957,14 @@ impl ChangeAssembler {
         }
     }
 
-    /// Copies a row into the pending change (started if needed).
-    fn append(&mut self, header: RowHeader, raw: RowRef<'_>) -> anyhow::Result<()> {
+    /// Copies a row into the pending change (started if needed): in one piece when its bytes
+    /// as the page held them (`span`) are known, else cell by cell.
+    fn append(
+        &mut self,
+        header: RowHeader,
+        raw: RowRef<'_>,
+        span: Option<&[u8]>,
+    ) -> anyhow::Result<()> {
         let same_schema = self
             .schema
             .as_ref()
@@ -973,29 +1007,54 @@ impl ChangeAssembler {
             .map_err(|_| anyhow::anyhow!("more than 255 schema changes within one change"))?;
 
         let count = raw.len();
-        let cells_at = RECORD_HEADER + 8 * count;
-        let data_len: usize = match raw.cells {
-            CellSource::Slices(cells) => cells.iter().flatten().map(|c| c.len()).sum(),
-            CellSource::Packed { .. } => (0..count)
-                .filter_map(|p| raw.cell(p).flatten())
-                .map(<[u8]>::len)
-                .sum(),
-        };
-        let len = cells_at + data_len;
-        let too_large = || anyhow::anyhow!("a log row of {len} bytes is too large to keep");
-        let len32 = u32::try_from(len).map_err(|_| too_large())?;
-        if len32 == u32::MAX {
-            return Err(too_large());
-        }
-        if self.buf.capacity() - self.buf.len() < len {
-            self.buf.reserve(len.max(CHUNK));
-        }
         let mut flags = 0;
         if header.end_of_batch {
             flags |= FLAG_END_OF_BATCH;
         }
         if header.ttl.is_some() {
             flags |= FLAG_TTL;
+        }
+        let mut header_bytes = [0u8; RECORD_HEADER];
+        header_bytes[4] = schema_slot;
+        header_bytes[5] = header.operation.code(header.is_expiration) as u8;
+        header_bytes[8..12].copy_from_slice(&header.batch_seq_no.to_le_bytes());
+        header_bytes[12..20].copy_from_slice(&header.ttl.unwrap_or(0).to_le_bytes());
+        header_bytes[20..24].copy_from_slice(&(count as u32).to_le_bytes());
+        let too_large =
+            |len: usize| anyhow::anyhow!("a log row of {len} bytes is too large to keep");
+
+        if let Some(span) = span {
+            let len = RECORD_HEADER + span.len();
+            let len32 = u32::try_from(len)
+                .ok()
+                .filter(|&l| l != u32::MAX)
+                .ok_or_else(|| too_large(len))?;
+            if self.buf.capacity() - self.buf.len() < len {
+                self.buf.reserve(len.max(CHUNK));
+            }
+            header_bytes[0..4].copy_from_slice(&len32.to_le_bytes());
+            header_bytes[6] = flags | FLAG_SPAN;
+            self.buf.extend_from_slice(&header_bytes);
+            self.buf.extend_from_slice(span);
+            pending.rows += 1;
+            return Ok(());
+        }
+
+        let cells_at = RECORD_HEADER + 8 * count;
+        let data_len: usize = match raw.cells {
+            CellSource::Slices(cells) => cells.iter().flatten().map(|c| c.len()).sum(),
+            CellSource::Packed { .. } | CellSource::Span { .. } => (0..count)
+                .filter_map(|p| raw.cell(p).flatten())
+                .map(<[u8]>::len)
+                .sum(),
+        };
+        let len = cells_at + data_len;
+        let len32 = u32::try_from(len)
+            .ok()
+            .filter(|&l| l != u32::MAX)
+            .ok_or_else(|| too_large(len))?;
+        if self.buf.capacity() - self.buf.len() < len {
+            self.buf.reserve(len.max(CHUNK));
         }
         // The record is written into its zeroed space in one pass, without a capacity check
         // per field.
@@ -1005,14 +1064,8 @@ impl ChangeAssembler {
             .buf
             .get_mut(start..)
             .ok_or_else(|| anyhow::anyhow!("change assembler: buffer too short"))?;
-        let mut header_bytes = [0u8; RECORD_HEADER];
         header_bytes[0..4].copy_from_slice(&len32.to_le_bytes());
-        header_bytes[4] = schema_slot;
-        header_bytes[5] = header.operation.code(header.is_expiration) as u8;
         header_bytes[6] = flags;
-        header_bytes[8..12].copy_from_slice(&header.batch_seq_no.to_le_bytes());
-        header_bytes[12..20].copy_from_slice(&header.ttl.unwrap_or(0).to_le_bytes());
-        header_bytes[20..24].copy_from_slice(&(count as u32).to_le_bytes());
         let mut writer = RecordWriter {
             record,
             range_at: RECORD_HEADER,
@@ -1025,7 +1078,7 @@ impl ChangeAssembler {
                     writer.cell(cell)?;
                 }
             }
-            CellSource::Packed { .. } => {
+            CellSource::Packed { .. } | CellSource::Span { .. } => {
                 for p in 0..count {
                     writer.cell(raw.cell(p).flatten())?;
                 }
@@ -1070,15 +1123,16 @@ impl RecordWriter<'_> {
     }
 }
 
-#[async_trait]
-impl Consumer for ChangeAssembler {
-    async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
+impl ChangeAssembler {
+    /// Takes one log row ([`Consumer::consume_cdc`]; the stream reader calls it directly).
+    pub(crate) async fn consume_row(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
         let header = row.header();
         if let Some((change, trigger)) = self.failed.take()
             && trigger.is_row(&header)
         {
             // The reader hands over again the row whose change could not be delivered.
             self.hand_over(change, Some(trigger)).await?;
+            self.failed = None;
             if trigger.in_change {
                 return Ok(());
             }
@@ -1088,23 +1142,41 @@ impl Consumer for ChangeAssembler {
         if let Some(p) = &self.pending
             && !(same(p.stream_id.as_bytes(), header.stream_id.as_bytes())
                 && same(p.time.as_bytes(), header.time.as_bytes()))
+            && let Some(change) = self.take_pending()
         {
-            self.deliver(Some(Retrigger::of(&header, false))).await?;
+            self.hand_over(change, Some(Retrigger::of(&header, false)))
+                .await?;
+            self.failed = None;
         }
-        self.append(header, row.raw())?;
-        if header.end_of_batch {
-            self.deliver(Some(Retrigger::of(&header, true))).await?;
+        self.append(header, row.raw(), row.span())?;
+        if header.end_of_batch
+            && let Some(change) = self.take_pending()
+        {
+            self.hand_over(change, Some(Retrigger::of(&header, true)))
+                .await?;
+            self.failed = None;
         }
         Ok(())
     }
+}
+
+#[async_trait]
+impl Consumer for ChangeAssembler {
+    async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
+        self.consume_row(row).await
+    }
+
+    fn change_assembler(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
 
     async fn flush(&mut self) -> anyhow::Result<()> {
-        self.deliver(None).await?;
+        self.deliver_pending().await?;
         self.consumer.flush().await
     }
 
     async fn end_of_window(&mut self) -> anyhow::Result<()> {
-        self.deliver(None).await
+        self.deliver_pending().await
     }
 }
 
@@ -1173,23 +1245,101 @@ mod tests {
         (keep, assembler)
     }
 
-    /// Feeds rows to an assembler one by one (each from its own "page"), then flushes.
+    /// Feeds rows to an assembler twice (copied cell by cell, and in one piece from a page),
+    /// checks both give the same changes, and returns them.
     async fn assemble(rows: &[TestRow]) -> Vec<Change> {
+        let copied = assemble_in(rows, false).await;
+        let spanned = assemble_in(rows, true).await;
+        let expected: Vec<Vec<Option<Vec<u8>>>> = rows.iter().map(TestRow::cells).collect();
+        assert_eq!(
+            cells_of(&copied).concat(),
+            expected,
+            "rows copied cell by cell"
+        );
+        assert_eq!(
+            cells_of(&spanned).concat(),
+            expected,
+            "rows copied in one piece"
+        );
+        assert_eq!(format!("{spanned:?}"), format!("{copied:?}"));
+        let flagged = |c: &Change| {
+            c.rows()
+                .all(|r| matches!(r.row.cells, CellSource::Span { .. }))
+        };
+        assert!(
+            spanned.iter().all(flagged),
+            "a row of a page is copied in one piece"
+        );
+        assert!(!copied.iter().any(flagged));
+        copied
+    }
+
+    /// Feeds rows to an assembler one by one, then flushes. With `in_page`, the rows are
+    /// serialized back to back as a driver page holds them, and their cells are slices of it.
+    async fn assemble_in(rows: &[TestRow], in_page: bool) -> Vec<Change> {
         let (keep, mut assembler) = keeper();
         let specs = log_specs();
         let index = Arc::new(ColumnIndex::new(&specs).unwrap());
-        for r in rows {
+        let (page, ranges) = page_of(rows);
+        for (r, ranges) in rows.iter().zip(&ranges) {
             let cells = r.cells();
-            let refs: Vec<Option<&[u8]>> = cells.iter().map(|c| c.as_deref()).collect();
+            let refs: Vec<Option<&[u8]>> = if in_page {
+                ranges.iter().map(|r| r.map(|(a, b)| &page[a..b])).collect()
+            } else {
+                cells.iter().map(|c| c.as_deref()).collect()
+            };
             let header = index.header(&refs).unwrap();
-            assembler
-                .consume_cdc(CDCRow::new(header, &index, &specs, &refs))
-                .await
-                .unwrap();
+            let row = CDCRow::new(header, &index, &specs, &refs);
+            let row = if in_page { row.with_page(&page) } else { row };
+            assembler.consume_cdc(row).await.unwrap();
         }
         assembler.flush().await.unwrap();
         assert_eq!(*keep.flushes.lock().unwrap(), 1);
         keep.changes.lock().unwrap().clone()
+    }
+
+    /// The range of each cell of a row in its page (`None`: null).
+    type CellRanges = Vec<Option<(usize, usize)>>;
+
+    /// Serializes rows as a driver page holds them: each cell after its big-endian length
+    /// (-1: null). Returns the page and, per row, each cell's range in it.
+    fn page_of(rows: &[TestRow]) -> (Vec<u8>, Vec<CellRanges>) {
+        let mut page = Vec::new();
+        let mut ranges = Vec::new();
+        for r in rows {
+            let mut row = Vec::new();
+            for cell in r.cells() {
+                match cell {
+                    None => {
+                        page.extend_from_slice(&(-1i32).to_be_bytes());
+                        row.push(None);
+                    }
+                    Some(c) => {
+                        page.extend_from_slice(&(c.len() as i32).to_be_bytes());
+                        row.push(Some((page.len(), page.len() + c.len())));
+                        page.extend_from_slice(&c);
+                    }
+                }
+            }
+            ranges.push(row);
+        }
+        (page, ranges)
+    }
+
+    /// The cells of every row of every change.
+    fn cells_of(changes: &[Change]) -> Vec<Vec<Vec<Option<Vec<u8>>>>> {
+        changes
+            .iter()
+            .map(|c| {
+                c.rows()
+                    .map(|r| {
+                        (0..r.row.len())
+                            .map(|p| r.row.cell(p).unwrap().map(<[u8]>::to_vec))
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     /// A row of stream `[s; 16]` at `micros` with seq, operation and `eob` as given.

@@ -47,6 +47,14 @@ pub trait Consumer: Send {
     async fn end_of_window(&mut self) -> anyhow::Result<()> {
         Ok(())
     }
+
+    /// Crate-internal: the change assembler behind
+    /// [`crate::CDCLogReaderBuilder::change_consumer_factory`], which the stream reader calls
+    /// directly (one boxed future per row less); `None` for every other consumer.
+    #[doc(hidden)]
+    fn change_assembler(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
+    }
 }
 
 /// Makes one [`Consumer`] per stream group (one per vnode, or per tablet stream) of each
@@ -375,6 +383,45 @@ pub(crate) enum CellSource<'a> {
         /// The number of cells.
         count: usize,
     },
+    /// A row as a page holds it: `count` cells back to back, each after its big-endian
+    /// `int` length (negative: null).
+    Span {
+        /// The row's bytes.
+        cells: &'a [u8],
+        /// The number of cells.
+        count: usize,
+    },
+}
+
+/// A big-endian `i32` at `at` in `bytes`, if it is there.
+fn read_i32_be(bytes: &[u8], at: usize) -> Option<i32> {
+    let b: [u8; 4] = bytes.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    Some(i32::from_be_bytes(b))
+}
+
+/// The bytes of a row as `page` holds them (see [`CellSource::Span`]), found from its
+/// cells, which the driver sliced out of `page`: from the length before the first cell to
+/// the end of the last one (a null cell is its length alone). `None` when the first cell is
+/// null or the cells are not in `page` (a row not read from a driver page).
+pub(crate) fn row_span<'p>(page: &'p [u8], cells: &[Option<&[u8]>]) -> Option<&'p [u8]> {
+    let base = page.as_ptr() as usize;
+    let first = (*cells.first()?)?;
+    let start = (first.as_ptr() as usize)
+        .checked_sub(base)?
+        .checked_sub(4)?;
+    let (last_at, last) = cells
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(i, c)| c.map(|c| (i, c)))?;
+    let trailing_nulls = cells.len() - 1 - last_at;
+    let end = (last.as_ptr() as usize)
+        .checked_sub(base)?
+        .checked_add(last.len())?
+        .checked_add(4 * trailing_nulls)?;
+    let span = page.get(start..end)?;
+    // The first cell's length is where the layout says; the rest was parsed by the driver.
+    (read_i32_be(span, 0)? as usize == first.len()).then_some(span)
 }
 
 /// A little-endian `u32` at `at` in `bytes`, if it is there.
@@ -413,6 +460,20 @@ impl<'a> RowRef<'a> {
                 let end = read_u32(record, at + 4)?;
                 Some(record.get(start as usize..end as usize))
             }
+            CellSource::Span { cells, count } => {
+                if pos >= count {
+                    return None;
+                }
+                let mut at = 0usize;
+                for _ in 0..pos {
+                    let n = read_i32_be(cells, at)?;
+                    at = at.checked_add(4 + usize::try_from(n).unwrap_or(0))?;
+                }
+                match usize::try_from(read_i32_be(cells, at)?) {
+                    Err(_) => Some(None),
+                    Ok(n) => Some(Some(cells.get(at + 4..(at + 4).checked_add(n)?)?)),
+                }
+            }
         }
     }
 
@@ -420,7 +481,7 @@ impl<'a> RowRef<'a> {
     pub(crate) fn len(&self) -> usize {
         match self.cells {
             CellSource::Slices(cells) => cells.len(),
-            CellSource::Packed { count, .. } => count,
+            CellSource::Packed { count, .. } | CellSource::Span { count, .. } => count,
         }
     }
 
@@ -532,6 +593,9 @@ pub struct CDCRow<'a> {
     /// The base table the row was logged for (see [`CDCRow::table`]).
     table: &'a str,
     row: RowRef<'a>,
+    /// The bytes of the page the cells are slices of (empty if unknown): the change
+    /// assembler copies a row out of its page in one piece.
+    page: &'a [u8],
     /// Positions whose values were taken (rarely non-empty, so a list beats a bitmap).
     taken: Vec<usize>,
 }
@@ -558,7 +622,22 @@ impl<'a> CDCRow<'a> {
                 specs,
                 cells: CellSource::Slices(cells),
             },
+            page: &[],
             taken: Vec::new(),
+        }
+    }
+
+    /// The row, with the bytes of the page its cells are slices of.
+    pub(crate) fn with_page(mut self, page: &'a [u8]) -> Self {
+        self.page = page;
+        self
+    }
+
+    /// The row's bytes as its page holds them, if known (see [`CellSource::Span`]).
+    pub(crate) fn span(&self) -> Option<&'a [u8]> {
+        match self.row.cells {
+            CellSource::Slices(cells) => row_span(self.page, cells),
+            _ => None,
         }
     }
 
@@ -904,6 +983,84 @@ pub(crate) mod tests {
 
     fn as_refs(cells: &[Option<Vec<u8>>]) -> Vec<Option<&[u8]>> {
         cells.iter().map(|c| c.as_deref()).collect()
+    }
+
+    /// A page of two rows (cells after their big-endian lengths, -1: null) and the cells
+    /// of each as slices of it.
+    fn two_row_page() -> (Vec<u8>, [[Option<(usize, usize)>; 4]; 2]) {
+        let mut page = Vec::new();
+        let mut put = |cell: Option<&[u8]>| match cell {
+            None => {
+                page.extend_from_slice(&(-1i32).to_be_bytes());
+                None
+            }
+            Some(c) => {
+                page.extend_from_slice(&(c.len() as i32).to_be_bytes());
+                let at = page.len();
+                page.extend_from_slice(c);
+                Some((at, at + c.len()))
+            }
+        };
+        let first = [put(Some(b"ab")), put(None), put(Some(b"")), put(None)];
+        let second = [
+            put(Some(b"xyz")),
+            put(Some(b"q")),
+            put(None),
+            put(Some(b"k")),
+        ];
+        (page, [first, second])
+    }
+
+    #[test]
+    fn a_row_span_covers_its_cells_and_trailing_nulls_and_reads_back() {
+        let (page, rows) = two_row_page();
+        let slices = |r: &[Option<(usize, usize)>; 4]| -> Vec<Option<&[u8]>> {
+            r.iter().map(|c| c.map(|(a, b)| &page[a..b])).collect()
+        };
+        let first = slices(&rows[0]);
+        let second = slices(&rows[1]);
+        // Row one: 4+2, 4 (null), 4+0 (empty), 4 (trailing null) bytes.
+        let span = row_span(&page, &first).expect("a span");
+        assert_eq!(span, &page[..18]);
+        let span2 = row_span(&page, &second).expect("a span");
+        assert_eq!(span2, &page[18..]);
+        for (span, cells) in [(span, &first), (span2, &second)] {
+            let row = CellSource::Span {
+                cells: span,
+                count: 4,
+            };
+            let index = Arc::new(ColumnIndex::new(&log_specs()).unwrap());
+            let specs = log_specs();
+            let r = RowRef {
+                index: &index,
+                specs: &specs,
+                cells: row,
+            };
+            let read: Vec<_> = (0..4).map(|p| r.cell(p).unwrap()).collect();
+            assert_eq!(&read, cells);
+            assert_eq!(r.cell(4), None);
+        }
+        // A row whose first cell is null, or whose cells are not in the page, has none.
+        let mut null_first = first.clone();
+        null_first[0] = None;
+        assert_eq!(row_span(&page, &null_first), None);
+        let elsewhere = b"ab".to_vec();
+        assert_eq!(row_span(&page, &[Some(&elsewhere[..])]), None);
+        assert_eq!(row_span(&[], &first), None);
+        // A span cut short reads as missing cells, not a panic.
+        let cut = CellSource::Span {
+            cells: &page[..5],
+            count: 4,
+        };
+        let index = Arc::new(ColumnIndex::new(&log_specs()).unwrap());
+        let specs = log_specs();
+        let r = RowRef {
+            index: &index,
+            specs: &specs,
+            cells: cut,
+        };
+        assert_eq!(r.cell(0), None);
+        assert_eq!(r.cell(3), None);
     }
 
     #[test]

@@ -27,6 +27,7 @@ use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use crate::cdc_types::{GenerationTimestamp, StreamID};
+use crate::change::ChangeAssembler;
 use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
 use crate::consumer::{CDCRow, ColumnIndex, Consumer, RowHeader};
 use crate::error::{Backoff, CDCError, StreamList, is_transient};
@@ -247,10 +248,18 @@ impl StreamReader {
         generation: GenerationTimestamp,
         generation_end: watch::Receiver<Option<DateTime<Utc>>>,
         start: DateTime<Utc>,
-        consumer: Box<dyn Consumer>,
+        mut consumer: Box<dyn Consumer>,
         slot: Slot,
     ) -> Self {
         let last = vec![None; streams.len()];
+        if let Some(assembler) = consumer
+            .change_assembler()
+            .and_then(|a| a.downcast_mut::<ChangeAssembler>())
+        {
+            // A change is kept for a second delivery only if a failed row is handed over
+            // again.
+            assembler.keep_failed_changes(settings.on_error.retry().attempts > 0);
+        }
         Self {
             plan: Plan {
                 settings,
@@ -313,6 +322,15 @@ impl StreamReader {
         }
     }
 }
+
+/// One row of a page: its header, the page's columns, its cells and the page's bytes.
+type PageRow<'r, 'p> = (
+    RowHeader,
+    &'r Arc<ColumnIndex>,
+    &'r [ColumnSpec<'p>],
+    &'r [Option<&'p [u8]>],
+    &'p [u8],
+);
 
 /// Rows and changes of one page.
 #[derive(Default)]
@@ -543,20 +561,33 @@ impl Plan {
     async fn hand_over(
         &self,
         progress: &mut Progress,
-        header: RowHeader,
-        index: &Arc<ColumnIndex>,
-        specs: &[ColumnSpec<'_>],
-        cells: &[Option<&[u8]>],
+        (header, index, specs, cells, page): PageRow<'_, '_>,
         (window_start, window_end): (DateTime<Utc>, DateTime<Utc>),
     ) -> Result<(), CDCError> {
         let policy = &self.settings.on_error;
         let mut attempts = 0u32;
         let error = loop {
             attempts += 1;
-            let row = CDCRow::new(header, index, specs, cells).with_table(&self.settings.table);
-            let result = AssertUnwindSafe(progress.consumer.consume_cdc(row))
-                .catch_unwind()
-                .await;
+            let row = CDCRow::new(header, index, specs, cells)
+                .with_table(&self.settings.table)
+                .with_page(page);
+            // The change assembler is called directly: no boxed future per row.
+            let result = match progress
+                .consumer
+                .change_assembler()
+                .and_then(|a| a.downcast_mut::<ChangeAssembler>())
+            {
+                Some(assembler) => {
+                    AssertUnwindSafe(assembler.consume_row(row))
+                        .catch_unwind()
+                        .await
+                }
+                None => {
+                    AssertUnwindSafe(progress.consumer.consume_cdc(row))
+                        .catch_unwind()
+                        .await
+                }
+            };
             let error = match result {
                 Ok(Ok(())) => return Ok(()),
                 Ok(Err(e)) => e,
@@ -702,6 +733,9 @@ impl Plan {
             }
         };
         let mut cells: Vec<Option<&[u8]>> = Vec::with_capacity(index.len());
+        // The bytes of the page the cells are slices of (the change assembler copies a row
+        // out of them in one piece).
+        let mut frame: &[u8] = &[];
         for (position, row) in (0u64..).zip(rows) {
             if position == paid_upto
                 && let Some(limiter) = limiter
@@ -719,6 +753,11 @@ impl Plan {
             cells.clear();
             for column in columns {
                 let column = column.map_err(|e| bad(e.to_string()))?;
+                if frame.is_empty()
+                    && let Some(slice) = column.slice
+                {
+                    frame = slice.as_original_frame_bytes();
+                }
                 cells.push(column.slice.map(|s| s.as_slice()));
             }
             let header = match index.header(&cells) {
@@ -737,8 +776,8 @@ impl Plan {
             if last.is_some_and(|l| key <= l) {
                 continue;
             }
-            self.hand_over(progress, header, &index, specs, &cells, (start, end))
-                .await?;
+            let row = (header, &index, specs, &cells[..], frame);
+            self.hand_over(progress, row, (start, end)).await?;
             counts.rows += 1;
             progress.last_stream = Some(header.stream_id);
             if last.is_none_or(|l| !l.same_time(&key)) {
