@@ -985,9 +985,12 @@ pub(crate) mod tests {
         cells.iter().map(|c| c.as_deref()).collect()
     }
 
+    /// Where each of a row's four cells is in its page (`None`: null).
+    type CellRanges = [Option<(usize, usize)>; 4];
+
     /// A page of two rows (cells after their big-endian lengths, -1: null) and the cells
     /// of each as slices of it.
-    fn two_row_page() -> (Vec<u8>, [[Option<(usize, usize)>; 4]; 2]) {
+    fn two_row_page() -> (Vec<u8>, [CellRanges; 2]) {
         let mut page = Vec::new();
         let mut put = |cell: Option<&[u8]>| match cell {
             None => {
@@ -1014,7 +1017,7 @@ pub(crate) mod tests {
     #[test]
     fn a_row_span_covers_its_cells_and_trailing_nulls_and_reads_back() {
         let (page, rows) = two_row_page();
-        let slices = |r: &[Option<(usize, usize)>; 4]| -> Vec<Option<&[u8]>> {
+        let slices = |r: &CellRanges| -> Vec<Option<&[u8]>> {
             r.iter().map(|c| c.map(|(a, b)| &page[a..b])).collect()
         };
         let first = slices(&rows[0]);
