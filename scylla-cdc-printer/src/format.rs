@@ -59,8 +59,9 @@ use scylla::value::CqlValue;
 use scylla_cdc::{CDCRow, Change, ChangeRow, ColumnError, OperationType, RowChange, RowImage};
 use serde_json::{Map, Value as Json};
 
-use crate::render::{cql_literal, json_value};
+use crate::render::json_value;
 use scylla_cdc::cli::rfc3339_micros;
+use scylla_cdc::cql_text::cql_literal;
 
 /// One base column in a log row.
 #[derive(Debug, Clone, PartialEq)]

@@ -164,8 +164,9 @@ pub struct DeadLetter {
     pub attempts: u32,
     /// When the row was given up on.
     pub failed_at: DateTime<Utc>,
-    /// The row's non-null base-table columns, each rendered as text (CQL literal-like, for a
-    /// human or a replay tool); a value that could not be decoded is rendered as the error.
+    /// The row's non-null base-table columns, each as a CQL literal
+    /// ([`crate::cql_text::cql_literal`]: what `cqlsh` accepts back, for a human or a replay
+    /// tool); a value that could not be decoded is rendered as the error.
     pub columns: Vec<(String, String)>,
 }
 
@@ -183,7 +184,7 @@ impl DeadLetter {
             .filter_map(|name| {
                 let text = match row.get_value(name) {
                     Ok(None) => return None,
-                    Ok(Some(v)) => render_value(&v),
+                    Ok(Some(v)) => crate::cql_text::cql_literal(&v),
                     Err(e) => format!("<{e}>"),
                 };
                 Some((name.to_owned(), text))
@@ -201,32 +202,6 @@ impl DeadLetter {
             failed_at: Utc::now(),
             columns,
         }
-    }
-}
-
-/// A value as text: CQL-literal-like for the common types, the driver's debug form otherwise.
-fn render_value(v: &scylla::value::CqlValue) -> String {
-    use scylla::value::CqlValue as V;
-    match v {
-        V::Ascii(s) | V::Text(s) => format!("'{}'", s.replace('\'', "''")),
-        V::Int(i) => i.to_string(),
-        V::BigInt(i) | V::Counter(scylla::value::Counter(i)) => i.to_string(),
-        V::SmallInt(i) => i.to_string(),
-        V::TinyInt(i) => i.to_string(),
-        V::Boolean(b) => b.to_string(),
-        V::Double(d) => d.to_string(),
-        V::Float(f) => f.to_string(),
-        V::Uuid(u) => u.to_string(),
-        V::Timeuuid(u) => u.to_string(),
-        V::Blob(b) => {
-            let mut s = String::with_capacity(2 + 2 * b.len());
-            s.push_str("0x");
-            for byte in b {
-                s.push_str(&format!("{byte:02x}"));
-            }
-            s
-        }
-        other => format!("{other:?}"),
     }
 }
 
@@ -394,13 +369,5 @@ mod tests {
         assert_eq!(panic_message(p.as_ref()), "bang 7");
         let p: Box<dyn Any + Send> = Box::new(7u8);
         assert!(panic_message(p.as_ref()).contains("non-text"));
-    }
-
-    #[test]
-    fn values_render_as_cql_literals() {
-        use scylla::value::CqlValue as V;
-        assert_eq!(render_value(&V::Text("it's".into())), "'it''s'");
-        assert_eq!(render_value(&V::Int(-3)), "-3");
-        assert_eq!(render_value(&V::Blob(vec![0, 255])), "0x00ff");
     }
 }

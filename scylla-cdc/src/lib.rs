@@ -268,6 +268,7 @@ mod checkpoints;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod consumer;
+pub mod cql_text;
 pub mod decode;
 mod error;
 mod error_policy;
