@@ -1,8 +1,12 @@
 //! Benchmark programs for the workspace (in `src/bin/`), and what they share: starting a
-//! `scylla-emulator` process, reading CPU time and peak memory of processes.
+//! `scylla-emulator` process, reading CPU time (of processes and of their children) and peak
+//! memory of processes.
 //!
 //! - `emulator-bench`: driver → embedded cluster throughput (prepared writes, prepared reads,
 //!   full scans).
+//! - `compare-bench`: this workspace's log reader and scylla-cdc-rust 0.7.0 (crates.io) reading
+//!   the same backlog of one in-process embedded cluster, each in its own child process,
+//!   alternating (rows/s, CPU per row, peak RSS, the cluster's CPU per row, correctness).
 //! - `reader-bench`: the `scylla-cdc` log reader catching up a preloaded backlog (rows/s, CPU
 //!   per row, peak memory for growing backlogs).
 //! - `replicator-bench`: replication of a preloaded CDC backlog between two emulator
@@ -149,6 +153,23 @@ pub fn own_usage() -> (Duration, u64) {
         tv(usage.ru_utime) + tv(usage.ru_stime),
         usage.ru_maxrss as u64 * 1024,
     )
+}
+
+/// CPU time (user + system) of this process's children that have ended and been waited
+/// for, from `getrusage(RUSAGE_CHILDREN)`. The difference around one child's run is that
+/// child's CPU time when no other child ends meanwhile.
+#[allow(unsafe_code)]
+pub fn children_cpu_time() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a full `rusage` into the pointer on success.
+    let usage = unsafe {
+        if libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()) != 0 {
+            return Duration::ZERO;
+        }
+        usage.assume_init()
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 #[allow(unsafe_code)]

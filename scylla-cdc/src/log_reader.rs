@@ -323,7 +323,7 @@ impl CDCLogReaderBuilder {
     /// delivery is smooth even when a page holds several seconds' worth, and it requests its
     /// next page only once every row of the current page is paid for. The cap therefore
     /// holds for what is read from the cluster, not only for what is delivered: reading runs
-    /// ahead of the cap by at most the one page each group fetches in advance (the page that
+    /// ahead of the cap by at most the one page a group may fetch in advance (the page that
     /// is prefetched while the consumer handles the current one is bought before it is
     /// requested).
     pub fn max_rows_per_second(mut self, rows: u64) -> Self {
@@ -524,6 +524,10 @@ impl CDCLogReaderBuilder {
         let limiter = self
             .max_rows_per_second
             .map(|n| Arc::new(RateLimiter::new(n)));
+        // One prefetch budget for every group of every table.
+        let prefetch = Arc::new(tokio::sync::Semaphore::new(
+            crate::stream_reader::PREFETCH_PAGES,
+        ));
         let mut workers = Vec::with_capacity(setups.len());
         let mut all_stats = Vec::with_capacity(setups.len());
         for (index, setup) in setups.into_iter().enumerate() {
@@ -611,6 +615,7 @@ impl CDCLogReaderBuilder {
                     limiter: limiter.clone(),
                     on_error: self.on_consumer_error.clone(),
                     keyspace: Arc::from(keyspace.as_str()),
+                    prefetch: prefetch.clone(),
                 },
                 loader: if load { saver } else { None },
                 start,

@@ -1,0 +1,356 @@
+//! The child process: one system reads the backlog once with the common consumer, then prints
+//! one result line on stdout for the parent.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use async_trait::async_trait;
+use clap::ValueEnum;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::value::CqlValue;
+
+/// The prefix of the result line a child prints.
+pub(crate) const RESULT_PREFIX: &str = "compare-bench-result";
+
+/// Which reader a child runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum System {
+    /// This workspace's `scylla-cdc`.
+    Ours,
+    /// scylla-cdc-rust 0.7.0 from crates.io.
+    Upstream,
+}
+
+impl System {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            System::Ours => "ours",
+            System::Upstream => "upstream",
+        }
+    }
+}
+
+/// The settings of one child run (the parent passes them; not for users).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ChildArgs {
+    /// The reader to run.
+    #[arg(long, value_enum)]
+    pub(crate) system: System,
+    /// A node of the cluster.
+    #[arg(long)]
+    pub(crate) contact: SocketAddr,
+    /// Keyspace of the preloaded table.
+    #[arg(long)]
+    pub(crate) keyspace: String,
+    /// The preloaded table.
+    #[arg(long)]
+    pub(crate) table: String,
+    /// Start of reading, milliseconds since the epoch.
+    #[arg(long)]
+    pub(crate) start_ms: u64,
+    /// End of reading (exclusive), milliseconds since the epoch.
+    #[arg(long)]
+    pub(crate) end_ms: u64,
+    /// Window size, milliseconds.
+    #[arg(long)]
+    pub(crate) window_ms: u64,
+    /// Safety interval, milliseconds.
+    #[arg(long)]
+    pub(crate) safety_ms: u64,
+    /// Sleep interval, milliseconds.
+    #[arg(long)]
+    pub(crate) sleep_ms: u64,
+    /// Tokio worker threads (default: tokio's, one per core).
+    #[arg(long)]
+    pub(crate) workers: Option<usize>,
+    /// Leaves one delivered row out of the tally (the tests' wrong delivery).
+    #[arg(long)]
+    pub(crate) drop_one_row: bool,
+}
+
+/// What a child reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ChildResult {
+    /// Rows the consumers saw.
+    pub(crate) rows: u64,
+    /// Wrapping sum of [`mix`] of every row's `v`.
+    pub(crate) checksum: u64,
+    /// From `build()` to the reader's handle resolving.
+    pub(crate) read_time: Duration,
+    /// The child's peak RSS (VmHWM), bytes.
+    pub(crate) peak_rss: u64,
+}
+
+impl ChildResult {
+    pub(crate) fn line(&self) -> String {
+        format!(
+            "{RESULT_PREFIX} rows={} checksum={} read_us={} peak_rss={}",
+            self.rows,
+            self.checksum,
+            self.read_time.as_micros(),
+            self.peak_rss
+        )
+    }
+
+    /// The result line among a child's output lines.
+    pub(crate) fn parse(output: &str) -> anyhow::Result<ChildResult> {
+        let line = output
+            .lines()
+            .find_map(|l| l.strip_prefix(RESULT_PREFIX))
+            .context("the child printed no result line")?;
+        let mut fields = std::collections::HashMap::new();
+        for field in line.split_whitespace() {
+            let (k, v) = field
+                .split_once('=')
+                .with_context(|| format!("malformed result field {field:?}"))?;
+            let v: u64 = v
+                .parse()
+                .with_context(|| format!("malformed result field {field:?}"))?;
+            fields.insert(k, v);
+        }
+        let get = |k: &str| {
+            fields
+                .get(k)
+                .copied()
+                .with_context(|| format!("no {k} in the result line"))
+        };
+        Ok(ChildResult {
+            rows: get("rows")?,
+            checksum: get("checksum")?,
+            read_time: Duration::from_micros(get("read_us")?),
+            peak_rss: get("peak_rss")?,
+        })
+    }
+}
+
+/// splitmix64's finaliser: a row number's contribution to the checksum (a plain sum would
+/// not see two rows swapping values; this one makes cancelling mistakes unlikely).
+pub(crate) fn mix(n: u64) -> u64 {
+    let mut z = n.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Row count and checksum of a preload of `total` rows (`v` = row numbers `0..total`).
+pub(crate) fn expected(total: u64) -> (u64, u64) {
+    (
+        total,
+        (0..total).fold(0u64, |sum, n| sum.wrapping_add(mix(n))),
+    )
+}
+
+/// Totals of every consumer of one child.
+#[derive(Default)]
+struct Shared {
+    rows: AtomicU64,
+    checksum: AtomicU64,
+    /// Whether a row should still be left out (`--drop-one-row`).
+    drop_one: AtomicBool,
+}
+
+/// The common consumer logic: count the row, decode `v` (8 big-endian bytes), add it to the
+/// checksum. Each consumer tallies on its own and adds its totals when it is dropped (both
+/// readers drop their consumers before their handle resolves).
+struct Tally {
+    rows: u64,
+    checksum: u64,
+    shared: Arc<Shared>,
+}
+
+impl Tally {
+    fn new(shared: Arc<Shared>) -> Tally {
+        Tally {
+            rows: 0,
+            checksum: 0,
+            shared,
+        }
+    }
+
+    fn add(&mut self, v: &[u8]) -> anyhow::Result<()> {
+        let bytes: [u8; 8] = v
+            .try_into()
+            .with_context(|| format!("v has {} bytes, not 8", v.len()))?;
+        if self.shared.drop_one.swap(false, Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.rows += 1;
+        self.checksum = self.checksum.wrapping_add(mix(u64::from_be_bytes(bytes)));
+        Ok(())
+    }
+}
+
+impl Drop for Tally {
+    fn drop(&mut self) {
+        self.shared.rows.fetch_add(self.rows, Ordering::Relaxed);
+        self.shared
+            .checksum
+            .fetch_add(self.checksum, Ordering::Relaxed);
+    }
+}
+
+/// Our consumer: `v` borrowed from the page.
+struct OursConsumer(Tally);
+
+#[async_trait]
+impl scylla_cdc::Consumer for OursConsumer {
+    async fn consume_cdc(&mut self, row: scylla_cdc::CDCRow<'_>) -> anyhow::Result<()> {
+        let v = row
+            .get_value_as::<&[u8]>("v")?
+            .context("a log row without v")?;
+        self.0.add(v)
+    }
+}
+
+struct OursFactory(Arc<Shared>);
+
+#[async_trait]
+impl scylla_cdc::ConsumerFactory for OursFactory {
+    async fn new_consumer(&self) -> Box<dyn scylla_cdc::Consumer> {
+        Box::new(OursConsumer(Tally::new(self.0.clone())))
+    }
+}
+
+/// Upstream's consumer: its `CDCRow` holds `CqlValue`s, `v` is a `CqlValue::Blob`.
+struct UpstreamConsumer(Tally);
+
+#[async_trait]
+impl upstream::consumer::Consumer for UpstreamConsumer {
+    async fn consume_cdc(&mut self, row: upstream::consumer::CDCRow<'_>) -> anyhow::Result<()> {
+        match row.get_value("v") {
+            Some(CqlValue::Blob(v)) => self.0.add(v),
+            other => bail!("v is {other:?}, not a blob"),
+        }
+    }
+}
+
+struct UpstreamFactory(Arc<Shared>);
+
+#[async_trait]
+impl upstream::consumer::ConsumerFactory for UpstreamFactory {
+    async fn new_consumer(&self) -> Box<dyn upstream::consumer::Consumer> {
+        Box::new(UpstreamConsumer(Tally::new(self.0.clone())))
+    }
+}
+
+/// Runs one child: reads, then prints the result line.
+pub(crate) fn run(args: ChildArgs) -> anyhow::Result<()> {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = args.workers {
+        runtime.worker_threads(workers.max(1));
+    }
+    let runtime = runtime.enable_all().build()?;
+    let result = runtime.block_on(read(&args))?;
+    println!("{}", result.line());
+    Ok(())
+}
+
+fn ms(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+async fn read(args: &ChildArgs) -> anyhow::Result<ChildResult> {
+    let session = Arc::new(
+        SessionBuilder::new()
+            .known_node(args.contact.to_string())
+            .build()
+            .await
+            .with_context(|| format!("connecting to {}", args.contact))?,
+    );
+    let shared = Arc::new(Shared {
+        drop_one: AtomicBool::new(args.drop_one_row),
+        ..Shared::default()
+    });
+    let started = Instant::now();
+    match args.system {
+        System::Ours => {
+            let at = |t| std::time::UNIX_EPOCH + ms(t);
+            let (reader, handle) = scylla_cdc::CDCLogReaderBuilder::new()
+                .session(session.clone())
+                .keyspace(args.keyspace.as_str())
+                .table_name(args.table.as_str())
+                .consumer_factory(Arc::new(OursFactory(shared.clone())))
+                .start_timestamp(at(args.start_ms))
+                .end_timestamp(at(args.end_ms))
+                .window_size(ms(args.window_ms))
+                .safety_interval(ms(args.safety_ms))
+                .sleep_interval(ms(args.sleep_ms))
+                .build()
+                .await?;
+            handle.await?;
+            drop(reader);
+        }
+        System::Upstream => {
+            // Upstream's timestamps are durations since the epoch.
+            let (reader, handle) = upstream::log_reader::CDCLogReaderBuilder::new()
+                .session(session.clone())
+                .keyspace(&args.keyspace)
+                .table_name(&args.table)
+                .consumer_factory(Arc::new(UpstreamFactory(shared.clone())))
+                .start_timestamp(ms(args.start_ms))
+                .end_timestamp(ms(args.end_ms))
+                .window_size(ms(args.window_ms))
+                .safety_interval(ms(args.safety_ms))
+                .sleep_interval(ms(args.sleep_ms))
+                .build()
+                .await?;
+            handle.await?;
+            // Kept until the end: dropping upstream's reader early closes the channel its
+            // worker selects on.
+            drop(reader);
+        }
+    }
+    let read_time = started.elapsed();
+    Ok(ChildResult {
+        rows: shared.rows.load(Ordering::Relaxed),
+        checksum: shared.checksum.load(Ordering::Relaxed),
+        read_time,
+        peak_rss: scylla_cdc_bench::process_peak_rss(std::process::id())
+            .unwrap_or_else(|_| scylla_cdc_bench::own_usage().1),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_lines_round_trip() {
+        let r = ChildResult {
+            rows: 12,
+            checksum: u64::MAX - 3,
+            read_time: Duration::from_micros(1_234_567),
+            peak_rss: 25 << 20,
+        };
+        let output = format!("something else\n{}\n", r.line());
+        assert_eq!(ChildResult::parse(&output).unwrap(), r);
+        assert!(ChildResult::parse("nothing").is_err());
+        assert!(ChildResult::parse(&format!("{RESULT_PREFIX} rows=1")).is_err());
+    }
+
+    #[test]
+    fn tallies_of_the_whole_backlog_match_the_expected_checksum() {
+        let shared = Arc::new(Shared::default());
+        for part in [0..3u64, 3..10] {
+            let mut t = Tally::new(shared.clone());
+            for n in part {
+                t.add(&n.to_be_bytes()).unwrap();
+            }
+        }
+        let got = (
+            shared.rows.load(Ordering::Relaxed),
+            shared.checksum.load(Ordering::Relaxed),
+        );
+        assert_eq!(got, expected(10));
+        // A row delivered twice instead of another is seen.
+        let mut t = Tally::new(Arc::new(Shared::default()));
+        for n in [0u64, 1, 2, 3, 4, 5, 6, 7, 8, 8] {
+            t.add(&n.to_be_bytes()).unwrap();
+        }
+        assert_ne!((t.rows, t.checksum), expected(10));
+        assert!(t.add(&[1, 2, 3]).is_err());
+    }
+}
