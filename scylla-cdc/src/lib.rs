@@ -274,6 +274,7 @@ mod error_policy;
 mod events;
 mod log_reader;
 mod progress;
+mod replica_groups;
 mod stream_generations;
 mod stream_reader;
 mod time;
@@ -300,3 +301,4 @@ pub use log_reader::{
     ProgressHandle,
 };
 pub use progress::{Progress, TableProgress};
+pub use replica_groups::DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY;

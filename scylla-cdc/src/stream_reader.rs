@@ -32,7 +32,8 @@ use crate::consumer::{CDCRow, ColumnIndex, Consumer, RowHeader};
 use crate::error::{Backoff, CDCError, StreamList, is_transient};
 use crate::error_policy::{AfterRetries, ConsumerErrorPolicy, DeadLetter, panic_message};
 use crate::progress::{ErrorOutcome, RateLimiter, Slot, Stats, retry_kind};
-use crate::time::{ChangeKey, Clock, next_window_end, truncate_to_millis};
+use crate::replica_groups::{PreferReplica, Replica};
+use crate::time::{ChangeKey, Clock, next_window_end, timeuuid_to_datetime, truncate_to_millis};
 
 /// One page of log rows.
 // The test-only variant is the small one; production builds have only `Driver`.
@@ -117,6 +118,12 @@ pub(crate) trait LogSource: Send + Sync {
         end: DateTime<Utc>,
         paging: PagingState,
     ) -> Result<(LogPage, PagingStateResponse), ExecutionError>;
+
+    /// The same source with its queries sent to `replica` first (`None`: this source cannot
+    /// route, use it as it is).
+    fn routed(&self, _replica: Replica) -> Option<Arc<dyn LogSource>> {
+        None
+    }
 }
 
 /// Reads the log through the driver with one prepared statement.
@@ -165,6 +172,25 @@ impl LogSource for DriverLogSource {
         })?;
         Ok((LogPage::Driver(rows), next))
     }
+
+    fn routed(&self, replica: Replica) -> Option<Arc<dyn LogSource>> {
+        let base = self
+            .statement
+            .get_execution_profile_handle()
+            .unwrap_or_else(|| self.session.get_default_execution_profile_handle());
+        let policy = base.to_profile().get_load_balancing_policy().clone();
+        let profile = base
+            .pointee_to_builder()
+            .load_balancing_policy(Arc::new(PreferReplica::new(replica, policy)))
+            .build()
+            .into_handle();
+        let mut statement = self.statement.clone();
+        statement.set_execution_profile_handle(Some(profile));
+        Some(Arc::new(Self {
+            session: self.session.clone(),
+            statement,
+        }))
+    }
 }
 
 /// Settings shared by every stream reader of a log reader.
@@ -210,6 +236,10 @@ struct Plan {
     generation_end: watch::Receiver<Option<DateTime<Utc>>>,
     /// The group's position in the low watermark.
     slot: Slot,
+    /// Per stream (same positions as `streams`), when its streams start differently (after
+    /// a resume from checkpoints saved by another grouping): the time its rows are delivered
+    /// from. Its earlier rows were delivered before, and are skipped.
+    stream_starts: Option<Vec<DateTime<Utc>>>,
 }
 
 /// The mutable part: the consumer and what was delivered.
@@ -258,6 +288,7 @@ impl StreamReader {
                 generation,
                 generation_end,
                 slot,
+                stream_starts: None,
             },
             progress: Progress {
                 consumer,
@@ -271,6 +302,16 @@ impl StreamReader {
             },
             start: truncate_to_millis(start),
         }
+    }
+
+    /// Gives each stream its own start (same positions as the streams): rows of a stream
+    /// before its start are not delivered, nor is its checkpoint saved before it. The group
+    /// itself reads from its `start`, which should be the earliest of them.
+    pub(crate) fn with_stream_starts(mut self, starts: Vec<DateTime<Utc>>) -> Self {
+        if starts.len() == self.plan.streams.len() && starts.iter().any(|s| *s > self.start) {
+            self.plan.stream_starts = Some(starts.into_iter().map(truncate_to_millis).collect());
+        }
+        self
     }
 
     /// Runs the window loop until the limit (generation end or reader end) is reached.
@@ -422,8 +463,22 @@ impl Plan {
         {
             return Ok(());
         }
+        // A stream that starts after `t` keeps its own, later checkpoint.
+        let streams = match &self.stream_starts {
+            None => self.streams.clone(),
+            Some(starts) => self
+                .streams
+                .iter()
+                .zip(starts)
+                .filter(|(_, start)| **start <= t)
+                .map(|(s, _)| *s)
+                .collect(),
+        };
+        if streams.is_empty() {
+            return Ok(());
+        }
         self.flush(progress, t).await?;
-        let cp = Checkpoint::new(t, self.streams.clone(), self.generation);
+        let cp = Checkpoint::new(t, streams, self.generation);
         match saver.save_checkpoint(&cp).await {
             Ok(()) => {
                 progress.last_save = Some(Instant::now());
@@ -732,6 +787,14 @@ impl Plan {
                 warn!(stream = %header.stream_id, "skipping a CDC log row of a stream that was not asked for");
                 continue;
             };
+            if let Some(starts) = &self.stream_starts
+                && starts
+                    .get(slot)
+                    .is_some_and(|from| timeuuid_to_datetime(&header.time) < *from)
+            {
+                // Delivered before the resume (its stream's checkpoint is later).
+                continue;
+            }
             let key = ChangeKey::new(&header.time, header.batch_seq_no);
             let last = progress.last.get(slot).copied().flatten();
             if last.is_some_and(|l| key <= l) {
