@@ -121,6 +121,9 @@ pub struct CDCLogReaderBuilder {
     on_consumer_error: ConsumerErrorPolicy,
     /// The most stream ids one log query names.
     max_partition_key_restrictions_per_query: usize,
+    /// The bound on a row's delay while its group is idle (`None`: safety interval plus
+    /// sleep interval).
+    max_idle_latency: Option<Duration>,
 }
 
 impl Default for CDCLogReaderBuilder {
@@ -159,6 +162,7 @@ impl CDCLogReaderBuilder {
             on_consumer_error: ConsumerErrorPolicy::default(),
             max_partition_key_restrictions_per_query:
                 DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY,
+            max_idle_latency: None,
         }
     }
 
@@ -353,6 +357,35 @@ impl CDCLogReaderBuilder {
     pub fn max_partition_key_restrictions_per_query(mut self, max: usize) -> Self {
         self.max_partition_key_restrictions_per_query = max;
         self
+    }
+
+    /// Adaptive polling: the longest a row written while its stream group is idle waits
+    /// before the query that reads it is sent, counted from its write (default: the safety
+    /// interval plus the sleep interval, today's bound, so that the default polls as often as
+    /// without adaptive polling).
+    ///
+    /// A caught-up group whose last window held no row waits twice as long before its next
+    /// window as after the one before (from the sleep interval), up to `max_idle_latency`
+    /// minus the safety interval; its first row makes it wait only the sleep interval again.
+    /// A row is then delivered at most `max_idle_latency` plus the time of the read after
+    /// it was written. Raising it (say to 2 minutes with the default 30 s safety interval)
+    /// cuts the queries of idle groups by up to the ratio of the longest pause to the sleep
+    /// interval. A value below the safety interval plus the sleep interval means no back-off.
+    pub fn max_idle_latency(mut self, max_idle_latency: Duration) -> Self {
+        self.max_idle_latency = Some(max_idle_latency);
+        self
+    }
+
+    /// The longest pause of an idle group (see [`max_idle_latency`](Self::max_idle_latency)).
+    fn max_idle_pause(&self) -> Duration {
+        self.max_idle_latency
+            .map_or(self.sleep_interval, |l| {
+                l.saturating_sub(self.safety_interval)
+            })
+            .clamp(
+                self.sleep_interval,
+                MAX_SLEEP_INTERVAL.max(self.sleep_interval),
+            )
     }
 
     /// Sets the log's TTL, as `build` reads it from the table's schema.
@@ -632,6 +665,7 @@ impl CDCLogReaderBuilder {
                     window_size: self.window_size,
                     safety_interval: self.safety_interval,
                     sleep_interval: self.sleep_interval,
+                    max_idle_pause: self.max_idle_pause(),
                     pause_between_saves: self.pause_between_saves,
                     saver: if save { saver.clone() } else { None },
                     clock: self.clock.clone(),
@@ -2268,6 +2302,19 @@ mod tests {
         use crate::cdc_types::quote_identifier;
         assert_eq!(quote_identifier("ks"), "\"ks\"");
         assert_eq!(quote_identifier("we\"ird"), "\"we\"\"ird\"");
+    }
+
+    #[test]
+    fn the_longest_idle_pause_follows_max_idle_latency() {
+        let s = Duration::from_secs;
+        assert_eq!(
+            CDCLogReaderBuilder::new().max_idle_pause(),
+            DEFAULT_SLEEP_INTERVAL
+        );
+        let b = CDCLogReaderBuilder::new().max_idle_latency(s(120));
+        assert_eq!(b.max_idle_pause(), s(90));
+        let b = CDCLogReaderBuilder::new().max_idle_latency(s(5));
+        assert_eq!(b.max_idle_pause(), DEFAULT_SLEEP_INTERVAL);
     }
 
     #[test]

@@ -204,6 +204,9 @@ pub(crate) struct ReaderSettings {
     pub(crate) safety_interval: Duration,
     /// Pause once caught up.
     pub(crate) sleep_interval: Duration,
+    /// The longest pause of a caught-up group whose last windows were empty (at least
+    /// `sleep_interval`): see [`backoff_pause`].
+    pub(crate) max_idle_pause: Duration,
     /// Least time between two checkpoints of one group.
     pub(crate) pause_between_saves: Duration,
     /// Where checkpoints go, when saving is on.
@@ -317,6 +320,10 @@ impl StreamReader {
     /// Runs the window loop until the limit (generation end or reader end) is reached.
     pub(crate) async fn run(mut self) -> Result<(), CDCError> {
         let mut t = self.start;
+        // Pauses in a row before which no row was read (the pause grows with them), and
+        // the rows read since the last pause.
+        let mut empty_windows = 0u32;
+        let mut rows_since_pause = 0u64;
         loop {
             let limit = self.plan.limit();
             if limit.is_some_and(|l| t >= l) {
@@ -336,6 +343,7 @@ impl StreamReader {
             self.plan.read_window(&mut self.progress, t, u).await?;
             self.plan.end_window(&mut self.progress, u).await?;
             let p = &mut self.progress;
+            rows_since_pause += p.window_rows;
             self.plan.settings.stats.window_done(
                 &self.plan.slot,
                 u,
@@ -349,7 +357,15 @@ impl StreamReader {
             t = u;
             self.plan.save(&mut self.progress, t, false).await?;
             if caught_up {
-                tokio::time::sleep(self.plan.settings.sleep_interval).await;
+                empty_windows = if rows_since_pause == 0 {
+                    empty_windows.saturating_add(1)
+                } else {
+                    0
+                };
+                rows_since_pause = 0;
+                let s = &self.plan.settings;
+                let pause = backoff_pause(s.sleep_interval, s.max_idle_pause, empty_windows);
+                tokio::time::sleep(pause).await;
             }
         }
     }
@@ -379,6 +395,15 @@ fn idle_pause(
         .to_std()
         .unwrap_or_default()
         .clamp(Duration::from_millis(1), Duration::from_secs(1))
+}
+
+/// The pause of a caught-up group after `empty` catch-ups in a row without a row: the sleep
+/// interval after one with rows, doubled for every empty one since (adaptive
+/// polling), at most `max` (and never less than the sleep interval). A row written while
+/// the group pauses is read at most `safety interval + max` after it was written.
+pub(crate) fn backoff_pause(sleep: Duration, max: Duration, empty: u32) -> Duration {
+    let factor = 1u32.checked_shl(empty.min(31)).unwrap_or(u32::MAX);
+    sleep.saturating_mul(factor).min(max).max(sleep)
 }
 
 /// `t + d`, saturating.
@@ -984,6 +1009,7 @@ pub(crate) mod tests {
             window_size: Duration::from_secs(60),
             safety_interval: Duration::from_secs(30),
             sleep_interval: Duration::from_secs(10),
+            max_idle_pause: Duration::from_secs(10),
             pause_between_saves: Duration::from_secs(10),
             saver: Some(saver),
             clock: clock.clone(),
@@ -1268,6 +1294,79 @@ pub(crate) mod tests {
         );
         let windows = s.log.requests.lock().unwrap().len();
         assert_eq!(windows, 120);
+    }
+
+    #[test]
+    fn the_idle_pause_doubles_up_to_its_bound() {
+        let s = Duration::from_secs;
+        let pauses: Vec<_> = (0..6)
+            .map(|empty| backoff_pause(s(10), s(60), empty))
+            .collect();
+        assert_eq!(pauses, [s(10), s(20), s(40), s(60), s(60), s(60)]);
+        // A bound below the sleep interval: no back-off.
+        assert_eq!(backoff_pause(s(10), s(5), 3), s(10));
+        assert_eq!(backoff_pause(Duration::ZERO, s(60), 3), Duration::ZERO);
+        assert_eq!(
+            backoff_pause(s(10), Duration::MAX, u32::MAX),
+            s(10) * (1 << 31)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_group_backs_off_and_is_eager_again_at_its_first_row() {
+        let log = Arc::new(FakeLog::new(100));
+        let saver = Arc::new(MemorySaver::default());
+        let (end_tx, end_rx) = watch::channel(None);
+        let (_gen_end_tx, gen_end_rx) = watch::channel(None);
+        let mut settings = settings(log.clone(), saver, end_rx);
+        settings.max_idle_pause = Duration::from_secs(80);
+        let start = ms(BASE - 30_000);
+        let slot = slot(&settings, start);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let reader = StreamReader::new(
+            settings,
+            vec![stream(1)],
+            GenerationTimestamp::new(ms(0)),
+            gen_end_rx,
+            start,
+            Box::new(Recorder {
+                seen: seen.clone(),
+                fail_on: None,
+            }),
+            slot,
+        );
+        // Idle for 10 minutes, then one row, then idle again.
+        let row_at = BASE + 600_000;
+        log.push(row(1, row_at * 1000, 0, 1));
+        end_tx.send(Some(ms(BASE + 900_000))).unwrap();
+        reader.run().await.unwrap();
+        assert_eq!(seen.lock().unwrap().len(), 1);
+        let ends: Vec<i64> = log
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, _, end, _)| end.timestamp_millis())
+            .collect();
+        // Without back-off a request every 10 s: about 90. With it: 10, 20, 40, 80, 80, ...
+        assert!(ends.len() < 40, "{} requests: {ends:?}", ends.len());
+        // The row was read at most the longest pause after it became readable.
+        let read = ends.iter().position(|e| *e > row_at).expect("read");
+        assert!(
+            ends[read] - row_at <= 80_000,
+            "read {} ms after readable",
+            ends[read] - row_at
+        );
+        // Eager again right after it: once caught up (the read of the row may be a whole
+        // window, then the rest up to now), the next read one sleep interval later.
+        let next = (ends[read + 1] - ends[read]).min(ends[read + 2] - ends[read + 1]);
+        assert!(next <= 10_000 + 100, "{ends:?}");
+        // Windows never passed 80 s apart (an 80 s pause is read as a 60 s window and the
+        // rest).
+        assert!(
+            ends.windows(2).all(|w| w[1] - w[0] <= 80_000 + 100),
+            "{ends:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
