@@ -54,6 +54,10 @@ struct Args {
     /// Rows written one at a time to measure delivery delays.
     #[arg(long, default_value_t = 3)]
     samples: usize,
+    /// Also read the backlog with this reader capped at this many rows per second
+    /// (`max_rows_per_second`), and report the rows/s and requests/s it held.
+    #[arg(long)]
+    cap: Option<u64>,
 }
 
 /// When each marker row (by `pk`) was delivered to a reader.
@@ -167,17 +171,30 @@ async fn start_reader(
     table: &str,
     start: chrono::DateTime<chrono::Utc>,
 ) -> anyhow::Result<Running> {
+    start_capped(which, session, table, start, None).await
+}
+
+/// [`start_reader`], this reader with `max_rows_per_second(cap)` when `cap` is given.
+async fn start_capped(
+    which: Which,
+    session: Arc<Session>,
+    table: &str,
+    start: chrono::DateTime<chrono::Utc>,
+    cap: Option<u64>,
+) -> anyhow::Result<Running> {
     let seen = Seen::default();
     match which {
         Which::Ours => {
-            let (mut reader, handle) = scylla_cdc::CDCLogReaderBuilder::new()
+            let mut builder = scylla_cdc::CDCLogReaderBuilder::new()
                 .session(session)
                 .keyspace("bench")
                 .table_name(table)
                 .consumer_factory(Arc::new(seen.clone()))
-                .start_timestamp(start)
-                .build()
-                .await?;
+                .start_timestamp(start);
+            if let Some(cap) = cap {
+                builder = builder.max_rows_per_second(cap);
+            }
+            let (mut reader, handle) = builder.build().await?;
             let task = tokio::spawn(async move {
                 if let Err(e) = handle.await {
                     eprintln!("this reader failed: {e}");
@@ -295,6 +312,29 @@ async fn run_size(args: &Args, nodes: usize) -> anyhow::Result<BTreeMap<&'static
             which.name(),
             row.catchup_requests,
             row.catchup_secs
+        );
+    }
+
+    // 2b. Catch-up under a rate cap (this reader only).
+    if let Some(cap) = args.cap {
+        let r0 = requests(&cluster);
+        let t0 = Instant::now();
+        let reader =
+            start_capped(Which::Ours, cluster.session().await?, "t", began, Some(cap)).await?;
+        while reader.seen.rows() < backlog {
+            if t0.elapsed() > Duration::from_secs(600) {
+                anyhow::bail!("capped reader: backlog not read in 10 minutes");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let sent = requests(&cluster) - r0;
+        reader.stop().await;
+        println!(
+            "{nodes} nodes, capped at {cap} rows/s: {backlog} rows in {secs:.1} s = {:.0} rows/s, \
+             {sent} requests = {:.1} requests/s",
+            backlog as f64 / secs,
+            sent as f64 / secs
         );
     }
 
