@@ -11,6 +11,8 @@
 //!   per row, peak memory for growing backlogs).
 //! - `replicator-bench`: replication of a preloaded CDC backlog between two emulator
 //!   processes (changes/s, replicator CPU per change, peak RSS).
+//! - `idle-bench`: what the reader costs the cluster while idle, beside scylla-cdc-rust 0.7
+//!   (requests/s idle, requests and rows of a catch-up, write-to-delivery delay).
 //! - `soak-bench`: the printer and replicator binaries launched under a steady write load that
 //!   starts at their launch (rows differing, changes missed, memory over the run).
 

@@ -141,6 +141,7 @@ pub async fn run(
         window_size: Duration::from_secs(1),
         safety_interval: Duration::from_millis(500),
         sleep_interval: Duration::from_millis(200),
+        max_idle_latency: None,
         give_up_after: None,
         checkpoint_interval: Duration::from_secs(10),
         max_rows_per_second: None,

@@ -208,6 +208,8 @@ pub struct ReaderSettings {
     pub safety_interval: Duration,
     /// Sleep interval.
     pub sleep_interval: Duration,
+    /// Bound of adaptive polling (`None`: the library's default).
+    pub max_idle_latency: Option<Duration>,
     /// How long transient failures are retried (`None`: forever).
     pub give_up_after: Option<Duration>,
     /// Least time between checkpoints of a stream group (with a checkpoint table).
@@ -252,6 +254,9 @@ pub async fn start_readers(
         .safety_interval(settings.safety_interval)
         .sleep_interval(settings.sleep_interval)
         .start_timestamp(settings.start);
+    if let Some(latency) = settings.max_idle_latency {
+        builder = builder.max_idle_latency(latency);
+    }
     let factory = Arc::new(factory);
     builder = match format {
         Format::Change => builder.change_consumer_factory(factory),
@@ -383,6 +388,7 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         window_size: config.window_size,
         safety_interval: config.safety_interval,
         sleep_interval: config.sleep_interval,
+        max_idle_latency: config.max_idle_latency,
         give_up_after: config.give_up_after,
         checkpoint_interval: config.checkpoint_interval,
         // One reader for all tables: the cap is shared by them.

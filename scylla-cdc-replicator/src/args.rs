@@ -120,6 +120,12 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
           value_parser = sleep_interval_arg)]
     pub sleep_interval: Duration,
+    /// Adaptive polling: the longest a change written while the log is idle may wait before
+    /// it is read, in seconds; idle stream groups poll less often, up to this bound (default:
+    /// safety interval + sleep interval, i.e. no back-off).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true,
+          value_parser = long_interval_arg)]
+    pub max_idle_latency: Option<Duration>,
     /// How long a start-up step (connecting, reading the schema, loading the checkpoint) or a
     /// read keeps being retried while it fails transiently (timeouts, Overloaded, a cluster
     /// that cannot be reached), in seconds; then the program exits with code 3. Each retry
@@ -388,6 +394,8 @@ pub struct Config {
     pub safety_interval: Duration,
     /// Sleep interval.
     pub sleep_interval: Duration,
+    /// Bound of adaptive polling (`None`: the library's default).
+    pub max_idle_latency: Option<Duration>,
     /// How long transient failures are retried (`None`: forever).
     pub give_up_after: Option<Duration>,
     /// The checkpoint table in the source cluster, unless checkpoints are off.
@@ -460,6 +468,7 @@ impl Args {
             window_size: self.window_size,
             safety_interval: self.safety_interval,
             sleep_interval: self.sleep_interval,
+            max_idle_latency: self.max_idle_latency,
             give_up_after: self.give_up_after,
             checkpoint_table,
             checkpoint_interval: self.checkpoint_interval,
@@ -533,6 +542,7 @@ mod tests {
         assert_eq!(c.window_size, Duration::from_secs(60));
         assert_eq!(c.safety_interval, Duration::from_secs(30));
         assert_eq!(c.sleep_interval, Duration::from_secs(10));
+        assert_eq!(c.max_idle_latency, None);
         assert_eq!(c.checkpoint_interval, Duration::from_secs(10));
         assert_eq!(c.max_in_flight, 64);
         assert!(!c.create_destination_table);

@@ -442,6 +442,9 @@ async fn start_reader(
         .sleep_interval(config.sleep_interval)
         .pause_between_saves(config.checkpoint_interval)
         .start_timestamp(start);
+    if let Some(latency) = config.max_idle_latency {
+        builder = builder.max_idle_latency(latency);
+    }
     if let Some(n) = config.max_rows_per_second {
         // One reader for all tables: the cap is shared by them.
         builder = builder.max_rows_per_second(n);

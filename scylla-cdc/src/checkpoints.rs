@@ -86,6 +86,26 @@ pub trait CDCCheckpointSaver: Send + Sync {
         &self,
         stream_ids: &[StreamID],
     ) -> anyhow::Result<Option<DateTime<Utc>>>;
+
+    /// The saved progress of each of `stream_ids` (same order and length): its last
+    /// checkpoint, or `None` if it has none.
+    ///
+    /// The reader loads progress per stream, because the groups it reads streams in (by
+    /// replica) need not be the groups that saved them. The default asks
+    /// [`CDCCheckpointSaver::load_last_checkpoint`] for each stream alone.
+    async fn load_stream_checkpoints(
+        &self,
+        stream_ids: &[StreamID],
+    ) -> anyhow::Result<Vec<Option<DateTime<Utc>>>> {
+        let mut times = Vec::with_capacity(stream_ids.len());
+        for stream in stream_ids {
+            times.push(
+                self.load_last_checkpoint(std::slice::from_ref(stream))
+                    .await?,
+            );
+        }
+        Ok(times)
+    }
 }
 
 /// Default time checkpoint rows live: 7 days.
@@ -241,6 +261,25 @@ impl TableBackedCheckpointSaver {
         )
     }
 
+    /// The saved progress of one stream.
+    async fn load_stream(&self, stream: &StreamID) -> anyhow::Result<Option<DateTime<Utc>>> {
+        let rows = self
+            .session
+            .execute_unpaged(
+                &self.select_stream,
+                (
+                    &self.reader_name,
+                    &self.keyspace,
+                    &self.table,
+                    &stream.as_bytes()[..],
+                ),
+            )
+            .await?
+            .into_rows_result()?;
+        let row = rows.maybe_first_row::<(Option<DateTime<Utc>>,)>()?;
+        Ok(row.and_then(|(t,)| t))
+    }
+
     fn ttl_secs(&self) -> i32 {
         i32::try_from(self.ttl.as_secs()).unwrap_or(i32::MAX)
     }
@@ -319,27 +358,27 @@ impl CDCCheckpointSaver for TableBackedCheckpointSaver {
         &self,
         stream_ids: &[StreamID],
     ) -> anyhow::Result<Option<DateTime<Utc>>> {
-        let times = try_join_all(stream_ids.iter().map(|s| async move {
-            let rows = self
-                .session
-                .execute_unpaged(
-                    &self.select_stream,
-                    (
-                        &self.reader_name,
-                        &self.keyspace,
-                        &self.table,
-                        &s.as_bytes()[..],
-                    ),
-                )
-                .await?
-                .into_rows_result()?;
-            let row = rows.maybe_first_row::<(Option<DateTime<Utc>>,)>()?;
-            anyhow::Ok(row.and_then(|(t,)| t))
-        }))
-        .await?;
-        Ok(earliest_of_all(times))
+        Ok(earliest_of_all(
+            self.load_stream_checkpoints(stream_ids).await?,
+        ))
+    }
+
+    async fn load_stream_checkpoints(
+        &self,
+        stream_ids: &[StreamID],
+    ) -> anyhow::Result<Vec<Option<DateTime<Utc>>>> {
+        // One read per stream, a bounded number at a time (a generation of a large cluster
+        // has thousands of streams).
+        let mut times = Vec::with_capacity(stream_ids.len());
+        for chunk in stream_ids.chunks(LOAD_CONCURRENCY) {
+            times.extend(try_join_all(chunk.iter().map(|s| self.load_stream(s))).await?);
+        }
+        Ok(times)
     }
 }
+
+/// How many stream checkpoints [`TableBackedCheckpointSaver`] reads at once.
+const LOAD_CONCURRENCY: usize = 64;
 
 /// The earliest of the times, or `None` if the list is empty or any is missing.
 pub(crate) fn earliest_of_all(

@@ -64,11 +64,20 @@
 //!
 //! # How reading works
 //!
-//! Each stream group (the streams of one vnode, or one stream of a tablet keyspace) has its
-//! own task and its own consumer (from the [`ConsumerFactory`]). A group reads windows
-//! `[T, U)` with `U = min(T + window_size, now - safety_interval)`: while it lags behind it
-//! goes from one window to the next without pausing, so a backlog is caught up as fast as the
-//! cluster and the consumer allow; once caught up it sleeps `sleep_interval` between windows.
+//! The streams of a generation are grouped by the replica (node and shard) that owns them,
+//! by the driver's token ring or tablet map, in groups of at most
+//! [`CDCLogReaderBuilder::max_partition_key_restrictions_per_query`] streams (100, ScyllaDB's
+//! limit on the partition keys of one query); each group is read with one query per window,
+//! sent to that shard: 18 queries per window on 3 nodes with 256 vnodes and 2 shards, where
+//! one reader per vnode would send 768. Streams the driver cannot place stay in the groups
+//! the cluster lists (one per vnode, or one stream of a tablet keyspace).
+//!
+//! Each stream group has its own task and its own consumer (from the [`ConsumerFactory`]). A
+//! group reads windows `[T, U)` with `U = min(T + window_size, now - safety_interval)`: while
+//! it lags behind it goes from one window to the next without pausing, so a backlog is caught
+//! up as fast as the cluster and the consumer allow; once caught up it sleeps
+//! `sleep_interval` between windows, longer while it finds nothing (adaptive polling, up to
+//! [`CDCLogReaderBuilder::max_idle_latency`]).
 //! Rows are paged, so memory does not grow with the backlog. When a new generation is
 //! published, every group finishes the old one up to the new generation's timestamp before
 //! the new generation's groups start.
@@ -275,6 +284,7 @@ mod error_policy;
 mod events;
 mod log_reader;
 mod progress;
+mod replica_groups;
 mod stream_generations;
 mod stream_reader;
 mod time;
@@ -301,3 +311,4 @@ pub use log_reader::{
     ProgressHandle,
 };
 pub use progress::{Progress, TableProgress};
+pub use replica_groups::DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY;

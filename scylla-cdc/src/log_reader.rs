@@ -36,6 +36,10 @@ use crate::error::{Backoff, CDCError, retry_transient};
 use crate::error_policy::ConsumerErrorPolicy;
 use crate::events::{EventListener, ExpiredGap, ReaderEvent};
 use crate::progress::{Overall, Progress, RateLimiter, ReaderStats, Stats, retry_kind_of};
+use crate::replica_groups::{
+    DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY, ReadGroup, group_by_replica,
+    group_with_session,
+};
 use crate::stream_generations::{
     GenerationFetcher, SharedStreams, TabletGenerationFetcher, VnodeGenerationFetcher,
     generation_covering, next_generation,
@@ -115,6 +119,11 @@ pub struct CDCLogReaderBuilder {
     max_rows_per_second: Option<u64>,
     /// What happens to a row the consumer cannot take.
     on_consumer_error: ConsumerErrorPolicy,
+    /// The most stream ids one log query names.
+    max_partition_key_restrictions_per_query: usize,
+    /// The bound on a row's delay while its group is idle (`None`: safety interval plus
+    /// sleep interval).
+    max_idle_latency: Option<Duration>,
 }
 
 impl Default for CDCLogReaderBuilder {
@@ -151,6 +160,9 @@ impl CDCLogReaderBuilder {
             log_ttl: None,
             max_rows_per_second: None,
             on_consumer_error: ConsumerErrorPolicy::default(),
+            max_partition_key_restrictions_per_query:
+                DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY,
+            max_idle_latency: None,
         }
     }
 
@@ -331,6 +343,51 @@ impl CDCLogReaderBuilder {
         self
     }
 
+    /// The most stream ids one query of the log names (default 100, ScyllaDB's default
+    /// `max_partition_key_restrictions_per_query`; must not be zero). Set it to the
+    /// cluster's value if that was changed: a query naming more partition keys than the
+    /// cluster allows fails.
+    ///
+    /// The reader groups the streams of a generation by the replica that owns them (node
+    /// and shard, by the driver's token ring or tablet map) and reads each group, in chunks
+    /// of at most this many streams, with one query per window sent to that shard. On a
+    /// cluster of 3 nodes with 256 vnodes and 2 shards each, that is 18 queries per window
+    /// instead of one per vnode (768). Streams whose replica the driver does not know are
+    /// read in the groups the cluster lists them in (one per vnode, or one per tablet).
+    pub fn max_partition_key_restrictions_per_query(mut self, max: usize) -> Self {
+        self.max_partition_key_restrictions_per_query = max;
+        self
+    }
+
+    /// Adaptive polling: the longest a row written while its stream group is idle waits
+    /// before the query that reads it is sent, counted from its write (default: the safety
+    /// interval plus the sleep interval, today's bound, so that the default polls as often as
+    /// without adaptive polling).
+    ///
+    /// A caught-up group whose last window held no row waits twice as long before its next
+    /// window as after the one before (from the sleep interval), up to `max_idle_latency`
+    /// minus the safety interval; its first row makes it wait only the sleep interval again.
+    /// A row is then delivered at most `max_idle_latency` plus the time of the read after
+    /// it was written. Raising it (say to 2 minutes with the default 30 s safety interval)
+    /// cuts the queries of idle groups by up to the ratio of the longest pause to the sleep
+    /// interval. A value below the safety interval plus the sleep interval means no back-off.
+    pub fn max_idle_latency(mut self, max_idle_latency: Duration) -> Self {
+        self.max_idle_latency = Some(max_idle_latency);
+        self
+    }
+
+    /// The longest pause of an idle group (see [`max_idle_latency`](Self::max_idle_latency)).
+    fn max_idle_pause(&self) -> Duration {
+        self.max_idle_latency
+            .map_or(self.sleep_interval, |l| {
+                l.saturating_sub(self.safety_interval)
+            })
+            .clamp(
+                self.sleep_interval,
+                MAX_SLEEP_INTERVAL.max(self.sleep_interval),
+            )
+    }
+
     /// Sets the log's TTL, as `build` reads it from the table's schema.
     #[cfg(test)]
     fn log_ttl(mut self, ttl: Option<Duration>) -> Self {
@@ -444,6 +501,7 @@ impl CDCLogReaderBuilder {
             );
             setups.push(TableSetup {
                 table,
+                log_table,
                 fetcher,
                 source,
                 log_ttl,
@@ -479,6 +537,11 @@ impl CDCLogReaderBuilder {
                 "sleep_interval must be at most {MAX_SLEEP_INTERVAL:?} (it was {:?})",
                 self.sleep_interval
             )));
+        }
+        if self.max_partition_key_restrictions_per_query == 0 {
+            return Err(CDCError::InvalidConfig(
+                "max_partition_key_restrictions_per_query must be greater than zero".into(),
+            ));
         }
         if self.max_rows_per_second == Some(0) {
             return Err(CDCError::InvalidConfig(
@@ -533,6 +596,7 @@ impl CDCLogReaderBuilder {
         for (index, setup) in setups.into_iter().enumerate() {
             let TableSetup {
                 table,
+                log_table,
                 fetcher,
                 source,
                 log_ttl,
@@ -605,6 +669,7 @@ impl CDCLogReaderBuilder {
                     window_size: self.window_size,
                     safety_interval: self.safety_interval,
                     sleep_interval: self.sleep_interval,
+                    max_idle_pause: self.max_idle_pause(),
                     pause_between_saves: self.pause_between_saves,
                     saver: if save { saver.clone() } else { None },
                     clock: self.clock.clone(),
@@ -627,6 +692,8 @@ impl CDCLogReaderBuilder {
                 events: self.event_listener.clone(),
                 keyspace: keyspace.clone(),
                 table,
+                log_table,
+                max_streams_per_query: self.max_partition_key_restrictions_per_query,
                 cdc_probe: self.session.clone(),
                 end_tx: end_tx.clone(),
                 disabled_until: None,
@@ -674,6 +741,8 @@ impl CDCLogReaderBuilder {
 struct TableSetup {
     /// The base table.
     table: String,
+    /// Its CDC log table.
+    log_table: String,
     /// Its generations and streams (the same fetcher for every table of a vnode keyspace).
     fetcher: Arc<dyn GenerationFetcher>,
     /// Its log.
@@ -896,6 +965,10 @@ struct Worker {
     events: Option<EventListener>,
     keyspace: String,
     table: String,
+    /// The table's CDC log table (whose replicas the stream groups follow).
+    log_table: String,
+    /// The most stream ids one log query names.
+    max_streams_per_query: usize,
     /// Where the worker checks that the table still logs its changes (`None` in unit tests
     /// without a cluster).
     cdc_probe: Option<Arc<Session>>,
@@ -1046,38 +1119,73 @@ impl Worker {
         }
     }
 
-    /// Where a stream group of `generation` starts.
-    async fn group_start(
+    /// Where each of `streams` (of `generation`) starts: the generation's start after the
+    /// first generation; else its saved checkpoint when loading (the generation's start for
+    /// a stream without one when resuming a saved generation), or the reader's start.
+    ///
+    /// Per stream, not per group: checkpoints are stored per stream, and the groups read
+    /// now (by replica) need not be the groups that saved them (one per vnode before), so a
+    /// group's streams may have been saved at different times.
+    async fn stream_starts(
         &self,
         generation: &GenerationTimestamp,
-        group: &[crate::cdc_types::StreamID],
+        streams: &[crate::cdc_types::StreamID],
         first: bool,
-    ) -> Result<DateTime<Utc>, CDCError> {
+    ) -> Result<Vec<DateTime<Utc>>, CDCError> {
         if !first {
-            return Ok(generation.timestamp);
+            return Ok(vec![generation.timestamp; streams.len()]);
         }
         if let Some(loader) = &self.loader {
             let mut backoff = Backoff::new(self.settings.give_up_after);
-            let saved = retry_transient("loading a stream checkpoint", &mut backoff, || async {
+            let saved = retry_transient("loading stream checkpoints", &mut backoff, || async {
                 loader
-                    .load_last_checkpoint(group)
+                    .load_stream_checkpoints(streams)
                     .await
                     .map_err(|source| CDCError::Checkpoint {
-                        action: "load a stream checkpoint",
+                        action: "load stream checkpoints",
                         source,
                     })
             })
             .await?;
-            if let Some(saved) = saved {
-                return Ok(saved.max(generation.timestamp));
+            if saved.len() != streams.len() {
+                return Err(CDCError::Checkpoint {
+                    action: "load stream checkpoints",
+                    source: anyhow::anyhow!(
+                        "the checkpoint saver returned {} checkpoints for {} streams",
+                        saved.len(),
+                        streams.len()
+                    ),
+                });
             }
-            if self.loaded_generation.is_some() {
-                // Resuming a generation this group saved nothing in: read it from its start
-                // rather than risk skipping what was written while the reader was down.
-                return Ok(generation.timestamp);
-            }
+            let resuming = self.loaded_generation.is_some();
+            return Ok(saved
+                .into_iter()
+                .map(|saved| match saved {
+                    Some(saved) => saved.max(generation.timestamp),
+                    // Resuming a generation this stream saved nothing in: read it from its
+                    // start rather than risk skipping what was written while the reader
+                    // was down.
+                    None if resuming => generation.timestamp,
+                    None => self.start.max(generation.timestamp),
+                })
+                .collect());
         }
-        Ok(self.start.max(generation.timestamp))
+        Ok(vec![self.start.max(generation.timestamp); streams.len()])
+    }
+
+    /// The groups the streams of a generation are read in: by replica when the driver
+    /// knows the cluster, in chunks the cluster accepts.
+    fn read_groups(&self, groups: Vec<Vec<crate::cdc_types::StreamID>>) -> Vec<ReadGroup> {
+        match &self.cdc_probe {
+            Some(session) => group_with_session(
+                session,
+                &self.keyspace,
+                &self.log_table,
+                groups,
+                self.max_streams_per_query,
+            ),
+            None => group_by_replica(groups, |_| None, self.max_streams_per_query),
+        }
     }
 
     /// Reads one generation until every group reaches its end (or the reader's end).
@@ -1086,8 +1194,16 @@ impl Worker {
         generation: GenerationTimestamp,
         first: bool,
     ) -> Result<(), CDCError> {
-        let groups = self.fetch_stream_groups(&generation).await?;
-        info!(generation = %generation, groups = groups.len(), "reading a CDC generation");
+        let listed = self.fetch_stream_groups(&generation).await?;
+        let listed_groups = listed.len();
+        let groups = self.read_groups(listed);
+        info!(
+            generation = %generation,
+            groups = groups.len(),
+            listed_groups,
+            routed = groups.iter().filter(|g| g.replica.is_some()).count(),
+            "reading a CDC generation"
+        );
         self.refresh_generations();
         if let Some(saver) = &self.settings.saver
             && let Err(e) = saver.save_new_generation(&generation).await
@@ -1106,25 +1222,46 @@ impl Worker {
         let mut gap: Option<(DateTime<Utc>, Vec<crate::cdc_types::StreamID>)> = None;
         // Every group's start is known before any group runs: the low watermark is the least
         // position of all of them.
+        let all_streams: Vec<_> = groups.iter().flat_map(|g| g.streams.clone()).collect();
+        let mut all_starts = self
+            .stream_starts(&generation, &all_streams, first)
+            .await?
+            .into_iter();
         let mut starts = Vec::with_capacity(groups.len());
+        let mut stream_starts = Vec::with_capacity(groups.len());
         for group in &groups {
-            let mut start = self.group_start(&generation, group, first).await?;
-            if let Some(oldest) = oldest
-                && start < oldest
-            {
-                let (requested, streams) = gap.get_or_insert_with(|| (start, Vec::new()));
-                *requested = (*requested).min(start);
-                streams.extend_from_slice(group);
-                start = oldest;
+            let mut these = Vec::with_capacity(group.streams.len());
+            for (stream, mut start) in group.streams.iter().zip(all_starts.by_ref()) {
+                if let Some(oldest) = oldest
+                    && start < oldest
+                {
+                    let (requested, streams) = gap.get_or_insert_with(|| (start, Vec::new()));
+                    *requested = (*requested).min(start);
+                    streams.push(*stream);
+                    start = oldest;
+                }
+                these.push(start);
             }
-            starts.push(start);
+            // The group reads from its earliest stream.
+            starts.push(these.iter().copied().min().unwrap_or(generation.timestamp));
+            stream_starts.push(these);
         }
-        let stream_count = groups.iter().map(Vec::len).sum();
+        let stream_count = groups.iter().map(|g| g.streams.len()).sum();
         let slots = self
             .settings
             .stats
             .begin_generation(stream_count, &starts, !first);
-        for ((group, start), slot) in groups.into_iter().zip(starts).zip(slots) {
+        for (((group, start), these), slot) in
+            groups.into_iter().zip(starts).zip(stream_starts).zip(slots)
+        {
+            let ReadGroup {
+                streams: group,
+                replica,
+            } = group;
+            let mut settings = self.settings.clone();
+            if let Some(routed) = replica.and_then(|r| settings.source.routed(r)) {
+                settings.source = routed;
+            }
             let consumer = self.factory.new_consumer_for_table(&self.table).await;
             let span = info_span!(
                 "stream_reader",
@@ -1134,14 +1271,15 @@ impl Worker {
                 window_start = tracing::field::Empty,
             );
             let reader = StreamReader::new(
-                self.settings.clone(),
+                settings,
                 group,
                 generation,
                 gen_end_rx.clone(),
                 start,
                 consumer,
                 slot,
-            );
+            )
+            .with_stream_starts(these);
             readers.spawn(reader.run().instrument(span));
         }
         if let (Some((requested, streams)), Some(first_readable), Some(ttl)) =
@@ -1398,6 +1536,7 @@ mod tests {
             });
             let setup = TableSetup {
                 table: "t".into(),
+                log_table: "t_scylla_cdc_log".into(),
                 fetcher: self.fetcher.clone(),
                 source: self.log.clone(),
                 log_ttl: b.log_ttl,
@@ -1994,6 +2133,7 @@ mod tests {
             .zip(fetchers)
             .zip(logs)
             .map(|((table, fetcher), log)| TableSetup {
+                log_table: format!("{table}_scylla_cdc_log"),
                 table,
                 fetcher: fetcher as Arc<dyn GenerationFetcher>,
                 source: log,
@@ -2167,6 +2307,19 @@ mod tests {
         use crate::cdc_types::quote_identifier;
         assert_eq!(quote_identifier("ks"), "\"ks\"");
         assert_eq!(quote_identifier("we\"ird"), "\"we\"\"ird\"");
+    }
+
+    #[test]
+    fn the_longest_idle_pause_follows_max_idle_latency() {
+        let s = Duration::from_secs;
+        assert_eq!(
+            CDCLogReaderBuilder::new().max_idle_pause(),
+            DEFAULT_SLEEP_INTERVAL
+        );
+        let b = CDCLogReaderBuilder::new().max_idle_latency(s(120));
+        assert_eq!(b.max_idle_pause(), s(90));
+        let b = CDCLogReaderBuilder::new().max_idle_latency(s(5));
+        assert_eq!(b.max_idle_pause(), DEFAULT_SLEEP_INTERVAL);
     }
 
     #[test]

@@ -33,7 +33,8 @@ use crate::consumer::{CDCRow, ColumnIndex, Consumer, RowHeader};
 use crate::error::{Backoff, CDCError, StreamList, is_transient};
 use crate::error_policy::{AfterRetries, ConsumerErrorPolicy, DeadLetter, panic_message};
 use crate::progress::{ErrorOutcome, RateLimiter, Slot, Stats, retry_kind};
-use crate::time::{ChangeKey, Clock, next_window_end, truncate_to_millis};
+use crate::replica_groups::{PreferReplica, Replica};
+use crate::time::{ChangeKey, Clock, next_window_end, timeuuid_to_datetime, truncate_to_millis};
 
 /// One page of log rows.
 // The test-only variant is the small one; production builds have only `Driver`.
@@ -118,6 +119,12 @@ pub(crate) trait LogSource: Send + Sync {
         end: DateTime<Utc>,
         paging: PagingState,
     ) -> Result<(LogPage, PagingStateResponse), ExecutionError>;
+
+    /// The same source with its queries sent to `replica` first (`None`: this source cannot
+    /// route, use it as it is).
+    fn routed(&self, _replica: Replica) -> Option<Arc<dyn LogSource>> {
+        None
+    }
 }
 
 /// Reads the log through the driver with one prepared statement.
@@ -166,6 +173,25 @@ impl LogSource for DriverLogSource {
         })?;
         Ok((LogPage::Driver(rows), next))
     }
+
+    fn routed(&self, replica: Replica) -> Option<Arc<dyn LogSource>> {
+        let base = self
+            .statement
+            .get_execution_profile_handle()
+            .unwrap_or_else(|| self.session.get_default_execution_profile_handle());
+        let policy = base.to_profile().get_load_balancing_policy().clone();
+        let profile = base
+            .pointee_to_builder()
+            .load_balancing_policy(Arc::new(PreferReplica::new(replica, policy)))
+            .build()
+            .into_handle();
+        let mut statement = self.statement.clone();
+        statement.set_execution_profile_handle(Some(profile));
+        Some(Arc::new(Self {
+            session: self.session.clone(),
+            statement,
+        }))
+    }
 }
 
 /// Settings shared by every stream reader of a log reader.
@@ -179,6 +205,9 @@ pub(crate) struct ReaderSettings {
     pub(crate) safety_interval: Duration,
     /// Pause once caught up.
     pub(crate) sleep_interval: Duration,
+    /// The longest pause of a caught-up group whose last windows were empty (at least
+    /// `sleep_interval`): see [`backoff_pause`].
+    pub(crate) max_idle_pause: Duration,
     /// Least time between two checkpoints of one group.
     pub(crate) pause_between_saves: Duration,
     /// Where checkpoints go, when saving is on.
@@ -224,6 +253,10 @@ struct Plan {
     generation_end: watch::Receiver<Option<DateTime<Utc>>>,
     /// The group's position in the low watermark.
     slot: Slot,
+    /// Per stream (same positions as `streams`), when its streams start differently (after
+    /// a resume from checkpoints saved by another grouping): the time its rows are delivered
+    /// from. Its earlier rows were delivered before, and are skipped.
+    stream_starts: Option<Vec<DateTime<Utc>>>,
 }
 
 /// The mutable part: the consumer and what was delivered.
@@ -280,6 +313,7 @@ impl StreamReader {
                 generation,
                 generation_end,
                 slot,
+                stream_starts: None,
             },
             progress: Progress {
                 consumer,
@@ -295,9 +329,23 @@ impl StreamReader {
         }
     }
 
+    /// Gives each stream its own start (same positions as the streams): rows of a stream
+    /// before its start are not delivered, nor is its checkpoint saved before it. The group
+    /// itself reads from its `start`, which should be the earliest of them.
+    pub(crate) fn with_stream_starts(mut self, starts: Vec<DateTime<Utc>>) -> Self {
+        if starts.len() == self.plan.streams.len() && starts.iter().any(|s| *s > self.start) {
+            self.plan.stream_starts = Some(starts.into_iter().map(truncate_to_millis).collect());
+        }
+        self
+    }
+
     /// Runs the window loop until the limit (generation end or reader end) is reached.
     pub(crate) async fn run(mut self) -> Result<(), CDCError> {
         let mut t = self.start;
+        // Pauses in a row before which no row was read (the pause grows with them), and
+        // the rows read since the last pause.
+        let mut empty_windows = 0u32;
+        let mut rows_since_pause = 0u64;
         loop {
             let limit = self.plan.limit();
             if limit.is_some_and(|l| t >= l) {
@@ -317,6 +365,7 @@ impl StreamReader {
             self.plan.read_window(&mut self.progress, t, u).await?;
             self.plan.end_window(&mut self.progress, u).await?;
             let p = &mut self.progress;
+            rows_since_pause += p.window_rows;
             self.plan.settings.stats.window_done(
                 &self.plan.slot,
                 u,
@@ -330,7 +379,15 @@ impl StreamReader {
             t = u;
             self.plan.save(&mut self.progress, t, false).await?;
             if caught_up {
-                tokio::time::sleep(self.plan.settings.sleep_interval).await;
+                empty_windows = if rows_since_pause == 0 {
+                    empty_windows.saturating_add(1)
+                } else {
+                    0
+                };
+                rows_since_pause = 0;
+                let s = &self.plan.settings;
+                let pause = backoff_pause(s.sleep_interval, s.max_idle_pause, empty_windows);
+                tokio::time::sleep(pause).await;
             }
         }
     }
@@ -369,6 +426,15 @@ fn idle_pause(
         .to_std()
         .unwrap_or_default()
         .clamp(Duration::from_millis(1), Duration::from_secs(1))
+}
+
+/// The pause of a caught-up group after `empty` catch-ups in a row without a row: the sleep
+/// interval after one with rows, doubled for every empty one since (adaptive
+/// polling), at most `max` (and never less than the sleep interval). A row written while
+/// the group pauses is read at most `safety interval + max` after it was written.
+pub(crate) fn backoff_pause(sleep: Duration, max: Duration, empty: u32) -> Duration {
+    let factor = 1u32.checked_shl(empty.min(31)).unwrap_or(u32::MAX);
+    sleep.saturating_mul(factor).min(max).max(sleep)
 }
 
 /// `t + d`, saturating.
@@ -453,8 +519,22 @@ impl Plan {
         {
             return Ok(());
         }
+        // A stream that starts after `t` keeps its own, later checkpoint.
+        let streams = match &self.stream_starts {
+            None => self.streams.clone(),
+            Some(starts) => self
+                .streams
+                .iter()
+                .zip(starts)
+                .filter(|(_, start)| **start <= t)
+                .map(|(s, _)| *s)
+                .collect(),
+        };
+        if streams.is_empty() {
+            return Ok(());
+        }
         self.flush(progress, t).await?;
-        let cp = Checkpoint::new(t, self.streams.clone(), self.generation);
+        let cp = Checkpoint::new(t, streams, self.generation);
         match saver.save_checkpoint(&cp).await {
             Ok(()) => {
                 progress.last_save = Some(Instant::now());
@@ -795,6 +875,14 @@ impl Plan {
                 warn!(stream = %header.stream_id, "skipping a CDC log row of a stream that was not asked for");
                 continue;
             };
+            if let Some(starts) = &self.stream_starts
+                && starts
+                    .get(slot)
+                    .is_some_and(|from| timeuuid_to_datetime(&header.time) < *from)
+            {
+                // Delivered before the resume (its stream's checkpoint is later).
+                continue;
+            }
             let key = ChangeKey::new(&header.time, header.batch_seq_no);
             let last = progress.last.get(slot).copied().flatten();
             if last.is_some_and(|l| key <= l) {
@@ -984,6 +1072,7 @@ pub(crate) mod tests {
             window_size: Duration::from_secs(60),
             safety_interval: Duration::from_secs(30),
             sleep_interval: Duration::from_secs(10),
+            max_idle_pause: Duration::from_secs(10),
             pause_between_saves: Duration::from_secs(10),
             saver: Some(saver),
             clock: clock.clone(),
@@ -1325,6 +1414,79 @@ pub(crate) mod tests {
         );
         let windows = s.log.requests.lock().unwrap().len();
         assert_eq!(windows, 120);
+    }
+
+    #[test]
+    fn the_idle_pause_doubles_up_to_its_bound() {
+        let s = Duration::from_secs;
+        let pauses: Vec<_> = (0..6)
+            .map(|empty| backoff_pause(s(10), s(60), empty))
+            .collect();
+        assert_eq!(pauses, [s(10), s(20), s(40), s(60), s(60), s(60)]);
+        // A bound below the sleep interval: no back-off.
+        assert_eq!(backoff_pause(s(10), s(5), 3), s(10));
+        assert_eq!(backoff_pause(Duration::ZERO, s(60), 3), Duration::ZERO);
+        assert_eq!(
+            backoff_pause(s(10), Duration::MAX, u32::MAX),
+            s(10) * (1 << 31)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_group_backs_off_and_is_eager_again_at_its_first_row() {
+        let log = Arc::new(FakeLog::new(100));
+        let saver = Arc::new(MemorySaver::default());
+        let (end_tx, end_rx) = watch::channel(None);
+        let (_gen_end_tx, gen_end_rx) = watch::channel(None);
+        let mut settings = settings(log.clone(), saver, end_rx);
+        settings.max_idle_pause = Duration::from_secs(80);
+        let start = ms(BASE - 30_000);
+        let slot = slot(&settings, start);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let reader = StreamReader::new(
+            settings,
+            vec![stream(1)],
+            GenerationTimestamp::new(ms(0)),
+            gen_end_rx,
+            start,
+            Box::new(Recorder {
+                seen: seen.clone(),
+                fail_on: None,
+            }),
+            slot,
+        );
+        // Idle for 10 minutes, then one row, then idle again.
+        let row_at = BASE + 600_000;
+        log.push(row(1, row_at * 1000, 0, 1));
+        end_tx.send(Some(ms(BASE + 900_000))).unwrap();
+        reader.run().await.unwrap();
+        assert_eq!(seen.lock().unwrap().len(), 1);
+        let ends: Vec<i64> = log
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, _, end, _)| end.timestamp_millis())
+            .collect();
+        // Without back-off a request every 10 s: about 90. With it: 10, 20, 40, 80, 80, ...
+        assert!(ends.len() < 40, "{} requests: {ends:?}", ends.len());
+        // The row was read at most the longest pause after it became readable.
+        let read = ends.iter().position(|e| *e > row_at).expect("read");
+        assert!(
+            ends[read] - row_at <= 80_000,
+            "read {} ms after readable",
+            ends[read] - row_at
+        );
+        // Eager again right after it: once caught up (the read of the row may be a whole
+        // window, then the rest up to now), the next read one sleep interval later.
+        let next = (ends[read + 1] - ends[read]).min(ends[read + 2] - ends[read + 1]);
+        assert!(next <= 10_000 + 100, "{ends:?}");
+        // Windows never passed 80 s apart (an 80 s pause is read as a 60 s window and the
+        // rest).
+        assert!(
+            ends.windows(2).all(|w| w[1] - w[0] <= 80_000 + 100),
+            "{ends:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]

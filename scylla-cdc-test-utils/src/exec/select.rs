@@ -35,6 +35,10 @@ use super::plan::{Binder, column_index, resolve_table};
 use super::restrictions::{PartitionRestriction, ReadyFilter, WhereMode, WherePlan, plan_where};
 use super::values::{Bound, EvalCtx, Expr, Func, plan_term};
 
+/// The most partition keys one SELECT may name through `IN` restrictions: ScyllaDB's
+/// `max_partition_key_restrictions_per_query` at its default (db/config.cc).
+pub(crate) const MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY: usize = 100;
+
 /// Where a table column's value comes from in a row.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ColSource {
@@ -1366,6 +1370,19 @@ pub(crate) fn execute_select(
         _ => u64::MAX,
     };
     let keys = plan.where_.partition_keys(&plan.table, ctx)?;
+    if let Some(keys) = &keys
+        && keys.len() > MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY
+    {
+        // ScyllaDB's `max_partition_key_restrictions_per_query` (default 100), checked on the
+        // cartesian product of the deduplicated IN values in `partition_ranges_from_singles`
+        // (cql3/restrictions/statement_restrictions.cc), a `std::runtime_error`: a Server
+        // error.
+        return Err(CqlError::server(format!(
+            "partition-key cartesian product size {} is greater than maximum {}",
+            keys.len(),
+            MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY
+        )));
+    }
     if plan.ordered && keys.as_ref().is_some_and(|k| k.len() > 1) && page_size != u64::MAX {
         return Err(CqlError::invalid(
             "Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query",

@@ -599,3 +599,36 @@ fn mixed_order_multi_column_slices() {
             .is_empty()
     );
 }
+
+/// `max_partition_key_restrictions_per_query` (100 by default) caps the cartesian product of
+/// the deduplicated partition-key IN values (`partition_ranges_from_singles` in
+/// cql3/restrictions/statement_restrictions.cc): 100 keys are fine, 101 are a Server error.
+#[test]
+fn more_than_100_partition_keys_in_one_select_are_refused() {
+    let mut t = TestDb::with_ks();
+    t.ok("CREATE TABLE t (pk int, ck int, PRIMARY KEY (pk, ck))");
+    t.ok("CREATE TABLE c (a int, b int, PRIMARY KEY ((a, b)))");
+    let list = |n: i32| (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    t.rows(&format!("SELECT * FROM t WHERE pk IN ({})", list(100)));
+    // Duplicates count once.
+    t.rows(&format!(
+        "SELECT * FROM t WHERE pk IN ({}, 0, 1)",
+        list(100)
+    ));
+    let e = t.err(&format!("SELECT * FROM t WHERE pk IN ({})", list(101)));
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (
+            0x0000,
+            "partition-key cartesian product size 101 is greater than maximum 100"
+        )
+    );
+    let e = t.err(&format!(
+        "SELECT * FROM c WHERE a IN ({}) AND b IN (1, 2, 3)",
+        list(34)
+    ));
+    assert_eq!(
+        e.message,
+        "partition-key cartesian product size 102 is greater than maximum 100"
+    );
+}
