@@ -18,7 +18,7 @@ use scylla_cdc::{CDCRow, Consumer, ConsumerFactory, OperationType};
 use tokio::sync::{mpsc, oneshot};
 use tracing::warn;
 
-use crate::destination::{BudgetShare, WriteBudget, writes_size};
+use crate::destination::{BudgetShare, WriteBudget, writes_footprint, writes_size};
 pub use crate::destination::{Destination, Stats, is_transient, retarget_udts};
 use crate::evolve::{Followed, Layout, TableContext, TableState};
 #[cfg(test)]
@@ -192,7 +192,7 @@ impl StreamWriter {
         if let Some(e) = self.failure() {
             return Err(anyhow!("{e}"));
         }
-        let share = self.budget.take(writes_size(&writes)).await;
+        let share = self.budget.take(writes_footprint(&writes)).await;
         self.jobs
             .send(Job::Apply {
                 writes,

@@ -156,9 +156,9 @@ pub struct Args {
     /// Most writes in flight per stream group.
     #[arg(long, value_name = "N", default_value = "64", value_parser = max_in_flight)]
     pub max_in_flight: usize,
-    /// Most MiB of writes queued or in flight, all stream groups and tables together (rough
-    /// wire size of the values): a slow destination then slows reading instead of growing
-    /// memory. 1 to 4095.
+    /// Most MiB of writes queued or in flight, all stream groups and tables together (the
+    /// memory they hold until written, not only their values' bytes): a slow destination
+    /// then slows reading instead of growing memory. 1 to 4095.
     #[arg(long, value_name = "MIB", default_value = "8", value_parser = mib_arg)]
     pub max_mib_in_flight: u64,
     /// What to do with a change that cannot be written to the destination, after the

@@ -517,8 +517,11 @@ impl RowWrites {
     /// Appends the statements, with their key values, to `out`.
     fn finish(self, pk: &[CqlValue], ck: &[CqlValue], static_row: bool, out: &mut Vec<Write>) {
         if self.insert {
+            // Sized once: a `CqlValue` slot is large, and a grown vector's spare slots would
+            // stay allocated while the write is queued.
             let mut values: Vec<Option<CqlValue>> =
-                pk.iter().chain(ck).cloned().map(Some).collect();
+                Vec::with_capacity(pk.len() + ck.len() + self.insert_values.len() + 2);
+            values.extend(pk.iter().chain(ck).cloned().map(Some));
             values.extend(self.insert_values);
             values.push(self.ttl.clone());
             values.push(self.timestamp.clone());
@@ -531,6 +534,7 @@ impl RowWrites {
         }
         for b in self.updates {
             let mut values = b.values;
+            values.reserve_exact(pk.len() + if static_row { 0 } else { ck.len() });
             values.extend(pk.iter().cloned().map(Some));
             if !static_row {
                 values.extend(ck.iter().cloned().map(Some));

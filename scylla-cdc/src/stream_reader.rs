@@ -127,6 +127,12 @@ pub(crate) trait LogSource: Send + Sync {
     }
 }
 
+/// Rows per page of the log query. A stream reader holds the page its consumer is handed
+/// and the next one, fetched meanwhile: 2 500 rows each keep that at the 5 000 rows of one
+/// page of the driver's default size (what a reader that does not prefetch holds), times the
+/// number of stream groups (256 per node on ScyllaDB's default vnodes).
+const LOG_PAGE_ROWS: i32 = 2500;
+
 /// Reads the log through the driver with one prepared statement.
 pub(crate) struct DriverLogSource {
     session: Arc<Session>,
@@ -146,7 +152,8 @@ impl DriverLogSource {
             crate::cdc_types::quote_identifier(keyspace),
             crate::cdc_types::quote_identifier(log_table),
         );
-        let statement = crate::error::prepare_idempotent(&session, &text).await?;
+        let mut statement = crate::error::prepare_idempotent(&session, &text).await?;
+        statement.set_page_size(LOG_PAGE_ROWS);
         Ok(Self { session, statement })
     }
 }
@@ -1911,5 +1918,67 @@ pub(crate) mod tests {
         let err = r.run().await.unwrap_err();
         assert!(matches!(err, CDCError::BadLogData { .. }), "{err}");
         let _keep = s;
+    }
+
+    /// The log query asks for pages of `LOG_PAGE_ROWS` rows (a reader holds two pages per
+    /// stream group: the driver's default of 5 000 rows doubled its memory).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn log_pages_are_of_log_page_rows() -> anyhow::Result<()> {
+        let cluster = scylla_cdc_test_utils::EmbeddedCluster::builder()
+            .start()
+            .await?;
+        let session = Arc::new(
+            scylla::client::session_builder::SessionBuilder::new()
+                .known_node(cluster.contact_point().to_string())
+                .build()
+                .await?,
+        );
+        session
+            .query_unpaged(
+                "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', \
+                 'replication_factor': 1} AND tablets = {'enabled': false}",
+                (),
+            )
+            .await?;
+        session
+            .query_unpaged(
+                "CREATE TABLE ks.t (pk int, ck int, PRIMARY KEY (pk, ck)) \
+                 WITH cdc = {'enabled': true}",
+                (),
+            )
+            .await?;
+        let insert = session
+            .prepare("INSERT INTO ks.t (pk, ck) VALUES (0, ?)")
+            .await?;
+        let rows = LOG_PAGE_ROWS + 100;
+        for ck in 0..rows {
+            session.execute_unpaged(&insert, (ck,)).await?;
+        }
+        let (stream,): (Vec<u8>,) = session
+            .query_unpaged(
+                "SELECT \"cdc$stream_id\" FROM ks.t_scylla_cdc_log LIMIT 1",
+                (),
+            )
+            .await?
+            .into_rows_result()?
+            .single_row()?;
+        let streams = [StreamID::new(
+            stream.try_into().expect("a 16-byte stream id"),
+        )];
+        let source = DriverLogSource::new(session, "ks", "t_scylla_cdc_log").await?;
+        let (start, end) = (
+            Utc::now() - chrono::TimeDelta::hours(1),
+            Utc::now() + chrono::TimeDelta::hours(1),
+        );
+        let (page, next) = source
+            .fetch_page(&streams, start, end, PagingState::start())
+            .await?;
+        assert_eq!(page.len(), LOG_PAGE_ROWS as usize);
+        let PagingStateResponse::HasMorePages { state } = next else {
+            panic!("one page of {rows} rows");
+        };
+        let (page, _) = source.fetch_page(&streams, start, end, state).await?;
+        assert_eq!(page.len(), 100);
+        Ok(())
     }
 }

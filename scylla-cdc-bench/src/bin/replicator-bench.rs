@@ -15,6 +15,13 @@
 //! to the destination), and the bench prints the copy's rows/s and the peak RSS of this
 //! process (the replicator; the emulators are other processes).
 //!
+//! With `--command PROGRAM ARGS...` another replicator program runs instead, as a child
+//! process (`{source}`, `{destination}` and `{start}` in its arguments are filled in): the
+//! bench creates the destination table, waits until it has every row, and prints the
+//! program's changes/s, CPU time and peak RSS. For example scylla-cdc-rust's replicator:
+//! `--command .../scylla-cdc-replicator -k bench -t t -s {source} -d {destination}
+//! --start-datetime {start} --safety-interval 1 --sleep-interval 0.2`.
+//!
 //! With `--tls` both sides are replicated over TLS (the emulators' TLS ports, certificates of
 //! `--tls-test-ca`), to compare with a run without.
 //!
@@ -33,7 +40,7 @@ use clap::Parser;
 use futures::StreamExt;
 use scylla::client::session::Session;
 use scylla_cdc_bench::{
-    Emulator, emulator_binary, mib, own_usage, process_cpu_time, random_loopback,
+    Emulator, emulator_binary, mib, own_usage, process_cpu_time, process_peak_rss, random_loopback,
 };
 use scylla_cdc_replicator::Replicator;
 use scylla_cdc_replicator::args::Args as ReplicatorArgs;
@@ -83,6 +90,14 @@ struct Args {
     /// is at the same /24's `.101`.
     #[arg(long)]
     address: Option<String>,
+    /// Run this replicator program instead of the in-process one (for a side-by-side with
+    /// another replicator, or ours as a separate process): the program and its arguments, in
+    /// which `{source}` and `{destination}` stand for the emulators' `host:port` and `{start}`
+    /// for a start time before the backlog (RFC 3339). The bench creates the destination
+    /// table, waits until it has every row (`SELECT COUNT(*)` every half second), and prints
+    /// the program's peak RSS (`VmHWM`) and CPU time; then kills it.
+    #[arg(long, num_args = 1.., allow_hyphen_values = true, value_name = "PROGRAM ARGS")]
+    command: Option<Vec<String>>,
 }
 
 /// The TLS port of the emulators of `--tls` (each has its own address).
@@ -216,6 +231,9 @@ async fn main() -> anyhow::Result<()> {
         )
         .await?;
 
+    if let Some(command) = &args.command {
+        return run_command(command, &source, &destination, &dest_session, total, &args).await;
+    }
     let endpoint = |e: &Emulator| {
         if args.tls {
             std::net::SocketAddr::new(e.contact_point.ip(), TLS_PORT).to_string()
@@ -379,5 +397,89 @@ async fn main() -> anyhow::Result<()> {
     if u64::try_from(rows).ok() != Some(total) {
         bail!("the destination has {rows} rows, not {total}");
     }
+    Ok(())
+}
+
+/// `--command`: runs an external replicator until the destination has `total` rows, then
+/// prints its rows/s, peak RSS and CPU time (see [`Args::command`]).
+async fn run_command(
+    command: &[String],
+    source: &Emulator,
+    destination: &Emulator,
+    dest_session: &Session,
+    total: u64,
+    args: &Args,
+) -> anyhow::Result<()> {
+    dest_session
+        .query_unpaged(
+            "CREATE TABLE bench.t (pk bigint, ck bigint, v blob, PRIMARY KEY (pk, ck))",
+            &[],
+        )
+        .await?;
+    let start = (chrono::Utc::now() - chrono::TimeDelta::days(1)).to_rfc3339();
+    let fill = |a: &String| {
+        a.replace("{source}", &source.contact_point.to_string())
+            .replace("{destination}", &destination.contact_point.to_string())
+            .replace("{start}", &start)
+    };
+    let (program, rest) = command.split_first().context("--command is empty")?;
+    let mut child = std::process::Command::new(fill(program))
+        .args(rest.iter().map(fill))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .with_context(|| format!("cannot start {program}"))?;
+    let pid = child.id();
+    let source_cpu0 = process_cpu_time(source.pid())?;
+    let dest_cpu0 = process_cpu_time(destination.pid())?;
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(args.timeout);
+    let count = || async {
+        let (rows,): (i64,) = dest_session
+            .query_unpaged("SELECT COUNT(*) FROM bench.t", &[])
+            .await?
+            .into_rows_result()?
+            .single_row()?;
+        anyhow::Ok(u64::try_from(rows).unwrap_or(0))
+    };
+    let outcome = loop {
+        if let Some(status) = child.try_wait()? {
+            break Err(anyhow::anyhow!("{program} exited ({status})"));
+        }
+        let rows = count().await?;
+        if rows >= total {
+            break Ok(());
+        }
+        if Instant::now() > deadline {
+            break Err(anyhow::anyhow!("timed out with {rows} of {total} rows"));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let wall = started.elapsed();
+    let usage = (process_cpu_time(pid), process_peak_rss(pid));
+    let source_cpu = process_cpu_time(source.pid())?.saturating_sub(source_cpu0);
+    let dest_cpu = process_cpu_time(destination.pid())?.saturating_sub(dest_cpu0);
+    let _ = child.kill();
+    let _ = child.wait();
+    outcome?;
+    let (cpu, peak_rss) = (usage.0?, usage.1?);
+    let n = total.max(1) as f64;
+    println!(
+        "{program}: the destination has {total} rows after {:.2} s: {:.0} changes/s (polled \
+         every 0.5 s)",
+        wall.as_secs_f64(),
+        n / wall.as_secs_f64()
+    );
+    println!(
+        "{program}: CPU {:.2} s = {:.2} µs/change; peak RSS {}",
+        cpu.as_secs_f64(),
+        cpu.as_secs_f64() * 1e6 / n,
+        mib(peak_rss)
+    );
+    println!(
+        "source emulator CPU {:.2} s; destination emulator CPU {:.2} s",
+        source_cpu.as_secs_f64(),
+        dest_cpu.as_secs_f64()
+    );
     Ok(())
 }
