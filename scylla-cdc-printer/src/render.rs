@@ -88,13 +88,13 @@ pub fn json_key(key: &CqlValue) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scylla::value::Counter;
     use scylla::value::{
         CqlDate, CqlDecimal, CqlDuration, CqlTime, CqlTimestamp, CqlTimeuuid, CqlVarint,
     };
     use scylla_cdc::cql_text::cql_literal;
-    use uuid::Uuid;
-    use scylla::value::Counter;
     use std::net::{IpAddr, Ipv4Addr};
+    use uuid::Uuid;
 
     fn udt() -> CqlValue {
         CqlValue::UserDefinedType {
