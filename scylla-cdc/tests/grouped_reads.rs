@@ -51,30 +51,30 @@ fn delta(
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_generation_is_read_with_one_query_per_replica_and_window() -> anyhow::Result<()> {
-    if !embedded_only(
-        "a_generation_is_read_with_one_query_per_replica_and_window",
-        "counts requests per node and shard",
-    ) {
-        return Ok(());
-    }
-    setup_tracing();
-    // 3 nodes × 64 vnodes × 2 shards: 384 streams, 64 per node and shard.
-    let cluster = EmbeddedCluster::builder()
-        .nodes(3)
-        .shards_per_node(2)
-        .vnodes_per_node(64)
-        .start()
-        .await?;
+/// What [`write_then_read`] saw: the EXECUTE requests each node and shard received while
+/// the reader read, and how many windows the writes span.
+struct ReadCounts {
+    executed: BTreeMap<(usize, u32), u64>,
+    windows: u64,
+}
+
+/// Writes at least `rounds` rounds of the workload (`writers` writers over `partitions`
+/// partitions) to a new CDC table, waits until it is readable, reads it whole with one reader and checks that
+/// every change was delivered exactly once and in order.
+async fn write_then_read(
+    cluster: &EmbeddedCluster,
+    writers: i32,
+    partitions: i32,
+    rounds: i32,
+) -> anyhow::Result<ReadCounts> {
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
     create_cdc_keyspace(&session, &ks, 1).await?;
     create_workload_table(&session, &ks, "t").await?;
     let start = Utc::now() - TimeDelta::seconds(1);
-    let workload = Workload::start(session.clone(), &ks, "t", 4, 8).await?;
-    wait_for(Duration::from_secs(30), "20 rounds of writes", || async {
-        workload.rounds() >= 20
+    let workload = Workload::start(session.clone(), &ks, "t", writers, partitions).await?;
+    wait_for(Duration::from_secs(30), "rounds of writes", || async {
+        workload.rounds() >= rounds
     })
     .await;
     let (expected, checksum) = workload.finish().await?;
@@ -95,11 +95,30 @@ async fn a_generation_is_read_with_one_query_per_replica_and_window() -> anyhow:
         .await?;
     tokio::time::timeout(Duration::from_secs(60), handle).await??;
     let executed = delta(&cluster.request_counts_of(FaultOpcode::Execute), &before);
-
     assert_eq!(
         check_exactly_once_in_order(&collected.snapshot(), &expected),
         checksum
     );
+    Ok(ReadCounts { executed, windows })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generation_is_read_with_one_query_per_replica_and_window() -> anyhow::Result<()> {
+    if !embedded_only(
+        "a_generation_is_read_with_one_query_per_replica_and_window",
+        "counts requests per node and shard",
+    ) {
+        return Ok(());
+    }
+    setup_tracing();
+    // 3 nodes × 64 vnodes × 2 shards: 384 streams, 64 per node and shard.
+    let cluster = EmbeddedCluster::builder()
+        .nodes(3)
+        .shards_per_node(2)
+        .vnodes_per_node(64)
+        .start()
+        .await?;
+    let ReadCounts { executed, windows } = write_then_read(&cluster, 4, 8, 20).await?;
     // 6 replicas (64 streams each, under the limit of 100): one query per replica and
     // window, plus the few generation reads. One query per vnode would be 192 per window.
     let sent = total(&executed);
@@ -137,40 +156,8 @@ async fn the_limit_cuts_groups_into_several_queries() -> anyhow::Result<()> {
         .vnodes_per_node(256)
         .start()
         .await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
-    create_workload_table(&session, &ks, "t").await?;
-    let start = Utc::now() - TimeDelta::seconds(1);
-    let workload = Workload::start(session.clone(), &ks, "t", 4, 16).await?;
-    wait_for(Duration::from_secs(30), "10 rounds of writes", || async {
-        workload.rounds() >= 10
-    })
-    .await;
-    let (expected, checksum) = workload.finish().await?;
-    let end = Utc::now();
-    let windows = (end - start).num_seconds() as u64 + 1;
-    readable(end).await;
-    let before = cluster.request_counts_of(FaultOpcode::Execute);
-    let collected = Collected::default();
-    let (_reader, handle) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(collected.clone()))
-        .start_timestamp(start)
-        .end_timestamp(end)
-        .build()
-        .await?;
-    tokio::time::timeout(Duration::from_secs(60), handle).await??;
-    let sent = total(&delta(
-        &cluster.request_counts_of(FaultOpcode::Execute),
-        &before,
-    ));
-    assert_eq!(
-        check_exactly_once_in_order(&collected.snapshot(), &expected),
-        checksum
-    );
+    let ReadCounts { executed, windows } = write_then_read(&cluster, 4, 16, 10).await?;
+    let sent = total(&executed);
     // 256 streams: 3 queries (100, 100, 56) per window.
     assert!(
         sent <= 3 * (windows + 1) + 10,
