@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Utc};
 use clap::Parser;
 use futures::{StreamExt, TryStreamExt, stream};
 use scylla::client::session::Session;
@@ -40,8 +41,8 @@ use scylla::value::{CqlValue, Row};
 use scylla_cdc::Backoff;
 use scylla_cdc::cli::Output;
 use scylla_cdc::cli::{
-    CliError, Shutdown, error_chain, long_interval_arg, parse_name, progress_interval_arg,
-    retry_startup, tables_arg,
+    CliError, Shutdown, TimeSpec, error_chain, long_interval_arg, parse_name, parse_time,
+    progress_interval_arg, retry_startup, tables_arg,
 };
 use tracing::info;
 
@@ -96,6 +97,13 @@ pub struct VerifyArgs {
     /// Seconds between two progress lines in the log.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5", value_parser = progress_interval_arg)]
     pub progress_interval: Duration,
+    /// Compare the tables as of TIME: a cell written after TIME (on either side) is not
+    /// compared, nor is a row whose every cell was written after TIME, so writes still in
+    /// flight while the source keeps being written do not show as differences. A scan cannot
+    /// see deletions: a row deleted after TIME and not yet deleted on the other side still
+    /// shows. Same forms as the replicator's --end (RFC 3339, `now`, `-10m`).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
+    pub at: Option<TimeSpec>,
 }
 
 /// The settings of a verification, checked and resolved.
@@ -119,6 +127,8 @@ pub struct VerifyConfig {
     pub give_up_after: Option<Duration>,
     /// Time between progress lines.
     pub progress_interval: Duration,
+    /// `--at`: cells and rows written after this time are not compared.
+    pub at: Option<DateTime<Utc>>,
 }
 
 impl VerifyArgs {
@@ -145,6 +155,12 @@ impl VerifyArgs {
             page_size: self.page_size,
             give_up_after: Some(self.give_up_after),
             progress_interval: self.progress_interval,
+            at: match self.at {
+                None => None,
+                Some(spec) => Some(spec.resolve(Utc::now()).ok_or_else(|| {
+                    CliError::usage("--at is out of the range of representable times")
+                })?),
+            },
         })
     }
 }
@@ -163,6 +179,7 @@ impl VerifyConfig {
             page_size: 1000,
             give_up_after: config.give_up_after,
             progress_interval: config.progress_interval,
+            at: None,
         }
     }
 }
@@ -223,6 +240,8 @@ pub struct Report {
     pub extra: u64,
     /// Rows on both sides that differ.
     pub different: u64,
+    /// Rows on one side only whose every cell was written after `--at` (not differences).
+    pub newer: u64,
     /// The first [`MAX_SAMPLES`] differing rows, in token order.
     pub samples: Vec<DiffSample>,
 }
@@ -252,6 +271,7 @@ impl Report {
         self.missing += other.missing;
         self.extra += other.extra;
         self.different += other.different;
+        self.newer += other.newer;
         self.samples.extend(other.samples);
         self.samples
             .sort_by(|a, b| (a.token, &a.key).cmp(&(b.token, &b.key)));
@@ -267,6 +287,13 @@ impl fmt::Display for Report {
             "rows compared {}, missing {}, extra {}, different {}",
             self.compared, self.missing, self.extra, self.different
         )?;
+        if self.newer > 0 {
+            write!(
+                f,
+                ", on one side only but written after --at {}",
+                self.newer
+            )?;
+        }
         for s in &self.samples {
             write!(f, "\n  {s}")?;
         }
@@ -276,7 +303,7 @@ impl fmt::Display for Report {
 
 impl ScanPlan {
     /// The first difference between the source and destination versions of a row, if any.
-    fn difference(&self, source: &Row, destination: &Row) -> Option<String> {
+    fn difference(&self, source: &Row, destination: &Row, cutoff: Option<i64>) -> Option<String> {
         let mut at = 1 + self.key_names.len();
         let cell = |row: &Row, i: usize| row.columns.get(i).cloned().flatten();
         for c in &self.columns {
@@ -284,6 +311,11 @@ impl ScanPlan {
                 let (ws, wd) = (cell(source, at), cell(destination, at));
                 let (ts, td) = (cell(source, at + 1), cell(destination, at + 1));
                 at += 2;
+                if written_after(&ws, cutoff) || written_after(&wd, cutoff) {
+                    // Written after --at on one side: not compared.
+                    at += 1;
+                    continue;
+                }
                 let (vs, vd) = (cell(source, at), cell(destination, at));
                 if vs != vd {
                     return Some(format!(
@@ -333,6 +365,32 @@ impl ScanPlan {
     }
 }
 
+/// Whether a `WRITETIME` value is after `cutoff` (microseconds).
+fn written_after(writetime: &Option<CqlValue>, cutoff: Option<i64>) -> bool {
+    matches!((writetime, cutoff), (Some(CqlValue::BigInt(w)), Some(c)) if *w > c)
+}
+
+impl ScanPlan {
+    /// Whether every cell of `row` that has a write time was written after `cutoff`, and it
+    /// has at least one (a row of keys alone cannot be dated).
+    fn all_written_after(&self, row: &Row, cutoff: Option<i64>) -> bool {
+        let mut at = 1 + self.key_names.len();
+        let mut dated = false;
+        for c in &self.columns {
+            if c.timed {
+                match row.columns.get(at).cloned().flatten() {
+                    None => {}
+                    w if written_after(&w, cutoff) => dated = true,
+                    Some(_) => return false,
+                }
+                at += 2;
+            }
+            at += 1;
+        }
+        dated
+    }
+}
+
 /// What a range scan shares with the others.
 struct ScanContext {
     source: Arc<Session>,
@@ -340,6 +398,8 @@ struct ScanContext {
     source_statement: PreparedStatement,
     destination_statement: PreparedStatement,
     plan: ScanPlan,
+    /// `--at` in microseconds.
+    cutoff: Option<i64>,
     compared: AtomicU64,
     ranges_done: AtomicU64,
 }
@@ -393,7 +453,14 @@ async fn compare_range(ctx: &ScanContext, range: (i64, i64)) -> Result<Report, S
             },
         )?;
         let before = report.compared;
-        compare_token(&ctx.plan, token, source_rows, destination_rows, &mut report);
+        compare_token(
+            &ctx.plan,
+            ctx.cutoff,
+            token,
+            source_rows,
+            destination_rows,
+            &mut report,
+        );
         ctx.compared
             .fetch_add(report.compared - before, Ordering::Relaxed);
     }
@@ -404,6 +471,7 @@ async fn compare_range(ctx: &ScanContext, range: (i64, i64)) -> Result<Report, S
 /// which tells every two distinct values apart).
 fn compare_token(
     plan: &ScanPlan,
+    cutoff: Option<i64>,
     token: i64,
     source_rows: Vec<Row>,
     destination_rows: Vec<Row>,
@@ -425,8 +493,9 @@ fn compare_token(
     };
     for row in destination_rows {
         match source.remove(&identity(&row)) {
+            None if plan.all_written_after(&row, cutoff) => report.newer += 1,
             None => report.record(sample(&row, DiffKind::Extra, None)),
-            Some(s) => match plan.difference(&s, &row) {
+            Some(s) => match plan.difference(&s, &row, cutoff) {
                 None => report.compared += 1,
                 Some(d) => report.record(sample(&row, DiffKind::Different, Some(d))),
             },
@@ -434,7 +503,11 @@ fn compare_token(
     }
     for id in order {
         if let Some(row) = source.remove(&id) {
-            report.record(sample(&row, DiffKind::Missing, None));
+            if plan.all_written_after(&row, cutoff) {
+                report.newer += 1;
+            } else {
+                report.record(sample(&row, DiffKind::Missing, None));
+            }
         }
     }
 }
@@ -524,6 +597,7 @@ pub async fn verify_table(
         source_statement,
         destination_statement,
         plan,
+        cutoff: config.at.map(|t| t.timestamp_micros()),
         compared: AtomicU64::new(0),
         ranges_done: AtomicU64::new(0),
     };
@@ -643,10 +717,16 @@ mod tests {
         ];
         let c = parse(&more.concat()).unwrap();
         assert_eq!((c.ranges, c.parallelism, c.page_size), (7, 2, 9));
+        assert_eq!(c.at, None);
+        let at = parse(&[&BASE[..], &["--at", "2026-05-01T12:00:00Z"]].concat()).unwrap();
+        assert_eq!(
+            at.at.map(|t| t.timestamp_micros()),
+            Some(1_777_636_800_000_000)
+        );
         for (extra, needle) in [
             (&["--ranges", "0"][..], "1 to 65536"),
             (&["--parallelism", "x"][..], "1 to 65536"),
-            (&["--at", "now"][..], "--at"),
+            (&["--at", "yesterday"][..], "not a time"),
             (&["--source-user", "u"][..], "--source-password"),
         ] {
             let err = parse(&[&BASE[..], extra].concat()).unwrap_err();
@@ -683,26 +763,47 @@ mod tests {
             ],
         };
         let base = row(Some(100), 10, 1);
-        assert_eq!(plan.difference(&base, &row(Some(100), 10, 1)), None);
-        assert_eq!(plan.difference(&base, &row(Some(95), 10, 1)), None);
-        assert_eq!(plan.difference(&base, &row(Some(105), 10, 1)), None);
+        assert_eq!(plan.difference(&base, &row(Some(100), 10, 1), None), None);
+        assert_eq!(plan.difference(&base, &row(Some(95), 10, 1), None), None);
+        assert_eq!(plan.difference(&base, &row(Some(105), 10, 1), None), None);
         assert_eq!(
-            plan.difference(&base, &row(Some(94), 10, 1)).as_deref(),
+            plan.difference(&base, &row(Some(94), 10, 1), None)
+                .as_deref(),
             Some("ttl(v): source 100, destination 94")
         );
         assert_eq!(
-            plan.difference(&base, &row(None, 10, 1)).as_deref(),
+            plan.difference(&base, &row(None, 10, 1), None).as_deref(),
             Some("ttl(v): source 100, destination null")
         );
         assert_eq!(
-            plan.difference(&base, &row(Some(100), 11, 1)).as_deref(),
+            plan.difference(&base, &row(Some(100), 11, 1), None)
+                .as_deref(),
             Some("writetime(v): source 10, destination 11")
         );
         assert_eq!(
-            plan.difference(&base, &row(Some(100), 10, 2)).as_deref(),
+            plan.difference(&base, &row(Some(100), 10, 2), None)
+                .as_deref(),
             Some("tags: source {1}, destination {2}")
         );
         assert_eq!(plan.key_text(&base), "pk=1");
+
+        // --at 10: a cell written after it on either side is not compared; a row whose
+        // dated cells were all written after it is "newer", not missing or extra.
+        let later = row(Some(100), 11, 1);
+        assert_eq!(plan.difference(&base, &later, Some(10)), None);
+        assert_eq!(
+            plan.difference(&base, &later, Some(11)).as_deref(),
+            Some("writetime(v): source 10, destination 11")
+        );
+        assert_eq!(
+            plan.difference(&base, &row(Some(100), 11, 2), Some(10))
+                .as_deref(),
+            Some("tags: source {1}, destination {2}"),
+            "a cell without a write time is always compared"
+        );
+        assert!(plan.all_written_after(&later, Some(10)));
+        assert!(!plan.all_written_after(&later, Some(11)));
+        assert!(!plan.all_written_after(&later, None));
     }
 
     #[test]

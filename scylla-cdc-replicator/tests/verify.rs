@@ -184,6 +184,70 @@ async fn equal_tables_exit_0_with_the_counts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_leaves_out_what_was_written_after_it() {
+    let p = Pair::start(1).await;
+    p.both("CREATE TABLE {ks}.t (pk int, ck int, v int, w int, PRIMARY KEY (pk, ck))")
+        .await;
+    for pk in 0..10 {
+        p.both(&format!(
+            "INSERT INTO {{ks}}.t (pk, ck, v, w) VALUES ({pk}, 0, {pk}, 1) USING TIMESTAMP 1000"
+        ))
+        .await;
+    }
+    // Written on the source after --at (1970-01-01T00:00:00.002Z = 2000 µs) and not yet on
+    // the destination: a cell update, a new row; and one on the destination only.
+    p.on(
+        &p.s,
+        "UPDATE {ks}.t USING TIMESTAMP 3000 SET v = 99 WHERE pk = 1 AND ck = 0",
+    )
+    .await;
+    p.on(
+        &p.s,
+        "INSERT INTO {ks}.t (pk, ck, v) VALUES (2, 1, 5) USING TIMESTAMP 3000",
+    )
+    .await;
+    p.on(
+        &p.d,
+        "INSERT INTO {ks}.t (pk, ck, v) VALUES (3, 1, 5) USING TIMESTAMP 3000",
+    )
+    .await;
+    let (result, out) = p.verify(&[]).await;
+    assert_eq!(result.unwrap_err().exit_code(), exit_code::RUNTIME, "{out}");
+    assert!(
+        out.starts_with(&format!(
+            "{}.t: rows compared 12, missing 1, extra 1, different 1\n",
+            p.ks
+        )),
+        "{out}"
+    );
+
+    let at = ["--at", "1970-01-01T00:00:00.002Z"];
+    let (result, out) = p.verify(&at).await;
+    result.unwrap_or_else(|e| panic!("verify --at failed: {e}\n{out}"));
+    assert_eq!(
+        out,
+        format!(
+            "{}.t: rows compared 10, missing 0, extra 0, different 0, on one side only but \
+             written after --at 2\n",
+            p.ks
+        )
+    );
+
+    // A cell written before --at that differs still counts.
+    p.on(
+        &p.d,
+        "UPDATE {ks}.t USING TIMESTAMP 1500 SET w = 7 WHERE pk = 4 AND ck = 0",
+    )
+    .await;
+    let (result, out) = p.verify(&at).await;
+    assert_eq!(result.unwrap_err().exit_code(), exit_code::RUNTIME, "{out}");
+    assert!(
+        out.contains("different: pk=4, ck=0 (w: source 1, destination 7)"),
+        "{out}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kind_of_difference_is_counted_and_named() {
     let p = Pair::start(1).await;
     p.both("CREATE TABLE {ks}.t (pk int, ck int, v text, PRIMARY KEY (pk, ck))")
