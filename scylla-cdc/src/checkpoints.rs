@@ -71,6 +71,13 @@ pub trait CDCCheckpointSaver: Send + Sync {
         )
     }
 
+    /// The CQL table `(keyspace, table)` the progress is stored in, if it is one: a consumer
+    /// group ([`crate::CDCLogReaderBuilder::group`]) keeps its lease table next to it
+    /// (`<table>_leases`). The default is `None`.
+    fn checkpoint_table(&self) -> Option<(String, String)> {
+        None
+    }
+
     /// Records the progress of a stream group.
     async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()>;
 
@@ -144,6 +151,9 @@ pub struct TableBackedCheckpointSaver {
     reader_name: String,
     keyspace: String,
     table: String,
+    /// Where checkpoints are stored.
+    checkpoint_keyspace: String,
+    checkpoint_table: String,
     ttl: Duration,
     insert: PreparedStatement,
     select_generation: PreparedStatement,
@@ -229,6 +239,8 @@ impl TableBackedCheckpointSaver {
             reader_name: "default".to_owned(),
             keyspace: base_keyspace.to_owned(),
             table: base_table.to_owned(),
+            checkpoint_keyspace: checkpoint_keyspace.to_owned(),
+            checkpoint_table: checkpoint_table.to_owned(),
             ttl: DEFAULT_CHECKPOINT_TTL,
             insert,
             select_generation,
@@ -316,6 +328,13 @@ impl CDCCheckpointSaver for TableBackedCheckpointSaver {
         let mut view = self.clone();
         view.table = table.to_owned();
         Ok(Arc::new(view))
+    }
+
+    fn checkpoint_table(&self) -> Option<(String, String)> {
+        Some((
+            self.checkpoint_keyspace.clone(),
+            self.checkpoint_table.clone(),
+        ))
     }
 
     async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()> {

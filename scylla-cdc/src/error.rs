@@ -215,6 +215,26 @@ pub enum CDCError {
     /// A background task of the reader panicked or was cancelled unexpectedly.
     #[error("a task of the CDC log reader ended abnormally: {0}")]
     Task(String),
+
+    /// The lease table of a consumer group ([`crate::CDCLogReaderBuilder::group`]) gave an
+    /// answer the reader cannot use.
+    #[error("consumer group: {0}")]
+    Lease(String),
+
+    /// The lease table of a consumer group exists with another shape than the reader's.
+    #[error(
+        "the lease table {table} exists with another shape ({}); drop it or name another \
+         table with `lease_table`; the reader expects: {expected}",
+        problems.join("; ")
+    )]
+    LeaseTableShape {
+        /// The lease table.
+        table: String,
+        /// What differs.
+        problems: Vec<String>,
+        /// The `CREATE TABLE` statement of the table the reader expects.
+        expected: String,
+    },
 }
 
 impl CDCError {

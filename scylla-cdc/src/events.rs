@@ -16,6 +16,28 @@ pub enum ReaderEvent {
     /// Changes were lost to the log's TTL: reading was asked to start before the oldest
     /// time still in the log.
     ExpiredGap(ExpiredGap),
+    /// A member of a consumer group started reading a unit of work (it holds its lease).
+    UnitStarted(UnitEvent),
+    /// A member of a consumer group stopped reading a unit of work: it handed it over, left
+    /// the group, finished it, or stopped it because its lease could not be renewed in time.
+    /// The unit's reader has stopped when this is reported: nothing of the unit is delivered
+    /// by this member after it.
+    UnitStopped(UnitEvent),
+}
+
+/// A unit of work of a consumer group ([`crate::CDCLogReaderBuilder::group`]) that a member
+/// started or stopped reading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UnitEvent {
+    /// The keyspace of the base table.
+    pub keyspace: String,
+    /// The base table.
+    pub table: String,
+    /// The member.
+    pub member: String,
+    /// The unit's key in the lease table.
+    pub unit: String,
 }
 
 /// Reading of one generation was asked to start (by the start timestamp, a saved checkpoint,

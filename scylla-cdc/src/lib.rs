@@ -282,6 +282,7 @@ pub mod decode;
 mod error;
 mod error_policy;
 mod events;
+mod lease;
 mod log_reader;
 mod progress;
 mod replica_groups;
@@ -304,11 +305,11 @@ pub use error_policy::{
     AfterRetries, ConsumerErrorPolicy, DeadLetter, DeadLetterSink, DeadLetterTable, Retry,
     dead_letter_table_name,
 };
-pub use events::{ExpiredGap, ReaderEvent};
+pub use events::{ExpiredGap, ReaderEvent, UnitEvent};
 pub use log_reader::{
-    CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_PAUSE_BETWEEN_SAVES,
-    DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE, MIN_GENERATION_POLL,
-    ProgressHandle,
+    CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_LEASE_DURATION,
+    DEFAULT_PAUSE_BETWEEN_SAVES, DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL,
+    DEFAULT_WINDOW_SIZE, MIN_GENERATION_POLL, ProgressHandle,
 };
-pub use progress::{Progress, TableProgress};
+pub use progress::{GroupProgress, Progress, TableProgress};
 pub use replica_groups::DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY;

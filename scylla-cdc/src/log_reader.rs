@@ -47,6 +47,27 @@ use crate::stream_generations::{
 use crate::stream_reader::{DriverLogSource, LogSource, ReaderSettings, StreamReader};
 use crate::time::{Clock, SystemClock};
 
+mod group;
+
+/// Default lease duration of a consumer group's member: 10 s.
+pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(10);
+
+/// A consumer group's settings ([`CDCLogReaderBuilder::group`]).
+#[derive(Clone, Debug)]
+struct GroupOptions {
+    name: String,
+    member_id: Option<String>,
+    lease_duration: Duration,
+    renew_interval: Option<Duration>,
+    lease_table: Option<(String, String)>,
+}
+
+impl GroupOptions {
+    fn renew_interval(&self) -> Duration {
+        self.renew_interval.unwrap_or(self.lease_duration / 3)
+    }
+}
+
 /// Default longest window: 60 s.
 pub const DEFAULT_WINDOW_SIZE: Duration = Duration::from_secs(60);
 /// Default safety interval: 30 s.
@@ -124,6 +145,11 @@ pub struct CDCLogReaderBuilder {
     /// The bound on a row's delay while its group is idle (`None`: safety interval plus
     /// sleep interval).
     max_idle_latency: Option<Duration>,
+    /// The consumer group this reader is a member of (`None`: it reads every stream).
+    group: Option<GroupOptions>,
+    /// Group settings given before (or without) `group`: applied by it, refused without it.
+    group_settings_without_group: Vec<&'static str>,
+    pending_group: GroupOptions,
 }
 
 impl Default for CDCLogReaderBuilder {
@@ -163,7 +189,82 @@ impl CDCLogReaderBuilder {
             max_partition_key_restrictions_per_query:
                 DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY,
             max_idle_latency: None,
+            group: None,
+            group_settings_without_group: Vec::new(),
+            pending_group: GroupOptions {
+                name: String::new(),
+                member_id: None,
+                lease_duration: DEFAULT_LEASE_DURATION,
+                renew_interval: None,
+                lease_table: None,
+            },
         }
+    }
+
+    /// Makes this reader a member of the consumer group `name`: readers started with the same
+    /// group name on the same table divide its units of work among themselves (a vnode
+    /// keyspace: the streams of one vnode; a tablet keyspace: a tablet's stream), so that
+    /// each change is read by one member. Membership and ownership live in a lease table
+    /// next to the checkpoint table (`<checkpoint table>_leases`, created if missing; see
+    /// [`lease_table`](Self::lease_table)); every decision is a lightweight transaction on it.
+    ///
+    /// - A member holds a lease per unit and renews them every
+    ///   [`renew_interval`](Self::renew_interval); a unit whose lease was not renewed for a
+    ///   [`lease_duration`](Self::lease_duration) is taken over by another member, which
+    ///   resumes it from its checkpoint: changes after the last checkpoint are delivered again
+    ///   (at least once), none is skipped, and a partition's changes stay in order.
+    /// - A member stops reading a unit before its lease can run out when it cannot renew it
+    ///   (Unavailable, timeouts), so two members never read one unit at the same time.
+    /// - Members hold equal shares (± 1): a new member asks the others for units, which they
+    ///   hand over after reading to the end of their window and saving the checkpoint; a member
+    ///   that stops ([`CDCLogReader::stop`], or its handle dropped) hands its units back at
+    ///   once.
+    /// - The next generation's units are read once every unit of the current one is done.
+    ///
+    /// Needs a checkpoint saver that saves and loads, and stores its checkpoints in a table
+    /// ([`crate::TableBackedCheckpointSaver`]) unless [`lease_table`](Self::lease_table) is
+    /// set; every member must use the same checkpoint table and reader name. The low
+    /// watermark and [`Progress`] are this member's: see [`Progress::group`].
+    pub fn group(mut self, name: impl Into<String>) -> Self {
+        let mut options = self.pending_group.clone();
+        options.name = name.into();
+        self.group = Some(options);
+        self
+    }
+
+    fn with_group(mut self, setting: &'static str, f: impl Fn(&mut GroupOptions)) -> Self {
+        f(&mut self.pending_group);
+        match &mut self.group {
+            Some(g) => f(g),
+            None => self.group_settings_without_group.push(setting),
+        }
+        self
+    }
+
+    /// This member's id in its group (default: the host's name and the process id). Ids must
+    /// differ between the members running at one time.
+    pub fn member_id(self, id: impl Into<String>) -> Self {
+        let id = id.into();
+        self.with_group("member_id", move |g| g.member_id = Some(id.clone()))
+    }
+
+    /// How long a member's lease on a unit lasts without renewal: how long a unit of a member
+    /// that died waits before another member takes it over (default 10 s).
+    pub fn lease_duration(self, duration: Duration) -> Self {
+        self.with_group("lease_duration", move |g| g.lease_duration = duration)
+    }
+
+    /// How often a member renews its leases and looks at the group (default: a third of the
+    /// lease duration). Must be shorter than the lease duration.
+    pub fn renew_interval(self, interval: Duration) -> Self {
+        self.with_group("renew_interval", move |g| g.renew_interval = Some(interval))
+    }
+
+    /// The lease table of the group, `keyspace.table` (created if missing); default: the
+    /// checkpoint table's name with `_leases` appended, in its keyspace.
+    pub fn lease_table(self, keyspace: impl Into<String>, table: impl Into<String>) -> Self {
+        let at = (keyspace.into(), table.into());
+        self.with_group("lease_table", move |g| g.lease_table = Some(at.clone()))
     }
 
     /// What happens when the consumer fails on a row (returns an error or panics): retries,
@@ -562,7 +663,70 @@ impl CDCLogReaderBuilder {
         if (save || load) && !has_saver {
             return Err(CDCError::MissingOption("checkpoint_saver"));
         }
+        self.validate_group(save, load)?;
         Ok((save, load))
+    }
+
+    /// Checks the consumer group's settings.
+    fn validate_group(&self, save: bool, load: bool) -> Result<(), CDCError> {
+        let Some(g) = &self.group else {
+            if let Some(setting) = self.group_settings_without_group.first() {
+                return Err(CDCError::InvalidConfig(format!(
+                    "`{setting}` is a setting of a consumer group: set `group` too"
+                )));
+            }
+            return Ok(());
+        };
+        if g.name.is_empty() {
+            return Err(CDCError::InvalidConfig(
+                "the consumer group's name must not be empty".into(),
+            ));
+        }
+        if g.member_id.as_deref() == Some("") {
+            return Err(CDCError::InvalidConfig(
+                "the member id must not be empty".into(),
+            ));
+        }
+        if self.checkpoint_saver.is_none() {
+            return Err(CDCError::InvalidConfig(
+                "a consumer group needs a checkpoint saver (members resume each other's units \
+                 from their checkpoints): set `checkpoint_saver`"
+                    .into(),
+            ));
+        }
+        if !save || !load {
+            return Err(CDCError::InvalidConfig(
+                "a consumer group needs checkpoints saved and loaded (members resume each \
+                 other's units from them)"
+                    .into(),
+            ));
+        }
+        let renew = g.renew_interval();
+        if renew.is_zero() || g.lease_duration <= renew {
+            return Err(CDCError::InvalidConfig(format!(
+                "the lease duration ({:?}) must be longer than the renew interval ({renew:?}), \
+                 which must be greater than zero",
+                g.lease_duration
+            )));
+        }
+        if self.lease_table_of(g).is_none() {
+            return Err(CDCError::InvalidConfig(
+                "a consumer group needs a lease table: use a TableBackedCheckpointSaver (the \
+                 lease table goes next to its table) or set `lease_table`"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Where the group's lease table is.
+    fn lease_table_of(&self, g: &GroupOptions) -> Option<(String, String)> {
+        g.lease_table.clone().or_else(|| {
+            self.checkpoint_saver
+                .as_ref()?
+                .checkpoint_table()
+                .map(|(ks, t)| (ks, format!("{t}_leases")))
+        })
     }
 
     /// Starts the reader's task with the given tables (their fetchers and log sources).
@@ -656,6 +820,38 @@ impl CDCLogReaderBuilder {
                 }
                 _ => None,
             };
+            let group = match &self.group {
+                None => None,
+                Some(g) => {
+                    let session = self
+                        .session
+                        .clone()
+                        .ok_or(CDCError::MissingOption("session"))?;
+                    let at = self.lease_table_of(g).ok_or_else(|| {
+                        CDCError::InvalidConfig("a consumer group needs a lease table".into())
+                    })?;
+                    let lease = retry_transient("opening the lease table", &mut backoff(), || {
+                        crate::lease::LeaseTable::open(
+                            session.clone(),
+                            (&at.0, &at.1),
+                            &g.name,
+                            &keyspace,
+                            &table,
+                        )
+                    })
+                    .await?;
+                    Some(group::GroupRuntime {
+                        lease,
+                        member: g
+                            .member_id
+                            .clone()
+                            .unwrap_or_else(crate::lease::default_member_id),
+                        lease_duration: g.lease_duration,
+                        renew_interval: g.renew_interval(),
+                        stop: stop_rx.clone(),
+                    })
+                }
+            };
             let stats = Arc::new(
                 Stats::new(&keyspace, &table, self.clock.clone(), self.safety_interval)
                     .in_reader(overall.clone(), index),
@@ -697,6 +893,7 @@ impl CDCLogReaderBuilder {
                 cdc_probe: self.session.clone(),
                 end_tx: end_tx.clone(),
                 disabled_until: None,
+                group,
             });
         }
         let stats = ReaderStats::new(all_stats, overall, self.clock.clone());
@@ -710,12 +907,14 @@ impl CDCLogReaderBuilder {
             .collect::<Vec<_>>()
             .join(",");
         let span = info_span!("cdc_log_reader", keyspace = %keyspace, table = %tables);
+        let grouped = self.group.is_some();
         let task = tokio::spawn(
             async move {
                 tokio::select! {
                     result = run_tables(workers, follower) => result,
+                    // A member of a group leaves it (hands its units back) on `stop()`.
                     // `stop()`, or the handle was dropped (it stops the reader too).
-                    _ = stop_rx.wait_for(|stopped| *stopped) => {
+                    _ = stop_rx.wait_for(|stopped| *stopped), if !grouped => {
                         info!("CDC log reader stopped");
                         Ok(())
                     }
@@ -977,6 +1176,8 @@ struct Worker {
     /// Set when CDC was found disabled: everything before it is read, then the reader ends
     /// with [`CDCError::CdcDisabled`].
     disabled_until: Option<DateTime<Utc>>,
+    /// The consumer group this worker reads as a member of.
+    group: Option<group::GroupRuntime>,
 }
 
 impl Worker {
@@ -1014,7 +1215,10 @@ impl Worker {
     }
 
     async fn run(mut self) -> Result<(), CDCError> {
-        self.run_generations().await?;
+        match self.group.take() {
+            Some(group) => self.run_member(group).await?,
+            None => self.run_generations().await?,
+        }
         match self.disabled_until {
             Some(until) => Err(CDCError::CdcDisabled {
                 keyspace: self.keyspace.clone(),
@@ -1977,7 +2181,12 @@ mod tests {
             .lock()
             .unwrap()
             .iter()
-            .map(|ReaderEvent::ExpiredGap(gap)| (gap.generation, gap.requested, gap.first_readable))
+            .filter_map(|e| match e {
+                ReaderEvent::ExpiredGap(gap) => {
+                    Some((gap.generation, gap.requested, gap.first_readable))
+                }
+                _ => None,
+            })
             .collect();
         assert_eq!(
             bounds,

@@ -74,6 +74,25 @@ pub struct Progress {
     /// for that table alone (each with an empty `tables`). The figures above are their sums,
     /// and the low watermark is the least of theirs (`None` while any table has none).
     pub tables: Vec<TableProgress>,
+    /// In a consumer group ([`crate::CDCLogReaderBuilder::group`]): this member and the units
+    /// it reads; `None` for a reader outside any group. Over several tables: the units of
+    /// every table, the members of the table with most, and every table's units counted.
+    pub group: Option<GroupProgress>,
+}
+
+/// What a member of a consumer group holds (see [`Progress::group`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct GroupProgress {
+    /// This member's id.
+    pub member: String,
+    /// Members of the group it sees alive (itself included).
+    pub members: usize,
+    /// Units of work of the generation being read.
+    pub units: usize,
+    /// The units this member reads now (their keys in the lease table), sorted
+    /// (`scylla_cdc_group_units_owned` counts them).
+    pub owned: Vec<String>,
 }
 
 /// The progress of one table of a reader (see [`Progress::tables`]).
@@ -114,7 +133,7 @@ impl ErrorOutcome {
 }
 
 /// The position of one stream group in the low watermark.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Slot {
     /// The generation (counted from the reader's first) the group belongs to.
     epoch: u64,
@@ -171,6 +190,8 @@ pub(crate) struct Stats {
     generation_switches: AtomicU64,
     /// A std mutex: held for a few map operations once per window, never across `.await`.
     positions: Mutex<Positions>,
+    /// Set by a consumer group's member. A std mutex, never held across `.await`.
+    group: Mutex<Option<GroupProgress>>,
     watermark: watch::Sender<Option<DateTime<Utc>>>,
     clock: Arc<dyn Clock>,
     safety_interval: Duration,
@@ -218,6 +239,7 @@ impl Stats {
             streams: AtomicU64::new(0),
             generation_switches: AtomicU64::new(0),
             positions: Mutex::new(Positions::default()),
+            group: Mutex::new(None),
             watermark: watch::channel(None).0,
             clock,
             safety_interval,
@@ -303,6 +325,58 @@ impl Stats {
         slots
     }
 
+    /// Adds a stream group starting at `start` to the current generation (a unit a member of
+    /// a consumer group took), with `streams` more streams.
+    pub(crate) fn add_slot(&self, start: DateTime<Utc>, streams: usize) -> Slot {
+        let total = self.streams.fetch_add(streams as u64, Ordering::Relaxed) + streams as u64;
+        self.metrics.streams.set(total as f64);
+        let slot = {
+            let mut p = self.positions.lock().unwrap_or_else(|e| e.into_inner());
+            p.by_group.push(start);
+            *p.counts.entry(start).or_default() += 1;
+            Slot {
+                epoch: p.epoch,
+                index: p.by_group.len() - 1,
+            }
+        };
+        self.publish();
+        slot
+    }
+
+    /// Removes a stream group of `streams` streams from the watermark (a unit a member no
+    /// longer reads): its position no longer holds the watermark back.
+    pub(crate) fn remove_slot(&self, slot: &Slot, streams: usize) {
+        let total = self
+            .streams
+            .fetch_sub(streams as u64, Ordering::Relaxed)
+            .saturating_sub(streams as u64);
+        self.metrics.streams.set(total as f64);
+        {
+            let mut p = self.positions.lock().unwrap_or_else(|e| e.into_inner());
+            if p.epoch != slot.epoch {
+                return;
+            }
+            let Some(&old) = p.by_group.get(slot.index) else {
+                return;
+            };
+            p.remove(old);
+            // Never advanced again (`advance` only moves forward).
+            p.by_group[slot.index] = DateTime::<Utc>::MAX_UTC;
+        }
+        self.publish();
+    }
+
+    /// Records what this member of a consumer group holds.
+    pub(crate) fn set_group(&self, group: GroupProgress) {
+        metrics::gauge!(
+            "scylla_cdc_group_units_owned",
+            "keyspace" => self.metrics.keyspace.clone(),
+            "table" => self.metrics.table.clone()
+        )
+        .set(group.owned.len() as f64);
+        *self.group.lock().unwrap_or_else(|e| e.into_inner()) = Some(group);
+    }
+
     /// Moves a group's position to `to`: every row of its streams before `to` was delivered.
     pub(crate) fn advance(&self, slot: &Slot, to: DateTime<Utc>) {
         {
@@ -376,6 +450,7 @@ impl Stats {
             low_watermark,
             lag: low_watermark.map(|w| lag(self.clock.now(), w)),
             tables: Vec::new(),
+            group: self.group.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         }
     }
 }
@@ -466,6 +541,19 @@ impl ReaderStats {
             .collect();
         let sum = |f: fn(&Progress) -> u64| tables.iter().map(|t| f(&t.progress)).sum::<u64>();
         let low_watermark = *self.overall.watermark.borrow();
+        let group = tables
+            .iter()
+            .filter_map(|t| t.progress.group.as_ref())
+            .fold(None::<GroupProgress>, |acc, g| {
+                let mut acc = acc.unwrap_or_else(|| GroupProgress {
+                    member: g.member.clone(),
+                    ..GroupProgress::default()
+                });
+                acc.members = acc.members.max(g.members);
+                acc.units += g.units;
+                acc.owned.extend(g.owned.iter().cloned());
+                Some(acc)
+            });
         Progress {
             rows: sum(|p| p.rows),
             changes: sum(|p| p.changes),
@@ -480,6 +568,7 @@ impl ReaderStats {
             low_watermark,
             lag: low_watermark.map(|w| lag(self.clock.now(), w)),
             tables,
+            group,
         }
     }
 }

@@ -1,0 +1,1101 @@
+//! The lease table of a consumer group ([`crate::CDCLogReaderBuilder::group`]): who is in the
+//! group and who reads which unit of work, kept in Scylla and changed only with lightweight
+//! transactions.
+//!
+//! ```text
+//! CREATE TABLE <ks>.<table> (
+//!     group_name text, keyspace_name text, table_name text,
+//!     unit text,          -- 'unit:<generation ms, 20 digits>:<first stream id, hex>' or 'member:<id>'
+//!     owner text,         -- the member reading the unit (null: free)
+//!     version bigint,     -- changed by every renewal and every change of owner
+//!     expires_at timestamp, -- the owner's clock at its last renewal + the lease duration
+//!     wanted_by text,     -- a member that asked the owner to hand the unit over
+//!     done boolean,       -- the unit was read to its generation's end
+//!     start timestamp,    -- where a stream of the unit without a checkpoint starts
+//!     PRIMARY KEY ((group_name, keyspace_name, table_name), unit))
+//! ```
+//!
+//! One partition holds a group's view of one base table, so a member reads the whole state
+//! of the group in one query and renews all its leases in one conditional batch (one Paxos
+//! round per member per renewal, whatever the number of units).
+//!
+//! Expiry is not judged by comparing `expires_at` with another machine's clock: like the
+//! Kinesis Client Library, a member takes a unit over only after it has seen the unit's
+//! `version` stay the same for a whole lease duration by its own monotonic clock
+//! ([`Observations`]). The owner counts its lease from the moment it *sent* its last
+//! successful renewal, so the owner's lease always ends before anyone may take the unit
+//! over, whatever the clocks of the machines say (only their rates must agree).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::TryStreamExt;
+use scylla::client::session::Session;
+use scylla::statement::batch::{Batch, BatchType};
+use scylla::statement::prepared::PreparedStatement;
+use scylla::value::{CqlValue, Row};
+use tokio::time::Instant;
+
+use crate::cdc_types::{GenerationTimestamp, StreamID, quote_identifier};
+use crate::error::CDCError;
+
+/// The most statements one renewal or creation batch carries (Scylla warns about batches
+/// over `batch_size_warn_threshold_in_kb`, 128 KiB by default; a statement here is ~100 B).
+const BATCH_STATEMENTS: usize = 200;
+
+/// The key prefix of member rows.
+const MEMBER_PREFIX: &str = "member:";
+/// The key prefix of unit rows.
+const UNIT_PREFIX: &str = "unit:";
+
+/// The columns of a lease table: name, CQL type, kind (as `system_schema.columns` lists them).
+const COLUMNS: &[(&str, &str, &str)] = &[
+    ("group_name", "text", "partition_key"),
+    ("keyspace_name", "text", "partition_key"),
+    ("table_name", "text", "partition_key"),
+    ("unit", "text", "clustering"),
+    ("owner", "text", "regular"),
+    ("version", "bigint", "regular"),
+    ("expires_at", "timestamp", "regular"),
+    ("wanted_by", "text", "regular"),
+    ("done", "boolean", "regular"),
+    ("start", "timestamp", "regular"),
+];
+
+/// The key of the row of unit `first_stream` of `generation`: sorting keys sorts units by
+/// generation.
+pub(crate) fn unit_key(generation: &GenerationTimestamp, first_stream: &StreamID) -> String {
+    format!(
+        "{UNIT_PREFIX}{:020}:{first_stream}",
+        generation.timestamp.timestamp_millis().max(0)
+    )
+}
+
+/// The generation (its start in milliseconds) of a unit key.
+pub(crate) fn unit_generation_millis(key: &str) -> Option<i64> {
+    key.strip_prefix(UNIT_PREFIX)?
+        .split(':')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The key of a member's row.
+pub(crate) fn member_key(member: &str) -> String {
+    format!("{MEMBER_PREFIX}{member}")
+}
+
+/// One row of the lease table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LeaseRow {
+    pub(crate) unit: String,
+    pub(crate) owner: Option<String>,
+    pub(crate) version: i64,
+    pub(crate) expires_at: Option<DateTime<Utc>>,
+    pub(crate) wanted_by: Option<String>,
+    pub(crate) done: bool,
+    pub(crate) start: Option<DateTime<Utc>>,
+}
+
+impl LeaseRow {
+    /// The member id of a member row.
+    pub(crate) fn member(&self) -> Option<&str> {
+        self.unit.strip_prefix(MEMBER_PREFIX)
+    }
+
+    /// Whether this is a unit row.
+    pub(crate) fn is_unit(&self) -> bool {
+        self.unit.starts_with(UNIT_PREFIX)
+    }
+}
+
+/// A unit to create: its key and where its streams start without a checkpoint.
+pub(crate) struct NewUnit {
+    pub(crate) key: String,
+    pub(crate) start: DateTime<Utc>,
+}
+
+/// What a conditional write found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Cas {
+    /// It was applied.
+    Applied,
+    /// Its condition did not hold.
+    NotApplied,
+}
+
+/// The lease table of one group and base table, with its statements prepared.
+pub(crate) struct LeaseTable {
+    session: Arc<Session>,
+    /// `(group_name, keyspace_name, table_name)`: the partition.
+    key: (String, String, String),
+    name: String,
+    select: PreparedStatement,
+    renew: PreparedStatement,
+    heartbeat: PreparedStatement,
+    take: PreparedStatement,
+    request: PreparedStatement,
+    clear_request: PreparedStatement,
+    hand_over: PreparedStatement,
+    finish: PreparedStatement,
+    create: PreparedStatement,
+    delete: PreparedStatement,
+    delete_if: PreparedStatement,
+}
+
+fn query_error(what: String) -> impl FnOnce(scylla::errors::ExecutionError) -> CDCError {
+    move |source| CDCError::Query {
+        what,
+        source: Box::new(source),
+    }
+}
+
+fn lease_error(what: &str, e: impl std::fmt::Display) -> CDCError {
+    CDCError::Lease(format!("{what}: {e}"))
+}
+
+impl LeaseTable {
+    /// The `CREATE TABLE IF NOT EXISTS` statement of a lease table named `keyspace.table`.
+    pub(crate) fn create_table_cql(keyspace: &str, table: &str) -> String {
+        format!(
+            "CREATE TABLE IF NOT EXISTS {}.{} (group_name text, keyspace_name text, \
+             table_name text, unit text, owner text, version bigint, expires_at timestamp, \
+             wanted_by text, done boolean, start timestamp, \
+             PRIMARY KEY ((group_name, keyspace_name, table_name), unit))",
+            quote_identifier(keyspace),
+            quote_identifier(table)
+        )
+    }
+
+    /// Creates the lease table `lease_keyspace.lease_table` if missing, checks its shape and
+    /// prepares the statements of group `group` reading `keyspace.table`.
+    pub(crate) async fn open(
+        session: Arc<Session>,
+        (lease_keyspace, lease_table): (&str, &str),
+        group: &str,
+        keyspace: &str,
+        table: &str,
+    ) -> Result<Self, CDCError> {
+        let name = format!(
+            "{}.{}",
+            quote_identifier(lease_keyspace),
+            quote_identifier(lease_table)
+        );
+        session
+            .query_unpaged(Self::create_table_cql(lease_keyspace, lease_table), ())
+            .await
+            .map_err(query_error(format!("creating the lease table {name}")))?;
+        check_shape(&session, lease_keyspace, lease_table).await?;
+        let prepare = |text: String| {
+            let session = session.clone();
+            async move {
+                session
+                    .prepare(text.clone())
+                    .await
+                    .map_err(|source| CDCError::Prepare {
+                        statement: text,
+                        source: Box::new(source),
+                    })
+            }
+        };
+        let key = "group_name = ? AND keyspace_name = ? AND table_name = ?";
+        Ok(Self {
+            select: prepare(format!(
+                "SELECT unit, owner, version, expires_at, wanted_by, done, start FROM {name} \
+                 WHERE {key}"
+            ))
+            .await?,
+            renew: prepare(format!(
+                "UPDATE {name} SET version = ?, expires_at = ? WHERE {key} AND unit = ? \
+                 IF owner = ?"
+            ))
+            .await?,
+            heartbeat: prepare(format!(
+                "UPDATE {name} USING TTL ? SET version = ?, expires_at = ? WHERE {key} \
+                 AND unit = ?"
+            ))
+            .await?,
+            take: prepare(format!(
+                "UPDATE {name} SET owner = ?, version = ?, expires_at = ?, wanted_by = null \
+                 WHERE {key} AND unit = ? IF owner = ? AND version = ? AND done = false"
+            ))
+            .await?,
+            request: prepare(format!(
+                "UPDATE {name} SET wanted_by = ? WHERE {key} AND unit = ? \
+                 IF owner = ? AND wanted_by = null"
+            ))
+            .await?,
+            clear_request: prepare(format!(
+                "UPDATE {name} SET wanted_by = null WHERE {key} AND unit = ? IF wanted_by = ?"
+            ))
+            .await?,
+            hand_over: prepare(format!(
+                "UPDATE {name} SET owner = ?, version = ?, expires_at = ?, wanted_by = null \
+                 WHERE {key} AND unit = ? IF owner = ?"
+            ))
+            .await?,
+            finish: prepare(format!(
+                "UPDATE {name} SET done = true, owner = null, wanted_by = null, version = ? \
+                 WHERE {key} AND unit = ? IF owner = ?"
+            ))
+            .await?,
+            create: prepare(format!(
+                "INSERT INTO {name} (group_name, keyspace_name, table_name, unit, version, \
+                 done, start) VALUES (?, ?, ?, ?, 0, false, ?) IF NOT EXISTS"
+            ))
+            .await?,
+            delete: prepare(format!("DELETE FROM {name} WHERE {key} AND unit = ?")).await?,
+            delete_if: prepare(format!(
+                "DELETE FROM {name} WHERE {key} AND unit = ? IF version = ?"
+            ))
+            .await?,
+            session,
+            key: (group.to_owned(), keyspace.to_owned(), table.to_owned()),
+            name,
+        })
+    }
+
+    /// The table's name, quoted.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Every row of the group's partition, sorted by key.
+    pub(crate) async fn read(&self) -> Result<Vec<LeaseRow>, CDCError> {
+        type Raw = (
+            String,
+            Option<String>,
+            Option<i64>,
+            Option<DateTime<Utc>>,
+            Option<String>,
+            Option<bool>,
+            Option<DateTime<Utc>>,
+        );
+        let what = || format!("reading the lease table {}", self.name);
+        let pager = self
+            .session
+            .execute_iter(self.select.clone(), &self.key)
+            .await
+            .map_err(|e| lease_error(&what(), e))?;
+        let mut rows = pager
+            .rows_stream::<Raw>()
+            .map_err(|e| lease_error(&what(), e))?;
+        let mut out = Vec::new();
+        while let Some((unit, owner, version, expires_at, wanted_by, done, start)) =
+            rows.try_next().await.map_err(|e| lease_error(&what(), e))?
+        {
+            out.push(LeaseRow {
+                unit,
+                owner,
+                version: version.unwrap_or(0),
+                expires_at,
+                wanted_by,
+                done: done.unwrap_or(false),
+                start,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Runs one conditional statement: whether it applied.
+    async fn cas(
+        &self,
+        what: &str,
+        statement: &PreparedStatement,
+        values: impl scylla::serialize::row::SerializeRow,
+    ) -> Result<Cas, CDCError> {
+        let result = self
+            .session
+            .execute_unpaged(statement, values)
+            .await
+            .map_err(query_error(format!("{what} in {}", self.name)))?;
+        applied(result).map(|(applied, _)| applied)
+    }
+
+    /// Renews the leases of `units` held by `member` and its member row, in conditional
+    /// batches: returns the units whose owner is no longer `member` (lost), or an error when
+    /// the outcome is unknown.
+    pub(crate) async fn renew(
+        &self,
+        member: &str,
+        units: &[String],
+        version: i64,
+        expires_at: DateTime<Utc>,
+        member_ttl: Duration,
+    ) -> Result<Vec<String>, CDCError> {
+        let (g, k, t) = &self.key;
+        let ttl = i32::try_from(member_ttl.as_secs().max(1)).unwrap_or(i32::MAX);
+        let heartbeat = (ttl, version, expires_at, g, k, t, member_key(member));
+        if units.is_empty() {
+            self.session
+                .execute_unpaged(&self.heartbeat, heartbeat)
+                .await
+                .map_err(query_error(format!("renewing membership in {}", self.name)))?;
+            return Ok(Vec::new());
+        }
+        let mut lost = Vec::new();
+        for (i, chunk) in units.chunks(BATCH_STATEMENTS).enumerate() {
+            let mut remaining: Vec<&String> = chunk.iter().collect();
+            // A batch whose condition fails on one unit applies nothing: it is sent again
+            // without the units found lost (at most once per lost unit).
+            loop {
+                if remaining.is_empty() {
+                    break;
+                }
+                let mut batch = Batch::new(BatchType::Unlogged);
+                let mut values: Vec<Box<dyn scylla::serialize::row::SerializeRow + Send + Sync>> =
+                    Vec::with_capacity(remaining.len() + 1);
+                for unit in &remaining {
+                    batch.append_statement(self.renew.clone());
+                    values.push(Box::new((
+                        version,
+                        expires_at,
+                        g.clone(),
+                        k.clone(),
+                        t.clone(),
+                        (*unit).clone(),
+                        member.to_owned(),
+                    )));
+                }
+                if i == 0 {
+                    batch.append_statement(self.heartbeat.clone());
+                    values.push(Box::new((
+                        heartbeat.0,
+                        heartbeat.1,
+                        heartbeat.2,
+                        g.clone(),
+                        k.clone(),
+                        t.clone(),
+                        heartbeat.6.clone(),
+                    )));
+                }
+                let result = self
+                    .session
+                    .batch(&batch, values)
+                    .await
+                    .map_err(query_error(format!("renewing leases in {}", self.name)))?;
+                let (applied, rows) = applied(result)?;
+                if applied == Cas::Applied {
+                    break;
+                }
+                // One row per statement: `[applied]`, the key columns, then `owner`.
+                let before = remaining.len();
+                let owners = batch_owners(&rows);
+                remaining.retain(|unit| match owners.get(unit.as_str()) {
+                    Some(owner) if owner.as_deref() != Some(member) => {
+                        lost.push((*unit).clone());
+                        false
+                    }
+                    _ => true,
+                });
+                if remaining.len() == before {
+                    return Err(CDCError::Lease(format!(
+                        "a renewal in {} was not applied, but every unit is still owned by {member}",
+                        self.name
+                    )));
+                }
+            }
+        }
+        Ok(lost)
+    }
+
+    /// Takes `unit` for `member` if its owner is still `owner` and its version `version`.
+    pub(crate) async fn take(
+        &self,
+        unit: &str,
+        member: &str,
+        owner: Option<&str>,
+        version: i64,
+        new_version: i64,
+        expires_at: DateTime<Utc>,
+    ) -> Result<Cas, CDCError> {
+        let (g, k, t) = &self.key;
+        self.cas(
+            "taking a lease",
+            &self.take,
+            (
+                member,
+                new_version,
+                expires_at,
+                g,
+                k,
+                t,
+                unit,
+                owner,
+                version,
+            ),
+        )
+        .await
+    }
+
+    /// Asks `owner` to hand `unit` over to `member`.
+    pub(crate) async fn request(
+        &self,
+        unit: &str,
+        member: &str,
+        owner: &str,
+    ) -> Result<Cas, CDCError> {
+        let (g, k, t) = &self.key;
+        self.cas(
+            "asking for a lease",
+            &self.request,
+            (member, g, k, t, unit, owner),
+        )
+        .await
+    }
+
+    /// Withdraws `requester`'s request for `unit`.
+    pub(crate) async fn clear_request(&self, unit: &str, requester: &str) -> Result<Cas, CDCError> {
+        let (g, k, t) = &self.key;
+        self.cas(
+            "withdrawing a request for a lease",
+            &self.clear_request,
+            (g, k, t, unit, requester),
+        )
+        .await
+    }
+
+    /// Gives `unit`, owned by `member`, to `to` (`None`: frees it).
+    pub(crate) async fn hand_over(
+        &self,
+        unit: &str,
+        member: &str,
+        to: Option<&str>,
+        new_version: i64,
+        expires_at: Option<DateTime<Utc>>,
+    ) -> Result<Cas, CDCError> {
+        let (g, k, t) = &self.key;
+        self.cas(
+            "handing a lease over",
+            &self.hand_over,
+            (to, new_version, expires_at, g, k, t, unit, member),
+        )
+        .await
+    }
+
+    /// Marks `unit`, owned by `member`, as read to its generation's end.
+    pub(crate) async fn finish(
+        &self,
+        unit: &str,
+        member: &str,
+        new_version: i64,
+    ) -> Result<Cas, CDCError> {
+        let (g, k, t) = &self.key;
+        self.cas(
+            "marking a unit done",
+            &self.finish,
+            (new_version, g, k, t, unit, member),
+        )
+        .await
+    }
+
+    /// Creates the units that do not exist yet (conditional batches; a unit another member
+    /// created first is kept as it is).
+    pub(crate) async fn create_units(&self, units: &[NewUnit]) -> Result<(), CDCError> {
+        let (g, k, t) = &self.key;
+        for chunk in units.chunks(BATCH_STATEMENTS) {
+            let mut batch = Batch::new(BatchType::Unlogged);
+            let mut values = Vec::with_capacity(chunk.len());
+            for unit in chunk {
+                batch.append_statement(self.create.clone());
+                values.push((g, k, t, unit.key.as_str(), unit.start));
+            }
+            let result = self
+                .session
+                .batch(&batch, values)
+                .await
+                .map_err(query_error(format!("creating units in {}", self.name)))?;
+            // Not applied: another member created some of them; the caller reads again and
+            // creates what is still missing.
+            applied(result)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes rows, unconditionally (units of a generation every member is done with).
+    pub(crate) async fn delete(&self, units: &[String]) -> Result<(), CDCError> {
+        let (g, k, t) = &self.key;
+        for chunk in units.chunks(BATCH_STATEMENTS) {
+            let mut batch = Batch::new(BatchType::Unlogged);
+            let mut values = Vec::with_capacity(chunk.len());
+            for unit in chunk {
+                batch.append_statement(self.delete.clone());
+                values.push((g, k, t, unit.as_str()));
+            }
+            self.session
+                .batch(&batch, values)
+                .await
+                .map_err(query_error(format!("deleting rows of {}", self.name)))?;
+        }
+        Ok(())
+    }
+
+    /// Deletes a row if its version is still `version` (a member that stopped renewing).
+    pub(crate) async fn delete_if(&self, unit: &str, version: i64) -> Result<Cas, CDCError> {
+        let (g, k, t) = &self.key;
+        self.cas(
+            "removing a departed member",
+            &self.delete_if,
+            (g, k, t, unit, version),
+        )
+        .await
+    }
+}
+
+/// `[applied]` of a conditional request's answer, and its rows.
+fn applied(
+    result: scylla::response::query_result::QueryResult,
+) -> Result<(Cas, Vec<Row>), CDCError> {
+    let rows = result
+        .into_rows_result()
+        .map_err(|e| lease_error("reading the answer of a lightweight transaction", e))?;
+    let rows: Vec<Row> = rows
+        .rows::<Row>()
+        .map_err(|e| lease_error("reading the answer of a lightweight transaction", e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| lease_error("reading the answer of a lightweight transaction", e))?;
+    let applied = match rows.first().and_then(|r| r.columns.first()) {
+        Some(Some(CqlValue::Boolean(true))) => Cas::Applied,
+        Some(Some(CqlValue::Boolean(false))) => Cas::NotApplied,
+        other => {
+            return Err(CDCError::Lease(format!(
+                "a lightweight transaction's answer has no [applied] column (found {other:?})"
+            )));
+        }
+    };
+    Ok((applied, rows))
+}
+
+/// The owner each row of a failed renewal batch's answer shows, by unit (rows: `[applied]`,
+/// `group_name`, `keyspace_name`, `table_name`, `unit`, `owner`; the member row's
+/// statement has no condition and shows no owner).
+fn batch_owners(rows: &[Row]) -> HashMap<String, Option<String>> {
+    let text = |v: Option<&Option<CqlValue>>| match v {
+        Some(Some(CqlValue::Text(s))) | Some(Some(CqlValue::Ascii(s))) => Some(s.clone()),
+        _ => None,
+    };
+    rows.iter()
+        .filter_map(|r| {
+            let unit = text(r.columns.get(4))?;
+            Some((unit, text(r.columns.get(5))))
+        })
+        .collect()
+}
+
+/// Checks that an existing lease table has the columns this reader writes.
+async fn check_shape(session: &Session, keyspace: &str, table: &str) -> Result<(), CDCError> {
+    let what = || format!("reading the schema of the lease table {keyspace}.{table}");
+    let result = session
+        .query_unpaged(
+            "SELECT column_name, type, kind FROM system_schema.columns \
+             WHERE keyspace_name = ? AND table_name = ?",
+            (keyspace, table),
+        )
+        .await
+        .map_err(query_error(what()))?;
+    let rows = result
+        .into_rows_result()
+        .map_err(|e| lease_error(&what(), e))?;
+    let found: BTreeMap<String, (String, String)> = rows
+        .rows::<(String, String, String)>()
+        .map_err(|e| lease_error(&what(), e))?
+        .map(|r| r.map(|(name, ty, kind)| (name, (ty, kind))))
+        .collect::<Result<_, _>>()
+        .map_err(|e| lease_error(&what(), e))?;
+    let problems = shape_problems(&found);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(CDCError::LeaseTableShape {
+            table: format!("{keyspace}.{table}"),
+            problems,
+            expected: LeaseTable::create_table_cql(keyspace, table),
+        })
+    }
+}
+
+/// What differs between a table's columns (name → type, kind) and a lease table's.
+fn shape_problems(found: &BTreeMap<String, (String, String)>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, ty, kind) in COLUMNS {
+        match found.get(*name) {
+            None => problems.push(format!("column `{name}` is missing")),
+            Some((t, k)) if t != ty || k != kind => problems.push(format!(
+                "column `{name}` is a {k} column of type {t}, not a {kind} column of type {ty}"
+            )),
+            Some(_) => {}
+        }
+    }
+    for (name, (_, kind)) in found {
+        let known = COLUMNS.iter().any(|(n, _, _)| n == name);
+        if !known && (kind == "partition_key" || kind == "clustering") {
+            problems.push(format!("key column `{name}` is not part of a lease table"));
+        }
+    }
+    problems
+}
+
+/// What a member has seen of each row: a row's `(owner, version)` and since when (by this
+/// member's monotonic clock) it has been the same.
+#[derive(Default)]
+pub(crate) struct Observations {
+    seen: HashMap<String, (Option<String>, i64, Instant)>,
+}
+
+impl Observations {
+    /// Records a read of the table at `now`; forgets rows that are gone.
+    pub(crate) fn update(&mut self, rows: &[LeaseRow], now: Instant) {
+        let mut next = HashMap::with_capacity(rows.len());
+        for row in rows {
+            let since = match self.seen.remove(&row.unit) {
+                Some((owner, version, since)) if owner == row.owner && version == row.version => {
+                    since
+                }
+                _ => now,
+            };
+            next.insert(row.unit.clone(), (row.owner.clone(), row.version, since));
+        }
+        self.seen = next;
+    }
+
+    /// Whether the row has stayed unchanged for at least `lease_duration` as of `now`.
+    pub(crate) fn expired(&self, unit: &str, lease_duration: Duration, now: Instant) -> bool {
+        self.seen
+            .get(unit)
+            .is_some_and(|(_, _, since)| now.duration_since(*since) >= lease_duration)
+    }
+}
+
+/// The state of the group as one member sees it after a read.
+pub(crate) struct View<'a> {
+    pub(crate) me: &'a str,
+    /// Members whose row has changed within a lease duration (including `me`).
+    pub(crate) live: Vec<String>,
+    /// Not-done units of the current generation.
+    pub(crate) units: Vec<&'a LeaseRow>,
+}
+
+/// What a member decides to do after a read.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Units to take: `(unit, current owner, version)`.
+    pub(crate) take: Vec<(String, Option<String>, i64)>,
+    /// Units to ask their owner for: `(unit, owner)`.
+    pub(crate) request: Vec<(String, String)>,
+    /// Units of mine that a live member asked for: `(unit, requester)`.
+    pub(crate) give: Vec<(String, String)>,
+    /// Requests to withdraw (the requester left): `(unit, requester)`.
+    pub(crate) withdraw: Vec<(String, String)>,
+}
+
+/// Decides which units `view.me` takes, asks for and gives away so that every live member
+/// ends up with `floor(units / members)` or one more:
+///
+/// - a member below the ceiling takes free units (no owner, or an owner that stopped renewing
+///   a lease duration ago);
+/// - a member below the floor with nothing free asks the most loaded members for units
+///   (they hand them over at their next renewal, after stopping to read them);
+/// - a member gives a unit to a live member that asked for it while it holds more than the
+///   floor.
+///
+/// `expired(unit)` says whether a unit's lease ran out.
+pub(crate) fn plan(view: &View<'_>, expired: impl Fn(&str) -> bool) -> Plan {
+    let me = view.me;
+    let members = view.live.len().max(1);
+    let total = view.units.len();
+    let floor = total / members;
+    let ceil = total.div_ceil(members);
+    let is_live = |m: &str| view.live.iter().any(|l| l == m);
+    let mut plan = Plan::default();
+    let mut load: BTreeMap<&str, usize> = view.live.iter().map(|m| (m.as_str(), 0)).collect();
+    for unit in &view.units {
+        if let Some(owner) = unit.owner.as_deref()
+            && let Some(n) = load.get_mut(owner)
+        {
+            *n += 1;
+        }
+    }
+    let mine = load.get(me).copied().unwrap_or(0);
+    // Hand over what live members asked for, while above the floor.
+    let mut keep = mine;
+    for unit in &view.units {
+        if unit.owner.as_deref() != Some(me) {
+            continue;
+        }
+        if let Some(requester) = unit.wanted_by.as_deref()
+            && requester != me
+        {
+            if is_live(requester) && keep > floor {
+                plan.give.push((unit.unit.clone(), requester.to_owned()));
+                keep -= 1;
+            } else if !is_live(requester) {
+                plan.withdraw
+                    .push((unit.unit.clone(), requester.to_owned()));
+            }
+        }
+    }
+    // Take free units up to the ceiling; spread members over the free units by starting at a
+    // place derived from the member's name, so that members do not all race for the same
+    // ones.
+    let free: Vec<&&LeaseRow> = view
+        .units
+        .iter()
+        .filter(|u| match u.owner.as_deref() {
+            None => true,
+            Some(owner) => owner != me && expired(&u.unit),
+        })
+        .collect();
+    let mut have = mine;
+    if have < ceil && !free.is_empty() {
+        let offset = name_hash(me) % free.len();
+        for unit in free.iter().cycle().skip(offset).take(free.len()) {
+            if have >= ceil {
+                break;
+            }
+            plan.take
+                .push((unit.unit.clone(), unit.owner.clone(), unit.version));
+            have += 1;
+        }
+    }
+    // Below the floor with nothing left to take: ask the most loaded members. A request to a
+    // member that is down to the floor will not be honoured: withdraw it, so that it is
+    // neither counted nor left behind.
+    let mut asked = 0;
+    for u in &view.units {
+        if u.wanted_by.as_deref() != Some(me) || u.owner.as_deref() == Some(me) {
+            continue;
+        }
+        let owner_load = u.owner.as_deref().and_then(|o| load.get(o)).copied();
+        if owner_load.is_some_and(|n| n > floor) {
+            asked += 1;
+        } else {
+            plan.withdraw.push((u.unit.clone(), me.to_owned()));
+        }
+    }
+    // Below the floor: ask for the difference from members above it. At the floor but below
+    // the ceiling while a member holds more than the ceiling (it took its share when the
+    // group was smaller): ask it for one.
+    let mut want = floor.saturating_sub(have + asked);
+    let mut threshold = floor;
+    if want == 0 && have + asked < ceil && load.values().any(|n| *n > ceil) {
+        want = 1;
+        threshold = ceil;
+    }
+    if want > 0 {
+        let mut others: Vec<(&str, usize)> = load
+            .iter()
+            .filter(|(m, _)| **m != me)
+            .map(|(m, n)| (*m, *n))
+            .collect();
+        while want > 0 {
+            others.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            let Some(top) = others.first_mut() else { break };
+            if top.1 <= threshold {
+                break;
+            }
+            let victim = top.0;
+            let candidate = view.units.iter().find(|u| {
+                u.owner.as_deref() == Some(victim)
+                    && u.wanted_by.is_none()
+                    && !plan.request.iter().any(|(r, _)| *r == u.unit)
+            });
+            let Some(unit) = candidate else {
+                top.1 = 0;
+                continue;
+            };
+            plan.request.push((unit.unit.clone(), victim.to_owned()));
+            top.1 -= 1;
+            want -= 1;
+        }
+    }
+    plan
+}
+
+/// A stable hash of a member id (FNV-1a), to spread members over free units.
+fn name_hash(name: &str) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h as usize
+}
+
+/// The default member id: the host's name and the process id.
+pub(crate) fn default_member_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+        .or_else(|| std::env::var("COMPUTERNAME").ok().filter(|h| !h.is_empty()))
+        .unwrap_or_else(|| "unknown-host".to_owned());
+    format!("{host}-{}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(key: &str, owner: Option<&str>, wanted_by: Option<&str>) -> LeaseRow {
+        LeaseRow {
+            unit: key.to_owned(),
+            owner: owner.map(str::to_owned),
+            version: 1,
+            expires_at: None,
+            wanted_by: wanted_by.map(str::to_owned),
+            done: false,
+            start: None,
+        }
+    }
+
+    fn view<'a>(me: &'a str, live: &[&str], units: &'a [LeaseRow]) -> View<'a> {
+        View {
+            me,
+            live: live.iter().map(|s| (*s).to_owned()).collect(),
+            units: units.iter().collect(),
+        }
+    }
+
+    /// Runs members' plans against a shared table until nothing changes, applying takes,
+    /// requests and hand-overs as the lease table would (first writer wins).
+    fn settle(members: &[&str], units: &mut [LeaseRow]) -> usize {
+        settle_with(members, units, false)
+    }
+
+    /// Like [`settle`]; with `concurrent`, every member of a round plans from the same
+    /// snapshot (they read the table at the same time).
+    fn settle_with(members: &[&str], units: &mut [LeaseRow], concurrent: bool) -> usize {
+        for round in 0..100 {
+            let mut changed = false;
+            let round_snapshot = units.to_vec();
+            for me in members {
+                let snapshot = if concurrent {
+                    round_snapshot.clone()
+                } else {
+                    units.to_vec()
+                };
+                let p = plan(&view(me, members, &snapshot), |_| false);
+                for (key, owner, _) in p.take {
+                    let u = units.iter_mut().find(|u| u.unit == key).unwrap();
+                    if u.owner == owner {
+                        u.owner = Some((*me).to_owned());
+                        u.wanted_by = None;
+                        changed = true;
+                    }
+                }
+                for (key, owner) in p.request {
+                    let u = units.iter_mut().find(|u| u.unit == key).unwrap();
+                    if u.owner.as_deref() == Some(owner.as_str()) && u.wanted_by.is_none() {
+                        u.wanted_by = Some((*me).to_owned());
+                        changed = true;
+                    }
+                }
+                for (key, requester) in p.withdraw {
+                    let u = units.iter_mut().find(|u| u.unit == key).unwrap();
+                    if u.wanted_by.as_deref() == Some(requester.as_str()) {
+                        u.wanted_by = None;
+                        changed = true;
+                    }
+                }
+                for (key, to) in p.give {
+                    let u = units.iter_mut().find(|u| u.unit == key).unwrap();
+                    u.owner = Some(to);
+                    u.wanted_by = None;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return round;
+            }
+        }
+        panic!("the plans did not settle");
+    }
+
+    fn counts(members: &[&str], units: &[LeaseRow]) -> Vec<usize> {
+        members
+            .iter()
+            .map(|m| {
+                units
+                    .iter()
+                    .filter(|u| u.owner.as_deref() == Some(m))
+                    .count()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn members_share_free_units_evenly() {
+        for (n_units, n_members) in [(10, 3), (256, 3), (7, 7), (3, 5), (768, 2)] {
+            let mut units: Vec<LeaseRow> = (0..n_units)
+                .map(|i| unit(&format!("unit:{i:05}"), None, None))
+                .collect();
+            let names: Vec<String> = (0..n_members).map(|i| format!("m{i}")).collect();
+            let members: Vec<&str> = names.iter().map(String::as_str).collect();
+            settle(&members, &mut units);
+            let c = counts(&members, &units);
+            assert_eq!(c.iter().sum::<usize>(), n_units, "{c:?}");
+            let (min, max) = (c.iter().min().unwrap(), c.iter().max().unwrap());
+            assert!(max - min <= 1, "{n_units} units over {n_members}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn a_new_member_gets_its_share_from_the_others() {
+        let mut units: Vec<LeaseRow> = (0..10)
+            .map(|i| {
+                unit(
+                    &format!("unit:{i:02}"),
+                    Some(if i < 5 { "a" } else { "b" }),
+                    None,
+                )
+            })
+            .collect();
+        settle(&["a", "b", "c"], &mut units);
+        let c = counts(&["a", "b", "c"], &units);
+        assert_eq!(c.iter().sum::<usize>(), 10);
+        assert!(c.iter().all(|n| (3..=4).contains(n)), "{c:?}");
+    }
+
+    #[test]
+    fn members_joining_at_once_get_their_shares() {
+        // One member holds every unit; two join and ask at the same time, from the same
+        // view: requests the holder will not honour (it is down to the floor) are withdrawn
+        // and made again to the member that holds too many.
+        for concurrent in [true, false] {
+            let mut units: Vec<LeaseRow> = (0..12)
+                .map(|i| unit(&format!("unit:{i:02}"), Some("a"), None))
+                .collect();
+            settle_with(&["b", "c", "a"], &mut units, concurrent);
+            let c = counts(&["a", "b", "c"], &units);
+            assert_eq!(c, vec![4, 4, 4], "concurrent: {concurrent}");
+        }
+    }
+
+    #[test]
+    fn a_member_above_the_ceiling_gives_to_one_below_it() {
+        // b took 4 of 8 units while the group had two members; a and c hold the floor of
+        // three members (2) each.
+        let owners = ["a", "a", "b", "b", "b", "b", "c", "c"];
+        for concurrent in [true, false] {
+            let mut units: Vec<LeaseRow> = owners
+                .iter()
+                .enumerate()
+                .map(|(i, o)| unit(&format!("unit:{i:02}"), Some(o), None))
+                .collect();
+            settle_with(&["a", "b", "c"], &mut units, concurrent);
+            let c = counts(&["a", "b", "c"], &units);
+            assert!(c.iter().all(|n| (2..=3).contains(n)), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn expired_units_are_taken_and_live_ones_are_not() {
+        let units = vec![
+            unit("unit:1", Some("dead"), None),
+            unit("unit:2", Some("b"), None),
+            unit("unit:3", Some("dead"), None),
+            unit("unit:4", Some("b"), None),
+        ];
+        let p = plan(&view("a", &["a", "b"], &units), |u| {
+            u == "unit:1" || u == "unit:3"
+        });
+        let taken: Vec<&str> = p.take.iter().map(|(u, _, _)| u.as_str()).collect();
+        assert_eq!(taken.len(), 2);
+        assert!(
+            taken.iter().all(|u| *u == "unit:1" || *u == "unit:3"),
+            "{taken:?}"
+        );
+        assert!(p.request.is_empty());
+        // Nothing expired: a below-floor member asks instead of taking.
+        let p = plan(&view("a", &["a", "b"], &units), |_| false);
+        assert!(p.take.is_empty());
+        assert_eq!(p.request.len(), 0, "b holds 2 = floor(4 / 2): {p:?}");
+    }
+
+    #[test]
+    fn requests_of_departed_members_are_withdrawn_and_live_ones_honoured_above_the_floor() {
+        let units = vec![
+            unit("unit:1", Some("a"), Some("gone")),
+            unit("unit:2", Some("a"), Some("b")),
+            unit("unit:3", Some("a"), None),
+            unit("unit:4", Some("a"), None),
+        ];
+        let p = plan(&view("a", &["a", "b"], &units), |_| false);
+        assert_eq!(p.withdraw, vec![("unit:1".to_owned(), "gone".to_owned())]);
+        assert_eq!(p.give, vec![("unit:2".to_owned(), "b".to_owned())]);
+        // At the floor, a request is not honoured.
+        let units = vec![
+            unit("unit:1", Some("a"), Some("b")),
+            unit("unit:2", Some("b"), None),
+        ];
+        let p = plan(&view("a", &["a", "b"], &units), |_| false);
+        assert!(p.give.is_empty());
+    }
+
+    #[test]
+    fn observations_expire_only_unchanged_rows() {
+        let t0 = Instant::now();
+        let d = Duration::from_secs(10);
+        let mut obs = Observations::default();
+        let mut rows = vec![
+            unit("unit:1", Some("a"), None),
+            unit("unit:2", Some("b"), None),
+        ];
+        obs.update(&rows, t0);
+        assert!(!obs.expired("unit:1", d, t0 + Duration::from_secs(9)));
+        rows[1].version = 2;
+        obs.update(&rows, t0 + Duration::from_secs(5));
+        assert!(obs.expired("unit:1", d, t0 + d));
+        assert!(!obs.expired("unit:2", d, t0 + d));
+        assert!(obs.expired("unit:2", d, t0 + Duration::from_secs(15)));
+        assert!(
+            !obs.expired("unit:9", d, t0 + d),
+            "a row never seen is not expired"
+        );
+    }
+
+    #[test]
+    fn unit_keys_sort_by_generation() {
+        let s = StreamID::new([1; 16]);
+        let g = |ms| GenerationTimestamp {
+            timestamp: DateTime::from_timestamp_millis(ms).unwrap(),
+        };
+        let a = unit_key(&g(999), &s);
+        let b = unit_key(&g(1_700_000_000_000), &s);
+        assert!(a < b);
+        assert_eq!(unit_generation_millis(&b), Some(1_700_000_000_000));
+        assert_eq!(unit_generation_millis("member:x"), None);
+    }
+
+    #[test]
+    fn shape_problems_name_what_differs() {
+        let mut found: BTreeMap<String, (String, String)> = COLUMNS
+            .iter()
+            .map(|(n, t, k)| ((*n).to_owned(), ((*t).to_owned(), (*k).to_owned())))
+            .collect();
+        assert!(shape_problems(&found).is_empty());
+        found.insert("extra".into(), ("int".into(), "regular".into()));
+        assert!(
+            shape_problems(&found).is_empty(),
+            "extra regular columns are harmless"
+        );
+        found.insert("version".into(), ("int".into(), "regular".into()));
+        found.remove("owner");
+        let p = shape_problems(&found);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(p.iter().any(|p| p.contains("`owner` is missing")));
+        assert!(
+            p.iter()
+                .any(|p| p.contains("`version`") && p.contains("bigint"))
+        );
+    }
+
+    #[test]
+    fn the_default_member_id_names_the_process() {
+        let id = default_member_id();
+        assert!(id.ends_with(&format!("-{}", std::process::id())), "{id}");
+    }
+}

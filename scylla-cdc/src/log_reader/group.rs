@@ -1,0 +1,841 @@
+//! A member of a consumer group ([`super::CDCLogReaderBuilder::group`]): instead of reading
+//! every stream group of a generation, a [`Worker`] reads the units of work it holds a lease
+//! on, as decided through the lease table ([`crate::lease`]).
+//!
+//! Every `renew_interval` the member reads the group's partition of the lease table, renews
+//! its leases in one conditional batch, creates the units of the next generation once every
+//! unit of the current one is done (so that a partition's changes of one generation are all
+//! delivered before any of the next, as a reader outside a group does), and takes, asks for
+//! or hands over units until every member holds an equal share ([`crate::lease::plan`]).
+//!
+//! A unit runs as one [`StreamReader`] from its streams' checkpoints. The member stops it
+//! - gracefully (it reads to the end of its window and saves its checkpoint) before handing
+//!   it over to a member that asked for it, or before leaving the group on `stop()`;
+//! - at once, by aborting its task, when its lease may run out: a lease is counted from the
+//!   moment its last successful renewal was *sent*, less half a renewal interval, so the
+//!   member has stopped reading before any other member may take the unit over;
+//! - when its reader reaches the generation's end (the unit is then marked done) or the
+//!   reader's end.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+use tokio::task::{AbortHandle, JoinSet};
+use tokio::time::Instant;
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use super::Worker;
+use crate::cdc_types::{GenerationTimestamp, StreamID};
+use crate::error::{Backoff, CDCError, retry_transient};
+use crate::events::{ReaderEvent, UnitEvent};
+use crate::lease::{
+    Cas, LeaseRow, LeaseTable, NewUnit, Observations, View, member_key, plan,
+    unit_generation_millis, unit_key,
+};
+use crate::progress::{GroupProgress, Slot};
+use crate::stream_generations::{generation_covering, next_generation};
+use crate::stream_reader::StreamReader;
+
+/// What a member needs besides its [`Worker`].
+pub(crate) struct GroupRuntime {
+    pub(crate) lease: LeaseTable,
+    pub(crate) member: String,
+    pub(crate) lease_duration: Duration,
+    pub(crate) renew_interval: Duration,
+    /// `stop()`, or the handle was dropped: leave the group.
+    pub(crate) stop: watch::Receiver<bool>,
+}
+
+/// A unit this member reads.
+struct Running {
+    key: String,
+    abort: AbortHandle,
+    /// The end of the unit's reading: the next generation's start once known, or a time in
+    /// the past to stop it at its next window.
+    end_tx: watch::Sender<Option<DateTime<Utc>>>,
+    /// When the member must have stopped reading it unless it renews its lease.
+    valid_until: Instant,
+    /// Stopping gracefully, to hand it to this member (`Some(None)`: to free it).
+    leaving: Option<Option<String>>,
+    /// Aborted (its lease may have run out).
+    aborted: bool,
+    slot: Slot,
+    streams: usize,
+}
+
+/// Why [`Member::step`] returns.
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Continue,
+    /// Everything up to the reader's end is read.
+    Finished,
+}
+
+struct Member<'w> {
+    w: &'w mut Worker,
+    g: GroupRuntime,
+    obs: Observations,
+    /// By task id.
+    running: HashMap<tokio::task::Id, Running>,
+    tasks: JoinSet<Result<(), CDCError>>,
+    /// The units of each generation met: key → streams.
+    units_of: BTreeMap<GenerationTimestamp, HashMap<String, Vec<StreamID>>>,
+    /// Units whose reader reached the reader's end: held, not started again.
+    ended: HashSet<String>,
+    /// The generation being read.
+    generation: Option<GenerationTimestamp>,
+    last_version: i64,
+    /// Until when the leases renewed by the last renewal are valid (`None`: it failed).
+    renewed_until: Option<Instant>,
+}
+
+impl Worker {
+    /// Runs this table's work as a member of a consumer group until the end, `stop()` or an
+    /// error; leaves the group (hands its units back) either way.
+    pub(super) async fn run_member(&mut self, g: GroupRuntime) -> Result<(), CDCError> {
+        info!(
+            member = %g.member,
+            lease_table = %g.lease.name(),
+            "joining the consumer group"
+        );
+        let mut member = Member {
+            w: self,
+            g,
+            obs: Observations::default(),
+            running: HashMap::new(),
+            tasks: JoinSet::new(),
+            units_of: BTreeMap::new(),
+            ended: HashSet::new(),
+            generation: None,
+            last_version: 0,
+            renewed_until: None,
+        };
+        let result = member.run().await;
+        member.leave().await;
+        result
+    }
+}
+
+impl Member<'_> {
+    fn me(&self) -> &str {
+        &self.g.member
+    }
+
+    /// A version no earlier one of this member's equals: microseconds since the epoch, or one
+    /// more than the last.
+    fn next_version(&mut self) -> i64 {
+        let now = Utc::now().timestamp_micros();
+        self.last_version = now.max(self.last_version + 1);
+        self.last_version
+    }
+
+    /// How long a lease lasts from the moment its renewal (or take) was sent: the lease
+    /// duration less half a renewal interval, so that the member stops reading a unit before
+    /// another member may see its lease run out (they wait a full lease duration from when
+    /// they saw the renewal, which is later than it was sent).
+    fn validity(&self) -> Duration {
+        self.g
+            .lease_duration
+            .saturating_sub(self.g.renew_interval / 2)
+    }
+
+    fn expires_at(&self) -> DateTime<Utc> {
+        Utc::now() + crate::time::to_delta(self.g.lease_duration)
+    }
+
+    async fn run(&mut self) -> Result<(), CDCError> {
+        let mut tick = tokio::time::interval(self.g.renew_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut stop = self.g.stop.clone();
+        loop {
+            let deadline = self
+                .running
+                .values()
+                .filter(|r| !r.aborted)
+                .map(|r| r.valid_until)
+                .min();
+            tokio::select! {
+                biased;
+                _ = async { drop(stop.wait_for(|s| *s).await) } => return Ok(()),
+                joined = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => {
+                    if let Some(joined) = joined {
+                        self.unit_stopped(joined).await?;
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                    self.abort_expired();
+                }
+                _ = tick.tick() => {
+                    if self.step().await? == Flow::Finished {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Aborts every unit whose lease may have run out.
+    fn abort_expired(&mut self) {
+        let now = Instant::now();
+        for r in self.running.values_mut() {
+            if !r.aborted && r.valid_until <= now {
+                warn!(
+                    unit = %r.key,
+                    "the lease of a unit could not be renewed in time: stopping its reader before another member may take it over"
+                );
+                r.abort.abort();
+                r.aborted = true;
+            }
+        }
+    }
+
+    fn event(&self, unit: &str, started: bool) {
+        if let Some(listener) = &self.w.events {
+            let e = UnitEvent {
+                keyspace: self.w.keyspace.clone(),
+                table: self.w.table.clone(),
+                member: self.g.member.clone(),
+                unit: unit.to_owned(),
+            };
+            listener(&if started {
+                ReaderEvent::UnitStarted(e)
+            } else {
+                ReaderEvent::UnitStopped(e)
+            });
+        }
+    }
+
+    /// A unit's reader ended: hand it over, mark it done, or keep it (reader's end).
+    async fn unit_stopped(
+        &mut self,
+        joined: Result<(tokio::task::Id, Result<(), CDCError>), tokio::task::JoinError>,
+    ) -> Result<(), CDCError> {
+        let (id, result) = match joined {
+            Ok((id, result)) => (id, Some(result)),
+            Err(e) if e.is_cancelled() => (e.id(), None),
+            Err(e) => return Err(CDCError::Task(e.to_string())),
+        };
+        let Some(r) = self.running.remove(&id) else {
+            return Ok(());
+        };
+        self.w.settings.stats.remove_slot(&r.slot, r.streams);
+        self.event(&r.key, false);
+        let Some(result) = result else {
+            debug!(unit = %r.key, "the reader of a unit was aborted");
+            return Ok(());
+        };
+        result?;
+        let version = self.next_version();
+        if let Some(to) = r.leaving {
+            let expires = to.as_ref().map(|_| self.expires_at());
+            match self
+                .g
+                .lease
+                .hand_over(&r.key, &self.g.member, to.as_deref(), version, expires)
+                .await
+            {
+                Ok(Cas::Applied) => info!(unit = %r.key, to = ?to, "handed a unit over"),
+                Ok(Cas::NotApplied) => {
+                    warn!(unit = %r.key, "a unit to hand over was no longer this member's")
+                }
+                Err(e) => {
+                    warn!(unit = %r.key, error = %e, "could not hand a unit over (its lease will run out)")
+                }
+            }
+            return Ok(());
+        }
+        let generation_end = *r.end_tx.borrow();
+        let end = self.w.end();
+        let generation_done = generation_end.is_some_and(|g| end.is_none_or(|e| e >= g));
+        if generation_done {
+            match self.g.lease.finish(&r.key, &self.g.member, version).await {
+                Ok(_) => {}
+                // The next read finds the unit still held by this member and reads it again:
+                // its checkpoint is at the generation's end, so nothing is delivered twice.
+                Err(e) => warn!(unit = %r.key, error = %e, "could not mark a unit done"),
+            }
+        } else {
+            self.ended.insert(r.key);
+        }
+        Ok(())
+    }
+
+    /// The units of `generation`: key → streams (cached).
+    async fn units(
+        &mut self,
+        generation: GenerationTimestamp,
+    ) -> Result<&HashMap<String, Vec<StreamID>>, CDCError> {
+        if !self.units_of.contains_key(&generation) {
+            let groups = self.w.fetch_stream_groups(&generation).await?;
+            let units = groups
+                .into_iter()
+                .filter_map(|streams| {
+                    let first = *streams.iter().min()?;
+                    Some((unit_key(&generation, &first), streams))
+                })
+                .collect();
+            // Only the generations still to be read are kept.
+            self.units_of.retain(|g, _| *g >= generation);
+            self.units_of.insert(generation, units);
+        }
+        Ok(&self.units_of[&generation])
+    }
+
+    /// Creates the units of `generation` that are missing, starting without checkpoints at
+    /// `start`.
+    async fn create_units(
+        &mut self,
+        generation: GenerationTimestamp,
+        start: DateTime<Utc>,
+        existing: &[LeaseRow],
+    ) -> Result<(), CDCError> {
+        let units = self.units(generation).await?;
+        let mut new: Vec<NewUnit> = units
+            .keys()
+            .filter(|k| !existing.iter().any(|r| &r.unit == *k))
+            .map(|k| NewUnit {
+                key: k.clone(),
+                start,
+            })
+            .collect();
+        new.sort_by(|a, b| a.key.cmp(&b.key));
+        if !new.is_empty() {
+            info!(generation = %generation, units = new.len(), "creating the units of a generation in the lease table");
+            self.g.lease.create_units(&new).await?;
+        }
+        Ok(())
+    }
+
+    /// One round: read the lease table, renew, follow generations, balance.
+    async fn step(&mut self) -> Result<Flow, CDCError> {
+        let mut rows = match self.g.lease.read().await {
+            Ok(rows) => rows,
+            Err(e) => {
+                warn!(error = %e, "could not read the lease table (held leases stay valid until they run out)");
+                return Ok(Flow::Continue);
+            }
+        };
+        let read_at = Instant::now();
+        self.obs.update(&rows, read_at);
+        self.renew(&rows).await;
+
+        // The generation to read: the oldest with a unit not done.
+        let unit_rows: Vec<&LeaseRow> = rows.iter().filter(|r| r.is_unit()).collect();
+        let current = unit_rows
+            .iter()
+            .filter(|r| !r.done)
+            .filter_map(|r| unit_generation_millis(&r.unit))
+            .min();
+        let current = match current {
+            Some(ms) => ms,
+            None => {
+                // No unit, or all done: create the next generation's units.
+                let newest_done = unit_rows
+                    .iter()
+                    .filter_map(|r| unit_generation_millis(&r.unit))
+                    .max();
+                self.w.refresh_generations();
+                let (generation, start) = match newest_done {
+                    None => {
+                        let first_from = self
+                            .w
+                            .loaded_generation
+                            .map_or(self.w.start, |g| g.timestamp);
+                        let Some(g) = generation_covering(&self.w.generations, first_from) else {
+                            return Ok(Flow::Finished);
+                        };
+                        // Resuming a saved generation: a stream without a checkpoint is read
+                        // from the generation's start rather than risk skipping changes.
+                        let start = if self.w.loaded_generation.is_some() {
+                            g.timestamp
+                        } else {
+                            self.w.start.max(g.timestamp)
+                        };
+                        (g, start)
+                    }
+                    Some(ms) => {
+                        let done = GenerationTimestamp::new(
+                            DateTime::from_timestamp_millis(ms).unwrap_or_default(),
+                        );
+                        match next_generation(&self.w.generations, &done) {
+                            Some(next) => (next, next.timestamp),
+                            None => {
+                                self.w
+                                    .waiting
+                                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                                self.w.check_cdc_enabled().await;
+                                return Ok(Flow::Continue);
+                            }
+                        }
+                    }
+                };
+                if self.w.end().is_some_and(|e| e <= generation.timestamp) {
+                    return Ok(Flow::Finished);
+                }
+                self.create_units(generation, start, &rows).await?;
+                // Rows of generations every member is done with.
+                let old: Vec<String> = unit_rows
+                    .iter()
+                    .filter(|r| {
+                        r.done
+                            && unit_generation_millis(&r.unit)
+                                < Some(generation.timestamp.timestamp_millis())
+                    })
+                    .map(|r| r.unit.clone())
+                    .collect();
+                if !old.is_empty()
+                    && let Err(e) = self.g.lease.delete(&old).await
+                {
+                    warn!(error = %e, "could not delete the units of a finished generation");
+                }
+                rows = match self.g.lease.read().await {
+                    Ok(rows) => rows,
+                    Err(_) => return Ok(Flow::Continue),
+                };
+                self.obs.update(&rows, Instant::now());
+                generation.timestamp.timestamp_millis()
+            }
+        };
+        let generation =
+            GenerationTimestamp::new(DateTime::from_timestamp_millis(current).unwrap_or_default());
+        if self.w.end().is_some_and(|e| e <= generation.timestamp) {
+            return Ok(Flow::Finished);
+        }
+        self.enter(generation).await?;
+
+        let units_known = self.units(generation).await?.clone();
+        let live = self.live_members(&rows, read_at);
+        let current_units: Vec<&LeaseRow> = rows
+            .iter()
+            .filter(|r| {
+                r.is_unit()
+                    && !r.done
+                    && unit_generation_millis(&r.unit) == Some(current)
+                    && units_known.contains_key(&r.unit)
+            })
+            .collect();
+        let view = View {
+            me: &self.g.member,
+            live: live.clone(),
+            units: current_units.clone(),
+        };
+        let d = self.g.lease_duration;
+        let obs = &self.obs;
+        let decided = plan(&view, |u| obs.expired(u, d, read_at));
+        debug!(
+            member = %self.g.member,
+            live = ?live,
+            units = current_units.len(),
+            running = self.running.len(),
+            plan = ?decided,
+            "a round of the consumer group"
+        );
+        let giving: HashSet<&str> = decided.give.iter().map(|(u, _)| u.as_str()).collect();
+
+        // Units this member holds but does not read (a take whose answer was lost, or one
+        // stopped when its lease could not be renewed): read them once renewed.
+        let running_keys: HashSet<String> = self.running.values().map(|r| r.key.clone()).collect();
+        let adopt: Vec<&LeaseRow> = current_units
+            .iter()
+            .copied()
+            .filter(|r| {
+                r.owner.as_deref() == Some(self.me())
+                    && !running_keys.contains(&r.unit)
+                    && !self.ended.contains(&r.unit)
+                    && !giving.contains(r.unit.as_str())
+            })
+            .collect();
+        if let Some(valid_until) = self.renewed_until {
+            for row in adopt {
+                if valid_until > Instant::now() {
+                    let streams = units_known[&row.unit].clone();
+                    self.start_unit(row, streams, generation, valid_until)
+                        .await?;
+                }
+            }
+        }
+
+        for (unit, requester) in &decided.withdraw {
+            if let Err(e) = self.g.lease.clear_request(unit, requester).await {
+                debug!(error = %e, "could not withdraw a departed member's request");
+            }
+        }
+        for (unit, to) in &decided.give {
+            if let Some(r) = self.running.values_mut().find(|r| &r.key == unit)
+                && r.leaving.is_none()
+                && !r.aborted
+            {
+                info!(unit = %unit, to = %to, "stopping a unit to hand it over");
+                r.leaving = Some(Some(to.clone()));
+                r.end_tx.send_replace(Some(DateTime::<Utc>::MIN_UTC));
+            } else if !running_keys.contains(unit) {
+                // Held but not read: hand it over at once.
+                let version = self.next_version();
+                let expires = self.expires_at();
+                let _ = self
+                    .g
+                    .lease
+                    .hand_over(unit, &self.g.member, Some(to), version, Some(expires))
+                    .await;
+            }
+        }
+        for (unit, owner, version) in &decided.take {
+            let new_version = self.next_version();
+            let expires = self.expires_at();
+            let sent = Instant::now();
+            match self
+                .g
+                .lease
+                .take(
+                    unit,
+                    &self.g.member,
+                    owner.as_deref(),
+                    *version,
+                    new_version,
+                    expires,
+                )
+                .await
+            {
+                Ok(Cas::Applied) => {
+                    if let Some(owner) = owner {
+                        info!(unit = %unit, from = %owner, "took over a unit whose lease ran out");
+                    }
+                    let row = LeaseRow {
+                        owner: Some(self.g.member.clone()),
+                        version: new_version,
+                        ..rows
+                            .iter()
+                            .find(|r| &r.unit == unit)
+                            .cloned()
+                            .unwrap_or_else(|| LeaseRow {
+                                unit: unit.clone(),
+                                owner: None,
+                                version: 0,
+                                expires_at: None,
+                                wanted_by: None,
+                                done: false,
+                                start: None,
+                            })
+                    };
+                    let streams = units_known[unit].clone();
+                    let valid_until = sent + self.validity();
+                    self.start_unit(&row, streams, generation, valid_until)
+                        .await?;
+                }
+                Ok(Cas::NotApplied) => debug!(unit = %unit, "another member took the unit first"),
+                // The answer was lost: the next read shows whether it was taken.
+                Err(e) => warn!(unit = %unit, error = %e, "could not take a unit"),
+            }
+        }
+        for (unit, owner) in &decided.request {
+            match self.g.lease.request(unit, &self.g.member, owner).await {
+                Ok(Cas::Applied) => info!(unit = %unit, owner = %owner, "asked for a unit"),
+                Ok(Cas::NotApplied) => {}
+                Err(e) => debug!(unit = %unit, error = %e, "could not ask for a unit"),
+            }
+        }
+        // Members that stopped renewing long ago leave no row behind.
+        for row in rows.iter().filter(|r| r.member().is_some()) {
+            if row.member() != Some(self.me()) && self.obs.expired(&row.unit, 3 * d, read_at) {
+                let _ = self.g.lease.delete_if(&row.unit, row.version).await;
+            }
+        }
+        self.publish(live.len(), current_units.len());
+        if self.running.is_empty()
+            && self.w.end().is_some()
+            && self.all_read_to_end(generation).await
+        {
+            return Ok(Flow::Finished);
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Whether every stream of `generation` has a checkpoint at the reader's end or later.
+    async fn all_read_to_end(&mut self, generation: GenerationTimestamp) -> bool {
+        let (Some(end), Some(loader)) = (self.w.end(), self.w.loader.clone()) else {
+            return false;
+        };
+        let streams: Vec<StreamID> = match self.units(generation).await {
+            Ok(units) => units.values().flatten().cloned().collect(),
+            Err(_) => return false,
+        };
+        match loader.load_stream_checkpoints(&streams).await {
+            Ok(saved) => saved.iter().all(|s| s.is_some_and(|s| s >= end)),
+            Err(_) => false,
+        }
+    }
+
+    /// Members seen renewing within a lease duration, this one included.
+    fn live_members(&self, rows: &[LeaseRow], now: Instant) -> Vec<String> {
+        let mut live: Vec<String> = rows
+            .iter()
+            .filter_map(|r| r.member().map(|m| (m, r)))
+            .filter(|(m, r)| {
+                *m == self.me() || !self.obs.expired(&r.unit, self.g.lease_duration, now)
+            })
+            .map(|(m, _)| m.to_owned())
+            .collect();
+        if !live.iter().any(|m| m == self.me()) {
+            live.push(self.g.member.clone());
+        }
+        live.sort();
+        live
+    }
+
+    /// Publishes what this member holds to its progress.
+    fn publish(&self, members: usize, units: usize) {
+        let mut owned: Vec<String> = self.running.values().map(|r| r.key.clone()).collect();
+        owned.sort();
+        self.w.settings.stats.set_group(GroupProgress {
+            member: self.g.member.clone(),
+            members,
+            units,
+            owned,
+        });
+    }
+
+    /// Starts reading `generation` (the stream groups of the previous one no longer count).
+    async fn enter(&mut self, generation: GenerationTimestamp) -> Result<(), CDCError> {
+        if self.generation == Some(generation) {
+            // Tell the units where the generation ends once the next one is known.
+            self.w.refresh_generations();
+            if let Some(next) = next_generation(&self.w.generations, &generation) {
+                self.w
+                    .waiting
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                for r in self.running.values() {
+                    if r.leaving.is_none() {
+                        r.end_tx.send_if_modified(|e| {
+                            let changed = e.is_none();
+                            if changed {
+                                *e = Some(next.timestamp);
+                            }
+                            changed
+                        });
+                    }
+                }
+            } else {
+                self.w
+                    .waiting
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                self.w.check_cdc_enabled().await;
+            }
+            return Ok(());
+        }
+        info!(generation = %generation, "reading a CDC generation as a member of a consumer group");
+        let switch = self.generation.is_some();
+        self.generation = Some(generation);
+        self.ended.clear();
+        self.w.settings.stats.begin_generation(0, &[], switch);
+        if let Some(saver) = &self.w.settings.saver
+            && let Err(e) = saver.save_new_generation(&generation).await
+        {
+            warn!(error = %e, generation = %generation, "could not save the CDC generation");
+        }
+        Box::pin(self.enter(generation)).await
+    }
+
+    /// Starts the reader of a unit this member now holds until `valid_until`.
+    async fn start_unit(
+        &mut self,
+        row: &LeaseRow,
+        streams: Vec<StreamID>,
+        generation: GenerationTimestamp,
+        valid_until: Instant,
+    ) -> Result<(), CDCError> {
+        let fallback = row
+            .start
+            .unwrap_or(generation.timestamp)
+            .max(generation.timestamp);
+        let mut starts = match &self.w.loader {
+            Some(loader) => {
+                let mut backoff = Backoff::new(self.w.settings.give_up_after);
+                let saved = retry_transient("loading stream checkpoints", &mut backoff, || async {
+                    loader
+                        .load_stream_checkpoints(&streams)
+                        .await
+                        .map_err(|source| CDCError::Checkpoint {
+                            action: "load stream checkpoints",
+                            source,
+                        })
+                })
+                .await?;
+                saved
+                    .into_iter()
+                    .map(|s| s.map_or(fallback, |s| s.max(generation.timestamp)))
+                    .collect::<Vec<_>>()
+            }
+            None => vec![fallback; streams.len()],
+        };
+        starts.resize(streams.len(), fallback);
+        if let Some(oldest) = self.w.oldest_readable() {
+            for s in &mut starts {
+                *s = (*s).max(oldest);
+            }
+        }
+        let start = starts.iter().copied().min().unwrap_or(fallback);
+        self.w.refresh_generations();
+        let next = next_generation(&self.w.generations, &generation).map(|g| g.timestamp);
+        let (end_tx, end_rx) = watch::channel(next);
+        let mut settings = self.w.settings.clone();
+        let routed = self.w.read_groups(vec![streams.clone()]);
+        if let [group] = routed.as_slice()
+            && let Some(r) = group.replica.and_then(|r| settings.source.routed(r))
+        {
+            settings.source = r;
+        }
+        let slot = self.w.settings.stats.add_slot(start, streams.len());
+        let consumer = self.w.factory.new_consumer_for_table(&self.w.table).await;
+        let span = info_span!(
+            "unit_reader",
+            unit = %row.unit,
+            streams = streams.len(),
+            generation = %generation,
+            window_start = tracing::field::Empty,
+        );
+        let n = streams.len();
+        let reader = StreamReader::new(
+            settings,
+            streams,
+            generation,
+            end_rx,
+            start,
+            consumer,
+            slot.clone(),
+        )
+        .with_stream_starts(starts);
+        self.event(&row.unit, true);
+        let abort = self.tasks.spawn(reader.run().instrument(span));
+        self.running.insert(
+            abort.id(),
+            Running {
+                key: row.unit.clone(),
+                abort,
+                end_tx,
+                valid_until,
+                leaving: None,
+                aborted: false,
+                slot,
+                streams: n,
+            },
+        );
+        Ok(())
+    }
+
+    /// Renews the leases of every unit this member holds (as `rows` show) and its membership;
+    /// stops at once the readers of units another member holds now.
+    async fn renew(&mut self, rows: &[LeaseRow]) {
+        let me = self.g.member.clone();
+        // A running unit another member holds now: this member's lease ran out.
+        let lost_now: Vec<String> = self
+            .running
+            .values()
+            .filter(|r| {
+                rows.iter()
+                    .find(|row| row.unit == r.key)
+                    .is_none_or(|row| row.owner.as_deref() != Some(me.as_str()))
+            })
+            .map(|r| r.key.clone())
+            .collect();
+        self.abort_units(&lost_now);
+        let held: Vec<String> = rows
+            .iter()
+            .filter(|r| r.is_unit() && !r.done && r.owner.as_deref() == Some(me.as_str()))
+            .map(|r| r.unit.clone())
+            .collect();
+        let version = self.next_version();
+        let expires = self.expires_at();
+        let ttl = self.g.lease_duration * 3;
+        let sent = Instant::now();
+        match self.g.lease.renew(&me, &held, version, expires, ttl).await {
+            Ok(lost) => {
+                self.abort_units(&lost);
+                let valid_until = sent + self.validity();
+                for r in self.running.values_mut() {
+                    if !lost.contains(&r.key) {
+                        r.valid_until = r.valid_until.max(valid_until);
+                    }
+                }
+                self.renewed_until = Some(valid_until);
+            }
+            Err(e) => {
+                warn!(error = %e, units = held.len(), "could not renew leases (readers stop when the leases run out)");
+                self.renewed_until = None;
+            }
+        }
+    }
+
+    fn abort_units(&mut self, keys: &[String]) {
+        for r in self.running.values_mut() {
+            if keys.contains(&r.key) && !r.aborted {
+                warn!(unit = %r.key, "another member holds a unit this member was reading: stopping its reader");
+                r.abort.abort();
+                r.aborted = true;
+            }
+        }
+    }
+
+    /// Leaves the group: stops every unit at its position (saving its checkpoint) within a
+    /// renewal interval (aborting the rest), then frees its units and removes its row.
+    async fn leave(&mut self) {
+        for r in self.running.values_mut() {
+            if !r.aborted {
+                if r.leaving.is_none() {
+                    r.leaving = Some(None);
+                }
+                r.end_tx.send_replace(Some(DateTime::<Utc>::MIN_UTC));
+            }
+        }
+        let grace = Instant::now() + self.g.renew_interval;
+        while !self.tasks.is_empty() {
+            let deadline = self
+                .running
+                .values()
+                .filter(|r| !r.aborted)
+                .map(|r| r.valid_until)
+                .min()
+                .map_or(grace, |v| v.min(grace));
+            tokio::select! {
+                joined = self.tasks.join_next_with_id() => {
+                    if let Some(joined) = joined
+                        && let Err(e) = self.unit_stopped(joined).await
+                    {
+                        debug!(error = %e, "a unit's reader failed while leaving");
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    for r in self.running.values_mut() {
+                        r.abort.abort();
+                        r.aborted = true;
+                    }
+                }
+            }
+        }
+        // Units still held (aborted ones, ended ones): free them.
+        match self.g.lease.read().await {
+            Ok(rows) => {
+                for row in rows.iter().filter(|r| r.is_unit()) {
+                    if row.owner.as_deref() == Some(self.me()) {
+                        let version = self.next_version();
+                        let _ = self
+                            .g
+                            .lease
+                            .hand_over(&row.unit, &self.g.member, None, version, None)
+                            .await;
+                    } else if row.wanted_by.as_deref() == Some(self.me()) {
+                        let _ = self.g.lease.clear_request(&row.unit, &self.g.member).await;
+                    }
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "could not read the lease table to leave the group (leases run out)")
+            }
+        }
+        if let Err(e) = self.g.lease.delete(&[member_key(&self.g.member)]).await {
+            debug!(error = %e, "could not remove this member's row");
+        }
+        info!(member = %self.g.member, "left the consumer group");
+    }
+}

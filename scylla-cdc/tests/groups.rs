@@ -1,0 +1,649 @@
+//! Consumer groups: several readers with one group name share a table's units of work
+//! through leases in a lease table, take over the units of a member that died, rebalance
+//! when a member joins, follow a generation switch, and never read one unit at the same time
+//! (also when the lease table's lightweight transactions time out).
+//!
+//! Runs against the embedded cluster only (it kills members, adds a node and injects
+//! faults): with `SCYLLA_URI` set, the tests report themselves skipped.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeDelta, Utc};
+use common::{Change, Workload, check_exactly_once_in_order, create_workload_table, wait_for};
+use scylla::client::session::Session;
+use scylla_cdc::{
+    CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, CDCRow, Consumer, ConsumerFactory,
+    ReaderEvent, TableBackedCheckpointSaver,
+};
+use scylla_cdc_test_utils::{
+    EmbeddedCluster, FaultError, FaultRule, embedded_only, setup_tracing, unique_keyspace_name,
+};
+use tokio::time::Instant;
+
+const LEASE: Duration = Duration::from_secs(2);
+const RENEW: Duration = Duration::from_millis(400);
+const WINDOW: Duration = Duration::from_secs(1);
+
+/// Every row delivered by every member, in delivery order, with the member that delivered it.
+#[derive(Clone, Default)]
+struct Deliveries(Arc<Mutex<Vec<(String, Change)>>>);
+
+impl Deliveries {
+    fn snapshot(&self) -> Vec<(String, Change)> {
+        self.0.lock().unwrap().clone()
+    }
+
+    fn changes(&self) -> Vec<Change> {
+        self.snapshot().into_iter().map(|(_, c)| c).collect()
+    }
+}
+
+struct MemberFactory {
+    member: String,
+    out: Deliveries,
+}
+
+struct Recorder {
+    member: String,
+    out: Deliveries,
+}
+
+#[async_trait]
+impl Consumer for Recorder {
+    async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
+        let change = Change::from_row(&row)?;
+        self.out
+            .0
+            .lock()
+            .unwrap()
+            .push((self.member.clone(), change));
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ConsumerFactory for MemberFactory {
+    async fn new_consumer(&self) -> Box<dyn Consumer> {
+        Box::new(Recorder {
+            member: self.member.clone(),
+            out: self.out.clone(),
+        })
+    }
+}
+
+/// When each member started and stopped reading each unit (by the test's clock), and when
+/// members were killed (a killed member reports nothing: what it read ends there).
+#[derive(Clone, Default)]
+struct UnitLog(
+    Arc<Mutex<Vec<UnitEntry>>>,
+    Arc<Mutex<BTreeMap<String, Instant>>>,
+);
+
+/// When, started (or stopped), member, unit.
+type UnitEntry = (Instant, bool, String, String);
+
+impl UnitLog {
+    fn killed(&self, member: &str) {
+        self.1
+            .lock()
+            .unwrap()
+            .insert(member.to_owned(), Instant::now());
+    }
+
+    /// Per unit, the intervals each member read it in; panics if two members' intervals of
+    /// one unit overlap.
+    fn check_never_two_at_once(&self) -> usize {
+        let log = self.0.lock().unwrap().clone();
+        let mut open: BTreeMap<(String, String), Instant> = BTreeMap::new();
+        let mut intervals: BTreeMap<String, Vec<(Instant, Instant, String)>> = BTreeMap::new();
+        for (at, started, member, unit) in &log {
+            let key = (unit.clone(), member.clone());
+            if *started {
+                assert!(
+                    open.insert(key, *at).is_none(),
+                    "{member} started {unit} twice"
+                );
+            } else if let Some(from) = open.remove(&key) {
+                intervals
+                    .entry(unit.clone())
+                    .or_default()
+                    .push((from, *at, member.clone()));
+            }
+        }
+        let end = Instant::now();
+        let killed = self.1.lock().unwrap().clone();
+        for ((unit, member), from) in open {
+            let to = killed.get(&member).copied().unwrap_or(end);
+            intervals.entry(unit).or_default().push((from, to, member));
+        }
+        for (unit, list) in &mut intervals {
+            list.sort();
+            for pair in list.windows(2) {
+                let (a, b) = (&pair[0], &pair[1]);
+                assert!(
+                    a.1 <= b.0,
+                    "{} and {} read {unit} at the same time ({:?} overlap)",
+                    a.2,
+                    b.2,
+                    a.1 - b.0
+                );
+            }
+        }
+        intervals.values().map(Vec::len).sum()
+    }
+}
+
+/// Checks the union of what the members delivered: every write of every partition, none
+/// skipped, a partition's changes first delivered in write order (a change may be delivered
+/// again after a takeover, from the last checkpoint on). Returns how many rows were
+/// delivered again.
+fn check_at_least_once_in_order(changes: &[Change], expected: &BTreeMap<i32, i32>) -> usize {
+    let mut next: BTreeMap<i32, i32> = BTreeMap::new();
+    let mut again = 0;
+    for c in changes {
+        let (Some(pk), Some(seq)) = (c.int("pk"), c.int("seq")) else {
+            panic!("row without pk/seq: {c:?}");
+        };
+        let n = next.entry(pk).or_insert(0);
+        assert!(
+            seq <= *n,
+            "partition {pk}: change {seq} delivered before change {n}"
+        );
+        if seq == *n {
+            *n += 1;
+        } else {
+            again += 1;
+        }
+    }
+    for (pk, n) in expected {
+        assert_eq!(
+            next.get(pk).copied().unwrap_or(0),
+            *n,
+            "partition {pk}: changes missing"
+        );
+    }
+    again
+}
+
+struct Setup {
+    ks: String,
+    start: DateTime<Utc>,
+    deliveries: Deliveries,
+    units: UnitLog,
+}
+
+impl Setup {
+    async fn new(session: &Session, replication: &str) -> anyhow::Result<Self> {
+        let ks = unique_keyspace_name();
+        session
+            .query_unpaged(
+                format!("CREATE KEYSPACE {ks} WITH replication = {replication}"),
+                (),
+            )
+            .await?;
+        create_workload_table(session, &ks, "t").await?;
+        Ok(Self {
+            ks,
+            start: Utc::now() - TimeDelta::seconds(1),
+            deliveries: Deliveries::default(),
+            units: UnitLog::default(),
+        })
+    }
+
+    /// A member's builder: fast windows, checkpoints in `ks.checkpoints`, the group `g`.
+    async fn member(
+        &self,
+        session: Arc<Session>,
+        id: &str,
+    ) -> anyhow::Result<(CDCLogReader, CDCReaderHandle)> {
+        let saver = TableBackedCheckpointSaver::new(
+            session.clone(),
+            &self.ks,
+            "checkpoints",
+            &self.ks,
+            "t",
+        )
+        .await?;
+        let units = self.units.clone();
+        Ok(CDCLogReaderBuilder::new()
+            .session(session)
+            .keyspace(&self.ks)
+            .table_name("t")
+            .window_size(WINDOW)
+            .safety_interval(Duration::from_secs(1))
+            .sleep_interval(Duration::from_millis(100))
+            .pause_between_saves(Duration::from_millis(200))
+            .checkpoint_saver(Arc::new(saver))
+            .start_timestamp(self.start)
+            .consumer_factory(Arc::new(MemberFactory {
+                member: id.to_owned(),
+                out: self.deliveries.clone(),
+            }))
+            .on_event(move |e| match e {
+                ReaderEvent::UnitStarted(u) => units.0.lock().unwrap().push((
+                    Instant::now(),
+                    true,
+                    u.member.clone(),
+                    u.unit.clone(),
+                )),
+                ReaderEvent::UnitStopped(u) => units.0.lock().unwrap().push((
+                    Instant::now(),
+                    false,
+                    u.member.clone(),
+                    u.unit.clone(),
+                )),
+                _ => {}
+            })
+            .group("g")
+            .member_id(id)
+            .lease_duration(LEASE)
+            .renew_interval(RENEW)
+            .build()
+            .await?)
+    }
+}
+
+/// The units each reader holds, by its progress.
+fn owned(readers: &[&CDCLogReader]) -> Vec<Vec<String>> {
+    readers
+        .iter()
+        .map(|r| r.progress().group.map(|g| g.owned).unwrap_or_default())
+        .collect()
+}
+
+/// Whether the readers hold `units` units between them, each once, in shares of `floor`
+/// or `floor + 1`.
+fn balanced(readers: &[&CDCLogReader], units: usize) -> bool {
+    let owned = owned(readers);
+    let all: BTreeSet<&String> = owned.iter().flatten().collect();
+    let total: usize = owned.iter().map(Vec::len).sum();
+    let floor = units / readers.len();
+    all.len() == units
+        && total == units
+        && owned
+            .iter()
+            .all(|o| o.len() == floor || o.len() == floor + 1)
+}
+
+/// A member on a runtime of its own, so that it can be killed: shutting the runtime down
+/// drops every task of the member (its reader, its lease renewals, its connections) at once,
+/// with no chance to hand anything back, as `kill -9` of its process would.
+struct Killable {
+    runtime: Option<tokio::runtime::Runtime>,
+    reader: CDCLogReader,
+}
+
+impl Killable {
+    async fn start(cluster: &EmbeddedCluster, setup: &Setup, id: &str) -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?;
+        let uri = cluster.contact_point().to_string();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let setup_view = Setup {
+            ks: setup.ks.clone(),
+            start: setup.start,
+            deliveries: setup.deliveries.clone(),
+            units: setup.units.clone(),
+        };
+        let id = id.to_owned();
+        runtime.spawn(async move {
+            let started = async {
+                let session = Arc::new(
+                    scylla::client::session_builder::SessionBuilder::new()
+                        .known_node(uri)
+                        .build()
+                        .await?,
+                );
+                setup_view.member(session, &id).await
+            }
+            .await;
+            match started {
+                Ok((reader, handle)) => {
+                    let _ = tx.send(Ok(reader));
+                    let _ = handle.await;
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
+            }
+        });
+        let reader = rx.await??;
+        Ok(Self {
+            runtime: Some(runtime),
+            reader,
+        })
+    }
+
+    fn kill(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+async fn cluster(nodes: usize) -> anyhow::Result<EmbeddedCluster> {
+    Ok(EmbeddedCluster::builder()
+        .nodes(nodes)
+        .shards_per_node(2)
+        .vnodes_per_node(4)
+        .generation_delay(Duration::from_secs(2))
+        .start()
+        .await?)
+}
+
+const VNODES: &str = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3} AND tablets = {'enabled': false}";
+
+/// Waits until everything written is delivered, stops the readers and checks the union.
+async fn finish(
+    workload: Workload,
+    setup: &Setup,
+    readers: Vec<(CDCLogReader, CDCReaderHandle)>,
+) -> anyhow::Result<(BTreeMap<i32, i32>, i64)> {
+    let (expected, checksum) = workload.finish().await?;
+    let total: i32 = expected.values().sum();
+    wait_for(
+        Duration::from_secs(60),
+        "every change delivered",
+        || async {
+            let mut seen: BTreeSet<(i32, i32)> = BTreeSet::new();
+            for c in setup.deliveries.changes() {
+                seen.insert((c.int("pk").unwrap_or(-1), c.int("seq").unwrap_or(-1)));
+            }
+            seen.len() >= total as usize
+        },
+    )
+    .await;
+    for (mut reader, handle) in readers {
+        reader.stop();
+        tokio::time::timeout(Duration::from_secs(30), handle).await??;
+    }
+    Ok((expected, checksum))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_members_share_the_streams_evenly_and_deliver_each_change_once() -> anyhow::Result<()>
+{
+    if !embedded_only("three_members_share_the_streams_evenly", "kills members") {
+        return Ok(());
+    }
+    setup_tracing();
+    let cluster = cluster(3).await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(&session, VNODES).await?;
+    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    let a = setup.member(session.clone(), "a").await?;
+    let b = setup.member(session.clone(), "b").await?;
+    let c = setup.member(session.clone(), "c").await?;
+    // 3 nodes × 4 vnodes: 12 units, 4 each.
+    wait_for(Duration::from_secs(30), "4 units per member", || async {
+        balanced(&[&a.0, &b.0, &c.0], 12)
+    })
+    .await;
+    for r in [&a.0, &b.0, &c.0] {
+        let g = r.progress().group.expect("a member reports its group");
+        assert_eq!((g.members, g.units), (3, 12), "{g:?}");
+    }
+    wait_for(Duration::from_secs(30), "rounds of writes", || async {
+        workload.rounds() >= 30
+    })
+    .await;
+    let (expected, checksum) = finish(workload, &setup, vec![a, b, c]).await?;
+    // Hand-overs while balancing are graceful (the giver saves its checkpoint first): no
+    // change is delivered twice.
+    assert_eq!(
+        check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
+        checksum
+    );
+    let members: BTreeSet<String> = setup
+        .deliveries
+        .snapshot()
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect();
+    assert_eq!(members.len(), 3, "every member delivered changes");
+    setup.units.check_never_two_at_once();
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_member_s_units_are_taken_over_and_nothing_is_lost() -> anyhow::Result<()> {
+    if !embedded_only("a_killed_member_s_units_are_taken_over", "kills members") {
+        return Ok(());
+    }
+    setup_tracing();
+    let cluster = cluster(3).await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(&session, VNODES).await?;
+    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    let a = setup.member(session.clone(), "a").await?;
+    let b = setup.member(session.clone(), "b").await?;
+    let mut c = Killable::start(&cluster, &setup, "c").await?;
+    wait_for(Duration::from_secs(30), "4 units per member", || async {
+        balanced(&[&a.0, &b.0, &c.reader], 12)
+    })
+    .await;
+    wait_for(Duration::from_secs(30), "rounds of writes", || async {
+        workload.rounds() >= 20
+    })
+    .await;
+    let victims = c.reader.progress().group.unwrap().owned;
+    assert_eq!(victims.len(), 4);
+    c.kill();
+    setup.units.killed("c");
+    let delivered_before_kill = setup.deliveries.snapshot().len();
+    let killed_at = Instant::now();
+    wait_for(
+        Duration::from_secs(30),
+        "the killed member's units taken over",
+        || async { balanced(&[&a.0, &b.0], 12) },
+    )
+    .await;
+    let took = killed_at.elapsed();
+    // A member sees the dead member's last renewal within a renewal interval, and takes its
+    // units once they stayed unchanged for a lease duration (checked every renewal
+    // interval).
+    assert!(
+        took <= LEASE + WINDOW + RENEW,
+        "the units were taken over {took:?} after the kill"
+    );
+    wait_for(Duration::from_secs(30), "more rounds of writes", || async {
+        workload.rounds() >= 40
+    })
+    .await;
+    let (expected, _) = finish(workload, &setup, vec![a, b]).await?;
+    let again = check_at_least_once_in_order(&setup.deliveries.changes(), &expected);
+    tracing::info!(again, "rows delivered again after the takeover");
+    // The survivors read the victims' units from their checkpoints (saved every 200 ms).
+    let after: BTreeSet<String> = setup
+        .deliveries
+        .snapshot()
+        .iter()
+        .map(|(m, _)| m.clone())
+        .collect();
+    assert!(after.contains("a") && after.contains("b"));
+    // The killed member delivered nothing after its kill (its runtime stops polling at
+    // once; a row being delivered at that instant may still land).
+    let late = setup.deliveries.snapshot()[delivered_before_kill..]
+        .iter()
+        .filter(|(m, _)| m == "c")
+        .count();
+    assert!(
+        late <= 1,
+        "{late} rows delivered by the killed member after its kill"
+    );
+    setup.units.check_never_two_at_once();
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_joins_gets_its_share() -> anyhow::Result<()> {
+    if !embedded_only("a_member_that_joins_gets_its_share", "embedded cluster") {
+        return Ok(());
+    }
+    setup_tracing();
+    let cluster = cluster(3).await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(&session, VNODES).await?;
+    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    let a = setup.member(session.clone(), "a").await?;
+    let b = setup.member(session.clone(), "b").await?;
+    wait_for(Duration::from_secs(30), "6 units per member", || async {
+        balanced(&[&a.0, &b.0], 12)
+    })
+    .await;
+    wait_for(Duration::from_secs(30), "rounds of writes", || async {
+        workload.rounds() >= 15
+    })
+    .await;
+    let c = setup.member(session.clone(), "c").await?;
+    wait_for(Duration::from_secs(30), "4 units per member", || async {
+        balanced(&[&a.0, &b.0, &c.0], 12)
+    })
+    .await;
+    let before = workload.rounds();
+    wait_for(Duration::from_secs(30), "more rounds of writes", || async {
+        workload.rounds() >= before + 15
+    })
+    .await;
+    let (expected, checksum) = finish(workload, &setup, vec![a, b, c]).await?;
+    assert_eq!(
+        check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
+        checksum
+    );
+    assert!(
+        setup.deliveries.snapshot().iter().any(|(m, _)| m == "c"),
+        "the new member delivered changes"
+    );
+    setup.units.check_never_two_at_once();
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_follows_a_generation_switch() -> anyhow::Result<()> {
+    if !embedded_only("a_group_follows_a_generation_switch", "adds a node") {
+        return Ok(());
+    }
+    setup_tracing();
+    let cluster = cluster(3).await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(&session, VNODES).await?;
+    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    let a = setup.member(session.clone(), "a").await?;
+    let b = setup.member(session.clone(), "b").await?;
+    wait_for(Duration::from_secs(30), "6 units per member", || async {
+        balanced(&[&a.0, &b.0], 12)
+    })
+    .await;
+    let new_generation = cluster.add_node().await?;
+    // 4 nodes × 4 vnodes: 16 units in the new generation.
+    wait_for(
+        Duration::from_secs(60),
+        "the new generation's units shared",
+        || async {
+            balanced(&[&a.0, &b.0], 16)
+                && a.0.progress().generation_switches == 1
+                && b.0.progress().generation_switches == 1
+        },
+    )
+    .await;
+    wait_for(
+        Duration::from_secs(60),
+        "writes past the new generation",
+        || async { Utc::now() > new_generation + TimeDelta::seconds(2) },
+    )
+    .await;
+    let (expected, checksum) = finish(workload, &setup, vec![a, b]).await?;
+    let changes = setup.deliveries.changes();
+    assert_eq!(check_exactly_once_in_order(&changes, &expected), checksum);
+    let cut = new_generation.timestamp_micros();
+    assert!(changes.iter().any(|c| c.micros < cut) && changes.iter().any(|c| c.micros >= cut));
+    setup.units.check_never_two_at_once();
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_share_a_tablet_keyspace_s_streams() -> anyhow::Result<()> {
+    if !embedded_only(
+        "members_share_a_tablet_keyspace_s_streams",
+        "embedded cluster",
+    ) {
+        return Ok(());
+    }
+    setup_tracing();
+    let cluster = cluster(3).await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(
+        &session,
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'initial': 8}",
+    )
+    .await?;
+    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    let a = setup.member(session.clone(), "a").await?;
+    let b = setup.member(session.clone(), "b").await?;
+    let c = setup.member(session.clone(), "c").await?;
+    // 8 tablets, one stream each: 3, 3 and 2.
+    wait_for(Duration::from_secs(30), "the 8 streams shared", || async {
+        balanced(&[&a.0, &b.0, &c.0], 8)
+    })
+    .await;
+    wait_for(Duration::from_secs(30), "rounds of writes", || async {
+        workload.rounds() >= 20
+    })
+    .await;
+    let (expected, checksum) = finish(workload, &setup, vec![a, b, c]).await?;
+    assert_eq!(
+        check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
+        checksum
+    );
+    setup.units.check_never_two_at_once();
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_never_read_one_unit_at_once_under_lease_timeouts() -> anyhow::Result<()> {
+    if !embedded_only("members_never_read_one_unit_at_once", "injects faults") {
+        return Ok(());
+    }
+    setup_tracing();
+    let cluster = cluster(3).await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(&session, VNODES).await?;
+    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    // A third of the lease table's writes and reads time out: renewals fail, members stop
+    // units whose leases they cannot renew, others take them over.
+    cluster.add_fault(
+        FaultRule::new()
+            .on_statement_containing("checkpoints_leases")
+            .error(FaultError::WriteTimeout)
+            .with_probability(0.3),
+    );
+    let a = setup.member(session.clone(), "a").await?;
+    let b = setup.member(session.clone(), "b").await?;
+    let c = setup.member(session.clone(), "c").await?;
+    wait_for(Duration::from_secs(30), "rounds of writes", || async {
+        workload.rounds() >= 60
+    })
+    .await;
+    cluster.clear_faults();
+    let (expected, _) = finish(workload, &setup, vec![a, b, c]).await?;
+    check_at_least_once_in_order(&setup.deliveries.changes(), &expected);
+    let intervals = setup.units.check_never_two_at_once();
+    assert!(
+        intervals > 12,
+        "the timeouts moved units between members ({intervals} intervals)"
+    );
+    cluster.shutdown().await;
+    Ok(())
+}
