@@ -445,6 +445,62 @@ async fn a_delay_holds_one_request_while_the_connection_serves_others() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_after_executing_applies_the_write_and_answers_the_error() {
+    if !embedded_only(
+        "an_error_after_executing_applies_the_write_and_answers_the_error",
+        "injects faults",
+    ) {
+        return;
+    }
+    let (cluster, session, ks) = setup(1).await;
+    let target = Some((cluster.contact_point(), None));
+    cluster.add_fault(
+        FaultRule::new()
+            .on_table("probe")
+            .respond(FaultReaction::ErrorAfterExecuting(FaultError::WriteTimeout))
+            .times(2),
+    );
+    // A plain write and a lightweight transaction: both time out as the client sees it,
+    // both took effect.
+    let err = query(
+        &session,
+        once(
+            format!("INSERT INTO {ks}.probe (pk, v) VALUES (1, 1)"),
+            target,
+        ),
+    )
+    .await
+    .expect_err("a timeout");
+    assert!(
+        matches!(
+            err,
+            ExecutionError::LastAttemptError(RequestAttemptError::DbError(
+                DbError::WriteTimeout { .. },
+                _
+            ))
+        ),
+        "{err:?}"
+    );
+    query(
+        &session,
+        once(
+            format!("UPDATE {ks}.probe SET v = 2 WHERE pk = 1 IF v = 1"),
+            target,
+        ),
+    )
+    .await
+    .expect_err("a timeout");
+    let rows = session
+        .query_unpaged(format!("SELECT v FROM {ks}.probe WHERE pk = 1"), ())
+        .await
+        .expect("read")
+        .into_rows_result()
+        .expect("rows");
+    assert_eq!(rows.first_row::<(i32,)>().expect("a row"), (2,));
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_connection_fails_the_request_and_the_driver_reconnects() {
     if !embedded_only(
         "a_dropped_connection_fails_the_request_and_the_driver_reconnects",

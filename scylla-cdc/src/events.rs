@@ -38,6 +38,27 @@ pub struct UnitEvent {
     pub member: String,
     /// The unit's key in the lease table.
     pub unit: String,
+    /// Why the member stopped reading it (`None` when it started).
+    pub reason: Option<UnitStopReason>,
+}
+
+/// Why a member of a consumer group stopped reading a unit ([`ReaderEvent::UnitStopped`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UnitStopReason {
+    /// Handed over to a member that asked for it, after saving its checkpoint.
+    HandedOver,
+    /// The member left the group (`stop()`, or its handle was dropped).
+    Left,
+    /// Read to its generation's end (the unit is done).
+    Finished,
+    /// Read to the reader's end (end timestamp or `stop_at`).
+    EndReached,
+    /// Its lease could not be renewed in time, or another member holds it now: the member
+    /// stopped reading it at once.
+    LeaseLost,
+    /// Its reader failed (the error ends the reader).
+    Failed,
 }
 
 /// Reading of one generation was asked to start (by the start timestamp, a saved checkpoint,

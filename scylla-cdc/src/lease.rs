@@ -975,6 +975,35 @@ mod tests {
     }
 
     #[test]
+    fn requests_to_a_member_at_the_floor_are_withdrawn_and_made_elsewhere() {
+        // b asked for 6 units while it saw two members, c for 4 while it saw three; a gave
+        // 6 to b and 2 to c and is down to the floor (4) with two of c's requests left on its
+        // units: c withdraws them and asks b, which holds 6.
+        let mut units = Vec::new();
+        for i in 0..4 {
+            let wanted = (i < 2).then_some("c");
+            units.push(unit(&format!("unit:a{i}"), Some("a"), wanted));
+        }
+        for i in 0..6 {
+            units.push(unit(&format!("unit:b{i}"), Some("b"), None));
+        }
+        for i in 0..2 {
+            units.push(unit(&format!("unit:c{i}"), Some("c"), None));
+        }
+        let p = plan(&view("c", &["a", "b", "c"], &units), |_| false);
+        let withdrawn: Vec<&str> = p.withdraw.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(withdrawn, vec!["unit:a0", "unit:a1"]);
+        assert_eq!(p.request.len(), 2, "{p:?}");
+        assert!(p.request.iter().all(|(_, owner)| owner == "b"), "{p:?}");
+        // a, at the floor, gives nothing.
+        let p = plan(&view("a", &["a", "b", "c"], &units), |_| false);
+        assert!(p.give.is_empty(), "{p:?}");
+        // And the group settles at 4 each.
+        settle(&["a", "b", "c"], &mut units);
+        assert_eq!(counts(&["a", "b", "c"], &units), vec![4, 4, 4]);
+    }
+
+    #[test]
     fn a_member_above_the_ceiling_gives_to_one_below_it() {
         // b took 4 of 8 units while the group had two members; a and c hold the floor of
         // three members (2) each.

@@ -305,7 +305,7 @@ pub use error_policy::{
     AfterRetries, ConsumerErrorPolicy, DeadLetter, DeadLetterSink, DeadLetterTable, Retry,
     dead_letter_table_name,
 };
-pub use events::{ExpiredGap, ReaderEvent, UnitEvent};
+pub use events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
 pub use log_reader::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_LEASE_DURATION,
     DEFAULT_PAUSE_BETWEEN_SAVES, DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL,

@@ -1798,6 +1798,56 @@ mod tests {
         assert_eq!(with_saver.validate().unwrap(), (true, true));
     }
 
+    #[tokio::test]
+    async fn build_rejects_bad_group_configuration() {
+        let e = Env::new();
+        let err = |b: CDCLogReaderBuilder| b.validate().unwrap_err().to_string();
+        // Group settings without a group.
+        let e1 = err(e.builder().member_id("m"));
+        assert!(e1.contains("`member_id`") && e1.contains("`group`"), "{e1}");
+        // A group without checkpoints.
+        let e2 = err(e.builder().group("g"));
+        assert!(e2.contains("checkpoint saver"), "{e2}");
+        let e3 = err(e
+            .builder()
+            .checkpoint_saver(e.saver.clone())
+            .should_save_progress(false)
+            .group("g"));
+        assert!(e3.contains("saved and loaded"), "{e3}");
+        // A saver that is not a table, and no lease table given.
+        let e4 = err(e.builder().checkpoint_saver(e.saver.clone()).group("g"));
+        assert!(e4.contains("lease table"), "{e4}");
+        let ok = e
+            .builder()
+            .checkpoint_saver(e.saver.clone())
+            .group("g")
+            .lease_table("ks", "leases");
+        assert_eq!(ok.validate().unwrap(), (true, true));
+        // Lease duration not longer than the renew interval, either order of the calls.
+        let e5 = err(e
+            .builder()
+            .checkpoint_saver(e.saver.clone())
+            .lease_duration(Duration::from_secs(3))
+            .renew_interval(Duration::from_secs(3))
+            .group("g")
+            .lease_table("ks", "leases"));
+        assert!(e5.contains("lease duration"), "{e5}");
+        let e6 = err(e
+            .builder()
+            .checkpoint_saver(e.saver.clone())
+            .group("g")
+            .lease_table("ks", "leases")
+            .lease_duration(Duration::from_secs(1))
+            .renew_interval(Duration::from_secs(2)));
+        assert!(e6.contains("renew interval"), "{e6}");
+        let e7 = err(e
+            .builder()
+            .checkpoint_saver(e.saver.clone())
+            .group("")
+            .lease_table("ks", "leases"));
+        assert!(e7.contains("name"), "{e7}");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn no_generation_is_an_error() {
         let e = Env::new();

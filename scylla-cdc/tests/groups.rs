@@ -18,10 +18,11 @@ use common::{Change, Workload, check_exactly_once_in_order, create_workload_tabl
 use scylla::client::session::Session;
 use scylla_cdc::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, CDCRow, Consumer, ConsumerFactory,
-    ReaderEvent, TableBackedCheckpointSaver,
+    ReaderEvent, TableBackedCheckpointSaver, UnitStopReason,
 };
 use scylla_cdc_test_utils::{
-    EmbeddedCluster, FaultError, FaultRule, embedded_only, setup_tracing, unique_keyspace_name,
+    EmbeddedCluster, FaultError, FaultReaction, FaultRule, embedded_only, setup_tracing,
+    unique_keyspace_name,
 };
 use tokio::time::Instant;
 
@@ -84,10 +85,16 @@ struct UnitLog(
     Arc<Mutex<BTreeMap<String, Instant>>>,
 );
 
-/// When, started (or stopped), member, unit.
-type UnitEntry = (Instant, bool, String, String);
+/// When, started (or stopped), member, unit, why it stopped.
+type UnitEntry = (Instant, bool, String, String, Option<UnitStopReason>);
 
 impl UnitLog {
+    /// How many times a member stopped reading a unit for `reason`.
+    fn stops(&self, reason: UnitStopReason) -> usize {
+        let log = self.0.lock().unwrap();
+        log.iter().filter(|e| e.4 == Some(reason)).count()
+    }
+
     fn killed(&self, member: &str) {
         self.1
             .lock()
@@ -101,7 +108,7 @@ impl UnitLog {
         let log = self.0.lock().unwrap().clone();
         let mut open: BTreeMap<(String, String), Instant> = BTreeMap::new();
         let mut intervals: BTreeMap<String, Vec<(Instant, Instant, String)>> = BTreeMap::new();
-        for (at, started, member, unit) in &log {
+        for (at, started, member, unit, _) in &log {
             let key = (unit.clone(), member.clone());
             if *started {
                 assert!(
@@ -230,12 +237,14 @@ impl Setup {
                     true,
                     u.member.clone(),
                     u.unit.clone(),
+                    None,
                 )),
                 ReaderEvent::UnitStopped(u) => units.0.lock().unwrap().push((
                     Instant::now(),
                     false,
                     u.member.clone(),
                     u.unit.clone(),
+                    u.reason,
                 )),
                 _ => {}
             })
@@ -621,29 +630,91 @@ async fn members_never_read_one_unit_at_once_under_lease_timeouts() -> anyhow::R
     let session = cluster.session().await?;
     let setup = Setup::new(&session, VNODES).await?;
     let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
-    // A third of the lease table's writes and reads time out: renewals fail, members stop
-    // units whose leases they cannot renew, others take them over.
+    // Over half of the requests to the lease table time out, some after taking effect (the
+    // member cannot know whether its renewal or take was applied): renewals fail for a
+    // lease duration now and then, members stop the units whose leases they could not
+    // renew, and others take them over.
+    cluster.add_fault(
+        FaultRule::new()
+            .on_statement_containing("checkpoints_leases")
+            .respond(FaultReaction::ErrorAfterExecuting(FaultError::WriteTimeout))
+            .with_probability(0.3),
+    );
     cluster.add_fault(
         FaultRule::new()
             .on_statement_containing("checkpoints_leases")
             .error(FaultError::WriteTimeout)
-            .with_probability(0.3),
+            .with_probability(0.5),
     );
     let a = setup.member(session.clone(), "a").await?;
     let b = setup.member(session.clone(), "b").await?;
     let c = setup.member(session.clone(), "c").await?;
-    wait_for(Duration::from_secs(30), "rounds of writes", || async {
-        workload.rounds() >= 60
-    })
+    wait_for(
+        Duration::from_secs(60),
+        "leases lost to timeouts",
+        || async { setup.units.stops(UnitStopReason::LeaseLost) >= 3 },
+    )
     .await;
     cluster.clear_faults();
+    wait_for(
+        Duration::from_secs(30),
+        "a balanced group again",
+        || async { balanced(&[&a.0, &b.0, &c.0], 12) },
+    )
+    .await;
     let (expected, _) = finish(workload, &setup, vec![a, b, c]).await?;
     check_at_least_once_in_order(&setup.deliveries.changes(), &expected);
-    let intervals = setup.units.check_never_two_at_once();
+    setup.units.check_never_two_at_once();
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_table_of_another_shape_is_refused_clearly() -> anyhow::Result<()> {
+    if !embedded_only(
+        "a_lease_table_of_another_shape_is_refused",
+        "embedded cluster",
+    ) {
+        return Ok(());
+    }
+    setup_tracing();
+    let cluster = cluster(1).await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(
+        &session,
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'enabled': false}",
+    )
+    .await?;
+    // Someone else's table where the lease table would go.
+    session
+        .query_unpaged(
+            format!(
+                "CREATE TABLE {}.checkpoints_leases (group_name text, unit int, owner text, \
+                 PRIMARY KEY (group_name, unit))",
+                setup.ks
+            ),
+            (),
+        )
+        .await?;
+    let err = setup
+        .member(session.clone(), "a")
+        .await
+        .err()
+        .expect("a lease table of another shape is refused");
+    let text = err.to_string();
     assert!(
-        intervals > 12,
-        "the timeouts moved units between members ({intervals} intervals)"
+        text.contains("checkpoints_leases")
+            && text.contains("another shape")
+            && text.contains("`keyspace_name` is missing")
+            && text.contains("`unit` is a clustering column of type int"),
+        "{text}"
     );
+    // Nothing was written to it.
+    let rows = session
+        .query_unpaged(format!("SELECT * FROM {}.checkpoints_leases", setup.ks), ())
+        .await?
+        .into_rows_result()?;
+    assert_eq!(rows.rows_num(), 0);
     cluster.shutdown().await;
     Ok(())
 }

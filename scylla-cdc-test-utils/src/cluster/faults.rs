@@ -95,6 +95,12 @@ pub enum FaultReaction {
     Delay(Duration),
     /// Close the connection without answering.
     DropConnection,
+    /// Execute the request, then answer with this error instead of its result: a write that
+    /// was applied although the client hears a timeout, as when a coordinator's reply is lost
+    /// or a lightweight transaction's Paxos round succeeds on a quorum the coordinator does not
+    /// hear from in time (ScyllaDB answers such a CAS write with `WriteTimeout`, write type
+    /// `CAS`: the client cannot know whether it was applied).
+    ErrorAfterExecuting(FaultError),
 }
 
 /// A fault-injection rule: conditions (all must hold) and a reaction.
@@ -197,7 +203,8 @@ impl FaultRule {
     /// `key=value` pairs: `node=<i> shard=<s> opcode=<query|prepare|execute|batch|...>
     /// keyspace=<ks> table=<t> contains=<text> times=<n> probability=<p>` and exactly one of
     /// `error=<overloaded|read_timeout|write_timeout|unavailable|server_error|...>`,
-    /// `delay=<ms>` or `drop`.
+    /// `error_after=<kind>` (executes the request, then answers the error), `delay=<ms>` or
+    /// `drop`.
     pub fn parse(text: &str) -> Result<FaultRule, String> {
         let mut rule = FaultRule::new();
         let mut reactions = 0;
@@ -243,6 +250,13 @@ impl FaultRule {
                             .ok_or_else(|| format!("unknown error `{value}`"))?,
                     );
                 }
+                "error_after" => {
+                    reactions += 1;
+                    rule.reaction = FaultReaction::ErrorAfterExecuting(
+                        FaultError::parse(value)
+                            .ok_or_else(|| format!("unknown error `{value}`"))?,
+                    );
+                }
                 "delay" => {
                     reactions += 1;
                     rule.reaction = FaultReaction::Delay(Duration::from_millis(number(value)?));
@@ -256,8 +270,10 @@ impl FaultRule {
         }
         match reactions {
             1 => Ok(rule),
-            0 => Err("a fault needs one of error=<kind>, delay=<ms> or drop".into()),
-            _ => Err("a fault takes only one of error=, delay= and drop".into()),
+            0 => Err(
+                "a fault needs one of error=<kind>, error_after=<kind>, delay=<ms> or drop".into(),
+            ),
+            _ => Err("a fault takes only one of error=, error_after=, delay= and drop".into()),
         }
     }
 }
@@ -426,6 +442,11 @@ mod tests {
             FaultRule::parse("drop").map(|r| r.reaction),
             Ok(FaultReaction::DropConnection)
         );
+        assert_eq!(
+            FaultRule::parse("error_after=write_timeout contains=leases").map(|r| r.reaction),
+            Ok(FaultReaction::ErrorAfterExecuting(FaultError::WriteTimeout))
+        );
+        assert!(FaultRule::parse("error_after=write_timeout drop").is_err());
         assert!(FaultRule::parse("node=2").is_err());
         assert!(FaultRule::parse("error=nope").is_err());
         assert!(FaultRule::parse("error=overloaded drop").is_err());

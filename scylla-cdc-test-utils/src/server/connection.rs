@@ -274,7 +274,8 @@ impl Connection {
         );
         match reaction {
             FaultReaction::DropConnection => Err(Next::Close),
-            FaultReaction::Error(e) => {
+            // A handshake request has no effect worth keeping apart from its answer.
+            FaultReaction::Error(e) | FaultReaction::ErrorAfterExecuting(e) => {
                 let error = fault_error(e, Consistency::One);
                 self.respond(out, stream, &Response::Error(error));
                 Err(Next::Continue)
@@ -484,6 +485,15 @@ impl Connection {
             FaultReaction::DropConnection => Next::Close,
             FaultReaction::Error(e) => {
                 let consistency = request_consistency(&request);
+                self.respond(out, stream, &Response::Error(fault_error(e, consistency)));
+                Next::Continue
+            }
+            FaultReaction::ErrorAfterExecuting(e) => {
+                let consistency = request_consistency(&request);
+                // The request takes effect; its answer is replaced by the error.
+                let cluster = self.cluster.clone();
+                let mut discarded = BytesMut::new();
+                run_statement(&cluster, &mut self.state, stream, request, &mut discarded);
                 self.respond(out, stream, &Response::Error(fault_error(e, consistency)));
                 Next::Continue
             }

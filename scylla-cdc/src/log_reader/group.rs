@@ -29,7 +29,7 @@ use tracing::{Instrument, debug, info, info_span, warn};
 use super::Worker;
 use crate::cdc_types::{GenerationTimestamp, StreamID};
 use crate::error::{Backoff, CDCError, retry_transient};
-use crate::events::{ReaderEvent, UnitEvent};
+use crate::events::{ReaderEvent, UnitEvent, UnitStopReason};
 use crate::lease::{
     Cas, LeaseRow, LeaseTable, NewUnit, Observations, View, member_key, plan,
     unit_generation_millis, unit_key,
@@ -191,18 +191,19 @@ impl Member<'_> {
         }
     }
 
-    fn event(&self, unit: &str, started: bool) {
+    /// Reports that this member started reading `unit` (`reason: None`) or stopped.
+    fn event(&self, unit: &str, reason: Option<UnitStopReason>) {
         if let Some(listener) = &self.w.events {
             let e = UnitEvent {
                 keyspace: self.w.keyspace.clone(),
                 table: self.w.table.clone(),
                 member: self.g.member.clone(),
                 unit: unit.to_owned(),
+                reason,
             };
-            listener(&if started {
-                ReaderEvent::UnitStarted(e)
-            } else {
-                ReaderEvent::UnitStopped(e)
+            listener(&match reason {
+                None => ReaderEvent::UnitStarted(e),
+                Some(_) => ReaderEvent::UnitStopped(e),
             });
         }
     }
@@ -221,7 +222,19 @@ impl Member<'_> {
             return Ok(());
         };
         self.w.settings.stats.remove_slot(&r.slot, r.streams);
-        self.event(&r.key, false);
+        let generation_end = *r.end_tx.borrow();
+        let end = self.w.end();
+        let generation_done = generation_end.is_some_and(|g| end.is_none_or(|e| e >= g));
+        let reason = match (&result, &r.leaving) {
+            (None, Some(None)) => UnitStopReason::Left,
+            (None, _) => UnitStopReason::LeaseLost,
+            (Some(Err(_)), _) => UnitStopReason::Failed,
+            (Some(Ok(())), Some(Some(_))) => UnitStopReason::HandedOver,
+            (Some(Ok(())), Some(None)) => UnitStopReason::Left,
+            (Some(Ok(())), None) if generation_done => UnitStopReason::Finished,
+            (Some(Ok(())), None) => UnitStopReason::EndReached,
+        };
+        self.event(&r.key, Some(reason));
         let Some(result) = result else {
             debug!(unit = %r.key, "the reader of a unit was aborted");
             return Ok(());
@@ -246,9 +259,6 @@ impl Member<'_> {
             }
             return Ok(());
         }
-        let generation_end = *r.end_tx.borrow();
-        let end = self.w.end();
-        let generation_done = generation_end.is_some_and(|g| end.is_none_or(|e| e >= g));
         if generation_done {
             match self.g.lease.finish(&r.key, &self.g.member, version).await {
                 Ok(_) => {}
@@ -374,7 +384,11 @@ impl Member<'_> {
                 if self.w.end().is_some_and(|e| e <= generation.timestamp) {
                     return Ok(Flow::Finished);
                 }
-                self.create_units(generation, start, &rows).await?;
+                if let Err(e) = self.create_units(generation, start, &rows).await {
+                    // Some may have been created: the next round reads and creates the rest.
+                    warn!(error = %e, generation = %generation, "could not create the units of a generation");
+                    return Ok(Flow::Continue);
+                }
                 // Rows of generations every member is done with.
                 let old: Vec<String> = unit_rows
                     .iter()
@@ -706,7 +720,7 @@ impl Member<'_> {
             slot.clone(),
         )
         .with_stream_starts(starts);
-        self.event(&row.unit, true);
+        self.event(&row.unit, None);
         let abort = self.tasks.spawn(reader.run().instrument(span));
         self.running.insert(
             abort.id(),
