@@ -98,6 +98,35 @@
 //! the low watermark is the least over the tables. The guarantees below hold per table;
 //! nothing is promised across tables, and the first error of any table stops the reader.
 //!
+//! # Consumer groups: several processes share one table
+//!
+//! Readers built with the same [`CDCLogReaderBuilder::group`] name on the same table divide
+//! its units of work (a vnode keyspace: the streams of one vnode; a tablet keyspace: a
+//! tablet's stream) among themselves, so that N processes read each change once between them
+//! instead of N times. Membership and ownership live in a lease table next to the checkpoint
+//! table, and every decision (renew, take over, ask for, hand over, finish a unit) is a
+//! lightweight transaction on it: there is no other coordination.
+//!
+//! - Each member renews all its leases with one conditional batch per
+//!   [`CDCLogReaderBuilder::renew_interval`] (default: a third of the
+//!   [`CDCLogReaderBuilder::lease_duration`], 10 s) and reads the group's state with one
+//!   query: two requests per member per interval, whatever the number of units.
+//! - A unit whose lease stays unrenewed for a lease duration (by the observer's own clock;
+//!   clocks of the machines need not agree) is taken over and resumed from its checkpoint.
+//!   The owner stops reading a unit before that can happen when its renewals fail, so two
+//!   members never read one unit at the same time.
+//! - Members hold equal shares (± 1). A joining member asks the others, which finish their
+//!   window, save the checkpoint and hand the unit over; a member that stops hands its units
+//!   back at once. Neither repeats a change. After a member dies, the changes its units
+//!   delivered after their last checkpoint are delivered again by the new owner: delivery is
+//!   at least once, never skipped, in order per partition.
+//! - The next generation's units are read once every unit of the current one is done, as
+//!   a reader outside a group does.
+//!
+//! [`Progress::group`] shows the units a member holds; [`ReaderEvent::UnitStarted`] and
+//! [`ReaderEvent::UnitStopped`] report each change of ownership. The low watermark of a
+//! member covers the units it reads.
+//!
 //! # Guarantees
 //!
 //! * **Order**: the rows of one stream are delivered in `(cdc$time, cdc$batch_seq_no)`
