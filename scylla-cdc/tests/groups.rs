@@ -630,8 +630,9 @@ async fn members_never_read_one_unit_at_once_under_lease_timeouts() -> anyhow::R
     let session = cluster.session().await?;
     let setup = Setup::new(&session, VNODES).await?;
     let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
-    // Over half of the requests to the lease table time out, some after taking effect (the
-    // member cannot know whether its renewal or take was applied): renewals fail for a
+    // 65% of the requests to the lease table time out: 30% after taking effect (the member
+    // cannot know whether its renewal or take was applied), then half of the others before
+    // (the first rule that matches decides). Renewals fail for a
     // lease duration now and then, members stop the units whose leases they could not
     // renew, and others take them over.
     cluster.add_fault(
