@@ -59,6 +59,9 @@ pub enum UnitStopReason {
     LeaseLost,
     /// Its reader failed (the error ends the reader).
     Failed,
+    /// Stopped at a window's end (checkpoints saved) because a unit read together with it
+    /// was handed over; the member reads it again at once, regrouped with its other units.
+    Regrouped,
 }
 
 /// Reading of one generation was asked to start (by the start timestamp, a saved checkpoint,

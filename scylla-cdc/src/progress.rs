@@ -93,6 +93,10 @@ pub struct GroupProgress {
     /// The units this member reads now (their keys in the lease table), sorted
     /// (`scylla_cdc_group_units_owned` counts them).
     pub owned: Vec<String>,
+    /// The log readers reading them: the units started together are read by replica (node
+    /// and shard), at most `max_partition_key_restrictions_per_query` streams per reader, one
+    /// query per reader and window.
+    pub readers: usize,
 }
 
 /// The progress of one table of a reader (see [`Progress::tables`]).
@@ -552,6 +556,7 @@ impl ReaderStats {
                 acc.members = acc.members.max(g.members);
                 acc.units += g.units;
                 acc.owned.extend(g.owned.iter().cloned());
+                acc.readers += g.readers;
                 Some(acc)
             });
         Progress {

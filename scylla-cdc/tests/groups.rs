@@ -21,8 +21,8 @@ use scylla_cdc::{
     ReaderEvent, TableBackedCheckpointSaver, UnitStopReason,
 };
 use scylla_cdc_test_utils::{
-    EmbeddedCluster, FaultError, FaultReaction, FaultRule, embedded_only, setup_tracing,
-    unique_keyspace_name,
+    EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule, embedded_only,
+    setup_tracing, unique_keyspace_name,
 };
 use tokio::time::Instant;
 
@@ -719,6 +719,55 @@ async fn a_lease_table_of_another_shape_is_refused_clearly() -> anyhow::Result<(
         .await?
         .into_rows_result()?;
     assert_eq!(rows.rows_num(), 0);
+    cluster.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_reads_its_units_by_replica() -> anyhow::Result<()> {
+    if !embedded_only("a_member_reads_its_units_by_replica", "counts requests") {
+        return Ok(());
+    }
+    setup_tracing();
+    // 3 nodes × 64 vnodes × 2 shards: 192 units of 2 streams, 64 streams per node and shard.
+    let cluster = EmbeddedCluster::builder()
+        .nodes(3)
+        .shards_per_node(2)
+        .vnodes_per_node(64)
+        .start()
+        .await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(&session, VNODES).await?;
+    let workload = Workload::start(session.clone(), &setup.ks, "t", 2, 8).await?;
+    let a = setup.member(session.clone(), "a").await?;
+    wait_for(
+        Duration::from_secs(30),
+        "the member holds every unit",
+        || async { balanced(&[&a.0], 192) },
+    )
+    .await;
+    // One reader per node and shard, as outside a group: 6 queries per window, not 192.
+    let g = a.0.progress().group.unwrap();
+    assert_eq!(g.readers, 6, "{g:?}");
+    let before = cluster.request_counts_of(FaultOpcode::Execute);
+    let windows = a.0.progress().windows;
+    wait_for(Duration::from_secs(30), "60 more windows", || async {
+        a.0.progress().windows >= windows + 60
+    })
+    .await;
+    let after = cluster.request_counts_of(FaultOpcode::Execute);
+    // Every node and shard served its own reader's queries.
+    for (replica, n) in &after {
+        assert!(
+            *n > before.get(replica).copied().unwrap_or(0),
+            "{replica:?} served no query: {after:?}"
+        );
+    }
+    let (expected, checksum) = finish(workload, &setup, vec![a]).await?;
+    assert_eq!(
+        check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
+        checksum
+    );
     cluster.shutdown().await;
     Ok(())
 }

@@ -8,14 +8,18 @@
 //! delivered before any of the next, as a reader outside a group does), and takes, asks for
 //! or hands over units until every member holds an equal share ([`crate::lease::plan`]).
 //!
-//! A unit runs as one [`StreamReader`] from its streams' checkpoints. The member stops it
-//! - gracefully (it reads to the end of its window and saves its checkpoint) before handing
-//!   it over to a member that asked for it, or before leaving the group on `stop()`;
-//! - at once, by aborting its task, when its lease may run out: a lease is counted from the
-//!   moment its last successful renewal was *sent*, less half a renewal interval, so the
-//!   member has stopped reading before any other member may take the unit over;
-//! - when its reader reaches the generation's end (the unit is then marked done) or the
-//!   reader's end.
+//! The units a member starts in one round are read together, grouped by replica as a reader
+//! outside a group reads a generation (one [`StreamReader`] per node and shard, at most
+//! `max_partition_key_restrictions_per_query` streams per query), each stream from its own
+//! checkpoint. The member stops a reader
+//! - gracefully (it reads to the end of its window and saves its checkpoints) before handing
+//!   one of its units over to a member that asked for it (its other units are read again,
+//!   regrouped, from the checkpoints just saved), or before leaving the group on `stop()`;
+//! - at once, by aborting its task, when a lease of its units may run out: a lease is counted
+//!   from the moment its last successful renewal was *sent*, less half a renewal interval, so
+//!   the member has stopped reading before any other member may take the unit over;
+//! - when it reaches the generation's end (its units are then marked done) or the reader's
+//!   end.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
@@ -48,21 +52,40 @@ pub(crate) struct GroupRuntime {
     pub(crate) stop: watch::Receiver<bool>,
 }
 
-/// A unit this member reads.
+/// A reader of some streams of some units this member holds (one replica's).
 struct Running {
-    key: String,
+    /// The units whose streams it reads (a unit's streams may be split over the readers of
+    /// several replicas).
+    units: Vec<String>,
     abort: AbortHandle,
-    /// The end of the unit's reading: the next generation's start once known, or a time in
-    /// the past to stop it at its next window.
+    /// The end of its reading: the next generation's start once known, or a time in the past
+    /// to stop it at its next window.
     end_tx: watch::Sender<Option<DateTime<Utc>>>,
-    /// When the member must have stopped reading it unless it renews its lease.
+    /// When the member must have stopped reading it unless it renews its units' leases.
     valid_until: Instant,
-    /// Stopping gracefully, to hand it to this member (`Some(None)`: to free it).
-    leaving: Option<Option<String>>,
-    /// Aborted (its lease may have run out).
+    /// Asked to stop gracefully (before its generation's end).
+    stopping: bool,
+    /// Aborted (a lease of its units may have run out).
     aborted: bool,
     slot: Slot,
     streams: usize,
+}
+
+impl Running {
+    /// Stops it at the end of its current window, saving its checkpoints.
+    fn stop_gracefully(&mut self) {
+        if !self.aborted && !self.stopping {
+            self.stopping = true;
+            self.end_tx.send_replace(Some(DateTime::<Utc>::MIN_UTC));
+        }
+    }
+}
+
+/// A unit to start reading, with its streams and until when its lease is held.
+struct ToStart {
+    row: LeaseRow,
+    streams: Vec<StreamID>,
+    valid_until: Instant,
 }
 
 /// Why [`Member::step`] returns.
@@ -84,6 +107,12 @@ struct Member<'w> {
     units_of: BTreeMap<GenerationTimestamp, HashMap<String, Vec<StreamID>>>,
     /// Units whose reader reached the reader's end: held, not started again.
     ended: HashSet<String>,
+    /// Units to hand over (`None`: to free) once none of their readers runs.
+    giving: HashMap<String, Option<String>>,
+    /// Units one of whose readers stopped before the unit's end (it is not done).
+    interrupted: HashSet<String>,
+    /// Leaving the group: every reader is stopping.
+    leaving: bool,
     /// The generation being read.
     generation: Option<GenerationTimestamp>,
     last_version: i64,
@@ -108,6 +137,9 @@ impl Worker {
             tasks: JoinSet::new(),
             units_of: BTreeMap::new(),
             ended: HashSet::new(),
+            giving: HashMap::new(),
+            interrupted: HashSet::new(),
+            leaving: false,
             generation: None,
             last_version: 0,
             renewed_until: None,
@@ -161,7 +193,7 @@ impl Member<'_> {
                 _ = async { drop(stop.wait_for(|s| *s).await) } => return Ok(()),
                 joined = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => {
                     if let Some(joined) = joined {
-                        self.unit_stopped(joined).await?;
+                        self.reader_stopped(joined).await?;
                     }
                 }
                 _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
@@ -176,19 +208,35 @@ impl Member<'_> {
         }
     }
 
-    /// Aborts every unit whose lease may have run out.
+    /// Aborts every reader a lease of whose units may have run out.
     fn abort_expired(&mut self) {
         let now = Instant::now();
         for r in self.running.values_mut() {
             if !r.aborted && r.valid_until <= now {
                 warn!(
-                    unit = %r.key,
-                    "the lease of a unit could not be renewed in time: stopping its reader before another member may take it over"
+                    units = ?r.units,
+                    "leases could not be renewed in time: stopping a reader before another member may take its units over"
                 );
                 r.abort.abort();
                 r.aborted = true;
             }
         }
+    }
+
+    /// How many running readers read some stream of `unit`.
+    fn readers_of(&self, unit: &str) -> usize {
+        self.running
+            .values()
+            .filter(|r| r.units.iter().any(|u| u == unit))
+            .count()
+    }
+
+    /// The units some running reader reads.
+    fn running_units(&self) -> HashSet<String> {
+        self.running
+            .values()
+            .flat_map(|r| r.units.iter().cloned())
+            .collect()
     }
 
     /// Reports that this member started reading `unit` (`reason: None`) or stopped.
@@ -208,8 +256,10 @@ impl Member<'_> {
         }
     }
 
-    /// A unit's reader ended: hand it over, mark it done, or keep it (reader's end).
-    async fn unit_stopped(
+    /// A reader ended. For each of its units that no other reader reads any more: hand it
+    /// over (if asked), mark it done (read to its generation's end), keep it held (read to
+    /// the reader's end), or leave it to be read again (stopped early).
+    async fn reader_stopped(
         &mut self,
         joined: Result<(tokio::task::Id, Result<(), CDCError>), tokio::task::JoinError>,
     ) -> Result<(), CDCError> {
@@ -224,52 +274,83 @@ impl Member<'_> {
         self.w.settings.stats.remove_slot(&r.slot, r.streams);
         let generation_end = *r.end_tx.borrow();
         let end = self.w.end();
-        let generation_done = generation_end.is_some_and(|g| end.is_none_or(|e| e >= g));
-        let reason = match (&result, &r.leaving) {
-            (None, Some(None)) => UnitStopReason::Left,
-            (None, _) => UnitStopReason::LeaseLost,
-            (Some(Err(_)), _) => UnitStopReason::Failed,
-            (Some(Ok(())), Some(Some(_))) => UnitStopReason::HandedOver,
-            (Some(Ok(())), Some(None)) => UnitStopReason::Left,
-            (Some(Ok(())), None) if generation_done => UnitStopReason::Finished,
-            (Some(Ok(())), None) => UnitStopReason::EndReached,
-        };
-        self.event(&r.key, Some(reason));
-        let Some(result) = result else {
-            debug!(unit = %r.key, "the reader of a unit was aborted");
-            return Ok(());
-        };
-        result?;
-        let version = self.next_version();
-        if let Some(to) = r.leaving {
-            let expires = to.as_ref().map(|_| self.expires_at());
-            match self
-                .g
-                .lease
-                .hand_over(&r.key, &self.g.member, to.as_deref(), version, expires)
-                .await
-            {
-                Ok(Cas::Applied) => info!(unit = %r.key, to = ?to, "handed a unit over"),
-                Ok(Cas::NotApplied) => {
-                    warn!(unit = %r.key, "a unit to hand over was no longer this member's")
-                }
-                Err(e) => {
-                    warn!(unit = %r.key, error = %e, "could not hand a unit over (its lease will run out)")
-                }
-            }
-            return Ok(());
+        let failed = matches!(result, Some(Err(_)));
+        let cancelled = result.is_none();
+        let generation_done =
+            !r.stopping && generation_end.is_some_and(|g| end.is_none_or(|e| e >= g));
+        if cancelled {
+            debug!(units = ?r.units, "a reader was aborted");
         }
-        if generation_done {
-            match self.g.lease.finish(&r.key, &self.g.member, version).await {
-                Ok(_) => {}
-                // The next read finds the unit still held by this member and reads it again:
-                // its checkpoint is at the generation's end, so nothing is delivered twice.
-                Err(e) => warn!(unit = %r.key, error = %e, "could not mark a unit done"),
+        for unit in &r.units {
+            if cancelled || failed || r.stopping {
+                self.interrupted.insert(unit.clone());
             }
-        } else {
-            self.ended.insert(r.key);
+            if self.readers_of(unit) > 0 {
+                continue;
+            }
+            // The unit's last reader stopped.
+            let interrupted = self.interrupted.remove(unit);
+            let give = self.giving.remove(unit);
+            let reason = if failed {
+                UnitStopReason::Failed
+            } else if cancelled {
+                if self.leaving {
+                    UnitStopReason::Left
+                } else {
+                    UnitStopReason::LeaseLost
+                }
+            } else if let Some(to) = &give {
+                if to.is_some() {
+                    UnitStopReason::HandedOver
+                } else {
+                    UnitStopReason::Left
+                }
+            } else if interrupted {
+                UnitStopReason::Regrouped
+            } else if generation_done {
+                UnitStopReason::Finished
+            } else {
+                UnitStopReason::EndReached
+            };
+            self.event(unit, Some(reason));
+            let version = self.next_version();
+            match reason {
+                UnitStopReason::HandedOver | UnitStopReason::Left if !cancelled => {
+                    let to = give.flatten();
+                    let expires = to.as_ref().map(|_| self.expires_at());
+                    match self
+                        .g
+                        .lease
+                        .hand_over(unit, &self.g.member, to.as_deref(), version, expires)
+                        .await
+                    {
+                        Ok(Cas::Applied) => info!(unit = %unit, to = ?to, "handed a unit over"),
+                        Ok(Cas::NotApplied) => {
+                            warn!(unit = %unit, "a unit to hand over was no longer this member's")
+                        }
+                        Err(e) => {
+                            warn!(unit = %unit, error = %e, "could not hand a unit over (its lease will run out)")
+                        }
+                    }
+                }
+                UnitStopReason::Finished => {
+                    // On failure the next round finds the unit still held and reads it again:
+                    // its checkpoints are at the generation's end, so nothing is delivered
+                    // twice.
+                    if let Err(e) = self.g.lease.finish(unit, &self.g.member, version).await {
+                        warn!(unit = %unit, error = %e, "could not mark a unit done");
+                    }
+                }
+                UnitStopReason::EndReached => {
+                    self.ended.insert(unit.clone());
+                }
+                _ => {}
+            }
         }
-        Ok(())
+        match result {
+            Some(Err(e)) => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// The units of `generation`: key → streams (cached).
@@ -447,44 +528,49 @@ impl Member<'_> {
             "a round of the consumer group"
         );
         let giving: HashSet<&str> = decided.give.iter().map(|(u, _)| u.as_str()).collect();
+        let running_units = self.running_units();
+        let mut to_start: Vec<ToStart> = Vec::new();
 
-        // Units this member holds but does not read (a take whose answer was lost, or one
-        // stopped when its lease could not be renewed): read them once renewed.
-        let running_keys: HashSet<String> = self.running.values().map(|r| r.key.clone()).collect();
-        let adopt: Vec<&LeaseRow> = current_units
-            .iter()
-            .copied()
-            .filter(|r| {
-                r.owner.as_deref() == Some(self.me())
-                    && !running_keys.contains(&r.unit)
-                    && !self.ended.contains(&r.unit)
-                    && !giving.contains(r.unit.as_str())
-            })
-            .collect();
-        if let Some(valid_until) = self.renewed_until {
-            for row in adopt {
-                if valid_until > Instant::now() {
-                    let streams = units_known[&row.unit].clone();
-                    self.start_unit(row, streams, generation, valid_until)
-                        .await?;
+        // Units this member holds but does not read (a take whose answer was lost, a unit
+        // stopped when its lease could not be renewed, or one stopped to be regrouped): read
+        // them once renewed.
+        if let Some(valid_until) = self.renewed_until
+            && valid_until > Instant::now()
+        {
+            for row in &current_units {
+                if row.owner.as_deref() == Some(self.me())
+                    && !running_units.contains(&row.unit)
+                    && !self.ended.contains(&row.unit)
+                    && !self.giving.contains_key(&row.unit)
+                    && !giving.contains(row.unit.as_str())
+                {
+                    to_start.push(ToStart {
+                        row: (*row).clone(),
+                        streams: units_known[&row.unit].clone(),
+                        valid_until,
+                    });
                 }
             }
         }
 
         for (unit, requester) in &decided.withdraw {
             if let Err(e) = self.g.lease.clear_request(unit, requester).await {
-                debug!(error = %e, "could not withdraw a departed member's request");
+                debug!(error = %e, "could not withdraw a request");
             }
         }
         for (unit, to) in &decided.give {
-            if let Some(r) = self.running.values_mut().find(|r| &r.key == unit)
-                && r.leaving.is_none()
-                && !r.aborted
-            {
+            if self.giving.contains_key(unit) {
+                continue;
+            }
+            if running_units.contains(unit) {
                 info!(unit = %unit, to = %to, "stopping a unit to hand it over");
-                r.leaving = Some(Some(to.clone()));
-                r.end_tx.send_replace(Some(DateTime::<Utc>::MIN_UTC));
-            } else if !running_keys.contains(unit) {
+                self.giving.insert(unit.clone(), Some(to.clone()));
+                for r in self.running.values_mut() {
+                    if r.units.contains(unit) {
+                        r.stop_gracefully();
+                    }
+                }
+            } else {
                 // Held but not read: hand it over at once.
                 let version = self.next_version();
                 let expires = self.expires_at();
@@ -516,32 +602,26 @@ impl Member<'_> {
                     if let Some(owner) = owner {
                         info!(unit = %unit, from = %owner, "took over a unit whose lease ran out");
                     }
-                    let row = LeaseRow {
-                        owner: Some(self.g.member.clone()),
-                        version: new_version,
-                        ..rows
-                            .iter()
-                            .find(|r| &r.unit == unit)
-                            .cloned()
-                            .unwrap_or_else(|| LeaseRow {
-                                unit: unit.clone(),
-                                owner: None,
-                                version: 0,
-                                expires_at: None,
-                                wanted_by: None,
-                                done: false,
-                                start: None,
-                            })
+                    let Some(row) = rows.iter().find(|r| &r.unit == unit) else {
+                        continue;
                     };
-                    let streams = units_known[unit].clone();
-                    let valid_until = sent + self.validity();
-                    self.start_unit(&row, streams, generation, valid_until)
-                        .await?;
+                    to_start.push(ToStart {
+                        row: LeaseRow {
+                            owner: Some(self.g.member.clone()),
+                            version: new_version,
+                            ..row.clone()
+                        },
+                        streams: units_known[unit].clone(),
+                        valid_until: sent + self.validity(),
+                    });
                 }
                 Ok(Cas::NotApplied) => debug!(unit = %unit, "another member took the unit first"),
                 // The answer was lost: the next read shows whether it was taken.
                 Err(e) => warn!(unit = %unit, error = %e, "could not take a unit"),
             }
+        }
+        if !to_start.is_empty() {
+            self.start_units(to_start, generation).await?;
         }
         for (unit, owner) in &decided.request {
             match self.g.lease.request(unit, &self.g.member, owner).await {
@@ -600,13 +680,14 @@ impl Member<'_> {
 
     /// Publishes what this member holds to its progress.
     fn publish(&self, members: usize, units: usize) {
-        let mut owned: Vec<String> = self.running.values().map(|r| r.key.clone()).collect();
+        let mut owned: Vec<String> = self.running_units().into_iter().collect();
         owned.sort();
         self.w.settings.stats.set_group(GroupProgress {
             member: self.g.member.clone(),
             members,
             units,
             owned,
+            readers: self.running.len(),
         });
     }
 
@@ -620,7 +701,7 @@ impl Member<'_> {
                     .waiting
                     .store(false, std::sync::atomic::Ordering::Relaxed);
                 for r in self.running.values() {
-                    if r.leaving.is_none() {
+                    if !r.stopping {
                         r.end_tx.send_if_modified(|e| {
                             let changed = e.is_none();
                             if changed {
@@ -651,90 +732,117 @@ impl Member<'_> {
         Box::pin(self.enter(generation)).await
     }
 
-    /// Starts the reader of a unit this member now holds until `valid_until`.
-    async fn start_unit(
+    /// Starts reading units this member now holds, grouped by replica, each stream from its
+    /// checkpoint (or its unit's start).
+    async fn start_units(
         &mut self,
-        row: &LeaseRow,
-        streams: Vec<StreamID>,
+        units: Vec<ToStart>,
         generation: GenerationTimestamp,
-        valid_until: Instant,
     ) -> Result<(), CDCError> {
-        let fallback = row
-            .start
-            .unwrap_or(generation.timestamp)
-            .max(generation.timestamp);
-        let mut starts = match &self.w.loader {
+        let mut unit_of: HashMap<StreamID, usize> = HashMap::new();
+        let mut fallback = Vec::with_capacity(units.len());
+        for (i, u) in units.iter().enumerate() {
+            for s in &u.streams {
+                unit_of.insert(*s, i);
+            }
+            fallback.push(
+                u.row
+                    .start
+                    .unwrap_or(generation.timestamp)
+                    .max(generation.timestamp),
+            );
+        }
+        let all: Vec<StreamID> = units.iter().flat_map(|u| u.streams.clone()).collect();
+        let saved = match &self.w.loader {
             Some(loader) => {
                 let mut backoff = Backoff::new(self.w.settings.give_up_after);
-                let saved = retry_transient("loading stream checkpoints", &mut backoff, || async {
+                retry_transient("loading stream checkpoints", &mut backoff, || async {
                     loader
-                        .load_stream_checkpoints(&streams)
+                        .load_stream_checkpoints(&all)
                         .await
                         .map_err(|source| CDCError::Checkpoint {
                             action: "load stream checkpoints",
                             source,
                         })
                 })
-                .await?;
-                saved
-                    .into_iter()
-                    .map(|s| s.map_or(fallback, |s| s.max(generation.timestamp)))
-                    .collect::<Vec<_>>()
+                .await?
             }
-            None => vec![fallback; streams.len()],
+            None => vec![None; all.len()],
         };
-        starts.resize(streams.len(), fallback);
-        if let Some(oldest) = self.w.oldest_readable() {
-            for s in &mut starts {
-                *s = (*s).max(oldest);
-            }
-        }
-        let start = starts.iter().copied().min().unwrap_or(fallback);
+        let oldest = self.w.oldest_readable();
+        let start_of: HashMap<StreamID, DateTime<Utc>> = all
+            .iter()
+            .zip(saved.into_iter().chain(std::iter::repeat(None)))
+            .map(|(s, saved)| {
+                let unit_start = fallback[unit_of[s]];
+                let start = saved.map_or(unit_start, |t| t.max(generation.timestamp));
+                (*s, oldest.map_or(start, |o| start.max(o)))
+            })
+            .collect();
         self.w.refresh_generations();
         let next = next_generation(&self.w.generations, &generation).map(|g| g.timestamp);
-        let (end_tx, end_rx) = watch::channel(next);
-        let mut settings = self.w.settings.clone();
-        let routed = self.w.read_groups(vec![streams.clone()]);
-        if let [group] = routed.as_slice()
-            && let Some(r) = group.replica.and_then(|r| settings.source.routed(r))
-        {
-            settings.source = r;
+        let groups = self
+            .w
+            .read_groups(units.iter().map(|u| u.streams.clone()).collect());
+        let mut announced: HashSet<usize> = HashSet::new();
+        for group in groups {
+            let streams = group.streams;
+            let mut members: Vec<usize> = streams.iter().map(|s| unit_of[s]).collect();
+            members.sort_unstable();
+            members.dedup();
+            let starts: Vec<DateTime<Utc>> = streams.iter().map(|s| start_of[s]).collect();
+            let start = starts.iter().copied().min().unwrap_or(generation.timestamp);
+            let valid_until = members
+                .iter()
+                .map(|i| units[*i].valid_until)
+                .min()
+                .unwrap_or_else(Instant::now);
+            let (end_tx, end_rx) = watch::channel(next);
+            let mut settings = self.w.settings.clone();
+            if let Some(r) = group.replica.and_then(|r| settings.source.routed(r)) {
+                settings.source = r;
+            }
+            let slot = self.w.settings.stats.add_slot(start, streams.len());
+            let consumer = self.w.factory.new_consumer_for_table(&self.w.table).await;
+            let keys: Vec<String> = members.iter().map(|i| units[*i].row.unit.clone()).collect();
+            let span = info_span!(
+                "unit_reader",
+                units = keys.len(),
+                streams = streams.len(),
+                generation = %generation,
+                window_start = tracing::field::Empty,
+            );
+            let n = streams.len();
+            let reader = StreamReader::new(
+                settings,
+                streams,
+                generation,
+                end_rx,
+                start,
+                consumer,
+                slot.clone(),
+            )
+            .with_stream_starts(starts);
+            for i in &members {
+                if announced.insert(*i) {
+                    self.event(&units[*i].row.unit, None);
+                }
+            }
+            let abort = self.tasks.spawn(reader.run().instrument(span));
+            self.running.insert(
+                abort.id(),
+                Running {
+                    units: keys,
+                    abort,
+                    end_tx,
+                    valid_until,
+                    stopping: false,
+                    aborted: false,
+                    slot,
+                    streams: n,
+                },
+            );
         }
-        let slot = self.w.settings.stats.add_slot(start, streams.len());
-        let consumer = self.w.factory.new_consumer_for_table(&self.w.table).await;
-        let span = info_span!(
-            "unit_reader",
-            unit = %row.unit,
-            streams = streams.len(),
-            generation = %generation,
-            window_start = tracing::field::Empty,
-        );
-        let n = streams.len();
-        let reader = StreamReader::new(
-            settings,
-            streams,
-            generation,
-            end_rx,
-            start,
-            consumer,
-            slot.clone(),
-        )
-        .with_stream_starts(starts);
-        self.event(&row.unit, None);
-        let abort = self.tasks.spawn(reader.run().instrument(span));
-        self.running.insert(
-            abort.id(),
-            Running {
-                key: row.unit.clone(),
-                abort,
-                end_tx,
-                valid_until,
-                leaving: None,
-                aborted: false,
-                slot,
-                streams: n,
-            },
-        );
         Ok(())
     }
 
@@ -744,14 +852,13 @@ impl Member<'_> {
         let me = self.g.member.clone();
         // A running unit another member holds now: this member's lease ran out.
         let lost_now: Vec<String> = self
-            .running
-            .values()
-            .filter(|r| {
+            .running_units()
+            .into_iter()
+            .filter(|unit| {
                 rows.iter()
-                    .find(|row| row.unit == r.key)
+                    .find(|row| &row.unit == unit)
                     .is_none_or(|row| row.owner.as_deref() != Some(me.as_str()))
             })
-            .map(|r| r.key.clone())
             .collect();
         self.abort_units(&lost_now);
         let held: Vec<String> = rows
@@ -768,7 +875,7 @@ impl Member<'_> {
                 self.abort_units(&lost);
                 let valid_until = sent + self.validity();
                 for r in self.running.values_mut() {
-                    if !lost.contains(&r.key) {
+                    if r.units.iter().all(|u| held.contains(u)) {
                         r.valid_until = r.valid_until.max(valid_until);
                     }
                 }
@@ -781,10 +888,11 @@ impl Member<'_> {
         }
     }
 
+    /// Aborts the readers of `keys` (units another member holds now).
     fn abort_units(&mut self, keys: &[String]) {
         for r in self.running.values_mut() {
-            if keys.contains(&r.key) && !r.aborted {
-                warn!(unit = %r.key, "another member holds a unit this member was reading: stopping its reader");
+            if !r.aborted && r.units.iter().any(|u| keys.contains(u)) {
+                warn!(units = ?r.units, "another member holds a unit this member was reading: stopping its reader");
                 r.abort.abort();
                 r.aborted = true;
             }
@@ -794,13 +902,12 @@ impl Member<'_> {
     /// Leaves the group: stops every unit at its position (saving its checkpoint) within a
     /// renewal interval (aborting the rest), then frees its units and removes its row.
     async fn leave(&mut self) {
+        self.leaving = true;
+        for unit in self.running_units() {
+            self.giving.entry(unit).or_insert(None);
+        }
         for r in self.running.values_mut() {
-            if !r.aborted {
-                if r.leaving.is_none() {
-                    r.leaving = Some(None);
-                }
-                r.end_tx.send_replace(Some(DateTime::<Utc>::MIN_UTC));
-            }
+            r.stop_gracefully();
         }
         let grace = Instant::now() + self.g.renew_interval;
         while !self.tasks.is_empty() {
@@ -814,7 +921,7 @@ impl Member<'_> {
             tokio::select! {
                 joined = self.tasks.join_next_with_id() => {
                     if let Some(joined) = joined
-                        && let Err(e) = self.unit_stopped(joined).await
+                        && let Err(e) = self.reader_stopped(joined).await
                     {
                         debug!(error = %e, "a unit's reader failed while leaving");
                     }
