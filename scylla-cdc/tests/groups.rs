@@ -739,6 +739,15 @@ async fn a_member_reads_its_units_by_replica() -> anyhow::Result<()> {
     let session = cluster.session().await?;
     let setup = Setup::new(&session, VNODES).await?;
     let workload = Workload::start(session.clone(), &setup.ks, "t", 2, 8).await?;
+    // The first 50 takes fail: the member takes the units in two rounds, reads them in two
+    // sets of readers at first, and regroups them once nothing changes hands.
+    cluster.add_fault(
+        FaultRule::new()
+            .on_opcode(FaultOpcode::Execute)
+            .on_statement_containing("AND done = false")
+            .error(FaultError::WriteTimeout)
+            .times(50),
+    );
     let a = setup.member(session.clone(), "a").await?;
     wait_for(
         Duration::from_secs(30),
@@ -747,8 +756,12 @@ async fn a_member_reads_its_units_by_replica() -> anyhow::Result<()> {
     )
     .await;
     // One reader per node and shard, as outside a group: 6 queries per window, not 192.
-    let g = a.0.progress().group.unwrap();
-    assert_eq!(g.readers, 6, "{g:?}");
+    wait_for(
+        Duration::from_secs(30),
+        "one reader per replica",
+        || async { a.0.progress().group.is_some_and(|g| g.readers == 6) },
+    )
+    .await;
     let before = cluster.request_counts_of(FaultOpcode::Execute);
     let windows = a.0.progress().windows;
     wait_for(Duration::from_secs(30), "60 more windows", || async {
@@ -763,11 +776,38 @@ async fn a_member_reads_its_units_by_replica() -> anyhow::Result<()> {
             "{replica:?} served no query: {after:?}"
         );
     }
-    let (expected, checksum) = finish(workload, &setup, vec![a]).await?;
+    // A second member: half of the units change hands over several rounds; both members end
+    // up reading theirs by replica again (at most 6 readers each).
+    let b = setup.member(session.clone(), "b").await?;
+    wait_for(
+        Duration::from_secs(30),
+        "96 units each, by replica",
+        || async {
+            let readers = |r: &CDCLogReader| r.progress().group.map_or(0, |g| g.readers);
+            balanced(&[&a.0, &b.0], 192) && readers(&a.0) <= 6 && readers(&b.0) <= 6
+        },
+    )
+    .await;
+    // A third: it gets units from both, in different rounds, and regroups them.
+    let c = setup.member(session.clone(), "c").await?;
+    wait_for(
+        Duration::from_secs(30),
+        "64 units each, by replica",
+        || async {
+            let readers = |r: &CDCLogReader| r.progress().group.map_or(0, |g| g.readers);
+            balanced(&[&a.0, &b.0, &c.0], 192)
+                && readers(&a.0) <= 6
+                && readers(&b.0) <= 6
+                && readers(&c.0) <= 6
+        },
+    )
+    .await;
+    let (expected, checksum) = finish(workload, &setup, vec![a, b, c]).await?;
     assert_eq!(
         check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
         checksum
     );
+    setup.units.check_never_two_at_once();
     cluster.shutdown().await;
     Ok(())
 }

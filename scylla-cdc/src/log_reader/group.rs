@@ -622,6 +622,12 @@ impl Member<'_> {
         }
         if !to_start.is_empty() {
             self.start_units(to_start, generation).await?;
+        } else if decided.give.is_empty()
+            && decided.take.is_empty()
+            && self.giving.is_empty()
+            && self.running.values().all(|r| !r.stopping && !r.aborted)
+        {
+            self.consolidate(&units_known);
         }
         for (unit, owner) in &decided.request {
             match self.g.lease.request(unit, &self.g.member, owner).await {
@@ -644,6 +650,31 @@ impl Member<'_> {
             return Ok(Flow::Finished);
         }
         Ok(Flow::Continue)
+    }
+
+    /// When nothing changed hands this round and the units read are split over more readers
+    /// than their replicas need (units taken in different rounds are read apart), stops the
+    /// readers at their windows' ends, so that the next round reads the units again grouped
+    /// by replica (from the checkpoints just saved: nothing is read twice).
+    fn consolidate(&mut self, units_known: &HashMap<String, Vec<StreamID>>) {
+        let held: Vec<Vec<StreamID>> = self
+            .running_units()
+            .iter()
+            .filter_map(|u| units_known.get(u).cloned())
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        let needed = self.w.read_groups(held).len();
+        if self.running.len() > needed {
+            info!(
+                readers = self.running.len(),
+                needed, "regrouping the units this member reads by replica"
+            );
+            for r in self.running.values_mut() {
+                r.stop_gracefully();
+            }
+        }
     }
 
     /// Whether every stream of `generation` has a checkpoint at the reader's end or later.
