@@ -35,7 +35,8 @@ use tracing::info;
 use crate::args::{Args, Format, Mode, PrintConfig};
 use crate::format::{ChangeView, RowView};
 use scylla_cdc::cli::{
-    CliError, ReadersProgress, RunningReader, Shutdown, connect, retry_startup, supervise,
+    CliError, GroupSettings, ReadersProgress, RunningReader, Shutdown, connect, retry_startup,
+    supervise,
 };
 pub use scylla_cdc::cli::{Output, SharedBuffer, checkpoint_table_error};
 
@@ -218,6 +219,8 @@ pub struct ReaderSettings {
     pub max_rows_per_second: Option<u64>,
     /// What happens to a change that cannot be printed.
     pub on_error: ConsumerErrorPolicy,
+    /// The consumer group the reader is a member of (needs a checkpoint table).
+    pub group: Option<GroupSettings>,
 }
 
 /// Starts one reader of the tables of `keyspace` ([`CDCLogReaderBuilder::tables`]),
@@ -294,6 +297,9 @@ pub async fn start_readers(
         builder = builder
             .checkpoint_saver(Arc::new(saver))
             .pause_between_saves(settings.checkpoint_interval);
+    }
+    if let Some(group) = &settings.group {
+        builder = group.configure(builder);
     }
     match builder.build().await {
         Ok((reader, handle)) => Ok(vec![RunningReader {
@@ -393,6 +399,7 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         checkpoint_interval: config.checkpoint_interval,
         // One reader for all tables: the cap is shared by them.
         max_rows_per_second: config.max_rows_per_second,
+        group: config.group.clone(),
     };
     let readers = start_readers(
         &session,
@@ -427,9 +434,13 @@ async fn log_progress(readers: ReadersProgress, interval: Duration) {
         let rows = readers.rows();
         let rate = (rows - last) as f64 / last_at.elapsed().as_secs_f64().max(1e-9);
         let watermark = readers.describe_watermark(chrono::Utc::now());
+        let group = readers
+            .describe_group()
+            .map(|g| format!(", {g}"))
+            .unwrap_or_default();
         info!(
             rows,
-            "progress: {rows} rows printed, {rate:.0}/s, {watermark}"
+            "progress: {rows} rows printed, {rate:.0}/s, {watermark}{group}"
         );
         last = rows;
         last_at = std::time::Instant::now();

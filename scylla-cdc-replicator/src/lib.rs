@@ -465,6 +465,9 @@ async fn start_reader(
         .await
         .map_err(StartError::Cli)?;
     builder = builder.on_consumer_error(on_error);
+    if let Some(group) = &config.group {
+        builder = group.configure(builder);
+    }
     if let (Some(cp), Some(first)) = (&config.checkpoint_table, tables.first()) {
         // A saver of the first table; the reader asks it for the others' (`for_table`), so
         // each table keeps the progress a reader of it alone would.
@@ -513,6 +516,10 @@ async fn log_progress(stats: Arc<Stats>, readers: ReadersProgress, interval: Dur
         let rate = (applied - last) as f64 / elapsed;
         let now = chrono::Utc::now();
         let watermark = readers.describe_watermark(now);
+        let watermark = match readers.describe_group() {
+            Some(g) => format!("{watermark}, {g}"),
+            None => watermark,
+        };
         let behind = stats.newest_applied_micros().map(|t| {
             let lag = now.timestamp_micros().saturating_sub(t);
             Duration::from_micros(u64::try_from(lag).unwrap_or(0))
