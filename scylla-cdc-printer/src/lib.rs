@@ -311,6 +311,40 @@ pub async fn start_readers(
     }
 }
 
+/// The printer's process: runs it with the process arguments, stdout and signals (Ctrl-C,
+/// SIGTERM), prints an error as one line on stderr, and returns the exit code. The binary's
+/// `main` is this call alone (the end-to-end tests build the same program from it).
+pub fn process_main() -> std::process::ExitCode {
+    use scylla_cdc::cli::exit_code;
+    // The default start, as the system recorded the process's start: every change written
+    // after the launch is printed.
+    let launched = scylla_cdc::cli::launch_time();
+    scylla_cdc::cli::install_tracing("warn,scylla_cdc_printer=info,scylla=off,scylla_cdc=warn");
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(exit_code::RUNTIME);
+        }
+    };
+    let code = runtime.block_on(async {
+        let shutdown = Shutdown::on_signals();
+        match run_launched(launched, std::env::args_os(), Output::stdout(), shutdown).await {
+            Ok(()) => exit_code::OK,
+            Err(e) => {
+                eprintln!("{e}");
+                e.exit_code()
+            }
+        }
+    });
+    // Reader tasks that were stopped may still hold the runtime; do not wait for them.
+    runtime.shutdown_background();
+    std::process::ExitCode::from(code)
+}
+
 /// Runs the printer with these command-line arguments (the first is the program name),
 /// printing rows to `out`, until the end time, a failure, or `shutdown`; the launch instant
 /// (the default start) is the moment of this call. See [`run_launched`].

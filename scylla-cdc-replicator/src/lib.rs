@@ -541,6 +541,42 @@ async fn log_progress(stats: Arc<Stats>, readers: ReadersProgress, interval: Dur
     }
 }
 
+/// The replicator's process: runs it with the process arguments, stdout and signals (Ctrl-C,
+/// SIGTERM), prints an error as one line on stderr, and returns the exit code. The binary's
+/// `main` is this call alone (the end-to-end tests build the same program from it).
+pub fn process_main() -> std::process::ExitCode {
+    // The default start, as the system recorded the process's start: every change written
+    // after the launch is replicated.
+    let launched = scylla_cdc::cli::launch_time();
+    // A target directive matches every target that starts with it: `scylla=off` (the driver)
+    // would also silence `scylla_cdc*`, so the library and this program are named after it.
+    scylla_cdc::cli::install_tracing(
+        "info,scylla=off,scylla_cdc=warn,scylla_cdc_replicator=info,scylla_cdc_printer=info",
+    );
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(exit_code::RUNTIME);
+        }
+    };
+    let code = runtime.block_on(async {
+        let shutdown = Shutdown::on_signals();
+        match run_launched(launched, std::env::args_os(), shutdown).await {
+            Ok(()) => exit_code::OK,
+            Err(e) => {
+                eprintln!("{e}");
+                e.exit_code()
+            }
+        }
+    });
+    runtime.shutdown_background();
+    std::process::ExitCode::from(code)
+}
+
 /// Runs the replicator with these command-line arguments (the first is the program name)
 /// until a failure or `shutdown`; the launch instant (the default start) is the moment of
 /// this call. See [`run_launched`].
