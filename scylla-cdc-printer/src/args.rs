@@ -39,7 +39,7 @@ pub enum Format {
 /// user from --user or SCYLLA_USER, the password from SCYLLA_PASSWORD or --password-file
 /// (--password works but shows it to every user of the machine). Exit codes: 0 done or
 /// stopped, 1 failure while running, 2 bad argument, 3 cannot connect, 4 keyspace or table
-/// missing or without CDC.
+/// missing or without CDC (or a lease table of another shape).
 #[derive(Debug, Clone, Parser)]
 #[command(name = "scylla-cdc-printer", version)]
 pub struct Args {

@@ -75,7 +75,7 @@ fn max_in_flight(text: &str) -> Result<usize, String> {
 /// checkpointed in the source cluster. Times are RFC 3339, `now`, or relative (-10m, -1h30m);
 /// intervals are seconds, fractions allowed. Exit codes: 0 stopped, 1 failure while running,
 /// 2 bad argument, 3 cannot connect, 4 keyspace or table missing, without CDC, or not
-/// matching.
+/// matching (or a lease table of another shape).
 ///
 /// `scylla-cdc-replicator verify --source ... --destination ... -k KS -t T` compares a table
 /// with its replica row by row instead (see `scylla-cdc-replicator verify --help`).
