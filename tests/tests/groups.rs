@@ -8,8 +8,8 @@
 //!   each again); one stops with SIGTERM (6 each). The union of every output has every
 //!   change, each printer printed each partition's changes in write order, and only changes
 //!   the killed printer printed are printed twice (graceful hand-overs repeat nothing).
-//! - Two replicator replicas: the destination ends equal to the source, also after one of
-//!   them is killed mid-run.
+//! - Two replicator replicas of two tables: the destination ends equal to the source, also
+//!   after one of them is killed mid-run.
 //! - Bad input: `--group` without a checkpoint table, a lease table of another shape, a lease
 //!   duration not longer than the renew interval.
 //!
@@ -139,8 +139,8 @@ async fn three_nodes() -> anyhow::Result<TestCluster> {
     .await?)
 }
 
-/// A writer of `INSERT (pk, seq)` rounds over [`PARTITIONS`] partitions until stopped: round
-/// `r` writes `seq = r` in every partition, in order.
+/// A writer of rounds over [`PARTITIONS`] partitions until stopped: round `r` runs each of the
+/// statements (bound to `(pk, seq)`) with `seq = r` in every partition, in order.
 struct Workload {
     rounds: Arc<AtomicI32>,
     stop: Arc<AtomicBool>,
@@ -148,16 +148,21 @@ struct Workload {
 }
 
 impl Workload {
-    fn start(session: Arc<Session>, insert: String) -> Self {
+    fn start(session: Arc<Session>, statements: Vec<String>) -> Self {
         let rounds = Arc::new(AtomicI32::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let (r, s) = (rounds.clone(), stop.clone());
         let task = tokio::spawn(async move {
-            let prepared = session.prepare(insert).await?;
+            let mut prepared = Vec::new();
+            for statement in statements {
+                prepared.push(session.prepare(statement).await?);
+            }
             while !s.load(Ordering::Relaxed) {
                 let seq = r.load(Ordering::Relaxed);
                 for pk in 0..PARTITIONS {
-                    session.execute_unpaged(&prepared, (pk, seq)).await?;
+                    for p in &prepared {
+                        session.execute_unpaged(p, (pk, seq)).await?;
+                    }
                 }
                 r.store(seq + 1, Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -280,7 +285,7 @@ async fn three_printers_share_a_table_and_survive_a_kill_9() -> anyhow::Result<(
     let bin = env!("CARGO_BIN_EXE_e2e-printer");
     let workload = Workload::start(
         s.clone(),
-        format!("INSERT INTO {ks}.t (pk, seq) VALUES (?, ?)"),
+        vec![format!("INSERT INTO {ks}.t (pk, seq) VALUES (?, ?)")],
     );
     let mut members = Vec::new();
     for name in ["p1", "p2", "p3"] {
@@ -456,18 +461,21 @@ async fn two_replicator_replicas_converge_also_after_a_kill_9() -> anyhow::Resul
     };
     create_keyspace(&s, &ks, 3).await?;
     create_keyspace(&d, &dest_ks, 1).await?;
+    // Two tables, one reader per replica (`--table t,u`): each table's 12 units are shared.
     let schema = "(pk int, seq int, v text, PRIMARY KEY (pk, seq))";
-    exec(
-        &s,
-        format!("CREATE TABLE {ks}.t {schema} WITH cdc = {{'enabled': true}}"),
-    )
-    .await?;
-    exec(&d, format!("CREATE TABLE {dest_ks}.t {schema}")).await?;
+    for table in ["t", "u"] {
+        exec(
+            &s,
+            format!("CREATE TABLE {ks}.{table} {schema} WITH cdc = {{'enabled': true}}"),
+        )
+        .await?;
+        exec(&d, format!("CREATE TABLE {dest_ks}.{table} {schema}")).await?;
+    }
     let start = rfc3339(chrono::Utc::now() - chrono::TimeDelta::seconds(1));
     let dir = TempDir::new();
     let bin = env!("CARGO_BIN_EXE_e2e-replicator");
     let args = |member: &str| {
-        let mut a = replicator_args(&hosts(&source), &hosts(&destination), &ks, "t");
+        let mut a = replicator_args(&hosts(&source), &hosts(&destination), &ks, "t,u");
         a.extend(strings(&[
             "--start",
             &start,
@@ -486,22 +494,29 @@ async fn two_replicator_replicas_converge_also_after_a_kill_9() -> anyhow::Resul
     };
     let workload = Workload::start(
         s.clone(),
-        format!("INSERT INTO {ks}.t (pk, seq, v) VALUES (?, ?, 'x')"),
+        vec![
+            format!("INSERT INTO {ks}.t (pk, seq, v) VALUES (?, ?, 'x')"),
+            format!("INSERT INTO {ks}.u (pk, seq, v) VALUES (?, ?, 'y')"),
+        ],
     );
     let mut replicas = vec![
         Program::spawn(bin, "r1", &args("r1"), &dir)?,
         Program::spawn(bin, "r2", &args("r2"), &dir)?,
     ];
-    wait_for("6 units per replica", Duration::from_secs(60), || {
-        let mut ok = true;
-        for r in replicas.iter_mut() {
-            if let Err(e) = r.check_running() {
-                return std::future::ready(Err(e));
+    wait_for(
+        "12 of the 24 units per replica",
+        Duration::from_secs(60),
+        || {
+            let mut ok = true;
+            for r in replicas.iter_mut() {
+                if let Err(e) = r.check_running() {
+                    return std::future::ready(Err(e));
+                }
+                ok &= r.last_share() == Some((12, 24, 2));
             }
-            ok &= r.last_share() == Some((6, 12, 2));
-        }
-        std::future::ready(Ok(ok))
-    })
+            std::future::ready(Ok(ok))
+        },
+    )
     .await?;
     workload.wait_rounds(workload.rounds() + 10).await?;
     // A partition deleted and a row changed while both run.
@@ -524,7 +539,7 @@ async fn two_replicator_replicas_converge_also_after_a_kill_9() -> anyhow::Resul
             std::future::ready(
                 survivor
                     .check_running()
-                    .map(|()| survivor.last_share() == Some((12, 12, 1))),
+                    .map(|()| survivor.last_share() == Some((24, 24, 1))),
             )
         },
     )
@@ -540,15 +555,21 @@ async fn two_replicator_replicas_converge_also_after_a_kill_9() -> anyhow::Resul
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         survivor.check_running()?;
-        let (a, b) = (
-            snapshot(&s, &ks, "t").await?,
-            snapshot(&d, &dest_ks, "t").await?,
-        );
-        let diff = differences(&a, &b);
-        if diff.is_empty() {
+        let mut diff = Vec::new();
+        let mut rows = 0;
+        for table in ["t", "u"] {
+            let a = snapshot(&s, &ks, table).await?;
+            diff.extend(differences(&a, &snapshot(&d, &dest_ks, table).await?));
             // Not two empty tables: the rounds written before the kill and after it.
-            assert!(a.len() > (PARTITIONS * 20) as usize, "{} rows", a.len());
-            eprintln!("{rounds} rounds; {} rows equal on both sides", a.len());
+            assert!(
+                a.len() > (PARTITIONS * 20) as usize,
+                "{table}: {} rows",
+                a.len()
+            );
+            rows += a.len();
+        }
+        if diff.is_empty() {
+            eprintln!("{rounds} rounds; {rows} rows equal on both sides");
             break;
         }
         anyhow::ensure!(
