@@ -14,7 +14,9 @@
 //!   duration not longer than the renew interval.
 //!
 //! The clusters run in this test process (embedded; they pick their own loopback addresses),
-//! or are the real ones of `SCYLLA_URI` / `SCYLLA_URI2`; the programs connect to them.
+//! or are the real ones of `SCYLLA_URI` / `SCYLLA_URI2`; the programs connect to them. Shares
+//! are checked as even (± 1) whatever the number of units; the number itself (12 per table:
+//! 3 nodes × 4 vnodes) only on the embedded cluster.
 
 mod common;
 
@@ -126,6 +128,37 @@ impl Program {
         let members = words.next()?.trim_start_matches('(').parse().ok()?;
         Some((owned, units, members))
     }
+}
+
+/// Waits until the members' last progress lines show the units divided evenly among them (±
+/// 1), each counting all of them as members and units; `units`, when known (an embedded
+/// cluster), is how many there are.
+async fn wait_balanced(
+    what: &str,
+    members: &mut [Program],
+    units: Option<usize>,
+) -> anyhow::Result<()> {
+    let n = members.len();
+    wait_for(what, Duration::from_secs(60), || {
+        let mut check = || -> anyhow::Result<bool> {
+            let mut shares = Vec::new();
+            for m in members.iter_mut() {
+                m.check_running()?;
+                shares.push(m.last_share());
+            }
+            let Some(shares) = shares.into_iter().collect::<Option<Vec<_>>>() else {
+                return Ok(false);
+            };
+            let total = shares[0].1;
+            Ok(units.is_none_or(|u| u == total)
+                && shares.iter().all(|&(owned, u, m)| {
+                    u == total && m == n && (owned == total / n || owned == total.div_ceil(n))
+                })
+                && shares.iter().map(|s| s.0).sum::<usize>() == total)
+        };
+        std::future::ready(check())
+    })
+    .await
 }
 
 /// A 3-node cluster of 4 vnodes per node (12 units of work), unless `SCYLLA_URI` names one.
@@ -283,6 +316,8 @@ async fn three_printers_share_a_table_and_survive_a_kill_9() -> anyhow::Result<(
     let start = rfc3339(chrono::Utc::now() - chrono::TimeDelta::seconds(1));
     let dir = TempDir::new();
     let bin = env!("CARGO_BIN_EXE_e2e-printer");
+    // 3 nodes × 4 vnodes on the embedded cluster; a real one has its own count.
+    let units = c.embedded().map(|_| 12);
     let workload = Workload::start(
         s.clone(),
         vec![format!("INSERT INTO {ks}.t (pk, seq) VALUES (?, ?)")],
@@ -296,18 +331,8 @@ async fn three_printers_share_a_table_and_survive_a_kill_9() -> anyhow::Result<(
             &dir,
         )?);
     }
-    // The units are divided evenly: 12 units, 4 each, as the progress lines say.
-    wait_for("4 units per printer", Duration::from_secs(60), || {
-        let mut ok = true;
-        for m in members.iter_mut() {
-            if let Err(e) = m.check_running() {
-                return std::future::ready(Err(e));
-            }
-            ok &= m.last_share() == Some((4, 12, 3));
-        }
-        std::future::ready(Ok(ok))
-    })
-    .await?;
+    // The units are divided evenly (12 units: 4 each), as the progress lines say.
+    wait_balanced("4 units per printer", &mut members, units).await?;
     workload.wait_rounds(workload.rounds() + 10).await?;
     let victim_printed = |m: &Program| printed(&m.out()).map(|r| r.len()).unwrap_or(0);
     wait_for("the victim to print", Duration::from_secs(30), || {
@@ -319,39 +344,19 @@ async fn three_printers_share_a_table_and_survive_a_kill_9() -> anyhow::Result<(
     let mut victim = members.pop().expect("three members");
     victim.kill9().await?;
     let killed_at = Instant::now();
-    // The survivors take the victim's units over once its leases run out: 6 each.
-    wait_for("6 units per survivor", Duration::from_secs(30), || {
-        let mut ok = true;
-        for m in members.iter_mut() {
-            if let Err(e) = m.check_running() {
-                return std::future::ready(Err(e));
-            }
-            ok &= m.last_share() == Some((6, 12, 2));
-        }
-        std::future::ready(Ok(ok))
-    })
-    .await?;
+    // The survivors take the victim's units over once its leases run out (6 each).
+    wait_balanced("6 units per survivor", &mut members, units).await?;
     let takeover = killed_at.elapsed();
     workload.wait_rounds(workload.rounds() + 10).await?;
 
-    // A member joins: the load is divided again, 4 each.
+    // A member joins: the load is divided again (4 each).
     members.push(Program::spawn(
         bin,
         "p4",
         &printer_args(&hosts(&c), &ks, &start, "p4"),
         &dir,
     )?);
-    wait_for("4 units per printer again", Duration::from_secs(60), || {
-        let mut ok = true;
-        for m in members.iter_mut() {
-            if let Err(e) = m.check_running() {
-                return std::future::ready(Err(e));
-            }
-            ok &= m.last_share() == Some((4, 12, 3));
-        }
-        std::future::ready(Ok(ok))
-    })
-    .await?;
+    wait_balanced("4 units per printer again", &mut members, units).await?;
     workload.wait_rounds(workload.rounds() + 10).await?;
 
     // A member stops gracefully (SIGTERM): it hands its units back, the others take them.
@@ -362,21 +367,7 @@ async fn three_printers_share_a_table_and_survive_a_kill_9() -> anyhow::Result<(
         "{}",
         stopped.err()
     );
-    wait_for(
-        "6 units per remaining printer",
-        Duration::from_secs(30),
-        || {
-            let mut ok = true;
-            for m in members.iter_mut() {
-                if let Err(e) = m.check_running() {
-                    return std::future::ready(Err(e));
-                }
-                ok &= m.last_share() == Some((6, 12, 2));
-            }
-            std::future::ready(Ok(ok))
-        },
-    )
-    .await?;
+    wait_balanced("6 units per remaining printer", &mut members, units).await?;
     workload.wait_rounds(workload.rounds() + 10).await?;
     let rounds = workload.finish().await?;
 
@@ -474,6 +465,8 @@ async fn two_replicator_replicas_converge_also_after_a_kill_9() -> anyhow::Resul
     let start = rfc3339(chrono::Utc::now() - chrono::TimeDelta::seconds(1));
     let dir = TempDir::new();
     let bin = env!("CARGO_BIN_EXE_e2e-replicator");
+    // 12 units per table on the embedded cluster; a real one has its own count.
+    let units = source.embedded().map(|_| 24);
     let args = |member: &str| {
         let mut a = replicator_args(&hosts(&source), &hosts(&destination), &ks, "t,u");
         a.extend(strings(&[
@@ -503,21 +496,7 @@ async fn two_replicator_replicas_converge_also_after_a_kill_9() -> anyhow::Resul
         Program::spawn(bin, "r1", &args("r1"), &dir)?,
         Program::spawn(bin, "r2", &args("r2"), &dir)?,
     ];
-    wait_for(
-        "12 of the 24 units per replica",
-        Duration::from_secs(60),
-        || {
-            let mut ok = true;
-            for r in replicas.iter_mut() {
-                if let Err(e) = r.check_running() {
-                    return std::future::ready(Err(e));
-                }
-                ok &= r.last_share() == Some((12, 24, 2));
-            }
-            std::future::ready(Ok(ok))
-        },
-    )
-    .await?;
+    wait_balanced("12 of the 24 units per replica", &mut replicas, units).await?;
     workload.wait_rounds(workload.rounds() + 10).await?;
     // A partition deleted and a row changed while both run.
     exec(&s, format!("DELETE FROM {ks}.t WHERE pk = 1")).await?;
@@ -532,16 +511,10 @@ async fn two_replicator_replicas_converge_also_after_a_kill_9() -> anyhow::Resul
     let mut victim = replicas.pop().expect("two replicas");
     victim.kill9().await?;
     let mut survivor = replicas.pop().expect("two replicas");
-    wait_for(
+    wait_balanced(
         "every unit on the survivor",
-        Duration::from_secs(30),
-        || {
-            std::future::ready(
-                survivor
-                    .check_running()
-                    .map(|()| survivor.last_share() == Some((24, 24, 1))),
-            )
-        },
+        std::slice::from_mut(&mut survivor),
+        units,
     )
     .await?;
     exec(
