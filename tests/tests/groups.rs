@@ -10,6 +10,7 @@
 //!   the killed printer printed are printed twice (graceful hand-overs repeat nothing).
 //! - Two replicator replicas of two tables: the destination ends equal to the source, also
 //!   after one of them is killed mid-run.
+//! - Two replicas with `--end` and `--verify-after`: both end, and each finds the table equal.
 //! - Bad input: `--group` without a checkpoint table, a lease table of another shape, a lease
 //!   duration not longer than the renew interval.
 //!
@@ -745,5 +746,88 @@ async fn bad_group_settings_are_refused_with_a_clear_error() -> anyhow::Result<(
     );
     drop_keyspace(&s, &ks).await?;
     c.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_with_an_end_stop_together_and_verify() -> anyhow::Result<()> {
+    setup_tracing();
+    let source = three_nodes().await?;
+    let destination = second_cluster(1).await?;
+    let (s, d) = (source.session().await?, destination.session().await?);
+    let ks = unique_keyspace_name();
+    let dest_ks = if same_cluster(&s, &d) {
+        format!("{ks}_dst")
+    } else {
+        ks.clone()
+    };
+    create_keyspace(&s, &ks, 3).await?;
+    create_keyspace(&d, &dest_ks, 1).await?;
+    let schema = "(pk int, seq int, v text, PRIMARY KEY (pk, seq))";
+    exec(
+        &s,
+        format!("CREATE TABLE {ks}.t {schema} WITH cdc = {{'enabled': true}}"),
+    )
+    .await?;
+    exec(&d, format!("CREATE TABLE {dest_ks}.t {schema}")).await?;
+    let start = rfc3339(chrono::Utc::now() - chrono::TimeDelta::seconds(1));
+    let statements: Vec<String> = (0..PARTITIONS * 10)
+        .map(|i| {
+            format!(
+                "INSERT INTO {ks}.t (pk, seq, v) VALUES ({}, {i}, 'v{i}')",
+                i % PARTITIONS
+            )
+        })
+        .collect();
+    exec_all(&s, &statements).await?;
+    let end = rfc3339(chrono::Utc::now() + chrono::TimeDelta::seconds(1));
+    let dir = TempDir::new();
+    let bin = env!("CARGO_BIN_EXE_e2e-replicator");
+    let mut replicas = Vec::new();
+    for member in ["r1", "r2"] {
+        let mut args = replicator_args(&hosts(&source), &hosts(&destination), &ks, "t");
+        args.extend(strings(&[
+            "--start",
+            &start,
+            "--end",
+            &end,
+            "--verify-after",
+            "--group",
+            "replicas",
+            "--member-id",
+            member,
+            "--lease-duration",
+            LEASE,
+            "--renew-interval",
+            RENEW,
+            "--destination-keyspace",
+            &dest_ks,
+        ]));
+        replicas.push(Program::spawn(bin, member, &args, &dir)?);
+    }
+    // Each replica ends once the whole group has read to the end (not only its own units),
+    // then compares the whole table: equal, exit code 0.
+    for r in &mut replicas {
+        assert_eq!(
+            r.exit_code(Duration::from_secs(60)).await?,
+            Some(0),
+            "{}: {}",
+            r.name,
+            r.err()
+        );
+        let report = r.out();
+        assert!(
+            report.contains(&format!(
+                "rows compared {}, missing 0, extra 0, different 0",
+                statements.len()
+            )),
+            "{}: {report}",
+            r.name
+        );
+    }
+    drop_keyspace(&s, &ks).await?;
+    drop_keyspace(&d, &dest_ks).await?;
+    source.shutdown().await;
+    destination.shutdown().await;
     Ok(())
 }
