@@ -51,6 +51,15 @@
 //! resumable), then starts its log reader from T minus the safety interval, so writes made
 //! during the copy are replayed after it and win by their newer timestamps.
 //!
+//! # Replicas
+//!
+//! With `--group` ([`scylla_cdc::cli::GroupFlags`]) several replicators share the tables'
+//! streams as members of a consumer group ([`scylla_cdc::CDCLogReaderBuilder::group`]): each
+//! change is replicated by one of them, a replica that dies has its streams taken over after
+//! the lease duration (the changes after its last checkpoint are written again, which changes
+//! nothing, see Guarantees), and the replicas rebalance when one joins or stops. See
+//! `docs/run-a-consumer-group.md` in the repository.
+//!
 //! # Verification
 //!
 //! `scylla-cdc-replicator verify` ([`verify`]) compares a table with its replica by token
