@@ -13,10 +13,10 @@ use scylla_cdc::cli::secure::{
     CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
 };
 use scylla_cdc::cli::{
-    CliError, OnError, StartAt, TimeSpec, checkpoint_interval_arg, hosts_arg, long_interval_arg,
-    on_error_arg, one_host_arg, parse_name, parse_time, progress_interval_arg, qualified_arg,
-    resolve_range, rows_per_second_arg, safety_interval_arg, sleep_interval_arg, tables_arg,
-    window_size_arg,
+    CliError, GroupFlags, GroupSettings, OnError, StartAt, TimeSpec, checkpoint_interval_arg,
+    hosts_arg, long_interval_arg, on_error_arg, one_host_arg, parse_name, parse_time,
+    progress_interval_arg, qualified_arg, resolve_range, rows_per_second_arg, safety_interval_arg,
+    sleep_interval_arg, tables_arg, window_size_arg,
 };
 pub use scylla_cdc::cli::{Hosts, QualifiedTable, Tables};
 
@@ -39,7 +39,7 @@ pub enum Format {
 /// user from --user or SCYLLA_USER, the password from SCYLLA_PASSWORD or --password-file
 /// (--password works but shows it to every user of the machine). Exit codes: 0 done or
 /// stopped, 1 failure while running, 2 bad argument, 3 cannot connect, 4 keyspace or table
-/// missing or without CDC.
+/// missing or without CDC (or a lease table of another shape).
 #[derive(Debug, Clone, Parser)]
 #[command(name = "scylla-cdc-printer", version)]
 pub struct Args {
@@ -125,6 +125,10 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
           requires = "checkpoint_table", value_parser = checkpoint_interval_arg)]
     pub checkpoint_interval: Duration,
+    /// Consumer group: --group, --member-id, --lease-duration, --renew-interval,
+    /// --lease-table.
+    #[command(flatten)]
+    pub consumer_group: GroupFlags,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Pretty)]
     pub format: Format,
@@ -197,6 +201,8 @@ pub struct PrintConfig {
     pub checkpoint_table: Option<QualifiedTable>,
     /// Least time between checkpoints of a stream group.
     pub checkpoint_interval: Duration,
+    /// The consumer group this printer is a member of (`--group`).
+    pub group: Option<GroupSettings>,
     /// Output format.
     pub format: Format,
     /// `--on-error`.
@@ -216,6 +222,9 @@ impl Args {
             return Err(CliError::usage("--demo-seconds is only valid with --demo"));
         }
         if self.demo {
+            if self.consumer_group.group.is_some() {
+                return Err(CliError::usage("--group cannot be used with --demo"));
+            }
             return Ok(Mode::Demo {
                 seconds: self.demo_seconds,
                 format: self.format,
@@ -261,6 +270,10 @@ impl Args {
                 "--on-error dead-letter needs --checkpoint-table (dead letters are kept next to it)",
             ));
         }
+        let group = self.consumer_group.resolve(
+            self.checkpoint_table.is_some(),
+            "pass --checkpoint-table KEYSPACE.TABLE",
+        )?;
         Ok(Mode::Print(Box::new(PrintConfig {
             hosts,
             credentials,
@@ -276,6 +289,7 @@ impl Args {
             give_up_after: self.give_up_after,
             checkpoint_table: self.checkpoint_table,
             checkpoint_interval: self.checkpoint_interval,
+            group,
             format: self.format,
             on_error: self.on_error,
             max_rows_per_second: self.max_rows_per_second,
@@ -483,6 +497,124 @@ mod tests {
             assert!(!text.contains('\n'), "{args:?}: {text}");
             assert!(text.starts_with("error: "), "{text}");
             assert!(text.contains(needle), "{args:?}: {text:?} lacks {needle:?}");
+        }
+    }
+
+    #[test]
+    fn consumer_group() {
+        let base = ["--hostname", "db", "-k", "ks", "-t", "a,b"];
+        let Mode::Print(c) = parse(&base).unwrap() else {
+            panic!("not a print run")
+        };
+        assert_eq!(c.group, None);
+        let Mode::Print(c) = parse(
+            &[
+                &base[..],
+                &[
+                    "--checkpoint-table",
+                    "ks.cp",
+                    "--group",
+                    "g",
+                    "--member-id",
+                    "host-1",
+                    "--lease-duration",
+                    "6",
+                    "--renew-interval",
+                    "0.5",
+                    "--lease-table",
+                    "meta.leases",
+                ],
+            ]
+            .concat(),
+        )
+        .unwrap() else {
+            panic!("not a print run")
+        };
+        assert_eq!(
+            c.group,
+            Some(GroupSettings {
+                name: "g".into(),
+                member_id: Some("host-1".into()),
+                lease_duration: Duration::from_secs(6),
+                renew_interval: Some(Duration::from_millis(500)),
+                lease_table: Some(QualifiedTable {
+                    keyspace: "meta".into(),
+                    table: "leases".into()
+                }),
+            })
+        );
+        // Defaults: the library's lease duration, its renew interval and lease table.
+        let Mode::Print(c) =
+            parse(&[&base[..], &["--checkpoint-table", "ks.cp", "--group", "g"]].concat()).unwrap()
+        else {
+            panic!("not a print run")
+        };
+        let g = c.group.unwrap();
+        assert_eq!(g.lease_duration, scylla_cdc::DEFAULT_LEASE_DURATION);
+        assert_eq!(
+            (g.member_id, g.renew_interval, g.lease_table),
+            (None, None, None)
+        );
+        let cp = ["--checkpoint-table", "ks.cp"];
+        let cases: Vec<(Vec<&str>, &[&str])> = vec![
+            (
+                [&base[..], &["--group", "g"]].concat(),
+                &["--group", "--checkpoint-table"],
+            ),
+            (
+                [&base[..], &cp, &["--member-id", "m"]].concat(),
+                &["--group"],
+            ),
+            (
+                [&base[..], &cp, &["--lease-duration", "5"]].concat(),
+                &["--group"],
+            ),
+            (
+                [&base[..], &cp, &["--renew-interval", "1"]].concat(),
+                &["--group"],
+            ),
+            (
+                [&base[..], &cp, &["--lease-table", "ks.l"]].concat(),
+                &["--group"],
+            ),
+            (
+                [
+                    &base[..],
+                    &cp,
+                    &[
+                        "--group",
+                        "g",
+                        "--lease-duration",
+                        "3",
+                        "--renew-interval",
+                        "3",
+                    ],
+                ]
+                .concat(),
+                &["--lease-duration (3 s) must be longer than --renew-interval (3 s)"],
+            ),
+            (
+                [&base[..], &cp, &["--group", "g", "--renew-interval", "12"]].concat(),
+                &["--lease-duration (10 s, the default) must be longer than --renew-interval"],
+            ),
+            (
+                [&base[..], &cp, &["--group", "g", "--lease-duration", "0"]].concat(),
+                &["out of range: 0.1 to 86400"],
+            ),
+            (
+                [&base[..], &cp, &["--group", " "]].concat(),
+                &["not a valid name"],
+            ),
+            (vec!["--demo", "--group", "g"], &["--demo"]),
+        ];
+        for (args, needles) in cases {
+            let err = parse(&args).expect_err(&format!("{args:?}"));
+            assert_eq!(err.exit_code(), exit_code::USAGE, "{args:?}: {err}");
+            let text = err.to_string();
+            assert!(!text.contains('\n'), "{args:?}: {text}");
+            for needle in needles {
+                assert!(text.contains(needle), "{args:?}: {text:?} lacks {needle:?}");
+            }
         }
     }
 

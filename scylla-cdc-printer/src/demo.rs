@@ -146,6 +146,7 @@ pub async fn run(
         checkpoint_interval: Duration::from_secs(10),
         max_rows_per_second: None,
         on_error: scylla_cdc::ConsumerErrorPolicy::default(),
+        group: None,
     };
     let readers = start_readers(
         &session,

@@ -35,7 +35,8 @@ use tracing::info;
 use crate::args::{Args, Format, Mode, PrintConfig};
 use crate::format::{ChangeView, RowView};
 use scylla_cdc::cli::{
-    CliError, ReadersProgress, RunningReader, Shutdown, connect, retry_startup, supervise,
+    CliError, GroupSettings, ReadersProgress, RunningReader, Shutdown, connect, retry_startup,
+    supervise,
 };
 pub use scylla_cdc::cli::{Output, SharedBuffer, checkpoint_table_error};
 
@@ -218,6 +219,8 @@ pub struct ReaderSettings {
     pub max_rows_per_second: Option<u64>,
     /// What happens to a change that cannot be printed.
     pub on_error: ConsumerErrorPolicy,
+    /// The consumer group the reader is a member of (needs a checkpoint table).
+    pub group: Option<GroupSettings>,
 }
 
 /// Starts one reader of the tables of `keyspace` ([`CDCLogReaderBuilder::tables`]),
@@ -295,6 +298,9 @@ pub async fn start_readers(
             .checkpoint_saver(Arc::new(saver))
             .pause_between_saves(settings.checkpoint_interval);
     }
+    if let Some(group) = &settings.group {
+        builder = group.configure(builder);
+    }
     match builder.build().await {
         Ok((reader, handle)) => Ok(vec![RunningReader {
             table: name,
@@ -303,6 +309,40 @@ pub async fn start_readers(
         }]),
         Err(e) => Err(CliError::from_reader(&name, &e)),
     }
+}
+
+/// The printer's process: runs it with the process arguments, stdout and signals (Ctrl-C,
+/// SIGTERM), prints an error as one line on stderr, and returns the exit code. The binary's
+/// `main` is this call alone (the end-to-end tests build the same program from it).
+pub fn process_main() -> std::process::ExitCode {
+    use scylla_cdc::cli::exit_code;
+    // The default start, as the system recorded the process's start: every change written
+    // after the launch is printed.
+    let launched = scylla_cdc::cli::launch_time();
+    scylla_cdc::cli::install_tracing("warn,scylla_cdc_printer=info,scylla=off,scylla_cdc=warn");
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(exit_code::RUNTIME);
+        }
+    };
+    let code = runtime.block_on(async {
+        let shutdown = Shutdown::on_signals();
+        match run_launched(launched, std::env::args_os(), Output::stdout(), shutdown).await {
+            Ok(()) => exit_code::OK,
+            Err(e) => {
+                eprintln!("{e}");
+                e.exit_code()
+            }
+        }
+    });
+    // Reader tasks that were stopped may still hold the runtime; do not wait for them.
+    runtime.shutdown_background();
+    std::process::ExitCode::from(code)
 }
 
 /// Runs the printer with these command-line arguments (the first is the program name),
@@ -393,6 +433,7 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         checkpoint_interval: config.checkpoint_interval,
         // One reader for all tables: the cap is shared by them.
         max_rows_per_second: config.max_rows_per_second,
+        group: config.group.clone(),
     };
     let readers = start_readers(
         &session,
@@ -427,9 +468,13 @@ async fn log_progress(readers: ReadersProgress, interval: Duration) {
         let rows = readers.rows();
         let rate = (rows - last) as f64 / last_at.elapsed().as_secs_f64().max(1e-9);
         let watermark = readers.describe_watermark(chrono::Utc::now());
+        let group = readers
+            .describe_group()
+            .map(|g| format!(", {g}"))
+            .unwrap_or_default();
         info!(
             rows,
-            "progress: {rows} rows printed, {rate:.0}/s, {watermark}"
+            "progress: {rows} rows printed, {rate:.0}/s, {watermark}{group}"
         );
         last = rows;
         last_at = std::time::Instant::now();

@@ -17,9 +17,10 @@ use scylla_cdc::cli::secure::{
     CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
 };
 use scylla_cdc::cli::{
-    CliError, OnError, TimeSpec, checkpoint_interval_arg, connect, hosts_arg, long_interval_arg,
-    on_error_arg, parse_name, parse_time, progress_interval_arg, qualified_arg,
-    rows_per_second_arg, safety_interval_arg, sleep_interval_arg, tables_arg, window_size_arg,
+    CliError, GroupFlags, GroupSettings, OnError, TimeSpec, checkpoint_interval_arg, connect,
+    hosts_arg, long_interval_arg, on_error_arg, parse_name, parse_time, progress_interval_arg,
+    qualified_arg, rows_per_second_arg, safety_interval_arg, sleep_interval_arg, tables_arg,
+    window_size_arg,
 };
 pub use scylla_cdc::cli::{Hosts, QualifiedTable, StartAt, Tables};
 
@@ -74,7 +75,7 @@ fn max_in_flight(text: &str) -> Result<usize, String> {
 /// checkpointed in the source cluster. Times are RFC 3339, `now`, or relative (-10m, -1h30m);
 /// intervals are seconds, fractions allowed. Exit codes: 0 stopped, 1 failure while running,
 /// 2 bad argument, 3 cannot connect, 4 keyspace or table missing, without CDC, or not
-/// matching.
+/// matching (or a lease table of another shape).
 ///
 /// `scylla-cdc-replicator verify --source ... --destination ... -k KS -t T` compares a table
 /// with its replica row by row instead (see `scylla-cdc-replicator verify --help`).
@@ -144,6 +145,10 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
           value_parser = checkpoint_interval_arg)]
     pub checkpoint_interval: Duration,
+    /// Consumer group: run several replicators with the same --group as replicas of one
+    /// daemon (--group, --member-id, --lease-duration, --renew-interval, --lease-table).
+    #[command(flatten)]
+    pub consumer_group: GroupFlags,
     /// Consistency level of the writes to the destination.
     #[arg(long, value_name = "LEVEL", default_value = "LOCAL_QUORUM", value_parser = parse_consistency)]
     pub write_consistency: Consistency,
@@ -402,6 +407,8 @@ pub struct Config {
     pub checkpoint_table: Option<QualifiedTable>,
     /// Least time between checkpoints of a stream group.
     pub checkpoint_interval: Duration,
+    /// The consumer group this replicator is a member of (`--group`).
+    pub group: Option<GroupSettings>,
     /// Write consistency.
     pub write_consistency: Consistency,
     /// Create missing destination tables.
@@ -456,6 +463,19 @@ impl Args {
                  checkpoint table): drop --no-checkpoints",
             ));
         }
+        let group = self.consumer_group.resolve(
+            checkpoint_table.is_some(),
+            "drop --no-checkpoints (the default checkpoint table is \
+             <keyspace>.cdc_replicator_checkpoints)",
+        )?;
+        if group.is_some() && self.snapshot {
+            // Every replica would copy every row; the copy is not divided among members.
+            return Err(CliError::usage(
+                "--snapshot cannot be used with --group: copy the tables with one replicator \
+                 first (--snapshot, stopped once it replicates), then start the group with the \
+                 same checkpoint table: its members resume from that replicator's checkpoints",
+            ));
+        }
         let clusters = self.clusters.resolve()?;
         Ok(Config {
             clusters,
@@ -472,6 +492,7 @@ impl Args {
             give_up_after: self.give_up_after,
             checkpoint_table,
             checkpoint_interval: self.checkpoint_interval,
+            group,
             write_consistency: self.write_consistency,
             create_destination_table: self.create_destination_table,
             allow_extra_columns: self.allow_extra_columns,
@@ -632,6 +653,57 @@ mod tests {
         .unwrap();
         assert_eq!(c.end, Some(now() - chrono::TimeDelta::minutes(10)));
         assert!(c.verify_after);
+    }
+
+    #[test]
+    fn consumer_group() {
+        assert_eq!(parse(&BASE).unwrap().group, None);
+        let c = parse(&with(&[
+            "--group",
+            "replicas",
+            "--member-id",
+            "r1",
+            "--lease-duration",
+            "4",
+        ]))
+        .unwrap();
+        let g = c.group.unwrap();
+        assert_eq!(g.name, "replicas");
+        assert_eq!(g.member_id.as_deref(), Some("r1"));
+        assert_eq!(g.lease_duration, Duration::from_secs(4));
+        assert_eq!(g.renew_interval, None);
+        let cases: Vec<(Vec<&str>, &[&str])> = vec![
+            (
+                with(&["--group", "g", "--no-checkpoints"]),
+                &["--group", "--no-checkpoints"],
+            ),
+            (with(&["--member-id", "m"]), &["--group"]),
+            (with(&["--renew-interval", "1"]), &["--group"]),
+            (
+                with(&[
+                    "--group",
+                    "g",
+                    "--lease-duration",
+                    "1",
+                    "--renew-interval",
+                    "2",
+                ]),
+                &["--lease-duration (1 s) must be longer than --renew-interval (2 s)"],
+            ),
+            (
+                with(&["--group", "g", "--snapshot"]),
+                &["--snapshot cannot be used with --group"],
+            ),
+        ];
+        for (args, needles) in cases {
+            let err = parse(&args).unwrap_err();
+            assert_eq!(err.exit_code(), exit_code::USAGE, "{args:?}: {err}");
+            let text = err.to_string();
+            assert!(!text.contains('\n'), "{text}");
+            for needle in needles {
+                assert!(text.contains(needle), "{args:?}: {text:?} lacks {needle:?}");
+            }
+        }
     }
 
     #[test]

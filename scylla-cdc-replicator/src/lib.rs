@@ -51,6 +51,15 @@
 //! resumable), then starts its log reader from T minus the safety interval, so writes made
 //! during the copy are replayed after it and win by their newer timestamps.
 //!
+//! # Replicas
+//!
+//! With `--group` ([`scylla_cdc::cli::GroupFlags`]) several replicators share the tables'
+//! streams as members of a consumer group ([`scylla_cdc::CDCLogReaderBuilder::group`]): each
+//! change is replicated by one of them, a replica that dies has its streams taken over after
+//! the lease duration (the changes after its last checkpoint are written again, which changes
+//! nothing, see Guarantees), and the replicas rebalance when one joins or stops. See
+//! `docs/run-a-consumer-group.md` in the repository.
+//!
 //! # Verification
 //!
 //! `scylla-cdc-replicator verify` ([`verify`]) compares a table with its replica by token
@@ -465,6 +474,9 @@ async fn start_reader(
         .await
         .map_err(StartError::Cli)?;
     builder = builder.on_consumer_error(on_error);
+    if let Some(group) = &config.group {
+        builder = group.configure(builder);
+    }
     if let (Some(cp), Some(first)) = (&config.checkpoint_table, tables.first()) {
         // A saver of the first table; the reader asks it for the others' (`for_table`), so
         // each table keeps the progress a reader of it alone would.
@@ -513,6 +525,10 @@ async fn log_progress(stats: Arc<Stats>, readers: ReadersProgress, interval: Dur
         let rate = (applied - last) as f64 / elapsed;
         let now = chrono::Utc::now();
         let watermark = readers.describe_watermark(now);
+        let watermark = match readers.describe_group() {
+            Some(g) => format!("{watermark}, {g}"),
+            None => watermark,
+        };
         let behind = stats.newest_applied_micros().map(|t| {
             let lag = now.timestamp_micros().saturating_sub(t);
             Duration::from_micros(u64::try_from(lag).unwrap_or(0))
@@ -532,6 +548,42 @@ async fn log_progress(stats: Arc<Stats>, readers: ReadersProgress, interval: Dur
         last = applied;
         last_at = Instant::now();
     }
+}
+
+/// The replicator's process: runs it with the process arguments, stdout and signals (Ctrl-C,
+/// SIGTERM), prints an error as one line on stderr, and returns the exit code. The binary's
+/// `main` is this call alone (the end-to-end tests build the same program from it).
+pub fn process_main() -> std::process::ExitCode {
+    // The default start, as the system recorded the process's start: every change written
+    // after the launch is replicated.
+    let launched = scylla_cdc::cli::launch_time();
+    // A target directive matches every target that starts with it: `scylla=off` (the driver)
+    // would also silence `scylla_cdc*`, so the library and this program are named after it.
+    scylla_cdc::cli::install_tracing(
+        "info,scylla=off,scylla_cdc=warn,scylla_cdc_replicator=info,scylla_cdc_printer=info",
+    );
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(exit_code::RUNTIME);
+        }
+    };
+    let code = runtime.block_on(async {
+        let shutdown = Shutdown::on_signals();
+        match run_launched(launched, std::env::args_os(), shutdown).await {
+            Ok(()) => exit_code::OK,
+            Err(e) => {
+                eprintln!("{e}");
+                e.exit_code()
+            }
+        }
+    });
+    runtime.shutdown_background();
+    std::process::ExitCode::from(code)
 }
 
 /// Runs the replicator with these command-line arguments (the first is the program name)

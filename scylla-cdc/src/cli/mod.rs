@@ -119,6 +119,19 @@ impl CliError {
         if err.is_transient() {
             return Self::transient(format!("{table}: {}", error_chain(err)));
         }
+        if let CDCError::LeaseTableShape {
+            table: lease_table,
+            problems,
+            expected,
+        } = err
+        {
+            // The library's message names its builder method; a program's user needs the flag.
+            return Self::schema(format!(
+                "{table}: the lease table {lease_table} exists with another shape ({}); drop it \
+                 or name another table with --lease-table; the programs expect: {expected}",
+                problems.join("; ")
+            ));
+        }
         let code = match err {
             CDCError::KeyspaceNotFound(_)
             | CDCError::TableNotFound { .. }
@@ -605,6 +618,139 @@ pub fn qualified_arg(text: &str) -> Result<QualifiedTable, String> {
     parse_qualified_table(text).map(|(keyspace, table)| QualifiedTable { keyspace, table })
 }
 
+/// The consumer-group flags both programs take: `--group`, `--member-id`,
+/// `--lease-duration`, `--renew-interval` and `--lease-table` (see
+/// [`crate::CDCLogReaderBuilder::group`]). clap refuses the others without `--group`;
+/// [`GroupFlags::resolve`] checks what it cannot.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct GroupFlags {
+    /// Read as a member of this consumer group: the processes started with the same group on
+    /// the same tables share their streams (each change is read by one of them), take over
+    /// the streams of a member that dies after --lease-duration, and rebalance when one joins
+    /// or stops. Needs a checkpoint table; the group's leases are kept next to it
+    /// (`<checkpoint table>_leases`, created if missing).
+    #[arg(long, value_name = "NAME", value_parser = group_name_arg)]
+    pub group: Option<String>,
+    /// This process's id in the group (default: the host name and the process id); ids must
+    /// differ between the members running at one time.
+    #[arg(long, value_name = "ID", requires = "group", value_parser = group_name_arg)]
+    pub member_id: Option<String>,
+    /// How long a member's lease on its streams lasts without renewal, in seconds: the
+    /// streams of a member that died wait this long before another member takes them over
+    /// (0.1 to 86400; default 10).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, requires = "group",
+          value_parser = lease_duration_arg)]
+    pub lease_duration: Option<Duration>,
+    /// How often a member renews its leases and looks at the group, in seconds; shorter than
+    /// --lease-duration (0.01 to 86400; default: a third of the lease duration).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, requires = "group",
+          value_parser = renew_interval_arg)]
+    pub renew_interval: Option<Duration>,
+    /// The group's lease table (created if missing; default: the checkpoint table's name
+    /// with `_leases` appended, in its keyspace).
+    #[arg(long, value_name = "KEYSPACE.TABLE", requires = "group", value_parser = qualified_arg)]
+    pub lease_table: Option<QualifiedTable>,
+}
+
+/// A consumer group, checked ([`GroupFlags::resolve`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupSettings {
+    /// `--group`.
+    pub name: String,
+    /// `--member-id` (`None`: the library's default, host name and pid).
+    pub member_id: Option<String>,
+    /// `--lease-duration`.
+    pub lease_duration: Duration,
+    /// `--renew-interval` (`None`: a third of the lease duration).
+    pub renew_interval: Option<Duration>,
+    /// `--lease-table` (`None`: next to the checkpoint table).
+    pub lease_table: Option<QualifiedTable>,
+}
+
+impl GroupFlags {
+    /// The group, if `--group` was given: refused without a checkpoint table
+    /// (`has_checkpoint_table` false; `fix` says how to get one, e.g. "pass
+    /// --checkpoint-table KEYSPACE.TABLE"), or with a lease duration not longer than the renew
+    /// interval.
+    pub fn resolve(
+        self,
+        has_checkpoint_table: bool,
+        fix: &str,
+    ) -> Result<Option<GroupSettings>, CliError> {
+        let Some(name) = self.group else {
+            return Ok(None);
+        };
+        if !has_checkpoint_table {
+            return Err(CliError::usage(format!(
+                "--group needs a checkpoint table (members resume each other's streams from \
+                 their checkpoints): {fix}"
+            )));
+        }
+        let lease_duration = self.lease_duration.unwrap_or(crate::DEFAULT_LEASE_DURATION);
+        if let Some(renew) = self.renew_interval
+            && renew >= lease_duration
+        {
+            return Err(CliError::usage(format!(
+                "--lease-duration ({} s{}) must be longer than --renew-interval ({} s)",
+                lease_duration.as_secs_f64(),
+                if self.lease_duration.is_none() {
+                    ", the default"
+                } else {
+                    ""
+                },
+                renew.as_secs_f64()
+            )));
+        }
+        Ok(Some(GroupSettings {
+            name,
+            member_id: self.member_id,
+            lease_duration,
+            renew_interval: self.renew_interval,
+            lease_table: self.lease_table,
+        }))
+    }
+}
+
+impl GroupSettings {
+    /// `builder` as a member of this group.
+    pub fn configure(&self, builder: crate::CDCLogReaderBuilder) -> crate::CDCLogReaderBuilder {
+        let mut builder = builder
+            .group(self.name.clone())
+            .lease_duration(self.lease_duration);
+        if let Some(id) = &self.member_id {
+            builder = builder.member_id(id.clone());
+        }
+        if let Some(renew) = self.renew_interval {
+            builder = builder.renew_interval(renew);
+        }
+        if let Some(t) = &self.lease_table {
+            builder = builder.lease_table(t.keyspace.clone(), t.table.clone());
+        }
+        builder
+    }
+}
+
+/// clap parser of `--group` and `--member-id`: 1 to 200 characters, no control characters,
+/// not only spaces.
+pub fn group_name_arg(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() || text.chars().count() > 200 || text.chars().any(char::is_control) {
+        return Err(format!(
+            "`{text}` is not a valid name (1 to 200 characters, no control characters)"
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+/// clap parser of `--lease-duration`: 0.1 s to 1 day.
+pub fn lease_duration_arg(text: &str) -> Result<Duration, String> {
+    seconds_within(text, Duration::from_millis(100), DAY)
+}
+
+/// clap parser of `--renew-interval`: 10 ms to 1 day.
+pub fn renew_interval_arg(text: &str) -> Result<Duration, String> {
+    seconds_within(text, Duration::from_millis(10), DAY)
+}
+
 /// A point in time as RFC 3339 with microseconds and `Z` (`2024-05-01T12:00:00.123456Z`).
 pub fn rfc3339_micros(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
@@ -897,6 +1043,22 @@ impl ReadersProgress {
                 Some(Some(least.map_or(w, |l| l.min(w))))
             })
             .flatten()
+    }
+
+    /// What the readers hold as members of a consumer group, for a progress line:
+    /// `member m owns 3 of 8 units (3 members)`; `None` outside a group.
+    pub fn describe_group(&self) -> Option<String> {
+        let groups: Vec<crate::GroupProgress> =
+            self.0.iter().filter_map(|p| p.progress().group).collect();
+        let first = groups.first()?;
+        let owned: usize = groups.iter().map(|g| g.owned.len()).sum();
+        let units: usize = groups.iter().map(|g| g.units).sum();
+        let members = groups.iter().map(|g| g.members).max().unwrap_or(0);
+        Some(format!(
+            "member {} owns {owned} of {units} units ({members} member{})",
+            first.member,
+            if members == 1 { "" } else { "s" }
+        ))
     }
 
     /// `low watermark <time> (lag <seconds> s)`, or that there is none yet, for a log line.
@@ -1273,6 +1435,23 @@ mod tests {
         assert_eq!(e.exit_code(), exit_code::USAGE);
         let e = CliError::from_reader("ks.t", &CDCError::Task("boom".into()));
         assert_eq!(e.exit_code(), exit_code::RUNTIME);
+        // A lease table of another shape: a schema error that names the programs' flag.
+        let e = CliError::from_reader(
+            "ks.t",
+            &CDCError::LeaseTableShape {
+                table: "ks.cp_leases".into(),
+                problems: vec!["column `owner` is missing".into()],
+                expected: "CREATE TABLE ...".into(),
+            },
+        );
+        assert_eq!(e.exit_code(), exit_code::SCHEMA);
+        assert!(
+            e.message()
+                .contains("ks.cp_leases exists with another shape")
+                && e.message().contains("column `owner` is missing")
+                && e.message().contains("--lease-table"),
+            "{e}"
+        );
     }
 
     #[test]
