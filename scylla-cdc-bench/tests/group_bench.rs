@@ -18,6 +18,8 @@ fn group_bench(args: &[&str]) -> Output {
             "300",
             "--idle-secs",
             "1",
+            "--reps",
+            "2",
         ])
         .args(args)
         .output()

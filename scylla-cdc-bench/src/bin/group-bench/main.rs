@@ -5,7 +5,7 @@
 //! (`bench.t`, `--partitions` × `--rows` single-row inserts, see
 //! `scylla_cdc_test_utils::Preload`) in a vnode keyspace. Then, for each N of `--members`:
 //!
-//! 1. **Catch-up.** N member processes (this binary re-executed with a hidden `member`
+//! 1. **Catch-up**, `--reps` times. N member processes (this binary re-executed with a hidden `member`
 //!    subcommand) with one group name, fresh for this N, and a fresh checkpoint table (so each
 //!    N reads the whole backlog) connect, then start at once and read from before the
 //!    cluster started to the end of the backlog (`end_timestamp`), each with a counting
@@ -23,7 +23,8 @@
 //!    table's requests are counted for `--idle-secs`, then the members stop. They must
 //!    deliver nothing.
 //!
-//! Per N: a table of the members, then one summary line
+//! Per N: a line per member and catch-up, a line per catch-up, then, at the end, one summary
+//! line per N with the medians of its catch-ups and the idle figures:
 //! `members=N rows_per_s=... speedup=... cpu_us_per_row=... lease_requests_per_s=... ...`.
 //! Lease requests per member are the total over N: every member runs the same rounds (one
 //! read of the group's partition and one conditional renewal batch per renew interval). The
@@ -70,11 +71,14 @@ struct Args {
     #[arg(long, default_value_t = 1000)]
     partitions: u64,
     /// Rows per partition (one log row each).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 2000)]
     rows: u64,
     /// Group sizes to run, in order.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     members: Vec<usize>,
+    /// Catch-ups per group size (each by a fresh group; the summary has the medians).
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
     /// Window size of the readers, seconds (a unit handed over is read to the end of its
     /// window first).
     #[arg(long, default_value_t = 1.0)]
@@ -470,8 +474,8 @@ impl Summary {
 /// Preloads, runs every group size, prints the tables and summaries; `Ok(false)` if a
 /// group delivered a wrong union or a member failed.
 async fn bench(args: &Args) -> anyhow::Result<bool> {
-    if args.nodes == 0 || args.partitions == 0 || args.rows == 0 {
-        bail!("--nodes, --partitions and --rows must be at least 1");
+    if args.nodes == 0 || args.partitions == 0 || args.rows == 0 || args.reps == 0 {
+        bail!("--nodes, --partitions, --rows and --reps must be at least 1");
     }
     if args.members.is_empty() || args.members.contains(&0) {
         bail!("--members must list group sizes of at least 1");
@@ -489,7 +493,7 @@ async fn bench(args: &Args) -> anyhow::Result<bool> {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
         "group-bench: {total} rows ({} partitions × {} rows), {} node(s) × {} shards, {} vnodes \
-         each; members {:?}; window {} s, safety {} ms, sleep {} ms; lease {} ms, renew {}; \
+         each; members {:?}, {} reps; window {} s, safety {} ms, sleep {} ms; lease {} ms, renew {}; \
          idle {} s; {cores} cores",
         args.partitions,
         args.rows,
@@ -497,6 +501,7 @@ async fn bench(args: &Args) -> anyhow::Result<bool> {
         args.shards,
         args.vnodes,
         args.members,
+        args.reps,
         args.window_size,
         args.safety_interval_ms,
         args.sleep_interval_ms,
@@ -536,15 +541,26 @@ async fn bench(args: &Args) -> anyhow::Result<bool> {
 
     let mut summaries: Vec<Summary> = Vec::new();
     for &n in &args.members {
-        let catch_up = run_phase(PhaseSpec {
-            args,
-            cluster: &cluster,
-            members: n,
-            tag: format!("m{n}"),
-            start_ms,
-            end_ms: Some(end_ms),
-        })
-        .await?;
+        println!("\n{n} member(s)");
+        println!(
+            "  {:>3}  {:<10}  {:>10}  {:>6}  {:>8}  {:>10}  {:>10}",
+            "rep", "member", "rows", "share", "CPU s", "µs/row", "peak RSS"
+        );
+        let mut runs = Vec::new();
+        for rep in 1..=args.reps {
+            let catch_up = run_phase(PhaseSpec {
+                args,
+                cluster: &cluster,
+                members: n,
+                tag: format!("m{n}_r{rep}"),
+                start_ms,
+                end_ms: Some(end_ms),
+            })
+            .await?;
+            let run = CatchUp::of(&catch_up, want_rows, want_checksum);
+            print_catch_up(rep, &catch_up, &run, want_rows);
+            runs.push(run);
+        }
         let idle = run_phase(PhaseSpec {
             args,
             cluster: &cluster,
@@ -554,10 +570,7 @@ async fn bench(args: &Args) -> anyhow::Result<bool> {
             end_ms: None,
         })
         .await?;
-        let correct = catch_up.union() == Some((want_rows, want_checksum))
-            && idle.union().is_some_and(|(rows, _)| rows == 0);
-        let summary = print_group(n, &catch_up, &idle, want_rows, correct);
-        summaries.push(summary);
+        summaries.push(summarize(n, &runs, &idle));
     }
     cluster.shutdown().await;
 
@@ -573,19 +586,38 @@ async fn bench(args: &Args) -> anyhow::Result<bool> {
     Ok(summaries.iter().all(|s| s.correct))
 }
 
-/// Prints one group size's table and returns its summary.
-fn print_group(n: usize, catch_up: &Phase, idle: &Phase, want_rows: u64, correct: bool) -> Summary {
-    let delivered = catch_up.delivered.unwrap_or(catch_up.finished);
-    let rows_per_s = want_rows as f64 / delivered.as_secs_f64().max(1e-9);
-    println!("\n{n} member(s)");
-    println!(
-        "  {:<10}  {:>10}  {:>6}  {:>8}  {:>10}  {:>10}",
-        "member", "rows", "share", "CPU s", "µs/row", "peak RSS"
-    );
-    for (id, r) in &catch_up.members {
+/// One catch-up of one group, in figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CatchUp {
+    rows_per_s: f64,
+    cpu_us_per_row: f64,
+    cluster_cpu_us_per_row: f64,
+    /// Lease table: (LWTs, reads, other writes, all) per second.
+    lease: (f64, f64, f64, f64),
+    correct: bool,
+}
+
+impl CatchUp {
+    fn of(phase: &Phase, want_rows: u64, want_checksum: u64) -> CatchUp {
+        let delivered = phase.delivered.unwrap_or(phase.finished);
+        let per_row = |d: Duration| d.as_secs_f64() * 1e6 / want_rows.max(1) as f64;
+        CatchUp {
+            rows_per_s: want_rows as f64 / delivered.as_secs_f64().max(1e-9),
+            cpu_us_per_row: per_row(phase.client_cpu),
+            cluster_cpu_us_per_row: per_row(phase.cluster_cpu),
+            lease: rates(&phase.lease, phase.lease_span),
+            correct: phase.union() == Some((want_rows, want_checksum)),
+        }
+    }
+}
+
+/// Prints one catch-up: a line per member, then the union, CPU and lease traffic.
+fn print_catch_up(rep: usize, phase: &Phase, run: &CatchUp, want_rows: u64) {
+    for (id, r) in &phase.members {
         match r {
             Ok(r) => println!(
-                "  {:<10}  {:>10}  {:>5.1}%  {:>8.2}  {:>10.3}  {:>10}",
+                "  {:>3}  {:<10}  {:>10}  {:>5.1}%  {:>8.2}  {:>10.3}  {:>10}",
+                rep,
                 id,
                 r.rows,
                 r.rows as f64 * 100.0 / want_rows.max(1) as f64,
@@ -593,56 +625,81 @@ fn print_group(n: usize, catch_up: &Phase, idle: &Phase, want_rows: u64, correct
                 r.cpu.as_secs_f64() * 1e6 / r.rows.max(1) as f64,
                 mib(r.peak_rss)
             ),
-            Err(e) => println!("  {id:<10}  FAILED: {e}"),
+            Err(e) => println!("  {rep:>3}  {id:<10}  FAILED: {e}"),
         }
     }
-    for (id, r) in &idle.members {
-        if let Err(e) = r {
-            println!("  {id:<10}  idle member FAILED: {e}");
-        }
-    }
-    let (rows, _) = catch_up.union().unwrap_or((0, 0));
+    let (rows, _) = phase.union().unwrap_or((0, 0));
+    let (lwt, reads, writes, all) = run.lease;
     println!(
-        "  union {rows} rows of {want_rows} ({}); last row after {:.2} s, all members done \
-         after {:.2} s: {rows_per_s:.0} rows/s",
-        if correct {
+        "  {rep:>3}  union {rows} rows of {want_rows} ({}); last row after {:.2} s, all members \
+         done after {:.2} s: {:.0} rows/s; CPU: members {:.3} µs/row, cluster {:.3} µs/row; \
+         lease table {all:.2} requests/s = {lwt:.2} LWTs/s + {reads:.2} reads/s + {writes:.2} \
+         writes/s",
+        if run.correct {
             "count and checksum right"
         } else {
             "WRONG"
         },
-        delivered.as_secs_f64(),
-        catch_up.finished.as_secs_f64(),
+        phase.delivered.unwrap_or(phase.finished).as_secs_f64(),
+        phase.finished.as_secs_f64(),
+        run.rows_per_s,
+        run.cpu_us_per_row,
+        run.cluster_cpu_us_per_row,
     );
-    let cpu_us_per_row = catch_up.client_cpu.as_secs_f64() * 1e6 / want_rows.max(1) as f64;
-    let cluster_cpu_us_per_row = catch_up.cluster_cpu.as_secs_f64() * 1e6 / want_rows.max(1) as f64;
-    println!(
-        "  CPU: members {:.2} s ({cpu_us_per_row:.3} µs/row), cluster {:.2} s \
-         ({cluster_cpu_us_per_row:.3} µs/row)",
-        catch_up.client_cpu.as_secs_f64(),
-        catch_up.cluster_cpu.as_secs_f64(),
-    );
-    let catch_up_rates = rates(&catch_up.lease, catch_up.lease_span);
+}
+
+/// The median of `values` (the mean of the middle two for an even count); 0 if empty.
+fn median(mut values: Vec<f64>) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// Prints the idle phase and the medians of the catch-ups; returns the summary.
+fn summarize(n: usize, runs: &[CatchUp], idle: &Phase) -> Summary {
+    for (id, r) in &idle.members {
+        match r {
+            Ok(r) if r.rows > 0 => println!("  idle {id:<10}  delivered {} rows: WRONG", r.rows),
+            Ok(_) => {}
+            Err(e) => println!("  idle {id:<10}  FAILED: {e}"),
+        }
+    }
+    let idle_ok = idle.union().is_some_and(|(rows, _)| rows == 0);
     let idle_rates = rates(&idle.lease, idle.lease_span);
-    for (what, phase, (lwt, reads, writes, all)) in [
-        ("catching up", catch_up, catch_up_rates),
-        ("idle", idle, idle_rates),
+    let catch_up = |f: fn(&CatchUp) -> f64| median(runs.iter().map(f).collect());
+    let lease = (
+        catch_up(|r| r.lease.0),
+        catch_up(|r| r.lease.1),
+        catch_up(|r| r.lease.2),
+        catch_up(|r| r.lease.3),
+    );
+    for (what, span, (lwt, reads, writes, all)) in [
+        ("catching up (median)", None, lease),
+        ("idle", Some(idle.lease_span), idle_rates),
     ] {
         println!(
-            "  lease table {what} ({:.1} s): {all:.2} requests/s = {lwt:.2} LWTs/s + {reads:.2} \
-             reads/s + {writes:.2} writes/s; per member {:.2} LWTs/s, {:.2} reads/s",
-            phase.lease_span.as_secs_f64(),
+            "  lease table {what}{}: {all:.2} requests/s = {lwt:.2} LWTs/s + {reads:.2} reads/s \
+             + {writes:.2} writes/s; per member {:.2} LWTs/s, {:.2} reads/s",
+            span.map_or(String::new(), |s| format!(" over {:.1} s", s.as_secs_f64())),
             lwt / n as f64,
             reads / n as f64,
         );
     }
     Summary {
         members: n,
-        rows_per_s,
-        cpu_us_per_row,
-        cluster_cpu_us_per_row,
-        catch_up: catch_up_rates,
+        rows_per_s: catch_up(|r| r.rows_per_s),
+        cpu_us_per_row: catch_up(|r| r.cpu_us_per_row),
+        cluster_cpu_us_per_row: catch_up(|r| r.cluster_cpu_us_per_row),
+        catch_up: lease,
         idle: idle_rates,
-        correct,
+        correct: idle_ok && runs.iter().all(|r| r.correct),
     }
 }
 
@@ -668,6 +725,13 @@ mod tests {
              lease_reads_per_s=2.00 idle_lease_requests_per_s=1.00 idle_lease_lwts_per_s=0.50 \
              idle_lease_reads_per_s=0.50 correct=yes"
         );
+    }
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(vec![]), 0.0);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
     }
 
     #[test]
