@@ -104,6 +104,10 @@ struct Args {
     /// Tokio worker threads of each member (default: tokio's, one per core).
     #[arg(long)]
     member_workers: Option<usize>,
+    /// Writes each member's output (its reader's log at `RUST_LOG`'s level, e.g.
+    /// `RUST_LOG=scylla_cdc=info`) and error output to `DIR/<group>-<member>.log`.
+    #[arg(long, value_name = "DIR")]
+    member_logs: Option<std::path::PathBuf>,
     /// Makes every member leave its first row out (tests of the correctness verdict).
     #[arg(long, hide = true)]
     drop_one_row: bool,
@@ -264,7 +268,7 @@ impl Member {
     }
 
     /// Waits for the member's end: its result, or why it failed.
-    async fn finish(mut self) -> Result<MemberResult, String> {
+    async fn finish(mut self, log: Option<std::path::PathBuf>) -> Result<MemberResult, String> {
         let mut output = String::new();
         while let Ok(Some(line)) = self.stdout.next_line().await {
             output.push_str(&line);
@@ -272,6 +276,11 @@ impl Member {
         }
         let status = self.child.wait().await.map_err(|e| e.to_string())?;
         let stderr = self.stderr.await.unwrap_or_default();
+        if let Some(path) = log
+            && let Err(e) = std::fs::write(&path, format!("{output}{stderr}"))
+        {
+            eprintln!("group-bench: cannot write {}: {e}", path.display());
+        }
         if status.success() {
             MemberResult::parse(&output).map_err(|e| format!("{e:#}"))
         } else {
@@ -399,11 +408,17 @@ async fn run_phase(spec: PhaseSpec<'_>) -> anyhow::Result<Phase> {
             let _ = m.tell("stop").await;
         }
     }
-    let mut results = Vec::new();
-    for m in members {
+    // All at once: a member's output is read while it runs, so that none blocks on a full
+    // pipe while another is waited for.
+    let results = futures::future::join_all(members.into_iter().map(|m| async {
         let id = m.id.clone();
-        results.push((id, m.finish().await));
-    }
+        let log = args
+            .member_logs
+            .as_ref()
+            .map(|dir| dir.join(format!("group_{}-{id}.log", spec.tag)));
+        (id, m.finish(log).await)
+    }))
+    .await;
     let finished = started.elapsed();
     let client_cpu = children_cpu_time().saturating_sub(children_before);
     let cluster_cpu = own_usage().0.saturating_sub(own_before);

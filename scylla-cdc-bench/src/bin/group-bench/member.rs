@@ -217,6 +217,10 @@ impl scylla_cdc::ConsumerFactory for Factory {
 
 /// Runs one member: waits for the start, reads, then prints the result line.
 pub(crate) fn run(args: MemberArgs) -> anyhow::Result<()> {
+    if std::env::var_os("RUST_LOG").is_some() {
+        // The reader's log on stdout, for `--member-logs` (the parent keeps it).
+        scylla_cdc_test_utils::setup_tracing();
+    }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(workers) = args.workers {
         runtime.worker_threads(workers.max(1));
