@@ -15,6 +15,10 @@
 //!   (requests/s idle, requests and rows of a catch-up, write-to-delivery delay).
 //! - `soak-bench`: the printer and replicator binaries launched under a steady write load that
 //!   starts at their launch (rows differing, changes missed, memory over the run).
+//! - `group-bench`: 1, 2, 3 members of a consumer group (each a child process) sharing the
+//!   catch-up of one preloaded backlog (rows/s, speedup, client CPU per row, per-member rows,
+//!   exact count and checksum of the union), and the lease table's requests per second while
+//!   catching up and while idle.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -184,4 +188,69 @@ fn clock_ticks_per_second() -> u64 {
 /// Formats a byte count as MiB.
 pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// splitmix64's finaliser: a preloaded row number's contribution to a backlog checksum (a
+/// plain sum would not see two rows swapping values; this one makes cancelling mistakes
+/// unlikely).
+pub fn mix(n: u64) -> u64 {
+    let mut z = n.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Row count and checksum (wrapping sum of [`mix`] of every `v`) of a preload of `total`
+/// rows (`v` = row numbers `0..total`, see `scylla_cdc_test_utils::Preload`).
+pub fn backlog_checksum(total: u64) -> (u64, u64) {
+    (
+        total,
+        (0..total).fold(0u64, |sum, n| sum.wrapping_add(mix(n))),
+    )
+}
+
+/// The end of a preloaded backlog (exclusive), milliseconds since the epoch: just after a
+/// write made after the preload (the cluster's write timestamps strictly increase and may
+/// run ahead of the wall clock during a fast preload). The write goes to
+/// `keyspace.backlog_clock`, a table without CDC created for it.
+pub async fn end_of_backlog(
+    cluster: &scylla_cdc_test_utils::EmbeddedCluster,
+    keyspace: &str,
+) -> anyhow::Result<u64> {
+    let session = SessionBuilder::new()
+        .known_node(cluster.contact_point().to_string())
+        .build()
+        .await
+        .context("connecting to the embedded cluster")?;
+    session
+        .query_unpaged(
+            format!(
+                "CREATE TABLE IF NOT EXISTS {keyspace}.backlog_clock (k int PRIMARY KEY, v int)"
+            ),
+            (),
+        )
+        .await?;
+    session
+        .query_unpaged(
+            format!("INSERT INTO {keyspace}.backlog_clock (k, v) VALUES (0, 0)"),
+            (),
+        )
+        .await?;
+    let (micros,) = session
+        .query_unpaged(
+            format!("SELECT writetime(v) FROM {keyspace}.backlog_clock WHERE k = 0"),
+            (),
+        )
+        .await?
+        .into_rows_result()?
+        .single_row::<(i64,)>()?;
+    let micros = u64::try_from(micros).context("a write timestamp before 1970")?;
+    Ok(micros.div_ceil(1000))
+}
+
+/// Milliseconds since the epoch, by this machine's clock.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }

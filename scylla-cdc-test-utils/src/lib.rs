@@ -92,6 +92,7 @@ pub(crate) mod schema;
 pub(crate) mod server;
 pub(crate) mod storage;
 
+pub use cluster::TableRequestCounts;
 pub use cluster::faults::{FaultError, FaultOpcode, FaultReaction, FaultRule};
 pub use helpers::{
     SCYLLA_URI, SCYLLA_URI2, TestCluster, embedded_only, external_cluster_configured,
@@ -790,6 +791,26 @@ impl EmbeddedCluster {
     /// from the QUERY requests it sends on its own (metadata refreshes after schema events).
     pub fn request_counts_of(&self, opcode: FaultOpcode) -> BTreeMap<(usize, u32), u64> {
         self.core.stats.snapshot(|op| op == opcode)
+    }
+
+    /// Starts counting the statement requests (QUERY, EXECUTE, BATCH) to `keyspace.table`
+    /// (names as stored, case-sensitive), on every node: reads, writes and lightweight
+    /// transactions apart (see [`table_request_counts`](Self::table_request_counts)), for
+    /// instance the requests a consumer group makes to its lease table. The table need not
+    /// exist yet. Until a table is counted, requests are not looked at.
+    pub fn count_table_requests(&self, keyspace: &str, table: &str) {
+        self.core.stats.count_table(keyspace, table);
+    }
+
+    /// The statement requests to `keyspace.table` received since
+    /// [`count_table_requests`](Self::count_table_requests) (or the last
+    /// [`reset_request_counts`](Self::reset_request_counts)), all nodes together; zero if the
+    /// table is not counted. A request counts once per table it touches: a `SELECT` as a
+    /// read, a modification or batch as a write, or as a lightweight transaction if it (or
+    /// any statement of the batch) has an `IF` condition. Requests are counted when they
+    /// arrive, before fault rules and execution, so failed ones count too.
+    pub fn table_request_counts(&self, keyspace: &str, table: &str) -> TableRequestCounts {
+        self.core.stats.table_counts(keyspace, table)
     }
 
     /// Client connections currently open per `(node, shard)` (a driver's pool holds one per

@@ -406,3 +406,141 @@ async fn password_authentication() {
     assert!(none.to_string().to_lowercase().contains("auth"), "{none}");
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_to_a_counted_table_are_counted_as_reads_writes_and_lwts() {
+    if !embedded_only(
+        "requests_to_a_counted_table_are_counted_as_reads_writes_and_lwts",
+        "reads the embedded cluster's per-table request counters",
+    ) {
+        return;
+    }
+    let cluster = EmbeddedCluster::builder()
+        .nodes(3)
+        .shards_per_node(2)
+        .start()
+        .await
+        .expect("cluster starts");
+    let session = cluster.session().await.expect("session");
+    let ks = unique_keyspace_name();
+    run(
+        &session,
+        &format!(
+            "CREATE KEYSPACE {ks} WITH replication = \
+             {{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}}"
+        ),
+    )
+    .await;
+    for t in ["leases", "other"] {
+        run(
+            &session,
+            &format!("CREATE TABLE {ks}.{t} (k int PRIMARY KEY, v int)"),
+        )
+        .await;
+    }
+    // Not counted yet: nothing before this call shows.
+    run(
+        &session,
+        &format!("INSERT INTO {ks}.leases (k, v) VALUES (0, 0)"),
+    )
+    .await;
+    cluster.count_table_requests(&ks, "leases");
+    assert_eq!(
+        cluster.table_request_counts(&ks, "leases"),
+        Default::default()
+    );
+
+    // Unprepared (QUERY): a write, a read, an LWT.
+    run(
+        &session,
+        &format!("INSERT INTO {ks}.leases (k, v) VALUES (1, 1)"),
+    )
+    .await;
+    run(&session, &format!("SELECT v FROM {ks}.leases WHERE k = 1")).await;
+    run(
+        &session,
+        &format!("UPDATE {ks}.leases SET v = 2 WHERE k = 1 IF v = 1"),
+    )
+    .await;
+    // Prepared (EXECUTE), twice each: reads, an LWT insert, an LWT delete.
+    let select = session
+        .prepare(format!("SELECT v FROM {ks}.leases WHERE k = ?"))
+        .await
+        .expect("prepare");
+    let insert_if = session
+        .prepare(format!(
+            "INSERT INTO {ks}.leases (k, v) VALUES (?, 0) IF NOT EXISTS"
+        ))
+        .await
+        .expect("prepare");
+    let delete_if = session
+        .prepare(format!("DELETE FROM {ks}.leases WHERE k = ? IF EXISTS"))
+        .await
+        .expect("prepare");
+    for k in [5i32, 6] {
+        session
+            .execute_unpaged(&select, (k,))
+            .await
+            .expect("select");
+        session
+            .execute_unpaged(&insert_if, (k,))
+            .await
+            .expect("insert");
+        session
+            .execute_unpaged(&delete_if, (k,))
+            .await
+            .expect("delete");
+    }
+    // A protocol BATCH: unconditional (a write), then with one condition (an LWT), one
+    // request each whatever its statements.
+    let plain = session
+        .prepare(format!("UPDATE {ks}.leases SET v = ? WHERE k = 7"))
+        .await
+        .expect("prepare");
+    let conditional = session
+        .prepare(format!("UPDATE {ks}.leases SET v = ? WHERE k = 7 IF v = ?"))
+        .await
+        .expect("prepare");
+    let mut batch =
+        scylla::statement::batch::Batch::new(scylla::statement::batch::BatchType::Unlogged);
+    batch.append_statement(plain.clone());
+    batch.append_statement(plain.clone());
+    session
+        .batch(&batch, ((1i32,), (2i32,)))
+        .await
+        .expect("batch");
+    let mut lwt_batch =
+        scylla::statement::batch::Batch::new(scylla::statement::batch::BatchType::Unlogged);
+    lwt_batch.append_statement(plain);
+    lwt_batch.append_statement(conditional);
+    session
+        .batch(&lwt_batch, ((3i32,), (4i32, 2i32)))
+        .await
+        .expect("batch");
+    // Another table is not counted, and does not count for this one.
+    run(
+        &session,
+        &format!("INSERT INTO {ks}.other (k, v) VALUES (1, 1)"),
+    )
+    .await;
+    run(&session, &format!("SELECT v FROM {ks}.other WHERE k = 1")).await;
+
+    let counts = cluster.table_request_counts(&ks, "leases");
+    assert_eq!(
+        (counts.reads, counts.writes, counts.lwts),
+        (3, 2, 6),
+        "{counts:?}"
+    );
+    assert_eq!(
+        cluster.table_request_counts(&ks, "other"),
+        Default::default()
+    );
+    cluster.reset_request_counts();
+    assert_eq!(
+        cluster.table_request_counts(&ks, "leases"),
+        Default::default()
+    );
+    run(&session, &format!("SELECT v FROM {ks}.leases WHERE k = 1")).await;
+    assert_eq!(cluster.table_request_counts(&ks, "leases").reads, 1);
+    cluster.shutdown().await;
+}

@@ -128,16 +128,115 @@ impl Topology {
     }
 }
 
+/// What a statement request does to a table, for the per-table counters
+/// ([`RequestStats::record_table`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TableAccess {
+    /// A `SELECT`.
+    Read,
+    /// An `INSERT`, `UPDATE` or `DELETE` without a condition, or a batch of them.
+    Write,
+    /// A lightweight transaction: a statement with `IF ...`, or a batch with one.
+    Lwt,
+}
+
+/// Statement requests (QUERY, EXECUTE, BATCH) to one table, counted since
+/// `EmbeddedCluster::count_table_requests` or the last reset (see
+/// `EmbeddedCluster::table_request_counts`). A batch counts once for each table it writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TableRequestCounts {
+    /// `SELECT`s.
+    pub reads: u64,
+    /// Writes without a condition (statements or batches).
+    pub writes: u64,
+    /// Lightweight transactions: conditional statements or batches with a condition.
+    pub lwts: u64,
+}
+
+/// The atomic counters behind a [`TableRequestCounts`].
+#[derive(Debug, Default)]
+struct TableCounters {
+    reads: AtomicU64,
+    writes: AtomicU64,
+    lwts: AtomicU64,
+}
+
+impl TableCounters {
+    fn snapshot(&self) -> TableRequestCounts {
+        TableRequestCounts {
+            reads: self.reads.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            lwts: self.lwts.load(Ordering::Relaxed),
+        }
+    }
+
+    fn reset(&self) {
+        self.reads.store(0, Ordering::Relaxed);
+        self.writes.store(0, Ordering::Relaxed);
+        self.lwts.store(0, Ordering::Relaxed);
+    }
+}
+
 /// Requests counted per (node, shard), to check token- and shard-aware routing, and the
-/// connections open on each (node, shard), in all and per negotiated compression codec.
+/// connections open on each (node, shard), in all and per negotiated compression codec;
+/// statement requests per table, for the tables asked for.
 #[derive(Debug, Default)]
 pub(crate) struct RequestStats {
     counts: Mutex<std::collections::HashMap<(usize, u32, FaultOpcode), Arc<AtomicU64>>>,
     connections: Mutex<std::collections::BTreeMap<(usize, u32), usize>>,
     compressed: Mutex<std::collections::BTreeMap<(usize, u32, &'static str), usize>>,
+    /// Counters of the tables counted, by (keyspace, table) as stored.
+    tables: parking_lot::RwLock<std::collections::HashMap<(String, String), Arc<TableCounters>>>,
+    /// Whether `tables` is not empty: requests are only looked at (their table found) then.
+    counting_tables: std::sync::atomic::AtomicBool,
 }
 
 impl RequestStats {
+    /// Starts counting the statement requests to `keyspace.table` (names as stored); a table
+    /// already counted keeps its counts.
+    pub(crate) fn count_table(&self, keyspace: &str, table: &str) {
+        self.tables
+            .write()
+            .entry((keyspace.to_owned(), table.to_owned()))
+            .or_default();
+        self.counting_tables.store(true, Ordering::Release);
+    }
+
+    /// Whether any table is counted (else [`record_table`](Self::record_table) need not be
+    /// called: finding a request's table costs a lookup or a parse).
+    pub(crate) fn counting_tables(&self) -> bool {
+        self.counting_tables.load(Ordering::Acquire)
+    }
+
+    /// Counts one statement request to `keyspace.table`, if that table is counted.
+    pub(crate) fn record_table(&self, keyspace: &str, table: &str, access: TableAccess) {
+        let tables = self.tables.read();
+        // A borrowed-key lookup without allocating: the map is small (the tables asked for).
+        let Some(counters) = tables
+            .iter()
+            .find(|((k, t), _)| k == keyspace && t == table)
+            .map(|(_, c)| c)
+        else {
+            return;
+        };
+        let counter = match access {
+            TableAccess::Read => &counters.reads,
+            TableAccess::Write => &counters.writes,
+            TableAccess::Lwt => &counters.lwts,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counts of `keyspace.table` (zero if it is not counted).
+    pub(crate) fn table_counts(&self, keyspace: &str, table: &str) -> TableRequestCounts {
+        self.tables
+            .read()
+            .get(&(keyspace.to_owned(), table.to_owned()))
+            .map(|c| c.snapshot())
+            .unwrap_or_default()
+    }
+
     /// Counts one statement request (QUERY, EXECUTE or BATCH) on `(node, shard)`.
     pub(crate) fn record(&self, node: usize, shard: u32, opcode: FaultOpcode) {
         let counter = self
@@ -166,6 +265,9 @@ impl RequestStats {
     /// Resets every counter to zero.
     pub(crate) fn reset(&self) {
         self.counts.lock().clear();
+        for counters in self.tables.read().values() {
+            counters.reset();
+        }
     }
 
     /// Counts a connection opened (`+1`) or closed (`-1`) on `(node, shard)`.

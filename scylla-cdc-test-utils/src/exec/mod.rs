@@ -58,7 +58,7 @@ use md5::{Digest, Md5};
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
-use crate::cluster::{ClusterConfig, Topology};
+use crate::cluster::{ClusterConfig, TableAccess, Topology};
 use crate::cql::{self, BatchKind, Statement};
 use crate::frame::{
     self, BatchQuery, BatchRequest, BoundValue, ColumnSpec, Consistency, CqlError, Extensions,
@@ -265,6 +265,108 @@ impl Database {
         } else {
             Err(unprepared(id))
         }
+    }
+
+    /// The tables a statement request reads or writes and how (for the per-table request
+    /// counters: `RequestStats::record_table`), each table once: a `SELECT` reads its table,
+    /// a modification or batch writes each of its tables, as a lightweight transaction if it
+    /// (or any statement of the batch) has a condition. A prepared statement is looked up in
+    /// the cache, a text is parsed; a request that does not parse touches nothing.
+    pub(crate) fn table_accesses(
+        &self,
+        conn: &ConnState,
+        request: &Request,
+    ) -> Vec<(String, String, TableAccess)> {
+        let mut out: Vec<(String, String, TableAccess)> = Vec::new();
+        let mut add = |name: &cql::QualifiedName, keyspace: Option<&str>, access: TableAccess| {
+            let Some(ks) = name.keyspace.as_deref().or(keyspace) else {
+                return;
+            };
+            match out.iter_mut().find(|(k, t, _)| k == ks && *t == name.name) {
+                // A batch with a condition is one LWT, whichever statement has it.
+                Some(entry) if access == TableAccess::Lwt => entry.2 = TableAccess::Lwt,
+                Some(_) => {}
+                None => out.push((ks.to_owned(), name.name.clone(), access)),
+            }
+        };
+        let mut visit = |stmt: &Statement, keyspace: Option<&str>, in_batch: bool| {
+            let write = |conditional: bool| {
+                if conditional {
+                    TableAccess::Lwt
+                } else {
+                    TableAccess::Write
+                }
+            };
+            match stmt {
+                Statement::Select(s) if !in_batch => add(&s.table, keyspace, TableAccess::Read),
+                Statement::Insert(s) => add(&s.table, keyspace, write(s.if_not_exists)),
+                Statement::Update(s) => add(&s.table, keyspace, write(s.condition.is_some())),
+                Statement::Delete(s) => add(&s.table, keyspace, write(s.condition.is_some())),
+                Statement::Batch(b) => {
+                    let lwt = b.statements.iter().any(|s| match s {
+                        cql::BatchStatement::Insert(i) => i.if_not_exists,
+                        cql::BatchStatement::Update(u) => u.condition.is_some(),
+                        cql::BatchStatement::Delete(d) => d.condition.is_some(),
+                    });
+                    for s in &b.statements {
+                        add(s.table(), keyspace, write(lwt));
+                    }
+                }
+                _ => {}
+            }
+        };
+        let conn_ks = conn.keyspace.as_deref();
+        match request {
+            Request::Query { query, .. } => {
+                if let Ok(stmt) = cql::parse_statement(query) {
+                    visit(&stmt, conn_ks, false);
+                }
+            }
+            Request::Execute { id, .. } => {
+                if let Some(c) = self.prepared.read().get(id).cloned() {
+                    visit(&c.stmt, c.keyspace.as_deref(), false);
+                }
+            }
+            Request::Batch(b) => {
+                // A protocol BATCH: its statements' tables, all LWTs if one has a condition.
+                let stmts: Vec<(Statement, Option<String>)> = b
+                    .statements
+                    .iter()
+                    .filter_map(|s| match &s.query {
+                        BatchQuery::Text(t) => cql::parse_statement(t)
+                            .ok()
+                            .map(|stmt| (stmt, conn.keyspace.clone())),
+                        BatchQuery::Prepared(id) => self
+                            .prepared
+                            .read()
+                            .get(id)
+                            .map(|c| (c.stmt.clone(), c.keyspace.clone())),
+                    })
+                    .collect();
+                let lwt = stmts.iter().any(|(stmt, _)| match stmt {
+                    Statement::Insert(i) => i.if_not_exists,
+                    Statement::Update(u) => u.condition.is_some(),
+                    Statement::Delete(d) => d.condition.is_some(),
+                    _ => false,
+                });
+                for (stmt, ks) in &stmts {
+                    let name = match stmt {
+                        Statement::Insert(i) => &i.table,
+                        Statement::Update(u) => &u.table,
+                        Statement::Delete(d) => &d.table,
+                        _ => continue,
+                    };
+                    let access = if lwt {
+                        TableAccess::Lwt
+                    } else {
+                        TableAccess::Write
+                    };
+                    add(name, ks.as_deref(), access);
+                }
+            }
+            _ => {}
+        }
+        out
     }
 
     /// The statement text and target table of a request, for fault matching.

@@ -410,7 +410,15 @@ impl Connection {
                     _ => FaultOpcode::Batch,
                 };
                 if !matches!(request, Request::Prepare { .. }) {
-                    self.cluster.stats.record(self.node, self.shard, fault_op);
+                    let stats = &self.cluster.stats;
+                    stats.record(self.node, self.shard, fault_op);
+                    if stats.counting_tables() {
+                        for (ks, table, access) in
+                            self.cluster.db.table_accesses(&self.state, &request)
+                        {
+                            stats.record_table(&ks, &table, access);
+                        }
+                    }
                 }
                 if self.cluster.faults.len() > 0 {
                     let (text, table) = self.cluster.db.describe_request(&self.state, &request);

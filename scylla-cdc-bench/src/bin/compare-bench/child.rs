@@ -126,22 +126,7 @@ impl ChildResult {
     }
 }
 
-/// splitmix64's finaliser: a row number's contribution to the checksum (a plain sum would
-/// not see two rows swapping values; this one makes cancelling mistakes unlikely).
-pub(crate) fn mix(n: u64) -> u64 {
-    let mut z = n.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// Row count and checksum of a preload of `total` rows (`v` = row numbers `0..total`).
-pub(crate) fn expected(total: u64) -> (u64, u64) {
-    (
-        total,
-        (0..total).fold(0u64, |sum, n| sum.wrapping_add(mix(n))),
-    )
-}
+pub(crate) use scylla_cdc_bench::{backlog_checksum as expected, mix};
 
 /// Totals of every consumer of one child.
 #[derive(Default)]

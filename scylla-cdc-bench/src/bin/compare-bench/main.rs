@@ -34,8 +34,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use scylla::client::session_builder::SessionBuilder;
-use scylla_cdc_bench::{children_cpu_time, mib, own_usage};
+use scylla_cdc_bench::{children_cpu_time, end_of_backlog, mib, now_ms, own_usage};
 use scylla_cdc_test_utils::{EmbeddedCluster, Preload};
 
 use child::{ChildArgs, ChildResult, System};
@@ -226,12 +225,6 @@ fn order(rep: usize) -> [System; 2] {
     }
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 /// Preloads, runs every child, prints the table; `Ok(false)` if a run was wrong or failed.
 async fn compare(args: &Args) -> anyhow::Result<bool> {
     if args.nodes == 0 || args.partitions == 0 || args.rows == 0 || args.reps == 0 {
@@ -274,7 +267,7 @@ async fn compare(args: &Args) -> anyhow::Result<bool> {
         loading.elapsed().as_secs_f64(),
         cluster.contact_point()
     );
-    let end_ms = end_of_backlog(&cluster).await?;
+    let end_ms = end_of_backlog(&cluster, KEYSPACE).await?;
     // Both readers stay `safety interval` behind now: wait until the end of the backlog is
     // that far in the past, so neither waits for the clock during its run.
     let ready_at = end_ms + args.safety_interval_ms + 1;
@@ -335,39 +328,6 @@ async fn compare(args: &Args) -> anyhow::Result<bool> {
         println!("{}", ratio_line(o, u));
     }
     Ok(runs.iter().all(|r| r.correct))
-}
-
-/// The end of the backlog (exclusive), milliseconds since the epoch: just after a write made
-/// after the preload (the cluster's write timestamps strictly increase and may run ahead of
-/// the wall clock during a fast preload). The write goes to a table without CDC.
-async fn end_of_backlog(cluster: &EmbeddedCluster) -> anyhow::Result<u64> {
-    let session = SessionBuilder::new()
-        .known_node(cluster.contact_point().to_string())
-        .build()
-        .await
-        .context("connecting to the embedded cluster")?;
-    session
-        .query_unpaged(
-            format!("CREATE TABLE {KEYSPACE}.compare_clock (k int PRIMARY KEY, v int)"),
-            (),
-        )
-        .await?;
-    session
-        .query_unpaged(
-            format!("INSERT INTO {KEYSPACE}.compare_clock (k, v) VALUES (0, 0)"),
-            (),
-        )
-        .await?;
-    let (micros,) = session
-        .query_unpaged(
-            format!("SELECT writetime(v) FROM {KEYSPACE}.compare_clock WHERE k = 0"),
-            (),
-        )
-        .await?
-        .into_rows_result()?
-        .single_row::<(i64,)>()?;
-    let micros = u64::try_from(micros).context("a write timestamp before 1970")?;
-    Ok(micros.div_ceil(1000))
 }
 
 /// Runs one child and measures it.
