@@ -682,6 +682,9 @@ pub(crate) struct View<'a> {
 pub(crate) struct Plan {
     /// Units to take: `(unit, current owner, version)`.
     pub(crate) take: Vec<(String, Option<String>, i64)>,
+    /// Other free units, in the order to try them when a take finds its unit taken by
+    /// another member first (members starting together race for the same units).
+    pub(crate) spare: Vec<(String, Option<String>, i64)>,
     /// Units to ask their owner for: `(unit, owner)`.
     pub(crate) request: Vec<(String, String)>,
     /// Units of mine that a live member asked for: `(unit, requester)`.
@@ -751,12 +754,13 @@ pub(crate) fn plan(view: &View<'_>, expired: impl Fn(&str) -> bool) -> Plan {
     if have < ceil && !free.is_empty() {
         let offset = name_hash(me) % free.len();
         for unit in free.iter().cycle().skip(offset).take(free.len()) {
+            let entry = (unit.unit.clone(), unit.owner.clone(), unit.version);
             if have >= ceil {
-                break;
+                plan.spare.push(entry);
+            } else {
+                plan.take.push(entry);
+                have += 1;
             }
-            plan.take
-                .push((unit.unit.clone(), unit.owner.clone(), unit.version));
-            have += 1;
         }
     }
     // Below the floor with nothing left to take: ask the most loaded members. A request to a
@@ -1018,6 +1022,25 @@ mod tests {
             let c = counts(&["a", "b", "c"], &units);
             assert!(c.iter().all(|n| (2..=3).contains(n)), "{c:?}");
         }
+    }
+
+    #[test]
+    fn free_units_beyond_the_ceiling_are_spares_in_take_order() {
+        let units: Vec<LeaseRow> = (0..9)
+            .map(|i| unit(&format!("unit:{i}"), None, None))
+            .collect();
+        let p = plan(&view("a", &["a", "b", "c"], &units), |_| false);
+        assert_eq!(p.take.len(), 3);
+        assert_eq!(p.spare.len(), 6);
+        let mut all: Vec<&str> = p
+            .take
+            .iter()
+            .chain(&p.spare)
+            .map(|t| t.0.as_str())
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 9, "every free unit is a take or a spare, once");
     }
 
     #[test]

@@ -811,3 +811,58 @@ async fn a_member_reads_its_units_by_replica() -> anyhow::Result<()> {
     cluster.shutdown().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_with_an_end_finish_together() -> anyhow::Result<()> {
+    if !embedded_only("members_with_an_end_finish_together", "embedded cluster") {
+        return Ok(());
+    }
+    setup_tracing();
+    let cluster = cluster(3).await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(&session, VNODES).await?;
+    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    wait_for(Duration::from_secs(30), "rounds of writes", || async {
+        workload.rounds() >= 20
+    })
+    .await;
+    let (expected, checksum) = workload.finish().await?;
+    let end = Utc::now();
+    let mut members = Vec::new();
+    for id in ["a", "b", "c"] {
+        let (mut reader, handle) = setup.member(session.clone(), id).await?;
+        reader.stop_at(end);
+        members.push((reader, handle));
+    }
+    // Each member's handle resolves when it has left; when did the first one?
+    let finished = futures::future::join_all(members.into_iter().map(|(reader, handle)| async {
+        let _reader = reader;
+        let result = tokio::time::timeout(Duration::from_secs(30), handle).await;
+        (Instant::now(), result)
+    }))
+    .await;
+    let mut first_done = None::<Instant>;
+    for (at, result) in finished {
+        result??;
+        first_done = Some(first_done.map_or(at, |f| f.min(at)));
+    }
+    assert_eq!(
+        check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
+        checksum
+    );
+    // Once everything is read to the end, the members leave without handing each other
+    // units to read again: nothing is started after the first one left.
+    let first_done = first_done.expect("three members");
+    let late_starts = setup
+        .units
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e.1 && e.0 > first_done)
+        .count();
+    assert_eq!(late_starts, 0, "units were started after a member left");
+    setup.units.check_never_two_at_once();
+    cluster.shutdown().await;
+    Ok(())
+}

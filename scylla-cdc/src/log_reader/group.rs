@@ -499,6 +499,15 @@ impl Member<'_> {
             return Ok(Flow::Finished);
         }
         self.enter(generation).await?;
+        // With an end: once every stream of the generation is read to it (by any member),
+        // this member is done. Checked before taking anything, so that members leaving at the
+        // end do not hand each other units that are read already.
+        if self.running.is_empty()
+            && self.w.end().is_some()
+            && self.all_read_to_end(generation).await
+        {
+            return Ok(Flow::Finished);
+        }
 
         let units_known = self.units(generation).await?.clone();
         let live = self.live_members(&rows, read_at);
@@ -581,7 +590,12 @@ impl Member<'_> {
                     .await;
             }
         }
-        for (unit, owner, version) in &decided.take {
+        // A unit another member took first is replaced by a spare free one, so that members
+        // starting together do not wait a round for each unit they lose a race for.
+        let mut spare = decided.spare.iter();
+        let mut queue: std::collections::VecDeque<&(String, Option<String>, i64)> =
+            decided.take.iter().collect();
+        while let Some((unit, owner, version)) = queue.pop_front() {
             let new_version = self.next_version();
             let expires = self.expires_at();
             let sent = Instant::now();
@@ -615,7 +629,12 @@ impl Member<'_> {
                         valid_until: sent + self.validity(),
                     });
                 }
-                Ok(Cas::NotApplied) => debug!(unit = %unit, "another member took the unit first"),
+                Ok(Cas::NotApplied) => {
+                    debug!(unit = %unit, "another member took the unit first");
+                    if let Some(next) = spare.next() {
+                        queue.push_back(next);
+                    }
+                }
                 // The answer was lost: the next read shows whether it was taken.
                 Err(e) => warn!(unit = %unit, error = %e, "could not take a unit"),
             }
@@ -643,12 +662,6 @@ impl Member<'_> {
             }
         }
         self.publish(live.len(), current_units.len());
-        if self.running.is_empty()
-            && self.w.end().is_some()
-            && self.all_read_to_end(generation).await
-        {
-            return Ok(Flow::Finished);
-        }
         Ok(Flow::Continue)
     }
 
