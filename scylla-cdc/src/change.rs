@@ -911,8 +911,11 @@ impl ChangeAssembler {
         change: Change,
         trigger: Option<Retrigger>,
     ) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {
+        // A change of one row ending at the row that triggers it needs no copy: handing that
+        // row over again assembles the same change again (no other row of it is lost).
         if self.keep_failed
             && let Some(trigger) = trigger
+            && !(trigger.in_change && change.rows == 1)
         {
             self.failed = Some((change.clone(), trigger));
         }
@@ -1672,18 +1675,19 @@ mod tests {
         }
     }
 
-    /// Runs a reader of three changes of three rows each (v = 10c + seq), in pages of two
+    /// Runs a reader of three changes of `rows` rows each (v = 10c + seq), in pages of two
     /// rows, with `consumer` and `policy`; returns the result and each delivered change's
     /// values.
     async fn run_changes(
         consumer: Fussy,
         policy: crate::ConsumerErrorPolicy,
+        rows: i32,
     ) -> (Result<(), crate::CDCError>, Vec<Vec<i32>>) {
         let log = Arc::new(FakeLog::new(2));
         let start_us = (BASE - 3_600_000) * 1000;
         for c in 0..3i64 {
-            for seq in 0..3 {
-                let mut r = at(1, start_us + c * 1000, seq, 1, seq == 2);
+            for seq in 0..rows {
+                let mut r = at(1, start_us + c * 1000, seq, 1, seq == rows - 1);
                 r.v = Some(10 * c as i32 + seq);
                 log.push(r);
             }
@@ -1726,43 +1730,50 @@ mod tests {
     /// the changes around it arrive intact.
     #[tokio::test(start_paused = true)]
     async fn the_error_policy_retries_or_skips_whole_changes() {
-        let whole = |c: i32| vec![10 * c, 10 * c + 1, 10 * c + 2];
-        let flaky = Fussy {
-            fail: vec![10],
-            times: 2,
-            ..Fussy::default()
-        };
-        let (result, got) = run_changes(flaky, crate::ConsumerErrorPolicy::default()).await;
-        result.unwrap();
-        assert_eq!(got, vec![whole(0), whole(1), whole(2)]);
-
-        for panics in [false, true] {
-            let broken = || Fussy {
+        // Changes of one row are delivered again without a copy kept (see `hand_over`).
+        for rows in [3, 1] {
+            let whole = |c: i32| (10 * c..10 * c + rows).collect::<Vec<_>>();
+            let flaky = Fussy {
                 fail: vec![10],
-                times: u32::MAX,
-                panics,
+                times: 2,
                 ..Fussy::default()
             };
-            let (result, got) = run_changes(
-                broken(),
-                crate::ConsumerErrorPolicy::skip().with_retry(1, Duration::from_millis(5)),
-            )
-            .await;
+            let (result, got) =
+                run_changes(flaky, crate::ConsumerErrorPolicy::default(), rows).await;
             result.unwrap();
-            assert_eq!(got, vec![whole(0), whole(2)], "panics: {panics}");
-            let (result, got) = run_changes(broken(), crate::ConsumerErrorPolicy::stop()).await;
-            let err = result.unwrap_err();
-            assert!(
-                matches!(
-                    err,
-                    crate::CDCError::Consumer {
-                        batch_seq_no: 2,
-                        ..
-                    }
-                ),
-                "{err}"
-            );
-            assert_eq!(got, vec![whole(0)]);
+            assert_eq!(got, vec![whole(0), whole(1), whole(2)], "rows: {rows}");
+
+            for panics in [false, true] {
+                let broken = || Fussy {
+                    fail: vec![10],
+                    times: u32::MAX,
+                    panics,
+                    ..Fussy::default()
+                };
+                let (result, got) = run_changes(
+                    broken(),
+                    crate::ConsumerErrorPolicy::skip().with_retry(1, Duration::from_millis(5)),
+                    rows,
+                )
+                .await;
+                result.unwrap();
+                assert_eq!(
+                    got,
+                    vec![whole(0), whole(2)],
+                    "panics: {panics}, rows: {rows}"
+                );
+                let (result, got) =
+                    run_changes(broken(), crate::ConsumerErrorPolicy::stop(), rows).await;
+                let err = result.unwrap_err();
+                assert!(
+                    matches!(
+                        &err,
+                        crate::CDCError::Consumer { batch_seq_no, .. } if *batch_seq_no == rows - 1
+                    ),
+                    "{err}"
+                );
+                assert_eq!(got, vec![whole(0)]);
+            }
         }
     }
 }

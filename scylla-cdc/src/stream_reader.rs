@@ -14,8 +14,6 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use scylla::client::session::Session;
-use scylla::deserialize::DeserializationError;
-use scylla::deserialize::result::TypedRowIterator;
 use scylla::deserialize::row::ColumnIterator;
 use scylla::errors::ExecutionError;
 use scylla::frame::response::result::ColumnSpec;
@@ -52,29 +50,27 @@ pub(crate) enum LogPage {
     },
 }
 
-/// Rows of a [`LogPage`], as column iterators over the page's bytes.
-enum PageRows<'p> {
-    Driver(TypedRowIterator<'p, 'p, ColumnIterator<'p, 'p>>),
-    #[cfg(test)]
-    Raw {
-        specs: &'p [ColumnSpec<'p>],
-        rows: std::slice::Iter<'p, Vec<u8>>,
-    },
+/// The rows of a [`LogPage`] as the page holds them: `count` rows back to back, each its
+/// cells in column order, each cell after its big-endian `int` length (negative: null), as
+/// in a `RESULT Rows` message (the native protocol's spec, section 4.2.5.2).
+pub(crate) struct RawRows<'p> {
+    /// The columns of every row.
+    pub(crate) specs: &'p [ColumnSpec<'p>],
+    /// The number of rows.
+    pub(crate) count: usize,
+    /// The rows' bytes.
+    pub(crate) bytes: std::borrow::Cow<'p, [u8]>,
 }
 
-impl<'p> Iterator for PageRows<'p> {
-    type Item = Result<ColumnIterator<'p, 'p>, DeserializationError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            Self::Driver(it) => it.next(),
-            #[cfg(test)]
-            Self::Raw { specs, rows } => rows.next().map(|r| {
-                Ok(ColumnIterator::new(
-                    specs,
-                    scylla::deserialize::FrameSlice::new_borrowed(r),
-                ))
-            }),
+/// The first cell of `rest` and what follows it; `None` when `rest` is cut short.
+#[inline]
+pub(crate) fn next_cell(rest: &[u8]) -> Option<(Option<&[u8]>, &[u8])> {
+    let (len, rest) = rest.split_first_chunk::<4>()?;
+    match usize::try_from(i32::from_be_bytes(*len)) {
+        Err(_) => Some((None, rest)),
+        Ok(len) => {
+            let (cell, rest) = rest.split_at_checked(len)?;
+            Some((Some(cell), rest))
         }
     }
 }
@@ -89,21 +85,54 @@ impl LogPage {
         }
     }
 
-    /// The page's column specs and rows.
-    fn rows(&self) -> Result<(&[ColumnSpec<'_>], PageRows<'_>), String> {
+    /// The page's rows as its bytes hold them, parsed by the stream reader itself: the
+    /// driver's row iterator reads every cell's length twice (once to skip the row, once in
+    /// its column iterator) and was a third of the reader's CPU per row.
+    fn raw_rows(&self) -> Result<RawRows<'_>, String> {
         match self {
             Self::Driver(result) => {
+                let specs = result.column_specs().as_slice();
+                let count = result.rows_num();
+                // The driver keeps the rows' bytes to itself; any cell it slices out of them
+                // knows them whole (`as_original_frame_bytes`). The cells before the first
+                // non-null one are nulls, 4 bytes each: where it must start is checked.
                 let rows = result.rows::<ColumnIterator>().map_err(|e| e.to_string())?;
-                Ok((result.column_specs().as_slice(), PageRows::Driver(rows)))
+                for (r, row) in rows.enumerate() {
+                    let row = row.map_err(|e| e.to_string())?;
+                    for (c, column) in row.enumerate() {
+                        let column = column.map_err(|e| e.to_string())?;
+                        let Some(slice) = column.slice else { continue };
+                        let bytes: &[u8] = slice.as_original_frame_bytes();
+                        let at = (slice.as_slice().as_ptr() as usize)
+                            .checked_sub(bytes.as_ptr() as usize);
+                        let expected = (r * specs.len() + c + 1) * 4;
+                        if at != Some(expected) {
+                            return Err(format!(
+                                "the driver's rows are not laid out as a RESULT Rows \
+                                 message: cell {c} of row {r} at {at:?}, not {expected}"
+                            ));
+                        }
+                        return Ok(RawRows {
+                            specs,
+                            count,
+                            bytes: std::borrow::Cow::Borrowed(bytes),
+                        });
+                    }
+                }
+                // No cell at all is set: every row is nulls (and unusable).
+                let nulls = (-1i32).to_be_bytes().repeat(count * specs.len());
+                Ok(RawRows {
+                    specs,
+                    count,
+                    bytes: std::borrow::Cow::Owned(nulls),
+                })
             }
             #[cfg(test)]
-            Self::Raw { specs, rows } => Ok((
-                specs.as_slice(),
-                PageRows::Raw {
-                    specs: specs.as_slice(),
-                    rows: rows.iter(),
-                },
-            )),
+            Self::Raw { specs, rows } => Ok(RawRows {
+                specs: specs.as_slice(),
+                count: rows.len(),
+                bytes: std::borrow::Cow::Owned(rows.concat()),
+            }),
         }
     }
 }
@@ -834,7 +863,8 @@ impl Plan {
             window_end: end,
             detail,
         };
-        let (specs, rows) = page.rows().map_err(bad)?;
+        let raw = page.raw_rows().map_err(bad)?;
+        let specs = raw.specs;
         let index = match &progress.index {
             Some(index) if index.matches(specs) => index.clone(),
             _ => {
@@ -846,8 +876,12 @@ impl Plan {
         let mut cells: Vec<Option<&[u8]>> = Vec::with_capacity(index.len());
         // The bytes of the page the cells are slices of (the change assembler copies a row
         // out of them in one piece).
-        let mut frame: &[u8] = &[];
-        for (position, row) in (0u64..).zip(rows) {
+        let frame: &[u8] = &raw.bytes;
+        let mut rest = frame;
+        // The slot of the last row's stream: a page holds its streams' rows one stream after
+        // the other, so the search over the group's streams is rarely needed.
+        let mut slot_hint = 0usize;
+        for position in 0..raw.count as u64 {
             if position == paid_upto
                 && let Some(limiter) = limiter
             {
@@ -860,16 +894,16 @@ impl Plan {
                     let _ = tx.send(());
                 }
             }
-            let columns = row.map_err(|e| bad(e.to_string()))?;
             cells.clear();
-            for column in columns {
-                let column = column.map_err(|e| bad(e.to_string()))?;
-                if frame.is_empty()
-                    && let Some(slice) = column.slice
-                {
-                    frame = slice.as_original_frame_bytes();
-                }
-                cells.push(column.slice.map(|s| s.as_slice()));
+            for spec in specs {
+                let (cell, after) = next_cell(rest).ok_or_else(|| {
+                    bad(format!(
+                        "row {position} of the page ends before its column {}",
+                        spec.name()
+                    ))
+                })?;
+                cells.push(cell);
+                rest = after;
             }
             let header = match index.header(&cells) {
                 Ok(h) => h,
@@ -878,7 +912,17 @@ impl Plan {
                     continue;
                 }
             };
-            let Some(slot) = self.streams.iter().position(|s| *s == header.stream_id) else {
+            let same = |s: &StreamID| {
+                // Compared as integers: a call to `memcmp` per stream otherwise.
+                u128::from_ne_bytes(*s.as_bytes())
+                    == u128::from_ne_bytes(*header.stream_id.as_bytes())
+            };
+            let slot = if self.streams.get(slot_hint).is_some_and(same) {
+                slot_hint
+            } else if let Some(slot) = self.streams.iter().position(same) {
+                slot_hint = slot;
+                slot
+            } else {
                 warn!(stream = %header.stream_id, "skipping a CDC log row of a stream that was not asked for");
                 continue;
             };
@@ -1890,6 +1934,61 @@ pub(crate) mod tests {
         let vs: Vec<Option<i32>> = s.seen.lock().unwrap().iter().map(|x| x.3).collect();
         // The unknown operation is delivered (as OperationType::Unknown).
         assert_eq!(vs, vec![Some(1), Some(2)]);
+    }
+
+    #[test]
+    fn cells_are_read_as_a_rows_message_holds_them() {
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&3i32.to_be_bytes());
+        bytes.extend_from_slice(b"abc");
+        bytes.extend_from_slice(&(-1i32).to_be_bytes());
+        bytes.extend_from_slice(&0i32.to_be_bytes());
+        bytes.extend_from_slice(&5i32.to_be_bytes());
+        bytes.extend_from_slice(b"xy");
+        let (a, rest) = next_cell(&bytes).unwrap();
+        assert_eq!(a, Some(&b"abc"[..]));
+        let (null, rest) = next_cell(rest).unwrap();
+        assert_eq!(null, None);
+        let (empty, rest) = next_cell(rest).unwrap();
+        assert_eq!(empty, Some(&b""[..]));
+        // A length past the end, or a length cut short, is no cell.
+        assert!(next_cell(rest).is_none());
+        assert!(next_cell(&[0, 0]).is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_row_cut_short_stops_the_reader_after_the_rows_before_it() {
+        struct CutShort;
+        #[async_trait]
+        impl LogSource for CutShort {
+            async fn fetch_page(
+                &self,
+                _: &[StreamID],
+                _: DateTime<Utc>,
+                _: DateTime<Utc>,
+                _: PagingState,
+            ) -> Result<(LogPage, PagingStateResponse), ExecutionError> {
+                let good = row(1, (BASE - 50_000) * 1000, 0, 1).serialize();
+                let mut cut = row(1, (BASE - 40_000) * 1000, 0, 2).serialize();
+                cut.truncate(cut.len() - 1);
+                Ok((
+                    LogPage::Raw {
+                        specs: Arc::new(log_specs()),
+                        rows: vec![good, cut],
+                    },
+                    PagingStateResponse::NoMorePages,
+                ))
+            }
+        }
+        let (s, mut r) = reader(10, vec![stream(1)], ms(BASE - 100_000), None);
+        r.plan.settings.source = Arc::new(CutShort);
+        let err = r.run().await.unwrap_err();
+        assert!(
+            matches!(&err, CDCError::BadLogData { detail, .. } if detail.contains("row 1 ")),
+            "{err}"
+        );
+        let vs: Vec<Option<i32>> = s.seen.lock().unwrap().iter().map(|x| x.3).collect();
+        assert_eq!(vs, vec![Some(1)]);
     }
 
     #[tokio::test(start_paused = true)]

@@ -1132,14 +1132,41 @@ impl Sink<'_, '_, '_> {
             return Flow::Stop;
         }
         self.more = true;
-        self.last = Some(PagingState {
-            token,
-            key: key.clone(),
-            clustering: clustering.map(<[Value]>::to_vec),
-            total: self.total,
-            in_partition: self.in_partition,
-        });
+        self.set_last(token, key, clustering);
         Flow::Stop
+    }
+
+    /// Records where the page stands after a row, reusing the last state's buffers: a clone
+    /// of the partition key and a new vector for the clustering key at every row were ~10% of
+    /// serving a page of the CDC log.
+    fn set_last(&mut self, token: i64, key: &Bytes, clustering: Option<&[Value]>) {
+        let (total, in_partition) = (self.total, self.in_partition);
+        match &mut self.last {
+            Some(last) => {
+                last.token = token;
+                if last.key != *key {
+                    last.key = key.clone();
+                }
+                match (clustering, &mut last.clustering) {
+                    (Some(c), Some(v)) => {
+                        v.clear();
+                        v.extend_from_slice(c);
+                    }
+                    (c, slot) => *slot = c.map(<[Value]>::to_vec),
+                }
+                last.total = total;
+                last.in_partition = in_partition;
+            }
+            None => {
+                self.last = Some(PagingState {
+                    token,
+                    key: key.clone(),
+                    clustering: clustering.map(<[Value]>::to_vec),
+                    total,
+                    in_partition,
+                });
+            }
+        }
     }
 
     /// A partition's tombstone: counted; a page that reaches the tombstone limit here ends
@@ -1200,13 +1227,7 @@ impl Sink<'_, '_, '_> {
         self.total += 1;
         self.in_partition += 1;
         let clustering = r.row.map(|row| row.key());
-        self.last = Some(PagingState {
-            token: key.0,
-            key: key.1.clone(),
-            clustering: clustering.map(<[Value]>::to_vec),
-            total: self.total,
-            in_partition: self.in_partition,
-        });
+        self.set_last(key.0, key.1, clustering);
         // A short read: the page's data is past `query_page_size_in_bytes`, or a partition
         // tombstone reached the tombstone limit before this row. A full page ends here too,
         // saying more follow whether or not any does: Scylla's pager concludes it is
