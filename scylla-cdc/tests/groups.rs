@@ -347,6 +347,35 @@ async fn cluster(nodes: usize) -> anyhow::Result<EmbeddedCluster> {
         .await?)
 }
 
+/// Starts a test: the embedded cluster of `nodes` nodes, a session, a CDC table `t` in a new
+/// keyspace of `replication`, and `writers` writers on it; `None` (saying why) against a
+/// real cluster.
+async fn start(
+    test: &str,
+    why: &str,
+    nodes: usize,
+    replication: &str,
+    writers: i32,
+) -> anyhow::Result<Option<(EmbeddedCluster, Arc<Session>, Setup, Workload)>> {
+    if !embedded_only(test, why) {
+        return Ok(None);
+    }
+    setup_tracing();
+    let cluster = cluster(nodes).await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(&session, replication).await?;
+    let workload = Workload::start(session.clone(), &setup.ks, "t", writers, 8).await?;
+    Ok(Some((cluster, session, setup, workload)))
+}
+
+/// Waits until the first writer has written `n` rounds.
+async fn rounds(workload: &Workload, n: i32) {
+    wait_for(Duration::from_secs(30), "rounds of writes", || async {
+        workload.rounds() >= n
+    })
+    .await;
+}
+
 const VNODES: &str = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3} AND tablets = {'enabled': false}";
 
 /// Waits until everything written is delivered, stops the readers and checks the union.
@@ -379,14 +408,17 @@ async fn finish(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_members_share_the_streams_evenly_and_deliver_each_change_once() -> anyhow::Result<()>
 {
-    if !embedded_only("three_members_share_the_streams_evenly", "kills members") {
+    let Some((cluster, session, setup, workload)) = start(
+        "three_members_share_the_streams_evenly",
+        "kills members",
+        3,
+        VNODES,
+        4,
+    )
+    .await?
+    else {
         return Ok(());
-    }
-    setup_tracing();
-    let cluster = cluster(3).await?;
-    let session = cluster.session().await?;
-    let setup = Setup::new(&session, VNODES).await?;
-    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    };
     let a = setup.member(session.clone(), "a").await?;
     let b = setup.member(session.clone(), "b").await?;
     let c = setup.member(session.clone(), "c").await?;
@@ -399,10 +431,7 @@ async fn three_members_share_the_streams_evenly_and_deliver_each_change_once() -
         let g = r.progress().group.expect("a member reports its group");
         assert_eq!((g.members, g.units), (3, 12), "{g:?}");
     }
-    wait_for(Duration::from_secs(30), "rounds of writes", || async {
-        workload.rounds() >= 30
-    })
-    .await;
+    rounds(&workload, 30).await;
     let (expected, checksum) = finish(workload, &setup, vec![a, b, c]).await?;
     // Hand-overs while balancing are graceful (the giver saves its checkpoint first): no
     // change is delivered twice.
@@ -424,14 +453,17 @@ async fn three_members_share_the_streams_evenly_and_deliver_each_change_once() -
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_member_s_units_are_taken_over_and_nothing_is_lost() -> anyhow::Result<()> {
-    if !embedded_only("a_killed_member_s_units_are_taken_over", "kills members") {
+    let Some((cluster, session, setup, workload)) = start(
+        "a_killed_member_s_units_are_taken_over",
+        "kills members",
+        3,
+        VNODES,
+        4,
+    )
+    .await?
+    else {
         return Ok(());
-    }
-    setup_tracing();
-    let cluster = cluster(3).await?;
-    let session = cluster.session().await?;
-    let setup = Setup::new(&session, VNODES).await?;
-    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    };
     let a = setup.member(session.clone(), "a").await?;
     let b = setup.member(session.clone(), "b").await?;
     let mut c = Killable::start(&cluster, &setup, "c").await?;
@@ -439,10 +471,7 @@ async fn a_killed_member_s_units_are_taken_over_and_nothing_is_lost() -> anyhow:
         balanced(&[&a.0, &b.0, &c.reader], 12)
     })
     .await;
-    wait_for(Duration::from_secs(30), "rounds of writes", || async {
-        workload.rounds() >= 20
-    })
-    .await;
+    rounds(&workload, 20).await;
     let victims = c.reader.progress().group.unwrap().owned;
     assert_eq!(victims.len(), 4);
     c.kill();
@@ -498,24 +527,24 @@ async fn a_killed_member_s_units_are_taken_over_and_nothing_is_lost() -> anyhow:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_that_joins_gets_its_share() -> anyhow::Result<()> {
-    if !embedded_only("a_member_that_joins_gets_its_share", "embedded cluster") {
+    let Some((cluster, session, setup, workload)) = start(
+        "a_member_that_joins_gets_its_share",
+        "embedded cluster",
+        3,
+        VNODES,
+        4,
+    )
+    .await?
+    else {
         return Ok(());
-    }
-    setup_tracing();
-    let cluster = cluster(3).await?;
-    let session = cluster.session().await?;
-    let setup = Setup::new(&session, VNODES).await?;
-    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    };
     let a = setup.member(session.clone(), "a").await?;
     let b = setup.member(session.clone(), "b").await?;
     wait_for(Duration::from_secs(30), "6 units per member", || async {
         balanced(&[&a.0, &b.0], 12)
     })
     .await;
-    wait_for(Duration::from_secs(30), "rounds of writes", || async {
-        workload.rounds() >= 15
-    })
-    .await;
+    rounds(&workload, 15).await;
     let c = setup.member(session.clone(), "c").await?;
     wait_for(Duration::from_secs(30), "4 units per member", || async {
         balanced(&[&a.0, &b.0, &c.0], 12)
@@ -542,14 +571,17 @@ async fn a_member_that_joins_gets_its_share() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_follows_a_generation_switch() -> anyhow::Result<()> {
-    if !embedded_only("a_group_follows_a_generation_switch", "adds a node") {
+    let Some((cluster, session, setup, workload)) = start(
+        "a_group_follows_a_generation_switch",
+        "adds a node",
+        3,
+        VNODES,
+        4,
+    )
+    .await?
+    else {
         return Ok(());
-    }
-    setup_tracing();
-    let cluster = cluster(3).await?;
-    let session = cluster.session().await?;
-    let setup = Setup::new(&session, VNODES).await?;
-    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    };
     let a = setup.member(session.clone(), "a").await?;
     let b = setup.member(session.clone(), "b").await?;
     wait_for(Duration::from_secs(30), "6 units per member", || async {
@@ -609,10 +641,7 @@ async fn members_share_a_tablet_keyspace_s_streams() -> anyhow::Result<()> {
         balanced(&[&a.0, &b.0, &c.0], 8)
     })
     .await;
-    wait_for(Duration::from_secs(30), "rounds of writes", || async {
-        workload.rounds() >= 20
-    })
-    .await;
+    rounds(&workload, 20).await;
     let (expected, checksum) = finish(workload, &setup, vec![a, b, c]).await?;
     assert_eq!(
         check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
@@ -625,14 +654,17 @@ async fn members_share_a_tablet_keyspace_s_streams() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_never_read_one_unit_at_once_under_lease_timeouts() -> anyhow::Result<()> {
-    if !embedded_only("members_never_read_one_unit_at_once", "injects faults") {
+    let Some((cluster, session, setup, workload)) = start(
+        "members_never_read_one_unit_at_once",
+        "injects faults",
+        3,
+        VNODES,
+        4,
+    )
+    .await?
+    else {
         return Ok(());
-    }
-    setup_tracing();
-    let cluster = cluster(3).await?;
-    let session = cluster.session().await?;
-    let setup = Setup::new(&session, VNODES).await?;
-    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    };
     // 65% of the requests to the lease table time out: 30% after taking effect (the member
     // cannot know whether its renewal or take was applied), then half of the others before
     // (the first rule that matches decides). Renewals fail for a
@@ -814,18 +846,18 @@ async fn a_member_reads_its_units_by_replica() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_with_an_end_finish_together() -> anyhow::Result<()> {
-    if !embedded_only("members_with_an_end_finish_together", "embedded cluster") {
+    let Some((cluster, session, setup, workload)) = start(
+        "members_with_an_end_finish_together",
+        "embedded cluster",
+        3,
+        VNODES,
+        4,
+    )
+    .await?
+    else {
         return Ok(());
-    }
-    setup_tracing();
-    let cluster = cluster(3).await?;
-    let session = cluster.session().await?;
-    let setup = Setup::new(&session, VNODES).await?;
-    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
-    wait_for(Duration::from_secs(30), "rounds of writes", || async {
-        workload.rounds() >= 20
-    })
-    .await;
+    };
+    rounds(&workload, 20).await;
     let (expected, checksum) = workload.finish().await?;
     let end = Utc::now();
     let mut members = Vec::new();
