@@ -353,13 +353,18 @@ impl Replicator {
     /// Runs until a reader fails or `shutdown` is requested (first request: finish the
     /// current windows, flush the writes in flight, save checkpoints; second: stop at once).
     pub async fn run(self, shutdown: Shutdown) -> Result<(), CliError> {
+        let progress = ReadersProgress::of(&self.readers);
+        let started = (self.stats.applied(), Instant::now());
         let logger = tokio::spawn(log_progress(
             self.stats.clone(),
-            ReadersProgress::of(&self.readers),
+            progress.clone(),
             self.progress_interval,
         ));
         let result = supervise(self.readers, shutdown).await;
         logger.abort();
+        // A last line with the final figures (also when the run was shorter than one
+        // progress interval); its rate is over the whole run.
+        progress_line(&self.stats, &progress, started);
         info!(
             applied = self.stats.applied(),
             retries = self.stats.retries(),
@@ -516,38 +521,47 @@ async fn start_reader(
 /// the newest applied change is, and the readers' low watermark with the lag behind it
 /// (everything up to the watermark is replicated).
 async fn log_progress(stats: Arc<Stats>, readers: ReadersProgress, interval: Duration) {
-    let mut last = stats.applied();
-    let mut last_at = Instant::now();
+    let mut since = (stats.applied(), Instant::now());
     loop {
         tokio::time::sleep(interval).await;
-        let applied = stats.applied();
-        let elapsed = last_at.elapsed().as_secs_f64().max(1e-9);
-        let rate = (applied - last) as f64 / elapsed;
-        let now = chrono::Utc::now();
-        let watermark = readers.describe_watermark(now);
-        let watermark = match readers.describe_group() {
-            Some(g) => format!("{watermark}, {g}"),
-            None => watermark,
-        };
-        let behind = stats.newest_applied_micros().map(|t| {
-            let lag = now.timestamp_micros().saturating_sub(t);
-            Duration::from_micros(u64::try_from(lag).unwrap_or(0))
-        });
-        match behind {
-            Some(b) => info!(
-                applied,
-                per_second = format!("{rate:.0}"),
-                behind_now = format!("{:.1}s", b.as_secs_f64()),
-                retries = stats.retries(),
-                "progress: {applied} changes applied, {rate:.0}/s, newest applied change {:.1}s \
-                 behind now, {watermark}",
-                b.as_secs_f64()
-            ),
-            None => info!(applied, "progress: no change applied yet, {watermark}"),
-        }
-        last = applied;
-        last_at = Instant::now();
+        since = progress_line(&stats, &readers, since);
     }
+}
+
+/// Logs one progress line: changes applied, changes per second since `(applied, at)`, how far
+/// behind now the newest applied change is, and the readers' low watermark; returns the new
+/// `(applied, at)`.
+fn progress_line(
+    stats: &Stats,
+    readers: &ReadersProgress,
+    (last, last_at): (u64, Instant),
+) -> (u64, Instant) {
+    let applied = stats.applied();
+    let elapsed = last_at.elapsed().as_secs_f64().max(1e-9);
+    let rate = (applied - last) as f64 / elapsed;
+    let now = chrono::Utc::now();
+    let watermark = readers.describe_watermark(now);
+    let watermark = match readers.describe_group() {
+        Some(g) => format!("{watermark}, {g}"),
+        None => watermark,
+    };
+    let behind = stats.newest_applied_micros().map(|t| {
+        let lag = now.timestamp_micros().saturating_sub(t);
+        Duration::from_micros(u64::try_from(lag).unwrap_or(0))
+    });
+    match behind {
+        Some(b) => info!(
+            applied,
+            per_second = format!("{rate:.0}"),
+            behind_now = format!("{:.1}s", b.as_secs_f64()),
+            retries = stats.retries(),
+            "progress: {applied} changes applied, {rate:.0}/s, newest applied change {:.1}s \
+             behind now, {watermark}",
+            b.as_secs_f64()
+        ),
+        None => info!(applied, "progress: no change applied yet, {watermark}"),
+    }
+    (applied, Instant::now())
 }
 
 /// The replicator's process: runs it with the process arguments, stdout and signals (Ctrl-C,

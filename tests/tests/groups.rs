@@ -408,15 +408,12 @@ async fn three_printers_share_a_table_and_survive_a_kill_9() -> anyhow::Result<(
         assert!(!m.out().is_empty(), "{} printed nothing", m.name);
     }
     // At least once: what the victim printed after its last checkpoint may be printed again
-    // by the member that took its unit over. Graceful hand-overs (while balancing, when p4
-    // joined, when p1 stopped) repeat nothing: every change printed twice was printed by the
-    // victim.
+    // by the member that took its unit over (how much depends on when, between two
+    // checkpoints 3 s apart, the kill came: possibly nothing). Graceful hand-overs (while
+    // balancing, when p4 joined, when p1 stopped) repeat nothing: every change printed twice
+    // was printed by the victim.
     let again: Vec<(&(i32, i32), &Vec<String>)> =
         all.iter().filter(|(_, by)| by.len() > 1).collect();
-    assert!(
-        !again.is_empty(),
-        "the victim was killed 3 s checkpoints apart: some of its changes are printed again"
-    );
     for (change, by) in &again {
         assert!(
             by.len() == 2 && by.contains(&victim.name),
