@@ -22,6 +22,7 @@
 //!   end.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -104,7 +105,7 @@ struct Member<'w> {
     running: HashMap<tokio::task::Id, Running>,
     tasks: JoinSet<Result<(), CDCError>>,
     /// The units of each generation met: key → streams.
-    units_of: BTreeMap<GenerationTimestamp, HashMap<String, Vec<StreamID>>>,
+    units_of: BTreeMap<GenerationTimestamp, Arc<HashMap<String, Vec<StreamID>>>>,
     /// Units whose reader reached the reader's end: held, not started again.
     ended: HashSet<String>,
     /// Units to hand over (`None`: to free) once none of their readers runs.
@@ -357,10 +358,10 @@ impl Member<'_> {
     async fn units(
         &mut self,
         generation: GenerationTimestamp,
-    ) -> Result<&HashMap<String, Vec<StreamID>>, CDCError> {
+    ) -> Result<Arc<HashMap<String, Vec<StreamID>>>, CDCError> {
         if !self.units_of.contains_key(&generation) {
             let groups = self.w.fetch_stream_groups(&generation).await?;
-            let units = groups
+            let units: HashMap<String, Vec<StreamID>> = groups
                 .into_iter()
                 .filter_map(|streams| {
                     let first = *streams.iter().min()?;
@@ -369,9 +370,9 @@ impl Member<'_> {
                 .collect();
             // Only the generations still to be read are kept.
             self.units_of.retain(|g, _| *g >= generation);
-            self.units_of.insert(generation, units);
+            self.units_of.insert(generation, Arc::new(units));
         }
-        Ok(&self.units_of[&generation])
+        Ok(self.units_of[&generation].clone())
     }
 
     /// Creates the units of `generation` that are missing, starting without checkpoints at
@@ -509,7 +510,8 @@ impl Member<'_> {
             return Ok(Flow::Finished);
         }
 
-        let units_known = self.units(generation).await?.clone();
+        // Shared, not copied: the map is the generation's, cached for every round.
+        let units_known = self.units(generation).await?;
         let live = self.live_members(&rows, read_at);
         let current_units: Vec<&LeaseRow> = rows
             .iter()
