@@ -108,16 +108,23 @@ impl<'a> RowRef<'a> {
         }
     }
 
-    /// A column's value, borrowed from the storage when possible.
-    fn value_ref(&self, info: &ColInfo) -> Option<Cow<'a, Value>> {
-        match info.source {
-            ColSource::Pk(i) => self.part.key_values().get(i).map(Cow::Borrowed),
-            ColSource::Ck(i) => self.row.and_then(|r| r.key().get(i)).map(Cow::Borrowed),
-            _ => match self.cell(info)? {
-                CellView::Atomic { value, .. } => Some(Cow::Borrowed(value)),
-                CellView::Counter { value, .. } => Some(Cow::Owned(Value::Bigint(value))),
-                c => c.to_value(&info.typ).map(Cow::Owned),
-            },
+    /// A column's value, borrowed from the storage when possible. For the columns of a row
+    /// asked for in turn: `cursors` (zeroed for the row's first column) make columns asked
+    /// for in ascending id order one pass over the static and the row's cells (see
+    /// [`RowView::cell_from`]).
+    fn value_ref(&self, info: &ColInfo, cursors: &mut [usize; 2]) -> Option<Cow<'a, Value>> {
+        let cell = match info.source {
+            ColSource::Pk(i) => return self.part.key_values().get(i).map(Cow::Borrowed),
+            ColSource::Ck(i) => {
+                return self.row.and_then(|r| r.key().get(i)).map(Cow::Borrowed);
+            }
+            ColSource::Static(id) => self.static_row?.cell_from(id, &mut cursors[0]),
+            ColSource::Regular(id) => self.row?.cell_from(id, &mut cursors[1]),
+        };
+        match cell? {
+            CellView::Atomic { value, .. } => Some(Cow::Borrowed(value)),
+            CellView::Counter { value, .. } => Some(Cow::Owned(Value::Bigint(value))),
+            c => c.to_value(&info.typ).map(Cow::Owned),
         }
     }
 }
@@ -1264,21 +1271,23 @@ impl Sink<'_, '_, '_> {
         };
         match &self.plan.selection {
             SelectionPlan::Columns(idx) => {
+                let mut cursors = [0; 2];
                 for &i in idx {
-                    match self.plan.cols.get(i) {
-                        Some(info) => match r.value_ref(info) {
-                            Some(v) => w.cell_with(|buf| v.encode(buf)),
-                            None => w.null_cell(),
-                        },
+                    match self
+                        .plan
+                        .cols
+                        .get(i)
+                        .and_then(|info| r.value_ref(info, &mut cursors))
+                    {
+                        Some(v) => w.value_cell(&v),
                         None => w.null_cell(),
                     }
                 }
             }
             SelectionPlan::Exprs { items, .. } => {
                 for e in items {
-                    let v = e.eval(r, &self.plan.cols, self.ctx)?;
-                    match v {
-                        Some(v) => w.cell_with(|buf| v.encode(buf)),
+                    match e.eval(r, &self.plan.cols, self.ctx)? {
+                        Some(v) => w.value_cell(&v),
                         None => w.null_cell(),
                     }
                 }

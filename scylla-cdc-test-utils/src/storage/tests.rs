@@ -1276,3 +1276,43 @@ fn scan_rows_shows_the_dead_rows_a_read_carries_as_tombstones() {
     // The live rows are those of `rows`.
     assert_eq!(part.all_rows().count(), 2);
 }
+
+#[test]
+fn cells_found_from_a_cursor_match_the_lookup_in_any_order() {
+    let mut t = table(&[false]);
+    let cols: Vec<ColumnId> = (10..20).map(ColumnId).collect();
+    // Every other column set, one of them deleted, one expired.
+    let mut cells: Vec<(ColumnId, CellUpdate)> = cols
+        .iter()
+        .step_by(2)
+        .map(|&c| (c, set(10, Some(c.0 as i32))))
+        .collect();
+    cells.push((ColumnId(13), set(10, None)));
+    cells.push((ColumnId(15), set_ttl(1, 15, 1)));
+    t.apply(&write(1, &[1], cells), Now(0));
+    let part = t
+        .partition(pk(1).token, &pk(1).bytes, NOW)
+        .expect("partition");
+    let row = part.row(&ints(&[1])).expect("row");
+    let want = |c: ColumnId| row.cell(c).and_then(|v| v.to_value(&CqlType::Int));
+    let asked: [Vec<ColumnId>; 4] = [
+        (5..25).map(ColumnId).collect(),
+        (5..25).rev().map(ColumnId).collect(),
+        [12, 12, 18, 10, 11, 19, 14, 30, 2, 16]
+            .map(ColumnId)
+            .to_vec(),
+        vec![ColumnId(19), ColumnId(100), ColumnId(10)],
+    ];
+    for order in asked {
+        let mut cursor = 0;
+        for c in order.iter().copied() {
+            let got = row
+                .cell_from(c, &mut cursor)
+                .and_then(|v| v.to_value(&CqlType::Int));
+            assert_eq!(got, want(c), "column {c:?} asked in the order {order:?}");
+        }
+    }
+    assert_eq!(want(ColumnId(12)), Some(Value::Int(12)));
+    assert_eq!(want(ColumnId(13)), None);
+    assert_eq!(want(ColumnId(15)), None);
+}

@@ -1234,6 +1234,33 @@ fn put_len(out: &mut BytesMut, len: usize) {
 }
 
 impl Value {
+    /// The length of [`Value::encode`]'s output when it is known without encoding: every
+    /// value but durations (variable-length integers), collections, tuples and UDTs. Lets a
+    /// writer put the `[bytes]` length first instead of patching it afterwards.
+    #[inline]
+    pub fn encoded_len(&self) -> Option<usize> {
+        Some(match self {
+            Value::Empty => 0,
+            Value::Boolean(_) | Value::Tinyint(_) => 1,
+            Value::Smallint(_) => 2,
+            Value::Int(_) | Value::Float(_) | Value::Date(_) => 4,
+            Value::Bigint(_) | Value::Time(_) | Value::Timestamp(_) | Value::Double(_) => 8,
+            Value::Varint(v) => v.as_bytes().len(),
+            Value::Decimal(d) => 4 + d.unscaled.as_bytes().len(),
+            Value::Text(s) => s.len(),
+            Value::Blob(b) => b.len(),
+            Value::Inet(IpAddr::V4(_)) => 4,
+            Value::Inet(IpAddr::V6(_)) => 16,
+            Value::Uuid(_) | Value::Timeuuid(_) => 16,
+            Value::Duration(_)
+            | Value::List(_)
+            | Value::Set(_)
+            | Value::Map(_)
+            | Value::Tuple(_)
+            | Value::Udt(_) => return None,
+        })
+    }
+
     /// Writes the bytes of this value as a `[bytes]` body (without the length prefix).
     pub fn encode(&self, out: &mut BytesMut) {
         match self {

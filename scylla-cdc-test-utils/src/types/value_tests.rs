@@ -781,3 +781,48 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn encoded_len_is_the_length_encode_writes_or_none() {
+    let values = [
+        Value::Empty,
+        Value::Boolean(true),
+        Value::Tinyint(-3),
+        Value::Smallint(300),
+        Value::Int(-70_000),
+        Value::Bigint(1 << 40),
+        Value::Varint(Varint::from_i64(-129)),
+        Value::Decimal(Arc::new(Decimal::new(2, Varint::from_i64(12_345)))),
+        Value::Float(1.5),
+        Value::Double(-2.25),
+        Value::text("zażółć"),
+        Value::Blob(Arc::from(&b"\x00\x01\x02"[..])),
+        Value::Date(1 << 31),
+        Value::Time(86_399_999_999_999),
+        Value::Timestamp(-1),
+        Value::Inet(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        Value::Inet(IpAddr::V6(Ipv6Addr::LOCALHOST)),
+        Value::Uuid(Uuid::from_u128(7)),
+        Value::Timeuuid(Uuid::from_u128(8)),
+    ];
+    for v in values {
+        let mut out = BytesMut::new();
+        v.encode(&mut out);
+        assert_eq!(v.encoded_len(), Some(out.len()), "{v:?}");
+    }
+    let variable = [
+        Value::Duration(Duration {
+            months: 1,
+            days: 2,
+            nanos: 3,
+        }),
+        Value::List(Arc::from(vec![Value::Int(1)])),
+        Value::Set(Arc::from(vec![Value::Int(1)])),
+        Value::Map(Arc::from(vec![(Value::Int(1), Value::Int(2))])),
+        Value::Tuple(Arc::from(vec![Some(Value::Int(1)), None])),
+        Value::Udt(Arc::from(vec![None])),
+    ];
+    for v in variable {
+        assert_eq!(v.encoded_len(), None, "{v:?}");
+    }
+}
