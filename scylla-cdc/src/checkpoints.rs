@@ -210,15 +210,7 @@ impl TableBackedCheckpointSaver {
         );
         let prepare = |text: String| {
             let session = session.clone();
-            async move {
-                session
-                    .prepare(text.clone())
-                    .await
-                    .map_err(|source| CDCError::Prepare {
-                        statement: text,
-                        source: Box::new(source),
-                    })
-            }
+            async move { crate::error::prepare(&session, &text).await }
         };
         let key = "reader_name = ? AND keyspace_name = ? AND table_name = ?";
         let insert = prepare(format!(

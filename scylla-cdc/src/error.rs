@@ -440,19 +440,27 @@ fn is_transient_attempt(err: &RequestAttemptError) -> bool {
     }
 }
 
+/// Prepares `text`; a failure is [`CDCError::Prepare`].
+pub(crate) async fn prepare(
+    session: &scylla::client::session::Session,
+    text: &str,
+) -> Result<scylla::statement::prepared::PreparedStatement, CDCError> {
+    session
+        .prepare(text)
+        .await
+        .map_err(|source| CDCError::Prepare {
+            statement: text.to_owned(),
+            source: Box::new(source),
+        })
+}
+
 /// Prepares `text` as an idempotent statement (the library only prepares reads and
 /// upserts that are safe to retry); a failure is [`CDCError::Prepare`].
 pub(crate) async fn prepare_idempotent(
     session: &scylla::client::session::Session,
     text: &str,
 ) -> Result<scylla::statement::prepared::PreparedStatement, CDCError> {
-    let mut statement = session
-        .prepare(text)
-        .await
-        .map_err(|source| CDCError::Prepare {
-            statement: text.to_owned(),
-            source: Box::new(source),
-        })?;
+    let mut statement = prepare(session, text).await?;
     statement.set_is_idempotent(true);
     Ok(statement)
 }

@@ -33,6 +33,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
 use scylla::client::session::Session;
+use scylla::serialize::row::SerializeRow;
 use scylla::statement::batch::{Batch, BatchType};
 use scylla::statement::prepared::PreparedStatement;
 use scylla::value::{CqlValue, Row};
@@ -190,15 +191,7 @@ impl LeaseTable {
         check_shape(&session, lease_keyspace, lease_table).await?;
         let prepare = |text: String| {
             let session = session.clone();
-            async move {
-                session
-                    .prepare(text.clone())
-                    .await
-                    .map_err(|source| CDCError::Prepare {
-                        statement: text,
-                        source: Box::new(source),
-                    })
-            }
+            async move { crate::error::prepare(&session, &text).await }
         };
         let key = "group_name = ? AND keyspace_name = ? AND table_name = ?";
         Ok(Self {
@@ -327,49 +320,43 @@ impl LeaseTable {
     ) -> Result<Vec<String>, CDCError> {
         let (g, k, t) = &self.key;
         let ttl = i32::try_from(member_ttl.as_secs().max(1)).unwrap_or(i32::MAX);
-        let heartbeat = (ttl, version, expires_at, g, k, t, member_key(member));
-        if units.is_empty() {
-            self.session
-                .execute_unpaged(&self.heartbeat, heartbeat)
-                .await
-                .map_err(query_error(format!("renewing membership in {}", self.name)))?;
-            return Ok(Vec::new());
-        }
+        let member_row = member_key(member);
+        let heartbeat = (
+            ttl,
+            version,
+            expires_at,
+            g.as_str(),
+            k.as_str(),
+            t.as_str(),
+            member_row.as_str(),
+        );
+        // The member row rides with the first batch; sent alone when that batch never
+        // applied (no unit, or every unit of the first batch found lost).
+        let mut heartbeat_sent = false;
         let mut lost = Vec::new();
         for (i, chunk) in units.chunks(BATCH_STATEMENTS).enumerate() {
             let mut remaining: Vec<&String> = chunk.iter().collect();
             // A batch whose condition fails on one unit applies nothing: it is sent again
             // without the units found lost (at most once per lost unit).
-            loop {
-                if remaining.is_empty() {
-                    break;
-                }
+            while !remaining.is_empty() {
                 let mut batch = Batch::new(BatchType::Unlogged);
-                let mut values: Vec<Box<dyn scylla::serialize::row::SerializeRow + Send + Sync>> =
+                let mut values: Vec<Box<dyn SerializeRow + Send + Sync + '_>> =
                     Vec::with_capacity(remaining.len() + 1);
                 for unit in &remaining {
                     batch.append_statement(self.renew.clone());
                     values.push(Box::new((
                         version,
                         expires_at,
-                        g.clone(),
-                        k.clone(),
-                        t.clone(),
-                        (*unit).clone(),
-                        member.to_owned(),
+                        g.as_str(),
+                        k.as_str(),
+                        t.as_str(),
+                        unit.as_str(),
+                        member,
                     )));
                 }
                 if i == 0 {
                     batch.append_statement(self.heartbeat.clone());
-                    values.push(Box::new((
-                        heartbeat.0,
-                        heartbeat.1,
-                        heartbeat.2,
-                        g.clone(),
-                        k.clone(),
-                        t.clone(),
-                        heartbeat.6.clone(),
-                    )));
+                    values.push(Box::new(heartbeat));
                 }
                 let result = self
                     .session
@@ -378,6 +365,7 @@ impl LeaseTable {
                     .map_err(query_error(format!("renewing leases in {}", self.name)))?;
                 let (applied, rows) = applied(result)?;
                 if applied == Cas::Applied {
+                    heartbeat_sent |= i == 0;
                     break;
                 }
                 // One row per statement: `[applied]`, the key columns, then `owner`.
@@ -397,6 +385,12 @@ impl LeaseTable {
                     )));
                 }
             }
+        }
+        if !heartbeat_sent {
+            self.session
+                .execute_unpaged(&self.heartbeat, heartbeat)
+                .await
+                .map_err(query_error(format!("renewing membership in {}", self.name)))?;
         }
         Ok(lost)
     }
@@ -1149,5 +1143,68 @@ mod tests {
     fn the_default_member_id_names_the_process() {
         let id = default_member_id();
         assert!(id.ends_with(&format!("-{}", std::process::id())), "{id}");
+    }
+
+    /// A renewal whose first batch finds every unit lost still renews the member row (it
+    /// rides with that batch otherwise): a member that lost its units stays a live member.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn losing_every_unit_of_the_first_batch_still_renews_the_member() -> anyhow::Result<()> {
+        let cluster = scylla_cdc_test_utils::EmbeddedCluster::builder()
+            .start()
+            .await?;
+        let session = Arc::new(
+            scylla::client::session_builder::SessionBuilder::new()
+                .known_node(cluster.contact_point().to_string())
+                .build()
+                .await?,
+        );
+        session
+            .query_unpaged(
+                "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', \
+                 'replication_factor': 1}",
+                (),
+            )
+            .await?;
+        let table = LeaseTable::open(session, ("ks", "leases"), "g", "ks", "t").await?;
+        let now = Utc::now();
+        let units: Vec<String> = (0..3).map(|i| format!("{UNIT_PREFIX}{i}")).collect();
+        let new: Vec<NewUnit> = units
+            .iter()
+            .map(|key| NewUnit {
+                key: key.clone(),
+                start: now,
+            })
+            .collect();
+        table.create_units(&new).await?;
+        let later = now + chrono::Duration::seconds(10);
+        for unit in &units {
+            assert_eq!(
+                table.take(unit, "a", None, 0, 1, later).await?,
+                Cas::Applied
+            );
+            assert_eq!(
+                table.take(unit, "b", Some("a"), 1, 2, later).await?,
+                Cas::Applied
+            );
+        }
+        let lost = table
+            .renew("a", &units, 7, later, Duration::from_secs(10))
+            .await?;
+        assert_eq!(lost, units);
+        let rows = table.read().await?;
+        let a = rows
+            .iter()
+            .find(|r| r.member() == Some("a"))
+            .expect("member a's row is written");
+        assert_eq!((a.version, a.expires_at.is_some()), (7, true));
+        for r in rows.iter().filter(|r| r.is_unit()) {
+            assert_eq!(
+                (r.owner.as_deref(), r.version),
+                (Some("b"), 2),
+                "{}",
+                r.unit
+            );
+        }
+        Ok(())
     }
 }
