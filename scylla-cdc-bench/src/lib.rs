@@ -31,6 +31,8 @@ use anyhow::{Context, bail};
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 
+pub mod tally;
+
 /// A `scylla-emulator` child process, killed when dropped.
 pub struct Emulator {
     child: Child,
@@ -246,6 +248,77 @@ pub async fn end_of_backlog(
         .single_row::<(i64,)>()?;
     let micros = u64::try_from(micros).context("a write timestamp before 1970")?;
     Ok(micros.div_ceil(1000))
+}
+
+/// An in-process embedded cluster holding a preloaded CDC backlog of `keyspace.table`, ready
+/// to be read from `start_ms` to `end_ms` (exclusive, milliseconds since the epoch).
+pub struct Backlog {
+    /// The cluster.
+    pub cluster: scylla_cdc_test_utils::EmbeddedCluster,
+    /// Just before the cluster (and its first generation) existed.
+    pub start_ms: u64,
+    /// Just after the last preloaded write (see [`end_of_backlog`]).
+    pub end_ms: u64,
+}
+
+/// The shape of a [`Backlog`]'s cluster and of its preload.
+#[derive(Debug, Clone, Copy)]
+pub struct BacklogShape {
+    /// Nodes.
+    pub nodes: usize,
+    /// Shards per node.
+    pub shards: u32,
+    /// Vnodes per node.
+    pub vnodes: usize,
+    /// Preloaded partitions.
+    pub partitions: u64,
+    /// Preloaded rows per partition.
+    pub rows: u64,
+}
+
+impl Backlog {
+    /// Starts the cluster with the preload, prints how long the preload took, and returns
+    /// once the end of the backlog is `safety_interval_ms` in the past, so that a reader
+    /// that stays that far behind now never waits for the clock while reading it.
+    pub async fn start(
+        keyspace: &str,
+        table: &str,
+        shape: BacklogShape,
+        safety_interval_ms: u64,
+    ) -> anyhow::Result<Backlog> {
+        let start_ms = now_ms().saturating_sub(1);
+        let loading = std::time::Instant::now();
+        let cluster = scylla_cdc_test_utils::EmbeddedCluster::builder()
+            .nodes(shape.nodes)
+            .shards_per_node(shape.shards)
+            .vnodes_per_node(shape.vnodes)
+            .preload(scylla_cdc_test_utils::Preload::new(
+                keyspace,
+                table,
+                shape.partitions,
+                shape.rows,
+            ))
+            .start()
+            .await
+            .context("starting the embedded cluster")?;
+        println!(
+            "preloaded {} rows in {:.1} s; cluster at {}",
+            shape.partitions * shape.rows,
+            loading.elapsed().as_secs_f64(),
+            cluster.contact_point()
+        );
+        let end_ms = end_of_backlog(&cluster, keyspace).await?;
+        let ready_at = end_ms + safety_interval_ms + 1;
+        let now = now_ms();
+        if ready_at > now {
+            tokio::time::sleep(Duration::from_millis(ready_at - now)).await;
+        }
+        Ok(Backlog {
+            cluster,
+            start_ms,
+            end_ms,
+        })
+    }
 }
 
 /// Milliseconds since the epoch, by this machine's clock.

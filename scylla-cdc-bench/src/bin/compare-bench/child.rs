@@ -3,7 +3,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -11,6 +10,7 @@ use async_trait::async_trait;
 use clap::ValueEnum;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::value::CqlValue;
+use scylla_cdc_bench::tally::{ResultFields, Tally, Totals};
 
 /// The prefix of the result line a child prints.
 pub(crate) const RESULT_PREFIX: &str = "compare-bench-result";
@@ -97,85 +97,17 @@ impl ChildResult {
 
     /// The result line among a child's output lines.
     pub(crate) fn parse(output: &str) -> anyhow::Result<ChildResult> {
-        let line = output
-            .lines()
-            .find_map(|l| l.strip_prefix(RESULT_PREFIX))
-            .context("the child printed no result line")?;
-        let mut fields = std::collections::HashMap::new();
-        for field in line.split_whitespace() {
-            let (k, v) = field
-                .split_once('=')
-                .with_context(|| format!("malformed result field {field:?}"))?;
-            let v: u64 = v
-                .parse()
-                .with_context(|| format!("malformed result field {field:?}"))?;
-            fields.insert(k, v);
-        }
-        let get = |k: &str| {
-            fields
-                .get(k)
-                .copied()
-                .with_context(|| format!("no {k} in the result line"))
-        };
+        let fields = ResultFields::parse(output, RESULT_PREFIX)?;
         Ok(ChildResult {
-            rows: get("rows")?,
-            checksum: get("checksum")?,
-            read_time: Duration::from_micros(get("read_us")?),
-            peak_rss: get("peak_rss")?,
+            rows: fields.get("rows")?,
+            checksum: fields.get("checksum")?,
+            read_time: Duration::from_micros(fields.get("read_us")?),
+            peak_rss: fields.get("peak_rss")?,
         })
     }
 }
 
-pub(crate) use scylla_cdc_bench::{backlog_checksum as expected, mix};
-
-/// Totals of every consumer of one child.
-#[derive(Default)]
-struct Shared {
-    rows: AtomicU64,
-    checksum: AtomicU64,
-    /// Whether a row should still be left out (`--drop-one-row`).
-    drop_one: AtomicBool,
-}
-
-/// The common consumer logic: count the row, decode `v` (8 big-endian bytes), add it to the
-/// checksum. Each consumer tallies on its own and adds its totals when it is dropped (both
-/// readers drop their consumers before their handle resolves).
-struct Tally {
-    rows: u64,
-    checksum: u64,
-    shared: Arc<Shared>,
-}
-
-impl Tally {
-    fn new(shared: Arc<Shared>) -> Tally {
-        Tally {
-            rows: 0,
-            checksum: 0,
-            shared,
-        }
-    }
-
-    fn add(&mut self, v: &[u8]) -> anyhow::Result<()> {
-        let bytes: [u8; 8] = v
-            .try_into()
-            .with_context(|| format!("v has {} bytes, not 8", v.len()))?;
-        if self.shared.drop_one.swap(false, Ordering::Relaxed) {
-            return Ok(());
-        }
-        self.rows += 1;
-        self.checksum = self.checksum.wrapping_add(mix(u64::from_be_bytes(bytes)));
-        Ok(())
-    }
-}
-
-impl Drop for Tally {
-    fn drop(&mut self) {
-        self.shared.rows.fetch_add(self.rows, Ordering::Relaxed);
-        self.shared
-            .checksum
-            .fetch_add(self.checksum, Ordering::Relaxed);
-    }
-}
+pub(crate) use scylla_cdc_bench::backlog_checksum as expected;
 
 /// Our consumer: `v` borrowed from the page.
 struct OursConsumer(Tally);
@@ -190,12 +122,12 @@ impl scylla_cdc::Consumer for OursConsumer {
     }
 }
 
-struct OursFactory(Arc<Shared>);
+struct OursFactory(Arc<Totals>);
 
 #[async_trait]
 impl scylla_cdc::ConsumerFactory for OursFactory {
     async fn new_consumer(&self) -> Box<dyn scylla_cdc::Consumer> {
-        Box::new(OursConsumer(Tally::new(self.0.clone())))
+        Box::new(OursConsumer(Tally::new(self.0.clone(), false)))
     }
 }
 
@@ -212,12 +144,12 @@ impl upstream::consumer::Consumer for UpstreamConsumer {
     }
 }
 
-struct UpstreamFactory(Arc<Shared>);
+struct UpstreamFactory(Arc<Totals>);
 
 #[async_trait]
 impl upstream::consumer::ConsumerFactory for UpstreamFactory {
     async fn new_consumer(&self) -> Box<dyn upstream::consumer::Consumer> {
-        Box::new(UpstreamConsumer(Tally::new(self.0.clone())))
+        Box::new(UpstreamConsumer(Tally::new(self.0.clone(), false)))
     }
 }
 
@@ -245,10 +177,7 @@ async fn read(args: &ChildArgs) -> anyhow::Result<ChildResult> {
             .await
             .with_context(|| format!("connecting to {}", args.contact))?,
     );
-    let shared = Arc::new(Shared {
-        drop_one: AtomicBool::new(args.drop_one_row),
-        ..Shared::default()
-    });
+    let shared = Totals::new(args.drop_one_row);
     let started = Instant::now();
     match args.system {
         System::Ours => {
@@ -290,8 +219,8 @@ async fn read(args: &ChildArgs) -> anyhow::Result<ChildResult> {
     }
     let read_time = started.elapsed();
     Ok(ChildResult {
-        rows: shared.rows.load(Ordering::Relaxed),
-        checksum: shared.checksum.load(Ordering::Relaxed),
+        rows: shared.rows(),
+        checksum: shared.checksum(),
         read_time,
         peak_rss: scylla_cdc_bench::process_peak_rss(std::process::id())
             .unwrap_or_else(|_| scylla_cdc_bench::own_usage().1),
@@ -314,28 +243,5 @@ mod tests {
         assert_eq!(ChildResult::parse(&output).unwrap(), r);
         assert!(ChildResult::parse("nothing").is_err());
         assert!(ChildResult::parse(&format!("{RESULT_PREFIX} rows=1")).is_err());
-    }
-
-    #[test]
-    fn tallies_of_the_whole_backlog_match_the_expected_checksum() {
-        let shared = Arc::new(Shared::default());
-        for part in [0..3u64, 3..10] {
-            let mut t = Tally::new(shared.clone());
-            for n in part {
-                t.add(&n.to_be_bytes()).unwrap();
-            }
-        }
-        let got = (
-            shared.rows.load(Ordering::Relaxed),
-            shared.checksum.load(Ordering::Relaxed),
-        );
-        assert_eq!(got, expected(10));
-        // A row delivered twice instead of another is seen.
-        let mut t = Tally::new(Arc::new(Shared::default()));
-        for n in [0u64, 1, 2, 3, 4, 5, 6, 7, 8, 8] {
-            t.add(&n.to_be_bytes()).unwrap();
-        }
-        assert_ne!((t.rows, t.checksum), expected(10));
-        assert!(t.add(&[1, 2, 3]).is_err());
     }
 }

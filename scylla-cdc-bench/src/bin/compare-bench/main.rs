@@ -30,12 +30,11 @@
 mod child;
 
 use std::process::{ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use scylla_cdc_bench::{children_cpu_time, end_of_backlog, mib, now_ms, own_usage};
-use scylla_cdc_test_utils::{EmbeddedCluster, Preload};
+use scylla_cdc_bench::{Backlog, BacklogShape, children_cpu_time, mib, own_usage};
 
 use child::{ChildArgs, ChildResult, System};
 
@@ -251,30 +250,18 @@ async fn compare(args: &Args) -> anyhow::Result<bool> {
         args.safety_interval_ms,
         args.sleep_interval_ms,
     );
-    // Reading starts before the cluster (and its first generation) exists.
-    let start_ms = now_ms().saturating_sub(1);
-    let loading = Instant::now();
-    let cluster = EmbeddedCluster::builder()
-        .nodes(args.nodes)
-        .shards_per_node(args.shards)
-        .vnodes_per_node(args.vnodes)
-        .preload(Preload::new(KEYSPACE, TABLE, args.partitions, args.rows))
-        .start()
-        .await
-        .context("starting the embedded cluster")?;
-    println!(
-        "preloaded {total} rows in {:.1} s; cluster at {}",
-        loading.elapsed().as_secs_f64(),
-        cluster.contact_point()
-    );
-    let end_ms = end_of_backlog(&cluster, KEYSPACE).await?;
-    // Both readers stay `safety interval` behind now: wait until the end of the backlog is
-    // that far in the past, so neither waits for the clock during its run.
-    let ready_at = end_ms + args.safety_interval_ms + 1;
-    let now = now_ms();
-    if ready_at > now {
-        tokio::time::sleep(Duration::from_millis(ready_at - now)).await;
-    }
+    let shape = BacklogShape {
+        nodes: args.nodes,
+        shards: args.shards,
+        vnodes: args.vnodes,
+        partitions: args.partitions,
+        rows: args.rows,
+    };
+    let Backlog {
+        cluster,
+        start_ms,
+        end_ms,
+    } = Backlog::start(KEYSPACE, TABLE, shape, args.safety_interval_ms).await?;
     let (want_rows, want_checksum) = child::expected(total);
 
     println!(

@@ -43,9 +43,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use scylla_cdc_bench::{
-    backlog_checksum, children_cpu_time, end_of_backlog, mib, now_ms, own_usage,
+    Backlog, BacklogShape, backlog_checksum, children_cpu_time, mib, own_usage,
 };
-use scylla_cdc_test_utils::{EmbeddedCluster, Preload, TableRequestCounts};
+use scylla_cdc_test_utils::{EmbeddedCluster, TableRequestCounts};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
@@ -528,30 +528,18 @@ async fn bench(args: &Args) -> anyhow::Result<bool> {
     if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
         println!("load average: {}", load.trim());
     }
-    // Reading starts before the cluster (and its first generation) exists.
-    let start_ms = now_ms().saturating_sub(1);
-    let loading = Instant::now();
-    let cluster = EmbeddedCluster::builder()
-        .nodes(args.nodes)
-        .shards_per_node(args.shards)
-        .vnodes_per_node(args.vnodes)
-        .preload(Preload::new(KEYSPACE, TABLE, args.partitions, args.rows))
-        .start()
-        .await
-        .context("starting the embedded cluster")?;
-    println!(
-        "preloaded {total} rows in {:.1} s; cluster at {}",
-        loading.elapsed().as_secs_f64(),
-        cluster.contact_point()
-    );
-    let end_ms = end_of_backlog(&cluster, KEYSPACE).await?;
-    // Readers stay `safety interval` behind now: wait until the end of the backlog is that
-    // far in the past, so that no member waits for the clock during the catch-up.
-    let ready_at = end_ms + args.safety_interval_ms + 1;
-    let now = now_ms();
-    if ready_at > now {
-        tokio::time::sleep(Duration::from_millis(ready_at - now)).await;
-    }
+    let shape = BacklogShape {
+        nodes: args.nodes,
+        shards: args.shards,
+        vnodes: args.vnodes,
+        partitions: args.partitions,
+        rows: args.rows,
+    };
+    let Backlog {
+        cluster,
+        start_ms,
+        end_ms,
+    } = Backlog::start(KEYSPACE, TABLE, shape, args.safety_interval_ms).await?;
     let (want_rows, want_checksum) = backlog_checksum(total);
 
     let mut summaries: Vec<Summary> = Vec::new();

@@ -9,7 +9,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -18,7 +17,7 @@ use scylla::client::session_builder::SessionBuilder;
 use scylla_cdc::TableBackedCheckpointSaver;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use scylla_cdc_bench::mix;
+use scylla_cdc_bench::tally::{ResultFields, Tally, Totals};
 
 /// The line a member prints once it is connected and waits for the start.
 pub(crate) const READY: &str = "group-bench-ready";
@@ -108,110 +107,36 @@ impl MemberResult {
 
     /// The result line among a member's output lines.
     pub(crate) fn parse(output: &str) -> anyhow::Result<MemberResult> {
-        let line = output
-            .lines()
-            .find_map(|l| l.strip_prefix(RESULT_PREFIX))
-            .context("the member printed no result line")?;
-        let mut fields = std::collections::HashMap::new();
-        for field in line.split_whitespace() {
-            let (k, v) = field
-                .split_once('=')
-                .with_context(|| format!("malformed result field {field:?}"))?;
-            let v: u64 = v
-                .parse()
-                .with_context(|| format!("malformed result field {field:?}"))?;
-            fields.insert(k, v);
-        }
-        let get = |k: &str| {
-            fields
-                .get(k)
-                .copied()
-                .with_context(|| format!("no {k} in the result line"))
-        };
+        let fields = ResultFields::parse(output, RESULT_PREFIX)?;
         Ok(MemberResult {
-            rows: get("rows")?,
-            checksum: get("checksum")?,
-            last_row_us: get("last_row_us")?,
-            cpu: Duration::from_micros(get("cpu_us")?),
-            peak_rss: get("peak_rss")?,
+            rows: fields.get("rows")?,
+            checksum: fields.get("checksum")?,
+            last_row_us: fields.get("last_row_us")?,
+            cpu: Duration::from_micros(fields.get("cpu_us")?),
+            peak_rss: fields.get("peak_rss")?,
         })
     }
 }
 
-/// Totals of every consumer of one member.
-#[derive(Default)]
-struct Shared {
-    rows: AtomicU64,
-    checksum: AtomicU64,
-    last_row_us: AtomicU64,
-    /// Whether a row should still be left out (`--drop-one-row`).
-    drop_one: AtomicBool,
-}
-
-fn now_us() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64)
-}
-
-/// The consumer: count the row, decode `v` (8 big-endian bytes), add it to the checksum,
-/// note the time. It tallies on its own and adds its totals when it is dropped (a unit's
-/// consumers are dropped when the unit stops, before the reader's handle resolves).
-struct Tally {
-    rows: u64,
-    checksum: u64,
-    last_row_us: u64,
-    shared: Arc<Shared>,
-}
-
-impl Tally {
-    fn add(&mut self, v: &[u8]) -> anyhow::Result<()> {
-        let bytes: [u8; 8] = v
-            .try_into()
-            .with_context(|| format!("v has {} bytes, not 8", v.len()))?;
-        if self.shared.drop_one.swap(false, Ordering::Relaxed) {
-            return Ok(());
-        }
-        self.rows += 1;
-        self.checksum = self.checksum.wrapping_add(mix(u64::from_be_bytes(bytes)));
-        self.last_row_us = now_us();
-        Ok(())
-    }
-}
-
-impl Drop for Tally {
-    fn drop(&mut self) {
-        self.shared.rows.fetch_add(self.rows, Ordering::Relaxed);
-        self.shared
-            .checksum
-            .fetch_add(self.checksum, Ordering::Relaxed);
-        self.shared
-            .last_row_us
-            .fetch_max(self.last_row_us, Ordering::Relaxed);
-    }
-}
+/// The consumer: the common tally, timed (the group's catch-up ends at its last row).
+struct Consumer(Tally);
 
 #[async_trait]
-impl scylla_cdc::Consumer for Tally {
+impl scylla_cdc::Consumer for Consumer {
     async fn consume_cdc(&mut self, row: scylla_cdc::CDCRow<'_>) -> anyhow::Result<()> {
         let v = row
             .get_value_as::<&[u8]>("v")?
             .context("a log row without v")?;
-        self.add(v)
+        self.0.add(v)
     }
 }
 
-struct Factory(Arc<Shared>);
+struct Factory(Arc<Totals>);
 
 #[async_trait]
 impl scylla_cdc::ConsumerFactory for Factory {
     async fn new_consumer(&self) -> Box<dyn scylla_cdc::Consumer> {
-        Box::new(Tally {
-            rows: 0,
-            checksum: 0,
-            last_row_us: 0,
-            shared: self.0.clone(),
-        })
+        Box::new(Consumer(Tally::new(self.0.clone(), true)))
     }
 }
 
@@ -259,10 +184,7 @@ async fn read(args: &MemberArgs) -> anyhow::Result<MemberResult> {
         .context("reading the start from stdin")?
         .context("stdin ended before the start")?;
 
-    let shared = Arc::new(Shared {
-        drop_one: AtomicBool::new(args.drop_one_row),
-        ..Shared::default()
-    });
+    let shared = Totals::new(args.drop_one_row);
     let at = |t| std::time::UNIX_EPOCH + ms(t);
     let mut builder = scylla_cdc::CDCLogReaderBuilder::new()
         .session(session.clone())
@@ -295,9 +217,9 @@ async fn read(args: &MemberArgs) -> anyhow::Result<MemberResult> {
     handle.await?;
     drop(reader);
     Ok(MemberResult {
-        rows: shared.rows.load(Ordering::Relaxed),
-        checksum: shared.checksum.load(Ordering::Relaxed),
-        last_row_us: shared.last_row_us.load(Ordering::Relaxed),
+        rows: shared.rows(),
+        checksum: shared.checksum(),
+        last_row_us: shared.last_row_us(),
         cpu: scylla_cdc_bench::own_usage().0,
         peak_rss: scylla_cdc_bench::process_peak_rss(std::process::id())
             .unwrap_or_else(|_| scylla_cdc_bench::own_usage().1),
@@ -321,27 +243,5 @@ mod tests {
         assert_eq!(MemberResult::parse(&output).unwrap(), r);
         assert!(MemberResult::parse("nothing").is_err());
         assert!(MemberResult::parse(&format!("{RESULT_PREFIX} rows=1")).is_err());
-    }
-
-    #[test]
-    fn tallies_add_up_to_the_backlog_checksum_and_keep_the_latest_row_time() {
-        let shared = Arc::new(Shared::default());
-        for part in [0..3u64, 3..10] {
-            let mut t = Tally {
-                rows: 0,
-                checksum: 0,
-                last_row_us: 0,
-                shared: shared.clone(),
-            };
-            for n in part {
-                t.add(&n.to_be_bytes()).unwrap();
-            }
-        }
-        let got = (
-            shared.rows.load(Ordering::Relaxed),
-            shared.checksum.load(Ordering::Relaxed),
-        );
-        assert_eq!(got, scylla_cdc_bench::backlog_checksum(10));
-        assert!(shared.last_row_us.load(Ordering::Relaxed) > 0);
     }
 }
