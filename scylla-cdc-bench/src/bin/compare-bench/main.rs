@@ -13,8 +13,10 @@
 //! Per run: rows/s (the child's time from `build()` until its handle resolved), the child's
 //! CPU time per row (`getrusage(RUSAGE_CHILDREN)` around the run: the whole child, connecting
 //! included), the child's peak RSS (its `VmHWM`), the cluster's CPU time per row served (this
-//! process's CPU time during the run: it only serves the cluster meanwhile), and whether the
-//! row count and checksum are those written. Then the medians per system and one closing line
+//! process's CPU time during the run: it only serves the cluster meanwhile), the cores the
+//! cluster kept busy (that CPU time over the read time: near the machine's free cores, or
+//! near one per shard, the cluster would be what limits rows/s), and whether the row count
+//! and checksum are those written. Then the medians per system and one closing line
 //! `ours/upstream: rows_per_s=X cpu_per_row=Y peak_rss=Z` (ratios of the medians). The exit
 //! status is 1 when a run delivered a wrong count or checksum, or failed.
 //!
@@ -158,6 +160,14 @@ impl Run {
     fn cpu_per_row_us(&self, rows: u64) -> f64 {
         self.cpu.as_secs_f64() * 1e6 / rows.max(1) as f64
     }
+
+    /// The cores the cluster kept busy while the child read: its CPU time over the read
+    /// time (the machine's cores, shared with the child, bound it; so does one core per
+    /// shard, as a shard's connections are served one request at a time).
+    fn cluster_cores(&self) -> Option<f64> {
+        let r = self.result.as_ref().ok()?;
+        Some(self.cluster_cpu.as_secs_f64() / r.read_time.as_secs_f64().max(1e-9))
+    }
 }
 
 /// The median of `values` (the mean of the middle two for an even count); `None` if empty.
@@ -175,13 +185,14 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 }
 
 /// Medians of one system's correct runs: rows/s, client CPU µs/row, peak RSS (bytes),
-/// cluster CPU µs/row.
+/// cluster CPU µs/row, cores the cluster kept busy.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Medians {
     rows_per_s: f64,
     cpu_per_row_us: f64,
     peak_rss: f64,
     cluster_cpu_per_row_us: f64,
+    cluster_cores: f64,
 }
 
 fn medians(runs: &[Run], system: System, rows: u64) -> Option<Medians> {
@@ -202,6 +213,7 @@ fn medians(runs: &[Run], system: System, rows: u64) -> Option<Medians> {
                 .map(|r| r.cluster_cpu.as_secs_f64() * 1e6 / rows.max(1) as f64)
                 .collect(),
         )?,
+        cluster_cores: median(good.iter().filter_map(|r| r.cluster_cores()).collect())?,
     })
 }
 
@@ -265,8 +277,16 @@ async fn compare(args: &Args) -> anyhow::Result<bool> {
     let (want_rows, want_checksum) = child::expected(total);
 
     println!(
-        "\n{:>3}  {:<8}  {:>10}  {:<7}  {:>10}  {:>13}  {:>10}  {:>14}",
-        "rep", "system", "rows", "correct", "rows/s", "client µs/row", "peak RSS", "cluster µs/row"
+        "\n{:>3}  {:<8}  {:>10}  {:<7}  {:>10}  {:>13}  {:>10}  {:>14}  {:>13}",
+        "rep",
+        "system",
+        "rows",
+        "correct",
+        "rows/s",
+        "client µs/row",
+        "peak RSS",
+        "cluster µs/row",
+        "cluster cores"
     );
     let mut runs = Vec::new();
     for rep in 0..args.reps {
@@ -301,12 +321,14 @@ async fn compare(args: &Args) -> anyhow::Result<bool> {
     for (system, m) in [(System::Ours, &ours), (System::Upstream, &upstream)] {
         match m {
             Some(m) => println!(
-                "median {:<8}  {:>10.0} rows/s  {:.3} client µs/row  {}  {:.3} cluster µs/row",
+                "median {:<8}  {:>10.0} rows/s  {:.3} client µs/row  {}  {:.3} cluster µs/row  \
+                 {:.2} cluster cores",
                 system.name(),
                 m.rows_per_s,
                 m.cpu_per_row_us,
                 mib(m.peak_rss as u64),
-                m.cluster_cpu_per_row_us
+                m.cluster_cpu_per_row_us,
+                m.cluster_cores
             ),
             None => println!("median {:<8}  no correct run", system.name()),
         }
@@ -378,7 +400,7 @@ async fn run_child(child: &ChildArgs, rep: usize) -> anyhow::Result<Run> {
 fn print_run(run: &Run, want_rows: u64) {
     match &run.result {
         Ok(r) => println!(
-            "{:>3}  {:<8}  {:>10}  {:<7}  {:>10.0}  {:>13.3}  {:>10}  {:>14.3}",
+            "{:>3}  {:<8}  {:>10}  {:<7}  {:>10.0}  {:>13.3}  {:>10}  {:>14.3}  {:>13.2}",
             run.rep,
             run.system.name(),
             r.rows,
@@ -387,6 +409,7 @@ fn print_run(run: &Run, want_rows: u64) {
             run.cpu_per_row_us(want_rows),
             mib(r.peak_rss),
             run.cluster_cpu.as_secs_f64() * 1e6 / want_rows.max(1) as f64,
+            run.cluster_cores().unwrap_or(0.0),
         ),
         Err(e) => println!("{:>3}  {:<8}  FAILED: {e}", run.rep, run.system.name()),
     }
@@ -443,6 +466,8 @@ mod tests {
         assert_eq!(ours.cpu_per_row_us, 2.0);
         assert_eq!(upstream.cpu_per_row_us, 3.0);
         assert_eq!(ours.cluster_cpu_per_row_us, 4.0);
+        // 4 ms of the cluster's CPU during a read of 1 s.
+        assert_eq!(ours.cluster_cores, 0.004);
         assert_eq!(
             ratio_line(&ours, &upstream),
             "ours/upstream: rows_per_s=1.333 cpu_per_row=0.667 peak_rss=1.000"
