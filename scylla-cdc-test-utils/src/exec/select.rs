@@ -14,7 +14,6 @@
 //! `SELECT JSON` plans the same selection and writes each row as one `[json]` text
 //! ([`super::json::JsonSelection`]).
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -108,23 +107,23 @@ impl<'a> RowRef<'a> {
         }
     }
 
-    /// A column's value, borrowed from the storage when possible. For the columns of a row
-    /// asked for in turn: `cursors` (zeroed for the row's first column) make columns asked
-    /// for in ascending id order one pass over the static and the row's cells (see
-    /// [`RowView::cell_from`]).
-    fn value_ref(&self, info: &ColInfo, cursors: &mut [usize; 2]) -> Option<Cow<'a, Value>> {
+    /// Writes a column's value as the row's next cell. For the columns of a row written in
+    /// turn: `cursors` (zeroed for the row's first column) make columns written in ascending
+    /// id order one pass over the static and the row's cells (see [`RowView::cell_from`]).
+    fn write_value(&self, info: &ColInfo, cursors: &mut [usize; 2], w: &mut RowsWriter<'_>) {
         let cell = match info.source {
-            ColSource::Pk(i) => return self.part.key_values().get(i).map(Cow::Borrowed),
-            ColSource::Ck(i) => {
-                return self.row.and_then(|r| r.key().get(i)).map(Cow::Borrowed);
-            }
-            ColSource::Static(id) => self.static_row?.cell_from(id, &mut cursors[0]),
-            ColSource::Regular(id) => self.row?.cell_from(id, &mut cursors[1]),
+            ColSource::Pk(i) => return w.option_cell(self.part.key_values().get(i)),
+            ColSource::Ck(i) => return w.option_cell(self.row.and_then(|r| r.key().get(i))),
+            ColSource::Static(id) => self
+                .static_row
+                .and_then(|r| r.cell_from(id, &mut cursors[0])),
+            ColSource::Regular(id) => self.row.and_then(|r| r.cell_from(id, &mut cursors[1])),
         };
-        match cell? {
-            CellView::Atomic { value, .. } => Some(Cow::Borrowed(value)),
-            CellView::Counter { value, .. } => Some(Cow::Owned(Value::Bigint(value))),
-            c => c.to_value(&info.typ).map(Cow::Owned),
+        match cell {
+            Some(CellView::Atomic { value, .. }) => w.value_cell(value),
+            Some(CellView::Counter { value, .. }) => w.value_cell(&Value::Bigint(value)),
+            Some(c) => w.option_cell(c.to_value(&info.typ).as_ref()),
+            None => w.null_cell(),
         }
     }
 }
@@ -1273,13 +1272,8 @@ impl Sink<'_, '_, '_> {
             SelectionPlan::Columns(idx) => {
                 let mut cursors = [0; 2];
                 for &i in idx {
-                    match self
-                        .plan
-                        .cols
-                        .get(i)
-                        .and_then(|info| r.value_ref(info, &mut cursors))
-                    {
-                        Some(v) => w.value_cell(&v),
+                    match self.plan.cols.get(i) {
+                        Some(info) => r.write_value(info, &mut cursors, w),
                         None => w.null_cell(),
                     }
                 }

@@ -146,21 +146,23 @@ impl<'a> RowsWriter<'a> {
     }
 
     /// Appends a cell holding `value`'s encoding: its length first when
-    /// [`Value::encoded_len`] knows it (one pass, no length patched afterwards).
+    /// [`Value::encode_sized`] knows it (one pass, no length patched afterwards).
     #[inline]
     pub(crate) fn value_cell(&mut self, value: &Value) {
-        let Some(len) = value.encoded_len() else {
-            return self.cell_with(|buf| value.encode(buf));
-        };
-        match i32::try_from(len) {
-            Ok(n) => {
-                self.out.reserve(4 + len);
-                self.out.put_i32(n);
-                value.encode(self.out);
-            }
-            Err(_) => self.fail(RowsWriterError::TooLarge),
+        if value.encode_sized(self.out) {
+            self.count_cell();
+        } else {
+            self.cell_with(|buf| value.encode(buf));
         }
-        self.count_cell();
+    }
+
+    /// Appends a cell holding `value`, or a null cell for `None`.
+    #[inline]
+    pub(crate) fn option_cell(&mut self, value: Option<&Value>) {
+        match value {
+            Some(v) => self.value_cell(v),
+            None => self.null_cell(),
+        }
     }
 
     /// Appends a null cell.

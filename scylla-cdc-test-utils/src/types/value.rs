@@ -1234,31 +1234,49 @@ fn put_len(out: &mut BytesMut, len: usize) {
 }
 
 impl Value {
-    /// The length of [`Value::encode`]'s output when it is known without encoding: every
-    /// value but durations (variable-length integers), collections, tuples and UDTs. Lets a
-    /// writer put the `[bytes]` length first instead of patching it afterwards.
+    /// Writes this value as a complete `[bytes]` (its length, then [`Value::encode`]'s bytes)
+    /// in one step when its length is known up front, and returns `true`; writes nothing and
+    /// returns `false` for durations (variable-length integers), collections, tuples and
+    /// UDTs, whose length is only known once encoded.
     #[inline]
-    pub fn encoded_len(&self) -> Option<usize> {
-        Some(match self {
-            Value::Empty => 0,
-            Value::Boolean(_) | Value::Tinyint(_) => 1,
-            Value::Smallint(_) => 2,
-            Value::Int(_) | Value::Float(_) | Value::Date(_) => 4,
-            Value::Bigint(_) | Value::Time(_) | Value::Timestamp(_) | Value::Double(_) => 8,
-            Value::Varint(v) => v.as_bytes().len(),
-            Value::Decimal(d) => 4 + d.unscaled.as_bytes().len(),
-            Value::Text(s) => s.len(),
-            Value::Blob(b) => b.len(),
-            Value::Inet(IpAddr::V4(_)) => 4,
-            Value::Inet(IpAddr::V6(_)) => 16,
-            Value::Uuid(_) | Value::Timeuuid(_) => 16,
+    pub fn encode_sized(&self, out: &mut BytesMut) -> bool {
+        #[inline(always)]
+        fn sized(out: &mut BytesMut, bytes: &[u8]) {
+            put_len(out, bytes.len());
+            out.extend_from_slice(bytes);
+        }
+        match self {
+            Value::Empty => sized(out, &[]),
+            Value::Boolean(v) => sized(out, &[u8::from(*v)]),
+            Value::Tinyint(v) => sized(out, &v.to_be_bytes()),
+            Value::Smallint(v) => sized(out, &v.to_be_bytes()),
+            Value::Int(v) => sized(out, &v.to_be_bytes()),
+            Value::Bigint(v) | Value::Time(v) | Value::Timestamp(v) => {
+                sized(out, &v.to_be_bytes());
+            }
+            Value::Varint(v) => sized(out, v.as_bytes()),
+            Value::Decimal(d) => {
+                let unscaled = d.unscaled.as_bytes();
+                put_len(out, 4 + unscaled.len());
+                out.put_i32(d.scale);
+                out.extend_from_slice(unscaled);
+            }
+            Value::Float(v) => sized(out, &v.to_be_bytes()),
+            Value::Double(v) => sized(out, &v.to_be_bytes()),
+            Value::Text(s) => sized(out, s.as_bytes()),
+            Value::Blob(b) => sized(out, b),
+            Value::Date(v) => sized(out, &v.to_be_bytes()),
+            Value::Inet(IpAddr::V4(a)) => sized(out, &a.octets()),
+            Value::Inet(IpAddr::V6(a)) => sized(out, &a.octets()),
+            Value::Uuid(u) | Value::Timeuuid(u) => sized(out, u.as_bytes()),
             Value::Duration(_)
             | Value::List(_)
             | Value::Set(_)
             | Value::Map(_)
             | Value::Tuple(_)
-            | Value::Udt(_) => return None,
-        })
+            | Value::Udt(_) => return false,
+        }
+        true
     }
 
     /// Writes the bytes of this value as a `[bytes]` body (without the length prefix).

@@ -783,7 +783,7 @@ mod properties {
 }
 
 #[test]
-fn encoded_len_is_the_length_encode_writes_or_none() {
+fn sized_encodings_are_the_length_then_what_encode_writes() {
     let values = [
         Value::Empty,
         Value::Boolean(true),
@@ -806,9 +806,10 @@ fn encoded_len_is_the_length_encode_writes_or_none() {
         Value::Timeuuid(Uuid::from_u128(8)),
     ];
     for v in values {
-        let mut out = BytesMut::new();
-        v.encode(&mut out);
-        assert_eq!(v.encoded_len(), Some(out.len()), "{v:?}");
+        let (mut sized, mut patched) = (BytesMut::new(), BytesMut::new());
+        assert!(v.encode_sized(&mut sized), "{v:?}");
+        v.encode_with_len(&mut patched);
+        assert_eq!(sized, patched, "{v:?}");
     }
     let variable = [
         Value::Duration(Duration {
@@ -823,6 +824,8 @@ fn encoded_len_is_the_length_encode_writes_or_none() {
         Value::Udt(Arc::from(vec![None])),
     ];
     for v in variable {
-        assert_eq!(v.encoded_len(), None, "{v:?}");
+        let mut out = BytesMut::new();
+        assert!(!v.encode_sized(&mut out), "{v:?}");
+        assert!(out.is_empty());
     }
 }
