@@ -1092,6 +1092,13 @@ impl ChangeAssembler {
     }
 }
 
+/// Whether two stream ids or timeuuids are equal; compared as integers (a call to `memcmp`
+/// per row otherwise).
+#[inline]
+fn same_id(a: &[u8; 16], b: &[u8; 16]) -> bool {
+    u128::from_ne_bytes(*a) == u128::from_ne_bytes(*b)
+}
+
 /// Writes the cells of a row record into its space.
 struct RecordWriter<'b> {
     record: &'b mut [u8],
@@ -1126,8 +1133,74 @@ impl RecordWriter<'_> {
     }
 }
 
+/// A consumer that takes nothing: what [`ChangeAssembler::take`] leaves behind.
+struct Detached;
+
+#[async_trait]
+impl ChangeConsumer for Detached {
+    async fn consume_change(&mut self, _change: Change) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
 impl ChangeAssembler {
-    /// Takes one log row ([`Consumer::consume_cdc`]; the stream reader calls it directly).
+    /// Moves this assembler out (the stream reader keeps it typed instead of behind
+    /// `dyn Consumer`), leaving one with a consumer that takes nothing.
+    pub(crate) fn take(&mut self) -> Self {
+        let mut detached = Self::new(Box::new(Detached), self.table.clone());
+        std::mem::swap(self, &mut detached);
+        detached
+    }
+
+    /// Whether [`Self::push_row`] takes this row (the common case): no change failed
+    /// before, and the row continues the pending change or starts one. Otherwise the row
+    /// goes to [`Self::consume_row`], which first delivers (or delivers again) a change.
+    pub(crate) fn can_push(&self, header: &RowHeader) -> bool {
+        self.failed.is_none()
+            && self.pending.as_ref().is_none_or(|p| {
+                same_id(p.stream_id.as_bytes(), header.stream_id.as_bytes())
+                    && same_id(p.time.as_bytes(), header.time.as_bytes())
+            })
+    }
+
+    /// Takes one log row that [`Self::can_push`] accepts, without awaiting anything: the
+    /// row is copied into the pending change; if it ends it (`cdc$end_of_batch`), the
+    /// change is returned, for [`Self::deliver`]. Not an `async fn`: the stream reader
+    /// awaits only the consumer's boxed future, so no state machine holding the row is
+    /// built (and moved) per row.
+    pub(crate) fn push_row(
+        &mut self,
+        header: &RowHeader,
+        raw: RowRef<'_>,
+        span: Option<&[u8]>,
+    ) -> anyhow::Result<Option<Change>> {
+        debug_assert!(self.can_push(header));
+        self.append(*header, raw, span)?;
+        Ok(if header.end_of_batch {
+            self.take_pending()
+        } else {
+            None
+        })
+    }
+
+    /// Hands a change [`Self::push_row`] completed at the row of `header` to the consumer;
+    /// once the returned future succeeded, the caller calls [`Self::delivered`].
+    pub(crate) fn deliver(
+        &mut self,
+        change: Change,
+        header: &RowHeader,
+    ) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {
+        self.hand_over(change, Some(Retrigger::of(header, true)))
+    }
+
+    /// The future of [`Self::deliver`] succeeded: the change is no longer kept for a second
+    /// delivery.
+    pub(crate) fn delivered(&mut self) {
+        self.failed = None;
+    }
+
+    /// Takes one log row ([`Consumer::consume_cdc`]; the stream reader calls it for the
+    /// rows [`Self::can_push`] refuses).
     pub(crate) async fn consume_row(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
         let header = row.header();
         if let Some((change, trigger)) = self.failed.take()
@@ -1140,11 +1213,9 @@ impl ChangeAssembler {
                 return Ok(());
             }
         }
-        // Compared as integers: a call to `memcmp` per row otherwise.
-        let same = |a: &[u8; 16], b: &[u8; 16]| u128::from_ne_bytes(*a) == u128::from_ne_bytes(*b);
         if let Some(p) = &self.pending
-            && !(same(p.stream_id.as_bytes(), header.stream_id.as_bytes())
-                && same(p.time.as_bytes(), header.time.as_bytes()))
+            && !(same_id(p.stream_id.as_bytes(), header.stream_id.as_bytes())
+                && same_id(p.time.as_bytes(), header.time.as_bytes()))
             && let Some(change) = self.take_pending()
         {
             self.hand_over(change, Some(Retrigger::of(&header, false)))
