@@ -22,7 +22,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bytes::{Bytes, BytesMut};
 use chrono::{DateTime, Utc};
 use scylla::deserialize::value::DeserializeValue;
 use scylla::frame::response::result::{ColumnSpec, ColumnType, NativeType};
@@ -90,6 +89,195 @@ const FLAG_SPAN: u8 = 4;
 /// the changes of many rows (a change kept by a consumer keeps its buffer alive).
 const CHUNK: usize = 16 * 1024;
 
+/// The buffers the rows of changes are copied into ([`chunk::Chunk`]): the assembler writes
+/// rows at the end of one while the changes before them are read, from any thread, by their
+/// consumers. A change holds one reference to its chunk, which carries its schema too: one
+/// reference count per change for its bytes and its schema (with `bytes::BytesMut::split`
+/// and an `Arc<Schema>` per change there were two, four atomic operations per change).
+mod chunk {
+    // The only unsafe code of the crate: a buffer written at its end while its beginning is
+    // shared, which neither `Vec` nor `bytes` can express without a second reference count.
+    #![allow(unsafe_code)]
+
+    use std::ptr::NonNull;
+    use std::sync::Arc;
+
+    use super::Schema;
+
+    /// A buffer of `cap` bytes and the schema of the changes written into it.
+    ///
+    /// Invariant: the bytes before its [`ChunkWriter`]'s position are written and never
+    /// written again; only they are read (through [`Written`]); only the writer writes, and
+    /// only at or past its position, which never goes back.
+    pub(super) struct Chunk {
+        schema: Arc<Schema>,
+        ptr: NonNull<u8>,
+        cap: usize,
+    }
+
+    // SAFETY: a chunk owns its allocation (like a `Box<[u8]>`). Shared between threads, the
+    // bytes read ([`Written`]) are never written again, and the only writer writes past
+    // them: a write never races with a read.
+    unsafe impl Send for Chunk {}
+    unsafe impl Sync for Chunk {}
+
+    impl Drop for Chunk {
+        fn drop(&mut self) {
+            // SAFETY: `ptr` and `cap` are those of the `Vec<u8>` made in `Chunk::new`, whose
+            // ownership the chunk took; `u8` needs no drop, so a length of 0 frees it alone.
+            drop(unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), 0, self.cap) });
+        }
+    }
+
+    impl Chunk {
+        fn new(schema: Arc<Schema>, cap: usize) -> Arc<Self> {
+            let mut bytes = std::mem::ManuallyDrop::new(Vec::<u8>::with_capacity(cap));
+            Arc::new(Self {
+                schema,
+                ptr: NonNull::new(bytes.as_mut_ptr()).unwrap_or(NonNull::dangling()),
+                cap: bytes.capacity(),
+            })
+        }
+    }
+
+    /// Bytes of a chunk that were written: a range before its writer's position.
+    #[derive(Clone)]
+    pub(super) struct Written {
+        chunk: Arc<Chunk>,
+        at: usize,
+        len: usize,
+    }
+
+    impl Written {
+        pub(super) fn bytes(&self) -> &[u8] {
+            // SAFETY: `at..at + len` is within the allocation and was written before this
+            // was made (`ChunkWriter::take`); it is never written again (see `Chunk`).
+            unsafe { std::slice::from_raw_parts(self.chunk.ptr.as_ptr().add(self.at), self.len) }
+        }
+
+        /// The schema of the chunk.
+        pub(super) fn schema(&self) -> &Arc<Schema> {
+            &self.chunk.schema
+        }
+    }
+
+    /// The one writer of the current chunk: appends the rows of the pending change and
+    /// takes them out as [`Written`] when it is complete.
+    #[derive(Default)]
+    pub(super) struct ChunkWriter {
+        chunk: Option<Arc<Chunk>>,
+        /// Bytes written.
+        len: usize,
+        /// Where the pending change starts.
+        start: usize,
+    }
+
+    impl ChunkWriter {
+        /// The schema of the current chunk (of the pending change, if any).
+        pub(super) fn schema(&self) -> Option<&Arc<Schema>> {
+            self.chunk.as_ref().map(|c| &c.schema)
+        }
+
+        /// Makes room for `room` more bytes of a change of `schema` starting now (no change
+        /// is pending): a new chunk unless the current one has the schema and the room.
+        pub(super) fn start(&mut self, schema: &Arc<Schema>, room: usize) {
+            match &self.chunk {
+                Some(c) if Arc::ptr_eq(&c.schema, schema) && c.cap - self.len >= room => {}
+                _ => {
+                    self.chunk = Some(Chunk::new(schema.clone(), room.max(super::CHUNK)));
+                    self.len = 0;
+                }
+            }
+            self.start = self.len;
+        }
+
+        /// Makes room for `room` more bytes of the pending change: if the chunk is full, the
+        /// change so far moves to a new chunk (of twice what it then needs, so that a long
+        /// change is copied a few times only), of the same schema.
+        pub(super) fn reserve(&mut self, room: usize) -> anyhow::Result<()> {
+            let Some(chunk) = &self.chunk else {
+                anyhow::bail!("change assembler: no chunk for a pending change");
+            };
+            if chunk.cap - self.len >= room {
+                return Ok(());
+            }
+            let pending = self.len - self.start;
+            let needed = pending
+                .checked_add(room)
+                .ok_or_else(|| anyhow::anyhow!("a change too large to keep"))?;
+            let next = Chunk::new(
+                chunk.schema.clone(),
+                needed.saturating_mul(2).max(super::CHUNK),
+            );
+            // SAFETY: the pending change's bytes are written (before `len`), and `next` is
+            // new: nothing reads it, and it has room for them.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    chunk.ptr.as_ptr().add(self.start),
+                    next.ptr.as_ptr(),
+                    pending,
+                );
+            }
+            self.chunk = Some(next);
+            (self.start, self.len) = (0, pending);
+            Ok(())
+        }
+
+        /// Space for the next `n` bytes, zeroed, to be written; `None` without room.
+        pub(super) fn extend_zeroed(&mut self, n: usize) -> Option<&mut [u8]> {
+            let chunk = self.chunk.as_ref()?;
+            if chunk.cap - self.len < n {
+                return None;
+            }
+            // SAFETY: `len..len + n` is within the allocation, at or past the writer's
+            // position: nothing reads it (see `Chunk`), and `&mut self` makes this the only
+            // reference to it. It is zeroed before the slice is made.
+            let space = unsafe {
+                let at = chunk.ptr.as_ptr().add(self.len);
+                std::ptr::write_bytes(at, 0, n);
+                std::slice::from_raw_parts_mut(at, n)
+            };
+            self.len += n;
+            Some(space)
+        }
+
+        /// Appends `parts`, one after the other; `false` (nothing written) without room.
+        pub(super) fn push(&mut self, parts: &[&[u8]]) -> bool {
+            let Some(chunk) = &self.chunk else {
+                return false;
+            };
+            let n: usize = parts.iter().map(|p| p.len()).sum();
+            if chunk.cap - self.len < n {
+                return false;
+            }
+            for part in parts {
+                // SAFETY: as in `extend_zeroed`: within the allocation, past what is read.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        part.as_ptr(),
+                        chunk.ptr.as_ptr().add(self.len),
+                        part.len(),
+                    );
+                }
+                self.len += part.len();
+            }
+            true
+        }
+
+        /// The pending change's bytes, which are written: the next change starts after them.
+        pub(super) fn take(&mut self) -> Option<Written> {
+            let chunk = self.chunk.clone()?;
+            let written = Written {
+                chunk,
+                at: self.start,
+                len: self.len - self.start,
+            };
+            self.start = self.len;
+            Some(written)
+        }
+    }
+}
+
 /// Every log row of one write to one base partition: one stream, one `cdc$time`.
 ///
 /// Owned and cheap to clone (its rows are in a shared, reference-counted buffer), so it can
@@ -101,11 +289,10 @@ pub struct Change {
     stream_id: StreamID,
     time: Uuid,
     rows: u32,
-    schema: Arc<Schema>,
     /// Schemas of rows read after a schema change in the middle of the change (rare).
     other_schemas: Option<Arc<[Arc<Schema>]>>,
-    /// The row records, back to back.
-    data: Bytes,
+    /// The row records, back to back, in a chunk carrying the change's schema.
+    data: chunk::Written,
 }
 
 /// The rows of a [`Change`], in order.
@@ -161,12 +348,12 @@ impl Change {
 
     /// The base table's name (without keyspace), as given to the reader.
     pub fn table(&self) -> &str {
-        &self.schema.table
+        &self.data.schema().table
     }
 
     fn row<'c>(&'c self, record: &'c [u8]) -> Option<ChangeRow<'c>> {
         let schema = match *record.get(4)? {
-            0 => &self.schema,
+            0 => self.data.schema(),
             i => self.other_schemas.as_deref()?.get(usize::from(i) - 1)?,
         };
         let (operation, is_expiration) = OperationType::from_code(*record.get(5)? as i8);
@@ -207,7 +394,7 @@ impl Change {
     pub fn rows(&self) -> impl ExactSizeIterator<Item = ChangeRow<'_>> + '_ {
         Records {
             change: self,
-            rest: &self.data,
+            rest: self.data.bytes(),
             left: self.rows as usize,
         }
     }
@@ -823,12 +1010,12 @@ impl RowImage {
     }
 }
 
-/// The change being assembled (its rows are in the assembler's buffer).
+/// The change being assembled (its rows are in the assembler's chunk, which has its
+/// schema).
 struct Pending {
     stream_id: StreamID,
     time: Uuid,
     rows: u32,
-    schema: Arc<Schema>,
     other_schemas: Vec<Arc<Schema>>,
 }
 
@@ -840,8 +1027,8 @@ pub(crate) struct ChangeAssembler {
     table: Arc<str>,
     /// The schema of the last row.
     schema: Option<Arc<Schema>>,
-    /// The rows of the pending change (split off into the change when it is delivered).
-    buf: BytesMut,
+    /// The rows of the pending change (taken out into the change when it is delivered).
+    chunk: chunk::ChunkWriter,
     pending: Option<Pending>,
     /// The last change whose delivery failed (or panicked), until it is delivered or given
     /// up: see [`Retrigger`].
@@ -889,7 +1076,7 @@ impl ChangeAssembler {
             consumer,
             table,
             schema: None,
-            buf: BytesMut::new(),
+            chunk: chunk::ChunkWriter::default(),
             pending: None,
             failed: None,
             keep_failed: true,
@@ -929,9 +1116,8 @@ impl ChangeAssembler {
             stream_id: p.stream_id,
             time: p.time,
             rows: p.rows,
-            schema: p.schema,
             other_schemas: (!p.other_schemas.is_empty()).then(|| p.other_schemas.into()),
-            data: self.buf.split().freeze(),
+            data: self.chunk.take()?,
         })
     }
 
@@ -944,7 +1130,7 @@ impl ChangeAssembler {
         Ok(())
     }
 
-    /// The shared schema of a row's index.
+    /// The shared schema of a row's index (the last row's, nearly always).
     fn schema_of(&mut self, raw: &RowRef<'_>) -> Arc<Schema> {
         match &self.schema {
             Some(s) if Arc::ptr_eq(&s.index, raw.index) => s.clone(),
@@ -960,55 +1146,101 @@ impl ChangeAssembler {
         }
     }
 
+    /// The length of a row's record, and where its cells' bytes start in it when it is
+    /// copied cell by cell (without `span`).
+    fn record_len(raw: &RowRef<'_>, span: Option<&[u8]>) -> anyhow::Result<(usize, usize)> {
+        let (len, cells_at) = match span {
+            Some(span) => (RECORD_HEADER + span.len(), 0),
+            None => {
+                let count = raw.len();
+                let cells_at = RECORD_HEADER + 8 * count;
+                let data_len: usize = match raw.cells {
+                    CellSource::Slices(cells) => cells.iter().flatten().map(|c| c.len()).sum(),
+                    CellSource::Packed { .. } | CellSource::Span { .. } => (0..count)
+                        .filter_map(|p| raw.cell(p).flatten())
+                        .map(<[u8]>::len)
+                        .sum(),
+                };
+                (cells_at + data_len, cells_at)
+            }
+        };
+        if u32::try_from(len).is_ok_and(|l| l != u32::MAX) {
+            Ok((len, cells_at))
+        } else {
+            Err(anyhow::anyhow!(
+                "a log row of {len} bytes is too large to keep"
+            ))
+        }
+    }
+
     /// Copies a row into the pending change (started if needed): in one piece when its bytes
     /// as the page held them (`span`) are known, else cell by cell.
     fn append(
         &mut self,
-        header: RowHeader,
+        header: &RowHeader,
         raw: RowRef<'_>,
         span: Option<&[u8]>,
     ) -> anyhow::Result<()> {
-        let same_schema = self
-            .schema
-            .as_ref()
-            .is_some_and(|s| Arc::ptr_eq(&s.index, raw.index));
-        let schema = if same_schema {
-            None
-        } else {
-            Some(self.schema_of(&raw))
-        };
-        let pending = match &mut self.pending {
-            Some(p) => p,
-            None => self.pending.insert(Pending {
-                stream_id: header.stream_id,
-                time: header.time,
-                rows: 0,
-                schema: match &schema {
-                    Some(s) => s.clone(),
-                    None => self
-                        .schema
-                        .clone()
-                        .ok_or_else(|| anyhow::anyhow!("change assembler: no schema for a row"))?,
-                },
-                other_schemas: Vec::new(),
-            }),
-        };
-        let schema_slot = if Arc::ptr_eq(&pending.schema.index, raw.index) {
-            0
-        } else if let Some(i) = pending
-            .other_schemas
-            .iter()
-            .position(|s| Arc::ptr_eq(&s.index, raw.index))
-        {
-            i + 1
-        } else {
-            let s = schema.ok_or_else(|| anyhow::anyhow!("change assembler: schema lost"))?;
-            pending.other_schemas.push(s);
-            pending.other_schemas.len()
+        let (len, cells_at) = Self::record_len(&raw, span)?;
+        let in_schema = |s: &Arc<Schema>| Arc::ptr_eq(&s.index, raw.index);
+        let schema_slot = match &mut self.pending {
+            None => {
+                // A change starts, in a chunk of its schema with room for the row.
+                if !self.schema.as_ref().is_some_and(in_schema) {
+                    self.schema_of(&raw);
+                }
+                let schema = self
+                    .schema
+                    .as_ref()
+                    .ok_or_else(|| anyhow::anyhow!("change assembler: no schema"))?;
+                self.chunk.start(schema, len);
+                self.pending = Some(Pending {
+                    stream_id: header.stream_id,
+                    time: header.time,
+                    rows: 0,
+                    other_schemas: Vec::new(),
+                });
+                0
+            }
+            Some(_) => {
+                self.chunk.reserve(len)?;
+                if self.chunk.schema().is_some_and(in_schema) {
+                    0
+                } else {
+                    let schema = self.schema_of(&raw);
+                    let pending = self
+                        .pending
+                        .as_mut()
+                        .ok_or_else(|| anyhow::anyhow!("change assembler: pending change lost"))?;
+                    match pending.other_schemas.iter().position(in_schema) {
+                        Some(i) => i + 1,
+                        None => {
+                            pending.other_schemas.push(schema);
+                            pending.other_schemas.len()
+                        }
+                    }
+                }
+            }
         };
         let schema_slot = u8::try_from(schema_slot)
             .map_err(|_| anyhow::anyhow!("more than 255 schema changes within one change"))?;
+        self.write_record(header, raw, span, schema_slot, (len, cells_at))?;
+        if let Some(pending) = &mut self.pending {
+            pending.rows += 1;
+        }
+        Ok(())
+    }
 
+    /// Writes a row's record (of the length and layout [`Self::record_len`] gave) into the
+    /// chunk, which has room for it.
+    fn write_record(
+        &mut self,
+        header: &RowHeader,
+        raw: RowRef<'_>,
+        span: Option<&[u8]>,
+        schema_slot: u8,
+        (len, cells_at): (usize, usize),
+    ) -> anyhow::Result<()> {
         let count = raw.len();
         let mut flags = 0;
         if header.end_of_batch {
@@ -1017,58 +1249,29 @@ impl ChangeAssembler {
         if header.ttl.is_some() {
             flags |= FLAG_TTL;
         }
+        if span.is_some() {
+            flags |= FLAG_SPAN;
+        }
         let mut header_bytes = [0u8; RECORD_HEADER];
+        // `record_len` checked that the length fits in a u32.
+        header_bytes[0..4].copy_from_slice(&(len as u32).to_le_bytes());
         header_bytes[4] = schema_slot;
         header_bytes[5] = header.operation.code(header.is_expiration) as u8;
+        header_bytes[6] = flags;
         header_bytes[8..12].copy_from_slice(&header.batch_seq_no.to_le_bytes());
         header_bytes[12..20].copy_from_slice(&header.ttl.unwrap_or(0).to_le_bytes());
         header_bytes[20..24].copy_from_slice(&(count as u32).to_le_bytes());
-        let too_large =
-            |len: usize| anyhow::anyhow!("a log row of {len} bytes is too large to keep");
+        let no_room = || anyhow::anyhow!("change assembler: no room for a row in its chunk");
 
         if let Some(span) = span {
-            let len = RECORD_HEADER + span.len();
-            let len32 = u32::try_from(len)
-                .ok()
-                .filter(|&l| l != u32::MAX)
-                .ok_or_else(|| too_large(len))?;
-            if self.buf.capacity() - self.buf.len() < len {
-                self.buf.reserve(len.max(CHUNK));
+            if !self.chunk.push(&[&header_bytes, span]) {
+                return Err(no_room());
             }
-            header_bytes[0..4].copy_from_slice(&len32.to_le_bytes());
-            header_bytes[6] = flags | FLAG_SPAN;
-            self.buf.extend_from_slice(&header_bytes);
-            self.buf.extend_from_slice(span);
-            pending.rows += 1;
             return Ok(());
-        }
-
-        let cells_at = RECORD_HEADER + 8 * count;
-        let data_len: usize = match raw.cells {
-            CellSource::Slices(cells) => cells.iter().flatten().map(|c| c.len()).sum(),
-            CellSource::Packed { .. } | CellSource::Span { .. } => (0..count)
-                .filter_map(|p| raw.cell(p).flatten())
-                .map(<[u8]>::len)
-                .sum(),
-        };
-        let len = cells_at + data_len;
-        let len32 = u32::try_from(len)
-            .ok()
-            .filter(|&l| l != u32::MAX)
-            .ok_or_else(|| too_large(len))?;
-        if self.buf.capacity() - self.buf.len() < len {
-            self.buf.reserve(len.max(CHUNK));
         }
         // The record is written into its zeroed space in one pass, without a capacity check
         // per field.
-        let start = self.buf.len();
-        self.buf.resize(start + len, 0);
-        let record = self
-            .buf
-            .get_mut(start..)
-            .ok_or_else(|| anyhow::anyhow!("change assembler: buffer too short"))?;
-        header_bytes[0..4].copy_from_slice(&len32.to_le_bytes());
-        header_bytes[6] = flags;
+        let record = self.chunk.extend_zeroed(len).ok_or_else(no_room)?;
         let mut writer = RecordWriter {
             record,
             range_at: RECORD_HEADER,
@@ -1087,7 +1290,6 @@ impl ChangeAssembler {
                 }
             }
         }
-        pending.rows += 1;
         Ok(())
     }
 }
@@ -1164,33 +1366,63 @@ impl ChangeAssembler {
     }
 
     /// Takes one log row that [`Self::can_push`] accepts, without awaiting anything: the
-    /// row is copied into the pending change; if it ends it (`cdc$end_of_batch`), the
-    /// change is returned, for [`Self::deliver`]. Not an `async fn`: the stream reader
-    /// awaits only the consumer's boxed future, so no state machine holding the row is
-    /// built (and moved) per row.
+    /// row is copied into the pending change; `true` when it ends it (`cdc$end_of_batch`):
+    /// then the caller hands the change over with [`Self::deliver`]. Not an `async fn`: the
+    /// stream reader awaits only the consumer's boxed future, so no state machine holding
+    /// the row is built (and moved) per row; nor is a `Change` returned (and moved): the
+    /// change is made where it is handed to the consumer.
     pub(crate) fn push_row(
         &mut self,
         header: &RowHeader,
         raw: RowRef<'_>,
         span: Option<&[u8]>,
-    ) -> anyhow::Result<Option<Change>> {
+    ) -> anyhow::Result<bool> {
         debug_assert!(self.can_push(header));
-        self.append(*header, raw, span)?;
-        Ok(if header.end_of_batch {
-            self.take_pending()
-        } else {
-            None
-        })
+        if header.end_of_batch
+            && self.pending.is_none()
+            && let Some(schema) = &self.schema
+            && Arc::ptr_eq(&schema.index, raw.index)
+        {
+            // The common change, of one row: written without a pending change; `deliver`
+            // makes it from the row's header.
+            let layout = Self::record_len(&raw, span)?;
+            self.chunk.start(schema, layout.0);
+            self.write_record(header, raw, span, 0, layout)?;
+            return Ok(true);
+        }
+        self.append(header, raw, span)?;
+        Ok(header.end_of_batch)
     }
 
-    /// Hands a change [`Self::push_row`] completed at the row of `header` to the consumer;
-    /// once the returned future succeeded, the caller calls [`Self::delivered`].
+    /// Hands the change [`Self::push_row`] completed at the row of `header` to the
+    /// consumer; once the returned future succeeded, the caller calls [`Self::delivered`].
     pub(crate) fn deliver(
         &mut self,
-        change: Change,
         header: &RowHeader,
     ) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {
-        self.hand_over(change, Some(Retrigger::of(header, true)))
+        let change = match self.pending.take() {
+            Some(p) => self.chunk.take().map(|data| Change {
+                stream_id: p.stream_id,
+                time: p.time,
+                rows: p.rows,
+                other_schemas: (!p.other_schemas.is_empty()).then(|| p.other_schemas.into()),
+                data,
+            }),
+            // A change of one row, just written.
+            None => self.chunk.take().map(|data| Change {
+                stream_id: header.stream_id,
+                time: header.time,
+                rows: 1,
+                other_schemas: None,
+                data,
+            }),
+        };
+        match change {
+            Some(change) => self.hand_over(change, Some(Retrigger::of(header, true))),
+            None => Box::pin(std::future::ready(Err(anyhow::anyhow!(
+                "change assembler: a change was lost"
+            )))),
+        }
     }
 
     /// The future of [`Self::deliver`] succeeded: the change is no longer kept for a second
@@ -1222,7 +1454,7 @@ impl ChangeAssembler {
                 .await?;
             self.failed = None;
         }
-        self.append(header, row.raw(), row.span())?;
+        self.append(&header, row.raw(), row.span())?;
         if header.end_of_batch
             && let Some(change) = self.take_pending()
         {
@@ -1463,6 +1695,100 @@ mod tests {
         drop(changes);
         assert_eq!(copy.rows().last().map(|r| r.end_of_batch()), Some(true));
         assert!(format!("{copy:?}").contains("PostImage"));
+    }
+
+    /// Rows larger than a chunk, and changes whose rows overflow the chunk they started in,
+    /// are kept whole; changes kept while later ones are written keep their bytes.
+    #[tokio::test]
+    async fn changes_larger_than_a_chunk_or_across_chunks_are_kept_whole() {
+        let mut rows = Vec::new();
+        for c in 0..40i64 {
+            let n = 1 + c as usize % 3;
+            for seq in 0..n {
+                let mut r = at(1 + (c % 2) as u8, 10 + c, seq as i32, 1, seq + 1 == n);
+                r.v = Some(c as i32);
+                // Sets of 0.1 to 5 KiB (a change of three rows does not fit in the rest of
+                // a chunk); every seventh change has a row of 20 KiB, more than a chunk.
+                let items = if c % 7 == 3 && seq == 0 {
+                    2500
+                } else {
+                    10 + 60 * ((c as usize * 5 + seq) % 11)
+                };
+                r.s = Some((0..items as i32).collect());
+                rows.push(r);
+            }
+        }
+        // `assemble` compares every kept change's cells with the rows once all are read.
+        let changes = assemble(&rows).await;
+        let shape: Vec<(i64, usize, bool)> = changes
+            .iter()
+            .map(|c| {
+                let v = c.rows().all(|r| {
+                    r.get_value_as::<i32>("v").unwrap() == Some(c.timestamp_micros() as i32 - 10)
+                });
+                (c.timestamp_micros(), c.rows().len(), v)
+            })
+            .collect();
+        let expected: Vec<(i64, usize, bool)> = (0..40i64)
+            .map(|c| (10 + c, 1 + c as usize % 3, true))
+            .collect();
+        assert_eq!(shape, expected);
+    }
+
+    /// Sends every change to another thread.
+    struct SendAway(std::sync::mpsc::Sender<Change>);
+
+    #[async_trait]
+    impl ChangeConsumer for SendAway {
+        async fn consume_change(&mut self, change: Change) -> anyhow::Result<()> {
+            self.0.send(change)?;
+            Ok(())
+        }
+    }
+
+    /// Changes are read on another thread while the assembler writes the next rows into the
+    /// chunk they are in (and into new chunks once it is full).
+    #[tokio::test]
+    async fn changes_are_read_on_another_thread_while_later_rows_are_written() {
+        let (tx, rx) = std::sync::mpsc::channel::<Change>();
+        let reader = std::thread::spawn(move || {
+            let mut seen = 0i64;
+            for change in rx {
+                let c = change.timestamp_micros() - 10;
+                assert_eq!(c, seen);
+                let items = (c % 50) as i32;
+                for row in change.rows() {
+                    assert_eq!(row.get_value_as::<i32>("v").unwrap(), Some(c as i32));
+                    let s = row.get_value("s").unwrap();
+                    let expected =
+                        (items > 0).then(|| CqlValue::Set((0..items).map(CqlValue::Int).collect()));
+                    assert_eq!(s, expected, "change {c}");
+                }
+                seen += 1;
+            }
+            seen
+        });
+        let mut assembler = ChangeAssembler::new(Box::new(SendAway(tx)), Arc::from("t"));
+        let specs = log_specs();
+        let index = Arc::new(ColumnIndex::new(&specs).unwrap());
+        for c in 0..3000i64 {
+            for seq in 0..2 {
+                let mut r = at(1, 10 + c, seq, 1, seq == 1);
+                r.v = Some(c as i32);
+                r.s = (c % 50 > 0).then(|| (0..(c % 50) as i32).collect());
+                let (page, ranges) = page_of(std::slice::from_ref(&r));
+                let refs: Vec<Option<&[u8]>> = ranges[0]
+                    .iter()
+                    .map(|r| r.map(|(a, b)| &page[a..b]))
+                    .collect();
+                let header = index.header(&refs).unwrap();
+                let row = CDCRow::new(header, &index, &specs, &refs).with_page(&page);
+                assembler.consume_cdc(row).await.unwrap();
+            }
+        }
+        assembler.flush().await.unwrap();
+        drop(assembler);
+        assert_eq!(reader.join().unwrap(), 3000);
     }
 
     #[tokio::test]

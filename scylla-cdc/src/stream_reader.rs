@@ -772,9 +772,9 @@ impl Plan {
                         cells: CellSource::Slices(cells),
                     };
                     match assembler.push_row(&header, raw, row_span(page, cells)) {
-                        Ok(None) => Ok(Ok(())),
-                        Ok(Some(change)) => {
-                            let delivery = assembler.deliver(change, &header);
+                        Ok(false) => Ok(Ok(())),
+                        Ok(true) => {
+                            let delivery = assembler.deliver(&header);
                             let result = AssertUnwindSafe(delivery).catch_unwind().await;
                             if matches!(result, Ok(Ok(()))) {
                                 assembler.delivered();
