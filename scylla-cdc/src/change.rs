@@ -22,7 +22,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bytes::{Bytes, BytesMut};
 use chrono::{DateTime, Utc};
 use scylla::deserialize::value::DeserializeValue;
 use scylla::frame::response::result::{ColumnSpec, ColumnType, NativeType};
@@ -90,6 +89,256 @@ const FLAG_SPAN: u8 = 4;
 /// the changes of many rows (a change kept by a consumer keeps its buffer alive).
 const CHUNK: usize = 16 * 1024;
 
+/// The header of a change in its chunk, before its row records: the stream id (16 bytes),
+/// `cdc$time` (16), the number of rows (`u32`, little-endian) and padding.
+const CHANGE_HEADER: usize = 40;
+
+/// The buffers the rows of changes are copied into ([`chunk::Chunk`]): the assembler writes
+/// rows at the end of one while the changes before them are read, from any thread, by their
+/// consumers. A change is a reference to its chunk and its range in it (16 bytes, moved in
+/// registers): one reference count per change for its bytes and its schemas (with
+/// `bytes::BytesMut::split` and an `Arc<Schema>` per change there were two, four atomic
+/// operations per change), and its stream, time and row count are in its bytes.
+mod chunk {
+    // The only unsafe code of the crate: a buffer written at its end while its beginning is
+    // shared, which neither `Vec` nor `bytes` can express without a second reference count.
+    #![allow(unsafe_code)]
+
+    use std::ptr::NonNull;
+    use std::sync::Arc;
+
+    use super::Schema;
+
+    /// The largest chunk: offsets in it are `u32`s.
+    const MAX: usize = u32::MAX as usize;
+
+    /// A buffer of `cap` bytes and the schemas of the rows written into it (a row record
+    /// names its schema by its position here).
+    ///
+    /// Invariant: the bytes before its [`ChunkWriter`]'s position are written and never
+    /// written again; only they are read (through [`Written`]); only the writer writes, and
+    /// only at or past the start of the pending change, which never goes back.
+    pub(super) struct Chunk {
+        schemas: Vec<Arc<Schema>>,
+        ptr: NonNull<u8>,
+        cap: usize,
+    }
+
+    // SAFETY: a chunk owns its allocation (like a `Box<[u8]>`). Shared between threads, the
+    // bytes read ([`Written`]) are never written again, and the only writer writes past
+    // them: a write never races with a read.
+    unsafe impl Send for Chunk {}
+    unsafe impl Sync for Chunk {}
+
+    impl Drop for Chunk {
+        fn drop(&mut self) {
+            // SAFETY: `ptr` and `cap` are those of the `Vec<u8>` made in `Chunk::new`, whose
+            // ownership the chunk took; `u8` needs no drop, so a length of 0 frees it alone.
+            drop(unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), 0, self.cap) });
+        }
+    }
+
+    impl Chunk {
+        /// A chunk of at least `cap` bytes (at most [`MAX`]).
+        fn new(schemas: Vec<Arc<Schema>>, cap: usize) -> anyhow::Result<Arc<Self>> {
+            if cap > MAX {
+                anyhow::bail!("a change of more than {cap} bytes is too large to keep");
+            }
+            let mut bytes = std::mem::ManuallyDrop::new(Vec::<u8>::with_capacity(cap));
+            Ok(Arc::new(Self {
+                schemas,
+                ptr: NonNull::new(bytes.as_mut_ptr()).unwrap_or(NonNull::dangling()),
+                cap: bytes.capacity().min(MAX),
+            }))
+        }
+    }
+
+    /// Bytes of a chunk that were written: a range before its writer's position.
+    #[derive(Clone)]
+    pub(super) struct Written {
+        chunk: Arc<Chunk>,
+        at: u32,
+        len: u32,
+    }
+
+    impl Written {
+        #[inline]
+        pub(super) fn bytes(&self) -> &[u8] {
+            // SAFETY: `at..at + len` is within the allocation and was written before this
+            // was made (`ChunkWriter::take`); it is never written again (see `Chunk`).
+            unsafe {
+                std::slice::from_raw_parts(
+                    self.chunk.ptr.as_ptr().add(self.at as usize),
+                    self.len as usize,
+                )
+            }
+        }
+
+        /// The schema at `slot` of the chunk.
+        pub(super) fn schema(&self, slot: usize) -> Option<&Arc<Schema>> {
+            self.chunk.schemas.get(slot)
+        }
+    }
+
+    /// The one writer of the current chunk: appends the bytes of the pending change and
+    /// takes them out as [`Written`] when it is complete.
+    #[derive(Default)]
+    pub(super) struct ChunkWriter {
+        chunk: Option<Arc<Chunk>>,
+        /// Bytes written.
+        len: usize,
+        /// Where the pending change starts.
+        start: usize,
+    }
+
+    impl ChunkWriter {
+        /// The slot of `schema` in the current chunk, if there.
+        fn slot(&self, schema: &Arc<Schema>) -> Option<usize> {
+            let chunk = self.chunk.as_ref()?;
+            chunk.schemas.iter().position(|s| Arc::ptr_eq(s, schema))
+        }
+
+        /// Starts a change (none is pending) with room for `room` bytes of rows of `schema`:
+        /// in the current chunk if it has the schema and the room, else in a new one.
+        /// Returns the schema's slot.
+        pub(super) fn start(&mut self, schema: &Arc<Schema>, room: usize) -> anyhow::Result<u8> {
+            self.start = self.len;
+            if let (Some(chunk), Some(slot)) = (&self.chunk, self.slot(schema))
+                && chunk.cap - self.len >= room
+                && let Ok(slot) = u8::try_from(slot)
+            {
+                return Ok(slot);
+            }
+            self.chunk = Some(Chunk::new(vec![schema.clone()], room.max(super::CHUNK))?);
+            (self.start, self.len) = (0, 0);
+            Ok(0)
+        }
+
+        /// Makes room for `room` more bytes of the pending change, of rows of `schema`, and
+        /// returns the schema's slot. If the chunk is full, or lacks the schema (the log's
+        /// schema changed within the change), the change so far moves to a new chunk (of
+        /// twice what it then needs, so that a long change is copied a few times only).
+        pub(super) fn reserve(&mut self, schema: &Arc<Schema>, room: usize) -> anyhow::Result<u8> {
+            let Some(chunk) = &self.chunk else {
+                anyhow::bail!("change assembler: no chunk for a pending change");
+            };
+            let slot = self.slot(schema);
+            if let Some(slot) = slot
+                && chunk.cap - self.len >= room
+            {
+                return u8::try_from(slot).map_err(|_| too_many());
+            }
+            let mut schemas = chunk.schemas.clone();
+            let slot = match slot {
+                Some(slot) => slot,
+                None => {
+                    schemas.push(schema.clone());
+                    schemas.len() - 1
+                }
+            };
+            let slot = u8::try_from(slot).map_err(|_| too_many())?;
+            let pending = self.len - self.start;
+            let needed = pending.saturating_add(room);
+            let next = Chunk::new(schemas, needed.saturating_mul(2).clamp(super::CHUNK, MAX))?;
+            if next.cap < needed {
+                anyhow::bail!("a change of more than {needed} bytes is too large to keep");
+            }
+            // SAFETY: the pending change's bytes are written (before `len`), and `next` is
+            // new: nothing reads it, and it has room for them.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    chunk.ptr.as_ptr().add(self.start),
+                    next.ptr.as_ptr(),
+                    pending,
+                );
+            }
+            self.chunk = Some(next);
+            (self.start, self.len) = (0, pending);
+            Ok(slot)
+        }
+
+        /// Space for the next `n` bytes, zeroed, to be written; `None` without room.
+        pub(super) fn extend_zeroed(&mut self, n: usize) -> Option<&mut [u8]> {
+            let chunk = self.chunk.as_ref()?;
+            if chunk.cap - self.len < n {
+                return None;
+            }
+            // SAFETY: `len..len + n` is within the allocation, at or past the writer's
+            // position: nothing reads it (see `Chunk`), and `&mut self` makes this the only
+            // reference to it. It is zeroed before the slice is made.
+            let space = unsafe {
+                let at = chunk.ptr.as_ptr().add(self.len);
+                std::ptr::write_bytes(at, 0, n);
+                std::slice::from_raw_parts_mut(at, n)
+            };
+            self.len += n;
+            Some(space)
+        }
+
+        /// Appends `parts`, one after the other; `false` (nothing written) without room.
+        pub(super) fn push(&mut self, parts: &[&[u8]]) -> bool {
+            let Some(chunk) = &self.chunk else {
+                return false;
+            };
+            let n: usize = parts.iter().map(|p| p.len()).sum();
+            if chunk.cap - self.len < n {
+                return false;
+            }
+            for part in parts {
+                // SAFETY: as in `extend_zeroed`: within the allocation, past what is read.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        part.as_ptr(),
+                        chunk.ptr.as_ptr().add(self.len),
+                        part.len(),
+                    );
+                }
+                self.len += part.len();
+            }
+            true
+        }
+
+        /// Overwrites bytes of the pending change, `at` bytes from its start; `false` (nothing
+        /// written) unless they were written before.
+        pub(super) fn patch(&mut self, at: usize, bytes: &[u8]) -> bool {
+            let Some(chunk) = &self.chunk else {
+                return false;
+            };
+            let at = self.start.saturating_add(at);
+            if at.saturating_add(bytes.len()) > self.len {
+                return false;
+            }
+            // SAFETY: within the pending change (written, at or past its start): nothing
+            // reads it yet (see `Chunk`), and `&mut self` makes this the only writer.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    chunk.ptr.as_ptr().add(at),
+                    bytes.len(),
+                );
+            }
+            true
+        }
+
+        /// The pending change's bytes, which are written: the next change starts after them.
+        pub(super) fn take(&mut self) -> Option<Written> {
+            let chunk = self.chunk.clone()?;
+            // Chunks have at most `MAX` bytes: the offsets fit.
+            let written = Written {
+                chunk,
+                at: self.start as u32,
+                len: (self.len - self.start) as u32,
+            };
+            self.start = self.len;
+            Some(written)
+        }
+    }
+
+    fn too_many() -> anyhow::Error {
+        anyhow::anyhow!("more than 255 log schemas within one change")
+    }
+}
+
 /// Every log row of one write to one base partition: one stream, one `cdc$time`.
 ///
 /// Owned and cheap to clone (its rows are in a shared, reference-counted buffer), so it can
@@ -98,14 +347,9 @@ const CHUNK: usize = 16 * 1024;
 /// by base row and merges them into [`RowImage`]s.
 #[derive(Clone)]
 pub struct Change {
-    stream_id: StreamID,
-    time: Uuid,
-    rows: u32,
-    schema: Arc<Schema>,
-    /// Schemas of rows read after a schema change in the middle of the change (rare).
-    other_schemas: Option<Arc<[Arc<Schema>]>>,
-    /// The row records, back to back.
-    data: Bytes,
+    /// The change's header ([`CHANGE_HEADER`]) and its row records, back to back, in a
+    /// chunk carrying their schemas.
+    data: chunk::Written,
 }
 
 /// The rows of a [`Change`], in order.
@@ -138,37 +382,51 @@ impl<'c> Iterator for Records<'c> {
 impl ExactSizeIterator for Records<'_> {}
 
 impl Change {
+    /// 16 bytes of the change's header, at `at`.
+    fn id_at(&self, at: usize) -> [u8; 16] {
+        // The header is written by the assembler: it is always there.
+        self.data
+            .bytes()
+            .get(at..at + 16)
+            .and_then(|b| b.try_into().ok())
+            .unwrap_or_default()
+    }
+
+    /// The number of rows.
+    #[inline]
+    fn row_count(&self) -> usize {
+        read_u32(self.data.bytes(), 32).unwrap_or(0) as usize
+    }
+
     /// The stream (log partition) of the change.
     pub fn stream_id(&self) -> StreamID {
-        self.stream_id
+        StreamID::new(self.id_at(0))
     }
 
     /// `cdc$time`: a timeuuid whose time is the base write's timestamp (microseconds).
     pub fn time(&self) -> Uuid {
-        self.time
+        Uuid::from_bytes(self.id_at(16))
     }
 
     /// The write time of the change: the time part of `cdc$time` (microsecond precision).
     pub fn timestamp(&self) -> DateTime<Utc> {
-        crate::time::timeuuid_to_datetime(&self.time)
+        crate::time::timeuuid_to_datetime(&self.time())
     }
 
     /// The write time of the change in microseconds since the Unix epoch (the base write's
     /// `USING TIMESTAMP`).
     pub fn timestamp_micros(&self) -> i64 {
-        crate::time::timeuuid_micros(&self.time)
+        crate::time::timeuuid_micros(&self.time())
     }
 
     /// The base table's name (without keyspace), as given to the reader.
     pub fn table(&self) -> &str {
-        &self.schema.table
+        // Every schema of a chunk is of the assembler's table.
+        self.data.schema(0).map_or("", |s| &s.table)
     }
 
     fn row<'c>(&'c self, record: &'c [u8]) -> Option<ChangeRow<'c>> {
-        let schema = match *record.get(4)? {
-            0 => &self.schema,
-            i => self.other_schemas.as_deref()?.get(usize::from(i) - 1)?,
-        };
+        let schema = self.data.schema(usize::from(*record.get(4)?))?;
         let (operation, is_expiration) = OperationType::from_code(*record.get(5)? as i8);
         let flags = *record.get(6)?;
         let seq = read_u32(record, 8)? as i32;
@@ -176,8 +434,8 @@ impl Change {
         let count = read_u32(record, 20)? as usize;
         Some(ChangeRow {
             header: RowHeader {
-                stream_id: self.stream_id,
-                time: self.time,
+                stream_id: self.stream_id(),
+                time: self.time(),
                 batch_seq_no: seq,
                 operation,
                 is_expiration,
@@ -204,11 +462,12 @@ impl Change {
     }
 
     /// Every row of the change in `cdc$batch_seq_no` order (pre-images, deltas, post-images).
+    #[inline]
     pub fn rows(&self) -> impl ExactSizeIterator<Item = ChangeRow<'_>> + '_ {
         Records {
             change: self,
-            rest: &self.data,
-            left: self.rows as usize,
+            rest: self.data.bytes().get(CHANGE_HEADER..).unwrap_or_default(),
+            left: self.row_count(),
         }
     }
 
@@ -823,13 +1082,12 @@ impl RowImage {
     }
 }
 
-/// The change being assembled (its rows are in the assembler's buffer).
+/// The change being assembled (its rows are in the assembler's chunk, which has its
+/// schema).
 struct Pending {
     stream_id: StreamID,
     time: Uuid,
     rows: u32,
-    schema: Arc<Schema>,
-    other_schemas: Vec<Arc<Schema>>,
 }
 
 /// The [`Consumer`] behind [`crate::CDCLogReaderBuilder::change_consumer_factory`]: it
@@ -840,8 +1098,8 @@ pub(crate) struct ChangeAssembler {
     table: Arc<str>,
     /// The schema of the last row.
     schema: Option<Arc<Schema>>,
-    /// The rows of the pending change (split off into the change when it is delivered).
-    buf: BytesMut,
+    /// The rows of the pending change (taken out into the change when it is delivered).
+    chunk: chunk::ChunkWriter,
     pending: Option<Pending>,
     /// The last change whose delivery failed (or panicked), until it is delivered or given
     /// up: see [`Retrigger`].
@@ -889,7 +1147,7 @@ impl ChangeAssembler {
             consumer,
             table,
             schema: None,
-            buf: BytesMut::new(),
+            chunk: chunk::ChunkWriter::default(),
             pending: None,
             failed: None,
             keep_failed: true,
@@ -915,7 +1173,7 @@ impl ChangeAssembler {
         // row over again assembles the same change again (no other row of it is lost).
         if self.keep_failed
             && let Some(trigger) = trigger
-            && !(trigger.in_change && change.rows == 1)
+            && !(trigger.in_change && change.row_count() == 1)
         {
             self.failed = Some((change.clone(), trigger));
         }
@@ -925,14 +1183,20 @@ impl ChangeAssembler {
     /// The pending change, complete, if any.
     fn take_pending(&mut self) -> Option<Change> {
         let p = self.pending.take()?;
+        // The row count goes into the change's header (written with 0 when it started).
+        self.chunk.patch(32, &p.rows.to_le_bytes());
         Some(Change {
-            stream_id: p.stream_id,
-            time: p.time,
-            rows: p.rows,
-            schema: p.schema,
-            other_schemas: (!p.other_schemas.is_empty()).then(|| p.other_schemas.into()),
-            data: self.buf.split().freeze(),
+            data: self.chunk.take()?,
         })
+    }
+
+    /// The header of a change ([`CHANGE_HEADER`]).
+    fn change_header(header: &RowHeader, rows: u32) -> [u8; CHANGE_HEADER] {
+        let mut bytes = [0u8; CHANGE_HEADER];
+        bytes[0..16].copy_from_slice(header.stream_id.as_bytes());
+        bytes[16..32].copy_from_slice(header.time.as_bytes());
+        bytes[32..36].copy_from_slice(&rows.to_le_bytes());
+        bytes
     }
 
     /// Hands the pending change, if any, to the consumer (at a window's end or a flush).
@@ -944,7 +1208,7 @@ impl ChangeAssembler {
         Ok(())
     }
 
-    /// The shared schema of a row's index.
+    /// The shared schema of a row's index (the last row's, nearly always).
     fn schema_of(&mut self, raw: &RowRef<'_>) -> Arc<Schema> {
         match &self.schema {
             Some(s) if Arc::ptr_eq(&s.index, raw.index) => s.clone(),
@@ -960,55 +1224,86 @@ impl ChangeAssembler {
         }
     }
 
+    /// The length of a row's record, and where its cells' bytes start in it when it is
+    /// copied cell by cell (without `span`).
+    fn record_len(raw: &RowRef<'_>, span: Option<&[u8]>) -> anyhow::Result<(usize, usize)> {
+        let (len, cells_at) = match span {
+            Some(span) => (RECORD_HEADER + span.len(), 0),
+            None => {
+                let count = raw.len();
+                let cells_at = RECORD_HEADER + 8 * count;
+                let data_len: usize = match raw.cells {
+                    CellSource::Slices(cells) => cells.iter().flatten().map(|c| c.len()).sum(),
+                    CellSource::Packed { .. } | CellSource::Span { .. } => (0..count)
+                        .filter_map(|p| raw.cell(p).flatten())
+                        .map(<[u8]>::len)
+                        .sum(),
+                };
+                (cells_at + data_len, cells_at)
+            }
+        };
+        if u32::try_from(len).is_ok_and(|l| l != u32::MAX) {
+            Ok((len, cells_at))
+        } else {
+            Err(anyhow::anyhow!(
+                "a log row of {len} bytes is too large to keep"
+            ))
+        }
+    }
+
     /// Copies a row into the pending change (started if needed): in one piece when its bytes
     /// as the page held them (`span`) are known, else cell by cell.
     fn append(
         &mut self,
-        header: RowHeader,
+        header: &RowHeader,
         raw: RowRef<'_>,
         span: Option<&[u8]>,
     ) -> anyhow::Result<()> {
-        let same_schema = self
+        let layout = Self::record_len(&raw, span)?;
+        if !self
             .schema
             .as_ref()
-            .is_some_and(|s| Arc::ptr_eq(&s.index, raw.index));
-        let schema = if same_schema {
-            None
-        } else {
-            Some(self.schema_of(&raw))
-        };
-        let pending = match &mut self.pending {
-            Some(p) => p,
-            None => self.pending.insert(Pending {
-                stream_id: header.stream_id,
-                time: header.time,
-                rows: 0,
-                schema: match &schema {
-                    Some(s) => s.clone(),
-                    None => self
-                        .schema
-                        .clone()
-                        .ok_or_else(|| anyhow::anyhow!("change assembler: no schema for a row"))?,
-                },
-                other_schemas: Vec::new(),
-            }),
-        };
-        let schema_slot = if Arc::ptr_eq(&pending.schema.index, raw.index) {
-            0
-        } else if let Some(i) = pending
-            .other_schemas
-            .iter()
-            .position(|s| Arc::ptr_eq(&s.index, raw.index))
+            .is_some_and(|s| Arc::ptr_eq(&s.index, raw.index))
         {
-            i + 1
-        } else {
-            let s = schema.ok_or_else(|| anyhow::anyhow!("change assembler: schema lost"))?;
-            pending.other_schemas.push(s);
-            pending.other_schemas.len()
+            self.schema_of(&raw);
+        }
+        let schema = self
+            .schema
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("change assembler: no schema"))?;
+        let schema_slot = match &mut self.pending {
+            None => {
+                // A change starts, in a chunk of its schema with room for it and the row.
+                let slot = self.chunk.start(schema, CHANGE_HEADER + layout.0)?;
+                if !self.chunk.push(&[&Self::change_header(header, 0)]) {
+                    anyhow::bail!("change assembler: no room for a change in its chunk");
+                }
+                self.pending = Some(Pending {
+                    stream_id: header.stream_id,
+                    time: header.time,
+                    rows: 0,
+                });
+                slot
+            }
+            Some(_) => self.chunk.reserve(schema, layout.0)?,
         };
-        let schema_slot = u8::try_from(schema_slot)
-            .map_err(|_| anyhow::anyhow!("more than 255 schema changes within one change"))?;
+        self.write_record(header, raw, span, schema_slot, layout)?;
+        if let Some(pending) = &mut self.pending {
+            pending.rows += 1;
+        }
+        Ok(())
+    }
 
+    /// Writes a row's record (of the length and layout [`Self::record_len`] gave) into the
+    /// chunk, which has room for it.
+    fn write_record(
+        &mut self,
+        header: &RowHeader,
+        raw: RowRef<'_>,
+        span: Option<&[u8]>,
+        schema_slot: u8,
+        (len, cells_at): (usize, usize),
+    ) -> anyhow::Result<()> {
         let count = raw.len();
         let mut flags = 0;
         if header.end_of_batch {
@@ -1017,58 +1312,29 @@ impl ChangeAssembler {
         if header.ttl.is_some() {
             flags |= FLAG_TTL;
         }
+        if span.is_some() {
+            flags |= FLAG_SPAN;
+        }
         let mut header_bytes = [0u8; RECORD_HEADER];
+        // `record_len` checked that the length fits in a u32.
+        header_bytes[0..4].copy_from_slice(&(len as u32).to_le_bytes());
         header_bytes[4] = schema_slot;
         header_bytes[5] = header.operation.code(header.is_expiration) as u8;
+        header_bytes[6] = flags;
         header_bytes[8..12].copy_from_slice(&header.batch_seq_no.to_le_bytes());
         header_bytes[12..20].copy_from_slice(&header.ttl.unwrap_or(0).to_le_bytes());
         header_bytes[20..24].copy_from_slice(&(count as u32).to_le_bytes());
-        let too_large =
-            |len: usize| anyhow::anyhow!("a log row of {len} bytes is too large to keep");
+        let no_room = || anyhow::anyhow!("change assembler: no room for a row in its chunk");
 
         if let Some(span) = span {
-            let len = RECORD_HEADER + span.len();
-            let len32 = u32::try_from(len)
-                .ok()
-                .filter(|&l| l != u32::MAX)
-                .ok_or_else(|| too_large(len))?;
-            if self.buf.capacity() - self.buf.len() < len {
-                self.buf.reserve(len.max(CHUNK));
+            if !self.chunk.push(&[&header_bytes, span]) {
+                return Err(no_room());
             }
-            header_bytes[0..4].copy_from_slice(&len32.to_le_bytes());
-            header_bytes[6] = flags | FLAG_SPAN;
-            self.buf.extend_from_slice(&header_bytes);
-            self.buf.extend_from_slice(span);
-            pending.rows += 1;
             return Ok(());
-        }
-
-        let cells_at = RECORD_HEADER + 8 * count;
-        let data_len: usize = match raw.cells {
-            CellSource::Slices(cells) => cells.iter().flatten().map(|c| c.len()).sum(),
-            CellSource::Packed { .. } | CellSource::Span { .. } => (0..count)
-                .filter_map(|p| raw.cell(p).flatten())
-                .map(<[u8]>::len)
-                .sum(),
-        };
-        let len = cells_at + data_len;
-        let len32 = u32::try_from(len)
-            .ok()
-            .filter(|&l| l != u32::MAX)
-            .ok_or_else(|| too_large(len))?;
-        if self.buf.capacity() - self.buf.len() < len {
-            self.buf.reserve(len.max(CHUNK));
         }
         // The record is written into its zeroed space in one pass, without a capacity check
         // per field.
-        let start = self.buf.len();
-        self.buf.resize(start + len, 0);
-        let record = self
-            .buf
-            .get_mut(start..)
-            .ok_or_else(|| anyhow::anyhow!("change assembler: buffer too short"))?;
-        header_bytes[0..4].copy_from_slice(&len32.to_le_bytes());
-        header_bytes[6] = flags;
+        let record = self.chunk.extend_zeroed(len).ok_or_else(no_room)?;
         let mut writer = RecordWriter {
             record,
             range_at: RECORD_HEADER,
@@ -1087,9 +1353,15 @@ impl ChangeAssembler {
                 }
             }
         }
-        pending.rows += 1;
         Ok(())
     }
+}
+
+/// Whether two stream ids or timeuuids are equal; compared as integers (a call to `memcmp`
+/// per row otherwise).
+#[inline]
+fn same_id(a: &[u8; 16], b: &[u8; 16]) -> bool {
+    u128::from_ne_bytes(*a) == u128::from_ne_bytes(*b)
 }
 
 /// Writes the cells of a row record into its space.
@@ -1126,8 +1398,107 @@ impl RecordWriter<'_> {
     }
 }
 
+/// A consumer that takes nothing: what [`ChangeAssembler::take`] leaves behind.
+struct Detached;
+
+#[async_trait]
+impl ChangeConsumer for Detached {
+    async fn consume_change(&mut self, _change: Change) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
 impl ChangeAssembler {
-    /// Takes one log row ([`Consumer::consume_cdc`]; the stream reader calls it directly).
+    /// Moves this assembler out (the stream reader keeps it typed instead of behind
+    /// `dyn Consumer`), leaving one with a consumer that takes nothing.
+    pub(crate) fn take(&mut self) -> Self {
+        let mut detached = Self::new(Box::new(Detached), self.table.clone());
+        std::mem::swap(self, &mut detached);
+        detached
+    }
+
+    /// Whether [`Self::push_row`] takes this row (the common case): no change failed
+    /// before, and the row continues the pending change or starts one. Otherwise the row
+    /// goes to [`Self::consume_row`], which first delivers (or delivers again) a change.
+    #[inline]
+    pub(crate) fn can_push(&self, header: &RowHeader) -> bool {
+        self.failed.is_none()
+            && self.pending.as_ref().is_none_or(|p| {
+                same_id(p.stream_id.as_bytes(), header.stream_id.as_bytes())
+                    && same_id(p.time.as_bytes(), header.time.as_bytes())
+            })
+    }
+
+    /// Takes one log row that [`Self::can_push`] accepts, without awaiting anything: the
+    /// row is copied into the pending change; `true` when it ends it (`cdc$end_of_batch`):
+    /// then the caller hands the change over with [`Self::deliver`]. Not an `async fn`: the
+    /// stream reader awaits only the consumer's boxed future, so no state machine holding
+    /// the row is built (and moved) per row; nor is a `Change` returned (and moved): the
+    /// change is made where it is handed to the consumer.
+    pub(crate) fn push_row(
+        &mut self,
+        header: &RowHeader,
+        raw: RowRef<'_>,
+        span: Option<&[u8]>,
+    ) -> anyhow::Result<bool> {
+        debug_assert!(self.can_push(header));
+        if header.end_of_batch
+            && self.pending.is_none()
+            && let Some(schema) = &self.schema
+            && Arc::ptr_eq(&schema.index, raw.index)
+        {
+            // The common change, of one row: written without a pending change.
+            let layout = Self::record_len(&raw, span)?;
+            let slot = self.chunk.start(schema, CHANGE_HEADER + layout.0)?;
+            if !self.chunk.push(&[&Self::change_header(header, 1)]) {
+                anyhow::bail!("change assembler: no room for a change in its chunk");
+            }
+            self.write_record(header, raw, span, slot, layout)?;
+            return Ok(true);
+        }
+        self.append(header, raw, span)?;
+        Ok(header.end_of_batch)
+    }
+
+    /// Hands the change [`Self::push_row`] completed at the row of `header` to the
+    /// consumer; once the returned future succeeded, the caller calls [`Self::delivered`].
+    /// The change is made here, where it is handed over: moved through fewer frames (a
+    /// `Change` passed on from one function to the next was a measurable part of its cost).
+    #[inline]
+    pub(crate) fn deliver(
+        &mut self,
+        header: &RowHeader,
+    ) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {
+        // Pending: a change of several rows (else of one row, written whole).
+        let rows = match self.pending.take() {
+            Some(p) => {
+                self.chunk.patch(32, &p.rows.to_le_bytes());
+                p.rows
+            }
+            None => 1,
+        };
+        let Some(data) = self.chunk.take() else {
+            return Box::pin(std::future::ready(Err(anyhow::anyhow!(
+                "change assembler: a change was lost"
+            ))));
+        };
+        let change = Change { data };
+        // As in `hand_over`: a change of one row needs no copy to be delivered again.
+        if self.keep_failed && rows != 1 {
+            self.failed = Some((change.clone(), Retrigger::of(header, true)));
+        }
+        self.consumer.consume_change(change)
+    }
+
+    /// The future of [`Self::deliver`] succeeded: the change is no longer kept for a second
+    /// delivery.
+    #[inline]
+    pub(crate) fn delivered(&mut self) {
+        self.failed = None;
+    }
+
+    /// Takes one log row ([`Consumer::consume_cdc`]; the stream reader calls it for the
+    /// rows [`Self::can_push`] refuses).
     pub(crate) async fn consume_row(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
         let header = row.header();
         if let Some((change, trigger)) = self.failed.take()
@@ -1140,18 +1511,16 @@ impl ChangeAssembler {
                 return Ok(());
             }
         }
-        // Compared as integers: a call to `memcmp` per row otherwise.
-        let same = |a: &[u8; 16], b: &[u8; 16]| u128::from_ne_bytes(*a) == u128::from_ne_bytes(*b);
         if let Some(p) = &self.pending
-            && !(same(p.stream_id.as_bytes(), header.stream_id.as_bytes())
-                && same(p.time.as_bytes(), header.time.as_bytes()))
+            && !(same_id(p.stream_id.as_bytes(), header.stream_id.as_bytes())
+                && same_id(p.time.as_bytes(), header.time.as_bytes()))
             && let Some(change) = self.take_pending()
         {
             self.hand_over(change, Some(Retrigger::of(&header, false)))
                 .await?;
             self.failed = None;
         }
-        self.append(header, row.raw(), row.span())?;
+        self.append(&header, row.raw(), row.span())?;
         if header.end_of_batch
             && let Some(change) = self.take_pending()
         {
@@ -1387,11 +1756,158 @@ mod tests {
             d[0].get_non_cdc_column_names().collect::<Vec<_>>(),
             vec!["ck", "pk", "s", "v"]
         );
+        // A change is a reference to its chunk and its range in it: moved in registers.
+        assert_eq!(std::mem::size_of::<Change>(), 16);
         // A clone shares the rows.
         let copy = c.clone();
         drop(changes);
         assert_eq!(copy.rows().last().map(|r| r.end_of_batch()), Some(true));
         assert!(format!("{copy:?}").contains("PostImage"));
+    }
+
+    /// Rows larger than a chunk, and changes whose rows overflow the chunk they started in,
+    /// are kept whole; changes kept while later ones are written keep their bytes.
+    #[tokio::test]
+    async fn changes_larger_than_a_chunk_or_across_chunks_are_kept_whole() {
+        let mut rows = Vec::new();
+        for c in 0..40i64 {
+            let n = 1 + c as usize % 3;
+            for seq in 0..n {
+                let mut r = at(1 + (c % 2) as u8, 10 + c, seq as i32, 1, seq + 1 == n);
+                r.v = Some(c as i32);
+                // Sets of 0.1 to 5 KiB (a change of three rows does not fit in the rest of
+                // a chunk); every seventh change has a row of 20 KiB, more than a chunk.
+                let items = if c % 7 == 3 && seq == 0 {
+                    2500
+                } else {
+                    10 + 60 * ((c as usize * 5 + seq) % 11)
+                };
+                r.s = Some((0..items as i32).collect());
+                rows.push(r);
+            }
+        }
+        // `assemble` compares every kept change's cells with the rows once all are read.
+        let changes = assemble(&rows).await;
+        let shape: Vec<(i64, usize, bool)> = changes
+            .iter()
+            .map(|c| {
+                let v = c.rows().all(|r| {
+                    r.get_value_as::<i32>("v").unwrap() == Some(c.timestamp_micros() as i32 - 10)
+                });
+                (c.timestamp_micros(), c.rows().len(), v)
+            })
+            .collect();
+        let expected: Vec<(i64, usize, bool)> = (0..40i64)
+            .map(|c| (10 + c, 1 + c as usize % 3, true))
+            .collect();
+        assert_eq!(shape, expected);
+    }
+
+    /// A change whose rows were read with two log schemas (the schema changed between its
+    /// pages) keeps each row's schema; the next change starts in a chunk of its own schema.
+    #[tokio::test]
+    async fn a_schema_change_within_a_change_keeps_each_rows_schema() {
+        let (keep, mut assembler) = keeper();
+        let specs = log_specs();
+        // Two indexes of the same columns are two schemas to the assembler.
+        let first = Arc::new(ColumnIndex::new(&specs).unwrap());
+        let second = Arc::new(ColumnIndex::new(&specs).unwrap());
+        let mut rows = Vec::new();
+        for (seq, eob) in [(0, false), (1, false), (2, true)] {
+            let mut r = at(1, 10, seq, 1, eob);
+            r.v = Some(seq);
+            rows.push(r);
+        }
+        let mut next = at(1, 11, 0, 1, true);
+        next.v = Some(7);
+        rows.push(next);
+        let indexes = [&first, &second, &first, &second];
+        for (r, index) in rows.iter().zip(indexes) {
+            let cells = r.cells();
+            let refs: Vec<Option<&[u8]>> = cells.iter().map(|c| c.as_deref()).collect();
+            let header = index.header(&refs).unwrap();
+            assembler
+                .consume_cdc(CDCRow::new(header, index, &specs, &refs))
+                .await
+                .unwrap();
+        }
+        assembler.flush().await.unwrap();
+        let changes = keep.changes.lock().unwrap().clone();
+        let read: Vec<Vec<(Option<i32>, bool)>> = changes
+            .iter()
+            .map(|c| {
+                c.rows()
+                    .map(|r| {
+                        let v = r.get_value_as::<i32>("v").unwrap();
+                        (v, Arc::ptr_eq(r.row.index, &second))
+                    })
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            read,
+            vec![
+                vec![(Some(0), false), (Some(1), true), (Some(2), false)],
+                vec![(Some(7), true)],
+            ]
+        );
+        assert!(changes.iter().all(|c| c.table() == "t"));
+    }
+
+    /// Sends every change to another thread.
+    struct SendAway(std::sync::mpsc::Sender<Change>);
+
+    #[async_trait]
+    impl ChangeConsumer for SendAway {
+        async fn consume_change(&mut self, change: Change) -> anyhow::Result<()> {
+            self.0.send(change)?;
+            Ok(())
+        }
+    }
+
+    /// Changes are read on another thread while the assembler writes the next rows into the
+    /// chunk they are in (and into new chunks once it is full).
+    #[tokio::test]
+    async fn changes_are_read_on_another_thread_while_later_rows_are_written() {
+        let (tx, rx) = std::sync::mpsc::channel::<Change>();
+        let reader = std::thread::spawn(move || {
+            let mut seen = 0i64;
+            for change in rx {
+                let c = change.timestamp_micros() - 10;
+                assert_eq!(c, seen);
+                let items = (c % 50) as i32;
+                for row in change.rows() {
+                    assert_eq!(row.get_value_as::<i32>("v").unwrap(), Some(c as i32));
+                    let s = row.get_value("s").unwrap();
+                    let expected =
+                        (items > 0).then(|| CqlValue::Set((0..items).map(CqlValue::Int).collect()));
+                    assert_eq!(s, expected, "change {c}");
+                }
+                seen += 1;
+            }
+            seen
+        });
+        let mut assembler = ChangeAssembler::new(Box::new(SendAway(tx)), Arc::from("t"));
+        let specs = log_specs();
+        let index = Arc::new(ColumnIndex::new(&specs).unwrap());
+        for c in 0..3000i64 {
+            for seq in 0..2 {
+                let mut r = at(1, 10 + c, seq, 1, seq == 1);
+                r.v = Some(c as i32);
+                r.s = (c % 50 > 0).then(|| (0..(c % 50) as i32).collect());
+                let (page, ranges) = page_of(std::slice::from_ref(&r));
+                let refs: Vec<Option<&[u8]>> = ranges[0]
+                    .iter()
+                    .map(|r| r.map(|(a, b)| &page[a..b]))
+                    .collect();
+                let header = index.header(&refs).unwrap();
+                let row = CDCRow::new(header, &index, &specs, &refs).with_page(&page);
+                assembler.consume_cdc(row).await.unwrap();
+            }
+        }
+        assembler.flush().await.unwrap();
+        drop(assembler);
+        assert_eq!(reader.join().unwrap(), 3000);
     }
 
     #[tokio::test]

@@ -262,10 +262,10 @@
 //! threshold, freed page buffers are kept in the heap and the peak creeps up over long runs
 //! (22.5 → 31.9 MiB). Client CPU is about 0.25–0.35 µs per row with a consumer that does
 //! nothing, since column values are decoded only when a consumer asks for them. Through the
-//! change API (`reader-bench --api change`, one row per change, a consumer that counts) it
-//! was 0.42–0.75 µs per row on the same shared 2-core machine (row API 0.23–0.47 in the same
-//! runs): each change costs a copy of its cells, a boxed `consume_change` future and a few
-//! reference counts.
+//! change API (`reader-bench --api change`, 2 M rows, one row per change, a consumer that
+//! counts) it was 0.17–0.20 µs per row on the same shared 2-core machine, 1.22–1.35x the row
+//! API's in alternating runs: each change costs a copy of its row, a boxed `consume_change`
+//! future and one reference count taken and dropped.
 //!
 //! [`CDCLogReaderBuilder::max_rows_per_second`] caps the rows read and delivered per second
 //! by the whole reader (default: unlimited): the stream groups share a token bucket, pay for

@@ -27,7 +27,7 @@ use tracing::{debug, warn};
 use crate::cdc_types::{GenerationTimestamp, StreamID};
 use crate::change::ChangeAssembler;
 use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
-use crate::consumer::{CDCRow, ColumnIndex, Consumer, RowHeader};
+use crate::consumer::{CDCRow, CellSource, ColumnIndex, Consumer, RowHeader, RowRef, row_span};
 use crate::error::{Backoff, CDCError, StreamList, is_transient};
 use crate::error_policy::{AfterRetries, ConsumerErrorPolicy, DeadLetter, panic_message};
 use crate::progress::{ErrorOutcome, RateLimiter, Slot, Stats, retry_kind};
@@ -321,9 +321,28 @@ struct Plan {
     stream_starts: Option<Vec<DateTime<Utc>>>,
 }
 
+/// Where a stream group's rows go.
+enum Sink {
+    /// A user's row consumer.
+    Rows(Box<dyn Consumer>),
+    /// The change assembler behind a change consumer, kept typed: it is called directly,
+    /// without a boxed future or a downcast per row.
+    Changes(Box<ChangeAssembler>),
+}
+
+impl Sink {
+    /// The consumer, for the calls that are not per row.
+    fn consumer(&mut self) -> &mut dyn Consumer {
+        match self {
+            Self::Rows(consumer) => consumer.as_mut(),
+            Self::Changes(assembler) => assembler.as_mut(),
+        }
+    }
+}
+
 /// The mutable part: the consumer and what was delivered.
 struct Progress {
-    consumer: Box<dyn Consumer>,
+    sink: Sink,
     /// The column index of the current log schema.
     index: Option<Arc<ColumnIndex>>,
     /// Per stream (same positions as `Plan::streams`): the last delivered row.
@@ -360,14 +379,18 @@ impl StreamReader {
         slot: Slot,
     ) -> Self {
         let last = vec![None; streams.len()];
-        if let Some(assembler) = consumer
+        let sink = match consumer
             .change_assembler()
             .and_then(|a| a.downcast_mut::<ChangeAssembler>())
         {
-            // A change is kept for a second delivery only if a failed row is handed over
-            // again.
-            assembler.keep_failed_changes(settings.on_error.retry().attempts > 0);
-        }
+            Some(assembler) => {
+                // A change is kept for a second delivery only if a failed row is handed
+                // over again.
+                assembler.keep_failed_changes(settings.on_error.retry().attempts > 0);
+                Sink::Changes(Box::new(assembler.take()))
+            }
+            None => Sink::Rows(consumer),
+        };
         Self {
             plan: Plan {
                 settings,
@@ -378,7 +401,7 @@ impl StreamReader {
                 stream_starts: None,
             },
             progress: Progress {
-                consumer,
+                sink,
                 index: None,
                 last,
                 last_save: None,
@@ -522,13 +545,13 @@ impl Plan {
         progress: &mut Progress,
         end: DateTime<Utc>,
     ) -> Result<(), CDCError> {
-        let ended = progress.consumer.end_of_window();
+        let ended = progress.sink.consumer().end_of_window();
         self.unrowed(ended, "at the end of a window", end).await
     }
 
     /// Lets the consumer finish what it accepted: every row before `t` was handed to it.
     async fn flush(&self, progress: &mut Progress, t: DateTime<Utc>) -> Result<(), CDCError> {
-        let flushed = progress.consumer.flush();
+        let flushed = progress.sink.consumer().flush();
         self.unrowed(flushed, "in flush", t).await
     }
 
@@ -734,22 +757,40 @@ impl Plan {
         let mut attempts = 0u32;
         let error = loop {
             attempts += 1;
-            let row = CDCRow::new(header, index, specs, cells)
-                .with_table(&self.settings.table)
-                .with_page(page);
-            // The change assembler is called directly: no boxed future per row.
-            let result = match progress
-                .consumer
-                .change_assembler()
-                .and_then(|a| a.downcast_mut::<ChangeAssembler>())
-            {
-                Some(assembler) => {
-                    AssertUnwindSafe(assembler.consume_row(row))
+            let row = || {
+                CDCRow::new(header, index, specs, cells)
+                    .with_table(&self.settings.table)
+                    .with_page(page)
+            };
+            let result = match &mut progress.sink {
+                // The change assembler is called directly, and synchronously unless the
+                // row completes a change: only the consumer's future is awaited.
+                Sink::Changes(assembler) if assembler.can_push(&header) => {
+                    let raw = RowRef {
+                        index,
+                        specs,
+                        cells: CellSource::Slices(cells),
+                    };
+                    match assembler.push_row(&header, raw, row_span(page, cells)) {
+                        Ok(false) => Ok(Ok(())),
+                        Ok(true) => {
+                            let delivery = assembler.deliver(&header);
+                            let result = AssertUnwindSafe(delivery).catch_unwind().await;
+                            if matches!(result, Ok(Ok(()))) {
+                                assembler.delivered();
+                            }
+                            result
+                        }
+                        Err(e) => Ok(Err(e)),
+                    }
+                }
+                Sink::Changes(assembler) => {
+                    AssertUnwindSafe(assembler.consume_row(row()))
                         .catch_unwind()
                         .await
                 }
-                None => {
-                    AssertUnwindSafe(progress.consumer.consume_cdc(row))
+                Sink::Rows(consumer) => {
+                    AssertUnwindSafe(consumer.consume_cdc(row()))
                         .catch_unwind()
                         .await
                 }
