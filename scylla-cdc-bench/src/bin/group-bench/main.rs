@@ -104,6 +104,11 @@ struct Args {
     /// Tokio worker threads of each member (default: tokio's, one per core).
     #[arg(long)]
     member_workers: Option<usize>,
+    /// Tokio worker threads of this process's runtime, which serves the embedded cluster
+    /// (as in `compare-bench`: with one per core, the cluster served both shards'
+    /// connections mostly from one thread).
+    #[arg(long, default_value_t = 4)]
+    cluster_workers: usize,
     /// Writes each member's output (its reader's log at `RUST_LOG`'s level, e.g.
     /// `RUST_LOG=scylla_cdc=info`) and error output to `DIR/<group>-<member>.log`.
     #[arg(long, value_name = "DIR")]
@@ -136,7 +141,11 @@ fn main() -> ExitCode {
             }
         };
     }
-    let runtime = match tokio::runtime::Runtime::new() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.cluster_workers.max(1))
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("group-bench: {e}");
