@@ -76,7 +76,7 @@ pub(crate) struct ChildArgs {
 pub(crate) struct ChildResult {
     /// Rows the consumers saw.
     pub(crate) rows: u64,
-    /// Wrapping sum of [`mix`] of every row's `v`.
+    /// Wrapping sum of [`mix`](scylla_cdc_bench::mix) of every row's `v`.
     pub(crate) checksum: u64,
     /// From `build()` to the reader's handle resolving.
     pub(crate) read_time: Duration,

@@ -83,7 +83,7 @@ pub(crate) struct MemberArgs {
 pub(crate) struct MemberResult {
     /// Rows its consumers saw.
     pub(crate) rows: u64,
-    /// Wrapping sum of [`mix`] of every row's `v`.
+    /// Wrapping sum of [`mix`](scylla_cdc_bench::mix) of every row's `v`.
     pub(crate) checksum: u64,
     /// When its last row was delivered, microseconds since the epoch (0: no row).
     pub(crate) last_row_us: u64,
