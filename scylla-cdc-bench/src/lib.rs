@@ -144,23 +144,55 @@ pub fn process_peak_rss(pid: u32) -> anyhow::Result<u64> {
     Ok(kb * 1024)
 }
 
+/// The median of `values` (the mean of the middle two for an even count); `None` if empty.
+pub fn median(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    Some(if !n.is_multiple_of(2) {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    })
+}
+
 /// CPU time and peak RSS of this process, from `getrusage`.
+pub fn own_usage() -> (Duration, u64) {
+    let usage = own_rusage();
+    (usage.user + usage.system, usage.peak_rss)
+}
+
+/// This process's resource usage so far ([`own_rusage`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
+    /// CPU time in user space.
+    pub user: Duration,
+    /// CPU time in the kernel on the process's behalf (system calls, page faults).
+    pub system: Duration,
+    /// Peak resident set size, in bytes.
+    pub peak_rss: u64,
+}
+
+/// This process's user and system CPU time and peak RSS, from `getrusage` (zero if it fails).
 // The one unsafe call of the workspace: libc's `getrusage` has no safe wrapper in our deps.
 #[allow(unsafe_code)]
-pub fn own_usage() -> (Duration, u64) {
+pub fn own_rusage() -> Usage {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage writes a full `rusage` into the pointer on success.
     let usage = unsafe {
         if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
-            return (Duration::ZERO, 0);
+            return Usage::default();
         }
         usage.assume_init()
     };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    (
-        tv(usage.ru_utime) + tv(usage.ru_stime),
-        usage.ru_maxrss as u64 * 1024,
-    )
+    Usage {
+        user: tv(usage.ru_utime),
+        system: tv(usage.ru_stime),
+        peak_rss: usage.ru_maxrss as u64 * 1024,
+    }
 }
 
 /// CPU time (user + system) of this process's children that have ended and been waited
@@ -326,4 +358,16 @@ pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
 }

@@ -96,39 +96,47 @@ const CHANGE_HEADER: usize = 40;
 /// The buffers the rows of changes are copied into ([`chunk::Chunk`]): the assembler writes
 /// rows at the end of one while the changes before them are read, from any thread, by their
 /// consumers. A change is a reference to its chunk and its range in it (16 bytes, moved in
-/// registers): one reference count per change for its bytes and its schemas (with
-/// `bytes::BytesMut::split` and an `Arc<Schema>` per change there were two, four atomic
-/// operations per change), and its stream, time and row count are in its bytes.
+/// registers): one reference count per change for its bytes and its schemas, and its stream,
+/// time and row count are in its bytes. The writer takes references in batches, so that
+/// handing a change over costs no atomic operation; only dropping one does.
 mod chunk {
     // The only unsafe code of the crate: a buffer written at its end while its beginning is
-    // shared, which neither `Vec` nor `bytes` can express without a second reference count.
+    // shared, with a reference count that the writer takes in batches. Neither `Arc` nor
+    // `bytes` can express either without a second reference count or an atomic operation
+    // per change.
     #![allow(unsafe_code)]
 
     use std::ptr::NonNull;
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering, fence};
 
     use super::Schema;
 
     /// The largest chunk: offsets in it are `u32`s.
     const MAX: usize = u32::MAX as usize;
+    /// References the writer takes at once (and holds until it hands them out as changes
+    /// or leaves the chunk).
+    pub(super) const PREPAID: usize = 256;
+    /// Above this many references a count could overflow (as `Arc` does, the process aborts
+    /// rather than risk a use after free).
+    const MAX_REFS: usize = isize::MAX as usize;
 
     /// A buffer of `cap` bytes and the schemas of the rows written into it (a row record
-    /// names its schema by its position here).
+    /// names its schema by its position here), shared by the changes in it and its writer.
     ///
-    /// Invariant: the bytes before its [`ChunkWriter`]'s position are written and never
-    /// written again; only they are read (through [`Written`]); only the writer writes, and
-    /// only at or past the start of the pending change, which never goes back.
+    /// Invariants:
+    /// - the bytes before its [`ChunkWriter`]'s position are written and never written again;
+    ///   only they are read (through [`Written`]); only the writer writes, and only at or past
+    ///   the start of the pending change, which never goes back;
+    /// - `refs` counts the [`Written`]s of the chunk plus, while a writer has it, the
+    ///   writer's own reference and the references it holds prepaid; the chunk is freed by
+    ///   whoever takes the count to zero.
     pub(super) struct Chunk {
+        refs: AtomicUsize,
         schemas: Vec<Arc<Schema>>,
         ptr: NonNull<u8>,
         cap: usize,
     }
-
-    // SAFETY: a chunk owns its allocation (like a `Box<[u8]>`). Shared between threads, the
-    // bytes read ([`Written`]) are never written again, and the only writer writes past
-    // them: a write never races with a read.
-    unsafe impl Send for Chunk {}
-    unsafe impl Sync for Chunk {}
 
     impl Drop for Chunk {
         fn drop(&mut self) {
@@ -138,37 +146,78 @@ mod chunk {
         }
     }
 
-    impl Chunk {
-        /// A chunk of at least `cap` bytes (at most [`MAX`]).
-        fn new(schemas: Vec<Arc<Schema>>, cap: usize) -> anyhow::Result<Arc<Self>> {
-            if cap > MAX {
-                anyhow::bail!("a change of more than {cap} bytes is too large to keep");
-            }
-            let mut bytes = std::mem::ManuallyDrop::new(Vec::<u8>::with_capacity(cap));
-            Ok(Arc::new(Self {
-                schemas,
-                ptr: NonNull::new(bytes.as_mut_ptr()).unwrap_or(NonNull::dangling()),
-                cap: bytes.capacity().min(MAX),
-            }))
+    /// Drops `count` references to `chunk`, freeing it if they were the last.
+    ///
+    /// # Safety
+    /// The caller owns `count` references to `chunk` (counted in its `refs`) and gives them
+    /// up: it uses none of them afterwards.
+    unsafe fn release(chunk: NonNull<Chunk>, count: usize) {
+        // SAFETY: the caller's references keep the chunk alive until this decrement.
+        let refs = unsafe { &chunk.as_ref().refs };
+        // As in `Arc`'s drop: the release orders this owner's reads of the bytes before the
+        // decrement; the last owner's acquire fence orders every other owner's reads before
+        // the free.
+        if refs.fetch_sub(count, Ordering::Release) != count {
+            return;
         }
+        fence(Ordering::Acquire);
+        // SAFETY: the count reached zero: no reference is left, and the chunk was made by
+        // `Box::into_raw` in `ChunkWriter::fresh`.
+        drop(unsafe { Box::from_raw(chunk.as_ptr()) });
     }
 
     /// Bytes of a chunk that were written: a range before its writer's position.
-    #[derive(Clone)]
     pub(super) struct Written {
-        chunk: Arc<Chunk>,
+        chunk: NonNull<Chunk>,
         at: u32,
         len: u32,
     }
 
+    // SAFETY: a `Written` is a counted reference to a chunk (like an `Arc<Chunk>`); what it
+    // reads is never written again (see `Chunk`), the count is atomic, and the schemas are
+    // `Arc`s of `Send + Sync` data.
+    unsafe impl Send for Written {}
+    unsafe impl Sync for Written {}
+
+    impl Clone for Written {
+        fn clone(&self) -> Self {
+            // SAFETY: this reference keeps the chunk alive.
+            let refs = unsafe { &self.chunk.as_ref().refs };
+            // As in `Arc::clone`: a new reference needs no ordering with other accesses.
+            if refs.fetch_add(1, Ordering::Relaxed) > MAX_REFS {
+                std::process::abort();
+            }
+            Self {
+                chunk: self.chunk,
+                at: self.at,
+                len: self.len,
+            }
+        }
+    }
+
+    impl Drop for Written {
+        #[inline]
+        fn drop(&mut self) {
+            // SAFETY: this `Written` owns one reference and is gone after this.
+            unsafe { release(self.chunk, 1) }
+        }
+    }
+
     impl Written {
+        /// The chunk, kept alive by this reference.
+        #[inline]
+        fn chunk(&self) -> &Chunk {
+            // SAFETY: this reference keeps the chunk alive.
+            unsafe { self.chunk.as_ref() }
+        }
+
         #[inline]
         pub(super) fn bytes(&self) -> &[u8] {
             // SAFETY: `at..at + len` is within the allocation and was written before this
             // was made (`ChunkWriter::take`); it is never written again (see `Chunk`).
             unsafe {
                 std::slice::from_raw_parts(
-                    self.chunk.ptr.as_ptr().add(self.at as usize),
+                    self.chunk().ptr.as_ptr().add(self.at as usize),
                     self.len as usize,
                 )
             }
@@ -176,7 +225,44 @@ mod chunk {
 
         /// The schema at `slot` of the chunk.
         pub(super) fn schema(&self, slot: usize) -> Option<&Arc<Schema>> {
-            self.chunk.schemas.get(slot)
+            self.chunk().schemas.get(slot)
+        }
+    }
+
+    /// The writer's hold on its chunk: its own reference and `prepaid` more, handed out as
+    /// [`Written`]s without touching the count.
+    struct Held {
+        chunk: NonNull<Chunk>,
+        prepaid: usize,
+    }
+
+    impl Held {
+        #[inline]
+        fn chunk(&self) -> &Chunk {
+            // SAFETY: the writer's own reference keeps the chunk alive.
+            unsafe { self.chunk.as_ref() }
+        }
+
+        /// One of the writer's references, for a new `Written`.
+        #[inline]
+        fn reference(&mut self) -> NonNull<Chunk> {
+            if self.prepaid == 0 {
+                let refs = &self.chunk().refs;
+                if refs.fetch_add(PREPAID, Ordering::Relaxed) > MAX_REFS - PREPAID {
+                    std::process::abort();
+                }
+                self.prepaid = PREPAID;
+            }
+            self.prepaid -= 1;
+            self.chunk
+        }
+    }
+
+    impl Drop for Held {
+        fn drop(&mut self) {
+            // SAFETY: the writer owns its own reference and the prepaid ones, and gives
+            // them up with this.
+            unsafe { release(self.chunk, self.prepaid + 1) }
         }
     }
 
@@ -184,18 +270,49 @@ mod chunk {
     /// takes them out as [`Written`] when it is complete.
     #[derive(Default)]
     pub(super) struct ChunkWriter {
-        chunk: Option<Arc<Chunk>>,
+        held: Option<Held>,
         /// Bytes written.
         len: usize,
         /// Where the pending change starts.
         start: usize,
     }
 
+    // SAFETY: the writer owns its references to its chunk (see `Written`'s `Send`); it is the
+    // only one that writes, and it is not shared (`&mut self` to write).
+    unsafe impl Send for ChunkWriter {}
+    unsafe impl Sync for ChunkWriter {}
+
     impl ChunkWriter {
+        fn chunk(&self) -> Option<&Chunk> {
+            self.held.as_ref().map(Held::chunk)
+        }
+
         /// The slot of `schema` in the current chunk, if there.
         fn slot(&self, schema: &Arc<Schema>) -> Option<usize> {
-            let chunk = self.chunk.as_ref()?;
-            chunk.schemas.iter().position(|s| Arc::ptr_eq(s, schema))
+            self.chunk()?
+                .schemas
+                .iter()
+                .position(|s| Arc::ptr_eq(s, schema))
+        }
+
+        /// Makes a new chunk of at least `cap` bytes (at most [`MAX`]) with `schemas` the
+        /// current one, leaving the previous one to the changes in it.
+        fn fresh(&mut self, schemas: Vec<Arc<Schema>>, cap: usize) -> anyhow::Result<&Chunk> {
+            if cap > MAX {
+                anyhow::bail!("a change of more than {cap} bytes is too large to keep");
+            }
+            let mut bytes = std::mem::ManuallyDrop::new(Vec::<u8>::with_capacity(cap));
+            let chunk = Box::new(Chunk {
+                refs: AtomicUsize::new(1 + PREPAID),
+                schemas,
+                ptr: NonNull::new(bytes.as_mut_ptr()).unwrap_or(NonNull::dangling()),
+                cap: bytes.capacity().min(MAX),
+            });
+            let held = self.held.insert(Held {
+                chunk: NonNull::from(Box::leak(chunk)),
+                prepaid: PREPAID,
+            });
+            Ok(held.chunk())
         }
 
         /// Starts a change (none is pending) with room for `room` bytes of rows of `schema`:
@@ -203,13 +320,13 @@ mod chunk {
         /// Returns the schema's slot.
         pub(super) fn start(&mut self, schema: &Arc<Schema>, room: usize) -> anyhow::Result<u8> {
             self.start = self.len;
-            if let (Some(chunk), Some(slot)) = (&self.chunk, self.slot(schema))
+            if let (Some(chunk), Some(slot)) = (self.chunk(), self.slot(schema))
                 && chunk.cap - self.len >= room
                 && let Ok(slot) = u8::try_from(slot)
             {
                 return Ok(slot);
             }
-            self.chunk = Some(Chunk::new(vec![schema.clone()], room.max(super::CHUNK))?);
+            self.fresh(vec![schema.clone()], room.max(super::CHUNK))?;
             (self.start, self.len) = (0, 0);
             Ok(0)
         }
@@ -219,16 +336,21 @@ mod chunk {
         /// schema changed within the change), the change so far moves to a new chunk (of
         /// twice what it then needs, so that a long change is copied a few times only).
         pub(super) fn reserve(&mut self, schema: &Arc<Schema>, room: usize) -> anyhow::Result<u8> {
-            let Some(chunk) = &self.chunk else {
+            let Some(held) = self.held.take() else {
                 anyhow::bail!("change assembler: no chunk for a pending change");
             };
-            let slot = self.slot(schema);
-            if let Some(slot) = slot
-                && chunk.cap - self.len >= room
-            {
-                return u8::try_from(slot).map_err(|_| too_many());
-            }
-            let mut schemas = chunk.schemas.clone();
+            let slot = {
+                let chunk = held.chunk();
+                let slot = chunk.schemas.iter().position(|s| Arc::ptr_eq(s, schema));
+                if let Some(slot) = slot
+                    && chunk.cap - self.len >= room
+                {
+                    self.held = Some(held);
+                    return u8::try_from(slot).map_err(|_| too_many());
+                }
+                slot
+            };
+            let mut schemas = held.chunk().schemas.clone();
             let slot = match slot {
                 Some(slot) => slot,
                 None => {
@@ -236,30 +358,42 @@ mod chunk {
                     schemas.len() - 1
                 }
             };
-            let slot = u8::try_from(slot).map_err(|_| too_many())?;
+            let slot = u8::try_from(slot).map_err(|_| too_many());
             let pending = self.len - self.start;
             let needed = pending.saturating_add(room);
-            let next = Chunk::new(schemas, needed.saturating_mul(2).clamp(super::CHUNK, MAX))?;
-            if next.cap < needed {
-                anyhow::bail!("a change of more than {needed} bytes is too large to keep");
-            }
-            // SAFETY: the pending change's bytes are written (before `len`), and `next` is
-            // new: nothing reads it, and it has room for them.
+            // On an error below, the pending change stays where it is (`held` goes back).
+            let (slot, next) = match slot.and_then(|slot| {
+                let cap = needed.saturating_mul(2).clamp(super::CHUNK, MAX);
+                let next = self.fresh(schemas, cap)?;
+                anyhow::ensure!(
+                    next.cap >= needed,
+                    "a change of more than {needed} bytes is too large to keep"
+                );
+                Ok((slot, next.ptr))
+            }) {
+                Ok(found) => found,
+                Err(e) => {
+                    self.held = Some(held);
+                    return Err(e);
+                }
+            };
+            // SAFETY: the pending change's bytes are written (before `len`) in the old chunk,
+            // which `held` keeps alive; `next` is new: nothing reads it, and it has room.
             unsafe {
                 std::ptr::copy_nonoverlapping(
-                    chunk.ptr.as_ptr().add(self.start),
-                    next.ptr.as_ptr(),
+                    held.chunk().ptr.as_ptr().add(self.start),
+                    next.as_ptr(),
                     pending,
                 );
             }
-            self.chunk = Some(next);
+            drop(held);
             (self.start, self.len) = (0, pending);
             Ok(slot)
         }
 
         /// Space for the next `n` bytes, zeroed, to be written; `None` without room.
         pub(super) fn extend_zeroed(&mut self, n: usize) -> Option<&mut [u8]> {
-            let chunk = self.chunk.as_ref()?;
+            let chunk = self.chunk()?;
             if chunk.cap - self.len < n {
                 return None;
             }
@@ -277,9 +411,10 @@ mod chunk {
 
         /// Appends `parts`, one after the other; `false` (nothing written) without room.
         pub(super) fn push(&mut self, parts: &[&[u8]]) -> bool {
-            let Some(chunk) = &self.chunk else {
+            let Some(chunk) = self.chunk() else {
                 return false;
             };
+            let ptr = chunk.ptr;
             let n: usize = parts.iter().map(|p| p.len()).sum();
             if chunk.cap - self.len < n {
                 return false;
@@ -289,7 +424,7 @@ mod chunk {
                 unsafe {
                     std::ptr::copy_nonoverlapping(
                         part.as_ptr(),
-                        chunk.ptr.as_ptr().add(self.len),
+                        ptr.as_ptr().add(self.len),
                         part.len(),
                     );
                 }
@@ -298,10 +433,50 @@ mod chunk {
             true
         }
 
+        /// Writes a whole change of `head` then `tail` (a change of one row: the change's and
+        /// the record's headers, then the row's bytes) and takes it out, in one step: in the
+        /// current chunk if its first schema is `schema` and it has the room, else in a new
+        /// chunk. Nothing may be pending. `head` must name its schema as slot 0.
+        #[inline]
+        pub(super) fn whole<const N: usize>(
+            &mut self,
+            schema: &Arc<Schema>,
+            head: &[u8; N],
+            tail: &[u8],
+        ) -> anyhow::Result<Written> {
+            let n = N + tail.len();
+            let fits = self.chunk().is_some_and(|c| {
+                c.cap - self.len >= n && c.schemas.first().is_some_and(|s| Arc::ptr_eq(s, schema))
+            });
+            if !fits {
+                self.fresh(vec![schema.clone()], n.max(super::CHUNK))?;
+                self.len = 0;
+            }
+            let Some(held) = &mut self.held else {
+                anyhow::bail!("change assembler: no chunk for a change");
+            };
+            // SAFETY: as in `extend_zeroed`: `len..len + n` is within the allocation (checked
+            // or made above), past what is read.
+            unsafe {
+                let at = held.chunk().ptr.as_ptr().add(self.len);
+                std::ptr::copy_nonoverlapping(head.as_ptr(), at, N);
+                std::ptr::copy_nonoverlapping(tail.as_ptr(), at.add(N), tail.len());
+            }
+            // Chunks have at most `MAX` bytes: the offsets fit.
+            let written = Written {
+                chunk: held.reference(),
+                at: self.len as u32,
+                len: n as u32,
+            };
+            self.len += n;
+            self.start = self.len;
+            Ok(written)
+        }
+
         /// Overwrites bytes of the pending change, `at` bytes from its start; `false` (nothing
         /// written) unless they were written before.
         pub(super) fn patch(&mut self, at: usize, bytes: &[u8]) -> bool {
-            let Some(chunk) = &self.chunk else {
+            let Some(chunk) = self.chunk() else {
                 return false;
             };
             let at = self.start.saturating_add(at);
@@ -322,10 +497,10 @@ mod chunk {
 
         /// The pending change's bytes, which are written: the next change starts after them.
         pub(super) fn take(&mut self) -> Option<Written> {
-            let chunk = self.chunk.clone()?;
+            let held = self.held.as_mut()?;
             // Chunks have at most `MAX` bytes: the offsets fit.
             let written = Written {
-                chunk,
+                chunk: held.reference(),
                 at: self.start as u32,
                 len: (self.len - self.start) as u32,
             };
@@ -1294,6 +1469,35 @@ impl ChangeAssembler {
         Ok(())
     }
 
+    /// The header of a row's record ([`RECORD_HEADER`]) of `len` bytes, of `count` cells,
+    /// read with the chunk's schema at `schema_slot`; `flags` besides those of the header's
+    /// fields.
+    #[inline]
+    fn record_header(
+        header: &RowHeader,
+        len: u32,
+        schema_slot: u8,
+        mut flags: u8,
+        count: usize,
+    ) -> [u8; RECORD_HEADER] {
+        if header.end_of_batch {
+            flags |= FLAG_END_OF_BATCH;
+        }
+        if header.ttl.is_some() {
+            flags |= FLAG_TTL;
+        }
+        let mut bytes = [0u8; RECORD_HEADER];
+        bytes[0..4].copy_from_slice(&len.to_le_bytes());
+        bytes[4] = schema_slot;
+        bytes[5] = header.operation.code(header.is_expiration) as u8;
+        bytes[6] = flags;
+        bytes[8..12].copy_from_slice(&header.batch_seq_no.to_le_bytes());
+        bytes[12..20].copy_from_slice(&header.ttl.unwrap_or(0).to_le_bytes());
+        // A row has fewer cells than a frame has bytes.
+        bytes[20..24].copy_from_slice(&(count as u32).to_le_bytes());
+        bytes
+    }
+
     /// Writes a row's record (of the length and layout [`Self::record_len`] gave) into the
     /// chunk, which has room for it.
     fn write_record(
@@ -1305,25 +1509,14 @@ impl ChangeAssembler {
         (len, cells_at): (usize, usize),
     ) -> anyhow::Result<()> {
         let count = raw.len();
-        let mut flags = 0;
-        if header.end_of_batch {
-            flags |= FLAG_END_OF_BATCH;
-        }
-        if header.ttl.is_some() {
-            flags |= FLAG_TTL;
-        }
-        if span.is_some() {
-            flags |= FLAG_SPAN;
-        }
-        let mut header_bytes = [0u8; RECORD_HEADER];
-        // `record_len` checked that the length fits in a u32.
-        header_bytes[0..4].copy_from_slice(&(len as u32).to_le_bytes());
-        header_bytes[4] = schema_slot;
-        header_bytes[5] = header.operation.code(header.is_expiration) as u8;
-        header_bytes[6] = flags;
-        header_bytes[8..12].copy_from_slice(&header.batch_seq_no.to_le_bytes());
-        header_bytes[12..20].copy_from_slice(&header.ttl.unwrap_or(0).to_le_bytes());
-        header_bytes[20..24].copy_from_slice(&(count as u32).to_le_bytes());
+        let header_bytes = Self::record_header(
+            header,
+            // `record_len` checked that the length fits in a u32.
+            len as u32,
+            schema_slot,
+            if span.is_some() { FLAG_SPAN } else { 0 },
+            count,
+        );
         let no_room = || anyhow::anyhow!("change assembler: no room for a row in its chunk");
 
         if let Some(span) = span {
@@ -1430,42 +1623,65 @@ impl ChangeAssembler {
     }
 
     /// Takes one log row that [`Self::can_push`] accepts, without awaiting anything: the
-    /// row is copied into the pending change; `true` when it ends it (`cdc$end_of_batch`):
-    /// then the caller hands the change over with [`Self::deliver`]. Not an `async fn`: the
+    /// row is copied into the pending change; when it ends it (`cdc$end_of_batch`), the
+    /// change is handed to the consumer, and the consumer's future is returned for the caller
+    /// to await (and to call [`Self::delivered`] once it succeeded). Not an `async fn`: the
     /// stream reader awaits only the consumer's boxed future, so no state machine holding
     /// the row is built (and moved) per row; nor is a `Change` returned (and moved): the
     /// change is made where it is handed to the consumer.
+    #[inline]
     pub(crate) fn push_row(
         &mut self,
         header: &RowHeader,
         raw: RowRef<'_>,
         span: Option<&[u8]>,
-    ) -> anyhow::Result<bool> {
+    ) -> anyhow::Result<Option<futures::future::BoxFuture<'_, anyhow::Result<()>>>> {
         debug_assert!(self.can_push(header));
         if header.end_of_batch
             && self.pending.is_none()
+            && let Some(span) = span
             && let Some(schema) = &self.schema
             && Arc::ptr_eq(&schema.index, raw.index)
         {
-            // The common change, of one row: written without a pending change.
-            let layout = Self::record_len(&raw, span)?;
-            let slot = self.chunk.start(schema, CHANGE_HEADER + layout.0)?;
-            if !self.chunk.push(&[&Self::change_header(header, 1)]) {
-                anyhow::bail!("change assembler: no room for a change in its chunk");
-            }
-            self.write_record(header, raw, span, slot, layout)?;
-            return Ok(true);
+            // The common change, of one row, copied as the page held it and handed over in
+            // one step. It needs no copy kept for a second delivery: handing its row over
+            // again assembles the same change again.
+            let head = Self::single_head(header, span, raw.len())?;
+            let data = self.chunk.whole(schema, &head, span)?;
+            return Ok(Some(self.consumer.consume_change(Change { data })));
         }
         self.append(header, raw, span)?;
-        Ok(header.end_of_batch)
+        if !header.end_of_batch {
+            return Ok(None);
+        }
+        Ok(Some(self.deliver(header)))
+    }
+
+    /// The change header and the row record's header of a change of one row whose record
+    /// is `span` (its bytes as the page held them, of `count` cells), of the chunk's first
+    /// schema.
+    #[inline]
+    fn single_head(
+        header: &RowHeader,
+        span: &[u8],
+        count: usize,
+    ) -> anyhow::Result<[u8; CHANGE_HEADER + RECORD_HEADER]> {
+        let len = u32::try_from(RECORD_HEADER + span.len())
+            .ok()
+            .filter(|&l| l != u32::MAX)
+            .ok_or_else(|| {
+                anyhow::anyhow!("a log row of {} bytes is too large to keep", span.len())
+            })?;
+        let mut head = [0u8; CHANGE_HEADER + RECORD_HEADER];
+        head[..CHANGE_HEADER].copy_from_slice(&Self::change_header(header, 1));
+        let record = Self::record_header(header, len, 0, FLAG_SPAN, count);
+        head[CHANGE_HEADER..].copy_from_slice(&record);
+        Ok(head)
     }
 
     /// Hands the change [`Self::push_row`] completed at the row of `header` to the
-    /// consumer; once the returned future succeeded, the caller calls [`Self::delivered`].
-    /// The change is made here, where it is handed over: moved through fewer frames (a
-    /// `Change` passed on from one function to the next was a measurable part of its cost).
-    #[inline]
-    pub(crate) fn deliver(
+    /// consumer.
+    fn deliver(
         &mut self,
         header: &RowHeader,
     ) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {
@@ -1617,57 +1833,122 @@ mod tests {
         (keep, assembler)
     }
 
-    /// Feeds rows to an assembler twice (copied cell by cell, and in one piece from a page),
-    /// checks both give the same changes, and returns them.
+    /// How a test hands rows to an assembler.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    enum Feed {
+        /// Through `consume_cdc`, cells not in a page: copied cell by cell.
+        Copied,
+        /// Through `consume_cdc`, cells sliced from a page: copied in one piece.
+        Spanned,
+        /// As the stream reader hands them over: `push_row` when `can_push` takes the row
+        /// (a change of one row written whole), else `consume_cdc`; in one piece.
+        Pushed,
+    }
+
+    /// Feeds rows to an assembler in each way of [`Feed`], checks all give the same
+    /// changes, and returns them.
     async fn assemble(rows: &[TestRow]) -> Vec<Change> {
-        let copied = assemble_in(rows, false).await;
-        let spanned = assemble_in(rows, true).await;
+        let copied = assemble_in(rows, Feed::Copied).await;
         let expected: Vec<Vec<Option<Vec<u8>>>> = rows.iter().map(TestRow::cells).collect();
         assert_eq!(
             cells_of(&copied).concat(),
             expected,
             "rows copied cell by cell"
         );
-        assert_eq!(
-            cells_of(&spanned).concat(),
-            expected,
-            "rows copied in one piece"
-        );
-        assert_eq!(format!("{spanned:?}"), format!("{copied:?}"));
         let flagged = |c: &Change| {
             c.rows()
                 .all(|r| matches!(r.row.cells, CellSource::Span { .. }))
         };
-        assert!(
-            spanned.iter().all(flagged),
-            "a row of a page is copied in one piece"
-        );
         assert!(!copied.iter().any(flagged));
+        for feed in [Feed::Spanned, Feed::Pushed] {
+            let spanned = assemble_in(rows, feed).await;
+            assert_eq!(cells_of(&spanned).concat(), expected, "{feed:?}");
+            assert_eq!(format!("{spanned:?}"), format!("{copied:?}"), "{feed:?}");
+            assert!(
+                spanned.iter().all(flagged),
+                "{feed:?}: a row of a page is copied in one piece"
+            );
+        }
         copied
     }
 
-    /// Feeds rows to an assembler one by one, then flushes. With `in_page`, the rows are
-    /// serialized back to back as a driver page holds them, and their cells are slices of it.
-    async fn assemble_in(rows: &[TestRow], in_page: bool) -> Vec<Change> {
+    /// Feeds rows to an assembler one by one, then flushes. Unless `Feed::Copied`, the rows
+    /// are serialized back to back as a driver page holds them, and their cells are slices
+    /// of it.
+    async fn assemble_in(rows: &[TestRow], feed: Feed) -> Vec<Change> {
         let (keep, mut assembler) = keeper();
         let specs = log_specs();
         let index = Arc::new(ColumnIndex::new(&specs).unwrap());
         let (page, ranges) = page_of(rows);
         for (r, ranges) in rows.iter().zip(&ranges) {
             let cells = r.cells();
-            let refs: Vec<Option<&[u8]>> = if in_page {
-                ranges.iter().map(|r| r.map(|(a, b)| &page[a..b])).collect()
-            } else {
+            let refs: Vec<Option<&[u8]>> = if feed == Feed::Copied {
                 cells.iter().map(|c| c.as_deref()).collect()
+            } else {
+                ranges.iter().map(|r| r.map(|(a, b)| &page[a..b])).collect()
             };
             let header = index.header(&refs).unwrap();
             let row = CDCRow::new(header, &index, &specs, &refs);
-            let row = if in_page { row.with_page(&page) } else { row };
-            assembler.consume_cdc(row).await.unwrap();
+            let row = if feed == Feed::Copied {
+                row
+            } else {
+                row.with_page(&page)
+            };
+            if feed == Feed::Pushed && assembler.can_push(&header) {
+                let delivery = assembler.push_row(&header, row.raw(), row.span());
+                match delivery.unwrap() {
+                    Some(delivery) => delivery.await.unwrap(),
+                    None => continue,
+                }
+                assembler.delivered();
+            } else {
+                assembler.consume_cdc(row).await.unwrap();
+            }
         }
         assembler.flush().await.unwrap();
         assert_eq!(*keep.flushes.lock().unwrap(), 1);
         keep.changes.lock().unwrap().clone()
+    }
+
+    /// A chunk is freed once its writer and every change in it are gone, however many
+    /// changes it served (its writer takes references in batches of [`chunk::PREPAID`]).
+    #[test]
+    fn chunks_are_freed_after_their_writer_and_every_change() {
+        let specs = log_specs();
+        let index = Arc::new(ColumnIndex::new(&specs).unwrap());
+        let schema = Arc::new(Schema {
+            specs: index.owned_specs(&specs),
+            index,
+            table: Arc::from("t"),
+        });
+        // Every live chunk holds the schema once: its count is 1 + the chunks alive.
+        let chunks = || Arc::strong_count(&schema) - 1;
+        let mut writer = chunk::ChunkWriter::default();
+        // A change larger than a chunk gets a chunk of its own; the small ones after it
+        // share chunks, many more of them than a batch of references.
+        let large = writer.whole(&schema, &[9u8; 4], &[7u8; 40_000]).unwrap();
+        let n = 3 * chunk::PREPAID as u32;
+        let mut small: Vec<chunk::Written> = (0..n)
+            .map(|i| writer.whole(&schema, &i.to_le_bytes(), &[]).unwrap())
+            .collect();
+        let clones: Vec<chunk::Written> = small.iter().step_by(7).cloned().collect();
+        assert_eq!(chunks(), 2, "the large change's chunk and the small ones'");
+        drop(writer);
+        assert_eq!(chunks(), 2, "the changes keep their chunks");
+        assert_eq!(large.bytes().len(), 40_004);
+        assert!(large.bytes()[4..].iter().all(|&b| b == 7));
+        drop(large);
+        assert_eq!(chunks(), 1);
+        for (i, w) in small.iter().enumerate() {
+            assert_eq!(w.bytes(), (i as u32).to_le_bytes());
+        }
+        small.clear();
+        assert_eq!(chunks(), 1, "clones keep their chunk");
+        for (i, w) in clones.iter().enumerate() {
+            assert_eq!(w.bytes(), (7 * i as u32).to_le_bytes());
+        }
+        drop(clones);
+        assert_eq!(chunks(), 0);
     }
 
     /// The range of each cell of a row in its page (`None`: null).

@@ -428,9 +428,11 @@ fn read_i32_be(bytes: &[u8], at: usize) -> Option<i32> {
 }
 
 /// The bytes of a row as `page` holds them (see [`CellSource::Span`]), found from its
-/// cells, which the driver sliced out of `page`: from the length before the first cell to
-/// the end of the last one (a null cell is its length alone). `None` when the first cell is
-/// null or the cells are not in `page` (a row not read from a driver page).
+/// cells, which were sliced out of `page`: from the length before the first cell to the end
+/// of the last one (a null cell is its length alone). `None` when the first cell is null or
+/// the cells are not in `page`. (The stream reader knows a row's bytes as it splits the
+/// page; tests make rows from cells.)
+#[cfg(test)]
 pub(crate) fn row_span<'p>(page: &'p [u8], cells: &[Option<&[u8]>]) -> Option<&'p [u8]> {
     let base = page.as_ptr() as usize;
     let first = (*cells.first()?)?;
@@ -621,9 +623,9 @@ pub struct CDCRow<'a> {
     /// The base table the row was logged for (see [`CDCRow::table`]).
     table: &'a str,
     row: RowRef<'a>,
-    /// The bytes of the page the cells are slices of (empty if unknown): the change
-    /// assembler copies a row out of its page in one piece.
-    page: &'a [u8],
+    /// The row's bytes as its page held them (see [`CellSource::Span`]), if known: the
+    /// change assembler copies a row out of its page in one piece.
+    span: Option<&'a [u8]>,
     /// Positions whose values were taken (rarely non-empty, so a list beats a bitmap).
     taken: Vec<usize>,
 }
@@ -650,23 +652,31 @@ impl<'a> CDCRow<'a> {
                 specs,
                 cells: CellSource::Slices(cells),
             },
-            page: &[],
+            span: None,
             taken: Vec::new(),
         }
     }
 
-    /// The row, with the bytes of the page its cells are slices of.
-    pub(crate) fn with_page(mut self, page: &'a [u8]) -> Self {
-        self.page = page;
+    /// The row, with its bytes as its page held them: its cells, back to back, each after
+    /// its length (see [`CellSource::Span`]).
+    pub(crate) fn with_span(mut self, span: &'a [u8]) -> Self {
+        self.span = Some(span);
         self
     }
 
-    /// The row's bytes as its page holds them, if known (see [`CellSource::Span`]).
-    pub(crate) fn span(&self) -> Option<&'a [u8]> {
-        match self.row.cells {
-            CellSource::Slices(cells) => row_span(self.page, cells),
-            _ => None,
+    /// The row, with the bytes of the page its cells are slices of (its span is found from
+    /// them, see [`row_span`]).
+    #[cfg(test)]
+    pub(crate) fn with_page(mut self, page: &'a [u8]) -> Self {
+        if let CellSource::Slices(cells) = self.row.cells {
+            self.span = row_span(page, cells);
         }
+        self
+    }
+
+    /// The row's bytes as its page held them, if known (see [`CellSource::Span`]).
+    pub(crate) fn span(&self) -> Option<&'a [u8]> {
+        self.span
     }
 
     /// The row, as logged for the base table `table` (see [`CDCRow::table`]).

@@ -27,7 +27,7 @@ use tracing::{debug, warn};
 use crate::cdc_types::{GenerationTimestamp, StreamID};
 use crate::change::ChangeAssembler;
 use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
-use crate::consumer::{CDCRow, CellSource, ColumnIndex, Consumer, RowHeader, RowRef, row_span};
+use crate::consumer::{CDCRow, CellSource, ColumnIndex, Consumer, RowHeader, RowRef};
 use crate::error::{Backoff, CDCError, StreamList, is_transient};
 use crate::error_policy::{AfterRetries, ConsumerErrorPolicy, DeadLetter, panic_message};
 use crate::progress::{ErrorOutcome, RateLimiter, Slot, Stats, retry_kind};
@@ -478,7 +478,8 @@ impl StreamReader {
     }
 }
 
-/// One row of a page: its header, the page's columns, its cells and the page's bytes.
+/// One row of a page: its header, the page's columns, its cells and its bytes as the page
+/// holds them (see [`CellSource::Span`]).
 type PageRow<'r, 'p> = (
     RowHeader,
     &'r Arc<ColumnIndex>,
@@ -750,7 +751,7 @@ impl Plan {
     async fn hand_over(
         &self,
         progress: &mut Progress,
-        (header, index, specs, cells, page): PageRow<'_, '_>,
+        (header, index, specs, cells, span): PageRow<'_, '_>,
         (window_start, window_end): (DateTime<Utc>, DateTime<Utc>),
     ) -> Result<(), CDCError> {
         let policy = &self.settings.on_error;
@@ -760,7 +761,7 @@ impl Plan {
             let row = || {
                 CDCRow::new(header, index, specs, cells)
                     .with_table(&self.settings.table)
-                    .with_page(page)
+                    .with_span(span)
             };
             let result = match &mut progress.sink {
                 // The change assembler is called directly, and synchronously unless the
@@ -771,18 +772,17 @@ impl Plan {
                         specs,
                         cells: CellSource::Slices(cells),
                     };
-                    match assembler.push_row(&header, raw, row_span(page, cells)) {
-                        Ok(false) => Ok(Ok(())),
-                        Ok(true) => {
-                            let delivery = assembler.deliver(&header);
-                            let result = AssertUnwindSafe(delivery).catch_unwind().await;
-                            if matches!(result, Ok(Ok(()))) {
-                                assembler.delivered();
-                            }
-                            result
-                        }
+                    let result = match assembler.push_row(&header, raw, Some(span)) {
+                        Ok(None) => Ok(Ok(())),
+                        Ok(Some(delivery)) => AssertUnwindSafe(delivery).catch_unwind().await,
                         Err(e) => Ok(Err(e)),
+                    };
+                    // No change was kept for a second delivery before this row
+                    // (`can_push`): once it went through, none is.
+                    if matches!(result, Ok(Ok(()))) {
+                        assembler.delivered();
                     }
+                    result
                 }
                 Sink::Changes(assembler) => {
                     AssertUnwindSafe(assembler.consume_row(row()))
@@ -941,10 +941,7 @@ impl Plan {
             }
         };
         let mut cells: Vec<Option<&[u8]>> = Vec::with_capacity(index.len());
-        // The bytes of the page the cells are slices of (the change assembler copies a row
-        // out of them in one piece).
-        let frame: &[u8] = &raw.bytes;
-        let mut rest = frame;
+        let mut rest: &[u8] = &raw.bytes;
         // The slot of the last row's stream: a page holds its streams' rows one stream after
         // the other, so the search over the group's streams is rarely needed.
         let mut slot_hint = 0usize;
@@ -962,6 +959,9 @@ impl Plan {
                 }
             }
             cells.clear();
+            // The row's bytes, found as its cells are split off: the change assembler copies
+            // a row in one piece.
+            let row_start = rest;
             for spec in specs {
                 let (cell, after) = next_cell(rest).ok_or_else(|| {
                     bad(format!(
@@ -1006,7 +1006,8 @@ impl Plan {
             if last.is_some_and(|l| key <= l) {
                 continue;
             }
-            let row = (header, &index, specs, &cells[..], frame);
+            let span = &row_start[..row_start.len() - rest.len()];
+            let row = (header, &index, specs, &cells[..], span);
             self.hand_over(progress, row, (start, end)).await?;
             counts.rows += 1;
             progress.last_stream = Some(header.stream_id);

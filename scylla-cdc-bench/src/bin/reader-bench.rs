@@ -15,7 +15,14 @@
 //!
 //! `--api change` reads through the change API (`change_consumer_factory`: every row is
 //! copied out of its page into an owned `Change`) with a consumer that counts the rows of
-//! each change, to compare its CPU per row with the row API's.
+//! each change, to compare its CPU per row with the row API's. `--api both --reps N` reads the
+//! same backlog N times with each API, alternating which goes first, and ends with the
+//! medians and their ratio (`change/row: cpu_per_row=...`): both APIs are measured against
+//! one cluster in the same minutes, so the ratio holds on a shared, noisy machine.
+//!
+//! ```text
+//! target/release/reader-bench --partitions 1000 --sizes 2000 --api both --reps 5
+//! ```
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,7 +35,9 @@ use scylla_cdc::{
     CDCLogReaderBuilder, CDCRow, Change, ChangeConsumer, ChangeConsumerFactory, Consumer,
     ConsumerFactory,
 };
-use scylla_cdc_bench::{Emulator, emulator_binary, mib, own_usage, random_loopback};
+use scylla_cdc_bench::{
+    Emulator, emulator_binary, median, mib, own_rusage, own_usage, random_loopback,
+};
 
 /// Log reader throughput, CPU per row and memory over a preloaded backlog.
 #[derive(Debug, Parser)]
@@ -54,18 +63,59 @@ struct Args {
     /// The `scylla-emulator` binary (default: next to this one).
     #[arg(long)]
     emulator: Option<PathBuf>,
-    /// The consumer API the reader delivers through.
-    #[arg(long, value_enum, default_value_t = Api::Row)]
-    api: Api,
+    /// The consumer API the reader delivers through (`both`: each in turn, on one backlog).
+    #[arg(long, value_enum, default_value_t = ApiChoice::Row)]
+    api: ApiChoice,
+    /// Reads of each backlog per API (with `--api both`, the APIs alternate going first).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    reps: u32,
 }
 
-/// Which consumer API is measured.
+/// The `--api` argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Api {
+enum ApiChoice {
     /// `consumer_factory`: a `CDCRow` per log row.
     Row,
     /// `change_consumer_factory`: an owned `Change` per `(stream, cdc$time)`.
     Change,
+    /// Both, alternating, with the ratio of their medians at the end.
+    Both,
+}
+
+impl ApiChoice {
+    /// The APIs of repetition `rep` in the order they read: with both, the one that goes
+    /// first alternates (a cluster warmed by the first read favours neither).
+    fn order(self, rep: u32) -> Vec<Api> {
+        match self {
+            Self::Row => vec![Api::Row],
+            Self::Change => vec![Api::Change],
+            Self::Both if rep.is_multiple_of(2) => vec![Api::Row, Api::Change],
+            Self::Both => vec![Api::Change, Api::Row],
+        }
+    }
+}
+
+/// Which consumer API one read goes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    Row,
+    Change,
+}
+
+/// What one read measured.
+#[derive(Debug, Clone, Copy)]
+struct Read {
+    api: Api,
+    rows_per_s: f64,
+    /// µs of CPU per row: user, system.
+    user_us: f64,
+    system_us: f64,
+}
+
+impl Read {
+    fn cpu_us(&self) -> f64 {
+        self.user_us + self.system_us
+    }
 }
 
 /// Counts rows; does nothing else.
@@ -128,11 +178,13 @@ fn peak_rss() -> u64 {
     scylla_cdc_bench::process_peak_rss(std::process::id()).unwrap_or(own_usage().1)
 }
 
-async fn run_one(
+/// Preloads a backlog of `rows_per_partition` rows per partition, reads it once per API and
+/// repetition, and returns what each read measured.
+async fn run_size(
     args: &Args,
     binary: &std::path::Path,
     rows_per_partition: u64,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<Read>> {
     let total = args.partitions * rows_per_partition;
     let loading = Instant::now();
     let emulator = Emulator::start(
@@ -155,13 +207,34 @@ async fn run_one(
             ),
         ],
     )?;
-    let load_time = loading.elapsed();
+    println!(
+        "{total:>10} base rows: preloaded in {:.1} s",
+        loading.elapsed().as_secs_f64()
+    );
     let session = emulator.session().await?;
     // Everything preloaded is older than now; end the read there.
     let end = chrono::Utc::now();
+    let mut reads = Vec::new();
+    for rep in 0..args.reps {
+        for api in args.api.order(rep) {
+            reads.push(read_backlog(args, &session, api, total, end).await?);
+        }
+    }
+    drop(emulator);
+    Ok(reads)
+}
+
+/// Reads the whole backlog (`total` rows, up to `end`) through `api` and prints one line.
+async fn read_backlog(
+    args: &Args,
+    session: &Arc<scylla::client::session::Session>,
+    api: Api,
+    total: u64,
+    end: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<Read> {
     let count = Arc::new(AtomicU64::new(0));
     reset_peak_rss();
-    let (cpu_before, _) = own_usage();
+    let before = own_rusage();
     let started = Instant::now();
     // Resident memory when 10%, 20%, ... 100% of the backlog has been read: a reader whose
     // memory grows with what it has read shows it here.
@@ -186,7 +259,7 @@ async fn run_one(
         .session(session.clone())
         .keyspace("bench")
         .table_name("t");
-    let builder = match args.api {
+    let builder = match api {
         Api::Row => builder.consumer_factory(factory),
         Api::Change => builder.change_consumer_factory(factory),
     };
@@ -200,21 +273,29 @@ async fn run_one(
         .await?;
     handle.await?;
     let elapsed = started.elapsed();
-    let (cpu_after, _) = own_usage();
+    let after = own_rusage();
     let samples = tokio::time::timeout(Duration::from_secs(1), sampler)
         .await
         .ok()
         .and_then(Result::ok)
         .unwrap_or_default();
     let rows = count.load(Ordering::Relaxed);
-    let cpu = cpu_after.saturating_sub(cpu_before);
+    let per_row = |d: Duration| d.as_secs_f64() * 1e6 / rows.max(1) as f64;
+    let read = Read {
+        api,
+        rows_per_s: rows as f64 / elapsed.as_secs_f64(),
+        user_us: per_row(after.user.saturating_sub(before.user)),
+        system_us: per_row(after.system.saturating_sub(before.system)),
+    };
     println!(
-        "{total:>10} base rows: preload {:.1} s; read {rows} log rows in {:.2} s = {:.0} rows/s; \
-         reader CPU {:.3} µs/row; reader peak RSS {}",
-        load_time.as_secs_f64(),
+        "{:>10} {api:?} API: read {rows} log rows in {:.2} s = {:.0} rows/s; reader CPU {:.3} \
+         µs/row (user {:.3}, system {:.3}); reader peak RSS {}",
+        "",
         elapsed.as_secs_f64(),
-        rows as f64 / elapsed.as_secs_f64(),
-        cpu.as_secs_f64() * 1e6 / rows.max(1) as f64,
+        read.rows_per_s,
+        read.cpu_us(),
+        read.user_us,
+        read.system_us,
         mib(peak_rss()),
     );
     println!(
@@ -231,8 +312,39 @@ async fn run_one(
         rows == total,
         "the reader delivered {rows} rows, {total} were preloaded"
     );
-    drop(emulator);
-    Ok(())
+    Ok(read)
+}
+
+/// The medians of one API's reads: rows/s, CPU µs/row, user µs/row, system µs/row.
+fn medians(reads: &[Read], api: Api) -> Option<[f64; 4]> {
+    let of = |f: fn(&Read) -> f64| median(reads.iter().filter(|r| r.api == api).map(f).collect());
+    Some([
+        of(|r| r.rows_per_s)?,
+        of(Read::cpu_us)?,
+        of(|r| r.user_us)?,
+        of(|r| r.system_us)?,
+    ])
+}
+
+/// The closing lines of `--api both`: each API's medians and the change API's CPU per row
+/// over the row API's.
+fn summary(reads: &[Read]) -> Option<String> {
+    let row = medians(reads, Api::Row)?;
+    let change = medians(reads, Api::Change)?;
+    let line = |name: &str, m: [f64; 4]| {
+        format!(
+            "{name:>6} API medians: {:.0} rows/s; CPU {:.3} µs/row (user {:.3}, system {:.3})\n",
+            m[0], m[1], m[2], m[3]
+        )
+    };
+    Some(format!(
+        "{}{}change/row: cpu_per_row={:.3} user_per_row={:.3} rows_per_s={:.3}",
+        line("row", row),
+        line("change", change),
+        change[1] / row[1],
+        change[2] / row[2],
+        change[0] / row[0],
+    ))
 }
 
 #[tokio::main]
@@ -249,7 +361,50 @@ async fn main() -> anyhow::Result<()> {
         args.api
     );
     for &size in &args.sizes {
-        run_one(&args, &binary, size).await?;
+        let reads = run_size(&args, &binary, size).await?;
+        if let Some(summary) = summary(&reads) {
+            println!("{summary}");
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(api: Api, rows_per_s: f64, user_us: f64, system_us: f64) -> Read {
+        Read {
+            api,
+            rows_per_s,
+            user_us,
+            system_us,
+        }
+    }
+
+    #[test]
+    fn both_apis_take_turns_going_first() {
+        assert_eq!(ApiChoice::Both.order(0), [Api::Row, Api::Change]);
+        assert_eq!(ApiChoice::Both.order(1), [Api::Change, Api::Row]);
+        assert_eq!(ApiChoice::Change.order(1), [Api::Change]);
+    }
+
+    #[test]
+    fn the_summary_is_the_ratio_of_the_medians() {
+        let reads = [
+            read(Api::Row, 3e6, 0.10, 0.02),
+            read(Api::Change, 2e6, 0.14, 0.04),
+            read(Api::Change, 2.5e6, 0.12, 0.03),
+            read(Api::Row, 2e6, 0.30, 0.10),
+            read(Api::Row, 2.5e6, 0.11, 0.02),
+            read(Api::Change, 1e6, 0.50, 0.10),
+        ];
+        let text = summary(&reads).expect("both APIs were read");
+        // Medians: row 0.13 µs/row (user 0.11), change 0.18 (user 0.14).
+        assert!(
+            text.ends_with("change/row: cpu_per_row=1.385 user_per_row=1.273 rows_per_s=0.800"),
+            "{text}"
+        );
+        assert_eq!(summary(&reads[..1]), None, "one API only: no ratio");
+    }
 }

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use scylla_cdc_bench::{Backlog, BacklogShape, children_cpu_time, mib, own_usage};
+use scylla_cdc_bench::{Backlog, BacklogShape, children_cpu_time, median, mib, own_usage};
 
 use child::{ChildArgs, ChildResult, System};
 
@@ -179,20 +179,6 @@ impl Run {
         let r = self.result.as_ref().ok()?;
         Some(self.cluster_cpu.as_secs_f64() / r.read_time.as_secs_f64().max(1e-9))
     }
-}
-
-/// The median of `values` (the mean of the middle two for an even count); `None` if empty.
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    Some(if !n.is_multiple_of(2) {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    })
 }
 
 /// Medians of one system's correct runs: rows/s, client CPU µs/row, peak RSS (bytes),
@@ -431,13 +417,6 @@ fn print_run(run: &Run, want_rows: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn medians_of_odd_and_even_counts() {
-        assert_eq!(median(vec![]), None);
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
-    }
 
     #[test]
     fn systems_take_turns_going_first() {
