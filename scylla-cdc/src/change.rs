@@ -117,6 +117,8 @@ mod chunk {
     /// References the writer takes at once (and holds until it hands them out as changes
     /// or leaves the chunk).
     pub(super) const PREPAID: usize = 256;
+    /// The largest chunk emptied and written again (see [`ChunkWriter::reuse`]).
+    const REUSE_MAX: usize = 4 * super::CHUNK;
     /// Above this many references a count could overflow (as `Arc` does, the process aborts
     /// rather than risk a use after free).
     const MAX_REFS: usize = isize::MAX as usize;
@@ -140,9 +142,14 @@ mod chunk {
 
     impl Drop for Chunk {
         fn drop(&mut self) {
-            // SAFETY: `ptr` and `cap` are those of the `Vec<u8>` made in `Chunk::new`, whose
-            // ownership the chunk took; `u8` needs no drop, so a length of 0 frees it alone.
-            drop(unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), 0, self.cap) });
+            // SAFETY: `ptr` and `cap` are those of the `Box<[u8]>` made in
+            // `ChunkWriter::fresh`, whose ownership the chunk took.
+            drop(unsafe {
+                Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    self.ptr.as_ptr(),
+                    self.cap,
+                ))
+            });
         }
     }
 
@@ -151,6 +158,7 @@ mod chunk {
     /// # Safety
     /// The caller owns `count` references to `chunk` (counted in its `refs`) and gives them
     /// up: it uses none of them afterwards.
+    #[inline]
     unsafe fn release(chunk: NonNull<Chunk>, count: usize) {
         // SAFETY: the caller's references keep the chunk alive until this decrement.
         let refs = unsafe { &chunk.as_ref().refs };
@@ -162,15 +170,29 @@ mod chunk {
         }
         fence(Ordering::Acquire);
         // SAFETY: the count reached zero: no reference is left, and the chunk was made by
-        // `Box::into_raw` in `ChunkWriter::fresh`.
+        // `Box::leak` in `ChunkWriter::fresh`.
+        unsafe { free(chunk) }
+    }
+
+    /// Frees a chunk (out of line: rare, and kept out of every change's drop).
+    ///
+    /// # Safety
+    /// No reference to `chunk` is left, and it was made by `Box::leak`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn free(chunk: NonNull<Chunk>) {
+        // SAFETY: as the caller promised.
         drop(unsafe { Box::from_raw(chunk.as_ptr()) });
     }
 
     /// Bytes of a chunk that were written: a range before its writer's position.
+    ///
+    /// Two fields, so that it is passed in two registers (a third field made it passed
+    /// through memory, and read back before the stores had completed, at every call).
     pub(super) struct Written {
         chunk: NonNull<Chunk>,
-        at: u32,
-        len: u32,
+        /// Where the range starts (the low 32 bits) and its length (the high 32 bits).
+        range: u64,
     }
 
     // SAFETY: a `Written` is a counted reference to a chunk (like an `Arc<Chunk>`); what it
@@ -189,8 +211,7 @@ mod chunk {
             }
             Self {
                 chunk: self.chunk,
-                at: self.at,
-                len: self.len,
+                range: self.range,
             }
         }
     }
@@ -204,6 +225,16 @@ mod chunk {
     }
 
     impl Written {
+        /// A reference (owned by the caller) to `len` bytes at `at` of `chunk`. Chunks have
+        /// at most [`MAX`] bytes: the offsets fit.
+        #[inline]
+        fn new(chunk: NonNull<Chunk>, at: usize, len: usize) -> Self {
+            Self {
+                chunk,
+                range: at as u64 | (len as u64) << 32,
+            }
+        }
+
         /// The chunk, kept alive by this reference.
         #[inline]
         fn chunk(&self) -> &Chunk {
@@ -213,14 +244,10 @@ mod chunk {
 
         #[inline]
         pub(super) fn bytes(&self) -> &[u8] {
+            let (at, len) = (self.range as u32 as usize, (self.range >> 32) as usize);
             // SAFETY: `at..at + len` is within the allocation and was written before this
             // was made (`ChunkWriter::take`); it is never written again (see `Chunk`).
-            unsafe {
-                std::slice::from_raw_parts(
-                    self.chunk().ptr.as_ptr().add(self.at as usize),
-                    self.len as usize,
-                )
-            }
+            unsafe { std::slice::from_raw_parts(self.chunk().ptr.as_ptr().add(at), len) }
         }
 
         /// The schema at `slot` of the chunk.
@@ -234,6 +261,10 @@ mod chunk {
     struct Held {
         chunk: NonNull<Chunk>,
         prepaid: usize,
+        /// The chunk's size and first schema (read at every change without going to the
+        /// chunk).
+        cap: usize,
+        first_schema: *const Schema,
     }
 
     impl Held {
@@ -275,6 +306,9 @@ mod chunk {
         len: usize,
         /// Where the pending change starts.
         start: usize,
+        /// Chunks made so far.
+        #[cfg(test)]
+        pub(super) made: usize,
     }
 
     // SAFETY: the writer owns its references to its chunk (see `Written`'s `Send`); it is the
@@ -301,23 +335,61 @@ mod chunk {
             if cap > MAX {
                 anyhow::bail!("a change of more than {cap} bytes is too large to keep");
             }
-            let mut bytes = std::mem::ManuallyDrop::new(Vec::<u8>::with_capacity(cap));
+            #[cfg(test)]
+            {
+                self.made += 1;
+            }
+            // Zeroed, so that what is not written yet can be handed out as a `&mut [u8]`
+            // (see `whole`); a chunk is made rarely (see `reuse`).
+            let bytes: Box<[u8]> = vec![0u8; cap].into_boxed_slice();
+            let first_schema = schemas.first().map_or(std::ptr::null(), Arc::as_ptr);
             let chunk = Box::new(Chunk {
                 refs: AtomicUsize::new(1 + PREPAID),
                 schemas,
-                ptr: NonNull::new(bytes.as_mut_ptr()).unwrap_or(NonNull::dangling()),
-                cap: bytes.capacity().min(MAX),
+                cap: bytes.len(),
+                ptr: NonNull::from(Box::leak(bytes)).cast::<u8>(),
             });
             let held = self.held.insert(Held {
+                cap: chunk.cap,
+                first_schema,
                 chunk: NonNull::from(Box::leak(chunk)),
                 prepaid: PREPAID,
             });
             Ok(held.chunk())
         }
 
+        /// Empties the current chunk, for changes of `schema` of up to `room` bytes, if no
+        /// change is in it any more (nothing but the writer holds it), it has the room, and
+        /// `schema` is its only one: its memory, still in cache, is written again instead of
+        /// being freed and another allocated (and faulted in). Nothing may be pending.
+        fn reuse(&mut self, schema: &Arc<Schema>, room: usize) -> bool {
+            let Some(held) = &self.held else {
+                return false;
+            };
+            let chunk = held.chunk();
+            // A chunk made for one large change is not kept for good: it goes with its
+            // change.
+            if chunk.cap < room
+                || chunk.cap > REUSE_MAX
+                || chunk.schemas.len() != 1
+                || !Arc::ptr_eq(&chunk.schemas[0], schema)
+            {
+                return false;
+            }
+            // Only the writer makes new references, and a `Written` is cloned from another
+            // one: when the writer's are all that are left, they stay so. The acquire pairs
+            // with the release of each `Written`'s drop: their reads of the bytes happen
+            // before the writes that follow.
+            if chunk.refs.load(Ordering::Acquire) != 1 + held.prepaid {
+                return false;
+            }
+            (self.start, self.len) = (0, 0);
+            true
+        }
+
         /// Starts a change (none is pending) with room for `room` bytes of rows of `schema`:
-        /// in the current chunk if it has the schema and the room, else in a new one.
-        /// Returns the schema's slot.
+        /// in the current chunk if it has the schema and the room (or is empty again, see
+        /// [`Self::reuse`]), else in a new one. Returns the schema's slot.
         pub(super) fn start(&mut self, schema: &Arc<Schema>, room: usize) -> anyhow::Result<u8> {
             self.start = self.len;
             if let (Some(chunk), Some(slot)) = (self.chunk(), self.slot(schema))
@@ -326,8 +398,10 @@ mod chunk {
             {
                 return Ok(slot);
             }
-            self.fresh(vec![schema.clone()], room.max(super::CHUNK))?;
-            (self.start, self.len) = (0, 0);
+            if !self.reuse(schema, room) {
+                self.fresh(vec![schema.clone()], room.max(super::CHUNK))?;
+                (self.start, self.len) = (0, 0);
+            }
             Ok(0)
         }
 
@@ -433,41 +507,36 @@ mod chunk {
             true
         }
 
-        /// Writes a whole change of `head` then `tail` (a change of one row: the change's and
-        /// the record's headers, then the row's bytes) and takes it out, in one step: in the
-        /// current chunk if its first schema is `schema` and it has the room, else in a new
-        /// chunk. Nothing may be pending. `head` must name its schema as slot 0.
+        /// Writes a whole change of `n` bytes with `fill` (given them, zeroed or as an
+        /// earlier change left them) and takes it out, in one step: in the current chunk if
+        /// its first schema is `schema` and it has the room, else in a new chunk (or the
+        /// current one, empty again). Nothing may be pending. What `fill` writes must name
+        /// its schema as slot 0.
         #[inline]
-        pub(super) fn whole<const N: usize>(
+        pub(super) fn whole(
             &mut self,
             schema: &Arc<Schema>,
-            head: &[u8; N],
-            tail: &[u8],
+            n: usize,
+            fill: impl FnOnce(&mut [u8]),
         ) -> anyhow::Result<Written> {
-            let n = N + tail.len();
-            let fits = self.chunk().is_some_and(|c| {
-                c.cap - self.len >= n && c.schemas.first().is_some_and(|s| Arc::ptr_eq(s, schema))
+            let fits = self.held.as_ref().is_some_and(|h| {
+                h.cap - self.len >= n && std::ptr::eq(h.first_schema, Arc::as_ptr(schema))
             });
-            if !fits {
+            if !fits && !self.reuse(schema, n) {
                 self.fresh(vec![schema.clone()], n.max(super::CHUNK))?;
                 self.len = 0;
             }
             let Some(held) = &mut self.held else {
                 anyhow::bail!("change assembler: no chunk for a change");
             };
-            // SAFETY: as in `extend_zeroed`: `len..len + n` is within the allocation (checked
-            // or made above), past what is read.
-            unsafe {
-                let at = held.chunk().ptr.as_ptr().add(self.len);
-                std::ptr::copy_nonoverlapping(head.as_ptr(), at, N);
-                std::ptr::copy_nonoverlapping(tail.as_ptr(), at.add(N), tail.len());
-            }
-            // Chunks have at most `MAX` bytes: the offsets fit.
-            let written = Written {
-                chunk: held.reference(),
-                at: self.len as u32,
-                len: n as u32,
+            // SAFETY: `len..len + n` is within the allocation (checked or made above) and
+            // initialized (chunks are zeroed when made); it is past what is read (see
+            // `Chunk`), and `&mut self` makes this the only reference to it.
+            let space = unsafe {
+                std::slice::from_raw_parts_mut(held.chunk().ptr.as_ptr().add(self.len), n)
             };
+            fill(space);
+            let written = Written::new(held.reference(), self.len, n);
             self.len += n;
             self.start = self.len;
             Ok(written)
@@ -498,12 +567,7 @@ mod chunk {
         /// The pending change's bytes, which are written: the next change starts after them.
         pub(super) fn take(&mut self) -> Option<Written> {
             let held = self.held.as_mut()?;
-            // Chunks have at most `MAX` bytes: the offsets fit.
-            let written = Written {
-                chunk: held.reference(),
-                at: self.start as u32,
-                len: (self.len - self.start) as u32,
-            };
+            let written = Written::new(held.reference(), self.start, self.len - self.start);
             self.start = self.len;
             Some(written)
         }
@@ -1365,13 +1429,13 @@ impl ChangeAssembler {
         })
     }
 
-    /// The header of a change ([`CHANGE_HEADER`]).
-    fn change_header(header: &RowHeader, rows: u32) -> [u8; CHANGE_HEADER] {
-        let mut bytes = [0u8; CHANGE_HEADER];
-        bytes[0..16].copy_from_slice(header.stream_id.as_bytes());
-        bytes[16..32].copy_from_slice(header.time.as_bytes());
-        bytes[32..36].copy_from_slice(&rows.to_le_bytes());
-        bytes
+    /// Writes the header of a change ([`CHANGE_HEADER`]) of `rows` rows into `out`.
+    #[inline]
+    fn put_change_header(out: &mut [u8; CHANGE_HEADER], header: &RowHeader, rows: u32) {
+        out[0..16].copy_from_slice(header.stream_id.as_bytes());
+        out[16..32].copy_from_slice(header.time.as_bytes());
+        // The row count, then padding.
+        out[32..40].copy_from_slice(&u64::from(rows).to_le_bytes());
     }
 
     /// Hands the pending change, if any, to the consumer (at a window's end or a flush).
@@ -1450,7 +1514,9 @@ impl ChangeAssembler {
             None => {
                 // A change starts, in a chunk of its schema with room for it and the row.
                 let slot = self.chunk.start(schema, CHANGE_HEADER + layout.0)?;
-                if !self.chunk.push(&[&Self::change_header(header, 0)]) {
+                let mut change_header = [0u8; CHANGE_HEADER];
+                Self::put_change_header(&mut change_header, header, 0);
+                if !self.chunk.push(&[&change_header]) {
                     anyhow::bail!("change assembler: no room for a change in its chunk");
                 }
                 self.pending = Some(Pending {
@@ -1469,33 +1535,31 @@ impl ChangeAssembler {
         Ok(())
     }
 
-    /// The header of a row's record ([`RECORD_HEADER`]) of `len` bytes, of `count` cells,
-    /// read with the chunk's schema at `schema_slot`; `flags` besides those of the header's
-    /// fields.
+    /// Writes the header of a row's record ([`RECORD_HEADER`]) of `len` bytes, of `count`
+    /// cells, read with the chunk's schema at `schema_slot`, into `out`; `flags` besides
+    /// those of the header's fields.
     #[inline]
-    fn record_header(
+    fn put_record_header(
+        out: &mut [u8; RECORD_HEADER],
         header: &RowHeader,
-        len: u32,
+        (len, count): (u32, u32),
         schema_slot: u8,
         mut flags: u8,
-        count: usize,
-    ) -> [u8; RECORD_HEADER] {
+    ) {
         if header.end_of_batch {
             flags |= FLAG_END_OF_BATCH;
         }
         if header.ttl.is_some() {
             flags |= FLAG_TTL;
         }
-        let mut bytes = [0u8; RECORD_HEADER];
-        bytes[0..4].copy_from_slice(&len.to_le_bytes());
-        bytes[4] = schema_slot;
-        bytes[5] = header.operation.code(header.is_expiration) as u8;
-        bytes[6] = flags;
-        bytes[8..12].copy_from_slice(&header.batch_seq_no.to_le_bytes());
-        bytes[12..20].copy_from_slice(&header.ttl.unwrap_or(0).to_le_bytes());
-        // A row has fewer cells than a frame has bytes.
-        bytes[20..24].copy_from_slice(&(count as u32).to_le_bytes());
-        bytes
+        out[0..4].copy_from_slice(&len.to_le_bytes());
+        out[4] = schema_slot;
+        out[5] = header.operation.code(header.is_expiration) as u8;
+        out[6] = flags;
+        out[7] = 0;
+        out[8..12].copy_from_slice(&header.batch_seq_no.to_le_bytes());
+        out[12..20].copy_from_slice(&header.ttl.unwrap_or(0).to_le_bytes());
+        out[20..24].copy_from_slice(&count.to_le_bytes());
     }
 
     /// Writes a row's record (of the length and layout [`Self::record_len`] gave) into the
@@ -1509,13 +1573,15 @@ impl ChangeAssembler {
         (len, cells_at): (usize, usize),
     ) -> anyhow::Result<()> {
         let count = raw.len();
-        let header_bytes = Self::record_header(
+        let mut header_bytes = [0u8; RECORD_HEADER];
+        Self::put_record_header(
+            &mut header_bytes,
             header,
-            // `record_len` checked that the length fits in a u32.
-            len as u32,
+            // `record_len` checked that the length fits in a u32; a row has fewer cells
+            // than a frame has bytes.
+            (len as u32, count as u32),
             schema_slot,
             if span.is_some() { FLAG_SPAN } else { 0 },
-            count,
         );
         let no_room = || anyhow::anyhow!("change assembler: no room for a row in its chunk");
 
@@ -1646,8 +1712,32 @@ impl ChangeAssembler {
             // The common change, of one row, copied as the page held it and handed over in
             // one step. It needs no copy kept for a second delivery: handing its row over
             // again assembles the same change again.
-            let head = Self::single_head(header, span, raw.len())?;
-            let data = self.chunk.whole(schema, &head, span)?;
+            let len = RECORD_HEADER + span.len();
+            let record = (
+                u32::try_from(len)
+                    .ok()
+                    .filter(|&l| l != u32::MAX)
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("a log row of {len} bytes is too large to keep")
+                    })?,
+                // A row has fewer cells than a frame has bytes.
+                raw.len() as u32,
+            );
+            let data = self.chunk.whole(schema, CHANGE_HEADER + len, |out| {
+                // Written in place (a header built aside and copied was read back before its
+                // stores completed): `out` is exactly the change's size.
+                let Some((change, rest)) = out.split_first_chunk_mut::<CHANGE_HEADER>() else {
+                    return;
+                };
+                Self::put_change_header(change, header, 1);
+                let Some((head, cells)) = rest.split_first_chunk_mut::<RECORD_HEADER>() else {
+                    return;
+                };
+                Self::put_record_header(head, header, record, 0, FLAG_SPAN);
+                if let Some(cells) = cells.get_mut(..span.len()) {
+                    cells.copy_from_slice(span);
+                }
+            })?;
             return Ok(Some(self.consumer.consume_change(Change { data })));
         }
         self.append(header, raw, span)?;
@@ -1655,28 +1745,6 @@ impl ChangeAssembler {
             return Ok(None);
         }
         Ok(Some(self.deliver(header)))
-    }
-
-    /// The change header and the row record's header of a change of one row whose record
-    /// is `span` (its bytes as the page held them, of `count` cells), of the chunk's first
-    /// schema.
-    #[inline]
-    fn single_head(
-        header: &RowHeader,
-        span: &[u8],
-        count: usize,
-    ) -> anyhow::Result<[u8; CHANGE_HEADER + RECORD_HEADER]> {
-        let len = u32::try_from(RECORD_HEADER + span.len())
-            .ok()
-            .filter(|&l| l != u32::MAX)
-            .ok_or_else(|| {
-                anyhow::anyhow!("a log row of {} bytes is too large to keep", span.len())
-            })?;
-        let mut head = [0u8; CHANGE_HEADER + RECORD_HEADER];
-        head[..CHANGE_HEADER].copy_from_slice(&Self::change_header(header, 1));
-        let record = Self::record_header(header, len, 0, FLAG_SPAN, count);
-        head[CHANGE_HEADER..].copy_from_slice(&record);
-        Ok(head)
     }
 
     /// Hands the change [`Self::push_row`] completed at the row of `header` to the
@@ -1910,26 +1978,75 @@ mod tests {
         keep.changes.lock().unwrap().clone()
     }
 
+    /// A log schema of the test table, as the assembler keeps it.
+    fn test_schema() -> Arc<Schema> {
+        let specs = log_specs();
+        let index = Arc::new(ColumnIndex::new(&specs).unwrap());
+        Arc::new(Schema {
+            specs: index.owned_specs(&specs),
+            index,
+            table: Arc::from("t"),
+        })
+    }
+
+    /// Writes a change of `head` then `tail` whole.
+    fn whole(
+        writer: &mut chunk::ChunkWriter,
+        schema: &Arc<Schema>,
+        head: &[u8],
+        tail: &[u8],
+    ) -> chunk::Written {
+        writer
+            .whole(schema, head.len() + tail.len(), |out| {
+                let (h, t) = out.split_at_mut(head.len());
+                h.copy_from_slice(head);
+                t.copy_from_slice(tail);
+            })
+            .unwrap()
+    }
+
+    /// A full chunk whose changes are all gone is written again; one with a change still
+    /// held is left to it, and that change's bytes never change.
+    #[test]
+    fn a_chunk_is_written_again_only_once_its_changes_are_gone() {
+        let schema = test_schema();
+        let chunks = || Arc::strong_count(&schema) - 1;
+        let mut writer = chunk::ChunkWriter::default();
+        // About 16 changes of 1004 bytes fill a chunk: this goes round it several times.
+        for i in 0..64u8 {
+            let w = whole(&mut writer, &schema, &[i; 4], &[i; 1000]);
+            assert!(w.bytes().iter().all(|&b| b == i));
+            assert_eq!(chunks(), 1, "change {i}");
+        }
+        assert_eq!(writer.made, 1, "one chunk, written again");
+        let kept = whole(&mut writer, &schema, &[0xaa; 4], &[0xaa; 1000]);
+        for i in 0..64u8 {
+            drop(whole(&mut writer, &schema, &[i; 4], &[i; 1000]));
+        }
+        assert!(
+            kept.bytes().iter().all(|&b| b == 0xaa),
+            "a kept change is intact"
+        );
+        assert_eq!(chunks(), 2, "the kept change's chunk and the writer's");
+        assert_eq!(writer.made, 2, "the kept change's chunk is left to it");
+        drop(kept);
+        assert_eq!(chunks(), 1);
+    }
+
     /// A chunk is freed once its writer and every change in it are gone, however many
     /// changes it served (its writer takes references in batches of [`chunk::PREPAID`]).
     #[test]
     fn chunks_are_freed_after_their_writer_and_every_change() {
-        let specs = log_specs();
-        let index = Arc::new(ColumnIndex::new(&specs).unwrap());
-        let schema = Arc::new(Schema {
-            specs: index.owned_specs(&specs),
-            index,
-            table: Arc::from("t"),
-        });
+        let schema = test_schema();
         // Every live chunk holds the schema once: its count is 1 + the chunks alive.
         let chunks = || Arc::strong_count(&schema) - 1;
         let mut writer = chunk::ChunkWriter::default();
         // A change larger than a chunk gets a chunk of its own; the small ones after it
         // share chunks, many more of them than a batch of references.
-        let large = writer.whole(&schema, &[9u8; 4], &[7u8; 40_000]).unwrap();
+        let large = whole(&mut writer, &schema, &[9u8; 4], &[7u8; 40_000]);
         let n = 3 * chunk::PREPAID as u32;
         let mut small: Vec<chunk::Written> = (0..n)
-            .map(|i| writer.whole(&schema, &i.to_le_bytes(), &[]).unwrap())
+            .map(|i| whole(&mut writer, &schema, &i.to_le_bytes(), &[]))
             .collect();
         let clones: Vec<chunk::Written> = small.iter().step_by(7).cloned().collect();
         assert_eq!(chunks(), 2, "the large change's chunk and the small ones'");
