@@ -293,19 +293,48 @@ pub struct Backlog {
     pub end_ms: u64,
 }
 
-/// The shape of a [`Backlog`]'s cluster and of its preload.
-#[derive(Debug, Clone, Copy)]
+/// The shape of a [`Backlog`]'s cluster and of its preload; the same options in every
+/// program that preloads one (`#[command(flatten)]`).
+#[derive(Debug, Clone, Copy, clap::Args)]
 pub struct BacklogShape {
-    /// Nodes.
+    /// Nodes of the embedded cluster.
+    #[arg(long, default_value_t = 1)]
     pub nodes: usize,
     /// Shards per node.
+    #[arg(long, default_value_t = 2)]
     pub shards: u32,
-    /// Vnodes per node.
+    /// Vnodes per node (one stream group per vnode before grouping by replica).
+    #[arg(long, default_value_t = 16)]
     pub vnodes: usize,
-    /// Preloaded partitions.
+    /// Partitions of the preloaded table.
+    #[arg(long, default_value_t = 1000)]
     pub partitions: u64,
-    /// Preloaded rows per partition.
+    /// Rows per partition (one log row each).
+    #[arg(long, default_value_t = 2000)]
     pub rows: u64,
+}
+
+impl BacklogShape {
+    /// The rows of the backlog; an error for an empty cluster or backlog, or one too large
+    /// to count.
+    pub fn total_rows(&self) -> anyhow::Result<u64> {
+        anyhow::ensure!(
+            self.nodes > 0 && self.partitions > 0 && self.rows > 0,
+            "--nodes, --partitions and --rows must be at least 1"
+        );
+        self.partitions
+            .checked_mul(self.rows)
+            .context("--partitions × --rows is too large")
+    }
+
+    /// `P partitions × R rows, N node(s) × S shards, V vnodes each`, for the programs'
+    /// first line.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} partitions × {} rows, {} node(s) × {} shards, {} vnodes each",
+            self.partitions, self.rows, self.nodes, self.shards, self.vnodes
+        )
+    }
 }
 
 impl Backlog {
@@ -363,6 +392,37 @@ pub fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_backlog_shape_counts_its_rows_and_refuses_empty_ones() {
+        let shape = BacklogShape {
+            nodes: 3,
+            shards: 2,
+            vnodes: 16,
+            partitions: 1000,
+            rows: 2000,
+        };
+        assert_eq!(shape.total_rows().unwrap(), 2_000_000);
+        assert_eq!(
+            shape.describe(),
+            "1000 partitions × 2000 rows, 3 node(s) × 2 shards, 16 vnodes each"
+        );
+        for empty in [
+            BacklogShape { nodes: 0, ..shape },
+            BacklogShape {
+                partitions: 0,
+                ..shape
+            },
+            BacklogShape { rows: 0, ..shape },
+        ] {
+            assert!(empty.total_rows().is_err(), "{empty:?}");
+        }
+        let huge = BacklogShape {
+            rows: u64::MAX,
+            ..shape
+        };
+        assert!(huge.total_rows().is_err());
+    }
 
     #[test]
     fn medians_of_odd_and_even_counts() {

@@ -1234,78 +1234,84 @@ fn put_len(out: &mut BytesMut, len: usize) {
 }
 
 impl Value {
+    /// Calls `f` with the bytes of a value whose length is known up front, in two parts
+    /// (the second empty but for decimals: scale, then unscaled value); `None` for
+    /// durations (variable-length integers), collections, tuples and UDTs, whose length is
+    /// only known once encoded. The one table of the scalar types' bytes, for
+    /// [`Value::encode`] and [`Value::encode_sized`].
+    #[inline(always)]
+    fn with_scalar_bytes<R>(&self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<R> {
+        Some(match self {
+            Value::Empty => f(&[], &[]),
+            Value::Boolean(v) => f(&[u8::from(*v)], &[]),
+            Value::Tinyint(v) => f(&v.to_be_bytes(), &[]),
+            Value::Smallint(v) => f(&v.to_be_bytes(), &[]),
+            Value::Int(v) => f(&v.to_be_bytes(), &[]),
+            Value::Bigint(v) | Value::Time(v) | Value::Timestamp(v) => f(&v.to_be_bytes(), &[]),
+            Value::Varint(v) => f(v.as_bytes(), &[]),
+            Value::Decimal(d) => f(&d.scale.to_be_bytes(), d.unscaled.as_bytes()),
+            Value::Float(v) => f(&v.to_be_bytes(), &[]),
+            Value::Double(v) => f(&v.to_be_bytes(), &[]),
+            Value::Text(s) => f(s.as_bytes(), &[]),
+            Value::Blob(b) => f(b, &[]),
+            Value::Date(v) => f(&v.to_be_bytes(), &[]),
+            Value::Inet(IpAddr::V4(a)) => f(&a.octets(), &[]),
+            Value::Inet(IpAddr::V6(a)) => f(&a.octets(), &[]),
+            Value::Uuid(u) | Value::Timeuuid(u) => f(u.as_bytes(), &[]),
+            Value::Duration(_)
+            | Value::List(_)
+            | Value::Set(_)
+            | Value::Map(_)
+            | Value::Tuple(_)
+            | Value::Udt(_) => return None,
+        })
+    }
+
     /// Writes this value as a complete `[bytes]` (its length, then [`Value::encode`]'s bytes)
     /// in one step when its length is known up front, and returns `true`; writes nothing and
     /// returns `false` for durations (variable-length integers), collections, tuples and
     /// UDTs, whose length is only known once encoded.
     #[inline]
     pub fn encode_sized(&self, out: &mut BytesMut) -> bool {
-        #[inline(always)]
-        fn sized(out: &mut BytesMut, bytes: &[u8]) {
-            put_len(out, bytes.len());
-            out.extend_from_slice(bytes);
-        }
-        match self {
-            Value::Empty => sized(out, &[]),
-            Value::Boolean(v) => sized(out, &[u8::from(*v)]),
-            Value::Tinyint(v) => sized(out, &v.to_be_bytes()),
-            Value::Smallint(v) => sized(out, &v.to_be_bytes()),
-            Value::Int(v) => sized(out, &v.to_be_bytes()),
-            Value::Bigint(v) | Value::Time(v) | Value::Timestamp(v) => {
-                sized(out, &v.to_be_bytes());
-            }
-            Value::Varint(v) => sized(out, v.as_bytes()),
-            Value::Decimal(d) => {
-                let unscaled = d.unscaled.as_bytes();
-                put_len(out, 4 + unscaled.len());
-                out.put_i32(d.scale);
-                out.extend_from_slice(unscaled);
-            }
-            Value::Float(v) => sized(out, &v.to_be_bytes()),
-            Value::Double(v) => sized(out, &v.to_be_bytes()),
-            Value::Text(s) => sized(out, s.as_bytes()),
-            Value::Blob(b) => sized(out, b),
-            Value::Date(v) => sized(out, &v.to_be_bytes()),
-            Value::Inet(IpAddr::V4(a)) => sized(out, &a.octets()),
-            Value::Inet(IpAddr::V6(a)) => sized(out, &a.octets()),
-            Value::Uuid(u) | Value::Timeuuid(u) => sized(out, u.as_bytes()),
-            Value::Duration(_)
-            | Value::List(_)
-            | Value::Set(_)
-            | Value::Map(_)
-            | Value::Tuple(_)
-            | Value::Udt(_) => return false,
-        }
-        true
+        self.with_scalar_bytes(|head, tail| {
+            put_len(out, head.len() + tail.len());
+            out.extend_from_slice(head);
+            out.extend_from_slice(tail);
+        })
+        .is_some()
     }
 
     /// Writes the bytes of this value as a `[bytes]` body (without the length prefix).
     pub fn encode(&self, out: &mut BytesMut) {
         match self {
-            Value::Empty => {}
-            Value::Boolean(v) => out.put_u8(u8::from(*v)),
-            Value::Tinyint(v) => out.put_i8(*v),
-            Value::Smallint(v) => out.put_i16(*v),
-            Value::Int(v) => out.put_i32(*v),
-            Value::Bigint(v) | Value::Time(v) | Value::Timestamp(v) => out.put_i64(*v),
-            Value::Varint(v) => out.put_slice(v.as_bytes()),
-            Value::Decimal(d) => {
-                out.put_i32(d.scale);
-                out.put_slice(d.unscaled.as_bytes());
+            Value::Empty
+            | Value::Boolean(_)
+            | Value::Tinyint(_)
+            | Value::Smallint(_)
+            | Value::Int(_)
+            | Value::Bigint(_)
+            | Value::Time(_)
+            | Value::Timestamp(_)
+            | Value::Varint(_)
+            | Value::Decimal(_)
+            | Value::Float(_)
+            | Value::Double(_)
+            | Value::Text(_)
+            | Value::Blob(_)
+            | Value::Date(_)
+            | Value::Inet(_)
+            | Value::Uuid(_)
+            | Value::Timeuuid(_) => {
+                self.with_scalar_bytes(|head, tail| {
+                    out.extend_from_slice(head);
+                    out.extend_from_slice(tail);
+                });
             }
-            Value::Float(v) => out.put_f32(*v),
-            Value::Double(v) => out.put_f64(*v),
-            Value::Text(s) => out.put_slice(s.as_bytes()),
-            Value::Blob(b) => out.put_slice(b),
-            Value::Date(v) => out.put_u32(*v),
             Value::Duration(d) => {
                 write_vint(i64::from(d.months), out);
                 write_vint(i64::from(d.days), out);
                 write_vint(d.nanos, out);
             }
-            Value::Inet(IpAddr::V4(a)) => out.put_slice(&a.octets()),
-            Value::Inet(IpAddr::V6(a)) => out.put_slice(&a.octets()),
-            Value::Uuid(u) | Value::Timeuuid(u) => out.put_slice(u.as_bytes()),
             Value::List(v) | Value::Set(v) => {
                 put_len(out, v.len());
                 for e in v.iter() {

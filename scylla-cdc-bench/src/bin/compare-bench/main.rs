@@ -47,21 +47,9 @@ use child::{ChildArgs, ChildResult, System};
 struct Args {
     #[command(subcommand)]
     command: Option<Hidden>,
-    /// Nodes of the embedded cluster.
-    #[arg(long, default_value_t = 1)]
-    nodes: usize,
-    /// Shards per node.
-    #[arg(long, default_value_t = 2)]
-    shards: u32,
-    /// Vnodes per node (one stream group, so one query stream, per vnode).
-    #[arg(long, default_value_t = 16)]
-    vnodes: usize,
-    /// Partitions of the preloaded table.
-    #[arg(long, default_value_t = 1000)]
-    partitions: u64,
-    /// Rows per partition (one log row each).
-    #[arg(long, default_value_t = 2000)]
-    rows: u64,
+    /// The cluster and its preloaded backlog.
+    #[command(flatten)]
+    shape: BacklogShape,
     /// Runs of each system.
     #[arg(long, default_value_t = 3)]
     reps: usize,
@@ -235,39 +223,25 @@ fn order(rep: usize) -> [System; 2] {
 
 /// Preloads, runs every child, prints the table; `Ok(false)` if a run was wrong or failed.
 async fn compare(args: &Args) -> anyhow::Result<bool> {
-    if args.nodes == 0 || args.partitions == 0 || args.rows == 0 || args.reps == 0 {
-        bail!("--nodes, --partitions, --rows and --reps must be at least 1");
+    if args.reps == 0 {
+        bail!("--reps must be at least 1");
     }
     if !(args.window_size > 0.0 && args.window_size.is_finite()) {
         bail!("--window-size must be a positive number of seconds");
     }
-    let total = args
-        .partitions
-        .checked_mul(args.rows)
-        .context("--partitions × --rows is too large")?;
+    let total = args.shape.total_rows()?;
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
-        "compare-bench: {total} rows ({} partitions × {} rows), {} node(s) × {} shards, {} vnodes \
-         each, {} cluster workers; {} reps; window {} s, safety {} ms, sleep {} ms; {cores} \
-         cores",
-        args.partitions,
-        args.rows,
-        args.nodes,
-        args.shards,
-        args.vnodes,
+        "compare-bench: {total} rows ({}), {} cluster workers; {} reps; window {} s, safety {} \
+         ms, sleep {} ms; {cores} cores",
+        args.shape.describe(),
         args.cluster_workers,
         args.reps,
         args.window_size,
         args.safety_interval_ms,
         args.sleep_interval_ms,
     );
-    let shape = BacklogShape {
-        nodes: args.nodes,
-        shards: args.shards,
-        vnodes: args.vnodes,
-        partitions: args.partitions,
-        rows: args.rows,
-    };
+    let shape = args.shape;
     let Backlog {
         cluster,
         start_ms,

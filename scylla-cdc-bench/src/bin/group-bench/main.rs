@@ -58,21 +58,9 @@ use member::{MemberArgs, MemberResult, READY};
 struct Args {
     #[command(subcommand)]
     command: Option<Hidden>,
-    /// Nodes of the embedded cluster.
-    #[arg(long, default_value_t = 1)]
-    nodes: usize,
-    /// Shards per node.
-    #[arg(long, default_value_t = 2)]
-    shards: u32,
-    /// Vnodes per node (one unit of work, one stream group, per vnode).
-    #[arg(long, default_value_t = 16)]
-    vnodes: usize,
-    /// Partitions of the preloaded table.
-    #[arg(long, default_value_t = 1000)]
-    partitions: u64,
-    /// Rows per partition (one log row each).
-    #[arg(long, default_value_t = 2000)]
-    rows: u64,
+    /// The cluster and its preloaded backlog.
+    #[command(flatten)]
+    shape: BacklogShape,
     /// Group sizes to run, in order.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     members: Vec<usize>,
@@ -498,8 +486,8 @@ impl Summary {
 /// Preloads, runs every group size, prints the tables and summaries; `Ok(false)` if a
 /// group delivered a wrong union or a member failed.
 async fn bench(args: &Args) -> anyhow::Result<bool> {
-    if args.nodes == 0 || args.partitions == 0 || args.rows == 0 || args.reps == 0 {
-        bail!("--nodes, --partitions, --rows and --reps must be at least 1");
+    if args.reps == 0 {
+        bail!("--reps must be at least 1");
     }
     if args.members.is_empty() || args.members.contains(&0) {
         bail!("--members must list group sizes of at least 1");
@@ -510,20 +498,12 @@ async fn bench(args: &Args) -> anyhow::Result<bool> {
     if !(args.idle_secs > 0.0 && args.idle_secs.is_finite()) {
         bail!("--idle-secs must be a positive number of seconds");
     }
-    let total = args
-        .partitions
-        .checked_mul(args.rows)
-        .context("--partitions × --rows is too large")?;
+    let total = args.shape.total_rows()?;
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
-        "group-bench: {total} rows ({} partitions × {} rows), {} node(s) × {} shards, {} vnodes \
-         each; members {:?}, {} reps; window {} s, safety {} ms, sleep {} ms; lease {} ms, renew {}; \
-         idle {} s; {cores} cores",
-        args.partitions,
-        args.rows,
-        args.nodes,
-        args.shards,
-        args.vnodes,
+        "group-bench: {total} rows ({}); members {:?}, {} reps; window {} s, safety {} ms, sleep \
+         {} ms; lease {} ms, renew {}; idle {} s; {cores} cores",
+        args.shape.describe(),
         args.members,
         args.reps,
         args.window_size,
@@ -537,13 +517,7 @@ async fn bench(args: &Args) -> anyhow::Result<bool> {
     if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
         println!("load average: {}", load.trim());
     }
-    let shape = BacklogShape {
-        nodes: args.nodes,
-        shards: args.shards,
-        vnodes: args.vnodes,
-        partitions: args.partitions,
-        rows: args.rows,
-    };
+    let shape = args.shape;
     let Backlog {
         cluster,
         start_ms,
