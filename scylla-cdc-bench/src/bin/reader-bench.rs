@@ -66,6 +66,10 @@ struct Args {
     /// The consumer API the reader delivers through (`both`: each in turn, on one backlog).
     #[arg(long, value_enum, default_value_t = ApiChoice::Row)]
     api: ApiChoice,
+    /// Turn on the table's `postimage` option: every change is two log rows (the delta and
+    /// the post-image), so the change API assembles changes of two rows.
+    #[arg(long)]
+    postimage: bool,
     /// Reads of each backlog per API (with `--api both`, the APIs alternate going first).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     reps: u32,
@@ -185,7 +189,9 @@ async fn run_size(
     binary: &std::path::Path,
     rows_per_partition: u64,
 ) -> anyhow::Result<Vec<Read>> {
-    let total = args.partitions * rows_per_partition;
+    let base_rows = args.partitions * rows_per_partition;
+    // Log rows: a delta per insert, and its post-image with `--postimage`.
+    let total = base_rows * if args.postimage { 2 } else { 1 };
     let loading = Instant::now();
     let emulator = Emulator::start(
         binary,
@@ -202,13 +208,14 @@ async fn run_size(
             random_loopback(),
             "--preload".into(),
             format!(
-                "bench.t:partitions={},rows={rows_per_partition}",
-                args.partitions
+                "bench.t:partitions={},rows={rows_per_partition}{}",
+                args.partitions,
+                if args.postimage { ",postimage" } else { "" }
             ),
         ],
     )?;
     println!(
-        "{total:>10} base rows: preloaded in {:.1} s",
+        "{base_rows:>10} base rows ({total} log rows): preloaded in {:.1} s",
         loading.elapsed().as_secs_f64()
     );
     let session = emulator.session().await?;
@@ -310,7 +317,7 @@ async fn read_backlog(
     );
     anyhow::ensure!(
         rows == total,
-        "the reader delivered {rows} rows, {total} were preloaded"
+        "the reader delivered {rows} rows, the log has {total}"
     );
     Ok(read)
 }
