@@ -5,8 +5,13 @@
 //! Each change must arrive once and whole: the same rows as the log holds for its
 //! `(stream, cdc$time)`, in `cdc$batch_seq_no` order.
 //!
-//! Embedded cluster only (the page limit is lowered on the cluster): with `SCYLLA_URI` set
-//! the test reports itself skipped. The cluster uses the loopback range 127.0.94.*.
+//! A second test reads a backlog of 10,000 changes while its consumer keeps a few of them and
+//! drops the rest: the buffers of dropped changes are written again, and every kept change
+//! must stay as it was delivered.
+//!
+//! Embedded cluster only (the page limit is lowered on the cluster; the backlog is preloaded
+//! into it): with `SCYLLA_URI` set the tests report themselves skipped. The first cluster
+//! uses the loopback range 127.0.94.*, the second a free random one.
 
 mod common;
 
@@ -23,7 +28,9 @@ use scylla::value::CqlValue;
 use scylla_cdc::{
     CDCLogReaderBuilder, Change, ChangeConsumer, ChangeConsumerFactory, OperationType, Target,
 };
-use scylla_cdc_test_utils::{EmbeddedCluster, embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{
+    EmbeddedCluster, Preload, embedded_only, setup_tracing, unique_keyspace_name,
+};
 
 /// Keeps every change of every stream group.
 #[derive(Clone, Default)]
@@ -327,5 +334,97 @@ async fn changes_arrive_whole_through_one_row_pages() -> anyhow::Result<()> {
         }
     }
     cluster.shutdown().await;
+    Ok(())
+}
+
+/// The preloaded backlog of the kept-changes test: partitions × rows, one change each.
+const KEEP_PARTITIONS: i64 = 40;
+const KEEP_ROWS: i64 = 250;
+
+/// A change's `(pk, ck, v)`, where the preload wrote `v = pk * KEEP_ROWS + ck` as 8 bytes.
+fn preloaded_row(c: &Change) -> (i64, i64, Vec<u8>) {
+    assert_eq!(c.rows().len(), 1, "{c:?}");
+    let row = c.rows().next().expect("a row");
+    let get = |name: &str| row.get_value_as::<i64>(name).unwrap().expect(name);
+    let v = row.get_value_as::<Vec<u8>>("v").unwrap().expect("v");
+    (get("pk"), get("ck"), v)
+}
+
+/// Checks every change it gets, keeps one in 173 and drops the others.
+#[derive(Clone, Default)]
+struct KeepSome {
+    seen: Arc<Mutex<usize>>,
+    kept: Arc<Mutex<Vec<(Change, String)>>>,
+}
+
+#[async_trait]
+impl ChangeConsumer for KeepSome {
+    async fn consume_change(&mut self, change: Change) -> anyhow::Result<()> {
+        let (pk, ck, v) = preloaded_row(&change);
+        let n = pk * KEEP_ROWS + ck;
+        anyhow::ensure!(v == n.to_be_bytes(), "row {n} delivered with v = {v:02x?}");
+        *self.seen.lock().unwrap() += 1;
+        if n % 173 == 0 {
+            let seen_as = format!("{change:?}");
+            self.kept.lock().unwrap().push((change, seen_as));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ChangeConsumerFactory for KeepSome {
+    async fn new_consumer(&self) -> Box<dyn ChangeConsumer> {
+        Box::new(self.clone())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_changes_stay_as_delivered_while_the_reader_goes_on() -> anyhow::Result<()> {
+    setup_tracing();
+    if !embedded_only(
+        "kept_changes_stay_as_delivered_while_the_reader_goes_on",
+        "preloads a backlog into the cluster",
+    ) {
+        return Ok(());
+    }
+    let start = Utc::now() - chrono::TimeDelta::seconds(1);
+    let cluster = EmbeddedCluster::builder()
+        .nodes(1)
+        .preload(Preload::new(
+            "keep",
+            "t",
+            KEEP_PARTITIONS as u64,
+            KEEP_ROWS as u64,
+        ))
+        .start()
+        .await?;
+    let session = Arc::new(
+        scylla::client::session_builder::SessionBuilder::new()
+            .known_node(cluster.contact_point().to_string())
+            .build()
+            .await?,
+    );
+    let end = Utc::now();
+    let consumer = KeepSome::default();
+    let (_reader, handle) = fast(CDCLogReaderBuilder::new())
+        .session(session.clone())
+        .keyspace("keep")
+        .table_name("t")
+        .change_consumer_factory(Arc::new(consumer.clone()))
+        .start_timestamp(start)
+        .end_timestamp(end)
+        .build()
+        .await?;
+    handle.await?;
+    let total = (KEEP_PARTITIONS * KEEP_ROWS) as usize;
+    assert_eq!(*consumer.seen.lock().unwrap(), total);
+    let kept = consumer.kept.lock().unwrap();
+    assert_eq!(kept.len(), total.div_ceil(173), "one change in 173 kept");
+    for (change, seen_as) in kept.iter() {
+        let (pk, ck, v) = preloaded_row(change);
+        assert_eq!(v, (pk * KEEP_ROWS + ck).to_be_bytes(), "{change:?}");
+        assert_eq!(&format!("{change:?}"), seen_as, "a kept change changed");
+    }
     Ok(())
 }
