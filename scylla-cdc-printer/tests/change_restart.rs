@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
 use scylla::client::session::Session;
-use scylla::client::session_builder::SessionBuilder;
 use scylla::value::CqlTimeuuid;
 use scylla_cdc_test_utils::{EmbeddedCluster, embedded_only, setup_tracing, unique_keyspace_name};
 use serde_json::Value;
@@ -136,12 +135,7 @@ async fn killed_and_restarted_printer_prints_only_whole_changes() -> anyhow::Res
         .query_page_size_in_bytes(1)
         .start()
         .await?;
-    let session = Arc::new(
-        SessionBuilder::new()
-            .known_node(cluster.contact_point().to_string())
-            .build()
-            .await?,
-    );
+    let session = cluster.session().await?;
     let ks = unique_keyspace_name();
     session
         .query_unpaged(

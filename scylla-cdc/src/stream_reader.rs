@@ -2094,12 +2094,7 @@ pub(crate) mod tests {
         let cluster = scylla_cdc_test_utils::EmbeddedCluster::builder()
             .start()
             .await?;
-        let session = Arc::new(
-            scylla::client::session_builder::SessionBuilder::new()
-                .known_node(cluster.contact_point().to_string())
-                .build()
-                .await?,
-        );
+        let session = cluster.session().await?;
         session
             .query_unpaged(
                 "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', \

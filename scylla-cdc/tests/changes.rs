@@ -161,12 +161,7 @@ async fn changes_arrive_whole_through_one_row_pages() -> anyhow::Result<()> {
         .query_page_size_in_bytes(1)
         .start()
         .await?;
-    let session = Arc::new(
-        scylla::client::session_builder::SessionBuilder::new()
-            .known_node(cluster.contact_point().to_string())
-            .build()
-            .await?,
-    );
+    let session = cluster.session().await?;
     let ks = unique_keyspace_name();
     create_cdc_keyspace(&session, &ks, 1).await?;
     for (t, cdc) in TABLES {
@@ -399,12 +394,7 @@ async fn kept_changes_stay_as_delivered_while_the_reader_goes_on() -> anyhow::Re
         ))
         .start()
         .await?;
-    let session = Arc::new(
-        scylla::client::session_builder::SessionBuilder::new()
-            .known_node(cluster.contact_point().to_string())
-            .build()
-            .await?,
-    );
+    let session = cluster.session().await?;
     let end = Utc::now();
     let consumer = KeepSome::default();
     let (_reader, handle) = fast(CDCLogReaderBuilder::new())

@@ -103,12 +103,7 @@ async fn every_row_arrives_through_short_and_empty_pages() -> anyhow::Result<()>
         .query_tombstone_page_limit(5)
         .start()
         .await?;
-    let session = Arc::new(
-        scylla::client::session_builder::SessionBuilder::new()
-            .known_node(cluster.contact_point().to_string())
-            .build()
-            .await?,
-    );
+    let session = cluster.session().await?;
     let ks = unique_keyspace_name();
     create_cdc_keyspace(&session, &ks, 1).await?;
     let start = Utc::now() - chrono::TimeDelta::seconds(1);
