@@ -127,9 +127,11 @@ mod chunk {
     /// names its schema by its position here), shared by the changes in it and its writer.
     ///
     /// Invariants:
-    /// - the bytes before its [`ChunkWriter`]'s position are written and never written again;
-    ///   only they are read (through [`Written`]); only the writer writes, and only at or past
-    ///   the start of the pending change, which never goes back;
+    /// - the bytes before its [`ChunkWriter`]'s position are written, and only they are read
+    ///   (through [`Written`]); only the writer writes, and only at or past the start of the
+    ///   pending change, which goes back only when the writer empties the chunk while it holds
+    ///   every reference to it (no `Written` is left: see [`ChunkWriter::reuse`]). So bytes
+    ///   are never written while a `Written` can read them;
     /// - `refs` counts the [`Written`]s of the chunk plus, while a writer has it, the
     ///   writer's own reference and the references it holds prepaid; the chunk is freed by
     ///   whoever takes the count to zero.
@@ -196,8 +198,8 @@ mod chunk {
     }
 
     // SAFETY: a `Written` is a counted reference to a chunk (like an `Arc<Chunk>`); what it
-    // reads is never written again (see `Chunk`), the count is atomic, and the schemas are
-    // `Arc`s of `Send + Sync` data.
+    // reads is not written while it exists (see `Chunk`), the count is atomic, and the
+    // schemas are `Arc`s of `Send + Sync` data.
     unsafe impl Send for Written {}
     unsafe impl Sync for Written {}
 
@@ -246,7 +248,8 @@ mod chunk {
         pub(super) fn bytes(&self) -> &[u8] {
             let (at, len) = (self.range as u32 as usize, (self.range >> 32) as usize);
             // SAFETY: `at..at + len` is within the allocation and was written before this
-            // was made (`ChunkWriter::take`); it is never written again (see `Chunk`).
+            // was made (`ChunkWriter::take`, `ChunkWriter::whole`); it is not written again
+            // while this reference exists (see `Chunk`).
             unsafe { std::slice::from_raw_parts(self.chunk().ptr.as_ptr().add(at), len) }
         }
 
