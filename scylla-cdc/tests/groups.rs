@@ -378,29 +378,62 @@ async fn rounds(workload: &Workload, n: i32) {
 
 const VNODES: &str = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3} AND tablets = {'enabled': false}";
 
-/// Waits until everything written is delivered, stops the readers and checks the union.
+/// Stops the workload, waits until every change it wrote was delivered, then stops the
+/// readers. A reader that ends before that fails the test with its error; a stall fails it
+/// with the changes still missing and the units each reader holds.
 async fn finish(
     workload: Workload,
     setup: &Setup,
     readers: Vec<(CDCLogReader, CDCReaderHandle)>,
 ) -> anyhow::Result<(BTreeMap<i32, i32>, i64)> {
     let (expected, checksum) = workload.finish().await?;
-    let total: i32 = expected.values().sum();
-    wait_for(
-        Duration::from_secs(60),
-        "every change delivered",
-        || async {
-            let mut seen: BTreeSet<(i32, i32)> = BTreeSet::new();
-            for c in setup.deliveries.changes() {
-                seen.insert((c.int("pk").unwrap_or(-1), c.int("seq").unwrap_or(-1)));
+    let written: BTreeSet<(i32, i32)> = expected
+        .iter()
+        .flat_map(|(&pk, &n)| (0..n).map(move |seq| (pk, seq)))
+        .collect();
+    let missing = || {
+        let mut left = written.clone();
+        for c in setup.deliveries.changes() {
+            left.remove(&(c.int("pk").unwrap_or(-1), c.int("seq").unwrap_or(-1)));
+        }
+        left
+    };
+    let (readers, mut tasks): (Vec<CDCLogReader>, Vec<_>) = readers
+        .into_iter()
+        .map(|(reader, handle)| (reader, tokio::spawn(handle)))
+        .unzip();
+    let timeout = Duration::from_secs(60);
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = missing();
+        if left.is_empty() {
+            break;
+        }
+        for (i, task) in tasks.iter_mut().enumerate() {
+            if task.is_finished() {
+                let ended = task.await?;
+                panic!(
+                    "reader {i} ended ({ended:?}) with {} changes undelivered",
+                    left.len()
+                );
             }
-            seen.len() >= total as usize
-        },
-    )
-    .await;
-    for (mut reader, handle) in readers {
+        }
+        if Instant::now() >= deadline {
+            let first: Vec<_> = left.iter().take(20).collect();
+            let refs: Vec<&CDCLogReader> = readers.iter().collect();
+            panic!(
+                "timed out after {timeout:?} waiting for every change delivered: {} of {} \
+                 missing, first (pk, seq) {first:?}; units held by each reader: {:?}",
+                left.len(),
+                written.len(),
+                owned(&refs)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for (mut reader, task) in readers.into_iter().zip(tasks) {
         reader.stop();
-        tokio::time::timeout(Duration::from_secs(30), handle).await??;
+        tokio::time::timeout(Duration::from_secs(30), task).await???;
     }
     Ok((expected, checksum))
 }
