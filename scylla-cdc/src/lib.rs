@@ -197,11 +197,13 @@
 //! in one run, even when its rows straddle a page boundary.
 //!
 //! * **Assembly**: each stream group copies the rows of the current `(stream, cdc$time)` out
-//!   of their page, each cell once, into a reference-counted buffer shared by consecutive
-//!   changes (16 KiB chunks, or one row's size if larger: a change a consumer keeps holds its
-//!   chunk), with the column names and types shared (one copy per log schema), and delivers
-//!   the change at the row with `cdc$end_of_batch = true`, when a row of another
-//!   `(stream, cdc$time)` arrives, or at the end of the window.
+//!   of their page, each row in one piece as the page holds it, into a reference-counted
+//!   buffer shared by consecutive changes (16 KiB chunks, or twice a larger change), with the
+//!   column names and types shared (one copy per log schema), and delivers the change at the
+//!   row with `cdc$end_of_batch = true`, when a row of another `(stream, cdc$time)` arrives,
+//!   or at the end of the window. A change a consumer keeps holds its chunk; a chunk whose
+//!   changes were all dropped is written again rather than freed, so a consumer that handles
+//!   each change and lets it go costs no allocation per change.
 //! * **Windows and checkpoints**: windows are `cdc$time` ranges, and every row of a change
 //!   has the same `cdc$time`, so a change lies in one window. A checkpoint is saved only at
 //!   the end of a window, after its last change was delivered and the consumer flushed: a
