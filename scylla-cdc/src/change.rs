@@ -1484,13 +1484,17 @@ impl ChangeAssembler {
                 (cells_at + data_len, cells_at)
             }
         };
-        if u32::try_from(len).is_ok_and(|l| l != u32::MAX) {
-            Ok((len, cells_at))
-        } else {
-            Err(anyhow::anyhow!(
-                "a log row of {len} bytes is too large to keep"
-            ))
-        }
+        Self::record_length(len).map(|_| (len, cells_at))
+    }
+
+    /// A row record's length as its header holds it; an error for a record too large for
+    /// the `u32` offsets of a chunk.
+    #[inline]
+    fn record_length(len: usize) -> anyhow::Result<u32> {
+        u32::try_from(len)
+            .ok()
+            .filter(|&l| l != u32::MAX)
+            .ok_or_else(|| anyhow::anyhow!("a log row of {len} bytes is too large to keep"))
     }
 
     /// Copies a row into the pending change (started if needed): in one piece when its bytes
@@ -1717,12 +1721,7 @@ impl ChangeAssembler {
             // again assembles the same change again.
             let len = RECORD_HEADER + span.len();
             let record = (
-                u32::try_from(len)
-                    .ok()
-                    .filter(|&l| l != u32::MAX)
-                    .ok_or_else(|| {
-                        anyhow::anyhow!("a log row of {len} bytes is too large to keep")
-                    })?,
+                Self::record_length(len)?,
                 // A row has fewer cells than a frame has bytes.
                 raw.len() as u32,
             );
