@@ -221,6 +221,13 @@ pub enum CDCError {
     #[error("consumer group: {0}")]
     Lease(String),
 
+    /// A member of a consumer group stopped reading some of its units because their leases
+    /// ran out before it could renew them: it delivers nothing of them after that point.
+    /// The member reads them again once it renews their leases, or another member takes them
+    /// over; a reader does not end with this error.
+    #[error("the leases of a consumer group member's units ran out before they were renewed")]
+    LeaseExpired,
+
     /// The lease table of a consumer group exists with another shape than the reader's.
     #[error(
         "the lease table {table} exists with another shape ({}); drop it or name another \

@@ -38,6 +38,8 @@ pub struct UnitEvent {
     pub member: String,
     /// The unit's key in the lease table.
     pub unit: String,
+    /// The unit's streams (a vnode's streams, or a tablet's stream).
+    pub streams: Vec<StreamID>,
     /// Why the member stopped reading it (`None` when it started).
     pub reason: Option<UnitStopReason>,
 }

@@ -34,6 +34,7 @@ use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
 use scylla::client::session::Session;
 use scylla::serialize::row::SerializeRow;
+use scylla::statement::SerialConsistency;
 use scylla::statement::batch::{Batch, BatchType};
 use scylla::statement::prepared::PreparedStatement;
 use scylla::value::{CqlValue, Row};
@@ -41,6 +42,17 @@ use tokio::time::Instant;
 
 use crate::cdc_types::{GenerationTimestamp, StreamID, quote_identifier};
 use crate::error::CDCError;
+
+/// The serial consistency of every lightweight transaction on the lease table: SERIAL, not
+/// the driver's default LOCAL_SERIAL. LOCAL_SERIAL runs Paxos among the replicas of the
+/// coordinator's data centre only, so with a lease keyspace replicated over several data
+/// centres, two members coordinated in different ones could both see their condition hold
+/// and both take one unit; SERIAL runs it over a quorum of all replicas, so conditional
+/// updates of one unit are linearizable wherever the members are (ScyllaDB's LWT
+/// documentation: "SERIAL ... linearizable across all data centers"). Plain reads of the
+/// table may lag a write from another data centre: that only delays a takeover (a take's
+/// condition names the version it saw), it never lets two members hold one unit.
+const SERIAL: SerialConsistency = SerialConsistency::Serial;
 
 /// The most statements one renewal or creation batch carries (Scylla warns about batches
 /// over `batch_size_warn_threshold_in_kb`, 128 KiB by default; a statement here is ~100 B).
@@ -189,9 +201,14 @@ impl LeaseTable {
             .await
             .map_err(query_error(format!("creating the lease table {name}")))?;
         check_shape(&session, lease_keyspace, lease_table).await?;
+        // Every conditional statement runs its Paxos round at SERIAL (see `SERIAL`).
         let prepare = |text: String| {
             let session = session.clone();
-            async move { crate::error::prepare(&session, &text).await }
+            async move {
+                let mut statement = crate::error::prepare(&session, &text).await?;
+                statement.set_serial_consistency(Some(SERIAL));
+                Ok::<_, CDCError>(statement)
+            }
         };
         let key = "group_name = ? AND keyspace_name = ? AND table_name = ?";
         Ok(Self {
@@ -308,8 +325,8 @@ impl LeaseTable {
     }
 
     /// Renews the leases of `units` held by `member` and its member row, in conditional
-    /// batches: returns the units whose owner is no longer `member` (lost), or an error when
-    /// the outcome is unknown.
+    /// batches: returns the units whose owner is no longer `member` (lost), each with the
+    /// owner the table shows now, or an error when the outcome is unknown.
     pub(crate) async fn renew(
         &self,
         member: &str,
@@ -317,7 +334,7 @@ impl LeaseTable {
         version: i64,
         expires_at: DateTime<Utc>,
         member_ttl: Duration,
-    ) -> Result<Vec<String>, CDCError> {
+    ) -> Result<Vec<(String, Option<String>)>, CDCError> {
         let (g, k, t) = &self.key;
         let ttl = i32::try_from(member_ttl.as_secs().max(1)).unwrap_or(i32::MAX);
         let member_row = member_key(member);
@@ -340,6 +357,7 @@ impl LeaseTable {
             // without the units found lost (at most once per lost unit).
             while !remaining.is_empty() {
                 let mut batch = Batch::new(BatchType::Unlogged);
+                batch.set_serial_consistency(Some(SERIAL));
                 let mut values: Vec<Box<dyn SerializeRow + Send + Sync + '_>> =
                     Vec::with_capacity(remaining.len() + 1);
                 for unit in &remaining {
@@ -373,7 +391,7 @@ impl LeaseTable {
                 let owners = batch_owners(&rows);
                 remaining.retain(|unit| match owners.get(unit.as_str()) {
                     Some(owner) if owner.as_deref() != Some(member) => {
-                        lost.push((*unit).clone());
+                        lost.push(((*unit).clone(), owner.clone()));
                         false
                     }
                     _ => true,
@@ -491,6 +509,7 @@ impl LeaseTable {
         let (g, k, t) = &self.key;
         for chunk in units.chunks(BATCH_STATEMENTS) {
             let mut batch = Batch::new(BatchType::Unlogged);
+            batch.set_serial_consistency(Some(SERIAL));
             let mut values = Vec::with_capacity(chunk.len());
             for unit in chunk {
                 batch.append_statement(self.create.clone());
@@ -821,7 +840,10 @@ fn name_hash(name: &str) -> usize {
     h as usize
 }
 
-/// The default member id: the host's name and the process id.
+/// The default member id: the host's name, the process id and 32 random bits
+/// (`<host>-<pid>-<8 hex digits>`). The host name and pid tell an operator where a member
+/// runs; they are not unique on their own: containers often share a host name and all run
+/// their program as pid 1, and two members with one id would read each other's units.
 pub(crate) fn default_member_id() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
@@ -830,7 +852,8 @@ pub(crate) fn default_member_id() -> String {
         .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
         .or_else(|| std::env::var("COMPUTERNAME").ok().filter(|h| !h.is_empty()))
         .unwrap_or_else(|| "unknown-host".to_owned());
-    format!("{host}-{}", std::process::id())
+    let random = uuid::Uuid::new_v4().as_u128() as u32;
+    format!("{host}-{}-{random:08x}", std::process::id())
 }
 
 #[cfg(test)]
@@ -1139,10 +1162,26 @@ mod tests {
         );
     }
 
+    /// Containers sharing a host name all run their program as pid 1: the host name and
+    /// the pid alone would give their members one id. Two ids made by one process (same
+    /// host, same pid) differ.
     #[test]
-    fn the_default_member_id_names_the_process() {
+    fn default_member_ids_differ_on_one_host_and_pid() {
         let id = default_member_id();
-        assert!(id.ends_with(&format!("-{}", std::process::id())), "{id}");
+        let pid = format!("-{}-", std::process::id());
+        assert!(id.contains(&pid), "{id} names the process");
+        let random = id.rsplit('-').next().unwrap_or_default();
+        assert!(
+            random.len() == 8 && random.chars().all(|c| c.is_ascii_hexdigit()),
+            "{id} ends with 8 random hex digits"
+        );
+        let ids: std::collections::HashSet<String> =
+            (0..100).map(|_| default_member_id()).collect();
+        assert_eq!(
+            ids.len(),
+            100,
+            "ids made on one host by one process collide"
+        );
     }
 
     /// A renewal whose first batch finds every unit lost still renews the member row (it
@@ -1185,7 +1224,11 @@ mod tests {
         let lost = table
             .renew("a", &units, 7, later, Duration::from_secs(10))
             .await?;
-        assert_eq!(lost, units);
+        let expected: Vec<(String, Option<String>)> = units
+            .iter()
+            .map(|u| (u.clone(), Some("b".to_owned())))
+            .collect();
+        assert_eq!(lost, expected, "each lost unit with its owner now");
         let rows = table.read().await?;
         let a = rows
             .iter()

@@ -241,8 +241,8 @@ impl CDCLogReaderBuilder {
         self
     }
 
-    /// This member's id in its group (default: the host's name and the process id). Ids must
-    /// differ between the members running at one time.
+    /// This member's id in its group (default: the host's name, the process id and 8 random
+    /// hex digits). Ids must differ between the members running at one time.
     pub fn member_id(self, id: impl Into<String>) -> Self {
         let id = id.into();
         self.with_group("member_id", move |g| g.member_id = Some(id.clone()))

@@ -8,6 +8,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -306,6 +307,51 @@ pub(crate) struct ReaderSettings {
 /// scylla-cdc-rust (which never prefetches), for no gain in rows/s.
 pub(crate) const PREFETCH_PAGES: usize = 2;
 
+/// The point after which a stream reader of a consumer group's member must not deliver
+/// anything: the validity of the leases of the units it reads. The member moves it later
+/// after each renewal; the reader checks it before every row (and before a window's end, a
+/// flush and a checkpoint), at the cost of one clock read, so that no hang of the member's
+/// own work (a lease read, a renewal, a checkpoint load that waits on the cluster) and no
+/// pause of the process (SIGSTOP, a long stall) lets it deliver past its lease: after a
+/// pause, the first thing it does is to find the deadline passed.
+pub(crate) struct Deadline {
+    base: Instant,
+    /// Nanoseconds after `base`.
+    until: AtomicU64,
+}
+
+impl Deadline {
+    /// A deadline at `until`.
+    pub(crate) fn new(until: Instant) -> Self {
+        let base = Instant::now();
+        Self {
+            base,
+            until: AtomicU64::new(Self::nanos(base, until)),
+        }
+    }
+
+    fn nanos(base: Instant, t: Instant) -> u64 {
+        u64::try_from(t.saturating_duration_since(base).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Moves the deadline to `until` if that is later.
+    pub(crate) fn extend(&self, until: Instant) {
+        self.until
+            .fetch_max(Self::nanos(self.base, until), Ordering::Release);
+    }
+
+    /// When it passes.
+    pub(crate) fn at(&self) -> Instant {
+        self.base + Duration::from_nanos(self.until.load(Ordering::Acquire))
+    }
+
+    /// Whether it has passed.
+    #[inline]
+    pub(crate) fn passed(&self) -> bool {
+        Instant::now() >= self.at()
+    }
+}
+
 /// The immutable part of a stream reader: what it reads and how.
 struct Plan {
     settings: ReaderSettings,
@@ -319,6 +365,8 @@ struct Plan {
     /// a resume from checkpoints saved by another grouping): the time its rows are delivered
     /// from. Its earlier rows were delivered before, and are skipped.
     stream_starts: Option<Vec<DateTime<Utc>>>,
+    /// In a consumer group: the validity of the leases of the units read (see [`Deadline`]).
+    deadline: Option<Arc<Deadline>>,
 }
 
 /// Where a stream group's rows go.
@@ -399,6 +447,7 @@ impl StreamReader {
                 generation_end,
                 slot,
                 stream_starts: None,
+                deadline: None,
             },
             progress: Progress {
                 sink,
@@ -424,6 +473,13 @@ impl StreamReader {
         self
     }
 
+    /// Stops the reader (with [`CDCError::LeaseExpired`]) before it delivers anything, ends a
+    /// window or saves a checkpoint once `deadline` has passed.
+    pub(crate) fn with_deadline(mut self, deadline: Arc<Deadline>) -> Self {
+        self.plan.deadline = Some(deadline);
+        self
+    }
+
     /// Runs the window loop until the limit (generation end or reader end) is reached.
     pub(crate) async fn run(mut self) -> Result<(), CDCError> {
         let mut t = self.start;
@@ -443,7 +499,8 @@ impl StreamReader {
             let now = s.clock.now();
             let u = next_window_end(t, s.window_size, now, s.safety_interval, limit);
             if u <= t {
-                tokio::time::sleep(idle_pause(s.sleep_interval, t, now, s.safety_interval)).await;
+                let pause = idle_pause(s.sleep_interval, t, now, s.safety_interval);
+                self.plan.pause(pause).await;
                 continue;
             }
             tracing::Span::current().record("window_start", tracing::field::display(t));
@@ -472,7 +529,7 @@ impl StreamReader {
                 rows_since_pause = 0;
                 let s = &self.plan.settings;
                 let pause = backoff_pause(s.sleep_interval, s.max_idle_pause, empty_windows);
-                tokio::time::sleep(pause).await;
+                self.plan.pause(pause).await;
             }
         }
     }
@@ -530,6 +587,38 @@ fn t_plus(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
 }
 
 impl Plan {
+    /// Fails with [`CDCError::LeaseExpired`] once the leases of the units read have run out.
+    #[inline]
+    fn check_deadline(&self) -> Result<(), CDCError> {
+        match &self.deadline {
+            Some(deadline) if deadline.passed() => Err(CDCError::LeaseExpired),
+            _ => Ok(()),
+        }
+    }
+
+    /// Waits `pause`, or less when the generation's end or the reader's end changes
+    /// meanwhile (a member stopping this reader to hand a unit over, or `stop()`): an idle
+    /// group may pause for up to `max_idle_pause`, and a stop must not wait that out.
+    async fn pause(&self, pause: Duration) {
+        let mut generation_end = self.generation_end.clone();
+        let mut end = self.settings.end.clone();
+        generation_end.borrow_and_update();
+        end.borrow_and_update();
+        let changed = async {
+            // A closed channel never changes again: only the other one (or the sleep) ends
+            // the pause.
+            tokio::select! {
+                Ok(()) = generation_end.changed() => {}
+                Ok(()) = end.changed() => {}
+                else => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = changed => {}
+        }
+    }
+
     /// The earlier of the generation's end and the reader's end.
     fn limit(&self) -> Option<DateTime<Utc>> {
         let g = *self.generation_end.borrow();
@@ -546,12 +635,14 @@ impl Plan {
         progress: &mut Progress,
         end: DateTime<Utc>,
     ) -> Result<(), CDCError> {
+        self.check_deadline()?;
         let ended = progress.sink.consumer().end_of_window();
         self.unrowed(ended, "at the end of a window", end).await
     }
 
     /// Lets the consumer finish what it accepted: every row before `t` was handed to it.
     async fn flush(&self, progress: &mut Progress, t: DateTime<Utc>) -> Result<(), CDCError> {
+        self.check_deadline()?;
         let flushed = progress.sink.consumer().flush();
         self.unrowed(flushed, "in flush", t).await
     }
@@ -620,6 +711,8 @@ impl Plan {
             return Ok(());
         }
         self.flush(progress, t).await?;
+        // A member whose lease ran out saves nothing: another member may read the unit now.
+        self.check_deadline()?;
         let cp = Checkpoint::new(t, streams, self.generation);
         match saver.save_checkpoint(&cp).await {
             Ok(()) => {
@@ -815,6 +908,7 @@ impl Plan {
                 "the consumer failed on a CDC log row",
             );
             tokio::time::sleep(pause).await;
+            self.check_deadline()?;
         };
         match policy.after_retries() {
             AfterRetries::Stop => {
@@ -1008,6 +1102,7 @@ impl Plan {
             }
             let span = &row_start[..row_start.len() - rest.len()];
             let row = (header, &index, specs, &cells[..], span);
+            self.check_deadline()?;
             self.hand_over(progress, row, (start, end)).await?;
             counts.rows += 1;
             progress.last_stream = Some(header.stream_id);

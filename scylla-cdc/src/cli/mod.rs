@@ -631,8 +631,8 @@ pub struct GroupFlags {
     /// (`<checkpoint table>_leases`, created if missing).
     #[arg(long, value_name = "NAME", value_parser = group_name_arg)]
     pub group: Option<String>,
-    /// This process's id in the group (default: the host name and the process id); ids must
-    /// differ between the members running at one time.
+    /// This process's id in the group (default: the host name, the process id and 8 random
+    /// hex digits); ids must differ between the members running at one time.
     #[arg(long, value_name = "ID", requires = "group", value_parser = group_name_arg)]
     pub member_id: Option<String>,
     /// How long a member's lease on its streams lasts without renewal, in seconds: the

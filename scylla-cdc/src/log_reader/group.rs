@@ -34,14 +34,14 @@ use tracing::{Instrument, debug, info, info_span, warn};
 use super::Worker;
 use crate::cdc_types::{GenerationTimestamp, StreamID};
 use crate::error::{Backoff, CDCError, retry_transient};
-use crate::events::{ReaderEvent, UnitEvent, UnitStopReason};
+use crate::events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
 use crate::lease::{
     Cas, LeaseRow, LeaseTable, NewUnit, Observations, View, member_key, plan,
     unit_generation_millis, unit_key,
 };
 use crate::progress::{GroupProgress, Slot};
 use crate::stream_generations::{generation_covering, next_generation};
-use crate::stream_reader::StreamReader;
+use crate::stream_reader::{Deadline, StreamReader};
 
 /// What a member needs besides its [`Worker`].
 pub(crate) struct GroupRuntime {
@@ -62,8 +62,9 @@ struct Running {
     /// The end of its reading: the next generation's start once known, or a time in the past
     /// to stop it at its next window.
     end_tx: watch::Sender<Option<DateTime<Utc>>>,
-    /// When the member must have stopped reading it unless it renews its units' leases.
-    valid_until: Instant,
+    /// When the member must have stopped reading it unless it renews its units' leases: the
+    /// reader checks it itself before every delivery, and the member aborts it then too.
+    deadline: Arc<Deadline>,
     /// Asked to stop gracefully (before its generation's end).
     stopping: bool,
     /// Aborted (a lease of its units may have run out).
@@ -95,6 +96,26 @@ enum Flow {
     Continue,
     /// Everything up to the reader's end is read.
     Finished,
+}
+
+/// What [`Member::pick_generation`] found.
+enum Pick {
+    /// Read the generation starting at these milliseconds.
+    Read(i64),
+    /// Create the missing units of `generation`, starting at `start`, then read it.
+    Create {
+        generation: GenerationTimestamp,
+        start: DateTime<Utc>,
+    },
+    /// Every generation is read; the next is not published yet.
+    Wait,
+    /// Everything up to the reader's end is read.
+    Finished,
+}
+
+/// The generation starting at `ms` milliseconds since the epoch (a unit key's).
+fn generation_of_millis(ms: i64) -> GenerationTimestamp {
+    GenerationTimestamp::new(DateTime::from_timestamp_millis(ms).unwrap_or_default())
 }
 
 struct Member<'w> {
@@ -183,12 +204,7 @@ impl Member<'_> {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut stop = self.g.stop.clone();
         loop {
-            let deadline = self
-                .running
-                .values()
-                .filter(|r| !r.aborted)
-                .map(|r| r.valid_until)
-                .min();
+            let deadline = self.next_deadline();
             tokio::select! {
                 biased;
                 _ = async { drop(stop.wait_for(|s| *s).await) } => return Ok(()),
@@ -209,11 +225,20 @@ impl Member<'_> {
         }
     }
 
+    /// The earliest deadline of a reader still running.
+    fn next_deadline(&self) -> Option<Instant> {
+        self.running
+            .values()
+            .filter(|r| !r.aborted)
+            .map(|r| r.deadline.at())
+            .min()
+    }
+
     /// Aborts every reader a lease of whose units may have run out.
     fn abort_expired(&mut self) {
         let now = Instant::now();
         for r in self.running.values_mut() {
-            if !r.aborted && r.valid_until <= now {
+            if !r.aborted && r.deadline.at() <= now {
                 warn!(
                     units = ?r.units,
                     "leases could not be renewed in time: stopping a reader before another member may take its units over"
@@ -243,11 +268,17 @@ impl Member<'_> {
     /// Reports that this member started reading `unit` (`reason: None`) or stopped.
     fn event(&self, unit: &str, reason: Option<UnitStopReason>) {
         if let Some(listener) = &self.w.events {
+            let streams = unit_generation_millis(unit)
+                .and_then(|ms| self.units_of.get(&generation_of_millis(ms)))
+                .and_then(|units| units.get(unit))
+                .cloned()
+                .unwrap_or_default();
             let e = UnitEvent {
                 keyspace: self.w.keyspace.clone(),
                 table: self.w.table.clone(),
                 member: self.g.member.clone(),
                 unit: unit.to_owned(),
+                streams,
                 reason,
             };
             listener(&match reason {
@@ -265,6 +296,8 @@ impl Member<'_> {
         joined: Result<(tokio::task::Id, Result<(), CDCError>), tokio::task::JoinError>,
     ) -> Result<(), CDCError> {
         let (id, result) = match joined {
+            // The reader found its deadline passed and stopped itself: as an abort.
+            Ok((id, Err(CDCError::LeaseExpired))) => (id, None),
             Ok((id, result)) => (id, Some(result)),
             Err(e) if e.is_cancelled() => (e.id(), None),
             Err(e) => return Err(CDCError::Task(e.to_string())),
@@ -400,6 +433,92 @@ impl Member<'_> {
         Ok(())
     }
 
+    /// Which generation the group reads, from the lease table's unit rows:
+    /// - the oldest generation with a unit not done, unless it is the newest generation with
+    ///   rows and some of its units have no row yet (a creation stopped half-way: a batch
+    ///   failed or timed out, or the member creating them was killed): their rows are
+    ///   created first, with the start the others have, so that no stream of a generation is
+    ///   left unread (also when the units that were created are all done already);
+    /// - once every unit of every generation is done: the next generation (created from its
+    ///   start), the first one (from the reader's start or the saved generation) when there
+    ///   is no unit at all, or nothing yet while the next generation is not published.
+    async fn pick_generation(&mut self, rows: &[LeaseRow]) -> Result<Pick, CDCError> {
+        // Per generation: the keys of its unit rows and their (earliest) start.
+        let mut by_generation: BTreeMap<i64, (HashSet<&str>, Option<DateTime<Utc>>)> =
+            BTreeMap::new();
+        for row in rows.iter().filter(|r| r.is_unit()) {
+            let Some(ms) = unit_generation_millis(&row.unit) else {
+                continue;
+            };
+            let (keys, start) = by_generation.entry(ms).or_default();
+            keys.insert(row.unit.as_str());
+            *start = match (*start, row.start) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        let newest = by_generation.keys().next_back().copied();
+        for (&ms, (keys, start)) in &by_generation {
+            let generation = generation_of_millis(ms);
+            let units = self.units(generation).await?;
+            // Only the newest generation can miss units: a generation's units are created
+            // once every unit of the one before is done, and only then are the older
+            // generations' rows deleted (a deletion stopped half-way leaves some behind).
+            if Some(ms) == newest && units.keys().any(|k| !keys.contains(k.as_str())) {
+                info!(
+                    generation = %generation,
+                    units = units.len(),
+                    created = keys.len(),
+                    "some units of a generation were never created: creating them"
+                );
+                let start = start.unwrap_or(generation.timestamp);
+                return Ok(Pick::Create { generation, start });
+            }
+            // Only a unit this member knows the streams of counts as not done: a row no
+            // member can read must not hold the group in its generation for ever.
+            let not_done = rows.iter().any(|r| {
+                r.is_unit()
+                    && !r.done
+                    && unit_generation_millis(&r.unit) == Some(ms)
+                    && units.contains_key(&r.unit)
+            });
+            if not_done {
+                return Ok(Pick::Read(ms));
+            }
+        }
+        self.w.refresh_generations();
+        let (generation, start) = match by_generation.keys().next_back() {
+            None => {
+                let first_from = self
+                    .w
+                    .loaded_generation
+                    .map_or(self.w.start, |g| g.timestamp);
+                let Some(g) = generation_covering(&self.w.generations, first_from) else {
+                    return Ok(Pick::Finished);
+                };
+                // Resuming a saved generation: a stream without a checkpoint is read from
+                // the generation's start rather than risk skipping changes.
+                let start = if self.w.loaded_generation.is_some() {
+                    g.timestamp
+                } else {
+                    self.w.start.max(g.timestamp)
+                };
+                (g, start)
+            }
+            Some(&ms) => match next_generation(&self.w.generations, &generation_of_millis(ms)) {
+                Some(next) => (next, next.timestamp),
+                None => {
+                    self.w
+                        .waiting
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    self.w.check_cdc_enabled().await;
+                    return Ok(Pick::Wait);
+                }
+            },
+        };
+        Ok(Pick::Create { generation, start })
+    }
+
     /// One round: read the lease table, renew, follow generations, balance.
     async fn step(&mut self) -> Result<Flow, CDCError> {
         let mut rows = match self.g.lease.read().await {
@@ -411,71 +530,29 @@ impl Member<'_> {
         };
         let read_at = Instant::now();
         self.obs.update(&rows, read_at);
-        self.renew(&rows).await;
+        self.renew(&mut rows).await;
 
-        // The generation to read: the oldest with a unit not done.
-        let unit_rows: Vec<&LeaseRow> = rows.iter().filter(|r| r.is_unit()).collect();
-        let current = unit_rows
-            .iter()
-            .filter(|r| !r.done)
-            .filter_map(|r| unit_generation_millis(&r.unit))
-            .min();
-        let current = match current {
-            Some(ms) => ms,
-            None => {
-                // No unit, or all done: create the next generation's units.
-                let newest_done = unit_rows
-                    .iter()
-                    .filter_map(|r| unit_generation_millis(&r.unit))
-                    .max();
-                self.w.refresh_generations();
-                let (generation, start) = match newest_done {
-                    None => {
-                        let first_from = self
-                            .w
-                            .loaded_generation
-                            .map_or(self.w.start, |g| g.timestamp);
-                        let Some(g) = generation_covering(&self.w.generations, first_from) else {
-                            return Ok(Flow::Finished);
-                        };
-                        // Resuming a saved generation: a stream without a checkpoint is read
-                        // from the generation's start rather than risk skipping changes.
-                        let start = if self.w.loaded_generation.is_some() {
-                            g.timestamp
-                        } else {
-                            self.w.start.max(g.timestamp)
-                        };
-                        (g, start)
-                    }
-                    Some(ms) => {
-                        let done = GenerationTimestamp::new(
-                            DateTime::from_timestamp_millis(ms).unwrap_or_default(),
-                        );
-                        match next_generation(&self.w.generations, &done) {
-                            Some(next) => (next, next.timestamp),
-                            None => {
-                                self.w
-                                    .waiting
-                                    .store(true, std::sync::atomic::Ordering::Relaxed);
-                                self.w.check_cdc_enabled().await;
-                                return Ok(Flow::Continue);
-                            }
-                        }
-                    }
-                };
+        let current = match self.pick_generation(&rows).await? {
+            Pick::Read(ms) => ms,
+            Pick::Wait => return Ok(Flow::Continue),
+            Pick::Finished => return Ok(Flow::Finished),
+            Pick::Create { generation, start } => {
                 if self.w.end().is_some_and(|e| e <= generation.timestamp) {
                     return Ok(Flow::Finished);
                 }
                 if let Err(e) = self.create_units(generation, start, &rows).await {
-                    // Some may have been created: the next round reads and creates the rest.
+                    // Some may have been created: the next round finds the generation's
+                    // other units missing and creates them (`pick_generation`).
                     warn!(error = %e, generation = %generation, "could not create the units of a generation");
                     return Ok(Flow::Continue);
                 }
-                // Rows of generations every member is done with.
-                let old: Vec<String> = unit_rows
+                // Rows of generations every member is done with (every older generation is
+                // done when a generation's units are created).
+                let old: Vec<String> = rows
                     .iter()
                     .filter(|r| {
-                        r.done
+                        r.is_unit()
+                            && r.done
                             && unit_generation_millis(&r.unit)
                                 < Some(generation.timestamp.timestamp_millis())
                     })
@@ -494,8 +571,7 @@ impl Member<'_> {
                 generation.timestamp.timestamp_millis()
             }
         };
-        let generation =
-            GenerationTimestamp::new(DateTime::from_timestamp_millis(current).unwrap_or_default());
+        let generation = generation_of_millis(current);
         if self.w.end().is_some_and(|e| e <= generation.timestamp) {
             return Ok(Flow::Finished);
         }
@@ -799,10 +875,18 @@ impl Member<'_> {
             );
         }
         let all: Vec<StreamID> = units.iter().flat_map(|u| u.streams.clone()).collect();
+        // Loading the checkpoints is bounded by the leases: a load that hangs (or retries a
+        // cluster that keeps failing) past them must not start readers of units this member
+        // may no longer hold. The units stay held; a later round starts them once renewed.
+        let valid_until = units
+            .iter()
+            .map(|u| u.valid_until)
+            .min()
+            .unwrap_or_else(Instant::now);
         let saved = match &self.w.loader {
             Some(loader) => {
                 let mut backoff = Backoff::new(self.w.settings.give_up_after);
-                retry_transient("loading stream checkpoints", &mut backoff, || async {
+                let load = retry_transient("loading stream checkpoints", &mut backoff, || async {
                     loader
                         .load_stream_checkpoints(&all)
                         .await
@@ -810,23 +894,61 @@ impl Member<'_> {
                             action: "load stream checkpoints",
                             source,
                         })
-                })
-                .await?
+                });
+                match tokio::time::timeout_at(valid_until, load).await {
+                    Ok(saved) => saved?,
+                    Err(_) => {
+                        warn!(
+                            units = units.len(),
+                            "the units' checkpoints could not be loaded before their leases run out: not starting them"
+                        );
+                        return Ok(());
+                    }
+                }
             }
             None => vec![None; all.len()],
         };
-        let oldest = self.w.oldest_readable();
+        self.w.refresh_generations();
+        let next = next_generation(&self.w.generations, &generation).map(|g| g.timestamp);
+        // Reading starts no earlier than the oldest time still in the log, nor later than the
+        // generation's end (or the reader's) when all of it has expired; a start moved past
+        // expired rows is reported as a gap, as outside a group.
+        let oldest = self
+            .w
+            .oldest_readable()
+            .map(|o| next.map_or(o, |n| o.min(n)))
+            .map(|o| self.w.end().map_or(o, |e| o.min(e)));
+        let mut gap: Option<(DateTime<Utc>, Vec<StreamID>)> = None;
         let start_of: HashMap<StreamID, DateTime<Utc>> = all
             .iter()
             .zip(saved.into_iter().chain(std::iter::repeat(None)))
             .map(|(s, saved)| {
                 let unit_start = fallback[unit_of[s]];
-                let start = saved.map_or(unit_start, |t| t.max(generation.timestamp));
-                (*s, oldest.map_or(start, |o| start.max(o)))
+                let mut start = saved.map_or(unit_start, |t| t.max(generation.timestamp));
+                if let Some(oldest) = oldest
+                    && start < oldest
+                {
+                    let (requested, streams) = gap.get_or_insert_with(|| (start, Vec::new()));
+                    *requested = (*requested).min(start);
+                    streams.push(*s);
+                    start = oldest;
+                }
+                (*s, start)
             })
             .collect();
-        self.w.refresh_generations();
-        let next = next_generation(&self.w.generations, &generation).map(|g| g.timestamp);
+        if let (Some((requested, streams)), Some(first_readable), Some(ttl)) =
+            (gap, oldest, self.w.log_ttl)
+        {
+            self.w.report_gap(ExpiredGap {
+                keyspace: self.w.keyspace.clone(),
+                table: self.w.table.clone(),
+                generation,
+                streams,
+                requested,
+                first_readable,
+                ttl,
+            });
+        }
         let groups = self
             .w
             .read_groups(units.iter().map(|u| u.streams.clone()).collect());
@@ -838,11 +960,13 @@ impl Member<'_> {
             members.dedup();
             let starts: Vec<DateTime<Utc>> = streams.iter().map(|s| start_of[s]).collect();
             let start = starts.iter().copied().min().unwrap_or(generation.timestamp);
-            let valid_until = members
-                .iter()
-                .map(|i| units[*i].valid_until)
-                .min()
-                .unwrap_or_else(Instant::now);
+            let deadline = Arc::new(Deadline::new(
+                members
+                    .iter()
+                    .map(|i| units[*i].valid_until)
+                    .min()
+                    .unwrap_or_else(Instant::now),
+            ));
             let (end_tx, end_rx) = watch::channel(next);
             let mut settings = self.w.settings.clone();
             if let Some(r) = group.replica.and_then(|r| settings.source.routed(r)) {
@@ -868,7 +992,8 @@ impl Member<'_> {
                 consumer,
                 slot.clone(),
             )
-            .with_stream_starts(starts);
+            .with_stream_starts(starts)
+            .with_deadline(deadline.clone());
             for i in &members {
                 if announced.insert(*i) {
                     self.event(&units[*i].row.unit, None);
@@ -881,7 +1006,7 @@ impl Member<'_> {
                     units: keys,
                     abort,
                     end_tx,
-                    valid_until,
+                    deadline,
                     stopping: false,
                     aborted: false,
                     slot,
@@ -893,8 +1018,10 @@ impl Member<'_> {
     }
 
     /// Renews the leases of every unit this member holds (as `rows` show) and its membership;
-    /// stops at once the readers of units another member holds now.
-    async fn renew(&mut self, rows: &[LeaseRow]) {
+    /// stops at once the readers of units another member holds now. The units the renewal
+    /// finds held by another member are changed in `rows` to show that owner, so that the
+    /// rest of the round neither reads them nor counts them as this member's.
+    async fn renew(&mut self, rows: &mut [LeaseRow]) {
         let me = self.g.member.clone();
         // A running unit another member holds now: this member's lease ran out.
         let lost_now: Vec<String> = self
@@ -918,11 +1045,18 @@ impl Member<'_> {
         let sent = Instant::now();
         match self.g.lease.renew(&me, &held, version, expires, ttl).await {
             Ok(lost) => {
-                self.abort_units(&lost);
+                let lost_keys: Vec<String> = lost.iter().map(|(unit, _)| unit.clone()).collect();
+                for (unit, owner) in lost {
+                    warn!(unit = %unit, owner = ?owner, "a renewal found a unit held by another member");
+                    if let Some(row) = rows.iter_mut().find(|r| r.unit == unit) {
+                        row.owner = owner;
+                    }
+                }
+                self.abort_units(&lost_keys);
                 let valid_until = sent + self.validity();
-                for r in self.running.values_mut() {
-                    if r.units.iter().all(|u| held.contains(u)) {
-                        r.valid_until = r.valid_until.max(valid_until);
+                for r in self.running.values() {
+                    if !r.aborted && r.units.iter().all(|u| held.contains(u)) {
+                        r.deadline.extend(valid_until);
                     }
                 }
                 self.renewed_until = Some(valid_until);
@@ -945,8 +1079,11 @@ impl Member<'_> {
         }
     }
 
-    /// Leaves the group: stops every unit at its position (saving its checkpoint) within a
-    /// renewal interval (aborting the rest), then frees its units and removes its row.
+    /// Leaves the group: stops every unit at its position (its reader ends its window and
+    /// saves its checkpoint), renewing the leases meanwhile, so that a graceful stop repeats
+    /// nothing however long the last windows take; a reader is aborted only when its lease
+    /// runs out (the lease table could not be renewed). Then frees its units and removes its
+    /// row.
     async fn leave(&mut self) {
         self.leaving = true;
         for unit in self.running_units() {
@@ -955,15 +1092,12 @@ impl Member<'_> {
         for r in self.running.values_mut() {
             r.stop_gracefully();
         }
-        let grace = Instant::now() + self.g.renew_interval;
+        let mut tick = tokio::time::interval(self.g.renew_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The round just before renewed them.
+        tick.reset();
         while !self.tasks.is_empty() {
-            let deadline = self
-                .running
-                .values()
-                .filter(|r| !r.aborted)
-                .map(|r| r.valid_until)
-                .min()
-                .map_or(grace, |v| v.min(grace));
+            let deadline = self.next_deadline();
             tokio::select! {
                 joined = self.tasks.join_next_with_id() => {
                     if let Some(joined) = joined
@@ -972,10 +1106,18 @@ impl Member<'_> {
                         debug!(error = %e, "a unit's reader failed while leaving");
                     }
                 }
-                _ = tokio::time::sleep_until(deadline) => {
-                    for r in self.running.values_mut() {
-                        r.abort.abort();
-                        r.aborted = true;
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                    self.abort_expired();
+                }
+                _ = tick.tick() => {
+                    match self.g.lease.read().await {
+                        Ok(mut rows) => {
+                            self.obs.update(&rows, Instant::now());
+                            self.renew(&mut rows).await;
+                        }
+                        Err(e) => {
+                            warn!(error = %e, "could not read the lease table while leaving (readers stop when their leases run out)");
+                        }
                     }
                 }
             }
