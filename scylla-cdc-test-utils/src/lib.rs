@@ -93,7 +93,7 @@ pub(crate) mod server;
 pub(crate) mod storage;
 
 pub use cluster::TableRequestCounts;
-pub use cluster::faults::{FaultError, FaultOpcode, FaultReaction, FaultRule};
+pub use cluster::faults::{FaultError, FaultHits, FaultOpcode, FaultReaction, FaultRule};
 pub use helpers::{
     SCYLLA_URI, SCYLLA_URI2, TestCluster, embedded_only, external_cluster_configured,
     setup_tracing, skip, statement_on_node, unique_keyspace_name,
@@ -770,9 +770,10 @@ impl EmbeddedCluster {
         Some(replicas.iter().map(|r| (r.node + 1, r.shard)).collect())
     }
 
-    /// Adds a fault-injection rule (checked in the order added; the first match wins).
-    pub fn add_fault(&self, rule: FaultRule) {
-        self.core.faults.add(rule);
+    /// Adds a fault-injection rule (checked in the order added; the first match wins);
+    /// returns the count of requests it reacts to.
+    pub fn add_fault(&self, rule: FaultRule) -> FaultHits {
+        self.core.faults.add(rule)
     }
 
     /// Removes every fault-injection rule.

@@ -8,6 +8,7 @@
 //! contains=_scylla_cdc_log error=overloaded times=3`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -313,16 +314,31 @@ impl FaultRule {
     }
 }
 
+/// How many requests a rule added to a cluster has reacted to so far
+/// (`EmbeddedCluster::add_fault`): a test waits on it to act while a request is held by a
+/// `delay`, or to check that a rule was met.
+#[derive(Debug, Clone, Default)]
+pub struct FaultHits(Arc<AtomicU64>);
+
+impl FaultHits {
+    /// The requests the rule reacted to (drew its probability and had uses left).
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
 /// The cluster's rule list; cheap to check when empty.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct FaultRules {
-    rules: Arc<Mutex<Vec<FaultRule>>>,
+    rules: Arc<Mutex<Vec<(FaultRule, FaultHits)>>>,
 }
 
 impl FaultRules {
-    /// Appends a rule.
-    pub(crate) fn add(&self, rule: FaultRule) {
-        self.rules.lock().push(rule);
+    /// Appends a rule; its hits are counted in what it returns.
+    pub(crate) fn add(&self, rule: FaultRule) -> FaultHits {
+        let hits = FaultHits::default();
+        self.rules.lock().push((rule, hits.clone()));
+        hits
     }
 
     /// Removes every rule.
@@ -342,12 +358,14 @@ impl FaultRules {
         if rules.is_empty() {
             return None;
         }
-        let i = rules.iter().position(|rule| {
+        let i = rules.iter().position(|(rule, _)| {
             rule.matches(request)
                 && (rule.probability >= 1.0 || rand::thread_rng().r#gen::<f64>() < rule.probability)
         })?;
-        let reaction = rules[i].reaction;
-        if let Some(times) = rules[i].times.as_mut() {
+        let (rule, hits) = &mut rules[i];
+        hits.0.fetch_add(1, Ordering::Release);
+        let reaction = rule.reaction;
+        if let Some(times) = rule.times.as_mut() {
             *times = times.saturating_sub(1);
             if *times == 0 {
                 rules.remove(i);

@@ -152,6 +152,10 @@ pub struct TableRequestCounts {
     pub writes: u64,
     /// Lightweight transactions: conditional statements or batches with a condition.
     pub lwts: u64,
+    /// The lightweight transactions among `lwts` sent with serial consistency LOCAL_SERIAL
+    /// (Paxos among the coordinator's data centre only); the others were sent with SERIAL,
+    /// or with none (SERIAL, as the protocol defines).
+    pub local_serial_lwts: u64,
 }
 
 /// The atomic counters behind a [`TableRequestCounts`].
@@ -160,6 +164,7 @@ struct TableCounters {
     reads: AtomicU64,
     writes: AtomicU64,
     lwts: AtomicU64,
+    local_serial_lwts: AtomicU64,
 }
 
 impl TableCounters {
@@ -168,6 +173,7 @@ impl TableCounters {
             reads: self.reads.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             lwts: self.lwts.load(Ordering::Relaxed),
+            local_serial_lwts: self.local_serial_lwts.load(Ordering::Relaxed),
         }
     }
 
@@ -175,6 +181,7 @@ impl TableCounters {
         self.reads.store(0, Ordering::Relaxed);
         self.writes.store(0, Ordering::Relaxed);
         self.lwts.store(0, Ordering::Relaxed);
+        self.local_serial_lwts.store(0, Ordering::Relaxed);
     }
 }
 
@@ -209,8 +216,15 @@ impl RequestStats {
         self.counting_tables.load(Ordering::Acquire)
     }
 
-    /// Counts one statement request to `keyspace.table`, if that table is counted.
-    pub(crate) fn record_table(&self, keyspace: &str, table: &str, access: TableAccess) {
+    /// Counts one statement request to `keyspace.table`, if that table is counted;
+    /// `local_serial`: the request asked for serial consistency LOCAL_SERIAL.
+    pub(crate) fn record_table(
+        &self,
+        keyspace: &str,
+        table: &str,
+        access: TableAccess,
+        local_serial: bool,
+    ) {
         let tables = self.tables.read();
         // A borrowed-key lookup without allocating: the map is small (the tables asked for).
         let Some(counters) = tables
@@ -226,6 +240,9 @@ impl RequestStats {
             TableAccess::Lwt => &counters.lwts,
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        if access == TableAccess::Lwt && local_serial {
+            counters.local_serial_lwts.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// The counts of `keyspace.table` (zero if it is not counted).

@@ -413,10 +413,12 @@ impl Connection {
                     let stats = &self.cluster.stats;
                     stats.record(self.node, self.shard, fault_op);
                     if stats.counting_tables() {
+                        let local_serial =
+                            request_serial_consistency(&request) == Some(Consistency::LocalSerial);
                         for (ks, table, access) in
                             self.cluster.db.table_accesses(&self.state, &request)
                         {
-                            stats.record_table(&ks, &table, access);
+                            stats.record_table(&ks, &table, access, local_serial);
                         }
                     }
                 }
@@ -677,6 +679,17 @@ fn request_consistency(request: &Request) -> Consistency {
         Request::Query { params, .. } | Request::Execute { params, .. } => params.consistency,
         Request::Batch(b) => b.consistency,
         _ => Consistency::One,
+    }
+}
+
+/// The serial consistency a statement request asks for, if it sets one.
+fn request_serial_consistency(request: &Request) -> Option<Consistency> {
+    match request {
+        Request::Query { params, .. } | Request::Execute { params, .. } => {
+            params.serial_consistency
+        }
+        Request::Batch(b) => b.serial_consistency,
+        _ => None,
     }
 }
 
