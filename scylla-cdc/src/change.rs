@@ -2703,4 +2703,286 @@ mod tests {
             }
         }
     }
+
+    /// Where the changes of [`run_layout`] end.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Ends {
+        /// At their `cdc$end_of_batch` row.
+        EndOfBatch,
+        /// Without `cdc$end_of_batch`: at the first row of the next change (same stream, next
+        /// `cdc$time`).
+        NextTime,
+        /// Without `cdc$end_of_batch`: changes 0 and 1 are stream 1's, 2 and 3 stream 2's;
+        /// change 1 ends at the first row of stream 2.
+        NextStream,
+        /// Without `cdc$end_of_batch`, one change per window: at the window's end.
+        WindowEnd,
+    }
+
+    const ENDS: [Ends; 4] = [
+        Ends::EndOfBatch,
+        Ends::NextTime,
+        Ends::NextStream,
+        Ends::WindowEnd,
+    ];
+
+    /// The stream and the `cdc$time` (micros) of change `c` of [`run_layout`].
+    fn layout_change(ends: Ends, c: i64) -> (u8, i64) {
+        let start_us = (BASE - 3_600_000) * 1000;
+        match ends {
+            Ends::NextStream => (if c < 2 { 1 } else { 2 }, start_us + c * 1000),
+            Ends::WindowEnd => (1, start_us + c * 1_000_000 + 500),
+            Ends::EndOfBatch | Ends::NextTime => (1, start_us + c * 1000),
+        }
+    }
+
+    /// What [`run_layout`] returns.
+    struct LayoutRun {
+        result: Result<(), crate::CDCError>,
+        /// Each delivered change's values.
+        got: Vec<Vec<i32>>,
+        stats: crate::Progress,
+    }
+
+    /// Runs a reader of streams 1 and 2 over four changes c = 0..4 of `rows` rows each
+    /// (v = 10c + seq) that end as `ends` says, in pages of two rows, with `consumer` and
+    /// `policy`.
+    async fn run_layout(
+        ends: Ends,
+        consumer: Fussy,
+        policy: crate::ConsumerErrorPolicy,
+        rows: i32,
+    ) -> LayoutRun {
+        let log = Arc::new(FakeLog::new(2));
+        for c in 0..4i64 {
+            let (s, t) = layout_change(ends, c);
+            for seq in 0..rows {
+                let mut r = at(s, t, seq, 1, ends == Ends::EndOfBatch && seq == rows - 1);
+                r.v = Some(10 * c as i32 + seq);
+                log.push(r);
+            }
+        }
+        let (_end_tx, end_rx) = watch::channel(Some(ms(BASE - 3_000_000)));
+        let (_gen_tx, gen_rx) = watch::channel(None);
+        let mut settings = settings(log, Arc::new(MemorySaver::default()), end_rx);
+        settings.on_error = policy;
+        if ends == Ends::WindowEnd {
+            settings.window_size = Duration::from_secs(1);
+        }
+        let stats = settings.stats.clone();
+        let start = ms(BASE - 3_600_000);
+        let slot = slot(&settings, start);
+        let reader = StreamReader::new(
+            settings,
+            vec![stream(1), stream(2)],
+            GenerationTimestamp::new(ms(0)),
+            gen_rx,
+            start,
+            Box::new(ChangeAssembler::new(
+                Box::new(consumer.clone()),
+                Arc::from("t"),
+            )),
+            slot,
+        );
+        let result = reader.run().await;
+        let got = consumer
+            .changes
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                c.rows()
+                    .map(|r| r.get_value_as::<i32>("v").unwrap().unwrap_or_default())
+                    .collect()
+            })
+            .collect();
+        LayoutRun {
+            result,
+            got,
+            stats: stats.snapshot(),
+        }
+    }
+
+    /// A change consumer that always fails (or panics) on change 1 of [`run_layout`].
+    fn failing_on_change_1(panics: bool) -> Fussy {
+        Fussy {
+            fail: vec![10],
+            times: u32::MAX,
+            panics,
+            ..Fussy::default()
+        }
+    }
+
+    /// The values of change `c` of `rows` rows of [`run_layout`].
+    fn whole_change(c: i32, rows: i32) -> Vec<i32> {
+        (10 * c..10 * c + rows).collect()
+    }
+
+    /// With `skip`, a failed change is given up whole and alone, wherever it ends: the change
+    /// after it is delivered with all its rows (a change without `cdc$end_of_batch` is
+    /// completed by the next change's first row, which is not charged with its failure), and
+    /// one at a window's end does not stop the reader.
+    #[tokio::test(start_paused = true)]
+    async fn skip_gives_up_the_failed_change_and_delivers_the_next_whole() {
+        for ends in ENDS {
+            for rows in [1, 3] {
+                for panics in [false, true] {
+                    let run = run_layout(
+                        ends,
+                        failing_on_change_1(panics),
+                        crate::ConsumerErrorPolicy::skip().with_retry(1, Duration::from_millis(5)),
+                        rows,
+                    )
+                    .await;
+                    let case = format!("{ends:?}, rows: {rows}, panics: {panics}");
+                    run.result.unwrap_or_else(|e| panic!("{case}: {e}"));
+                    assert_eq!(
+                        run.got,
+                        vec![
+                            whole_change(0, rows),
+                            whole_change(2, rows),
+                            whole_change(3, rows)
+                        ],
+                        "{case}"
+                    );
+                    assert_eq!(
+                        (run.stats.rows_skipped, run.stats.consumer_retries),
+                        (1, 1),
+                        "{case}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// With a dead-letter sink, the letters of a failed change hold its rows, in order (one
+    /// letter per row), wherever it ends; nothing else is lost.
+    #[tokio::test(start_paused = true)]
+    async fn dead_letters_of_a_failed_change_hold_its_rows() {
+        for ends in ENDS {
+            for rows in [1, 3] {
+                for retries in [0, 1] {
+                    let sink = Arc::new(crate::stream_reader::tests::MemorySink::default());
+                    let run = run_layout(
+                        ends,
+                        failing_on_change_1(false),
+                        crate::ConsumerErrorPolicy::dead_letter(sink.clone())
+                            .with_retry(retries, Duration::from_millis(5)),
+                        rows,
+                    )
+                    .await;
+                    let case = format!("{ends:?}, rows: {rows}, retries: {retries}");
+                    run.result.unwrap_or_else(|e| panic!("{case}: {e}"));
+                    assert_eq!(
+                        run.got,
+                        vec![
+                            whole_change(0, rows),
+                            whole_change(2, rows),
+                            whole_change(3, rows)
+                        ],
+                        "{case}"
+                    );
+                    let (s, t) = layout_change(ends, 1);
+                    let letters: Vec<(StreamID, i64, i32, Option<String>)> = sink
+                        .letters
+                        .lock()
+                        .unwrap()
+                        .iter()
+                        .map(|l| {
+                            assert!(l.error.contains("change of v=10"), "{case}: {}", l.error);
+                            assert_eq!(l.attempts, retries + 1, "{case}");
+                            let v = l.columns.iter().find(|(n, _)| n == "v");
+                            (
+                                l.stream_id,
+                                crate::time::timeuuid_micros(&l.time),
+                                l.batch_seq_no,
+                                v.map(|(_, v)| v.clone()),
+                            )
+                        })
+                        .collect();
+                    let expected: Vec<_> = (0..rows)
+                        .map(|seq| (stream(s), t, seq, Some((10 + seq).to_string())))
+                        .collect();
+                    assert_eq!(letters, expected, "{case}");
+                    assert_eq!(run.stats.rows_dead_lettered, 1, "{case}");
+                }
+            }
+        }
+    }
+
+    /// A change that fails, then is taken, is delivered once, whole, and the next change
+    /// whole, wherever it ends.
+    #[tokio::test(start_paused = true)]
+    async fn a_retried_change_is_delivered_once_and_the_next_whole() {
+        for ends in ENDS {
+            for rows in [1, 3] {
+                let flaky = Fussy {
+                    fail: vec![10],
+                    times: 2,
+                    ..Fussy::default()
+                };
+                let run = run_layout(
+                    ends,
+                    flaky.clone(),
+                    crate::ConsumerErrorPolicy::skip().with_retry(3, Duration::from_millis(5)),
+                    rows,
+                )
+                .await;
+                let case = format!("{ends:?}, rows: {rows}");
+                run.result.unwrap_or_else(|e| panic!("{case}: {e}"));
+                assert_eq!(
+                    run.got,
+                    (0..4).map(|c| whole_change(c, rows)).collect::<Vec<_>>(),
+                    "{case}"
+                );
+                assert_eq!(flaky.failures.lock().unwrap().get(&10), Some(&2), "{case}");
+                assert_eq!(
+                    (run.stats.consumer_retries, run.stats.rows_skipped),
+                    (2, 0),
+                    "{case}"
+                );
+            }
+        }
+    }
+
+    /// With `stop`, the reader ends with a [`crate::CDCError::Consumer`] naming the failed
+    /// change (its stream, `cdc$time` and last row), wherever it ends.
+    #[tokio::test(start_paused = true)]
+    async fn stop_names_the_failed_change() {
+        for ends in ENDS {
+            for rows in [1, 3] {
+                let run = run_layout(
+                    ends,
+                    failing_on_change_1(false),
+                    crate::ConsumerErrorPolicy::stop(),
+                    rows,
+                )
+                .await;
+                let case = format!("{ends:?}, rows: {rows}");
+                let err = run.result.unwrap_err();
+                let (s, t) = layout_change(ends, 1);
+                match &err {
+                    crate::CDCError::Consumer {
+                        stream: named,
+                        time,
+                        batch_seq_no,
+                        attempts,
+                        ..
+                    } => assert_eq!(
+                        (
+                            *named,
+                            crate::time::timeuuid_micros(time),
+                            *batch_seq_no,
+                            *attempts
+                        ),
+                        (stream(s), t, rows - 1, 1),
+                        "{case}"
+                    ),
+                    other => panic!("{case}: unexpected error {other}"),
+                }
+                assert!(err.to_string().contains("change of v=10"), "{case}: {err}");
+                assert_eq!(run.got, vec![whole_change(0, rows)], "{case}");
+            }
+        }
+    }
 }

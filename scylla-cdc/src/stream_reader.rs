@@ -1734,10 +1734,10 @@ pub(crate) mod tests {
 
     /// Dead letters kept in memory; fails `fail_first` writes (transiently or not).
     #[derive(Default)]
-    struct MemorySink {
-        letters: Mutex<Vec<DeadLetter>>,
-        fail_first: Mutex<u32>,
-        permanent: bool,
+    pub(crate) struct MemorySink {
+        pub(crate) letters: Mutex<Vec<DeadLetter>>,
+        pub(crate) fail_first: Mutex<u32>,
+        pub(crate) permanent: bool,
     }
 
     #[async_trait]
