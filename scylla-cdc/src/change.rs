@@ -14,6 +14,12 @@
 //! last change was delivered and flushed, so a restart resumes between two changes and
 //! never delivers part of one.
 //!
+//! A change the consumer cannot take is handed over again and given up on whole, as a step
+//! of its own wherever it ends (see [`ChangeConsumer`]): the stream reader delivers a change
+//! completed by a row not of it ([`ChangeAssembler::take_completed_by`], or at a window's end
+//! [`ChangeAssembler::take_completed`]) before it hands that row over, and gives up a change
+//! that failed at its own last row with that row ([`ChangeAssembler::give_up`]).
+//!
 //! [`RowChange`] groups the rows of a change by the base row they touch and merges pre-image,
 //! deltas and post-image into the [`RowImage`]s a user expects ([`RowChange::before`],
 //! [`RowChange::after`]); nothing is decoded until those are called.
@@ -36,10 +42,31 @@ use crate::error::ColumnError;
 
 /// Receives the whole changes of one stream group, in order: the changes of one stream in
 /// `cdc$time` order, each exactly once per run (see the crate docs for guarantees).
+///
+/// # A change the consumer cannot take
+///
+/// The reader's [`crate::ConsumerErrorPolicy`] applies to whole changes, wherever a change
+/// ends. A change whose [`ChangeConsumer::consume_change`] fails (or panics) is handed over
+/// again, whole, then given up on whole, alone:
+///
+/// * [`crate::AfterRetries::Stop`]: [`crate::CDCError::Consumer`] names the change's stream,
+///   `cdc$time` and the `cdc$batch_seq_no` of its last row; a restart delivers the change
+///   again;
+/// * [`crate::AfterRetries::Skip`]: a WARN line; the change counts once in
+///   [`crate::Progress::rows_skipped`];
+/// * [`crate::AfterRetries::DeadLetter`]: one [`crate::DeadLetter`] per row of the change, in
+///   `cdc$batch_seq_no` order (the change's whole content, each letter with the consumer's
+///   last error); the change counts once in [`crate::Progress::rows_dead_lettered`].
+///
+/// A change without `cdc$end_of_batch` (Scylla may omit it) is complete when the next
+/// change's first row arrives, or at the end of its window: it is then delivered, retried and
+/// given up on as a step of its own, before that row is taken, so its failure is never
+/// charged to the next change, which is delivered whole.
 #[async_trait]
 pub trait ChangeConsumer: Send {
-    /// Handles one change. Returning an error stops the whole reader, like an error of
-    /// [`Consumer::consume_cdc`].
+    /// Handles one change. An error (or a panic) is handled by the reader's
+    /// [`crate::ConsumerErrorPolicy`], applied to the whole change: by default it is handed
+    /// over again, whole, a few times, then the reader stops (see above).
     async fn consume_change(&mut self, change: Change) -> anyhow::Result<()>;
 
     /// Finishes the work `consume_change` has accepted so far; called before a checkpoint
@@ -1347,7 +1374,8 @@ pub(crate) struct ChangeAssembler {
     /// up: see [`Retrigger`].
     failed: Option<(Change, Retrigger)>,
     /// Whether a change is kept until the consumer has taken it (the reader's error policy
-    /// hands failed rows over again); otherwise a failed change is given up at once.
+    /// hands failed rows over again, or writes dead letters); otherwise a failed change is
+    /// given up at once.
     keep_failed: bool,
 }
 
@@ -1355,8 +1383,11 @@ pub(crate) struct ChangeAssembler {
 /// the change (its last row) or came after it (a change without `cdc$end_of_batch`).
 ///
 /// The reader's consumer error policy either hands the same row over again — the change is
-/// then delivered again, whole — or moves on to the next row, having given up on this one
-/// (skipped or written as a dead letter): the change is given up with it.
+/// then delivered again, whole — or gives up on it ([`ChangeAssembler::give_up`]): the
+/// change is given up with it. The stream reader never leaves a change to be completed by
+/// a row not of it (`in_change: false`): it delivers such a change first, as its own step
+/// ([`ChangeAssembler::take_completed_by`]); only a caller of `consume_cdc` without an
+/// error policy of its own does.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Retrigger {
     stream_id: StreamID,
@@ -1396,8 +1427,10 @@ impl ChangeAssembler {
         }
     }
 
-    /// Whether the reader hands a failed row over again (its error policy retries): only
-    /// then is a change kept (cloned) until the consumer has taken it.
+    /// Whether the reader hands a failed row over again (its error policy retries) or
+    /// writes what it gives up on as dead letters: only then is a change of several rows
+    /// kept (cloned) until the consumer has taken it, to be delivered again or written as
+    /// the change's dead letters.
     pub(crate) fn keep_failed_changes(&mut self, keep: bool) {
         self.keep_failed = keep;
     }
@@ -1684,8 +1717,10 @@ impl ChangeAssembler {
     }
 
     /// Whether [`Self::push_row`] takes this row (the common case): no change failed
-    /// before, and the row continues the pending change or starts one. Otherwise the row
-    /// goes to [`Self::consume_row`], which first delivers (or delivers again) a change.
+    /// before, and the row continues the pending change or starts one. Otherwise a change
+    /// is delivered first: the pending one, which the row is not of
+    /// ([`Self::take_completed_by`]), or again the one that failed at this row
+    /// ([`Self::consume_row`]).
     #[inline]
     pub(crate) fn can_push(&self, header: &RowHeader) -> bool {
         self.failed.is_none()
@@ -1783,8 +1818,48 @@ impl ChangeAssembler {
         self.failed = None;
     }
 
-    /// Takes one log row ([`Consumer::consume_cdc`]; the stream reader calls it for the
-    /// rows [`Self::can_push`] refuses).
+    /// The pending change, complete, if the row of `header` is not of it (a change without
+    /// `cdc$end_of_batch`, completed by the next change's first row): the stream reader
+    /// delivers it with [`Self::consume_change`] — retried, or given up on, as a change of
+    /// its own — before it hands that row over.
+    pub(crate) fn take_completed_by(&mut self, header: &RowHeader) -> Option<Change> {
+        let p = self.pending.as_ref()?;
+        if same_id(p.stream_id.as_bytes(), header.stream_id.as_bytes())
+            && same_id(p.time.as_bytes(), header.time.as_bytes())
+        {
+            return None;
+        }
+        self.take_pending()
+    }
+
+    /// The pending change, complete (at a window's end), if any: see
+    /// [`Self::take_completed_by`].
+    pub(crate) fn take_completed(&mut self) -> Option<Change> {
+        self.take_pending()
+    }
+
+    /// Hands a change taken with [`Self::take_completed_by`] or [`Self::take_completed`] to
+    /// the consumer (the caller keeps a copy to hand over again).
+    pub(crate) fn consume_change(
+        &mut self,
+        change: Change,
+    ) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {
+        self.consumer.consume_change(change)
+    }
+
+    /// The reader gave up on the row of `header` (every attempt failed): the change it
+    /// completed and that was kept to be delivered again, if any, is given up with it, and
+    /// returned (for its dead letters). `None` when no change was kept: the row completed a
+    /// change of that row alone (delivered again by assembling it again), or no change, or
+    /// changes are not kept (see [`Self::keep_failed_changes`]).
+    pub(crate) fn give_up(&mut self, header: &RowHeader) -> Option<Change> {
+        let (change, trigger) = self.failed.take()?;
+        trigger.is_row(header).then_some(change)
+    }
+
+    /// Takes one log row ([`Consumer::consume_cdc`]). The stream reader calls it only to
+    /// hand over again a row whose change failed ([`Self::can_push`] refuses it): it delivers
+    /// a change completed by a row not of it itself, first ([`Self::take_completed_by`]).
     pub(crate) async fn consume_row(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
         let header = row.header();
         if let Some((change, trigger)) = self.failed.take()
