@@ -14,6 +14,12 @@
 //! last change was delivered and flushed, so a restart resumes between two changes and
 //! never delivers part of one.
 //!
+//! A change the consumer cannot take is handed over again and given up on whole, as a step
+//! of its own wherever it ends (see [`ChangeConsumer`]): the stream reader delivers a change
+//! completed by a row not of it ([`ChangeAssembler::take_completed_by`], or at a window's end
+//! [`ChangeAssembler::take_completed`]) before it hands that row over, and gives up a change
+//! that failed at its own last row with that row ([`ChangeAssembler::give_up`]).
+//!
 //! [`RowChange`] groups the rows of a change by the base row they touch and merges pre-image,
 //! deltas and post-image into the [`RowImage`]s a user expects ([`RowChange::before`],
 //! [`RowChange::after`]); nothing is decoded until those are called.
@@ -36,10 +42,31 @@ use crate::error::ColumnError;
 
 /// Receives the whole changes of one stream group, in order: the changes of one stream in
 /// `cdc$time` order, each exactly once per run (see the crate docs for guarantees).
+///
+/// # A change the consumer cannot take
+///
+/// The reader's [`crate::ConsumerErrorPolicy`] applies to whole changes, wherever a change
+/// ends. A change whose [`ChangeConsumer::consume_change`] fails (or panics) is handed over
+/// again, whole, then given up on whole, alone:
+///
+/// * [`crate::AfterRetries::Stop`]: [`crate::CDCError::Consumer`] names the change's stream,
+///   `cdc$time` and the `cdc$batch_seq_no` of its last row; a restart delivers the change
+///   again;
+/// * [`crate::AfterRetries::Skip`]: a WARN line; the change counts once in
+///   [`crate::Progress::rows_skipped`];
+/// * [`crate::AfterRetries::DeadLetter`]: one [`crate::DeadLetter`] per row of the change, in
+///   `cdc$batch_seq_no` order (the change's whole content, each letter with the consumer's
+///   last error); the change counts once in [`crate::Progress::rows_dead_lettered`].
+///
+/// A change without `cdc$end_of_batch` (Scylla may omit it) is complete when the next
+/// change's first row arrives, or at the end of its window: it is then delivered, retried and
+/// given up on as a step of its own, before that row is taken, so its failure is never
+/// charged to the next change, which is delivered whole.
 #[async_trait]
 pub trait ChangeConsumer: Send {
-    /// Handles one change. Returning an error stops the whole reader, like an error of
-    /// [`Consumer::consume_cdc`].
+    /// Handles one change. An error (or a panic) is handled by the reader's
+    /// [`crate::ConsumerErrorPolicy`], applied to the whole change: by default it is handed
+    /// over again, whole, a few times, then the reader stops (see above).
     async fn consume_change(&mut self, change: Change) -> anyhow::Result<()>;
 
     /// Finishes the work `consume_change` has accepted so far; called before a checkpoint
@@ -1347,7 +1374,8 @@ pub(crate) struct ChangeAssembler {
     /// up: see [`Retrigger`].
     failed: Option<(Change, Retrigger)>,
     /// Whether a change is kept until the consumer has taken it (the reader's error policy
-    /// hands failed rows over again); otherwise a failed change is given up at once.
+    /// hands failed rows over again, or writes dead letters); otherwise a failed change is
+    /// given up at once.
     keep_failed: bool,
 }
 
@@ -1355,8 +1383,11 @@ pub(crate) struct ChangeAssembler {
 /// the change (its last row) or came after it (a change without `cdc$end_of_batch`).
 ///
 /// The reader's consumer error policy either hands the same row over again — the change is
-/// then delivered again, whole — or moves on to the next row, having given up on this one
-/// (skipped or written as a dead letter): the change is given up with it.
+/// then delivered again, whole — or gives up on it ([`ChangeAssembler::give_up`]): the
+/// change is given up with it. The stream reader never leaves a change to be completed by
+/// a row not of it (`in_change: false`): it delivers such a change first, as its own step
+/// ([`ChangeAssembler::take_completed_by`]); only a caller of `consume_cdc` without an
+/// error policy of its own does.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Retrigger {
     stream_id: StreamID,
@@ -1396,8 +1427,10 @@ impl ChangeAssembler {
         }
     }
 
-    /// Whether the reader hands a failed row over again (its error policy retries): only
-    /// then is a change kept (cloned) until the consumer has taken it.
+    /// Whether the reader hands a failed row over again (its error policy retries) or
+    /// writes what it gives up on as dead letters: only then is a change of several rows
+    /// kept (cloned) until the consumer has taken it, to be delivered again or written as
+    /// the change's dead letters.
     pub(crate) fn keep_failed_changes(&mut self, keep: bool) {
         self.keep_failed = keep;
     }
@@ -1684,8 +1717,10 @@ impl ChangeAssembler {
     }
 
     /// Whether [`Self::push_row`] takes this row (the common case): no change failed
-    /// before, and the row continues the pending change or starts one. Otherwise the row
-    /// goes to [`Self::consume_row`], which first delivers (or delivers again) a change.
+    /// before, and the row continues the pending change or starts one. Otherwise a change
+    /// is delivered first: the pending one, which the row is not of
+    /// ([`Self::take_completed_by`]), or again the one that failed at this row
+    /// ([`Self::consume_row`]).
     #[inline]
     pub(crate) fn can_push(&self, header: &RowHeader) -> bool {
         self.failed.is_none()
@@ -1783,8 +1818,48 @@ impl ChangeAssembler {
         self.failed = None;
     }
 
-    /// Takes one log row ([`Consumer::consume_cdc`]; the stream reader calls it for the
-    /// rows [`Self::can_push`] refuses).
+    /// The pending change, complete, if the row of `header` is not of it (a change without
+    /// `cdc$end_of_batch`, completed by the next change's first row): the stream reader
+    /// delivers it with [`Self::consume_change`] — retried, or given up on, as a change of
+    /// its own — before it hands that row over.
+    pub(crate) fn take_completed_by(&mut self, header: &RowHeader) -> Option<Change> {
+        let p = self.pending.as_ref()?;
+        if same_id(p.stream_id.as_bytes(), header.stream_id.as_bytes())
+            && same_id(p.time.as_bytes(), header.time.as_bytes())
+        {
+            return None;
+        }
+        self.take_pending()
+    }
+
+    /// The pending change, complete (at a window's end), if any: see
+    /// [`Self::take_completed_by`].
+    pub(crate) fn take_completed(&mut self) -> Option<Change> {
+        self.take_pending()
+    }
+
+    /// Hands a change taken with [`Self::take_completed_by`] or [`Self::take_completed`] to
+    /// the consumer (the caller keeps a copy to hand over again).
+    pub(crate) fn consume_change(
+        &mut self,
+        change: Change,
+    ) -> futures::future::BoxFuture<'_, anyhow::Result<()>> {
+        self.consumer.consume_change(change)
+    }
+
+    /// The reader gave up on the row of `header` (every attempt failed): the change it
+    /// completed and that was kept to be delivered again, if any, is given up with it, and
+    /// returned (for its dead letters). `None` when no change was kept: the row completed a
+    /// change of that row alone (delivered again by assembling it again), or no change, or
+    /// changes are not kept (see [`Self::keep_failed_changes`]).
+    pub(crate) fn give_up(&mut self, header: &RowHeader) -> Option<Change> {
+        let (change, trigger) = self.failed.take()?;
+        trigger.is_row(header).then_some(change)
+    }
+
+    /// Takes one log row ([`Consumer::consume_cdc`]). The stream reader calls it only to
+    /// hand over again a row whose change failed ([`Self::can_push`] refuses it): it delivers
+    /// a change completed by a row not of it itself, first ([`Self::take_completed_by`]).
     pub(crate) async fn consume_row(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
         let header = row.header();
         if let Some((change, trigger)) = self.failed.take()
@@ -2700,6 +2775,288 @@ mod tests {
                     "{err}"
                 );
                 assert_eq!(got, vec![whole(0)]);
+            }
+        }
+    }
+
+    /// Where the changes of [`run_layout`] end.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Ends {
+        /// At their `cdc$end_of_batch` row.
+        EndOfBatch,
+        /// Without `cdc$end_of_batch`: at the first row of the next change (same stream, next
+        /// `cdc$time`).
+        NextTime,
+        /// Without `cdc$end_of_batch`: changes 0 and 1 are stream 1's, 2 and 3 stream 2's;
+        /// change 1 ends at the first row of stream 2.
+        NextStream,
+        /// Without `cdc$end_of_batch`, one change per window: at the window's end.
+        WindowEnd,
+    }
+
+    const ENDS: [Ends; 4] = [
+        Ends::EndOfBatch,
+        Ends::NextTime,
+        Ends::NextStream,
+        Ends::WindowEnd,
+    ];
+
+    /// The stream and the `cdc$time` (micros) of change `c` of [`run_layout`].
+    fn layout_change(ends: Ends, c: i64) -> (u8, i64) {
+        let start_us = (BASE - 3_600_000) * 1000;
+        match ends {
+            Ends::NextStream => (if c < 2 { 1 } else { 2 }, start_us + c * 1000),
+            Ends::WindowEnd => (1, start_us + c * 1_000_000 + 500),
+            Ends::EndOfBatch | Ends::NextTime => (1, start_us + c * 1000),
+        }
+    }
+
+    /// What [`run_layout`] returns.
+    struct LayoutRun {
+        result: Result<(), crate::CDCError>,
+        /// Each delivered change's values.
+        got: Vec<Vec<i32>>,
+        stats: crate::Progress,
+    }
+
+    /// Runs a reader of streams 1 and 2 over four changes c = 0..4 of `rows` rows each
+    /// (v = 10c + seq) that end as `ends` says, in pages of two rows, with `consumer` and
+    /// `policy`.
+    async fn run_layout(
+        ends: Ends,
+        consumer: Fussy,
+        policy: crate::ConsumerErrorPolicy,
+        rows: i32,
+    ) -> LayoutRun {
+        let log = Arc::new(FakeLog::new(2));
+        for c in 0..4i64 {
+            let (s, t) = layout_change(ends, c);
+            for seq in 0..rows {
+                let mut r = at(s, t, seq, 1, ends == Ends::EndOfBatch && seq == rows - 1);
+                r.v = Some(10 * c as i32 + seq);
+                log.push(r);
+            }
+        }
+        let (_end_tx, end_rx) = watch::channel(Some(ms(BASE - 3_000_000)));
+        let (_gen_tx, gen_rx) = watch::channel(None);
+        let mut settings = settings(log, Arc::new(MemorySaver::default()), end_rx);
+        settings.on_error = policy;
+        if ends == Ends::WindowEnd {
+            settings.window_size = Duration::from_secs(1);
+        }
+        let stats = settings.stats.clone();
+        let start = ms(BASE - 3_600_000);
+        let slot = slot(&settings, start);
+        let reader = StreamReader::new(
+            settings,
+            vec![stream(1), stream(2)],
+            GenerationTimestamp::new(ms(0)),
+            gen_rx,
+            start,
+            Box::new(ChangeAssembler::new(
+                Box::new(consumer.clone()),
+                Arc::from("t"),
+            )),
+            slot,
+        );
+        let result = reader.run().await;
+        let got = consumer
+            .changes
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                c.rows()
+                    .map(|r| r.get_value_as::<i32>("v").unwrap().unwrap_or_default())
+                    .collect()
+            })
+            .collect();
+        LayoutRun {
+            result,
+            got,
+            stats: stats.snapshot(),
+        }
+    }
+
+    /// A change consumer that always fails (or panics) on change 1 of [`run_layout`].
+    fn failing_on_change_1(panics: bool) -> Fussy {
+        Fussy {
+            fail: vec![10],
+            times: u32::MAX,
+            panics,
+            ..Fussy::default()
+        }
+    }
+
+    /// The values of change `c` of `rows` rows of [`run_layout`].
+    fn whole_change(c: i32, rows: i32) -> Vec<i32> {
+        (10 * c..10 * c + rows).collect()
+    }
+
+    /// With `skip`, a failed change is given up whole and alone, wherever it ends: the change
+    /// after it is delivered with all its rows (a change without `cdc$end_of_batch` is
+    /// completed by the next change's first row, which is not charged with its failure), and
+    /// one at a window's end does not stop the reader.
+    #[tokio::test(start_paused = true)]
+    async fn skip_gives_up_the_failed_change_and_delivers_the_next_whole() {
+        for ends in ENDS {
+            for rows in [1, 3] {
+                for panics in [false, true] {
+                    let run = run_layout(
+                        ends,
+                        failing_on_change_1(panics),
+                        crate::ConsumerErrorPolicy::skip().with_retry(1, Duration::from_millis(5)),
+                        rows,
+                    )
+                    .await;
+                    let case = format!("{ends:?}, rows: {rows}, panics: {panics}");
+                    run.result.unwrap_or_else(|e| panic!("{case}: {e}"));
+                    assert_eq!(
+                        run.got,
+                        vec![
+                            whole_change(0, rows),
+                            whole_change(2, rows),
+                            whole_change(3, rows)
+                        ],
+                        "{case}"
+                    );
+                    assert_eq!(
+                        (run.stats.rows_skipped, run.stats.consumer_retries),
+                        (1, 1),
+                        "{case}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// With a dead-letter sink, the letters of a failed change hold its rows, in order (one
+    /// letter per row), wherever it ends; nothing else is lost.
+    #[tokio::test(start_paused = true)]
+    async fn dead_letters_of_a_failed_change_hold_its_rows() {
+        for ends in ENDS {
+            for rows in [1, 3] {
+                for retries in [0, 1] {
+                    let sink = Arc::new(crate::stream_reader::tests::MemorySink::default());
+                    let run = run_layout(
+                        ends,
+                        failing_on_change_1(false),
+                        crate::ConsumerErrorPolicy::dead_letter(sink.clone())
+                            .with_retry(retries, Duration::from_millis(5)),
+                        rows,
+                    )
+                    .await;
+                    let case = format!("{ends:?}, rows: {rows}, retries: {retries}");
+                    run.result.unwrap_or_else(|e| panic!("{case}: {e}"));
+                    assert_eq!(
+                        run.got,
+                        vec![
+                            whole_change(0, rows),
+                            whole_change(2, rows),
+                            whole_change(3, rows)
+                        ],
+                        "{case}"
+                    );
+                    let (s, t) = layout_change(ends, 1);
+                    let letters: Vec<(StreamID, i64, i32, Option<String>)> = sink
+                        .letters
+                        .lock()
+                        .unwrap()
+                        .iter()
+                        .map(|l| {
+                            assert!(l.error.contains("change of v=10"), "{case}: {}", l.error);
+                            assert_eq!(l.attempts, retries + 1, "{case}");
+                            let v = l.columns.iter().find(|(n, _)| n == "v");
+                            (
+                                l.stream_id,
+                                crate::time::timeuuid_micros(&l.time),
+                                l.batch_seq_no,
+                                v.map(|(_, v)| v.clone()),
+                            )
+                        })
+                        .collect();
+                    let expected: Vec<_> = (0..rows)
+                        .map(|seq| (stream(s), t, seq, Some((10 + seq).to_string())))
+                        .collect();
+                    assert_eq!(letters, expected, "{case}");
+                    assert_eq!(run.stats.rows_dead_lettered, 1, "{case}");
+                }
+            }
+        }
+    }
+
+    /// A change that fails, then is taken, is delivered once, whole, and the next change
+    /// whole, wherever it ends.
+    #[tokio::test(start_paused = true)]
+    async fn a_retried_change_is_delivered_once_and_the_next_whole() {
+        for ends in ENDS {
+            for rows in [1, 3] {
+                let flaky = Fussy {
+                    fail: vec![10],
+                    times: 2,
+                    ..Fussy::default()
+                };
+                let run = run_layout(
+                    ends,
+                    flaky.clone(),
+                    crate::ConsumerErrorPolicy::skip().with_retry(3, Duration::from_millis(5)),
+                    rows,
+                )
+                .await;
+                let case = format!("{ends:?}, rows: {rows}");
+                run.result.unwrap_or_else(|e| panic!("{case}: {e}"));
+                assert_eq!(
+                    run.got,
+                    (0..4).map(|c| whole_change(c, rows)).collect::<Vec<_>>(),
+                    "{case}"
+                );
+                assert_eq!(flaky.failures.lock().unwrap().get(&10), Some(&2), "{case}");
+                assert_eq!(
+                    (run.stats.consumer_retries, run.stats.rows_skipped),
+                    (2, 0),
+                    "{case}"
+                );
+            }
+        }
+    }
+
+    /// With `stop`, the reader ends with a [`crate::CDCError::Consumer`] naming the failed
+    /// change (its stream, `cdc$time` and last row), wherever it ends.
+    #[tokio::test(start_paused = true)]
+    async fn stop_names_the_failed_change() {
+        for ends in ENDS {
+            for rows in [1, 3] {
+                let run = run_layout(
+                    ends,
+                    failing_on_change_1(false),
+                    crate::ConsumerErrorPolicy::stop(),
+                    rows,
+                )
+                .await;
+                let case = format!("{ends:?}, rows: {rows}");
+                let err = run.result.unwrap_err();
+                let (s, t) = layout_change(ends, 1);
+                match &err {
+                    crate::CDCError::Consumer {
+                        stream: named,
+                        time,
+                        batch_seq_no,
+                        attempts,
+                        ..
+                    } => assert_eq!(
+                        (
+                            *named,
+                            crate::time::timeuuid_micros(time),
+                            *batch_seq_no,
+                            *attempts
+                        ),
+                        (stream(s), t, rows - 1, 1),
+                        "{case}"
+                    ),
+                    other => panic!("{case}: unexpected error {other}"),
+                }
+                assert!(err.to_string().contains("change of v=10"), "{case}: {err}");
+                assert_eq!(run.got, vec![whole_change(0, rows)], "{case}");
             }
         }
     }

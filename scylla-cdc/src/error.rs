@@ -141,6 +141,8 @@ pub enum CDCError {
     /// The user's consumer failed on a row (returned an error or panicked) and every retry
     /// of the [`crate::ConsumerErrorPolicy`] failed too; the reader stopped. The stream
     /// group's checkpoint does not pass the row, so a restarted reader delivers it again.
+    /// For a [`crate::ChangeConsumer`], the row named is the last row of the change it failed
+    /// on (its stream and `cdc$time` are the change's).
     #[error(
         "the consumer failed on a row of {keyspace}.{table} (stream {stream}, cdc$time {time}, batch_seq_no {batch_seq_no}) after {attempts} attempt(s), in window [{window_start}, {window_end}): {source:#}"
     )]

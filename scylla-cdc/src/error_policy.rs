@@ -15,8 +15,9 @@ use scylla::statement::prepared::PreparedStatement;
 use uuid::Uuid;
 
 use crate::cdc_types::{StreamID, quote_identifier};
+use crate::change::Change;
 use crate::consumer::{CDCRow, OperationType};
-use crate::error::CDCError;
+use crate::error::{CDCError, ColumnError};
 
 /// The longest pause between two attempts of one row.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(60);
@@ -47,7 +48,8 @@ pub enum AfterRetries {
     Stop,
     /// The row is logged (WARN) and counted, and reading goes on.
     Skip,
-    /// The row is written to the sink, and reading goes on.
+    /// The row is written to the sink, and reading goes on. A change of a
+    /// [`crate::ChangeConsumer`] is written as one [`DeadLetter`] per row.
     DeadLetter(Arc<dyn DeadLetterSink>),
 }
 
@@ -82,8 +84,17 @@ impl fmt::Debug for AfterRetries {
 ///
 /// The default is three retries, 500 ms apart at first, then `Stop`.
 ///
-/// Errors of [`crate::Consumer::flush`] belong to no single row: they always stop the
-/// reader (a panic in `flush` too).
+/// With a [`crate::ChangeConsumer`] the policy applies to whole changes: a failed change is
+/// handed over again whole, and given up on whole — never one row of it, nor a row of the
+/// next change, even when a change without `cdc$end_of_batch` is completed by the next
+/// change's first row or by the end of its window. [`crate::CDCError::Consumer`] then names
+/// the change's stream, `cdc$time` and the `cdc$batch_seq_no` of its last row; a skipped
+/// change counts once; a change given up is written as one [`DeadLetter`] per row, in
+/// `cdc$batch_seq_no` order, and counts once in [`crate::Progress::rows_dead_lettered`]
+/// (see [`crate::ChangeConsumer`]).
+///
+/// Errors of [`crate::Consumer::flush`] (and [`crate::ChangeConsumer::flush`]) belong to no
+/// single row: they always stop the reader (a panic in `flush` too).
 #[derive(Debug, Clone)]
 pub struct ConsumerErrorPolicy {
     retry: Retry,
@@ -143,6 +154,11 @@ impl ConsumerErrorPolicy {
 }
 
 /// A row the consumer could not take, as written to a [`DeadLetterSink`].
+///
+/// A change a [`crate::ChangeConsumer`] could not take is written as one letter per row of
+/// the change, in `cdc$batch_seq_no` order: together they hold the change's whole content.
+/// The letters of one change share their stream and `cdc$time` (and error, attempts and
+/// `failed_at`); each has its row's `batch_seq_no`, operation and columns.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct DeadLetter {
@@ -160,7 +176,7 @@ pub struct DeadLetter {
     pub operation: OperationType,
     /// The last error of the consumer (with its causes).
     pub error: String,
-    /// How many times the consumer was given the row.
+    /// How many times the consumer was given the row (or its change).
     pub attempts: u32,
     /// When the row was given up on.
     pub failed_at: DateTime<Utc>,
@@ -179,17 +195,6 @@ impl DeadLetter {
         error: &anyhow::Error,
         attempts: u32,
     ) -> Self {
-        let columns = row
-            .get_non_cdc_column_names()
-            .filter_map(|name| {
-                let text = match row.get_value(name) {
-                    Ok(None) => return None,
-                    Ok(Some(v)) => crate::cql_text::cql_literal(&v),
-                    Err(e) => format!("<{e}>"),
-                };
-                Some((name.to_owned(), text))
-            })
-            .collect();
         Self {
             keyspace: keyspace.to_owned(),
             table: table.to_owned(),
@@ -200,8 +205,53 @@ impl DeadLetter {
             error: format!("{error:#}"),
             attempts,
             failed_at: Utc::now(),
-            columns,
+            columns: Self::columns(row.get_non_cdc_column_names(), |name| row.get_value(name)),
         }
+    }
+
+    /// The dead letters of `change` of `keyspace.table`: one per row of the change, in
+    /// order.
+    pub(crate) fn of_change(
+        keyspace: &str,
+        table: &str,
+        change: &Change,
+        error: &anyhow::Error,
+        attempts: u32,
+    ) -> Vec<Self> {
+        let (stream_id, time) = (change.stream_id(), change.time());
+        let (error, failed_at) = (format!("{error:#}"), Utc::now());
+        change
+            .rows()
+            .map(|row| Self {
+                keyspace: keyspace.to_owned(),
+                table: table.to_owned(),
+                stream_id,
+                time,
+                batch_seq_no: row.batch_seq_no(),
+                operation: row.operation(),
+                error: error.clone(),
+                attempts,
+                failed_at,
+                columns: Self::columns(row.get_non_cdc_column_names(), |name| row.get_value(name)),
+            })
+            .collect()
+    }
+
+    /// The non-null columns of a row (`names`, read with `value`), as CQL literals.
+    fn columns<'n>(
+        names: impl Iterator<Item = &'n str>,
+        value: impl Fn(&str) -> Result<Option<scylla::value::CqlValue>, ColumnError>,
+    ) -> Vec<(String, String)> {
+        names
+            .filter_map(|name| {
+                let text = match value(name) {
+                    Ok(None) => return None,
+                    Ok(Some(v)) => crate::cql_text::cql_literal(&v),
+                    Err(e) => format!("<{e}>"),
+                };
+                Some((name.to_owned(), text))
+            })
+            .collect()
     }
 }
 

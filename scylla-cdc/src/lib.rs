@@ -227,6 +227,13 @@
 //!   its partition) have `after() == None`. Nothing is decoded until `before()`/`after()` or
 //!   a value accessor is called, so a consumer that only counts changes pays for the copy
 //!   and nothing else. A [`Change`] is cheap to clone (its rows are shared).
+//! * **A change a consumer cannot take**: the [`ConsumerErrorPolicy`] applies to whole
+//!   changes. A failed change is handed over again whole, then the reader stops
+//!   ([`CDCError::Consumer`] names the change's stream, `cdc$time` and its last row's
+//!   `cdc$batch_seq_no`), skips the change, or writes it as one [`DeadLetter`] per row, in
+//!   order. Its failure is its own wherever it ends — at its `cdc$end_of_batch` row, at the
+//!   first row of the next change (Scylla may omit `cdc$end_of_batch`) or at the end of its
+//!   window: the next change is delivered whole whatever happened to it.
 //!
 //! ```no_run
 //! use async_trait::async_trait;

@@ -49,14 +49,17 @@ pub struct Progress {
     /// reader in practice (`scylla_cdc_consumer_errors_total{outcome="stop"}`).
     pub consumer_errors: u64,
     /// Rows handed to a consumer again after it failed on them
-    /// (`scylla_cdc_consumer_errors_total{outcome="retry"}`).
+    /// (`scylla_cdc_consumer_errors_total{outcome="retry"}`); with a change consumer,
+    /// changes handed over again.
     pub consumer_retries: u64,
     /// Rows skipped after the consumer failed on them ([`crate::AfterRetries::Skip`])
-    /// (`scylla_cdc_consumer_errors_total{outcome="skip"}`).
+    /// (`scylla_cdc_consumer_errors_total{outcome="skip"}`); with a change consumer,
+    /// changes skipped (a change counts once, whatever its number of rows).
     pub rows_skipped: u64,
     /// Rows written to the dead letters after the consumer failed on them
     /// ([`crate::AfterRetries::DeadLetter`])
-    /// (`scylla_cdc_consumer_errors_total{outcome="dead_letter"}`).
+    /// (`scylla_cdc_consumer_errors_total{outcome="dead_letter"}`); with a change consumer,
+    /// changes given up (a change counts once; its dead letters are one per row).
     pub rows_dead_lettered: u64,
     /// Streams of the generation being read (`scylla_cdc_streams`); over several tables,
     /// the sum of each table's (the tables of a vnode keyspace read the same streams, each

@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use crate::cdc_types::{GenerationTimestamp, StreamID};
-use crate::change::ChangeAssembler;
+use crate::change::{Change, ChangeAssembler};
 use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
 use crate::consumer::{CDCRow, CellSource, ColumnIndex, Consumer, RowHeader, RowRef};
 use crate::error::{Backoff, CDCError, StreamList, is_transient};
@@ -433,8 +433,14 @@ impl StreamReader {
         {
             Some(assembler) => {
                 // A change is kept for a second delivery only if a failed row is handed
-                // over again.
-                assembler.keep_failed_changes(settings.on_error.retry().attempts > 0);
+                // over again, or for its dead letters.
+                assembler.keep_failed_changes(
+                    settings.on_error.retry().attempts > 0
+                        || matches!(
+                            settings.on_error.after_retries(),
+                            AfterRetries::DeadLetter(_)
+                        ),
+                );
                 Sink::Changes(Box::new(assembler.take()))
             }
             None => Sink::Rows(consumer),
@@ -505,7 +511,7 @@ impl StreamReader {
             }
             tracing::Span::current().record("window_start", tracing::field::display(t));
             self.plan.read_window(&mut self.progress, t, u).await?;
-            self.plan.end_window(&mut self.progress, u).await?;
+            self.plan.end_window(&mut self.progress, t, u).await?;
             let p = &mut self.progress;
             rows_since_pause += p.window_rows;
             self.plan.settings.stats.window_done(
@@ -550,6 +556,46 @@ type PageRow<'r, 'p> = (
 struct PageCounts {
     rows: u64,
     changes: u64,
+}
+
+/// What the consumer failed on, as errors and WARN lines name it: a row, or a whole change
+/// (named by its last row).
+struct Failed {
+    stream_id: StreamID,
+    time: uuid::Uuid,
+    /// The row's `cdc$batch_seq_no`; for a change, its last row's.
+    batch_seq_no: i32,
+    /// For a change: its number of rows.
+    change_rows: Option<usize>,
+}
+
+impl Failed {
+    fn row(header: &RowHeader) -> Self {
+        Self {
+            stream_id: header.stream_id,
+            time: header.time,
+            batch_seq_no: header.batch_seq_no,
+            change_rows: None,
+        }
+    }
+
+    fn change(change: &Change) -> Self {
+        Self {
+            stream_id: change.stream_id(),
+            time: change.time(),
+            batch_seq_no: change.rows().last().map_or(0, |r| r.batch_seq_no()),
+            change_rows: Some(change.rows().len()),
+        }
+    }
+
+    /// `row` or `change`, as what failed is.
+    fn what<'a>(&self, row: &'a str, change: &'a str) -> &'a str {
+        if self.change_rows.is_some() {
+            change
+        } else {
+            row
+        }
+    }
 }
 
 /// How long a group waits when nothing can be read yet (`now - safety_interval <= t`): the
@@ -629,18 +675,28 @@ impl Plan {
         }
     }
 
-    /// Tells the consumer the window ending at `end` is over (a pending change is complete).
+    /// Tells the consumer the window `[start, end)` is over. A pending change is complete:
+    /// it is delivered first, as a step of its own under the consumer error policy (see
+    /// [`Self::deliver_change`]), so that its failure is its own, not the window's.
     async fn end_window(
         &self,
         progress: &mut Progress,
+        start: DateTime<Utc>,
         end: DateTime<Utc>,
     ) -> Result<(), CDCError> {
         self.check_deadline()?;
+        if let Sink::Changes(assembler) = &mut progress.sink
+            && let Some(change) = assembler.take_completed()
+        {
+            self.deliver_change(assembler, change, (start, end)).await?;
+        }
         let ended = progress.sink.consumer().end_of_window();
         self.unrowed(ended, "at the end of a window", end).await
     }
 
     /// Lets the consumer finish what it accepted: every row before `t` was handed to it.
+    /// A change consumer has no change pending here: each window ends with
+    /// [`Self::end_window`], which delivers it.
     async fn flush(&self, progress: &mut Progress, t: DateTime<Utc>) -> Result<(), CDCError> {
         self.check_deadline()?;
         let flushed = progress.sink.consumer().flush();
@@ -841,16 +897,20 @@ impl Plan {
 
     /// Hands one row to the consumer, applying the consumer error policy: retries (a fresh
     /// [`CDCRow`] each time, panics caught as errors), then stop, skip or dead-letter.
+    ///
+    /// With a change consumer, a pending change the row is not of (a change without
+    /// `cdc$end_of_batch`) is first delivered as a step of its own ([`Self::deliver_change`]),
+    /// so that its failure is charged to it, not to this row. A row that completes its own
+    /// change (at `cdc$end_of_batch`) delivers it: a failure is the change's, handed over
+    /// again whole, and given up on whole (its dead letters hold the change's rows).
     async fn hand_over(
         &self,
         progress: &mut Progress,
         (header, index, specs, cells, span): PageRow<'_, '_>,
-        (window_start, window_end): (DateTime<Utc>, DateTime<Utc>),
+        window: (DateTime<Utc>, DateTime<Utc>),
     ) -> Result<(), CDCError> {
-        let policy = &self.settings.on_error;
         let mut attempts = 0u32;
         let error = loop {
-            attempts += 1;
             let row = || {
                 CDCRow::new(header, index, specs, cells)
                     .with_table(&self.settings.table)
@@ -878,6 +938,14 @@ impl Plan {
                     result
                 }
                 Sink::Changes(assembler) => {
+                    if let Some(change) = assembler.take_completed_by(&header) {
+                        // The pending change ends before this row, which is not of it: it is
+                        // delivered on its own, then the row is handed over (nothing pending
+                        // is left: the row goes to `push_row`).
+                        self.deliver_change(assembler, change, window).await?;
+                        continue;
+                    }
+                    // The row's change failed: it is delivered again.
                     AssertUnwindSafe(assembler.consume_row(row()))
                         .catch_unwind()
                         .await
@@ -888,6 +956,7 @@ impl Plan {
                         .await
                 }
             };
+            attempts += 1;
             let error = match result {
                 Ok(Ok(())) => return Ok(()),
                 Ok(Err(e)) => e,
@@ -895,30 +964,115 @@ impl Plan {
                     anyhow::anyhow!("the consumer panicked: {}", panic_message(panic.as_ref()))
                 }
             };
-            let retry = policy.retry();
-            if attempts > retry.attempts {
+            if let Err(error) = self
+                .wait_to_retry(&Failed::row(&header), attempts, error)
+                .await
+            {
                 break error;
             }
-            let pause = retry.pause(attempts);
-            self.settings.stats.consumer_error(ErrorOutcome::Retry);
-            self.warn_row(
-                &header,
-                attempts,
-                &format!("{error:#}; handing it over again in {pause:?}"),
-                "the consumer failed on a CDC log row",
-            );
-            tokio::time::sleep(pause).await;
+            // A retry after the pause is a delivery too.
             self.check_deadline()?;
         };
-        match policy.after_retries() {
+        // The change the row completed, if it was kept to be delivered again, is given up
+        // with it (and is what its dead letters hold).
+        let change = match &mut progress.sink {
+            Sink::Changes(assembler) => assembler.give_up(&header),
+            Sink::Rows(_) => None,
+        };
+        let failed = change.as_ref().map_or(Failed::row(&header), Failed::change);
+        let (keyspace, table) = (&self.settings.keyspace, &self.settings.table);
+        self.give_up(&failed, error, attempts, window, |error| match &change {
+            Some(change) => DeadLetter::of_change(keyspace, table, change, error, attempts),
+            None => {
+                let row = CDCRow::new(header, index, specs, cells).with_table(table);
+                vec![DeadLetter::of_row(keyspace, table, &row, error, attempts)]
+            }
+        })
+        .await
+    }
+
+    /// Hands a complete change to the change consumer as a step of its own, applying the
+    /// consumer error policy to it: retries (the same change again, panics caught as
+    /// errors), then stop, skip or dead-letter — of the change, whole. For a change that
+    /// no row of its own completed (no `cdc$end_of_batch`): the next change's first row, or
+    /// the window's end.
+    async fn deliver_change(
+        &self,
+        assembler: &mut ChangeAssembler,
+        change: Change,
+        window: (DateTime<Utc>, DateTime<Utc>),
+    ) -> Result<(), CDCError> {
+        let failed = Failed::change(&change);
+        let mut attempts = 0u32;
+        let error = loop {
+            self.check_deadline()?;
+            attempts += 1;
+            let delivery = assembler.consume_change(change.clone());
+            let error = match AssertUnwindSafe(delivery).catch_unwind().await {
+                Ok(Ok(())) => return Ok(()),
+                Ok(Err(e)) => e,
+                Err(panic) => {
+                    anyhow::anyhow!("the consumer panicked: {}", panic_message(panic.as_ref()))
+                }
+            };
+            if let Err(error) = self.wait_to_retry(&failed, attempts, error).await {
+                break error;
+            }
+        };
+        let (keyspace, table) = (&self.settings.keyspace, &self.settings.table);
+        self.give_up(&failed, error, attempts, window, |error| {
+            DeadLetter::of_change(keyspace, table, &change, error, attempts)
+        })
+        .await
+    }
+
+    /// After the consumer's `attempts`-th failure on `failed`: `Ok` once the pause before
+    /// the next attempt is over (the retry counted and logged), or the error when no
+    /// attempt is left.
+    async fn wait_to_retry(
+        &self,
+        failed: &Failed,
+        attempts: u32,
+        error: anyhow::Error,
+    ) -> Result<(), anyhow::Error> {
+        let retry = self.settings.on_error.retry();
+        if attempts > retry.attempts {
+            return Err(error);
+        }
+        let pause = retry.pause(attempts);
+        self.settings.stats.consumer_error(ErrorOutcome::Retry);
+        self.warn_failed(
+            failed,
+            attempts,
+            &format!("{error:#}; handing it over again in {pause:?}"),
+            failed.what(
+                "the consumer failed on a CDC log row",
+                "the consumer failed on a change",
+            ),
+        );
+        tokio::time::sleep(pause).await;
+        Ok(())
+    }
+
+    /// Applies the policy's outcome to `failed`, given up after `attempts` attempts that
+    /// ended with `error`: stop, skip, or write the dead letters `letters` makes.
+    async fn give_up(
+        &self,
+        failed: &Failed,
+        error: anyhow::Error,
+        attempts: u32,
+        (window_start, window_end): (DateTime<Utc>, DateTime<Utc>),
+        letters: impl FnOnce(&anyhow::Error) -> Vec<DeadLetter>,
+    ) -> Result<(), CDCError> {
+        match self.settings.on_error.after_retries() {
             AfterRetries::Stop => {
                 self.settings.stats.consumer_error(ErrorOutcome::Stop);
                 Err(CDCError::Consumer {
                     keyspace: self.settings.keyspace.to_string(),
                     table: self.settings.table.to_string(),
-                    stream: header.stream_id,
-                    time: header.time,
-                    batch_seq_no: header.batch_seq_no,
+                    stream: failed.stream_id,
+                    time: failed.time,
+                    batch_seq_no: failed.batch_seq_no,
                     attempts,
                     window_start,
                     window_end,
@@ -927,58 +1081,62 @@ impl Plan {
             }
             AfterRetries::Skip => {
                 self.settings.stats.consumer_error(ErrorOutcome::Skip);
-                self.warn_row(
-                    &header,
+                self.warn_failed(
+                    failed,
                     attempts,
                     &format!("{error:#}"),
-                    "skipping a CDC log row the consumer could not take",
+                    failed.what(
+                        "skipping a CDC log row the consumer could not take",
+                        "skipping a change the consumer could not take",
+                    ),
                 );
                 Ok(())
             }
             AfterRetries::DeadLetter(sink) => {
-                let row = CDCRow::new(header, index, specs, cells).with_table(&self.settings.table);
-                let letter = DeadLetter::of_row(
-                    &self.settings.keyspace,
-                    &self.settings.table,
-                    &row,
-                    &error,
-                    attempts,
-                );
-                let mut backoff = Backoff::new(self.settings.give_up_after);
-                loop {
-                    match sink.write(&letter).await {
-                        Ok(()) => break,
-                        Err(e) if sink.is_transient(&e) => {
-                            if !backoff
-                                .wait("writing a dead letter", &format!("{e:#}"))
-                                .await
-                            {
-                                return Err(self.dead_letter_failed(&letter, e));
+                let letters = letters(&error);
+                for letter in &letters {
+                    let mut backoff = Backoff::new(self.settings.give_up_after);
+                    loop {
+                        match sink.write(letter).await {
+                            Ok(()) => break,
+                            Err(e) if sink.is_transient(&e) => {
+                                if !backoff
+                                    .wait("writing a dead letter", &format!("{e:#}"))
+                                    .await
+                                {
+                                    return Err(self.dead_letter_failed(letter, e));
+                                }
                             }
+                            Err(e) => return Err(self.dead_letter_failed(letter, e)),
                         }
-                        Err(e) => return Err(self.dead_letter_failed(&letter, e)),
                     }
                 }
                 self.settings.stats.consumer_error(ErrorOutcome::DeadLetter);
-                self.warn_row(
-                    &header,
+                self.warn_failed(
+                    failed,
                     attempts,
-                    &letter.error,
-                    "wrote a CDC log row the consumer could not take to the dead letters",
+                    &format!("{error:#}"),
+                    failed.what(
+                        "wrote a CDC log row the consumer could not take to the dead letters",
+                        "wrote the rows of a change the consumer could not take to the dead \
+                         letters",
+                    ),
                 );
                 Ok(())
             }
         }
     }
 
-    /// A WARN line about a row the consumer failed on: the row, the attempts and the error.
-    fn warn_row(&self, header: &RowHeader, attempts: u32, error: &str, what: &str) {
+    /// A WARN line about what the consumer failed on: the row (or change), the attempts and
+    /// the error.
+    fn warn_failed(&self, failed: &Failed, attempts: u32, error: &str, what: &str) {
         warn!(
             keyspace = %self.settings.keyspace,
             table = %self.settings.table,
-            stream = %header.stream_id,
-            time = %header.time,
-            batch_seq_no = header.batch_seq_no,
+            stream = %failed.stream_id,
+            time = %failed.time,
+            batch_seq_no = failed.batch_seq_no,
+            change_rows = failed.change_rows,
             attempts,
             error,
             "{what}"
@@ -1829,10 +1987,10 @@ pub(crate) mod tests {
 
     /// Dead letters kept in memory; fails `fail_first` writes (transiently or not).
     #[derive(Default)]
-    struct MemorySink {
-        letters: Mutex<Vec<DeadLetter>>,
-        fail_first: Mutex<u32>,
-        permanent: bool,
+    pub(crate) struct MemorySink {
+        pub(crate) letters: Mutex<Vec<DeadLetter>>,
+        pub(crate) fail_first: Mutex<u32>,
+        pub(crate) permanent: bool,
     }
 
     #[async_trait]

@@ -1,7 +1,7 @@
 //! Rows a consumer cannot take, against the embedded cluster: a row given up on is written to
 //! a dead-letter table in Scylla and reading goes on; with `Stop` the reader ends naming the
 //! row and a restart from the checkpoints delivers it again; a panicking consumer is an error
-//! of its row, not a crash.
+//! of its row, not a crash; a change a change consumer cannot take is written as its rows.
 //!
 //! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
 //! set.
@@ -16,8 +16,8 @@ use chrono::Utc;
 use common::{create_cdc_keyspace, drop_keyspace, fast, wait_for};
 use scylla::client::session::Session;
 use scylla_cdc::{
-    CDCError, CDCLogReaderBuilder, CDCRow, Consumer, ConsumerErrorPolicy, ConsumerFactory,
-    DeadLetterTable, TableBackedCheckpointSaver,
+    CDCError, CDCLogReaderBuilder, CDCRow, Change, ChangeConsumer, ChangeConsumerFactory, Consumer,
+    ConsumerErrorPolicy, ConsumerFactory, DeadLetterTable, TableBackedCheckpointSaver,
 };
 use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
 
@@ -275,6 +275,132 @@ async fn a_panicking_consumer_is_an_error_of_its_row() -> anyhow::Result<()> {
     assert_eq!(r.progress().rows_skipped, 1);
     r.stop();
     h.await?;
+    drop_keyspace(&session, &ks).await?;
+    Ok(())
+}
+
+/// Keeps the `v` of every change it takes; refuses the changes whose first row has
+/// `v == bad`.
+#[derive(Clone)]
+struct PickyChanges {
+    bad: i32,
+    taken: Arc<Mutex<Vec<Vec<i32>>>>,
+}
+
+#[async_trait]
+impl ChangeConsumer for PickyChanges {
+    async fn consume_change(&mut self, change: Change) -> anyhow::Result<()> {
+        let vs: Vec<i32> = change
+            .rows()
+            .map(|r| r.get_value_as::<i32>("v").map(Option::unwrap_or_default))
+            .collect::<Result<_, _>>()?;
+        if vs.first() == Some(&self.bad) {
+            anyhow::bail!("the consumer cannot take the change of v={}", self.bad);
+        }
+        self.taken.lock().unwrap().push(vs);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ChangeConsumerFactory for PickyChanges {
+    async fn new_consumer(&self) -> Box<dyn ChangeConsumer> {
+        Box::new(self.clone())
+    }
+}
+
+/// A change of three rows (a batch) that the change consumer cannot take is written to the
+/// dead-letter table as its three rows, in order; the changes around it are taken.
+#[tokio::test]
+async fn a_change_given_up_on_goes_to_the_dead_letter_table_as_its_rows() -> anyhow::Result<()> {
+    setup_tracing();
+    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
+    let session = cluster.session().await?;
+    let start = Utc::now() - chrono::TimeDelta::seconds(1);
+    let ks = table_with_rows(&session, 1).await?;
+    session
+        .query_unpaged(
+            format!(
+                "BEGIN UNLOGGED BATCH \
+                 INSERT INTO {ks}.t (pk, ck, v) VALUES (1, 1, 11); \
+                 INSERT INTO {ks}.t (pk, ck, v) VALUES (1, 2, 12); \
+                 INSERT INTO {ks}.t (pk, ck, v) VALUES (1, 3, 13); \
+                 APPLY BATCH"
+            ),
+            (),
+        )
+        .await?;
+    session
+        .query_unpaged(
+            format!("INSERT INTO {ks}.t (pk, ck, v) VALUES (1, 4, 4)"),
+            (),
+        )
+        .await?;
+    let dead_letters = Arc::new(DeadLetterTable::new(session.clone(), &ks, "dead").await?);
+    let consumer = PickyChanges {
+        bad: 11,
+        taken: Arc::default(),
+    };
+    let (mut reader, handle) = fast(CDCLogReaderBuilder::new())
+        .session(session.clone())
+        .keyspace(&ks)
+        .table_name("t")
+        .start_timestamp(start)
+        .change_consumer_factory(Arc::new(consumer.clone()))
+        .on_consumer_error(
+            ConsumerErrorPolicy::dead_letter(dead_letters).with_retry(1, Duration::from_millis(10)),
+        )
+        .build()
+        .await?;
+    let taken = || consumer.taken.lock().unwrap().clone();
+    wait_for(
+        Duration::from_secs(30),
+        "the changes around the bad one",
+        || async { taken().len() == 2 },
+    )
+    .await;
+    assert_eq!(taken(), vec![vec![0], vec![4]]);
+    assert_eq!(reader.progress().rows_dead_lettered, 1);
+    assert_eq!(reader.progress().consumer_retries, 1);
+
+    type Letter = (
+        Vec<u8>,
+        scylla::value::CqlTimeuuid,
+        i32,
+        String,
+        i32,
+        std::collections::HashMap<String, String>,
+    );
+    let letters: Vec<Letter> = session
+        .query_unpaged(
+            format!(
+                "SELECT stream_id, time, batch_seq_no, error, attempts, columns FROM {ks}.dead \
+                 WHERE keyspace_name = ? AND table_name = 't'"
+            ),
+            (&ks,),
+        )
+        .await?
+        .into_rows_result()?
+        .rows::<Letter>()?
+        .collect::<Result<_, _>>()?;
+    // One letter per row of the change: one stream and `cdc$time`, its rows in order.
+    let rows: Vec<(i32, Option<&str>)> = letters
+        .iter()
+        .map(|(_, _, seq, _, _, columns)| (*seq, columns.get("v").map(String::as_str)))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![(0, Some("11")), (1, Some("12")), (2, Some("13"))],
+        "{letters:?}"
+    );
+    for (stream, time, _, error, attempts, _) in &letters {
+        assert_eq!((stream, time), (&letters[0].0, &letters[0].1));
+        assert!(error.contains("cannot take the change of v=11"), "{error}");
+        assert_eq!(*attempts, 2);
+    }
+
+    reader.stop();
+    handle.await?;
     drop_keyspace(&session, &ks).await?;
     Ok(())
 }

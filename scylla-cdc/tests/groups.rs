@@ -558,9 +558,14 @@ async fn three_members_share_the_streams_evenly_and_deliver_each_change_once() -
     // coordinated in different ones could both take one unit.
     let leases = cluster.table_request_counts(&setup.ks, "checkpoints_leases");
     assert!(leases.lwts > 0, "{leases:?}");
-    assert_eq!(leases.local_serial_lwts, 0, "LWTs at LOCAL_SERIAL: {leases:?}");
+    assert_eq!(
+        leases.local_serial_lwts, 0,
+        "LWTs at LOCAL_SERIAL: {leases:?}"
+    );
     setup.units.check_never_two_at_once();
-    setup.units.check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup
+        .units
+        .check_no_delivery_after_a_takeover(&setup.deliveries);
     cluster.shutdown().await;
     Ok(())
 }
@@ -635,7 +640,9 @@ async fn a_killed_member_s_units_are_taken_over_and_nothing_is_lost() -> anyhow:
         "{late} rows delivered by the killed member after its kill"
     );
     setup.units.check_never_two_at_once();
-    setup.units.check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup
+        .units
+        .check_no_delivery_after_a_takeover(&setup.deliveries);
     cluster.shutdown().await;
     Ok(())
 }
@@ -680,7 +687,9 @@ async fn a_member_that_joins_gets_its_share() -> anyhow::Result<()> {
         "the new member delivered changes"
     );
     setup.units.check_never_two_at_once();
-    setup.units.check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup
+        .units
+        .check_no_delivery_after_a_takeover(&setup.deliveries);
     cluster.shutdown().await;
     Ok(())
 }
@@ -728,7 +737,9 @@ async fn a_group_follows_a_generation_switch() -> anyhow::Result<()> {
     let cut = new_generation.timestamp_micros();
     assert!(changes.iter().any(|c| c.micros < cut) && changes.iter().any(|c| c.micros >= cut));
     setup.units.check_never_two_at_once();
-    setup.units.check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup
+        .units
+        .check_no_delivery_after_a_takeover(&setup.deliveries);
     cluster.shutdown().await;
     Ok(())
 }
@@ -765,7 +776,9 @@ async fn members_share_a_tablet_keyspace_s_streams() -> anyhow::Result<()> {
         checksum
     );
     setup.units.check_never_two_at_once();
-    setup.units.check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup
+        .units
+        .check_no_delivery_after_a_takeover(&setup.deliveries);
     cluster.shutdown().await;
     Ok(())
 }
@@ -819,7 +832,9 @@ async fn members_never_read_one_unit_at_once_under_lease_timeouts() -> anyhow::R
     let (expected, _) = finish(workload, &setup, vec![a, b, c]).await?;
     check_at_least_once_in_order(&setup.deliveries.changes(), &expected);
     setup.units.check_never_two_at_once();
-    setup.units.check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup
+        .units
+        .check_no_delivery_after_a_takeover(&setup.deliveries);
     cluster.shutdown().await;
     Ok(())
 }
@@ -959,7 +974,9 @@ async fn a_member_reads_its_units_by_replica() -> anyhow::Result<()> {
         checksum
     );
     setup.units.check_never_two_at_once();
-    setup.units.check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup
+        .units
+        .check_no_delivery_after_a_takeover(&setup.deliveries);
     cluster.shutdown().await;
     Ok(())
 }
@@ -1015,13 +1032,14 @@ async fn members_with_an_end_finish_together() -> anyhow::Result<()> {
         .count();
     assert_eq!(late_starts, 0, "units were started after a member left");
     setup.units.check_never_two_at_once();
-    setup.units.check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup
+        .units
+        .check_no_delivery_after_a_takeover(&setup.deliveries);
     cluster.shutdown().await;
     Ok(())
 }
 
-const ONE_NODE_VNODES: &str =
-    "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'enabled': false}";
+const ONE_NODE_VNODES: &str = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'enabled': false}";
 
 /// A session that talks to node `index` (0-based) only, so that a fault rule on that node
 /// (`on_node(index + 1)`) meets only the requests of the member using it.
@@ -1113,8 +1131,12 @@ async fn a_member_whose_lease_requests_hang_stops_delivering_before_a_takeover()
         return Ok(());
     };
     // Member a talks to node 1 only, member b to node 2 only: a fault of node 1 hangs only a.
-    let a = setup.member(pinned_session(&cluster, 0).await?, "a").await?;
-    let b = setup.member(pinned_session(&cluster, 1).await?, "b").await?;
+    let a = setup
+        .member(pinned_session(&cluster, 0).await?, "a")
+        .await?;
+    let b = setup
+        .member(pinned_session(&cluster, 1).await?, "b")
+        .await?;
     wait_for(Duration::from_secs(30), "6 units per member", || async {
         balanced(&[&a.0, &b.0], 12)
     })
@@ -1304,9 +1326,11 @@ async fn an_idle_member_hands_units_over_without_waiting_out_its_pause() -> anyh
     rounds(&workload, 10).await;
     let (expected, checksum) = workload.finish().await?;
     let written: usize = expected.values().map(|n| *n as usize).sum();
-    wait_for(Duration::from_secs(30), "every change delivered", || async {
-        setup.deliveries.changes().len() >= written
-    })
+    wait_for(
+        Duration::from_secs(30),
+        "every change delivered",
+        || async { setup.deliveries.changes().len() >= written },
+    )
     .await;
     // a's readers are caught up: each pauses 30 s after its window.
     let b = setup
