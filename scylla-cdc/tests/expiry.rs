@@ -318,3 +318,65 @@ async fn with_ttl_0_nothing_expires_and_no_gap_is_reported() -> anyhow::Result<(
     drop_keyspace(&session, &ks).await?;
     Ok(())
 }
+
+/// Issue 30, item 8: a member of a consumer group moves its units' starts past expired rows
+/// as a reader outside a group does, and reports the gap the same way (before, the group
+/// path moved the start without a word).
+#[tokio::test]
+async fn a_group_member_reports_the_gap_too() -> anyhow::Result<()> {
+    setup_tracing();
+    metrics();
+    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
+    let session = cluster.session().await?;
+    let ks = unique_keyspace_name();
+    create_cdc_keyspace(&session, &ks, 1).await?;
+    create_table(&session, &ks, TTL).await?;
+
+    let start = Utc::now();
+    write(&session, &ks, 0..10).await?;
+    wait_for_expiry(&session, &ks, 0..10, start).await;
+    write(&session, &ks, 100..110).await?;
+    let end = Utc::now() + TimeDelta::milliseconds(1);
+
+    let collected = Collected::default();
+    let saver =
+        TableBackedCheckpointSaver::new(session.clone(), &ks, "cdc_checkpoints", &ks, "t").await?;
+    let (b, events) = with_events(
+        fast(CDCLogReaderBuilder::new())
+            .session(session.clone())
+            .keyspace(&ks)
+            .table_name("t")
+            .consumer_factory(Arc::new(collected.clone()))
+            .checkpoint_saver(Arc::new(saver))
+            .start_timestamp(start)
+            .end_timestamp(end)
+            .group("g")
+            .member_id("a")
+            .lease_duration(Duration::from_secs(2)),
+    );
+    let before = Utc::now();
+    let (_reader, handle) = b.build().await?;
+    handle.await?;
+    let after = Utc::now();
+
+    // The member also reports its units starting and stopping.
+    let gaps: Vec<ExpiredGap> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            ReaderEvent::ExpiredGap(g) => Some(g.clone()),
+            _ => None,
+        })
+        .collect();
+    let [gap] = gaps.as_slice() else {
+        panic!("one gap expected: {gaps:?}");
+    };
+    // A unit's start is kept in the lease table, in whole milliseconds.
+    assert_eq!(gap.requested.timestamp_millis(), start.timestamp_millis());
+    check_first_readable(gap, before, after);
+    assert!(gap_gauge(&ks).is_some_and(|g| g > 0.0));
+    assert_eq!(pks(&collected), (100..110).collect::<Vec<_>>());
+    drop_keyspace(&session, &ks).await?;
+    Ok(())
+}
