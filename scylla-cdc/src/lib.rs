@@ -114,10 +114,15 @@
 //! - A unit whose lease stays unrenewed for a lease duration (by the observer's own clock;
 //!   clocks of the machines need not agree) is taken over and resumed from its checkpoint.
 //!   The owner stops reading a unit before that can happen when its renewals fail, so two
-//!   members never read one unit at the same time.
+//!   members never read one unit at the same time. Each reader checks its leases' deadline
+//!   itself before every delivery (one clock read), so neither a hung request of its member
+//!   nor a paused process (SIGSTOP, a stall) lets it deliver past its lease.
+//! - Lease transactions run at serial consistency SERIAL: a lease keyspace may span data
+//!   centres (LOCAL_SERIAL would let members in two of them both take one unit).
 //! - Members hold equal shares (± 1). A joining member asks the others, which finish their
-//!   window, save the checkpoint and hand the unit over; a member that stops hands its units
-//!   back at once. Neither repeats a change. After a member dies, the changes its units
+//!   window, save the checkpoint and hand the unit over; a member that stops finishes its
+//!   windows (renewing its leases meanwhile) and hands its units back. Neither repeats a
+//!   change. After a member dies, the changes its units
 //!   delivered after their last checkpoint are delivered again by the new owner: delivery is
 //!   at least once, never skipped, in order per partition.
 //! - The next generation's units are read once every unit of the current one is done, as

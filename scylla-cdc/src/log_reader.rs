@@ -214,11 +214,14 @@ impl CDCLogReaderBuilder {
     ///   resumes it from its checkpoint: changes after the last checkpoint are delivered again
     ///   (at least once), none is skipped, and a partition's changes stay in order.
     /// - A member stops reading a unit before its lease can run out when it cannot renew it
-    ///   (Unavailable, timeouts), so two members never read one unit at the same time.
+    ///   (Unavailable, timeouts, a request that hangs, a paused process: each reader checks
+    ///   its deadline before every delivery), so two members never read one unit at the same
+    ///   time. Lease transactions run at serial consistency SERIAL, so this holds with a lease
+    ///   keyspace replicated over several data centres too.
     /// - Members hold equal shares (± 1): a new member asks the others for units, which they
     ///   hand over after reading to the end of their window and saving the checkpoint; a member
-    ///   that stops ([`CDCLogReader::stop`], or its handle dropped) hands its units back at
-    ///   once.
+    ///   that stops ([`CDCLogReader::stop`], or its handle dropped) finishes its windows the
+    ///   same way, renewing its leases meanwhile, and hands its units back.
     /// - The next generation's units are read once every unit of the current one is done.
     ///
     /// Needs a checkpoint saver that saves and loads, and stores its checkpoints in a table
