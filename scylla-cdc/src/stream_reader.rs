@@ -431,7 +431,15 @@ impl StreamReader {
         // the rows read since the last pause.
         let mut empty_windows = 0u32;
         let mut rows_since_pause = 0u64;
+        // Copies of the two limits' receivers, marked seen before each look at the limit: a
+        // pause ends as soon as either changes (a stop, `stop_at`, a new generation).
+        let mut limits = (
+            self.plan.settings.end.clone(),
+            self.plan.generation_end.clone(),
+        );
         loop {
+            limits.0.borrow_and_update();
+            limits.1.borrow_and_update();
             let limit = self.plan.limit();
             if limit.is_some_and(|l| t >= l) {
                 self.plan.flush(&mut self.progress, t).await?;
@@ -443,7 +451,11 @@ impl StreamReader {
             let now = s.clock.now();
             let u = next_window_end(t, s.window_size, now, s.safety_interval, limit);
             if u <= t {
-                tokio::time::sleep(idle_pause(s.sleep_interval, t, now, s.safety_interval)).await;
+                pause(
+                    idle_pause(s.sleep_interval, t, now, s.safety_interval),
+                    &mut limits,
+                )
+                .await;
                 continue;
             }
             tracing::Span::current().record("window_start", tracing::field::display(t));
@@ -460,7 +472,7 @@ impl StreamReader {
             (p.window_rows, p.window_changes) = (0, 0);
             // The window was cut short by "now - safety_interval" (not by its size or the
             // limit): the reader has caught up and waits before the next window.
-            let caught_up = u < t_plus(t, s.window_size) && limit.is_none_or(|l| u < l);
+            let caught_up = u < crate::time::plus(t, s.window_size) && limit.is_none_or(|l| u < l);
             t = u;
             self.plan.save(&mut self.progress, t, false).await?;
             if caught_up {
@@ -471,8 +483,8 @@ impl StreamReader {
                 };
                 rows_since_pause = 0;
                 let s = &self.plan.settings;
-                let pause = backoff_pause(s.sleep_interval, s.max_idle_pause, empty_windows);
-                tokio::time::sleep(pause).await;
+                let idle = backoff_pause(s.sleep_interval, s.max_idle_pause, empty_windows);
+                pause(idle, &mut limits).await;
             }
         }
     }
@@ -495,6 +507,24 @@ struct PageCounts {
     changes: u64,
 }
 
+/// Waits `duration`, or less if the reader's end or the generation's end changes meanwhile
+/// (`limits`, marked seen when the loop last looked at the limit): a graceful stop or a new
+/// generation is acted on at once, however long the sleep interval or the idle back-off.
+async fn pause(
+    duration: Duration,
+    limits: &mut (
+        watch::Receiver<Option<DateTime<Utc>>>,
+        watch::Receiver<Option<DateTime<Utc>>>,
+    ),
+) {
+    // A closed channel (its sender gone) cannot change any more: that branch is disabled.
+    tokio::select! {
+        () = tokio::time::sleep(duration) => {}
+        Ok(()) = limits.0.changed() => {}
+        Ok(()) = limits.1.changed() => {}
+    }
+}
+
 /// How long a group waits when nothing can be read yet (`now - safety_interval <= t`): the
 /// sleep interval; with a zero sleep interval, until the window from `t` can be read (at
 /// least 1 ms, at most a second, so that a changed end is still seen promptly).
@@ -507,7 +537,7 @@ fn idle_pause(
     if !sleep_interval.is_zero() {
         return sleep_interval;
     }
-    let readable_at = t_plus(t, safety_interval);
+    let readable_at = crate::time::plus(t, safety_interval);
     (readable_at - now)
         .to_std()
         .unwrap_or_default()
@@ -521,12 +551,6 @@ fn idle_pause(
 pub(crate) fn backoff_pause(sleep: Duration, max: Duration, empty: u32) -> Duration {
     let factor = 1u32.checked_shl(empty.min(31)).unwrap_or(u32::MAX);
     sleep.saturating_mul(factor).min(max).max(sleep)
-}
-
-/// `t + d`, saturating.
-fn t_plus(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
-    t.checked_add_signed(crate::time::to_delta(d))
-        .unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
 impl Plan {

@@ -175,7 +175,7 @@ impl Member<'_> {
     }
 
     fn expires_at(&self) -> DateTime<Utc> {
-        Utc::now() + crate::time::to_delta(self.g.lease_duration)
+        crate::time::plus(Utc::now(), self.g.lease_duration)
     }
 
     async fn run(&mut self) -> Result<(), CDCError> {
@@ -914,7 +914,7 @@ impl Member<'_> {
             .collect();
         let version = self.next_version();
         let expires = self.expires_at();
-        let ttl = self.g.lease_duration * 3;
+        let ttl = self.g.lease_duration.saturating_mul(3);
         let sent = Instant::now();
         match self.g.lease.renew(&me, &held, version, expires, ttl).await {
             Ok(lost) => {
