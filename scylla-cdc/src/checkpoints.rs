@@ -128,7 +128,9 @@ pub(crate) fn cql_ttl_secs(ttl: Duration) -> i32 {
     if ttl.is_zero() {
         return 0;
     }
-    let secs = ttl.as_secs().saturating_add(u64::from(ttl.subsec_nanos() > 0));
+    let secs = ttl
+        .as_secs()
+        .saturating_add(u64::from(ttl.subsec_nanos() > 0));
     i32::try_from(secs.min(MAX_CQL_TTL.as_secs())).unwrap_or(i32::MAX)
 }
 

@@ -182,6 +182,13 @@ impl Member<'_> {
         let mut tick = tokio::time::interval(self.g.renew_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut stop = self.g.stop.clone();
+        // A round also runs at once when the reader's end moves (`stop_at`, the programs'
+        // SIGTERM: the member finishes then, not a renew interval later) and when the
+        // follower publishes generations (a switch is not left waiting for the next round):
+        // with a long renew interval (hours) either would wait that long.
+        let mut end = self.w.settings.end.clone();
+        let mut generations = self.w.generations_rx.clone();
+        let (mut end_open, mut generations_open) = (true, true);
         loop {
             let deadline = self
                 .running
@@ -205,6 +212,14 @@ impl Member<'_> {
                         return Ok(());
                     }
                 }
+                changed = end.changed(), if end_open => match changed {
+                    Ok(()) => tick.reset_immediately(),
+                    Err(_) => end_open = false,
+                },
+                changed = generations.changed(), if generations_open => match changed {
+                    Ok(()) => tick.reset_immediately(),
+                    Err(_) => generations_open = false,
+                },
             }
         }
     }
