@@ -55,6 +55,10 @@ pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(10);
 /// lease durations (a CQL TTL, at most 20 years), and a dead member's units wait a lease
 /// duration before they are taken over.
 pub const MAX_LEASE_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// The shortest [`CDCLogReaderBuilder::renew_interval`]: a millisecond, the resolution of the
+/// runtime's timers (a shorter interval renews every millisecond all the same, while the
+/// member takes its leases to last only the lease duration less half of it).
+pub const MIN_RENEW_INTERVAL: Duration = Duration::from_millis(1);
 
 /// A consumer group's settings ([`CDCLogReaderBuilder::group`]).
 #[derive(Clone, Debug)]
@@ -267,7 +271,8 @@ impl CDCLogReaderBuilder {
     }
 
     /// How often a member renews its leases and looks at the group (default: a third of the
-    /// lease duration). Must be more than zero and shorter than the lease duration.
+    /// lease duration). Must be at least [`MIN_RENEW_INTERVAL`] (1 ms) and shorter than the
+    /// lease duration.
     pub fn renew_interval(self, interval: Duration) -> Self {
         self.with_group("renew_interval", move |g| g.renew_interval = Some(interval))
     }
@@ -554,8 +559,9 @@ impl CDCLogReaderBuilder {
     /// Errors: a missing option, an invalid configuration (a window shorter than
     /// [`MIN_WINDOW_SIZE`], a sleep interval longer than [`MAX_SLEEP_INTERVAL`], zero
     /// `max_rows_per_second` or `max_partition_key_restrictions_per_query`, a consumer
-    /// group's lease duration not within zero and [`MAX_LEASE_DURATION`] or not longer than
-    /// its renew interval, end not after start, no table or a table named twice), a
+    /// group's lease duration over [`MAX_LEASE_DURATION`] or not longer than its renew
+    /// interval, a renew interval under [`MIN_RENEW_INTERVAL`], end not after start, no table
+    /// or a table named twice), a
     /// missing keyspace or table, a table without CDC, a failed metadata query, a saver that
     /// cannot serve several tables ([`CDCCheckpointSaver::for_table`]), or a failure to load
     /// saved progress.
@@ -741,10 +747,10 @@ impl CDCLogReaderBuilder {
             )));
         }
         let renew = g.renew_interval();
-        if renew.is_zero() || g.lease_duration <= renew {
+        if renew < MIN_RENEW_INTERVAL || g.lease_duration <= renew {
             return Err(CDCError::InvalidConfig(format!(
                 "the lease duration ({:?}) must be longer than the renew interval ({renew:?}), \
-                 which must be greater than zero",
+                 which must be at least {MIN_RENEW_INTERVAL:?}",
                 g.lease_duration
             )));
         }
@@ -2805,7 +2811,8 @@ mod tests {
     }
 
     /// The lease duration is at most a day (its member rows live three lease durations, and
-    /// CQL TTLs are at most 20 years); zero and too long are refused, a day is accepted.
+    /// CQL TTLs are at most 20 years); zero and too long are refused, a day is accepted. The
+    /// renew interval is at least a millisecond.
     #[test]
     fn the_lease_duration_is_bounded() {
         let e = Env::new();
@@ -2831,7 +2838,25 @@ mod tests {
             );
         }
         let zero = group(Duration::ZERO).unwrap_err().to_string();
-        assert!(zero.contains("greater than zero"), "{zero}");
+        assert!(zero.contains("at least 1ms"), "{zero}");
+        // The renew interval: at least a millisecond (the timers' resolution).
+        let renew = |renew: Duration| {
+            e.builder()
+                .checkpoint_saver(e.saver.clone())
+                .group("g")
+                .lease_table("ks", "leases")
+                .renew_interval(renew)
+                .validate()
+        };
+        renew(Duration::from_millis(1)).unwrap();
+        for short in [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_micros(999),
+        ] {
+            let err = renew(short).unwrap_err().to_string();
+            assert!(err.contains("at least 1ms"), "{short:?}: {err}");
+        }
     }
 
     /// Generations (and the table's CDC option) are looked for at most every

@@ -507,16 +507,13 @@ struct PageCounts {
     changes: u64,
 }
 
+/// Where reading stops: the reader's end or a generation's end (`None`: not known yet).
+type Limit = watch::Receiver<Option<DateTime<Utc>>>;
+
 /// Waits `duration`, or less if the reader's end or the generation's end changes meanwhile
 /// (`limits`, marked seen when the loop last looked at the limit): a graceful stop or a new
 /// generation is acted on at once, however long the sleep interval or the idle back-off.
-async fn pause(
-    duration: Duration,
-    limits: &mut (
-        watch::Receiver<Option<DateTime<Utc>>>,
-        watch::Receiver<Option<DateTime<Utc>>>,
-    ),
-) {
+async fn pause(duration: Duration, limits: &mut (Limit, Limit)) {
     // A closed channel (its sender gone) cannot change any more: that branch is disabled.
     tokio::select! {
         () = tokio::time::sleep(duration) => {}
