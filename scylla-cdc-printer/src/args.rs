@@ -77,14 +77,15 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10", value_parser = sleep_interval_arg)]
     pub sleep_interval: Duration,
     /// Adaptive polling: the longest a change written while the log is idle may wait before
-    /// it is read, in seconds; idle stream groups poll less often, up to this bound (default:
-    /// safety interval + sleep interval, i.e. no back-off).
+    /// it is read, in seconds; idle stream groups poll less often, up to this bound (0.001 to
+    /// 31536000, though no pause exceeds a day; default: safety interval + sleep interval,
+    /// i.e. no back-off).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
     pub max_idle_latency: Option<Duration>,
     /// How long a start-up step (connecting, reading the schema, loading the checkpoint) or a
     /// read keeps being retried while it fails transiently (timeouts, Overloaded, a cluster
     /// that cannot be reached), in seconds; then the program exits with code 3. Each retry
-    /// logs a WARN line with its cause (default: retry forever).
+    /// logs a WARN line with its cause (0.001 to 31536000, a year; default: retry forever).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
     pub give_up_after: Option<Duration>,
     /// User name (PasswordAuthenticator; default: $SCYLLA_USER).
@@ -120,8 +121,8 @@ pub struct Args {
     /// Save progress in this table (created if missing) and resume from it.
     #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified_arg)]
     pub checkpoint_table: Option<QualifiedTable>,
-    /// Least time between two checkpoints of a stream group, in seconds (0: after every
-    /// window; up to 86400). A group also saves when it finishes a generation and on stop.
+    /// Least time between two checkpoints of a stream group, in seconds (0 to 86400; 0: after
+    /// every window). A group also saves when it finishes a generation and on stop.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
           requires = "checkpoint_table", value_parser = checkpoint_interval_arg)]
     pub checkpoint_interval: Duration,
@@ -137,9 +138,9 @@ pub struct Args {
     /// `<checkpoint table>_dead_letters`; needs --checkpoint-table).
     #[arg(long, value_name = "stop|skip|dead-letter", default_value = "stop", value_parser = on_error_arg)]
     pub on_error: OnError,
-    /// Most log rows read per second, all tables together (default: unlimited), so that
-    /// catching up a backlog cannot overload the cluster.
-    #[arg(long, value_name = "ROWS", value_parser = rows_per_second_arg)]
+    /// Most log rows read per second, all tables together (1 to 1000000000; default:
+    /// unlimited), so that catching up a backlog cannot overload the cluster.
+    #[arg(long, value_name = "ROWS", allow_negative_numbers = true, value_parser = rows_per_second_arg)]
     pub max_rows_per_second: Option<u64>,
     /// Seconds between two progress lines on stderr (rows printed, low watermark and lag):
     /// 0.1 to 86400 (default: none).
@@ -151,7 +152,7 @@ pub struct Args {
     /// Start an embedded 3-node cluster with a demo table and a writer, and print its changes.
     #[arg(long, conflicts_with_all = ["hosts", "hostname", "keyspace", "table", "checkpoint_table", "start", "end"])]
     pub demo: bool,
-    /// Stop the demo after this many seconds (default: run until Ctrl-C).
+    /// Stop the demo after this many seconds (0.001 to 31536000; default: run until Ctrl-C).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
     pub demo_seconds: Option<Duration>,
 }
@@ -443,7 +444,7 @@ mod tests {
             ),
             (
                 [&base[..], &["--give-up-after", "-3"]].concat(),
-                "non-negative",
+                "out of range: 0.001 to 31536000 seconds",
             ),
             (
                 [&base[..], &["--checkpoint-interval", "5"]].concat(),
@@ -464,7 +465,7 @@ mod tests {
             ),
             (
                 [&base[..], &["--safety-interval", "-1"]].concat(),
-                "non-negative",
+                "out of range: 0 to 86400 seconds",
             ),
             (
                 [&base[..], &["--sleep-interval", "x"]].concat(),

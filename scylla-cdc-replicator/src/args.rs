@@ -122,15 +122,16 @@ pub struct Args {
           value_parser = sleep_interval_arg)]
     pub sleep_interval: Duration,
     /// Adaptive polling: the longest a change written while the log is idle may wait before
-    /// it is read, in seconds; idle stream groups poll less often, up to this bound (default:
-    /// safety interval + sleep interval, i.e. no back-off).
+    /// it is read, in seconds; idle stream groups poll less often, up to this bound (0.001 to
+    /// 31536000, though no pause exceeds a day; default: safety interval + sleep interval,
+    /// i.e. no back-off).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true,
           value_parser = long_interval_arg)]
     pub max_idle_latency: Option<Duration>,
     /// How long a start-up step (connecting, reading the schema, loading the checkpoint) or a
     /// read keeps being retried while it fails transiently (timeouts, Overloaded, a cluster
     /// that cannot be reached), in seconds; then the program exits with code 3. Each retry
-    /// logs a WARN line with its cause (default: retry forever).
+    /// logs a WARN line with its cause (0.001 to 31536000, a year; default: retry forever).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
     pub give_up_after: Option<Duration>,
     /// Where progress is saved in the source cluster (default:
@@ -140,8 +141,8 @@ pub struct Args {
     /// Neither save nor load progress.
     #[arg(long)]
     pub no_checkpoints: bool,
-    /// Least time between two checkpoints of a stream group, in seconds (0: after every
-    /// window; up to 86400).
+    /// Least time between two checkpoints of a stream group, in seconds (0 to 86400; 0: after
+    /// every window).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
           value_parser = checkpoint_interval_arg)]
     pub checkpoint_interval: Duration,
@@ -158,13 +159,15 @@ pub struct Args {
     /// Accept destination tables with regular columns the source lacks (left null).
     #[arg(long)]
     pub allow_extra_columns: bool,
-    /// Most writes in flight per stream group.
-    #[arg(long, value_name = "N", default_value = "64", value_parser = max_in_flight)]
+    /// Most writes in flight per stream group (1 to 65536).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "64",
+          value_parser = max_in_flight)]
     pub max_in_flight: usize,
     /// Most MiB of writes queued or in flight, all stream groups and tables together (the
     /// memory they hold until written, not only their values' bytes): a slow destination
-    /// then slows reading instead of growing memory. 1 to 4095.
-    #[arg(long, value_name = "MIB", default_value = "8", value_parser = mib_arg)]
+    /// then slows reading instead of growing memory (1 to 4095).
+    #[arg(long, value_name = "MIB", allow_negative_numbers = true, default_value = "8",
+          value_parser = mib_arg)]
     pub max_mib_in_flight: u64,
     /// What to do with a change that cannot be written to the destination, after the
     /// writes' own retries and 3 more attempts: stop (exit 1; a restart replicates it again),
@@ -175,9 +178,9 @@ pub struct Args {
     /// to its change): slower than stop, which pipelines writes.
     #[arg(long, value_name = "stop|skip|dead-letter", default_value = "stop", value_parser = on_error_arg)]
     pub on_error: OnError,
-    /// Most log rows read per second, all tables together (default: unlimited), so that
-    /// catching up a backlog cannot overload the source cluster.
-    #[arg(long, value_name = "ROWS", value_parser = rows_per_second_arg)]
+    /// Most log rows read per second, all tables together (1 to 1000000000; default:
+    /// unlimited), so that catching up a backlog cannot overload the source cluster.
+    #[arg(long, value_name = "ROWS", allow_negative_numbers = true, value_parser = rows_per_second_arg)]
     pub max_rows_per_second: Option<u64>,
     /// Seconds between two progress lines in the log (0.1 to 86400).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5",
@@ -196,8 +199,9 @@ pub struct Args {
     /// Consistency level of the snapshot's reads of the source.
     #[arg(long, value_name = "LEVEL", default_value = "LOCAL_QUORUM", value_parser = parse_consistency)]
     pub snapshot_consistency: Consistency,
-    /// Token ranges the snapshot copies at once.
-    #[arg(long, value_name = "N", default_value = "8", value_parser = max_in_flight)]
+    /// Token ranges the snapshot copies at once (1 to 65536).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "8",
+          value_parser = max_in_flight)]
     pub snapshot_parallelism: usize,
 }
 
@@ -762,13 +766,19 @@ mod tests {
                 with(&["--progress-interval", "0.001"]),
                 "out of range: 0.1 to 86400",
             ),
-            (with(&["--checkpoint-interval", "-1"]), "non-negative"),
+            (
+                with(&["--checkpoint-interval", "-1"]),
+                "out of range: 0 to 86400",
+            ),
             (with(&["--metrics-addr", "localhost"]), "HOST:PORT"),
             (
                 with(&["--max-rows-per-second", "x"]),
                 "from 1 to 1000000000",
             ),
-            (with(&["--safety-interval", "-2"]), "non-negative"),
+            (
+                with(&["--safety-interval", "-2"]),
+                "out of range: 0 to 86400",
+            ),
             (with(&["--write-consistency", "most"]), "consistency level"),
             (
                 with(&["--no-checkpoints", "--checkpoint-table", "a.b"]),

@@ -82,19 +82,23 @@ pub struct VerifyArgs {
     /// Keyspace of the destination tables (default: the source keyspace).
     #[arg(long, value_parser = parse_name)]
     pub destination_keyspace: Option<String>,
-    /// Number of token ranges the ring is split into.
-    #[arg(long, value_name = "N", default_value = "256", value_parser = count_arg)]
+    /// Number of token ranges the ring is split into (1 to 65536).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "256",
+          value_parser = count_arg)]
     pub ranges: u32,
-    /// Token ranges scanned at once.
-    #[arg(long, value_name = "N", default_value = "8", value_parser = count_arg)]
+    /// Token ranges scanned at once (1 to 65536).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "8",
+          value_parser = count_arg)]
     pub parallelism: u32,
-    /// Rows per page of the scans.
-    #[arg(long, value_name = "N", default_value = "1000", value_parser = count_arg)]
+    /// Rows per page of the scans (1 to 65536).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "1000",
+          value_parser = count_arg)]
     pub page_size: u32,
-    /// How long a failing request is retried while it fails transiently, in seconds.
+    /// How long a failing request is retried while it fails transiently, in seconds (0.001 to
+    /// 31536000).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60", value_parser = long_interval_arg)]
     pub give_up_after: Duration,
-    /// Seconds between two progress lines in the log.
+    /// Seconds between two progress lines in the log (0.1 to 86400).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5", value_parser = progress_interval_arg)]
     pub progress_interval: Duration,
     /// Compare the tables as of TIME: a cell written after TIME (on either side) is not

@@ -118,6 +118,22 @@ pub trait CDCCheckpointSaver: Send + Sync {
 /// Default time checkpoint rows live: 7 days.
 pub const DEFAULT_CHECKPOINT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// The longest TTL CQL accepts (ScyllaDB and Cassandra refuse `USING TTL` above it): 20 years.
+pub const MAX_CQL_TTL: Duration = Duration::from_secs(630_720_000);
+
+/// A checkpoint TTL as `USING TTL` takes it: 0 (no expiry) for zero, else whole seconds
+/// rounded up (a sub-second TTL is 1 s, not "forever") and at most [`MAX_CQL_TTL`] (a longer
+/// one would make every save fail).
+pub(crate) fn cql_ttl_secs(ttl: Duration) -> i32 {
+    if ttl.is_zero() {
+        return 0;
+    }
+    let secs = ttl
+        .as_secs()
+        .saturating_add(u64::from(ttl.subsec_nanos() > 0));
+    i32::try_from(secs.min(MAX_CQL_TTL.as_secs())).unwrap_or(i32::MAX)
+}
+
 /// The stream id column's value of the generation row.
 const GENERATION_ROW: &[u8] = &[0];
 
@@ -240,7 +256,9 @@ impl TableBackedCheckpointSaver {
         })
     }
 
-    /// Sets how long saved rows live (whole seconds; zero means forever).
+    /// Sets how long saved rows live (default [`DEFAULT_CHECKPOINT_TTL`]): whole seconds,
+    /// rounded up; zero means forever; at most [`MAX_CQL_TTL`] (20 years, CQL's limit: a longer
+    /// TTL is saved as that).
     pub fn with_ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
         self
@@ -285,7 +303,7 @@ impl TableBackedCheckpointSaver {
     }
 
     fn ttl_secs(&self) -> i32 {
-        i32::try_from(self.ttl.as_secs()).unwrap_or(i32::MAX)
+        cql_ttl_secs(self.ttl)
     }
 
     async fn insert_row(
@@ -410,6 +428,23 @@ pub(crate) mod tests {
 
     // Never held across `.await`.
     use std::sync::Mutex;
+
+    /// TTLs as `USING TTL` takes them: zero is "no expiry", anything else at least a second
+    /// (rounded up) and at most CQL's 20 years.
+    #[test]
+    fn checkpoint_ttls_are_whole_seconds_within_cqls_range() {
+        assert_eq!(cql_ttl_secs(Duration::ZERO), 0);
+        assert_eq!(cql_ttl_secs(Duration::from_nanos(1)), 1);
+        assert_eq!(cql_ttl_secs(Duration::from_millis(500)), 1);
+        assert_eq!(cql_ttl_secs(Duration::from_millis(1500)), 2);
+        assert_eq!(cql_ttl_secs(DEFAULT_CHECKPOINT_TTL), 604_800);
+        assert_eq!(cql_ttl_secs(MAX_CQL_TTL), 630_720_000);
+        assert_eq!(
+            cql_ttl_secs(MAX_CQL_TTL + Duration::from_secs(1)),
+            630_720_000
+        );
+        assert_eq!(cql_ttl_secs(Duration::MAX), 630_720_000);
+    }
 
     /// An in-memory saver that records every call.
     #[derive(Default)]

@@ -301,7 +301,9 @@ pub struct Backoff {
 }
 
 impl Backoff {
-    /// A backoff that retries for `give_up_after` from the first failure (forever if `None`).
+    /// A backoff that retries for `give_up_after` from the first failure (forever if `None`,
+    /// or if the deadline would be past the end of the clock, e.g. `Duration::MAX`; zero gives
+    /// up at the first failure).
     pub fn new(give_up_after: Option<Duration>) -> Self {
         Self {
             next: RETRY_BACKOFF_START,
@@ -317,7 +319,14 @@ impl Backoff {
         let mut pause = self.next;
         if let Some(after) = self.give_up_after {
             let now = tokio::time::Instant::now();
-            let at = *self.give_up_at.get_or_insert(now + after);
+            // `None`: a deadline past the end of the clock, i.e. retry forever.
+            self.give_up_at = self.give_up_at.or_else(|| now.checked_add(after));
+            if self.give_up_at.is_none() {
+                self.give_up_after = None;
+            }
+        }
+        if let (Some(after), Some(at)) = (self.give_up_after, self.give_up_at) {
+            let now = tokio::time::Instant::now();
             if now >= at {
                 warn!(error = %cause, "{what} failed; giving up after {after:?} of retries");
                 return false;
@@ -593,6 +602,22 @@ pub(crate) mod tests {
         .await;
         assert!(r.is_err());
         assert_eq!(attempts, 1);
+    }
+
+    /// `give_up_after` at its bounds: zero gives up at the first transient failure, without
+    /// waiting; the longest duration (far past any clock) retries, as `None` does, instead of
+    /// overflowing the deadline.
+    #[tokio::test(start_paused = true)]
+    async fn give_up_after_at_its_bounds() {
+        let mut zero = Backoff::new(Some(Duration::ZERO));
+        let before = tokio::time::Instant::now();
+        assert!(!zero.wait("x", &"cause").await);
+        assert_eq!(before.elapsed(), Duration::ZERO);
+        let mut longest = Backoff::new(Some(Duration::MAX));
+        for _ in 0..3 {
+            assert!(longest.wait("x", &"cause").await);
+        }
+        assert_eq!(before.elapsed(), Duration::from_millis(50 + 100 + 200));
     }
 
     #[test]

@@ -339,7 +339,7 @@ pub use change::{
     Change, ChangeConsumer, ChangeConsumerFactory, ChangeRow, RowChange, RowImage, Target,
 };
 pub use checkpoints::{
-    CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, TableBackedCheckpointSaver,
+    CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, MAX_CQL_TTL, TableBackedCheckpointSaver,
 };
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
 pub use decode::{DecodeError, Deletions, ListValues};
@@ -352,7 +352,8 @@ pub use events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
 pub use log_reader::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_LEASE_DURATION,
     DEFAULT_PAUSE_BETWEEN_SAVES, DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL,
-    DEFAULT_WINDOW_SIZE, MIN_GENERATION_POLL, ProgressHandle,
+    DEFAULT_WINDOW_SIZE, MAX_LEASE_DURATION, MAX_SLEEP_INTERVAL, MIN_GENERATION_POLL,
+    MIN_RENEW_INTERVAL, MIN_WINDOW_SIZE, ProgressHandle,
 };
 pub use progress::{GroupProgress, Progress, TableProgress};
 pub use replica_groups::DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY;

@@ -51,6 +51,14 @@ mod group;
 
 /// Default lease duration of a consumer group's member: 10 s.
 pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(10);
+/// The longest [`CDCLogReaderBuilder::lease_duration`]: a day. A member's row lives three
+/// lease durations (a CQL TTL, at most 20 years), and a dead member's units wait a lease
+/// duration before they are taken over.
+pub const MAX_LEASE_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// The shortest [`CDCLogReaderBuilder::renew_interval`]: a millisecond, the resolution of the
+/// runtime's timers (a shorter interval renews every millisecond all the same, while the
+/// member takes its leases to last only the lease duration less half of it).
+pub const MIN_RENEW_INTERVAL: Duration = Duration::from_millis(1);
 
 /// A consumer group's settings ([`CDCLogReaderBuilder::group`]).
 #[derive(Clone, Debug)]
@@ -79,8 +87,12 @@ pub const DEFAULT_PAUSE_BETWEEN_SAVES: Duration = Duration::from_secs(10);
 
 /// How often the current generation is saved again while a reader stays in it.
 const GENERATION_RESAVE_INTERVAL: Duration = Duration::from_secs(3600);
-/// The longest [`CDCLogReaderBuilder::sleep_interval`]: a day.
-const MAX_SLEEP_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+/// The longest [`CDCLogReaderBuilder::sleep_interval`]: a day. It is also the longest pause
+/// of an idle stream group ([`CDCLogReaderBuilder::max_idle_latency`]).
+pub const MAX_SLEEP_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+/// The shortest [`CDCLogReaderBuilder::window_size`]: a millisecond, the precision of window
+/// bounds (CQL timestamps); a shorter window would never move past its start.
+pub const MIN_WINDOW_SIZE: Duration = Duration::from_millis(1);
 /// The least time between two looks for a new generation (and at the table's CDC option),
 /// whatever the [`CDCLogReaderBuilder::sleep_interval`].
 pub const MIN_GENERATION_POLL: Duration = Duration::from_millis(100);
@@ -92,7 +104,10 @@ fn ceil_to_millis(t: DateTime<Utc>) -> DateTime<Utc> {
     if floor == t {
         t
     } else {
-        floor + TimeDelta::milliseconds(1)
+        // Within the last millisecond chrono can represent: `t` itself.
+        floor
+            .checked_add_signed(TimeDelta::milliseconds(1))
+            .unwrap_or(t)
     }
 }
 
@@ -252,13 +267,15 @@ impl CDCLogReaderBuilder {
     }
 
     /// How long a member's lease on a unit lasts without renewal: how long a unit of a member
-    /// that died waits before another member takes it over (default 10 s).
+    /// that died waits before another member takes it over (default 10 s; more than zero, at
+    /// most [`MAX_LEASE_DURATION`], a day).
     pub fn lease_duration(self, duration: Duration) -> Self {
         self.with_group("lease_duration", move |g| g.lease_duration = duration)
     }
 
     /// How often a member renews its leases and looks at the group (default: a third of the
-    /// lease duration). Must be shorter than the lease duration.
+    /// lease duration). Must be at least [`MIN_RENEW_INTERVAL`] (1 ms) and shorter than the
+    /// lease duration.
     pub fn renew_interval(self, interval: Duration) -> Self {
         self.with_group("renew_interval", move |g| g.renew_interval = Some(interval))
     }
@@ -367,26 +384,35 @@ impl CDCLogReaderBuilder {
         self
     }
 
-    /// Longest window one query covers (default 60 s; must not be zero).
+    /// Longest window one query covers (default 60 s; at least [`MIN_WINDOW_SIZE`], 1 ms:
+    /// window bounds are whole milliseconds). Any longer value is allowed: a window also ends
+    /// a safety interval before now.
     pub fn window_size(mut self, window_size: Duration) -> Self {
         self.window_size = window_size;
         self
     }
 
     /// How far behind "now" reading stays, so that writes in flight (and clock skew between
-    /// nodes) are not missed (default 30 s).
+    /// nodes) are not missed (default 30 s). Zero is allowed (reading follows now closely);
+    /// so is any longer value, which only delays reading (past the end of time, nothing is
+    /// ever read).
     pub fn safety_interval(mut self, safety_interval: Duration) -> Self {
         self.safety_interval = safety_interval;
         self
     }
 
     /// How long a caught-up stream reader waits before its next window, and how often new
-    /// generations are looked for (default 10 s, at most a day).
+    /// generations are looked for (default 10 s, at most [`MAX_SLEEP_INTERVAL`], a day).
     ///
     /// Zero is allowed, as in scylla-cdc-rust: a caught-up group reads its next window as
     /// soon as the last one is done (one query per group per window, so the cluster is
-    /// polled continuously); new generations and the table's CDC option are then still
-    /// looked for only every [`MIN_GENERATION_POLL`].
+    /// polled continuously). New generations and the table's CDC option are looked for every
+    /// `max(sleep_interval, MIN_GENERATION_POLL)` ([`MIN_GENERATION_POLL`]: 100 ms), so a
+    /// zero or tiny sleep interval does not poll the system tables continuously.
+    ///
+    /// A pause ends early when the reader is told to stop ([`CDCLogReader::stop_at`], as the
+    /// programs do on SIGTERM) or a new generation is found: a long sleep interval never
+    /// delays a graceful stop.
     pub fn sleep_interval(mut self, sleep_interval: Duration) -> Self {
         self.sleep_interval = sleep_interval;
         self
@@ -413,7 +439,9 @@ impl CDCLogReaderBuilder {
         self
     }
 
-    /// Least time between two checkpoints of one stream group (default 10 s).
+    /// Least time between two checkpoints of one stream group (default 10 s). Zero saves after
+    /// every window; a group also saves when it finishes a generation and when it stops,
+    /// whatever this is (so a very long pause saves only then).
     pub fn pause_between_saves(mut self, pause: Duration) -> Self {
         self.pause_between_saves = pause;
         self
@@ -474,7 +502,9 @@ impl CDCLogReaderBuilder {
     /// A row is then delivered at most `max_idle_latency` plus the time of the read after
     /// it was written. Raising it (say to 2 minutes with the default 30 s safety interval)
     /// cuts the queries of idle groups by up to the ratio of the longest pause to the sleep
-    /// interval. A value below the safety interval plus the sleep interval means no back-off.
+    /// interval. A value below the safety interval plus the sleep interval means no back-off;
+    /// a pause never exceeds [`MAX_SLEEP_INTERVAL`] (a day) nor delays a stop, whatever the
+    /// value.
     pub fn max_idle_latency(mut self, max_idle_latency: Duration) -> Self {
         self.max_idle_latency = Some(max_idle_latency);
         self
@@ -509,6 +539,9 @@ impl CDCLogReaderBuilder {
     /// logs a WARN line with its cause, so a cluster that is gone for good is visible in the
     /// log either way. A definite answer (missing keyspace or table, CDC off, a refused
     /// permission) is never retried.
+    ///
+    /// Zero gives up at the first transient failure; a duration past the end of any clock
+    /// (such as `Duration::MAX`) retries forever, as without this setting.
     pub fn give_up_after(mut self, give_up_after: Duration) -> Self {
         self.give_up_after = Some(give_up_after);
         self
@@ -526,8 +559,12 @@ impl CDCLogReaderBuilder {
     ///
     /// Returns the reader (to stop it) and a handle that resolves to the reader's result
     /// (dropping the handle stops the reader).
-    /// Errors: a missing option, an invalid configuration (zero window or sleep, zero
-    /// `max_rows_per_second`, end not after start, no table or a table named twice), a
+    /// Errors: a missing option, an invalid configuration (a window shorter than
+    /// [`MIN_WINDOW_SIZE`], a sleep interval longer than [`MAX_SLEEP_INTERVAL`], zero
+    /// `max_rows_per_second` or `max_partition_key_restrictions_per_query`, a consumer
+    /// group's lease duration over [`MAX_LEASE_DURATION`] or not longer than its renew
+    /// interval, a renew interval under [`MIN_RENEW_INTERVAL`], end not after start, no table
+    /// or a table named twice), a
     /// missing keyspace or table, a table without CDC, a failed metadata query, a saver that
     /// cannot serve several tables ([`CDCCheckpointSaver::for_table`]), or a failure to load
     /// saved progress.
@@ -631,10 +668,12 @@ impl CDCLogReaderBuilder {
 
     /// Validates options that need no cluster; returns whether to save and to load.
     fn validate(&self) -> Result<(bool, bool), CDCError> {
-        if self.window_size.is_zero() {
-            return Err(CDCError::InvalidConfig(
-                "window_size must be greater than zero".into(),
-            ));
+        if self.window_size < MIN_WINDOW_SIZE {
+            return Err(CDCError::InvalidConfig(format!(
+                "window_size must be at least {MIN_WINDOW_SIZE:?} (window bounds are whole \
+                 milliseconds; it was {:?})",
+                self.window_size
+            )));
         }
         if self.sleep_interval > MAX_SLEEP_INTERVAL {
             return Err(CDCError::InvalidConfig(format!(
@@ -704,11 +743,17 @@ impl CDCLogReaderBuilder {
                     .into(),
             ));
         }
+        if g.lease_duration > MAX_LEASE_DURATION {
+            return Err(CDCError::InvalidConfig(format!(
+                "lease_duration must be at most 1 day (it was {:?})",
+                g.lease_duration
+            )));
+        }
         let renew = g.renew_interval();
-        if renew.is_zero() || g.lease_duration <= renew {
+        if renew < MIN_RENEW_INTERVAL || g.lease_duration <= renew {
             return Err(CDCError::InvalidConfig(format!(
                 "the lease duration ({:?}) must be longer than the renew interval ({renew:?}), \
-                 which must be greater than zero",
+                 which must be at least {MIN_RENEW_INTERVAL:?}",
                 g.lease_duration
             )));
         }
@@ -989,7 +1034,8 @@ struct Followed {
     waiting: Vec<Arc<AtomicBool>>,
 }
 
-/// Polls for new generations, once per sleep interval, for the lists some table waits on.
+/// Polls for new generations, once per sleep interval (at least [`MIN_GENERATION_POLL`]
+/// apart), for the lists some table waits on.
 struct Follower {
     followed: Vec<Followed>,
     sleep_interval: Duration,
@@ -997,7 +1043,9 @@ struct Follower {
 
 impl Follower {
     async fn run(self) -> std::convert::Infallible {
-        let mut tick = tokio::time::interval(self.sleep_interval);
+        // A zero sleep interval is allowed (`interval` panics on a zero period), and a tiny one
+        // must not poll the system tables continuously.
+        let mut tick = tokio::time::interval(self.sleep_interval.max(MIN_GENERATION_POLL));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
         loop {
@@ -1187,7 +1235,7 @@ impl Worker {
     /// After a check found CDC disabled on the table: read every change logged before now
     /// (plus the safety interval, for the nodes' clocks), then end.
     fn cdc_disabled(&mut self) {
-        let until = ceil_to_millis(Utc::now() + self.settings.safety_interval);
+        let until = ceil_to_millis(crate::time::plus(Utc::now(), self.settings.safety_interval));
         warn!(
             keyspace = %self.keyspace,
             table = %self.table,
@@ -2562,6 +2610,299 @@ mod tests {
                 "tablets: {tablets}"
             );
         }
+    }
+
+    /// A start 40 s before the clock's "now" (the builder's safety interval is 30 s): the rows
+    /// just after it are readable at once, and even 1 ms windows reach them quickly.
+    const NEAR: i64 = BASE - 40_000;
+
+    /// One builder setting at a bound: its name, how it is set, and the rows the reader must
+    /// deliver (0 where the setting makes every row unreadable for now).
+    type BoundCase = (
+        &'static str,
+        fn(&Env, CDCLogReaderBuilder) -> CDCLogReaderBuilder,
+        usize,
+    );
+
+    /// Runs a reader of three rows with one setting at a bound, in a task of its own (a panic
+    /// is reported, not propagated): waits (paused clock) up to 60 s for `rows` rows, then
+    /// asks it to stop as the programs do on SIGTERM (`stop_at` in the past) and gives it 2 s
+    /// to end. `Err` says what went wrong: a panic, an error, rows missing, or no prompt stop.
+    async fn run_at_bound(case: BoundCase) -> Result<(), String> {
+        let (_, configure, rows) = case;
+        let task = tokio::spawn(async move {
+            let e = Env::new();
+            e.fetcher
+                .add(g(BASE - 3_600_000), vec![vec![stream(1)], vec![stream(2)]]);
+            e.log.push(row(1, (NEAR + 10) * 1000, 0, 1));
+            e.log.push(row(2, (NEAR + 500) * 1000, 0, 2));
+            e.log.push(row(1, (NEAR + 5_000) * 1000, 0, 3));
+            let b = e
+                .builder()
+                .start_timestamp(ms(NEAR))
+                .checkpoint_saver(e.saver.clone());
+            let b = configure(&e, b);
+            let (mut r, h) = e.start(b, None).await.map_err(|e| format!("start: {e}"))?;
+            let began = tokio::time::Instant::now();
+            while e.seen().len() < rows.max(1) && began.elapsed() < Duration::from_secs(60) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            r.stop_at(DateTime::<Utc>::UNIX_EPOCH);
+            let asked = tokio::time::Instant::now();
+            match tokio::time::timeout(Duration::from_secs(2), h).await {
+                Err(_) => return Err("still running 2 s after stop_at".to_owned()),
+                Ok(Err(e)) => return Err(format!("ended with {e}")),
+                Ok(Ok(())) => {}
+            }
+            let seen = e.seen().len();
+            if seen != rows {
+                return Err(format!("{seen} rows delivered, not {rows}"));
+            }
+            Ok(asked.elapsed())
+        });
+        match task.await {
+            Ok(r) => r.map(|_| ()),
+            Err(e) => match e.try_into_panic() {
+                Ok(payload) => Err(format!(
+                    "panicked: {}",
+                    crate::error_policy::panic_message(payload.as_ref())
+                )),
+                Err(e) => Err(format!("task failed: {e}")),
+            },
+        }
+    }
+
+    /// Every builder setting that takes a duration or a count, at zero (where `validate`
+    /// accepts it), at its least and greatest accepted value: `validate` accepts it, the
+    /// reader runs, delivers what is readable, and stops promptly when asked.
+    #[tokio::test(start_paused = true)]
+    async fn every_setting_at_its_bounds_runs() {
+        let cases: Vec<BoundCase> = vec![
+            (
+                "sleep_interval 0",
+                |_, b| b.sleep_interval(Duration::ZERO),
+                3,
+            ),
+            (
+                "sleep_interval 1 µs",
+                |_, b| b.sleep_interval(Duration::from_micros(1)),
+                3,
+            ),
+            (
+                "sleep_interval 1 day (max)",
+                |_, b| b.sleep_interval(MAX_SLEEP_INTERVAL),
+                3,
+            ),
+            (
+                "window_size 1 ms (min)",
+                |_, b| b.window_size(Duration::from_millis(1)),
+                3,
+            ),
+            (
+                "window_size Duration::MAX",
+                |_, b| b.window_size(Duration::MAX),
+                3,
+            ),
+            (
+                "safety_interval 0",
+                |_, b| b.safety_interval(Duration::ZERO),
+                3,
+            ),
+            (
+                "safety_interval Duration::MAX",
+                |_, b| b.safety_interval(Duration::MAX),
+                0,
+            ),
+            (
+                "max_idle_latency 0",
+                |_, b| b.max_idle_latency(Duration::ZERO),
+                3,
+            ),
+            (
+                "max_idle_latency Duration::MAX",
+                |_, b| b.max_idle_latency(Duration::MAX),
+                3,
+            ),
+            (
+                "pause_between_saves 0",
+                |_, b| b.pause_between_saves(Duration::ZERO),
+                3,
+            ),
+            (
+                "pause_between_saves Duration::MAX",
+                |_, b| b.pause_between_saves(Duration::MAX),
+                3,
+            ),
+            ("give_up_after 0", |_, b| b.give_up_after(Duration::ZERO), 3),
+            (
+                "give_up_after Duration::MAX, after a transient error",
+                |e, b| {
+                    e.fetcher
+                        .group_errors
+                        .lock()
+                        .unwrap()
+                        .push(CDCError::Query {
+                            what: "streams".into(),
+                            source: Box::new(ExecutionError::RequestTimeout(Duration::from_secs(
+                                1,
+                            ))),
+                        });
+                    b.give_up_after(Duration::MAX)
+                },
+                3,
+            ),
+            (
+                "max_rows_per_second 1 (min)",
+                |_, b| b.max_rows_per_second(1),
+                3,
+            ),
+            (
+                "max_rows_per_second u64::MAX",
+                |_, b| b.max_rows_per_second(u64::MAX),
+                3,
+            ),
+            (
+                "max_partition_key_restrictions_per_query 1 (min)",
+                |_, b| b.max_partition_key_restrictions_per_query(1),
+                3,
+            ),
+            (
+                "max_partition_key_restrictions_per_query usize::MAX",
+                |_, b| b.max_partition_key_restrictions_per_query(usize::MAX),
+                3,
+            ),
+            (
+                "end_timestamp DateTime::MAX_UTC",
+                |_, b| b.end_timestamp(DateTime::<Utc>::MAX_UTC),
+                3,
+            ),
+            (
+                "on_consumer_error u32::MAX retries, Duration::MAX apart",
+                |_, b| {
+                    b.on_consumer_error(
+                        ConsumerErrorPolicy::stop().with_retry(u32::MAX, Duration::MAX),
+                    )
+                },
+                3,
+            ),
+        ];
+        let mut failures = Vec::new();
+        for case in cases {
+            if let Err(e) = run_at_bound(case).await {
+                failures.push(format!("{}: {e}", case.0));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    /// A window shorter than a millisecond never ends a window (bounds are whole
+    /// milliseconds): `validate` refuses it, and accepts 1 ms.
+    #[test]
+    fn a_window_shorter_than_a_millisecond_is_refused() {
+        let e = Env::new();
+        for w in [Duration::from_nanos(1), Duration::from_micros(999)] {
+            let err = e.builder().window_size(w).validate().unwrap_err();
+            assert!(
+                err.to_string().contains("window_size must be at least 1ms"),
+                "{err}"
+            );
+        }
+        e.builder()
+            .window_size(Duration::from_millis(1))
+            .validate()
+            .unwrap();
+    }
+
+    /// The lease duration is at most a day (its member rows live three lease durations, and
+    /// CQL TTLs are at most 20 years); zero and too long are refused, a day is accepted. The
+    /// renew interval is at least a millisecond.
+    #[test]
+    fn the_lease_duration_is_bounded() {
+        let e = Env::new();
+        let group = |lease: Duration| {
+            e.builder()
+                .checkpoint_saver(e.saver.clone())
+                .group("g")
+                .lease_table("ks", "leases")
+                .lease_duration(lease)
+                .validate()
+        };
+        let day = Duration::from_secs(24 * 3600);
+        group(day).unwrap();
+        for lease in [
+            day + Duration::from_millis(1),
+            Duration::from_secs(20 * 365 * 24 * 3600),
+            Duration::MAX,
+        ] {
+            let err = group(lease).unwrap_err().to_string();
+            assert!(
+                err.contains("lease_duration must be at most 1 day"),
+                "{lease:?}: {err}"
+            );
+        }
+        let zero = group(Duration::ZERO).unwrap_err().to_string();
+        assert!(zero.contains("at least 1ms"), "{zero}");
+        // The renew interval: at least a millisecond (the timers' resolution).
+        let renew = |renew: Duration| {
+            e.builder()
+                .checkpoint_saver(e.saver.clone())
+                .group("g")
+                .lease_table("ks", "leases")
+                .renew_interval(renew)
+                .validate()
+        };
+        renew(Duration::from_millis(1)).unwrap();
+        for short in [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_micros(999),
+        ] {
+            let err = renew(short).unwrap_err().to_string();
+            assert!(err.contains("at least 1ms"), "{short:?}: {err}");
+        }
+    }
+
+    /// Generations (and the table's CDC option) are looked for at most every
+    /// [`MIN_GENERATION_POLL`], however short the sleep interval, and a reader with a zero
+    /// sleep interval follows a new generation.
+    #[tokio::test(start_paused = true)]
+    async fn generation_polls_are_floored_and_followed_at_any_sleep_interval() {
+        for sleep in [
+            Duration::ZERO,
+            Duration::from_micros(1),
+            Duration::from_millis(50),
+        ] {
+            let e = Env::new();
+            e.fetcher.add(g(BASE - 3_600_000), vec![vec![stream(1)]]);
+            e.log.push(row(3, (BASE + 16_000) * 1000, 0, 1));
+            let b = e
+                .builder()
+                .sleep_interval(sleep)
+                .start_timestamp(ms(BASE - 60_000));
+            let (mut r, h) = e.start(b, None).await.unwrap();
+            let at_start = e.fetcher.polls.load(Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            let polls = e.fetcher.polls.load(Ordering::Relaxed) - at_start;
+            assert!(
+                (95..=101).contains(&polls),
+                "sleep {sleep:?}: {polls} generation polls in 10 s"
+            );
+            // Published ahead of its start, as Scylla does.
+            e.fetcher.add(g(BASE + 15_000), vec![vec![stream(3)]]);
+            r.stop_at(ms(BASE + 17_000));
+            tokio::time::timeout(Duration::from_secs(60), h)
+                .await
+                .expect("the reader did not reach its end")
+                .unwrap();
+            let vs: Vec<i32> = e.seen().iter().filter_map(|s| s.3).collect();
+            assert_eq!(vs, [1], "sleep {sleep:?}");
+        }
+    }
+
+    #[test]
+    fn ceil_millis_at_the_end_of_time() {
+        let max = DateTime::<Utc>::MAX_UTC;
+        assert!(ceil_to_millis(max) >= crate::time::truncate_to_millis(max));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use metrics::{Counter, Gauge};
 use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use tokio::sync::watch;
@@ -414,10 +414,11 @@ impl Stats {
         let now = self.clock.now();
         let current = *self.watermark.borrow();
         let moved = min.and_then(|min| {
-            let horizon = now - crate::time::to_delta(self.safety_interval);
+            // Saturating: a safety interval may reach past the beginning of time.
+            let horizon = crate::time::minus(now, self.safety_interval);
             // Positions are exclusive (every row *before* them was delivered); the watermark
             // is inclusive, and log times are whole microseconds.
-            let candidate = min.min(horizon) - TimeDelta::microseconds(1);
+            let candidate = crate::time::minus(min.min(horizon), Duration::from_micros(1));
             current.is_none_or(|w| candidate > w).then_some(candidate)
         });
         // The gauges first: whoever sees the watermark move (a `watch` receiver) then reads
@@ -675,6 +676,7 @@ impl RateLimiter {
 mod tests {
     use super::*;
     use crate::time::TokioClock;
+    use chrono::TimeDelta;
 
     fn ms(m: i64) -> DateTime<Utc> {
         DateTime::from_timestamp_millis(m).unwrap()

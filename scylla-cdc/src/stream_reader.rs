@@ -493,7 +493,15 @@ impl StreamReader {
         // the rows read since the last pause.
         let mut empty_windows = 0u32;
         let mut rows_since_pause = 0u64;
+        // Copies of the two limits' receivers, marked seen before each look at the limit: a
+        // pause ends as soon as either changes (a stop, `stop_at`, a new generation).
+        let mut limits = (
+            self.plan.settings.end.clone(),
+            self.plan.generation_end.clone(),
+        );
         loop {
+            limits.0.borrow_and_update();
+            limits.1.borrow_and_update();
             let limit = self.plan.limit();
             if limit.is_some_and(|l| t >= l) {
                 self.plan.flush(&mut self.progress, t).await?;
@@ -505,8 +513,11 @@ impl StreamReader {
             let now = s.clock.now();
             let u = next_window_end(t, s.window_size, now, s.safety_interval, limit);
             if u <= t {
-                let pause = idle_pause(s.sleep_interval, t, now, s.safety_interval);
-                self.plan.pause(pause).await;
+                pause(
+                    idle_pause(s.sleep_interval, t, now, s.safety_interval),
+                    &mut limits,
+                )
+                .await;
                 continue;
             }
             tracing::Span::current().record("window_start", tracing::field::display(t));
@@ -523,7 +534,7 @@ impl StreamReader {
             (p.window_rows, p.window_changes) = (0, 0);
             // The window was cut short by "now - safety_interval" (not by its size or the
             // limit): the reader has caught up and waits before the next window.
-            let caught_up = u < t_plus(t, s.window_size) && limit.is_none_or(|l| u < l);
+            let caught_up = u < crate::time::plus(t, s.window_size) && limit.is_none_or(|l| u < l);
             t = u;
             self.plan.save(&mut self.progress, t, false).await?;
             if caught_up {
@@ -534,8 +545,8 @@ impl StreamReader {
                 };
                 rows_since_pause = 0;
                 let s = &self.plan.settings;
-                let pause = backoff_pause(s.sleep_interval, s.max_idle_pause, empty_windows);
-                self.plan.pause(pause).await;
+                let idle = backoff_pause(s.sleep_interval, s.max_idle_pause, empty_windows);
+                pause(idle, &mut limits).await;
             }
         }
     }
@@ -598,6 +609,21 @@ impl Failed {
     }
 }
 
+/// Where reading stops: the reader's end or a generation's end (`None`: not known yet).
+type Limit = watch::Receiver<Option<DateTime<Utc>>>;
+
+/// Waits `duration`, or less if the reader's end or the generation's end changes meanwhile
+/// (`limits`, marked seen when the loop last looked at the limit): a graceful stop or a new
+/// generation is acted on at once, however long the sleep interval or the idle back-off.
+async fn pause(duration: Duration, limits: &mut (Limit, Limit)) {
+    // A closed channel (its sender gone) cannot change any more: that branch is disabled.
+    tokio::select! {
+        () = tokio::time::sleep(duration) => {}
+        Ok(()) = limits.0.changed() => {}
+        Ok(()) = limits.1.changed() => {}
+    }
+}
+
 /// How long a group waits when nothing can be read yet (`now - safety_interval <= t`): the
 /// sleep interval; with a zero sleep interval, until the window from `t` can be read (at
 /// least 1 ms, at most a second, so that a changed end is still seen promptly).
@@ -610,7 +636,7 @@ fn idle_pause(
     if !sleep_interval.is_zero() {
         return sleep_interval;
     }
-    let readable_at = t_plus(t, safety_interval);
+    let readable_at = crate::time::plus(t, safety_interval);
     (readable_at - now)
         .to_std()
         .unwrap_or_default()
@@ -626,12 +652,6 @@ pub(crate) fn backoff_pause(sleep: Duration, max: Duration, empty: u32) -> Durat
     sleep.saturating_mul(factor).min(max).max(sleep)
 }
 
-/// `t + d`, saturating.
-fn t_plus(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
-    t.checked_add_signed(crate::time::to_delta(d))
-        .unwrap_or(DateTime::<Utc>::MAX_UTC)
-}
-
 impl Plan {
     /// Fails with [`CDCError::LeaseExpired`] once the leases of the units read have run out.
     #[inline]
@@ -639,29 +659,6 @@ impl Plan {
         match &self.deadline {
             Some(deadline) if deadline.passed() => Err(CDCError::LeaseExpired),
             _ => Ok(()),
-        }
-    }
-
-    /// Waits `pause`, or less when the generation's end or the reader's end changes
-    /// meanwhile (a member stopping this reader to hand a unit over, or `stop()`): an idle
-    /// group may pause for up to `max_idle_pause`, and a stop must not wait that out.
-    async fn pause(&self, pause: Duration) {
-        let mut generation_end = self.generation_end.clone();
-        let mut end = self.settings.end.clone();
-        generation_end.borrow_and_update();
-        end.borrow_and_update();
-        let changed = async {
-            // A closed channel never changes again: only the other one (or the sleep) ends
-            // the pause.
-            tokio::select! {
-                Ok(()) = generation_end.changed() => {}
-                Ok(()) = end.changed() => {}
-                else => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            () = tokio::time::sleep(pause) => {}
-            () = changed => {}
         }
     }
 

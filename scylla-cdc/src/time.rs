@@ -59,6 +59,18 @@ pub(crate) fn to_delta(d: Duration) -> TimeDelta {
     TimeDelta::from_std(d).unwrap_or(TimeDelta::MAX)
 }
 
+/// `t + d`, saturating at the end of time (chrono's `+` panics past it).
+pub(crate) fn plus(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
+    t.checked_add_signed(to_delta(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+/// `t - d`, saturating at the beginning of time (chrono's `-` panics past it).
+pub(crate) fn minus(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
+    t.checked_sub_signed(to_delta(d))
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
 /// Truncates a point in time to whole milliseconds (the precision of CQL timestamps, and
 /// so of window bounds and checkpoints).
 pub(crate) fn truncate_to_millis(t: DateTime<Utc>) -> DateTime<Utc> {
@@ -74,12 +86,8 @@ pub(crate) fn next_window_end(
     safety: Duration,
     limit: Option<DateTime<Utc>>,
 ) -> DateTime<Utc> {
-    let by_size = start
-        .checked_add_signed(to_delta(window))
-        .unwrap_or(DateTime::<Utc>::MAX_UTC);
-    let by_safety = now
-        .checked_sub_signed(to_delta(safety))
-        .unwrap_or(DateTime::<Utc>::MIN_UTC);
+    let by_size = plus(start, window);
+    let by_safety = minus(now, safety);
     let mut end = by_size.min(by_safety);
     if let Some(limit) = limit {
         end = end.min(limit);

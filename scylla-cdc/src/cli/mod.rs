@@ -482,17 +482,23 @@ const MILLISECOND: Duration = Duration::from_millis(1);
 const HOUR: Duration = Duration::from_secs(3600);
 const DAY: Duration = Duration::from_secs(86_400);
 
-/// [`parse_seconds`] within `[min, max]`: a value a program cannot work with (a window of a
-/// nanosecond never ends a catch-up; a safety interval of years never reads) is refused with
-/// the range in the message.
+/// A number of seconds (fractions allowed) within `[min, max]`: a value a program cannot work
+/// with (a window of a nanosecond never ends a catch-up; a safety interval of years never
+/// reads) is refused, and every refusal (not a number, negative, NaN, infinite, too large for
+/// a duration, or outside the range) names the range.
 fn seconds_within(text: &str, min: Duration, max: Duration) -> Result<Duration, String> {
-    let d = parse_seconds(text)?;
+    let range = format!("{} to {} seconds", min.as_secs_f64(), max.as_secs_f64());
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds ({range})"))?;
+    let out_of_range = || format!("`{text}` is out of range: {range}");
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(out_of_range());
+    }
+    let d = Duration::try_from_secs_f64(secs).map_err(|_| out_of_range())?;
     if d < min || d > max {
-        return Err(format!(
-            "`{text}` is out of range: {} to {} seconds",
-            min.as_secs_f64(),
-            max.as_secs_f64()
-        ));
+        return Err(out_of_range());
     }
     Ok(d)
 }
@@ -637,12 +643,12 @@ pub struct GroupFlags {
     pub member_id: Option<String>,
     /// How long a member's lease on its streams lasts without renewal, in seconds: the
     /// streams of a member that died wait this long before another member takes them over
-    /// (0.1 to 86400; default 10).
+    /// (0.1 to 86400; default 10; longer than --renew-interval).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, requires = "group",
           value_parser = lease_duration_arg)]
     pub lease_duration: Option<Duration>,
-    /// How often a member renews its leases and looks at the group, in seconds; shorter than
-    /// --lease-duration (0.01 to 86400; default: a third of the lease duration).
+    /// How often a member renews its leases and looks at the group, in seconds (0.01 to 43200;
+    /// shorter than --lease-duration; default: a third of the lease duration).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, requires = "group",
           value_parser = renew_interval_arg)]
     pub renew_interval: Option<Duration>,
@@ -741,14 +747,20 @@ pub fn group_name_arg(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
-/// clap parser of `--lease-duration`: 0.1 s to 1 day.
+/// clap parser of `--lease-duration`: 0.1 s to 1 day (the library's
+/// [`crate::MAX_LEASE_DURATION`]).
 pub fn lease_duration_arg(text: &str) -> Result<Duration, String> {
-    seconds_within(text, Duration::from_millis(100), DAY)
+    seconds_within(text, Duration::from_millis(100), crate::MAX_LEASE_DURATION)
 }
 
-/// clap parser of `--renew-interval`: 10 ms to 1 day.
+/// clap parser of `--renew-interval`: 10 ms to half a day, so that the longest renew interval
+/// is shorter than the longest lease duration (it must be shorter than the lease duration).
 pub fn renew_interval_arg(text: &str) -> Result<Duration, String> {
-    seconds_within(text, Duration::from_millis(10), DAY)
+    seconds_within(
+        text,
+        Duration::from_millis(10),
+        crate::MAX_LEASE_DURATION / 2,
+    )
 }
 
 /// A point in time as RFC 3339 with microseconds and `Z` (`2024-05-01T12:00:00.123456Z`).
@@ -1399,6 +1411,29 @@ mod tests {
             long_interval_arg("0.5").unwrap(),
             Duration::from_millis(500)
         );
+        assert_eq!(lease_duration_arg("86400").unwrap(), DAY);
+        assert_eq!(renew_interval_arg("43200").unwrap(), DAY / 2);
+        assert!(renew_interval_arg("43200.001").is_err());
+    }
+
+    /// Every refusal of a number of seconds names the range: below it, above it, negative,
+    /// not a number, NaN, infinite, or too large for a duration.
+    #[test]
+    fn every_refused_interval_names_its_range() {
+        for bad in [
+            "-0.001", "-1", "3600.001", "1e300", "NaN", "inf", "-inf", "x", "",
+        ] {
+            let err = sleep_interval_arg(bad).unwrap_err();
+            assert!(err.contains("0 to 3600 seconds"), "{bad:?}: {err}");
+        }
+        for bad in ["0", "0.0009", "604800.001", "-5"] {
+            let err = window_size_arg(bad).unwrap_err();
+            assert_eq!(
+                err,
+                format!("`{bad}` is out of range: 0.001 to 604800 seconds")
+            );
+        }
+        assert_eq!(sleep_interval_arg("-0").unwrap(), Duration::ZERO);
     }
 
     #[test]

@@ -196,13 +196,20 @@ impl Member<'_> {
     }
 
     fn expires_at(&self) -> DateTime<Utc> {
-        Utc::now() + crate::time::to_delta(self.g.lease_duration)
+        crate::time::plus(Utc::now(), self.g.lease_duration)
     }
 
     async fn run(&mut self) -> Result<(), CDCError> {
         let mut tick = tokio::time::interval(self.g.renew_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut stop = self.g.stop.clone();
+        // A round also runs at once when the reader's end moves (`stop_at`, the programs'
+        // SIGTERM: the member finishes then, not a renew interval later) and when the
+        // follower publishes generations (a switch is not left waiting for the next round):
+        // with a long renew interval (hours) either would wait that long.
+        let mut end = self.w.settings.end.clone();
+        let mut generations = self.w.generations_rx.clone();
+        let (mut end_open, mut generations_open) = (true, true);
         loop {
             let deadline = self.next_deadline();
             tokio::select! {
@@ -221,6 +228,14 @@ impl Member<'_> {
                         return Ok(());
                     }
                 }
+                changed = end.changed(), if end_open => match changed {
+                    Ok(()) => tick.reset_immediately(),
+                    Err(_) => end_open = false,
+                },
+                changed = generations.changed(), if generations_open => match changed {
+                    Ok(()) => tick.reset_immediately(),
+                    Err(_) => generations_open = false,
+                },
             }
         }
     }
@@ -1041,7 +1056,7 @@ impl Member<'_> {
             .collect();
         let version = self.next_version();
         let expires = self.expires_at();
-        let ttl = self.g.lease_duration * 3;
+        let ttl = self.g.lease_duration.saturating_mul(3);
         let sent = Instant::now();
         match self.g.lease.renew(&me, &held, version, expires, ttl).await {
             Ok(lost) => {
