@@ -59,7 +59,7 @@ func startEmulator(t *testing.T, address string, nodes int, generationDelay time
 		}
 		t.Cleanup(func() { log.Close() })
 		cmd.Stderr = log
-		cmd.Env = append(os.Environ(), "RUST_LOG=warn,scylla_cdc_test_utils::statements=debug")
+		cmd.Env = append(os.Environ(), "RUST_LOG=warn,scylla_emulator::statements=debug")
 	} else {
 		cmd.Env = append(os.Environ(), "RUST_LOG=warn")
 		cmd.Stderr = os.Stderr

@@ -104,7 +104,7 @@ pub fn emulator_binary(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
         Ok(candidate)
     } else {
         bail!(
-            "{} not found: build it with `cargo build --release -p scylla-cdc-test-utils` or pass --emulator",
+            "{} not found: build it with `cargo build --release -p scylla-emulator` or pass --emulator",
             candidate.display()
         )
     }
@@ -235,7 +235,7 @@ pub fn mix(n: u64) -> u64 {
 }
 
 /// Row count and checksum (wrapping sum of [`mix`] of every `v`) of a preload of `total`
-/// rows (`v` = row numbers `0..total`, see `scylla_cdc_test_utils::Preload`).
+/// rows (`v` = row numbers `0..total`, see `scylla_emulator::Preload`).
 pub fn backlog_checksum(total: u64) -> (u64, u64) {
     (
         total,
@@ -248,7 +248,7 @@ pub fn backlog_checksum(total: u64) -> (u64, u64) {
 /// run ahead of the wall clock during a fast preload). The write goes to
 /// `keyspace.backlog_clock`, a table without CDC created for it.
 pub async fn end_of_backlog(
-    cluster: &scylla_cdc_test_utils::EmbeddedCluster,
+    cluster: &scylla_emulator::EmbeddedCluster,
     keyspace: &str,
 ) -> anyhow::Result<u64> {
     let session = SessionBuilder::new()
@@ -286,7 +286,7 @@ pub async fn end_of_backlog(
 /// to be read from `start_ms` to `end_ms` (exclusive, milliseconds since the epoch).
 pub struct Backlog {
     /// The cluster.
-    pub cluster: scylla_cdc_test_utils::EmbeddedCluster,
+    pub cluster: scylla_emulator::EmbeddedCluster,
     /// Just before the cluster (and its first generation) existed.
     pub start_ms: u64,
     /// Just after the last preloaded write (see [`end_of_backlog`]).
@@ -349,11 +349,11 @@ impl Backlog {
     ) -> anyhow::Result<Backlog> {
         let start_ms = now_ms().saturating_sub(1);
         let loading = std::time::Instant::now();
-        let cluster = scylla_cdc_test_utils::EmbeddedCluster::builder()
+        let cluster = scylla_emulator::EmbeddedCluster::builder()
             .nodes(shape.nodes)
             .shards_per_node(shape.shards)
             .vnodes_per_node(shape.vnodes)
-            .preload(scylla_cdc_test_utils::Preload::new(
+            .preload(scylla_emulator::Preload::new(
                 keyspace,
                 table,
                 shape.partitions,

@@ -1,6 +1,6 @@
 //! `--demo`: the product working in one command, without a ScyllaDB installation.
 //!
-//! Starts an embedded 3-node cluster (`scylla-cdc-test-utils`), creates `demo.orders` with
+//! Starts an embedded 3-node cluster (`scylla-emulator`), creates `demo.orders` with
 //! CDC (pre- and post-images) and columns of every flavour (a static column, a list, a set, a
 //! map, a non-frozen UDT), runs a writer that cycles through every kind of change a few times
 //! a second ([`demo_statements`]), and prints the log as it arrives until Ctrl-C or
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use scylla::client::session::Session;
-use scylla_cdc_test_utils::EmbeddedCluster;
+use scylla_emulator::EmbeddedCluster;
 use tokio::sync::watch;
 use tracing::warn;
 

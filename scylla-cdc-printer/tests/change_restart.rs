@@ -17,7 +17,8 @@ use std::time::Duration;
 use chrono::{SecondsFormat, Utc};
 use scylla::client::session::Session;
 use scylla::value::CqlTimeuuid;
-use scylla_cdc_test_utils::{EmbeddedCluster, embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 

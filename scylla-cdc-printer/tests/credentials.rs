@@ -7,7 +7,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCa, unique_keyspace_name};
+use scylla_cdc_test_utils::unique_keyspace_name;
+use scylla_emulator::{EmbeddedCluster, TestCa};
 
 const USER: &str = "printer_user";
 const PASSWORD: &str = "Pr1nter-secret-9c4e";

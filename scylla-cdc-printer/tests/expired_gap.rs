@@ -5,7 +5,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use chrono::{SecondsFormat, TimeDelta, Utc};
-use scylla_cdc_test_utils::{EmbeddedCluster, unique_keyspace_name};
+use scylla_cdc_test_utils::unique_keyspace_name;
+use scylla_emulator::EmbeddedCluster;
 
 /// `text` without its ANSI color sequences (`ESC [ ... m`).
 fn strip_ansi(text: &str) -> String {

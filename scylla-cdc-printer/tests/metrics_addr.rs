@@ -4,8 +4,8 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use scylla_cdc_test_utils::EmbeddedCluster;
 use scylla_cdc_test_utils::metrics_scrape::{LogLines, free_local_port, scrape_until, value_of};
+use scylla_emulator::EmbeddedCluster;
 
 /// Kills the child on every exit path of the test.
 struct Killed(Child);

@@ -6,7 +6,8 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCa, unique_keyspace_name};
+use scylla_cdc_test_utils::unique_keyspace_name;
+use scylla_emulator::{EmbeddedCluster, TestCa};
 use tokio::io::AsyncReadExt;
 
 const SOURCE_USER: &str = "source_user";

@@ -5,8 +5,8 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use scylla_cdc_test_utils::EmbeddedCluster;
 use scylla_cdc_test_utils::metrics_scrape::{LogLines, free_local_port, scrape_until, value_of};
+use scylla_emulator::EmbeddedCluster;
 
 const KEYSPACE: &str = "CREATE KEYSPACE ks WITH replication = \
     {'class': 'SimpleStrategy', 'replication_factor': 1}";

@@ -16,7 +16,8 @@ use scylla_cdc::cli::SharedBuffer;
 use scylla_cdc_replicator::snapshot::SNAPSHOT_RANGES;
 use scylla_cdc_replicator::verify::{VerifyArgs, VerifyConfig, verify_table};
 use scylla_cdc_replicator::{Output, Shutdown, exit_code, run, run_to};
-use scylla_cdc_test_utils::{EmbeddedCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 /// Clustering rows per partition of the test tables.
 const ROWS_PER_PARTITION: i32 = 10;

@@ -7,7 +7,8 @@ use futures::StreamExt as _;
 use scylla::client::session::Session;
 use scylla_cdc::cli::SharedBuffer;
 use scylla_cdc_replicator::{CliError, Output, Shutdown, exit_code, run_to};
-use scylla_cdc_test_utils::{EmbeddedCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 /// A source and a destination cluster, each with keyspace `ks`.
 struct Pair {

@@ -91,7 +91,7 @@ mod tests {
     use std::sync::Mutex;
     use std::time::Duration;
 
-    use scylla_cdc_test_utils::{EmbeddedCluster, TestCa};
+    use scylla_emulator::{EmbeddedCluster, TestCa};
 
     use super::*;
 

@@ -1188,9 +1188,7 @@ mod tests {
     /// rides with that batch otherwise): a member that lost its units stays a live member.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn losing_every_unit_of_the_first_batch_still_renews_the_member() -> anyhow::Result<()> {
-        let cluster = scylla_cdc_test_utils::EmbeddedCluster::builder()
-            .start()
-            .await?;
+        let cluster = scylla_emulator::EmbeddedCluster::builder().start().await?;
         let session = cluster.session().await?;
         session
             .query_unpaged(

@@ -59,7 +59,7 @@
 //! ([`CDCRow::is_value_deleted`], [`CDCRow::get_deleted_elements`], [`Deletions`]).
 //!
 //! The repository's `docs/tutorial.md` walks from an empty project to a consumer with
-//! checkpoints and a test against the embedded cluster of `scylla-cdc-test-utils`; its
+//! checkpoints and a test against the embedded cluster of `scylla-emulator`; its
 //! program is the `tutorial` example.
 //!
 //! # How reading works

@@ -2341,9 +2341,7 @@ pub(crate) mod tests {
     /// stream group: the driver's default of 5 000 rows doubled its memory).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn log_pages_are_of_log_page_rows() -> anyhow::Result<()> {
-        let cluster = scylla_cdc_test_utils::EmbeddedCluster::builder()
-            .start()
-            .await?;
+        let cluster = scylla_emulator::EmbeddedCluster::builder().start().await?;
         let session = cluster.session().await?;
         session
             .query_unpaged(

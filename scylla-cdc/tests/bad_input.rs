@@ -11,7 +11,8 @@ use std::time::Duration;
 use chrono::Utc;
 use common::{Collected, create_cdc_keyspace, drop_keyspace};
 use scylla_cdc::{CDCError, CDCLogReaderBuilder};
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn build_reports_typed_errors() -> anyhow::Result<()> {

@@ -28,9 +28,8 @@ use scylla::value::CqlValue;
 use scylla_cdc::{
     CDCLogReaderBuilder, Change, ChangeConsumer, ChangeConsumerFactory, OperationType, Target,
 };
-use scylla_cdc_test_utils::{
-    EmbeddedCluster, Preload, embedded_only, setup_tracing, unique_keyspace_name,
-};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_emulator::{EmbeddedCluster, Preload};
 
 /// Keeps every change of every stream group.
 #[derive(Clone, Default)]

@@ -15,7 +15,8 @@ use common::{
     Collected, Workload, create_cdc_keyspace, create_workload_table, drop_keyspace, fast, wait_for,
 };
 use scylla_cdc::{CDCCheckpointSaver, CDCLogReaderBuilder, TableBackedCheckpointSaver};
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 async fn restart_loses_nothing(abrupt: bool) -> anyhow::Result<()> {
     setup_tracing();

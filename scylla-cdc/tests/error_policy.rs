@@ -19,7 +19,8 @@ use scylla_cdc::{
     CDCError, CDCLogReaderBuilder, CDCRow, Change, ChangeConsumer, ChangeConsumerFactory, Consumer,
     ConsumerErrorPolicy, ConsumerFactory, DeadLetterTable, TableBackedCheckpointSaver,
 };
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 /// What a [`Picky`] consumer does with the row whose `v` is `bad`.
 #[derive(Clone, Copy)]

@@ -15,7 +15,8 @@ use common::{Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use scylla::client::session::Session;
 use scylla_cdc::{CDCLogReaderBuilder, ExpiredGap, ReaderEvent, TableBackedCheckpointSaver};
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 /// The CDC `ttl` of the tables, in seconds: small, yet long enough for a reader to read the
 /// rows written after the wait before they expire too.

@@ -15,9 +15,8 @@ use common::{
     fast, wait_for,
 };
 use scylla_cdc::CDCLogReaderBuilder;
-use scylla_cdc_test_utils::{
-    EmbeddedCluster, FaultError, FaultRule, embedded_only, setup_tracing, unique_keyspace_name,
-};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_emulator::{EmbeddedCluster, FaultError, FaultRule};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_lose_and_duplicate_nothing() -> anyhow::Result<()> {

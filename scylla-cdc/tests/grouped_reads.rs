@@ -22,9 +22,8 @@ use scylla_cdc::{
     CDCCheckpointSaver, CDCLogReaderBuilder, Checkpoint, GenerationTimestamp, StreamID,
     TableBackedCheckpointSaver,
 };
-use scylla_cdc_test_utils::{
-    EmbeddedCluster, FaultOpcode, embedded_only, setup_tracing, unique_keyspace_name,
-};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_emulator::{EmbeddedCluster, FaultOpcode};
 
 /// Waits until the log up to `end` can be read (the safety interval of `fast` has passed),
 /// so that the reader reads it in whole windows, never catching up and polling.

@@ -20,10 +20,8 @@ use scylla_cdc::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, CDCRow, Consumer, ConsumerFactory,
     ReaderEvent, StreamID, TableBackedCheckpointSaver, UnitStopReason,
 };
-use scylla_cdc_test_utils::{
-    EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule, embedded_only,
-    setup_tracing, unique_keyspace_name,
-};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_emulator::{EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule};
 use tokio::time::Instant;
 
 const LEASE: Duration = Duration::from_secs(2);

@@ -16,7 +16,8 @@ use common::{Collected, fast, wait_for};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use scylla::client::session::Session;
 use scylla_cdc::{CDCLogReaderBuilder, Progress};
-use scylla_cdc_test_utils::{EmbeddedCluster, embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 /// The metrics recorded by every reader of this test binary (its own process).
 fn recorder() -> &'static Snapshotter {

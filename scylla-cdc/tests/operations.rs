@@ -12,7 +12,8 @@ use chrono::Utc;
 use common::{Change, Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
 use scylla::value::{CqlTimestamp, CqlValue};
 use scylla_cdc::{CDCLogReaderBuilder, OperationType};
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 /// The rows of partition `pk`, in delivery order.
 fn of_pk(changes: &[Change], pk: i32) -> Vec<Change> {

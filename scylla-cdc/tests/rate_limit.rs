@@ -13,7 +13,8 @@ use std::time::Duration;
 use chrono::{TimeDelta, Utc};
 use common::{Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
 use scylla_cdc::{CDCError, CDCLogReaderBuilder};
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 /// The cap: low enough for a shared, noisy machine to keep up with easily.
 const CAP: u64 = 1000;

@@ -14,7 +14,8 @@ use chrono::Utc;
 use common::{Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
 use scylla::value::CqlValue;
 use scylla_cdc::{CDCLogReaderBuilder, OperationType};
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn columns_added_and_dropped_while_reading() -> anyhow::Result<()> {

@@ -15,7 +15,8 @@ use scylla::client::session::Session;
 use scylla::response::{PagingState, PagingStateResponse};
 use scylla::statement::unprepared::Statement;
 use scylla_cdc::CDCLogReaderBuilder;
-use scylla_cdc_test_utils::{EmbeddedCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 /// Bytes of each live row's blob: two rows take a page past the cluster's 5,000 bytes.
 const BLOB: usize = 3000;

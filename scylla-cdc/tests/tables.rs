@@ -19,9 +19,8 @@ use scylla_cdc::{
     CDCCheckpointSaver, CDCLogReaderBuilder, CDCRow, Consumer, ConsumerFactory,
     TableBackedCheckpointSaver,
 };
-use scylla_cdc_test_utils::{
-    EmbeddedCluster, TestCluster, embedded_only, setup_tracing, unique_keyspace_name,
-};
+use scylla_cdc_test_utils::{TestCluster, embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 /// A delivered row: the table its consumer was made for, the row's `table()`, and `v`.
 type Seen = (String, String, i32);

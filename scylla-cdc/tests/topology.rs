@@ -16,7 +16,8 @@ use common::{
     Collected, Workload, check_exactly_once_in_order, create_workload_table, fast, wait_for,
 };
 use scylla_cdc::CDCLogReaderBuilder;
-use scylla_cdc_test_utils::{EmbeddedCluster, embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 /// Runs the workload, applies `change` (which returns the new generation's timestamp)
 /// mid-run, and checks what the reader delivered.

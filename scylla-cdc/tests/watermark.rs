@@ -16,7 +16,8 @@ use chrono::{DateTime, TimeDelta, Utc};
 use common::{Collected, Workload, create_workload_table, fast, wait_for};
 use scylla::client::session::Session;
 use scylla_cdc::{CDCLogReader, CDCLogReaderBuilder, TableBackedCheckpointSaver};
-use scylla_cdc_test_utils::{EmbeddedCluster, embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 use uuid::Uuid;
 
 /// A watermark update as observed: the watermark and how many rows had been delivered.

@@ -89,7 +89,7 @@ fn the_readmes_code_blocks_are_example_programs() {
     assert_eq!(
         shown,
         [
-            "scylla-cdc-test-utils/examples/embedded.rs",
+            "scylla-emulator/examples/embedded.rs",
             "scylla-cdc/examples/first_consumer.rs"
         ]
     );

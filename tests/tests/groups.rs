@@ -31,7 +31,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use common::*;
 use scylla::client::session::Session;
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 use serde_json::Value;
 use tokio::process::{Child, Command};
 

@@ -33,7 +33,8 @@ use chrono::{SecondsFormat, Utc};
 use clap::CommandFactory;
 use common::{TempDir, create_keyspace, exec};
 use scylla::client::session::Session;
-use scylla_cdc_test_utils::{EmbeddedCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 use tokio::process::Command;
 use tokio::sync::Semaphore;
 

@@ -30,7 +30,8 @@ use common::*;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla_cdc_replicator::exit_code;
-use scylla_cdc_test_utils::{TestCa, setup_tracing, skip, unique_keyspace_name};
+use scylla_cdc_test_utils::{setup_tracing, skip, unique_keyspace_name};
+use scylla_emulator::TestCa;
 
 const TEST: &str = "replicator_cassandra::replicates_into_cassandra_or_refuses_at_start";
 const CONVERGE: Duration = Duration::from_secs(60);

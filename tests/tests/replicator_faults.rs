@@ -9,10 +9,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use scylla_cdc_test_utils::{
-    EmbeddedCluster, FaultError, FaultOpcode, FaultRule, embedded_only, setup_tracing,
-    unique_keyspace_name,
-};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_emulator::{EmbeddedCluster, FaultError, FaultOpcode, FaultRule};
 
 const CONVERGE: Duration = Duration::from_secs(60);
 

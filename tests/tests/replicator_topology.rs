@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use chrono::Utc;
 use common::*;
-use scylla_cdc_test_utils::{EmbeddedCluster, embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 
 const CONVERGE: Duration = Duration::from_secs(60);
 

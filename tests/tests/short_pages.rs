@@ -13,7 +13,8 @@ use common::*;
 use scylla::client::session::Session;
 use scylla::response::{PagingState, PagingStateResponse};
 use scylla::statement::unprepared::Statement;
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, embedded_only, setup_tracing};
+use scylla_cdc_test_utils::{TestCluster, embedded_only, setup_tracing};
+use scylla_emulator::EmbeddedCluster;
 use serde_json::Value;
 
 /// Bytes of each live row's blob: two log rows take a page past 5,000 bytes.

@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use scylla::client::session::Session;
-use scylla_cdc_test_utils::{
-    EmbeddedCluster, FaultReaction, FaultRule, embedded_only, setup_tracing, unique_keyspace_name,
-};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_emulator::{EmbeddedCluster, FaultReaction, FaultRule};
 use serde_json::Value;
 
 /// How long the injected delay holds the program's start-up.

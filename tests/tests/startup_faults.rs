@@ -13,10 +13,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use scylla_cdc::cli::exit_code;
-use scylla_cdc_test_utils::{
-    EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule, embedded_only,
-    setup_tracing, unique_keyspace_name,
-};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_emulator::{EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule};
 
 /// One fault, once, on the first request of `opcode` whose statement contains `fragment`.
 fn once(opcode: FaultOpcode, fragment: &str, reaction: FaultReaction) -> FaultRule {

@@ -16,7 +16,8 @@ use chrono::{SecondsFormat, Utc};
 use common::*;
 use scylla::client::session::Session;
 use scylla_cdc::cli::exit_code;
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCa, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
+use scylla_emulator::{EmbeddedCluster, TestCa};
 
 const USER: &str = "tls_user";
 const PASSWORD: &str = "pw-over-tls-7f3a";

@@ -5,7 +5,7 @@
 //! full paged scan, and prints ops/s (or rows/s) with the CPU time each process used.
 //!
 //! ```text
-//! cargo build --release -p scylla-cdc-test-utils -p scylla-cdc-bench
+//! cargo build --release -p scylla-emulator -p scylla-cdc-bench
 //! target/release/emulator-bench --rows 500000
 //! ```
 

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use clap::Parser;
 use scylla::client::session::Session;
-use scylla_cdc_test_utils::{EmbeddedCluster, FaultOpcode, Preload};
+use scylla_emulator::{EmbeddedCluster, FaultOpcode, Preload};
 
 /// Idle cost and delivery delay of this reader and of scylla-cdc 0.7.
 #[derive(Debug, Parser)]

@@ -15,7 +15,7 @@
 //! (e.g. `--max-mib-in-flight`), and the destination's row count is checked.
 //!
 //! ```text
-//! cargo build -p scylla-cdc-test-utils -p scylla-cdc-printer -p scylla-cdc-replicator -p scylla-cdc-bench
+//! cargo build -p scylla-emulator -p scylla-cdc-printer -p scylla-cdc-replicator -p scylla-cdc-bench
 //! target/debug/large-rows-bench --rows 300 --row-bytes 1048576 --address 127.0.60.1
 //! target/debug/large-rows-bench --rows 300 --replicator --replicator-arg=--max-mib-in-flight=8
 //! ```

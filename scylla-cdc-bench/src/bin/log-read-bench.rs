@@ -16,7 +16,7 @@
 //! CPU time of both processes.
 //!
 //! ```text
-//! cargo build --release -p scylla-cdc-test-utils -p scylla-cdc-bench
+//! cargo build --release -p scylla-emulator -p scylla-cdc-bench
 //! target/release/log-read-bench --partitions 10000 --rows 1000
 //! ```
 

@@ -8,7 +8,7 @@
 //! backlog grows" is read off one run.
 //!
 //! ```text
-//! cargo build --release -p scylla-cdc-test-utils -p scylla-cdc-bench
+//! cargo build --release -p scylla-emulator -p scylla-cdc-bench
 //! target/release/reader-bench --partitions 1000 --sizes 1000,10000
 //! target/release/reader-bench --partitions 1000 --sizes 1000 --api change
 //! ```

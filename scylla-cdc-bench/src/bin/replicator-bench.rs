@@ -26,7 +26,7 @@
 //! `--tls-test-ca`), to compare with a run without.
 //!
 //! ```text
-//! cargo build --release -p scylla-cdc-test-utils -p scylla-cdc-bench
+//! cargo build --release -p scylla-emulator -p scylla-cdc-bench
 //! target/release/replicator-bench --partitions 1000 --rows 1000 [--tls] [--snapshot]
 //! ```
 

@@ -17,7 +17,7 @@
 //! Exits 1 if anything differs.
 //!
 //! ```text
-//! cargo build --release -p scylla-cdc-test-utils -p scylla-cdc-printer -p scylla-cdc-replicator -p scylla-cdc-bench
+//! cargo build --release -p scylla-emulator -p scylla-cdc-printer -p scylla-cdc-replicator -p scylla-cdc-bench
 //! target/release/soak-bench --rate 1000 --seconds 900
 //! ```
 

@@ -106,7 +106,7 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use scylla_cdc::{CDCLogReaderBuilder, TableBackedCheckpointSaver};
-    use scylla_cdc_test_utils::EmbeddedCluster;
+    use scylla_emulator::EmbeddedCluster;
 
     use super::*;
 

@@ -25,7 +25,8 @@ use scylla_cdc::cli::{CliError, Shutdown, ShutdownTrigger};
 use scylla_cdc_printer::{Output, SharedBuffer};
 use scylla_cdc_replicator::apply::retarget_udts;
 use scylla_cdc_replicator::schema::{ValueKind, read_table_schema};
-use scylla_cdc_test_utils::{EmbeddedCluster, TestCluster, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCluster, unique_keyspace_name};
+use scylla_emulator::EmbeddedCluster;
 use tokio::task::JoinHandle;
 
 /// The cluster of a test with one cluster, or the source of a replicator test: the real one

@@ -3,7 +3,7 @@
 //!
 //! The program starts one embedded cluster in its own process and preloads a CDC table
 //! (`bench.t`, `--partitions` × `--rows` single-row inserts, see
-//! `scylla_cdc_test_utils::Preload`), then runs each reader `--reps` times, each run in a
+//! `scylla_emulator::Preload`), then runs each reader `--reps` times, each run in a
 //! child process (this binary re-executed with a hidden `child` subcommand), alternating
 //! the two systems (ours first in odd repetitions, upstream first in even ones). Both read
 //! exactly the backlog (from before the cluster started to just after the last preloaded

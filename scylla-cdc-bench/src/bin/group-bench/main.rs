@@ -3,7 +3,7 @@
 //!
 //! The program starts one embedded cluster in its own process and preloads a CDC table
 //! (`bench.t`, `--partitions` × `--rows` single-row inserts, see
-//! `scylla_cdc_test_utils::Preload`) in a vnode keyspace. Then, for each N of `--members`:
+//! `scylla_emulator::Preload`) in a vnode keyspace. Then, for each N of `--members`:
 //!
 //! 1. **Catch-up**, `--reps` times. N member processes (this binary re-executed with a hidden `member`
 //!    subcommand) with one group name, fresh for this N, and a fresh checkpoint table (so each
@@ -45,7 +45,7 @@ use clap::{Parser, Subcommand};
 use scylla_cdc_bench::{
     Backlog, BacklogShape, backlog_checksum, children_cpu_time, median, mib, own_usage,
 };
-use scylla_cdc_test_utils::{EmbeddedCluster, TableRequestCounts};
+use scylla_emulator::{EmbeddedCluster, TableRequestCounts};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 

@@ -73,7 +73,7 @@ public final class Emulator implements AutoCloseable {
             Path dir = Path.of(logs);
             Files.createDirectories(dir);
             builder.redirectError(dir.resolve(name + ".log").toFile());
-            builder.environment().put("RUST_LOG", "warn,scylla_cdc_test_utils::statements=debug");
+            builder.environment().put("RUST_LOG", "warn,scylla_emulator::statements=debug");
         } else {
             builder.redirectError(ProcessBuilder.Redirect.INHERIT);
             builder.environment().put("RUST_LOG", "warn");
