@@ -7,6 +7,10 @@
 //! unit of the current one is done (so that a partition's changes of one generation are all
 //! delivered before any of the next, as a reader outside a group does), and takes, asks for
 //! or hands over units until every member holds an equal share ([`crate::lease::plan`]).
+//! A round whose own work takes longer than a renew interval (takes, requests and hand-overs
+//! are one lightweight transaction per unit; checkpoints of the units it starts are loaded a
+//! few units at a time) renews the leases again in between, so that it never outlasts the
+//! leases of the units it reads or has just taken.
 //!
 //! The units a member starts in one round are read together, grouped by replica as a reader
 //! outside a group reads a generation (one [`StreamReader`] per node and shard, at most
@@ -83,11 +87,17 @@ impl Running {
     }
 }
 
+/// How many units' checkpoints [`Member::start_units`] loads at once (between two chances to
+/// renew the leases).
+const LOAD_UNITS: usize = 32;
+
 /// A unit to start reading, with its streams and until when its lease is held.
 struct ToStart {
     row: LeaseRow,
     streams: Vec<StreamID>,
     valid_until: Instant,
+    /// Its streams' checkpoints, once loaded.
+    saved: Option<Vec<Option<DateTime<Utc>>>>,
 }
 
 /// Why [`Member::step`] returns.
@@ -140,6 +150,11 @@ struct Member<'w> {
     last_version: i64,
     /// Until when the leases renewed by the last renewal are valid (`None`: it failed).
     renewed_until: Option<Instant>,
+    /// When the last renewal was sent (successful or not).
+    last_renewal: Option<Instant>,
+    /// The units this member holds and renews (not done), as its last renewal left them,
+    /// with the ones it took or handed over since.
+    held: Vec<String>,
 }
 
 impl Worker {
@@ -165,6 +180,8 @@ impl Worker {
             generation: None,
             last_version: 0,
             renewed_until: None,
+            last_renewal: None,
+            held: Vec::new(),
         };
         let result = member.run().await;
         member.leave().await;
@@ -347,6 +364,14 @@ impl Member<'_> {
                 UnitStopReason::EndReached
             };
             self.event(unit, Some(reason));
+            if matches!(
+                reason,
+                UnitStopReason::HandedOver | UnitStopReason::Left | UnitStopReason::Finished
+            ) {
+                // One transaction per unit: a reader of many units must not make the others
+                // run out (see `keep_alive`).
+                self.keep_alive(&mut Vec::new()).await;
+            }
             let version = self.next_version();
             match reason {
                 UnitStopReason::HandedOver | UnitStopReason::Left if !cancelled => {
@@ -358,7 +383,10 @@ impl Member<'_> {
                         .hand_over(unit, &self.g.member, to.as_deref(), version, expires)
                         .await
                     {
-                        Ok(Cas::Applied) => info!(unit = %unit, to = ?to, "handed a unit over"),
+                        Ok(Cas::Applied) => {
+                            self.held.retain(|u| u != unit);
+                            info!(unit = %unit, to = ?to, "handed a unit over")
+                        }
                         Ok(Cas::NotApplied) => {
                             warn!(unit = %unit, "a unit to hand over was no longer this member's")
                         }
@@ -371,8 +399,9 @@ impl Member<'_> {
                     // On failure the next round finds the unit still held and reads it again:
                     // its checkpoints are at the generation's end, so nothing is delivered
                     // twice.
-                    if let Err(e) = self.g.lease.finish(unit, &self.g.member, version).await {
-                        warn!(unit = %unit, error = %e, "could not mark a unit done");
+                    match self.g.lease.finish(unit, &self.g.member, version).await {
+                        Ok(_) => self.held.retain(|u| u != unit),
+                        Err(e) => warn!(unit = %unit, error = %e, "could not mark a unit done"),
                     }
                 }
                 UnitStopReason::EndReached => {
@@ -635,12 +664,17 @@ impl Member<'_> {
                         row: (*row).clone(),
                         streams: units_known[&row.unit].clone(),
                         valid_until,
+                        saved: None,
                     });
                 }
             }
         }
 
+        // Every lightweight transaction of the round is preceded by a renewal when the round
+        // has run for a renew interval since the last one (`keep_alive`): a round with many
+        // takes, requests or checkpoint loads must not outlast the leases this member holds.
         for (unit, requester) in &decided.withdraw {
+            self.keep_alive(&mut to_start).await;
             if let Err(e) = self.g.lease.clear_request(unit, requester).await {
                 debug!(error = %e, "could not withdraw a request");
             }
@@ -659,13 +693,17 @@ impl Member<'_> {
                 }
             } else {
                 // Held but not read: hand it over at once.
+                self.keep_alive(&mut to_start).await;
                 let version = self.next_version();
                 let expires = self.expires_at();
-                let _ = self
+                if let Ok(Cas::Applied) = self
                     .g
                     .lease
                     .hand_over(unit, &self.g.member, Some(to), version, Some(expires))
-                    .await;
+                    .await
+                {
+                    self.held.retain(|u| u != unit);
+                }
             }
         }
         // A unit another member took first is replaced by a spare free one, so that members
@@ -674,6 +712,7 @@ impl Member<'_> {
         let mut queue: std::collections::VecDeque<&(String, Option<String>, i64)> =
             decided.take.iter().collect();
         while let Some((unit, owner, version)) = queue.pop_front() {
+            self.keep_alive(&mut to_start).await;
             let new_version = self.next_version();
             let expires = self.expires_at();
             let sent = Instant::now();
@@ -705,7 +744,9 @@ impl Member<'_> {
                         },
                         streams: units_known[unit].clone(),
                         valid_until: sent + self.validity(),
+                        saved: None,
                     });
+                    self.held.push(unit.clone());
                 }
                 Ok(Cas::NotApplied) => {
                     debug!(unit = %unit, "another member took the unit first");
@@ -727,6 +768,7 @@ impl Member<'_> {
             self.consolidate(&units_known);
         }
         for (unit, owner) in &decided.request {
+            self.keep_alive(&mut Vec::new()).await;
             match self.g.lease.request(unit, &self.g.member, owner).await {
                 Ok(Cas::Applied) => info!(unit = %unit, owner = %owner, "asked for a unit"),
                 Ok(Cas::NotApplied) => {}
@@ -858,9 +900,63 @@ impl Member<'_> {
     /// checkpoint (or its unit's start).
     async fn start_units(
         &mut self,
-        units: Vec<ToStart>,
+        mut units: Vec<ToStart>,
         generation: GenerationTimestamp,
     ) -> Result<(), CDCError> {
+        // Loading the checkpoints is bounded by the leases: a load that hangs (or retries a
+        // cluster that keeps failing) past them must not start readers of units this member
+        // may no longer hold. The units stay held; a later round starts them once renewed.
+        // The units are loaded a few at a time, the leases renewed in between when due, so
+        // that loading many units (every unit of a member, after its leases ran out) does
+        // not itself outlast the leases of the units loaded first or of the readers running.
+        if let Some(loader) = self.w.loader.clone() {
+            loop {
+                self.keep_alive(&mut units).await;
+                let chunk: Vec<usize> = (0..units.len())
+                    .filter(|i| units[*i].saved.is_none())
+                    .take(LOAD_UNITS)
+                    .collect();
+                if chunk.is_empty() {
+                    break;
+                }
+                let streams: Vec<StreamID> = chunk
+                    .iter()
+                    .flat_map(|i| units[*i].streams.iter().copied())
+                    .collect();
+                let valid_until = units
+                    .iter()
+                    .map(|u| u.valid_until)
+                    .min()
+                    .unwrap_or_else(Instant::now);
+                let mut backoff = Backoff::new(self.w.settings.give_up_after);
+                let load = retry_transient("loading stream checkpoints", &mut backoff, || async {
+                    loader
+                        .load_stream_checkpoints(&streams)
+                        .await
+                        .map_err(|source| CDCError::Checkpoint {
+                            action: "load stream checkpoints",
+                            source,
+                        })
+                });
+                let mut saved = match tokio::time::timeout_at(valid_until, load).await {
+                    Ok(saved) => saved?.into_iter(),
+                    Err(_) => {
+                        warn!(
+                            units = units.len(),
+                            "the units' checkpoints could not be loaded before their leases run out: not starting them"
+                        );
+                        return Ok(());
+                    }
+                };
+                for i in chunk {
+                    let n = units[i].streams.len();
+                    units[i].saved = Some(saved.by_ref().take(n).collect());
+                }
+            }
+        }
+        if units.is_empty() {
+            return Ok(());
+        }
         let mut unit_of: HashMap<StreamID, usize> = HashMap::new();
         let mut fallback = Vec::with_capacity(units.len());
         for (i, u) in units.iter().enumerate() {
@@ -875,39 +971,13 @@ impl Member<'_> {
             );
         }
         let all: Vec<StreamID> = units.iter().flat_map(|u| u.streams.clone()).collect();
-        // Loading the checkpoints is bounded by the leases: a load that hangs (or retries a
-        // cluster that keeps failing) past them must not start readers of units this member
-        // may no longer hold. The units stay held; a later round starts them once renewed.
-        let valid_until = units
+        let saved: Vec<Option<DateTime<Utc>>> = units
             .iter()
-            .map(|u| u.valid_until)
-            .min()
-            .unwrap_or_else(Instant::now);
-        let saved = match &self.w.loader {
-            Some(loader) => {
-                let mut backoff = Backoff::new(self.w.settings.give_up_after);
-                let load = retry_transient("loading stream checkpoints", &mut backoff, || async {
-                    loader
-                        .load_stream_checkpoints(&all)
-                        .await
-                        .map_err(|source| CDCError::Checkpoint {
-                            action: "load stream checkpoints",
-                            source,
-                        })
-                });
-                match tokio::time::timeout_at(valid_until, load).await {
-                    Ok(saved) => saved?,
-                    Err(_) => {
-                        warn!(
-                            units = units.len(),
-                            "the units' checkpoints could not be loaded before their leases run out: not starting them"
-                        );
-                        return Ok(());
-                    }
-                }
-            }
-            None => vec![None; all.len()],
-        };
+            .flat_map(|u| {
+                let n = u.streams.len();
+                u.saved.clone().unwrap_or_else(|| vec![None; n])
+            })
+            .collect();
         self.w.refresh_generations();
         let next = next_generation(&self.w.generations, &generation).map(|g| g.timestamp);
         // Reading starts no earlier than the oldest time still in the log, nor later than the
@@ -1039,31 +1109,81 @@ impl Member<'_> {
             .filter(|r| r.is_unit() && !r.done && r.owner.as_deref() == Some(me.as_str()))
             .map(|r| r.unit.clone())
             .collect();
+        if let Some((lost, _)) = self.renew_units(held).await {
+            for (unit, owner) in lost {
+                if let Some(row) = rows.iter_mut().find(|r| r.unit == unit) {
+                    row.owner = owner;
+                }
+            }
+        }
+    }
+
+    /// Renews the leases of `held` and this member's membership, sent now; stops at once
+    /// the readers of units the renewal finds held by another member, and extends the
+    /// deadlines of the others. Returns the units found lost (with their owners) and until
+    /// when the others are valid, or `None` if the renewal failed.
+    async fn renew_units(
+        &mut self,
+        mut held: Vec<String>,
+    ) -> Option<(Vec<(String, Option<String>)>, Instant)> {
         let version = self.next_version();
         let expires = self.expires_at();
         let ttl = self.g.lease_duration * 3;
         let sent = Instant::now();
-        match self.g.lease.renew(&me, &held, version, expires, ttl).await {
+        self.last_renewal = Some(sent);
+        match self
+            .g
+            .lease
+            .renew(&self.g.member, &held, version, expires, ttl)
+            .await
+        {
             Ok(lost) => {
                 let lost_keys: Vec<String> = lost.iter().map(|(unit, _)| unit.clone()).collect();
-                for (unit, owner) in lost {
+                for (unit, owner) in &lost {
                     warn!(unit = %unit, owner = ?owner, "a renewal found a unit held by another member");
-                    if let Some(row) = rows.iter_mut().find(|r| r.unit == unit) {
-                        row.owner = owner;
-                    }
                 }
                 self.abort_units(&lost_keys);
+                held.retain(|u| !lost_keys.contains(u));
                 let valid_until = sent + self.validity();
                 for r in self.running.values() {
                     if !r.aborted && r.units.iter().all(|u| held.contains(u)) {
                         r.deadline.extend(valid_until);
                     }
                 }
+                self.held = held;
                 self.renewed_until = Some(valid_until);
+                Some((lost, valid_until))
             }
             Err(e) => {
                 warn!(error = %e, units = held.len(), "could not renew leases (readers stop when the leases run out)");
                 self.renewed_until = None;
+                None
+            }
+        }
+    }
+
+    /// Renews the leases again once a renew interval has passed since the last renewal was
+    /// sent, in the middle of a round whose work (lightweight transactions one unit at a
+    /// time, checkpoint loads) takes that long: the units held, and `starting` (units taken
+    /// or to be started this round, which are dropped when the renewal finds them held by
+    /// another member, and whose validity it extends).
+    async fn keep_alive(&mut self, starting: &mut Vec<ToStart>) {
+        if self
+            .last_renewal
+            .is_some_and(|t| t.elapsed() < self.g.renew_interval)
+        {
+            return;
+        }
+        let mut held = self.held.clone();
+        for u in starting.iter() {
+            if !held.contains(&u.row.unit) {
+                held.push(u.row.unit.clone());
+            }
+        }
+        if let Some((lost, valid_until)) = self.renew_units(held).await {
+            starting.retain(|u| !lost.iter().any(|(unit, _)| *unit == u.row.unit));
+            for u in starting.iter_mut() {
+                u.valid_until = u.valid_until.max(valid_until);
             }
         }
     }
