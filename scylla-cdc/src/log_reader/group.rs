@@ -123,6 +123,43 @@ enum Pick {
     Finished,
 }
 
+/// How a reader stopped before its units' end; ordered from the mildest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Interruption {
+    /// At a window's end, its checkpoints saved (to hand a unit over, to regroup, to leave).
+    Stopped,
+    /// At once, without a checkpoint (its leases may have run out, or the member left and
+    /// they ran out before its window ended).
+    Aborted,
+    /// With an error.
+    Failed,
+}
+
+/// Why a member stopped reading a unit once the unit's last reader stopped. A unit's streams
+/// may be read by several readers (one per replica); the worst way one of them stopped
+/// before the unit's end (`interrupted`) decides first: a unit one of whose readers was
+/// aborted without a checkpoint was lost (or left, when the member is leaving), even if
+/// another reader of it stopped at a window's end. Then a hand-over (`give`: `Some(true)` to
+/// a member that asked, `Some(false)` freed), a regrouping, its generation's end
+/// (`generation_done`), or the reader's end.
+fn stop_reason(
+    interrupted: Option<Interruption>,
+    leaving: bool,
+    give: Option<bool>,
+    generation_done: bool,
+) -> UnitStopReason {
+    match (interrupted, give) {
+        (Some(Interruption::Failed), _) => UnitStopReason::Failed,
+        (Some(Interruption::Aborted), _) if leaving => UnitStopReason::Left,
+        (Some(Interruption::Aborted), _) => UnitStopReason::LeaseLost,
+        (_, Some(true)) => UnitStopReason::HandedOver,
+        (_, Some(false)) => UnitStopReason::Left,
+        (Some(Interruption::Stopped), None) => UnitStopReason::Regrouped,
+        (None, None) if generation_done => UnitStopReason::Finished,
+        (None, None) => UnitStopReason::EndReached,
+    }
+}
+
 /// The generation starting at `ms` milliseconds since the epoch (a unit key's).
 fn generation_of_millis(ms: i64) -> GenerationTimestamp {
     GenerationTimestamp::new(DateTime::from_timestamp_millis(ms).unwrap_or_default())
@@ -141,8 +178,9 @@ struct Member<'w> {
     ended: HashSet<String>,
     /// Units to hand over (`None`: to free) once none of their readers runs.
     giving: HashMap<String, Option<String>>,
-    /// Units one of whose readers stopped before the unit's end (it is not done).
-    interrupted: HashSet<String>,
+    /// Units one of whose readers stopped before the unit's end (it is not done), and the
+    /// worst way one did.
+    interrupted: HashMap<String, Interruption>,
     /// Leaving the group: every reader is stopping.
     leaving: bool,
     /// The generation being read.
@@ -175,7 +213,7 @@ impl Worker {
             units_of: BTreeMap::new(),
             ended: HashSet::new(),
             giving: HashMap::new(),
-            interrupted: HashSet::new(),
+            interrupted: HashMap::new(),
             leaving: false,
             generation: None,
             last_version: 0,
@@ -332,37 +370,33 @@ impl Member<'_> {
         if cancelled {
             debug!(units = ?r.units, "a reader was aborted");
         }
+        let how = if failed {
+            Some(Interruption::Failed)
+        } else if cancelled {
+            Some(Interruption::Aborted)
+        } else if r.stopping {
+            Some(Interruption::Stopped)
+        } else {
+            None
+        };
         for unit in &r.units {
-            if cancelled || failed || r.stopping {
-                self.interrupted.insert(unit.clone());
+            if let Some(how) = how {
+                let worst = self.interrupted.entry(unit.clone()).or_insert(how);
+                *worst = (*worst).max(how);
             }
             if self.readers_of(unit) > 0 {
                 continue;
             }
             // The unit's last reader stopped.
             let interrupted = self.interrupted.remove(unit);
+            let aborted = interrupted >= Some(Interruption::Aborted);
             let give = self.giving.remove(unit);
-            let reason = if failed {
-                UnitStopReason::Failed
-            } else if cancelled {
-                if self.leaving {
-                    UnitStopReason::Left
-                } else {
-                    UnitStopReason::LeaseLost
-                }
-            } else if let Some(to) = &give {
-                if to.is_some() {
-                    UnitStopReason::HandedOver
-                } else {
-                    UnitStopReason::Left
-                }
-            } else if interrupted {
-                UnitStopReason::Regrouped
-            } else if generation_done {
-                UnitStopReason::Finished
-            } else {
-                UnitStopReason::EndReached
-            };
+            let reason = stop_reason(
+                interrupted,
+                self.leaving,
+                give.as_ref().map(Option::is_some),
+                generation_done,
+            );
             self.event(unit, Some(reason));
             if matches!(
                 reason,
@@ -374,7 +408,7 @@ impl Member<'_> {
             }
             let version = self.next_version();
             match reason {
-                UnitStopReason::HandedOver | UnitStopReason::Left if !cancelled => {
+                UnitStopReason::HandedOver | UnitStopReason::Left if !aborted => {
                     let to = give.flatten();
                     let expires = to.as_ref().map(|_| self.expires_at());
                     match self
@@ -1130,6 +1164,15 @@ impl Member<'_> {
         let expires = self.expires_at();
         let ttl = self.g.lease_duration * 3;
         let sent = Instant::now();
+        let validity = self.validity();
+        if let Some(gap) = self.last_renewal.map(|last| sent.duration_since(last))
+            && gap > validity
+        {
+            warn!(
+                gap = ?gap,
+                "the leases ran out between two renewals (a round, or the process, stalled for longer than a lease): readers stopped"
+            );
+        }
         self.last_renewal = Some(sent);
         match self
             .g
@@ -1144,7 +1187,14 @@ impl Member<'_> {
                 }
                 self.abort_units(&lost_keys);
                 held.retain(|u| !lost_keys.contains(u));
-                let valid_until = sent + self.validity();
+                let valid_until = sent + validity;
+                if sent.elapsed() > validity {
+                    warn!(
+                        took = ?sent.elapsed(),
+                        units = held.len(),
+                        "a renewal took longer than a lease: the leases it renewed had run out when it returned"
+                    );
+                }
                 for r in self.running.values() {
                     if !r.aborted && r.units.iter().all(|u| held.contains(u)) {
                         r.deadline.extend(valid_until);
@@ -1266,5 +1316,46 @@ impl Member<'_> {
             debug!(error = %e, "could not remove this member's row");
         }
         info!(member = %self.g.member, "left the consumer group");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unit_is_reported_by_the_worst_stop_of_its_readers() {
+        use Interruption::*;
+        use UnitStopReason as R;
+        // A unit read by two readers: one aborted when its lease ran out, the other stopped
+        // at a window's end to regroup or to hand a unit over. Its streams of the aborted
+        // reader have no checkpoint where they got to: the unit was lost, not regrouped.
+        assert_eq!(stop_reason(Some(Aborted), false, None, false), R::LeaseLost);
+        assert_eq!(
+            stop_reason(Some(Aborted), false, Some(true), false),
+            R::LeaseLost
+        );
+        assert_eq!(
+            stop_reason(Some(Aborted), true, Some(false), false),
+            R::Left
+        );
+        assert_eq!(
+            stop_reason(Some(Failed), false, Some(true), false),
+            R::Failed
+        );
+        // Stopped at windows' ends, checkpoints saved.
+        assert_eq!(stop_reason(Some(Stopped), false, None, false), R::Regrouped);
+        assert_eq!(
+            stop_reason(Some(Stopped), false, Some(true), false),
+            R::HandedOver
+        );
+        assert_eq!(
+            stop_reason(Some(Stopped), true, Some(false), false),
+            R::Left
+        );
+        // Read to an end.
+        assert_eq!(stop_reason(None, false, None, true), R::Finished);
+        assert_eq!(stop_reason(None, false, None, false), R::EndReached);
+        assert!(Stopped < Aborted && Aborted < Failed);
     }
 }
