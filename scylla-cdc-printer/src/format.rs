@@ -24,7 +24,7 @@
 //!  "delta":[{"batch_seq_no":1,"operation":"RowUpdate","columns":{"pk":1,"ck":2,"v":11}}],
 //!  "source":{"keyspace":"ks","table":"t","stream_id":"0x…","time":"<cdc$time uuid>",
 //!            "ts_us":1714564800123456},
-//!  "ttl":null}
+//!  "ts_ms":1714564801234,"ttl":null}
 //! ```
 //!
 //! * `op`: `"c"` for an insert (`cdc$operation` 2), `"u"` for an update (1: also column
@@ -45,6 +45,12 @@
 //!   `--format json` without `table`, `time`, `stream_id` and `end_of_batch`.
 //! * `source`: `keyspace`, `table`, `stream_id` (hex), `time` (the `cdc$time` timeuuid)
 //!   and `ts_us` (its time: the write timestamp in microseconds).
+//! * `ts_ms`: when the printer processed the change, as Debezium's top-level `ts_ms` ("the
+//!   time at which the connector processed the event"): the printer's wall clock (UTC,
+//!   milliseconds since the epoch) when the reader handed the change to it, taken before
+//!   rendering. Compare `source.ts_us`, the write time. Changes delivered again (after a
+//!   restart from a checkpoint, or another consumer-group member's takeover) carry the time
+//!   of that delivery.
 //! * `ttl`: the first `cdc$ttl` of the deltas (seconds), or `null`.
 //! * **Several rows in one change** (a batch, `ck IN (...)`, a static and a clustering row
 //!   in one statement): `op`, `before`, `after`, `delete`, `key` and `range` describe the
@@ -295,6 +301,8 @@ pub struct ChangeView {
     pub time: String,
     /// The write timestamp (µs).
     pub ts_us: i64,
+    /// When the printer processed the change (ms since the epoch, UTC): Debezium's `ts_ms`.
+    pub ts_ms: i64,
     /// The first `cdc$ttl` of the deltas.
     pub ttl: Option<i64>,
     /// The delta rows, in order.
@@ -403,11 +411,13 @@ impl RowChangeView {
 
 impl ChangeView {
     /// Takes a change out of the reader. `key_columns` are the base table's partition-key
-    /// then clustering-key columns.
+    /// then clustering-key columns; `processed` is when the change was handed to the printer
+    /// (its `ts_ms`).
     pub fn from_change(
         keyspace: &str,
         change: &Change,
         key_columns: &[String],
+        processed: DateTime<Utc>,
     ) -> Result<ChangeView, ColumnError> {
         let table = format!("{keyspace}.{}", change.table());
         let mut delta = Vec::new();
@@ -425,6 +435,7 @@ impl ChangeView {
             stream_id: change.stream_id().to_string(),
             time: change.time().to_string(),
             ts_us: change.timestamp_micros(),
+            ts_ms: processed.timestamp_millis(),
             ttl: change.ttl(),
             delta,
             rows,
@@ -516,6 +527,7 @@ pub fn change_json(change: &ChangeView, out: &mut String) {
             "ts_us": change.ts_us,
         }),
     );
+    obj.insert("ts_ms".into(), Json::from(change.ts_ms));
     obj.insert("ttl".into(), change.ttl.map_or(Json::Null, Json::from));
     out.push_str(&Json::Object(obj).to_string());
     out.push('\n');
@@ -662,6 +674,7 @@ mod tests {
             stream_id: "0x0102".into(),
             time: "c0ffee00-0000-1000-8000-000000000000".into(),
             ts_us: 7,
+            ts_ms: 1_714_564_801_234,
             ttl: Some(5),
             delta: vec![row(
                 OperationType::RowUpdate,
@@ -675,7 +688,7 @@ mod tests {
         assert!(out.ends_with('\n') && !out.trim_end().contains('\n'));
         assert_eq!(
             out.trim_end(),
-            r#"{"after":{"ck":5,"pk":1,"v":3},"before":{"ck":5,"pk":1,"v":null},"delta":[{"batch_seq_no":1,"columns":{"v":3},"operation":"RowUpdate","ttl":5}],"key":{"ck":5,"pk":1},"op":"u","source":{"keyspace":"ks","stream_id":"0x0102","table":"t","time":"c0ffee00-0000-1000-8000-000000000000","ts_us":7},"ttl":5}"#
+            r#"{"after":{"ck":5,"pk":1,"v":3},"before":{"ck":5,"pk":1,"v":null},"delta":[{"batch_seq_no":1,"columns":{"v":3},"operation":"RowUpdate","ttl":5}],"key":{"ck":5,"pk":1},"op":"u","source":{"keyspace":"ks","stream_id":"0x0102","table":"t","time":"c0ffee00-0000-1000-8000-000000000000","ts_us":7},"ts_ms":1714564801234,"ttl":5}"#
         );
         change.rows = vec![delete, update];
         change.ttl = None;
@@ -689,5 +702,8 @@ mod tests {
         assert_eq!(v["rows"].as_array().unwrap().len(), 2);
         assert_eq!(v["rows"][1]["op"], "u");
         assert_eq!(v["ttl"], Json::Null);
+        // The processing time is top-level (Debezium's place), apart from the write time.
+        assert_eq!(v["ts_ms"], 1_714_564_801_234_i64);
+        assert_eq!(v["source"]["ts_us"], 7);
     }
 }

@@ -159,7 +159,9 @@ pub struct ChangePrinter {
 #[async_trait]
 impl ChangeConsumer for ChangePrinter {
     async fn consume_change(&mut self, change: Change) -> anyhow::Result<()> {
-        let view = ChangeView::from_change(&self.keyspace, &change, &self.key_columns)?;
+        // `ts_ms`: the moment the change is handed over, before any rendering.
+        let processed = chrono::Utc::now();
+        let view = ChangeView::from_change(&self.keyspace, &change, &self.key_columns, processed)?;
         self.buf.clear();
         format::change_json(&view, &mut self.buf);
         self.out
@@ -319,7 +321,10 @@ pub fn process_main() -> std::process::ExitCode {
     // The default start, as the system recorded the process's start: every change written
     // after the launch is printed.
     let launched = scylla_cdc::cli::launch_time();
-    scylla_cdc::cli::install_tracing("warn,scylla_cdc_printer=info,scylla=off,scylla_cdc=warn");
+    // A consumer group's unit events (`scylla_cdc::cli::units`) are logged at INFO.
+    scylla_cdc::cli::install_tracing(
+        "warn,scylla_cdc_printer=info,scylla=off,scylla_cdc=warn,scylla_cdc::cli::units=info",
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -3,7 +3,8 @@
 //! is killed with SIGKILL while a writer keeps writing multi-row changes, then restarted
 //! from its checkpoints. Every change either run printed is whole (its deltas are exactly
 //! the delta rows the log holds for its `(stream, cdc$time)`), the second run prints no
-//! change twice, and together the runs print every change.
+//! change twice, and together the runs print every change. Each change's `ts_ms` (when the
+//! printer processed it) is after its write and within the run that printed it.
 //!
 //! Embedded cluster only (the page limit is lowered on it). Loopback range 127.0.95.*.
 
@@ -157,6 +158,7 @@ async fn killed_and_restarted_printer_prints_only_whole_changes() -> anyhow::Res
         )
         .await?;
     let start = Utc::now() - chrono::TimeDelta::seconds(1);
+    let run1_launched = Utc::now().timestamp_millis();
     let mut args: Vec<String> = [
         "--hosts",
         &cluster.contact_point().to_string(),
@@ -240,7 +242,9 @@ async fn killed_and_restarted_printer_prints_only_whole_changes() -> anyhow::Res
     let rounds = writer.await??;
     let end = Utc::now() + chrono::TimeDelta::milliseconds(100);
     args.extend(["--end".into(), rfc3339(end)]);
+    let run2_launched = Utc::now().timestamp_millis();
     let output = tokio::time::timeout(Duration::from_secs(120), printer(&args).output()).await??;
+    let run2_ended = Utc::now().timestamp_millis();
     assert!(output.status.success(), "run 2: {:?}", output.status);
     let second: Vec<String> = String::from_utf8(output.stdout)?
         .lines()
@@ -250,7 +254,11 @@ async fn killed_and_restarted_printer_prints_only_whole_changes() -> anyhow::Res
     let log = log_deltas(&session, &ks).await?;
     assert_eq!(log.len(), 2 * rounds as usize, "two changes per round");
     assert!(log.values().any(|d| d.len() == 3));
-    let check = |lines: &[String], run: &str, last_may_be_cut: bool| -> BTreeSet<String> {
+    let check = |lines: &[String],
+                 run: &str,
+                 last_may_be_cut: bool,
+                 (launched, ended): (i64, i64)|
+     -> BTreeSet<String> {
         let mut seen = BTreeSet::new();
         for (i, line) in lines.iter().enumerate() {
             let Ok((key, seqs)) = printed(line) else {
@@ -264,12 +272,24 @@ async fn killed_and_restarted_printer_prints_only_whole_changes() -> anyhow::Res
                 .get(&key)
                 .unwrap_or_else(|| panic!("{run}: unknown change {key}"));
             assert_eq!(&seqs, expected, "{run}: change {key} is not whole");
+            // `ts_ms`: processed by this run, after the write (same machine, same clock).
+            let v: Value = serde_json::from_str(line).expect("JSON");
+            let processed = v["ts_ms"].as_i64().expect("ts_ms");
+            let written_ms = v["source"]["ts_us"]
+                .as_i64()
+                .expect("ts_us")
+                .div_euclid(1000);
+            assert!(
+                processed >= written_ms && (launched..=ended).contains(&processed),
+                "{run}: {key} processed at {processed} ms, written at {written_ms} ms, run \
+                 from {launched} to {ended} ms"
+            );
             assert!(seen.insert(key.clone()), "{run}: {key} printed twice");
         }
         seen
     };
-    let a = check(&first, "run 1", true);
-    let b = check(&second, "run 2", false);
+    let a = check(&first, "run 1", true, (run1_launched, run2_launched));
+    let b = check(&second, "run 2", false, (run2_launched, run2_ended));
     let all: BTreeSet<String> = a.union(&b).cloned().collect();
     let missing: Vec<&String> = log.keys().filter(|k| !all.contains(*k)).collect();
     assert!(missing.is_empty(), "never printed: {missing:?}");

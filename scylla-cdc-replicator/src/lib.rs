@@ -573,8 +573,10 @@ pub fn process_main() -> std::process::ExitCode {
     let launched = scylla_cdc::cli::launch_time();
     // A target directive matches every target that starts with it: `scylla=off` (the driver)
     // would also silence `scylla_cdc*`, so the library and this program are named after it.
+    // A consumer group's unit events (`scylla_cdc::cli::units`) are logged at INFO.
     scylla_cdc::cli::install_tracing(
-        "info,scylla=off,scylla_cdc=warn,scylla_cdc_replicator=info,scylla_cdc_printer=info",
+        "info,scylla=off,scylla_cdc=warn,scylla_cdc_replicator=info,scylla_cdc_printer=info,\
+         scylla_cdc::cli::units=info",
     );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

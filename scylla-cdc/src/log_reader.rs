@@ -457,6 +457,24 @@ impl CDCLogReaderBuilder {
         self
     }
 
+    /// Adds `listener` to the event listener already set (if any): both receive every event,
+    /// the one set before first. For the command-line toolkit, which logs a group's unit
+    /// events whatever listener a program sets.
+    #[cfg(feature = "cli")]
+    pub(crate) fn also_on_event(
+        mut self,
+        listener: impl Fn(&ReaderEvent) + Send + Sync + 'static,
+    ) -> Self {
+        self.event_listener = Some(match self.event_listener.take() {
+            None => Arc::new(listener),
+            Some(before) => Arc::new(move |e: &ReaderEvent| {
+                before(e);
+                listener(e);
+            }),
+        });
+        self
+    }
+
     /// Caps the rows read and delivered per second by the whole reader, all stream groups
     /// of all its tables together, so that catching up a backlog does not overload the cluster (default:
     /// unlimited; 0 is refused by [`build`](Self::build)).

@@ -1175,6 +1175,72 @@ async fn a_member_whose_lease_requests_hang_stops_delivering_before_a_takeover()
     Ok(())
 }
 
+/// A round that takes many units one lightweight transaction at a time (here: the units of
+/// a killed member, each take slowed down to 120 ms) lasts longer than a lease. The member
+/// renews its leases during the round (every renew interval), so that neither the units it
+/// was reading nor the ones it took first run out before the round ends. Before, the member
+/// renewed once per round: its own readers stopped with their leases run out in the middle of
+/// the takeover (and the units taken first were not started: their leases had run out too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_takeover_round_keeps_the_member_s_own_leases() -> anyhow::Result<()> {
+    if !embedded_only(
+        "a_long_takeover_round_keeps_the_member_s_own_leases",
+        "kills members and injects faults",
+    ) {
+        return Ok(());
+    }
+    setup_tracing();
+    // 1 node × 40 vnodes: 40 units, 20 per member.
+    let cluster = EmbeddedCluster::builder()
+        .nodes(1)
+        .shards_per_node(2)
+        .vnodes_per_node(40)
+        .start()
+        .await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(
+        &session,
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'enabled': false}",
+    )
+    .await?;
+    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    let a = setup.member(session.clone(), "a").await?;
+    let mut b = Killable::start(&cluster, &setup, "b").await?;
+    wait_for(Duration::from_secs(30), "20 units per member", || async {
+        balanced(&[&a.0, &b.reader], 40)
+    })
+    .await;
+    rounds(&workload, 10).await;
+    // Every request to the lease table takes 120 ms from now on: taking b's 20 units one
+    // by one takes 2.4 s, more than a lease (2 s).
+    let slow = cluster.add_fault(
+        FaultRule::new()
+            .on_statement_containing("checkpoints_leases")
+            .respond(FaultReaction::Delay(Duration::from_millis(120))),
+    );
+    b.kill();
+    setup.units.killed("b");
+    wait_for(Duration::from_secs(60), "a to read every unit", || async {
+        balanced(&[&a.0], 40)
+    })
+    .await;
+    assert!(slow.get() > 20, "{} slowed requests", slow.get());
+    cluster.clear_faults();
+    rounds(&workload, workload.rounds() + 10).await;
+    let (expected, _) = finish(workload, &setup, vec![a]).await?;
+    check_at_least_once_in_order(&setup.deliveries.changes(), &expected);
+    assert_eq!(
+        setup.units.stops(UnitStopReason::LeaseLost),
+        0,
+        "a stopped units whose leases ran out during its own takeover round"
+    );
+    setup
+        .units
+        .check_no_delivery_after_a_takeover(&setup.deliveries);
+    cluster.shutdown().await;
+    Ok(())
+}
+
 /// Issue 30, item 3: a unit that this member holds but does not read (here: the answer of
 /// its take was lost) is started once a renewal confirms it; when that renewal finds the unit
 /// held by another member, the member must not start it. Before, it started it in the same

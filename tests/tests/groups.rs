@@ -22,7 +22,6 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -34,134 +33,13 @@ use scylla::client::session::Session;
 use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
 use serde_json::Value;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 /// Short leases, so that a takeover after a kill takes seconds.
 const LEASE: &str = "2";
 const RENEW: &str = "0.4";
 /// Partitions the workloads write to.
 const PARTITIONS: i32 = 24;
-
-/// A program running as a child process, its stdout and stderr in files.
-struct Program {
-    name: String,
-    child: Child,
-    stdout: PathBuf,
-    stderr: PathBuf,
-}
-
-impl Program {
-    /// Starts `binary` (a `CARGO_BIN_EXE_*` path) with `args`, its output in `dir`.
-    fn spawn(binary: &str, name: &str, args: &[String], dir: &TempDir) -> anyhow::Result<Self> {
-        let stdout = PathBuf::from(dir.write(&format!("{name}.out"), ""));
-        let stderr = PathBuf::from(dir.write(&format!("{name}.err"), ""));
-        let child = Command::new(binary)
-            .args(args)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&stdout)?)
-            .stderr(std::fs::File::create(&stderr)?)
-            // A failing test leaves no process behind.
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("starting {binary}"))?;
-        Ok(Self {
-            name: name.to_owned(),
-            child,
-            stdout,
-            stderr,
-        })
-    }
-
-    fn out(&self) -> String {
-        std::fs::read_to_string(&self.stdout).unwrap_or_default()
-    }
-
-    fn err(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    /// Fails if the program has ended (it should be running), with its stderr.
-    fn check_running(&mut self) -> anyhow::Result<()> {
-        if let Some(status) = self.child.try_wait()? {
-            anyhow::bail!("{} ended early ({status}): {}", self.name, self.err());
-        }
-        Ok(())
-    }
-
-    /// SIGKILL, and waits for the process to be gone.
-    async fn kill9(&mut self) -> anyhow::Result<()> {
-        // tokio's `kill` sends SIGKILL on Unix.
-        self.child.kill().await?;
-        Ok(())
-    }
-
-    /// SIGTERM (a graceful stop: hand the units back, save checkpoints) and the exit code.
-    async fn terminate(&mut self, timeout: Duration) -> anyhow::Result<Option<i32>> {
-        let pid = self.child.id().context("no pid: the program has ended")?;
-        let status = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()?;
-        anyhow::ensure!(status.success(), "kill -TERM {pid} failed");
-        self.exit_code(timeout).await
-    }
-
-    /// Waits (at most `timeout`) for the program to end; its exit code.
-    async fn exit_code(&mut self, timeout: Duration) -> anyhow::Result<Option<i32>> {
-        let status = tokio::time::timeout(timeout, self.child.wait())
-            .await
-            .with_context(|| {
-                format!("{} did not end in {timeout:?}: {}", self.name, self.err())
-            })??;
-        Ok(status.code())
-    }
-
-    /// The units this member held at its last progress line (`owns K of N units (M
-    /// members)`): `(K, N, M)`.
-    fn last_share(&self) -> Option<(usize, usize, usize)> {
-        let err = self.err();
-        let line = err.lines().rev().find(|l| l.contains(" owns "))?;
-        let rest = line.split(" owns ").nth(1)?;
-        let mut words = rest.split_whitespace();
-        let owned = words.next()?.parse().ok()?;
-        let _of = words.next()?;
-        let units = words.next()?.parse().ok()?;
-        let _units = words.next()?;
-        let members = words.next()?.trim_start_matches('(').parse().ok()?;
-        Some((owned, units, members))
-    }
-}
-
-/// Waits until the members' last progress lines show the units divided evenly among them (±
-/// 1), each counting all of them as members and units; `units`, when known (an embedded
-/// cluster), is how many there are.
-async fn wait_balanced(
-    what: &str,
-    members: &mut [Program],
-    units: Option<usize>,
-) -> anyhow::Result<()> {
-    let n = members.len();
-    wait_for(what, Duration::from_secs(60), || {
-        let mut check = || -> anyhow::Result<bool> {
-            let mut shares = Vec::new();
-            for m in members.iter_mut() {
-                m.check_running()?;
-                shares.push(m.last_share());
-            }
-            let Some(shares) = shares.into_iter().collect::<Option<Vec<_>>>() else {
-                return Ok(false);
-            };
-            let total = shares[0].1;
-            Ok(units.is_none_or(|u| u == total)
-                && shares.iter().all(|&(owned, u, m)| {
-                    u == total && m == n && (owned == total / n || owned == total.div_ceil(n))
-                })
-                && shares.iter().map(|s| s.0).sum::<usize>() == total)
-        };
-        std::future::ready(check())
-    })
-    .await
-}
 
 /// A 3-node cluster of 4 vnodes per node (12 units of work), unless `SCYLLA_URI` names one.
 async fn three_nodes() -> anyhow::Result<TestCluster> {

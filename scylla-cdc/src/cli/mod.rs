@@ -718,11 +718,13 @@ impl GroupFlags {
 }
 
 impl GroupSettings {
-    /// `builder` as a member of this group.
+    /// `builder` as a member of this group, logging every unit it starts or stops reading
+    /// ([`log_unit_event`]; besides a listener the program set, set before or after).
     pub fn configure(&self, builder: crate::CDCLogReaderBuilder) -> crate::CDCLogReaderBuilder {
         let mut builder = builder
             .group(self.name.clone())
-            .lease_duration(self.lease_duration);
+            .lease_duration(self.lease_duration)
+            .also_on_event(log_unit_event);
         if let Some(id) = &self.member_id {
             builder = builder.member_id(id.clone());
         }
@@ -733,6 +735,52 @@ impl GroupSettings {
             builder = builder.lease_table(t.keyspace.clone(), t.table.clone());
         }
         builder
+    }
+}
+
+/// The target of the unit events [`log_unit_event`] logs (the programs show them by
+/// default: `scylla_cdc::cli::units=info` in their default filters).
+pub const UNIT_LOG_TARGET: &str = "scylla_cdc::cli::units";
+
+/// Logs a consumer group's [`ReaderEvent::UnitStarted`] and [`ReaderEvent::UnitStopped`] at
+/// INFO, target [`UNIT_LOG_TARGET`], one line each, when the member started or stopped
+/// reading the unit (before its first delivery, after its last):
+///
+/// ```text
+/// 2026-01-02T03:04:05.123456Z  INFO scylla_cdc::cli::units: unit started member=m1 table=ks.t unit=unit:00000001767323045000:0x12… streams=0x12…,0x34…
+/// 2026-01-02T03:04:09.654321Z  INFO scylla_cdc::cli::units: unit stopped member=m1 table=ks.t unit=unit:… reason=handed_over streams=…
+/// ```
+///
+/// Reasons ([`crate::UnitStopReason`]): `handed_over`, `left`, `finished`, `end_reached`,
+/// `lease_lost`, `failed`, `regrouped`. Other events are not logged here.
+pub fn log_unit_event(event: &crate::ReaderEvent) {
+    use crate::{ReaderEvent, UnitStopReason};
+    let (e, started) = match event {
+        ReaderEvent::UnitStarted(e) => (e, true),
+        ReaderEvent::UnitStopped(e) => (e, false),
+        _ => return,
+    };
+    let table = format!("{}.{}", e.keyspace, e.table);
+    let streams = e
+        .streams
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    if started {
+        info!(target: UNIT_LOG_TARGET, member = %e.member, table = %table, unit = %e.unit, streams = %streams, "unit started");
+    } else {
+        let reason = match e.reason {
+            Some(UnitStopReason::HandedOver) => "handed_over",
+            Some(UnitStopReason::Left) => "left",
+            Some(UnitStopReason::Finished) => "finished",
+            Some(UnitStopReason::EndReached) => "end_reached",
+            Some(UnitStopReason::LeaseLost) => "lease_lost",
+            Some(UnitStopReason::Failed) => "failed",
+            Some(UnitStopReason::Regrouped) => "regrouped",
+            None => "unknown",
+        };
+        info!(target: UNIT_LOG_TARGET, member = %e.member, table = %table, unit = %e.unit, reason = %reason, streams = %streams, "unit stopped");
     }
 }
 
@@ -906,7 +954,10 @@ where
 /// (retries with the driver's error); `RUST_LOG=scylla=warn` brings it back.
 ///
 /// Lines are coloured only when stderr is a terminal and `NO_COLOR` is unset or empty
-/// (<https://no-color.org>): a log file or a pipe gets plain text.
+/// (<https://no-color.org>): a log file or a pipe gets plain text. Each line starts with the
+/// wall-clock time it was logged at, UTC, RFC 3339 with microseconds
+/// (`2026-01-02T03:04:05.123456Z`), so that lines of several processes (the members of a
+/// consumer group) can be put in one order.
 pub fn install_tracing(default_filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
@@ -917,6 +968,7 @@ pub fn install_tracing(default_filter: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_timer(tracing_subscriber::fmt::time::SystemTime)
         .with_ansi(colour)
         .try_init();
 }
@@ -1493,6 +1545,79 @@ mod tests {
     fn rfc3339_has_micros() {
         let t = DateTime::from_timestamp_micros(1_714_564_800_123_456).unwrap();
         assert_eq!(rfc3339_micros(t), "2024-05-01T12:00:00.123456Z");
+    }
+
+    #[test]
+    fn unit_events_are_logged_one_line_each_with_a_wall_clock_time() {
+        use crate::{ReaderEvent, StreamID, UnitEvent, UnitStopReason};
+        use std::sync::Mutex;
+        #[derive(Clone, Default)]
+        struct Sink(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Sink::default();
+        let writer = sink.clone();
+        // The programs' subscriber (`install_tracing`), writing to a buffer.
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(
+                "warn,scylla_cdc::cli::units=info",
+            ))
+            .with_writer(move || writer.clone())
+            .with_timer(tracing_subscriber::fmt::time::SystemTime)
+            .with_ansi(false)
+            .finish();
+        let stream = |b: u8| StreamID::new([b; 16]);
+        let event = |reason| UnitEvent {
+            keyspace: "ks".into(),
+            table: "t".into(),
+            member: "m1".into(),
+            unit: "unit:00000000000000001000:0x01".into(),
+            streams: vec![stream(1), stream(2)],
+            reason,
+        };
+        let before = Utc::now();
+        tracing::subscriber::with_default(subscriber, || {
+            log_unit_event(&ReaderEvent::UnitStarted(event(None)));
+            log_unit_event(&ReaderEvent::UnitStopped(event(Some(
+                UnitStopReason::LeaseLost,
+            ))));
+        });
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        let streams = format!("streams={},{}", stream(1), stream(2));
+        assert!(
+            lines[0].ends_with(&format!(
+                "INFO scylla_cdc::cli::units: unit started member=m1 table=ks.t \
+                 unit=unit:00000000000000001000:0x01 {streams}"
+            )),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].contains("unit stopped member=m1 table=ks.t")
+                && lines[1].contains(" reason=lease_lost ")
+                && lines[1].ends_with(&streams),
+            "{}",
+            lines[1]
+        );
+        // Each line starts with the UTC wall-clock time, in microseconds.
+        for line in lines {
+            let stamp = line.split_whitespace().next().unwrap();
+            assert_eq!(stamp.len(), "2026-01-02T03:04:05.123456Z".len(), "{line}");
+            let at = DateTime::parse_from_rfc3339(stamp).unwrap();
+            assert!(
+                at >= before - TimeDelta::seconds(1) && at <= Utc::now(),
+                "{line}"
+            );
+        }
     }
 
     #[tokio::test]

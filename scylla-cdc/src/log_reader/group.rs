@@ -7,6 +7,10 @@
 //! unit of the current one is done (so that a partition's changes of one generation are all
 //! delivered before any of the next, as a reader outside a group does), and takes, asks for
 //! or hands over units until every member holds an equal share ([`crate::lease::plan`]).
+//! A round whose own work takes longer than a renew interval (takes, requests and hand-overs
+//! are one lightweight transaction per unit; checkpoints of the units it starts are loaded a
+//! few units at a time) renews the leases again in between, so that it never outlasts the
+//! leases of the units it reads or has just taken.
 //!
 //! The units a member starts in one round are read together, grouped by replica as a reader
 //! outside a group reads a generation (one [`StreamReader`] per node and shard, at most
@@ -83,11 +87,17 @@ impl Running {
     }
 }
 
+/// How many units' checkpoints [`Member::start_units`] loads at once (between two chances to
+/// renew the leases).
+const LOAD_UNITS: usize = 32;
+
 /// A unit to start reading, with its streams and until when its lease is held.
 struct ToStart {
     row: LeaseRow,
     streams: Vec<StreamID>,
     valid_until: Instant,
+    /// Its streams' checkpoints, once loaded.
+    saved: Option<Vec<Option<DateTime<Utc>>>>,
 }
 
 /// Why [`Member::step`] returns.
@@ -113,6 +123,43 @@ enum Pick {
     Finished,
 }
 
+/// How a reader stopped before its units' end; ordered from the mildest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Interruption {
+    /// At a window's end, its checkpoints saved (to hand a unit over, to regroup, to leave).
+    Stopped,
+    /// At once, without a checkpoint (its leases may have run out, or the member left and
+    /// they ran out before its window ended).
+    Aborted,
+    /// With an error.
+    Failed,
+}
+
+/// Why a member stopped reading a unit once the unit's last reader stopped. A unit's streams
+/// may be read by several readers (one per replica); the worst way one of them stopped
+/// before the unit's end (`interrupted`) decides first: a unit one of whose readers was
+/// aborted without a checkpoint was lost (or left, when the member is leaving), even if
+/// another reader of it stopped at a window's end. Then a hand-over (`give`: `Some(true)` to
+/// a member that asked, `Some(false)` freed), a regrouping, its generation's end
+/// (`generation_done`), or the reader's end.
+fn stop_reason(
+    interrupted: Option<Interruption>,
+    leaving: bool,
+    give: Option<bool>,
+    generation_done: bool,
+) -> UnitStopReason {
+    match (interrupted, give) {
+        (Some(Interruption::Failed), _) => UnitStopReason::Failed,
+        (Some(Interruption::Aborted), _) if leaving => UnitStopReason::Left,
+        (Some(Interruption::Aborted), _) => UnitStopReason::LeaseLost,
+        (_, Some(true)) => UnitStopReason::HandedOver,
+        (_, Some(false)) => UnitStopReason::Left,
+        (Some(Interruption::Stopped), None) => UnitStopReason::Regrouped,
+        (None, None) if generation_done => UnitStopReason::Finished,
+        (None, None) => UnitStopReason::EndReached,
+    }
+}
+
 /// The generation starting at `ms` milliseconds since the epoch (a unit key's).
 fn generation_of_millis(ms: i64) -> GenerationTimestamp {
     GenerationTimestamp::new(DateTime::from_timestamp_millis(ms).unwrap_or_default())
@@ -131,8 +178,9 @@ struct Member<'w> {
     ended: HashSet<String>,
     /// Units to hand over (`None`: to free) once none of their readers runs.
     giving: HashMap<String, Option<String>>,
-    /// Units one of whose readers stopped before the unit's end (it is not done).
-    interrupted: HashSet<String>,
+    /// Units one of whose readers stopped before the unit's end (it is not done), and the
+    /// worst way one did.
+    interrupted: HashMap<String, Interruption>,
     /// Leaving the group: every reader is stopping.
     leaving: bool,
     /// The generation being read.
@@ -140,6 +188,11 @@ struct Member<'w> {
     last_version: i64,
     /// Until when the leases renewed by the last renewal are valid (`None`: it failed).
     renewed_until: Option<Instant>,
+    /// When the last renewal was sent (successful or not).
+    last_renewal: Option<Instant>,
+    /// The units this member holds and renews (not done), as its last renewal left them,
+    /// with the ones it took or handed over since.
+    held: Vec<String>,
 }
 
 impl Worker {
@@ -160,11 +213,13 @@ impl Worker {
             units_of: BTreeMap::new(),
             ended: HashSet::new(),
             giving: HashMap::new(),
-            interrupted: HashSet::new(),
+            interrupted: HashMap::new(),
             leaving: false,
             generation: None,
             last_version: 0,
             renewed_until: None,
+            last_renewal: None,
+            held: Vec::new(),
         };
         let result = member.run().await;
         member.leave().await;
@@ -330,41 +385,45 @@ impl Member<'_> {
         if cancelled {
             debug!(units = ?r.units, "a reader was aborted");
         }
+        let how = if failed {
+            Some(Interruption::Failed)
+        } else if cancelled {
+            Some(Interruption::Aborted)
+        } else if r.stopping {
+            Some(Interruption::Stopped)
+        } else {
+            None
+        };
         for unit in &r.units {
-            if cancelled || failed || r.stopping {
-                self.interrupted.insert(unit.clone());
+            if let Some(how) = how {
+                let worst = self.interrupted.entry(unit.clone()).or_insert(how);
+                *worst = (*worst).max(how);
             }
             if self.readers_of(unit) > 0 {
                 continue;
             }
             // The unit's last reader stopped.
             let interrupted = self.interrupted.remove(unit);
+            let aborted = interrupted >= Some(Interruption::Aborted);
             let give = self.giving.remove(unit);
-            let reason = if failed {
-                UnitStopReason::Failed
-            } else if cancelled {
-                if self.leaving {
-                    UnitStopReason::Left
-                } else {
-                    UnitStopReason::LeaseLost
-                }
-            } else if let Some(to) = &give {
-                if to.is_some() {
-                    UnitStopReason::HandedOver
-                } else {
-                    UnitStopReason::Left
-                }
-            } else if interrupted {
-                UnitStopReason::Regrouped
-            } else if generation_done {
-                UnitStopReason::Finished
-            } else {
-                UnitStopReason::EndReached
-            };
+            let reason = stop_reason(
+                interrupted,
+                self.leaving,
+                give.as_ref().map(Option::is_some),
+                generation_done,
+            );
             self.event(unit, Some(reason));
+            if matches!(
+                reason,
+                UnitStopReason::HandedOver | UnitStopReason::Left | UnitStopReason::Finished
+            ) {
+                // One transaction per unit: a reader of many units must not make the others
+                // run out (see `keep_alive`).
+                self.keep_alive(&mut Vec::new()).await;
+            }
             let version = self.next_version();
             match reason {
-                UnitStopReason::HandedOver | UnitStopReason::Left if !cancelled => {
+                UnitStopReason::HandedOver | UnitStopReason::Left if !aborted => {
                     let to = give.flatten();
                     let expires = to.as_ref().map(|_| self.expires_at());
                     match self
@@ -373,7 +432,10 @@ impl Member<'_> {
                         .hand_over(unit, &self.g.member, to.as_deref(), version, expires)
                         .await
                     {
-                        Ok(Cas::Applied) => info!(unit = %unit, to = ?to, "handed a unit over"),
+                        Ok(Cas::Applied) => {
+                            self.held.retain(|u| u != unit);
+                            info!(unit = %unit, to = ?to, "handed a unit over")
+                        }
                         Ok(Cas::NotApplied) => {
                             warn!(unit = %unit, "a unit to hand over was no longer this member's")
                         }
@@ -386,8 +448,9 @@ impl Member<'_> {
                     // On failure the next round finds the unit still held and reads it again:
                     // its checkpoints are at the generation's end, so nothing is delivered
                     // twice.
-                    if let Err(e) = self.g.lease.finish(unit, &self.g.member, version).await {
-                        warn!(unit = %unit, error = %e, "could not mark a unit done");
+                    match self.g.lease.finish(unit, &self.g.member, version).await {
+                        Ok(_) => self.held.retain(|u| u != unit),
+                        Err(e) => warn!(unit = %unit, error = %e, "could not mark a unit done"),
                     }
                 }
                 UnitStopReason::EndReached => {
@@ -650,12 +713,17 @@ impl Member<'_> {
                         row: (*row).clone(),
                         streams: units_known[&row.unit].clone(),
                         valid_until,
+                        saved: None,
                     });
                 }
             }
         }
 
+        // Every lightweight transaction of the round is preceded by a renewal when the round
+        // has run for a renew interval since the last one (`keep_alive`): a round with many
+        // takes, requests or checkpoint loads must not outlast the leases this member holds.
         for (unit, requester) in &decided.withdraw {
+            self.keep_alive(&mut to_start).await;
             if let Err(e) = self.g.lease.clear_request(unit, requester).await {
                 debug!(error = %e, "could not withdraw a request");
             }
@@ -674,13 +742,17 @@ impl Member<'_> {
                 }
             } else {
                 // Held but not read: hand it over at once.
+                self.keep_alive(&mut to_start).await;
                 let version = self.next_version();
                 let expires = self.expires_at();
-                let _ = self
+                if let Ok(Cas::Applied) = self
                     .g
                     .lease
                     .hand_over(unit, &self.g.member, Some(to), version, Some(expires))
-                    .await;
+                    .await
+                {
+                    self.held.retain(|u| u != unit);
+                }
             }
         }
         // A unit another member took first is replaced by a spare free one, so that members
@@ -689,6 +761,7 @@ impl Member<'_> {
         let mut queue: std::collections::VecDeque<&(String, Option<String>, i64)> =
             decided.take.iter().collect();
         while let Some((unit, owner, version)) = queue.pop_front() {
+            self.keep_alive(&mut to_start).await;
             let new_version = self.next_version();
             let expires = self.expires_at();
             let sent = Instant::now();
@@ -720,7 +793,9 @@ impl Member<'_> {
                         },
                         streams: units_known[unit].clone(),
                         valid_until: sent + self.validity(),
+                        saved: None,
                     });
+                    self.held.push(unit.clone());
                 }
                 Ok(Cas::NotApplied) => {
                     debug!(unit = %unit, "another member took the unit first");
@@ -742,6 +817,7 @@ impl Member<'_> {
             self.consolidate(&units_known);
         }
         for (unit, owner) in &decided.request {
+            self.keep_alive(&mut Vec::new()).await;
             match self.g.lease.request(unit, &self.g.member, owner).await {
                 Ok(Cas::Applied) => info!(unit = %unit, owner = %owner, "asked for a unit"),
                 Ok(Cas::NotApplied) => {}
@@ -873,9 +949,63 @@ impl Member<'_> {
     /// checkpoint (or its unit's start).
     async fn start_units(
         &mut self,
-        units: Vec<ToStart>,
+        mut units: Vec<ToStart>,
         generation: GenerationTimestamp,
     ) -> Result<(), CDCError> {
+        // Loading the checkpoints is bounded by the leases: a load that hangs (or retries a
+        // cluster that keeps failing) past them must not start readers of units this member
+        // may no longer hold. The units stay held; a later round starts them once renewed.
+        // The units are loaded a few at a time, the leases renewed in between when due, so
+        // that loading many units (every unit of a member, after its leases ran out) does
+        // not itself outlast the leases of the units loaded first or of the readers running.
+        if let Some(loader) = self.w.loader.clone() {
+            loop {
+                self.keep_alive(&mut units).await;
+                let chunk: Vec<usize> = (0..units.len())
+                    .filter(|i| units[*i].saved.is_none())
+                    .take(LOAD_UNITS)
+                    .collect();
+                if chunk.is_empty() {
+                    break;
+                }
+                let streams: Vec<StreamID> = chunk
+                    .iter()
+                    .flat_map(|i| units[*i].streams.iter().copied())
+                    .collect();
+                let valid_until = units
+                    .iter()
+                    .map(|u| u.valid_until)
+                    .min()
+                    .unwrap_or_else(Instant::now);
+                let mut backoff = Backoff::new(self.w.settings.give_up_after);
+                let load = retry_transient("loading stream checkpoints", &mut backoff, || async {
+                    loader
+                        .load_stream_checkpoints(&streams)
+                        .await
+                        .map_err(|source| CDCError::Checkpoint {
+                            action: "load stream checkpoints",
+                            source,
+                        })
+                });
+                let mut saved = match tokio::time::timeout_at(valid_until, load).await {
+                    Ok(saved) => saved?.into_iter(),
+                    Err(_) => {
+                        warn!(
+                            units = units.len(),
+                            "the units' checkpoints could not be loaded before their leases run out: not starting them"
+                        );
+                        return Ok(());
+                    }
+                };
+                for i in chunk {
+                    let n = units[i].streams.len();
+                    units[i].saved = Some(saved.by_ref().take(n).collect());
+                }
+            }
+        }
+        if units.is_empty() {
+            return Ok(());
+        }
         let mut unit_of: HashMap<StreamID, usize> = HashMap::new();
         let mut fallback = Vec::with_capacity(units.len());
         for (i, u) in units.iter().enumerate() {
@@ -890,39 +1020,13 @@ impl Member<'_> {
             );
         }
         let all: Vec<StreamID> = units.iter().flat_map(|u| u.streams.clone()).collect();
-        // Loading the checkpoints is bounded by the leases: a load that hangs (or retries a
-        // cluster that keeps failing) past them must not start readers of units this member
-        // may no longer hold. The units stay held; a later round starts them once renewed.
-        let valid_until = units
+        let saved: Vec<Option<DateTime<Utc>>> = units
             .iter()
-            .map(|u| u.valid_until)
-            .min()
-            .unwrap_or_else(Instant::now);
-        let saved = match &self.w.loader {
-            Some(loader) => {
-                let mut backoff = Backoff::new(self.w.settings.give_up_after);
-                let load = retry_transient("loading stream checkpoints", &mut backoff, || async {
-                    loader
-                        .load_stream_checkpoints(&all)
-                        .await
-                        .map_err(|source| CDCError::Checkpoint {
-                            action: "load stream checkpoints",
-                            source,
-                        })
-                });
-                match tokio::time::timeout_at(valid_until, load).await {
-                    Ok(saved) => saved?,
-                    Err(_) => {
-                        warn!(
-                            units = units.len(),
-                            "the units' checkpoints could not be loaded before their leases run out: not starting them"
-                        );
-                        return Ok(());
-                    }
-                }
-            }
-            None => vec![None; all.len()],
-        };
+            .flat_map(|u| {
+                let n = u.streams.len();
+                u.saved.clone().unwrap_or_else(|| vec![None; n])
+            })
+            .collect();
         self.w.refresh_generations();
         let next = next_generation(&self.w.generations, &generation).map(|g| g.timestamp);
         // Reading starts no earlier than the oldest time still in the log, nor later than the
@@ -1054,31 +1158,97 @@ impl Member<'_> {
             .filter(|r| r.is_unit() && !r.done && r.owner.as_deref() == Some(me.as_str()))
             .map(|r| r.unit.clone())
             .collect();
+        if let Some((lost, _)) = self.renew_units(held).await {
+            for (unit, owner) in lost {
+                if let Some(row) = rows.iter_mut().find(|r| r.unit == unit) {
+                    row.owner = owner;
+                }
+            }
+        }
+    }
+
+    /// Renews the leases of `held` and this member's membership, sent now; stops at once
+    /// the readers of units the renewal finds held by another member, and extends the
+    /// deadlines of the others. Returns the units found lost (with their owners) and until
+    /// when the others are valid, or `None` if the renewal failed.
+    async fn renew_units(
+        &mut self,
+        mut held: Vec<String>,
+    ) -> Option<(Vec<(String, Option<String>)>, Instant)> {
         let version = self.next_version();
         let expires = self.expires_at();
         let ttl = self.g.lease_duration.saturating_mul(3);
         let sent = Instant::now();
-        match self.g.lease.renew(&me, &held, version, expires, ttl).await {
+        let validity = self.validity();
+        if let Some(gap) = self.last_renewal.map(|last| sent.duration_since(last))
+            && gap > validity
+        {
+            warn!(
+                gap = ?gap,
+                "the leases ran out between two renewals (a round, or the process, stalled for longer than a lease): readers stopped"
+            );
+        }
+        self.last_renewal = Some(sent);
+        match self
+            .g
+            .lease
+            .renew(&self.g.member, &held, version, expires, ttl)
+            .await
+        {
             Ok(lost) => {
                 let lost_keys: Vec<String> = lost.iter().map(|(unit, _)| unit.clone()).collect();
-                for (unit, owner) in lost {
+                for (unit, owner) in &lost {
                     warn!(unit = %unit, owner = ?owner, "a renewal found a unit held by another member");
-                    if let Some(row) = rows.iter_mut().find(|r| r.unit == unit) {
-                        row.owner = owner;
-                    }
                 }
                 self.abort_units(&lost_keys);
-                let valid_until = sent + self.validity();
+                held.retain(|u| !lost_keys.contains(u));
+                let valid_until = sent + validity;
+                if sent.elapsed() > validity {
+                    warn!(
+                        took = ?sent.elapsed(),
+                        units = held.len(),
+                        "a renewal took longer than a lease: the leases it renewed had run out when it returned"
+                    );
+                }
                 for r in self.running.values() {
                     if !r.aborted && r.units.iter().all(|u| held.contains(u)) {
                         r.deadline.extend(valid_until);
                     }
                 }
+                self.held = held;
                 self.renewed_until = Some(valid_until);
+                Some((lost, valid_until))
             }
             Err(e) => {
                 warn!(error = %e, units = held.len(), "could not renew leases (readers stop when the leases run out)");
                 self.renewed_until = None;
+                None
+            }
+        }
+    }
+
+    /// Renews the leases again once a renew interval has passed since the last renewal was
+    /// sent, in the middle of a round whose work (lightweight transactions one unit at a
+    /// time, checkpoint loads) takes that long: the units held, and `starting` (units taken
+    /// or to be started this round, which are dropped when the renewal finds them held by
+    /// another member, and whose validity it extends).
+    async fn keep_alive(&mut self, starting: &mut Vec<ToStart>) {
+        if self
+            .last_renewal
+            .is_some_and(|t| t.elapsed() < self.g.renew_interval)
+        {
+            return;
+        }
+        let mut held = self.held.clone();
+        for u in starting.iter() {
+            if !held.contains(&u.row.unit) {
+                held.push(u.row.unit.clone());
+            }
+        }
+        if let Some((lost, valid_until)) = self.renew_units(held).await {
+            starting.retain(|u| !lost.iter().any(|(unit, _)| *unit == u.row.unit));
+            for u in starting.iter_mut() {
+                u.valid_until = u.valid_until.max(valid_until);
             }
         }
     }
@@ -1161,5 +1331,46 @@ impl Member<'_> {
             debug!(error = %e, "could not remove this member's row");
         }
         info!(member = %self.g.member, "left the consumer group");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unit_is_reported_by_the_worst_stop_of_its_readers() {
+        use Interruption::*;
+        use UnitStopReason as R;
+        // A unit read by two readers: one aborted when its lease ran out, the other stopped
+        // at a window's end to regroup or to hand a unit over. Its streams of the aborted
+        // reader have no checkpoint where they got to: the unit was lost, not regrouped.
+        assert_eq!(stop_reason(Some(Aborted), false, None, false), R::LeaseLost);
+        assert_eq!(
+            stop_reason(Some(Aborted), false, Some(true), false),
+            R::LeaseLost
+        );
+        assert_eq!(
+            stop_reason(Some(Aborted), true, Some(false), false),
+            R::Left
+        );
+        assert_eq!(
+            stop_reason(Some(Failed), false, Some(true), false),
+            R::Failed
+        );
+        // Stopped at windows' ends, checkpoints saved.
+        assert_eq!(stop_reason(Some(Stopped), false, None, false), R::Regrouped);
+        assert_eq!(
+            stop_reason(Some(Stopped), false, Some(true), false),
+            R::HandedOver
+        );
+        assert_eq!(
+            stop_reason(Some(Stopped), true, Some(false), false),
+            R::Left
+        );
+        // Read to an end.
+        assert_eq!(stop_reason(None, false, None, true), R::Finished);
+        assert_eq!(stop_reason(None, false, None, false), R::EndReached);
+        assert!(Stopped < Aborted && Aborted < Failed);
     }
 }

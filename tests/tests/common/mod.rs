@@ -15,6 +15,8 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::PathBuf;
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +29,7 @@ use scylla_cdc_replicator::apply::retarget_udts;
 use scylla_cdc_replicator::schema::{ValueKind, read_table_schema};
 use scylla_cdc_test_utils::{TestCluster, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
+use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
 /// The cluster of a test with one cluster, or the source of a replicator test: the real one
@@ -535,6 +538,11 @@ impl TempDir {
         Self(dir)
     }
 
+    /// The directory.
+    pub(crate) fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
     /// Writes `text` to the file `name` in it; returns the file's path.
     pub(crate) fn write(&self, name: &str, text: &str) -> String {
         let path = self.0.join(name);
@@ -578,4 +586,151 @@ pub(crate) fn mck_range_deletes(ks: &str) -> Vec<String> {
         ),
     ]);
     s
+}
+
+/// A program running as a child process, its stdout and stderr in files.
+pub(crate) struct Program {
+    pub(crate) name: String,
+    pub(crate) child: Child,
+    pub(crate) stdout: PathBuf,
+    pub(crate) stderr: PathBuf,
+}
+
+impl Program {
+    /// Starts `binary` (a `CARGO_BIN_EXE_*` path) with `args`, its output in `dir`.
+    pub(crate) fn spawn(
+        binary: &str,
+        name: &str,
+        args: &[String],
+        dir: &TempDir,
+    ) -> anyhow::Result<Self> {
+        Self::spawn_logging(binary, name, args, dir, None)
+    }
+
+    /// As [`Program::spawn`], with `RUST_LOG` set to `log` (`None`: the program's default).
+    pub(crate) fn spawn_logging(
+        binary: &str,
+        name: &str,
+        args: &[String],
+        dir: &TempDir,
+        log: Option<&str>,
+    ) -> anyhow::Result<Self> {
+        let stdout = PathBuf::from(dir.write(&format!("{name}.out"), ""));
+        let stderr = PathBuf::from(dir.write(&format!("{name}.err"), ""));
+        let mut command = Command::new(binary);
+        match log {
+            Some(filter) => command.env("RUST_LOG", filter),
+            None => command.env_remove("RUST_LOG"),
+        };
+        let child = command
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&stdout)?)
+            .stderr(std::fs::File::create(&stderr)?)
+            // A failing test leaves no process behind.
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {binary}"))?;
+        Ok(Self {
+            name: name.to_owned(),
+            child,
+            stdout,
+            stderr,
+        })
+    }
+
+    pub(crate) fn out(&self) -> String {
+        std::fs::read_to_string(&self.stdout).unwrap_or_default()
+    }
+
+    pub(crate) fn err(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Fails if the program has ended (it should be running), with its stderr.
+    pub(crate) fn check_running(&mut self) -> anyhow::Result<()> {
+        if let Some(status) = self.child.try_wait()? {
+            anyhow::bail!("{} ended early ({status}): {}", self.name, self.err());
+        }
+        Ok(())
+    }
+
+    /// SIGKILL, and waits for the process to be gone.
+    pub(crate) async fn kill9(&mut self) -> anyhow::Result<()> {
+        // tokio's `kill` sends SIGKILL on Unix.
+        self.child.kill().await?;
+        Ok(())
+    }
+
+    /// Sends `signal` (`TERM`, `STOP`, `CONT`, ...) with `kill`.
+    pub(crate) fn signal(&self, signal: &str) -> anyhow::Result<()> {
+        let pid = self.child.id().context("no pid: the program has ended")?;
+        let status = std::process::Command::new("kill")
+            .args([format!("-{signal}"), pid.to_string()])
+            .status()?;
+        anyhow::ensure!(status.success(), "kill -{signal} {pid} failed");
+        Ok(())
+    }
+
+    /// SIGTERM (a graceful stop: hand the units back, save checkpoints) and the exit code.
+    pub(crate) async fn terminate(&mut self, timeout: Duration) -> anyhow::Result<Option<i32>> {
+        self.signal("TERM")?;
+        self.exit_code(timeout).await
+    }
+
+    /// Waits (at most `timeout`) for the program to end; its exit code.
+    pub(crate) async fn exit_code(&mut self, timeout: Duration) -> anyhow::Result<Option<i32>> {
+        let status = tokio::time::timeout(timeout, self.child.wait())
+            .await
+            .with_context(|| {
+                format!("{} did not end in {timeout:?}: {}", self.name, self.err())
+            })??;
+        Ok(status.code())
+    }
+
+    /// The units this member held at its last progress line (`owns K of N units (M
+    /// members)`): `(K, N, M)`.
+    pub(crate) fn last_share(&self) -> Option<(usize, usize, usize)> {
+        let err = self.err();
+        let line = err.lines().rev().find(|l| l.contains(" owns "))?;
+        let rest = line.split(" owns ").nth(1)?;
+        let mut words = rest.split_whitespace();
+        let owned = words.next()?.parse().ok()?;
+        let _of = words.next()?;
+        let units = words.next()?.parse().ok()?;
+        let _units = words.next()?;
+        let members = words.next()?.trim_start_matches('(').parse().ok()?;
+        Some((owned, units, members))
+    }
+}
+
+/// Waits until the members' last progress lines show the units divided evenly among them (±
+/// 1), each counting all of them as members and units; `units`, when known (an embedded
+/// cluster), is how many there are.
+pub(crate) async fn wait_balanced(
+    what: &str,
+    members: &mut [Program],
+    units: Option<usize>,
+) -> anyhow::Result<()> {
+    let n = members.len();
+    wait_for(what, Duration::from_secs(60), || {
+        let mut check = || -> anyhow::Result<bool> {
+            let mut shares = Vec::new();
+            for m in members.iter_mut() {
+                m.check_running()?;
+                shares.push(m.last_share());
+            }
+            let Some(shares) = shares.into_iter().collect::<Option<Vec<_>>>() else {
+                return Ok(false);
+            };
+            let total = shares[0].1;
+            Ok(units.is_none_or(|u| u == total)
+                && shares.iter().all(|&(owned, u, m)| {
+                    u == total && m == n && (owned == total / n || owned == total.div_ceil(n))
+                })
+                && shares.iter().map(|s| s.0).sum::<usize>() == total)
+        };
+        std::future::ready(check())
+    })
+    .await
 }
