@@ -23,7 +23,7 @@ use crate::schema::index::IndexTarget;
 use crate::schema::{ColumnKind, IndexDef, TableDef};
 use crate::types::CqlType;
 
-use super::plan::Binder;
+use super::binder::Binder;
 use super::restrictions::{WhereMode, plan_where};
 
 /// Scylla's refusal of a query that needs ALLOW FILTERING.

@@ -14,16 +14,16 @@
 //! - `toJson(x)` / `fromJson(s)` are native scalar functions: their failures become
 //!   `FunctionFailure` (a JSON parse error of `fromJson` with its own message), except
 //!   invalid-request errors, which pass through.
-//! - `INSERT JSON` ([`JsonInsert`]) parses its document at execution, before anything else;
-//!   ScyllaDB lets every conversion or parse failure reach the client as a server error
-//!   (scylladb/scylladb#8085), while unknown columns and missing key columns are invalid
-//!   requests. It writes the partition key, the clustering key and the regular columns only
-//!   (`insert_prepared_json_statement::execute_operations_for_key` walks
+//! - `INSERT JSON` (`json_insert::JsonInsert`) parses its document at execution, before
+//!   anything else; ScyllaDB lets every conversion or parse failure reach the client as a
+//!   server error (scylladb/scylladb#8085), while unknown columns and missing key columns are
+//!   invalid requests. It writes the partition key, the clustering key and the regular columns
+//!   only (`insert_prepared_json_statement::execute_operations_for_key` walks
 //!   `regular_columns()`: a static column's value is read and checked but never written), sets
 //!   the columns the document omits to null, or leaves them untouched with `DEFAULT UNSET`.
 //!   The statement is planned as an INSERT whose values are extra bind markers after the
-//!   statement's own ([`bind_values`] fills them from the document), so the write path, LWT,
-//!   batches and the CDC log treat it exactly like the equivalent INSERT with bound values:
+//!   statement's own (`modify::bind_values` fills them from the document), so the write path,
+//!   LWT, batches and the CDC log treat it exactly like the equivalent INSERT with bound values:
 //!   an omitted column is an unset value, which writes nothing.
 
 use std::borrow::Cow;
@@ -35,18 +35,11 @@ use std::sync::Arc;
 use num_bigint::BigInt;
 use uuid::Uuid;
 
-use crate::cql::{JsonDefault, Term, Using};
-use crate::frame::{BoundValue, ColumnSpec, CqlError, ErrorKind};
-use crate::schema::{ColumnKind, TableDef};
+use crate::frame::{ColumnSpec, CqlError, ErrorKind};
+use crate::schema::TableDef;
 use crate::types::CqlType;
 use crate::types::json::{self as jt, Json};
 use crate::types::value::{Decimal, Duration, Value, Varint};
-
-use super::modify::{CondPlan, ModifyKind, ModifyPlan, Op, check_writable, plan_using};
-use super::plan::Binder;
-use super::restrictions::{KeyValues, PartitionRestriction, PrefixPart, WherePlan};
-use super::select::col_infos;
-use super::values::{Bound, EvalCtx, Expr};
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -78,7 +71,7 @@ impl ConvError {
 
     /// The error the client gets when the exception leaves the statement unwrapped (a server
     /// error, except invalid requests).
-    fn into_statement_error(self) -> CqlError {
+    pub(crate) fn into_statement_error(self) -> CqlError {
         match self {
             ConvError::Invalid(m) => CqlError::invalid(m),
             other => CqlError::server(other.what()),
@@ -1326,251 +1319,6 @@ impl JsonSelection {
         }
         out.push('}');
         Ok(out)
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// INSERT JSON
-// ---------------------------------------------------------------------------------------------
-
-/// Where a column of the table gets its value in an `INSERT JSON`.
-#[derive(Debug, Clone, PartialEq)]
-struct JsonColumn {
-    /// The column's name (case preserved).
-    name: String,
-    /// Its type.
-    typ: CqlType,
-    /// Its role.
-    kind: ColumnKind,
-    /// Its position in the partition or clustering key.
-    position: i32,
-    /// The synthetic marker its value is bound to (keys and regular columns).
-    slot: Option<usize>,
-}
-
-/// A planned `INSERT JSON`: the document and the synthetic markers its values fill.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct JsonInsert {
-    /// The JSON text: a constant or the statement's marker.
-    source: Expr,
-    /// Every column of the table, in table order.
-    columns: Vec<JsonColumn>,
-    /// Number of the statement's own markers (the synthetic ones follow).
-    base: usize,
-    /// Number of synthetic markers.
-    slots: usize,
-    /// `DEFAULT UNSET`
-    default_unset: bool,
-}
-
-/// Plans `INSERT INTO t JSON <json> [DEFAULT NULL|UNSET] [IF NOT EXISTS] [USING ...]`.
-///
-/// The marker of `JSON ?` is received by a placeholder with empty keyspace, table and name
-/// and type `text` (`insert_json_statement::prepare_internal`); a named marker keeps its name.
-pub(crate) fn plan_insert_json(
-    table: Arc<TableDef>,
-    json: &Term,
-    default: JsonDefault,
-    if_not_exists: bool,
-    using: &Using,
-    binder: &mut Binder,
-) -> Result<ModifyPlan, CqlError> {
-    check_writable(&table)?;
-    let source = match json {
-        Term::Literal(crate::cql::Literal::String(s)) => Expr::Const(Some(Value::text(s))),
-        Term::Marker(m) => {
-            let name = m.name.clone().unwrap_or_default();
-            binder.bind_spec(m, ColumnSpec::new("", "", name.clone(), CqlType::Text));
-            Expr::Marker {
-                index: m.index,
-                typ: CqlType::Text,
-                name: Arc::from(name.as_str()),
-            }
-        }
-        _ => {
-            return Err(CqlError::syntax(
-                "INSERT JSON takes a string constant or a bind marker",
-            ));
-        }
-    };
-    let (ttl, timestamp) = plan_using(using, binder, true)?;
-    let base = binder.count();
-    let marker = |slot: usize, c: &crate::schema::ColumnDef| Expr::Marker {
-        index: base + slot,
-        typ: c.typ.clone(),
-        name: Arc::from(c.name.as_str()),
-    };
-    let mut columns = Vec::with_capacity(table.columns.len());
-    let mut pk: Vec<(i32, Expr)> = Vec::new();
-    let mut ck: Vec<(i32, Expr)> = Vec::new();
-    let mut ops = Vec::new();
-    let mut slots = 0;
-    for (ci, c) in table.columns.iter().enumerate() {
-        let slot = match c.kind {
-            ColumnKind::Static => None,
-            _ => {
-                slots += 1;
-                Some(slots - 1)
-            }
-        };
-        if let Some(s) = slot {
-            let e = marker(s, c);
-            match c.kind {
-                ColumnKind::PartitionKey => pk.push((c.position, e)),
-                ColumnKind::Clustering => ck.push((c.position, e)),
-                _ => ops.push(Op::Set(ci, e)),
-            }
-        }
-        columns.push(JsonColumn {
-            name: c.name.clone(),
-            typ: c.typ.clone(),
-            kind: c.kind,
-            position: c.position,
-            slot,
-        });
-    }
-    pk.sort_by_key(|(p, _)| *p);
-    ck.sort_by_key(|(p, _)| *p);
-    // No partition-key marker of the statement's own.
-    binder.set_pk_markers(vec![None; pk.len()]);
-    let prefix: Vec<PrefixPart> = ck
-        .into_iter()
-        .map(|(_, e)| PrefixPart::Single(KeyValues::Eq(e)))
-        .collect();
-    let prefix_len = prefix.len();
-    Ok(ModifyPlan {
-        cols: col_infos(&table),
-        table,
-        kind: ModifyKind::Insert,
-        keys: WherePlan {
-            partition: PartitionRestriction::Keys(
-                pk.into_iter().map(|(_, e)| KeyValues::Eq(e)).collect(),
-            ),
-            prefix,
-            prefix_len,
-            slice: None,
-            filters: Vec::new(),
-            non_key_columns: Vec::new(),
-        },
-        ops,
-        ttl,
-        timestamp,
-        condition: if_not_exists.then_some(CondPlan::NotExists),
-        static_only: false,
-        json: Some(Arc::new(JsonInsert {
-            source,
-            columns,
-            base,
-            slots,
-            default_unset: default == JsonDefault::Unset,
-        })),
-    })
-}
-
-impl JsonInsert {
-    /// The statement's values followed by the document's values of its synthetic markers,
-    /// with ScyllaDB's checks in its order: the document parses as an object of known columns
-    /// whose values convert (server errors otherwise, but for unknown columns), then the
-    /// partition key and the clustering key are present and not null, then no counter column
-    /// is written.
-    fn bind(&self, values: &[BoundValue]) -> Result<Vec<BoundValue>, CqlError> {
-        let text = match self.source.eval(&EvalCtx { values })? {
-            Bound::Value(v) => v.as_str().unwrap_or("").to_string(),
-            // ScyllaDB reads the null (or unset) value's bytes without checking: a failed
-            // `std::get` on the value's variant.
-            Bound::Null | Bound::Unset => {
-                return Err(CqlError::server("std::get: wrong index for variant"));
-            }
-        };
-        let doc = jt::parse(&text).map_err(|e| CqlError::server(e.message()))?;
-        let Json::Object(members) = doc else {
-            return Err(CqlError::server(
-                "JSON assert failed on condition 'IsObject()'",
-            ));
-        };
-        // A name in double quotes is case-sensitive, any other is lower-cased; of two equal
-        // names the first counts.
-        let mut named: Vec<(String, Json)> = Vec::with_capacity(members.len());
-        for (name, v) in members {
-            let key = if name.len() > 1 && name.starts_with('"') && name.ends_with('"') {
-                name[1..name.len() - 1].to_string()
-            } else {
-                name.to_ascii_lowercase()
-            };
-            if !named.iter().any(|(k, _)| *k == key) {
-                named.push((key, v));
-            }
-        }
-        let mut found: Vec<Option<Option<Value>>> = Vec::with_capacity(self.columns.len());
-        for c in &self.columns {
-            let v = match named.iter().position(|(k, _)| *k == c.name) {
-                None => None,
-                Some(i) => {
-                    let (_, j) = named.remove(i);
-                    Some(match j {
-                        Json::Null => None,
-                        j => Some(from_json(&c.typ, &j).map_err(ConvError::into_statement_error)?),
-                    })
-                }
-            };
-            found.push(v);
-        }
-        if let Some((name, _)) = named.first() {
-            return Err(CqlError::invalid(format!(
-                "JSON values map contains unrecognized column: {name}"
-            )));
-        }
-        for kind in [ColumnKind::PartitionKey, ColumnKind::Clustering] {
-            let mut key: Vec<(&JsonColumn, bool)> = self
-                .columns
-                .iter()
-                .zip(&found)
-                .filter(|(c, _)| c.kind == kind)
-                .map(|(c, v)| (c, matches!(v, Some(Some(_)))))
-                .collect();
-            key.sort_by_key(|(c, _)| c.position);
-            if let Some((c, _)) = key.iter().find(|(_, present)| !present) {
-                return Err(CqlError::invalid(format!(
-                    "Missing mandatory PRIMARY KEY part {}",
-                    c.name
-                )));
-            }
-        }
-        if let Some(c) = self
-            .columns
-            .iter()
-            .find(|c| c.kind == ColumnKind::Regular && c.typ.is_counter())
-        {
-            return Err(CqlError::invalid(format!(
-                "Cannot set the value of counter column {} in JSON",
-                c.name
-            )));
-        }
-        let mut out = Vec::with_capacity(self.base + self.slots);
-        out.extend_from_slice(values);
-        out.resize(self.base + self.slots, BoundValue::Unset);
-        for (c, v) in self.columns.iter().zip(found) {
-            let Some(slot) = c.slot else { continue };
-            out[self.base + slot] = match v {
-                Some(Some(v)) => BoundValue::Value(v.to_bytes()),
-                Some(None) => BoundValue::Null,
-                None if self.default_unset => BoundValue::Unset,
-                None => BoundValue::Null,
-            };
-        }
-        Ok(out)
-    }
-}
-
-/// The values a modification statement evaluates: the request's, extended with an `INSERT
-/// JSON`'s document values.
-pub(crate) fn bind_values<'a>(
-    plan: &ModifyPlan,
-    values: &'a [BoundValue],
-) -> Result<Cow<'a, [BoundValue]>, CqlError> {
-    match &plan.json {
-        Some(j) => Ok(Cow::Owned(j.bind(values)?)),
-        None => Ok(Cow::Borrowed(values)),
     }
 }
 

@@ -4,13 +4,14 @@
 //! elements, list elements keyed by timeuuids, counters as deltas, row / range / partition
 //! deletions. Also the lightweight-transaction conditions.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::cql::{
-    Assignment, ColumnTarget, CompareOp, Condition, Conditional, InValues, InsertValues, Relation,
-    Statement, Term, Using,
+    Assignment, ColumnTarget, CompareOp, Condition, Conditional, InValues, InsertValues,
+    JsonDefault, Relation, Statement, Term, Using,
 };
-use crate::frame::CqlError;
+use crate::frame::{BoundValue, ColumnSpec, CqlError};
 use crate::schema::{ColumnKind, Schema, TableDef};
 use crate::storage::{
     CellUpdate, ClusteringKey, ClusteringRange, ColumnId, ElementUpdate, Liveness,
@@ -19,7 +20,8 @@ use crate::storage::{
 use crate::types::CqlType;
 use crate::types::value::Value;
 
-use super::plan::{Binder, column_index, resolve_table};
+use super::binder::{Binder, column_index, resolve_table};
+use super::json_insert::{JsonColumn, JsonInsert};
 use super::restrictions::{
     KeyValues, PartitionRestriction, PrefixPart, WhereMode, WherePlan, compare, plan_where,
 };
@@ -134,8 +136,8 @@ pub(crate) struct ModifyPlan {
     /// Whether every written column is static (the clustering key may be absent).
     pub(crate) static_only: bool,
     /// For `INSERT JSON`: the document whose values the key and column expressions take
-    /// (see [`super::json::bind_values`]).
-    pub(crate) json: Option<Arc<super::json::JsonInsert>>,
+    /// (see [`bind_values`]).
+    pub(crate) json: Option<Arc<JsonInsert>>,
 }
 
 impl ModifyPlan {
@@ -233,14 +235,9 @@ pub(crate) fn plan_modify(
                 InsertValues::Columns(pairs) => {
                     plan_insert(table, pairs, s.if_not_exists, &s.using, binder)
                 }
-                InsertValues::Json { json, default } => super::json::plan_insert_json(
-                    table,
-                    json,
-                    *default,
-                    s.if_not_exists,
-                    &s.using,
-                    binder,
-                ),
+                InsertValues::Json { json, default } => {
+                    plan_insert_json(table, json, *default, s.if_not_exists, &s.using, binder)
+                }
             }
         }
         Statement::Update(s) => {
@@ -457,6 +454,110 @@ fn plan_insert(
         condition: if_not_exists.then_some(CondPlan::NotExists),
         static_only,
         json: None,
+    })
+}
+
+/// Plans `INSERT INTO t JSON <json> [DEFAULT NULL|UNSET] [IF NOT EXISTS] [USING ...]`.
+///
+/// The marker of `JSON ?` is received by a placeholder with empty keyspace, table and name
+/// and type `text` (`insert_json_statement::prepare_internal`); a named marker keeps its name.
+fn plan_insert_json(
+    table: Arc<TableDef>,
+    json: &Term,
+    default: JsonDefault,
+    if_not_exists: bool,
+    using: &Using,
+    binder: &mut Binder,
+) -> Result<ModifyPlan, CqlError> {
+    check_writable(&table)?;
+    let source = match json {
+        Term::Literal(crate::cql::Literal::String(s)) => Expr::Const(Some(Value::text(s))),
+        Term::Marker(m) => {
+            let name = m.name.clone().unwrap_or_default();
+            binder.bind_spec(m, ColumnSpec::new("", "", name.clone(), CqlType::Text));
+            Expr::Marker {
+                index: m.index,
+                typ: CqlType::Text,
+                name: Arc::from(name.as_str()),
+            }
+        }
+        _ => {
+            return Err(CqlError::syntax(
+                "INSERT JSON takes a string constant or a bind marker",
+            ));
+        }
+    };
+    let (ttl, timestamp) = plan_using(using, binder, true)?;
+    let base = binder.count();
+    let marker = |slot: usize, c: &crate::schema::ColumnDef| Expr::Marker {
+        index: base + slot,
+        typ: c.typ.clone(),
+        name: Arc::from(c.name.as_str()),
+    };
+    let mut columns = Vec::with_capacity(table.columns.len());
+    let mut pk: Vec<(i32, Expr)> = Vec::new();
+    let mut ck: Vec<(i32, Expr)> = Vec::new();
+    let mut ops = Vec::new();
+    let mut slots = 0;
+    for (ci, c) in table.columns.iter().enumerate() {
+        let slot = match c.kind {
+            ColumnKind::Static => None,
+            _ => {
+                slots += 1;
+                Some(slots - 1)
+            }
+        };
+        if let Some(s) = slot {
+            let e = marker(s, c);
+            match c.kind {
+                ColumnKind::PartitionKey => pk.push((c.position, e)),
+                ColumnKind::Clustering => ck.push((c.position, e)),
+                _ => ops.push(Op::Set(ci, e)),
+            }
+        }
+        columns.push(JsonColumn {
+            name: c.name.clone(),
+            typ: c.typ.clone(),
+            kind: c.kind,
+            position: c.position,
+            slot,
+        });
+    }
+    pk.sort_by_key(|(p, _)| *p);
+    ck.sort_by_key(|(p, _)| *p);
+    // No partition-key marker of the statement's own.
+    binder.set_pk_markers(vec![None; pk.len()]);
+    let prefix: Vec<PrefixPart> = ck
+        .into_iter()
+        .map(|(_, e)| PrefixPart::Single(KeyValues::Eq(e)))
+        .collect();
+    let prefix_len = prefix.len();
+    Ok(ModifyPlan {
+        cols: col_infos(&table),
+        table,
+        kind: ModifyKind::Insert,
+        keys: WherePlan {
+            partition: PartitionRestriction::Keys(
+                pk.into_iter().map(|(_, e)| KeyValues::Eq(e)).collect(),
+            ),
+            prefix,
+            prefix_len,
+            slice: None,
+            filters: Vec::new(),
+            non_key_columns: Vec::new(),
+        },
+        ops,
+        ttl,
+        timestamp,
+        condition: if_not_exists.then_some(CondPlan::NotExists),
+        static_only: false,
+        json: Some(Arc::new(JsonInsert {
+            source,
+            columns,
+            base,
+            slots,
+            default_unset: default == JsonDefault::Unset,
+        })),
     })
 }
 
@@ -934,6 +1035,18 @@ fn plan_condition(
             CondPlan::Conditions(out)
         }
     }))
+}
+
+/// The values a modification statement evaluates: the request's, extended with an `INSERT
+/// JSON`'s document values.
+pub(crate) fn bind_values<'a>(
+    plan: &ModifyPlan,
+    values: &'a [BoundValue],
+) -> Result<Cow<'a, [BoundValue]>, CqlError> {
+    match &plan.json {
+        Some(j) => Ok(Cow::Owned(j.bind(values)?)),
+        None => Ok(Cow::Borrowed(values)),
+    }
 }
 
 /// The timestamp and TTL of one execution.

@@ -13,7 +13,7 @@ use crate::storage::{ClusteringBound, ClusteringRange, PartitionKey, PartitionSt
 use crate::types::CqlType;
 use crate::types::value::Value;
 
-use super::plan::{Binder, column_index};
+use super::binder::{Binder, column_index};
 use super::values::{Bound, EvalCtx, Expr, eval_required, marker, plan_term};
 
 /// The values an `=` or `IN` gives one column.

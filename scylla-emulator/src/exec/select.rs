@@ -29,8 +29,8 @@ use crate::storage::{
 use crate::types::CqlType;
 use crate::types::value::Value;
 
+use super::binder::{Binder, column_index, resolve_table};
 use super::paging::{PageBudget, PageLimits, PagingState};
-use super::plan::{Binder, column_index, resolve_table};
 use super::restrictions::{PartitionRestriction, ReadyFilter, WhereMode, WherePlan, plan_where};
 use super::values::{Bound, EvalCtx, Expr, Func, plan_term};
 

@@ -17,11 +17,9 @@ use crate::schema::index::{INDEX_VIEW_SUFFIX, IndexTarget};
 use crate::schema::{ColumnKind, IndexDef, KeyspaceDef, Schema, TableDef};
 use crate::types::CqlType;
 
+use super::checks::{NAME_LENGTH, Permission, check_access, keyspace_of, no_keyspace, no_table};
+use super::outcome::{DdlContext, DdlOutcome, table_event};
 use super::types::references_duration;
-use super::{
-    DdlContext, DdlOutcome, NAME_LENGTH, Permission, check_access, keyspace_of, no_keyspace,
-    no_table, table_event,
-};
 
 /// `index_target::target_type` of a written target, before Scylla's rewrite for
 /// collections: `full` is kept apart (only frozen collections take it).

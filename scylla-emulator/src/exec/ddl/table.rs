@@ -24,11 +24,12 @@ use crate::schema::{
 use crate::storage::ColumnId;
 use crate::types::CqlType;
 
-use super::types::{references_duration, resolve_in};
-use super::{
-    DdlContext, DdlOutcome, NAME_LENGTH, Permission, StorageChange, check_access, is_word,
-    keyspace_of, no_keyspace, no_table, options, table_event,
+use super::checks::{
+    NAME_LENGTH, Permission, check_access, is_word, keyspace_of, no_keyspace, no_table,
 };
+use super::options;
+use super::outcome::{DdlContext, DdlOutcome, StorageChange, table_event};
+use super::types::{references_duration, resolve_in};
 
 /// The `TABLE` target of a schema change.
 fn target(keyspace: &str, table: &str) -> SchemaChangeTarget {

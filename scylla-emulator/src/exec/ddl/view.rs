@@ -17,11 +17,10 @@ use crate::schema::{
     ClusteringOrder, ColumnDef, ColumnKind, KeyspaceDef, Schema, TableDef, TableKind,
 };
 
+use super::checks::{NAME_LENGTH, Permission, check_access, keyspace_of, no_keyspace};
+use super::options;
+use super::outcome::{DdlContext, DdlOutcome, StorageChange, table_event};
 use super::types::references_duration;
-use super::{
-    DdlContext, DdlOutcome, NAME_LENGTH, Permission, StorageChange, check_access, keyspace_of,
-    no_keyspace, options, table_event,
-};
 
 /// The `TABLE` target of a schema change (a view is announced as a table, protocol v4).
 fn target(keyspace: &str, name: &str) -> SchemaChangeTarget {
@@ -155,7 +154,7 @@ pub(super) fn create(
                 let Some(def) = base.column(column) else {
                     return Err(undefined_column(column));
                 };
-                let Some(value) = super::super::values::literal_value(lit, &def.typ, column)?
+                let Some(value) = super::super::literal::literal_value(lit, &def.typ, column)?
                 else {
                     return Err(CqlError::invalid(format!(
                         "Invalid null value for column {column}"
