@@ -37,9 +37,9 @@ use uuid::Uuid;
 
 use crate::frame::{ColumnSpec, CqlError, ErrorKind};
 use crate::schema::TableDef;
-use crate::types::CqlType;
 use crate::types::json::{self as jt, Json};
 use crate::types::value::{Decimal, Duration, Value, Varint};
+use crate::types::{CqlType, UserType};
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -490,41 +490,84 @@ pub(crate) fn from_json(typ: &CqlType, j: &Json) -> Result<Value, ConvError> {
             ))),
             _ => Err(not_a_string()),
         },
-        CqlType::Blob => {
-            let s = string_of(j, "bytes_type")?;
-            let Some(hex) = s.strip_prefix("0x") else {
-                return Err(ConvError::Marshal(
-                    "Blob JSON strings must start with 0x".into(),
-                ));
-            };
-            from_hex(hex).map(Value::blob)
+        CqlType::Blob => blob_from_json(j),
+        CqlType::Boolean => boolean_from_json(j),
+        CqlType::Timestamp => timestamp_from_json(j),
+        CqlType::Timeuuid
+        | CqlType::Uuid
+        | CqlType::Date
+        | CqlType::Time
+        | CqlType::Inet
+        | CqlType::Duration => text_form_from_json(typ, j),
+        CqlType::Float | CqlType::Double => float_from_json(typ, j),
+        CqlType::Varint => varint_from_json(j),
+        CqlType::Decimal => decimal_from_json(j),
+        CqlType::List { elem, .. } => elements_from_json(elem, j, "list_type").map(Value::list),
+        CqlType::Set { elem, .. } => elements_from_json(elem, j, "set_type").map(Value::set),
+        CqlType::Map { key, value, .. } => map_from_json(key, value, j),
+        CqlType::Tuple(types) => tuple_from_json(types, j),
+        CqlType::Udt { def, .. } => udt_from_json(def, j),
+    }
+}
+
+/// A `blob` from its `0x...` hex string.
+fn blob_from_json(j: &Json) -> Result<Value, ConvError> {
+    let s = string_of(j, "bytes_type")?;
+    let Some(hex) = s.strip_prefix("0x") else {
+        return Err(ConvError::Marshal(
+            "Blob JSON strings must start with 0x".into(),
+        ));
+    };
+    from_hex(hex).map(Value::blob)
+}
+
+/// A `boolean` from a JSON boolean or the strings `true` / `false` (any case, blanks
+/// trimmed).
+fn boolean_from_json(j: &Json) -> Result<Value, ConvError> {
+    match j {
+        Json::Bool(b) => Ok(Value::Boolean(*b)),
+        Json::String(s) => {
+            // boost::trim_all then to_lower.
+            let t = s.split_whitespace().collect::<Vec<_>>().join(" ");
+            match t.to_ascii_lowercase().as_str() {
+                "true" => Ok(Value::Boolean(true)),
+                "false" => Ok(Value::Boolean(false)),
+                _ => Err(ConvError::Marshal(format!("Invalid JSON object {j}"))),
+            }
         }
-        CqlType::Boolean => match j {
-            Json::Bool(b) => Ok(Value::Boolean(*b)),
-            Json::String(s) => {
-                // boost::trim_all then to_lower.
-                let t = s.split_whitespace().collect::<Vec<_>>().join(" ");
-                match t.to_ascii_lowercase().as_str() {
-                    "true" => Ok(Value::Boolean(true)),
-                    "false" => Ok(Value::Boolean(false)),
-                    _ => Err(ConvError::Marshal(format!("Invalid JSON object {j}"))),
-                }
-            }
-            _ => Err(ConvError::Marshal(format!("Invalid JSON object {j}"))),
-        },
-        CqlType::Timestamp => match j {
-            Json::String(s) if s.is_empty() => Ok(Value::Empty),
-            Json::String(s) => timestamp_from_string(s).map(Value::Timestamp),
-            j if j.is_number() => json_to_int(j, i64::MIN, i64::MAX).map(Value::Timestamp),
-            _ => Err(ConvError::Marshal(
-                "timestamp_type must be represented as string or integer".into(),
-            )),
-        },
+        _ => Err(ConvError::Marshal(format!("Invalid JSON object {j}"))),
+    }
+}
+
+/// A `timestamp` from its text or from milliseconds since the epoch.
+fn timestamp_from_json(j: &Json) -> Result<Value, ConvError> {
+    match j {
+        Json::String(s) if s.is_empty() => Ok(Value::Empty),
+        Json::String(s) => timestamp_from_string(s).map(Value::Timestamp),
+        j if j.is_number() => json_to_int(j, i64::MIN, i64::MAX).map(Value::Timestamp),
+        _ => Err(ConvError::Marshal(
+            "timestamp_type must be represented as string or integer".into(),
+        )),
+    }
+}
+
+/// A value of a type read from its text only (`timeuuid`, `uuid`, `date`, `time`, `inet`,
+/// `duration`); the empty string is [`Value::Empty`].
+fn text_form_from_json(typ: &CqlType, j: &Json) -> Result<Value, ConvError> {
+    let type_name = match typ {
+        CqlType::Timeuuid => "timeuuid_type",
+        CqlType::Uuid => "uuid_type",
+        CqlType::Date => "simple_date_type",
+        CqlType::Time => "time_type",
+        CqlType::Inet => "inet_addr_type",
+        _ => "duration_type",
+    };
+    let s = string_of(j, type_name)?;
+    if s.is_empty() {
+        return Ok(Value::Empty);
+    }
+    match typ {
         CqlType::Timeuuid => {
-            let s = string_of(j, "timeuuid_type")?;
-            if s.is_empty() {
-                return Ok(Value::Empty);
-            }
             let u = uuid_from_string(s)
                 .ok_or_else(|| ConvError::Marshal(format!("Invalid UUID format ({s})")))?;
             if u.get_version_num() != 1 {
@@ -535,190 +578,158 @@ pub(crate) fn from_json(typ: &CqlType, j: &Json) -> Result<Value, ConvError> {
             }
             Ok(Value::Timeuuid(u))
         }
-        CqlType::Uuid => {
-            let s = string_of(j, "uuid_type")?;
-            if s.is_empty() {
-                return Ok(Value::Empty);
-            }
-            uuid_from_string(s)
-                .map(Value::Uuid)
-                .ok_or_else(|| ConvError::Marshal(format!("Cannot parse uuid from '{s}'")))
-        }
-        CqlType::Date => {
-            let s = string_of(j, "simple_date_type")?;
-            if s.is_empty() {
-                return Ok(Value::Empty);
-            }
-            date_from_string(s).map(Value::Date)
-        }
-        CqlType::Time => {
-            let s = string_of(j, "time_type")?;
-            if s.is_empty() {
-                return Ok(Value::Empty);
-            }
-            time_from_string(s).map(Value::Time)
-        }
-        CqlType::Inet => {
-            let s = string_of(j, "inet_addr_type")?;
-            if s.is_empty() {
-                return Ok(Value::Empty);
-            }
-            IpAddr::from_str(s)
-                .map(Value::Inet)
-                .map_err(|_| ConvError::Marshal(format!("Failed to parse inet_addr from '{s}'")))
-        }
-        CqlType::Duration => {
-            let s = string_of(j, "duration_type")?;
-            if s.is_empty() {
-                return Ok(Value::Empty);
-            }
-            duration_from_string(s).map(Value::Duration)
-        }
-        CqlType::Float | CqlType::Double => {
-            let f = match j {
-                Json::String(s) => {
-                    if s.is_empty() {
-                        return Ok(Value::Empty);
-                    }
-                    float_from_string(s)?
-                }
-                j => j.as_f64().ok_or_else(|| {
-                    ConvError::Marshal("JSON value must be represented as double or string".into())
-                })?,
-            };
-            Ok(if *typ == CqlType::Float {
-                Value::Float(f as f32)
-            } else {
-                Value::Double(f)
-            })
-        }
-        CqlType::Varint => {
-            let text = match j {
-                Json::String(s) => Cow::Borrowed(s.as_str()),
-                other => Cow::Owned(other.to_string()),
-            };
-            if text.is_empty() {
-                return Ok(Value::Empty);
-            }
-            varint_from_string(&text).map(|n| Value::varint(&n))
-        }
-        CqlType::Decimal => {
-            let text = match j {
-                Json::String(s) => s.clone(),
-                j if j.is_number() => j.to_string(),
-                other => {
-                    return Err(ConvError::Marshal(format!(
-                        "{other} must be represented as numeric or string in JSON"
-                    )));
-                }
-            };
-            if text.is_empty() {
-                return Ok(Value::Empty);
-            }
-            decimal_from_string(&text).map(|d| Value::Decimal(Arc::new(d)))
-        }
-        CqlType::List { elem, .. } => {
-            let Json::Array(items) = j else {
-                return Err(ConvError::Marshal(
-                    "list_type must be represented as JSON Array".into(),
-                ));
-            };
-            let values = items
-                .iter()
-                .map(|x| from_json(elem, x))
-                .collect::<Result<_, _>>()?;
-            Ok(Value::list(values))
-        }
-        CqlType::Set { elem, .. } => {
-            let Json::Array(items) = j else {
-                return Err(ConvError::Marshal(
-                    "set_type must be represented as JSON Array".into(),
-                ));
-            };
-            let values = items
-                .iter()
-                .map(|x| from_json(elem, x))
-                .collect::<Result<_, _>>()?;
-            Ok(Value::set(values))
-        }
-        CqlType::Map { key, value, .. } => {
-            let Json::Object(members) = j else {
-                return Err(ConvError::Marshal(
-                    "map_type must be represented as JSON Object".into(),
-                ));
-            };
-            let native_key = key.native_name().is_some();
-            let mut entries = Vec::with_capacity(members.len());
-            for (name, x) in members {
-                // The value first, as ScyllaDB converts it first.
-                let v = from_json(value, x)?;
-                let k = if native_key {
-                    from_json(key, &Json::String(name.clone()))?
-                } else {
-                    // A key of a collection, tuple or UDT type is that value's JSON text.
-                    let key_json = Json::String(name.clone());
-                    jt::parse(name)
-                        .map_err(|e| ConvError::Rjson(e.message().to_string()))
-                        .and_then(|parsed| from_json(key, &parsed))
-                        .map_err(|e| match e {
-                            ConvError::Rjson(m) => ConvError::Marshal(format!(
-                                "Failed parsing map_key {key_json}: {m}"
-                            )),
-                            other => other,
-                        })?
-                };
-                entries.push((k, v));
-            }
-            Ok(Value::map(entries))
-        }
-        CqlType::Tuple(types) => {
-            let Json::Array(items) = j else {
-                return Err(ConvError::Marshal(
-                    "tuple_type must be represented as JSON Array".into(),
-                ));
-            };
-            if items.len() > types.len() {
-                return Err(ConvError::Marshal(format!(
-                    "Too many values ({}) for tuple with size {}",
-                    items.len(),
-                    types.len()
-                )));
-            }
-            // A shorter array is a shorter tuple value (its missing components read as null).
-            let fields = items
-                .iter()
-                .zip(types)
-                .map(|(x, t)| from_json(t, x).map(Some))
-                .collect::<Result<_, _>>()?;
-            Ok(Value::tuple(fields))
-        }
-        CqlType::Udt { def, .. } => {
-            let Json::Object(members) = j else {
-                return Err(ConvError::Marshal(
-                    "user_type must be represented as JSON Object".into(),
-                ));
-            };
-            // Fields are looked up by their name as it is: no quoting for case-sensitive
-            // names, unlike Cassandra (scylladb/scylladb#8086).
-            let mut fields = Vec::with_capacity(def.fields.len());
-            for (name, t) in &def.fields {
-                fields.push(match j.member(name) {
-                    None | Some(Json::Null) => None,
-                    Some(x) => Some(from_json(t, x)?),
-                });
-            }
-            if let Some((extra, _)) = members
-                .iter()
-                .find(|(k, _)| !def.fields.iter().any(|(f, _)| f == k))
-            {
-                return Err(ConvError::Marshal(format!(
-                    "Extraneous field definition for user type {}: {extra}",
-                    def.name
-                )));
-            }
-            Ok(Value::udt(fields))
-        }
+        CqlType::Uuid => uuid_from_string(s)
+            .map(Value::Uuid)
+            .ok_or_else(|| ConvError::Marshal(format!("Cannot parse uuid from '{s}'"))),
+        CqlType::Date => date_from_string(s).map(Value::Date),
+        CqlType::Time => time_from_string(s).map(Value::Time),
+        CqlType::Inet => IpAddr::from_str(s)
+            .map(Value::Inet)
+            .map_err(|_| ConvError::Marshal(format!("Failed to parse inet_addr from '{s}'"))),
+        _ => duration_from_string(s).map(Value::Duration),
     }
+}
+
+/// A `float` or `double` from a JSON number or its text.
+fn float_from_json(typ: &CqlType, j: &Json) -> Result<Value, ConvError> {
+    let f = match j {
+        Json::String(s) => {
+            if s.is_empty() {
+                return Ok(Value::Empty);
+            }
+            float_from_string(s)?
+        }
+        j => j.as_f64().ok_or_else(|| {
+            ConvError::Marshal("JSON value must be represented as double or string".into())
+        })?,
+    };
+    Ok(if *typ == CqlType::Float {
+        Value::Float(f as f32)
+    } else {
+        Value::Double(f)
+    })
+}
+
+/// A `varint` from its text or the printed text of any other JSON value.
+fn varint_from_json(j: &Json) -> Result<Value, ConvError> {
+    let text = match j {
+        Json::String(s) => Cow::Borrowed(s.as_str()),
+        other => Cow::Owned(other.to_string()),
+    };
+    if text.is_empty() {
+        return Ok(Value::Empty);
+    }
+    varint_from_string(&text).map(|n| Value::varint(&n))
+}
+
+/// A `decimal` from its text or the printed text of a JSON number.
+fn decimal_from_json(j: &Json) -> Result<Value, ConvError> {
+    let text = match j {
+        Json::String(s) => s.clone(),
+        j if j.is_number() => j.to_string(),
+        other => {
+            return Err(ConvError::Marshal(format!(
+                "{other} must be represented as numeric or string in JSON"
+            )));
+        }
+    };
+    if text.is_empty() {
+        return Ok(Value::Empty);
+    }
+    decimal_from_string(&text).map(|d| Value::Decimal(Arc::new(d)))
+}
+
+/// The elements of a list or set (`type_name`) from a JSON array.
+fn elements_from_json(elem: &CqlType, j: &Json, type_name: &str) -> Result<Vec<Value>, ConvError> {
+    let Json::Array(items) = j else {
+        return Err(ConvError::Marshal(format!(
+            "{type_name} must be represented as JSON Array"
+        )));
+    };
+    items.iter().map(|x| from_json(elem, x)).collect()
+}
+
+/// A map from a JSON object: a key of a native type is read from the member's name, any
+/// other key from the JSON text that the name holds.
+fn map_from_json(key: &CqlType, value: &CqlType, j: &Json) -> Result<Value, ConvError> {
+    let Json::Object(members) = j else {
+        return Err(ConvError::Marshal(
+            "map_type must be represented as JSON Object".into(),
+        ));
+    };
+    let native_key = key.native_name().is_some();
+    let mut entries = Vec::with_capacity(members.len());
+    for (name, x) in members {
+        // The value first, as ScyllaDB converts it first.
+        let v = from_json(value, x)?;
+        let k = if native_key {
+            from_json(key, &Json::String(name.clone()))?
+        } else {
+            // A key of a collection, tuple or UDT type is that value's JSON text.
+            let key_json = Json::String(name.clone());
+            jt::parse(name)
+                .map_err(|e| ConvError::Rjson(e.message().to_string()))
+                .and_then(|parsed| from_json(key, &parsed))
+                .map_err(|e| match e {
+                    ConvError::Rjson(m) => {
+                        ConvError::Marshal(format!("Failed parsing map_key {key_json}: {m}"))
+                    }
+                    other => other,
+                })?
+        };
+        entries.push((k, v));
+    }
+    Ok(Value::map(entries))
+}
+
+/// A tuple from a JSON array (a shorter array is a shorter tuple value: its missing
+/// components read as null).
+fn tuple_from_json(types: &[CqlType], j: &Json) -> Result<Value, ConvError> {
+    let Json::Array(items) = j else {
+        return Err(ConvError::Marshal(
+            "tuple_type must be represented as JSON Array".into(),
+        ));
+    };
+    if items.len() > types.len() {
+        return Err(ConvError::Marshal(format!(
+            "Too many values ({}) for tuple with size {}",
+            items.len(),
+            types.len()
+        )));
+    }
+    let fields = items
+        .iter()
+        .zip(types)
+        .map(|(x, t)| from_json(t, x).map(Some))
+        .collect::<Result<_, _>>()?;
+    Ok(Value::tuple(fields))
+}
+
+/// A user-defined type's value from a JSON object. Fields are looked up by their name as it
+/// is: no quoting for case-sensitive names, unlike Cassandra (scylladb/scylladb#8086).
+fn udt_from_json(def: &UserType, j: &Json) -> Result<Value, ConvError> {
+    let Json::Object(members) = j else {
+        return Err(ConvError::Marshal(
+            "user_type must be represented as JSON Object".into(),
+        ));
+    };
+    let mut fields = Vec::with_capacity(def.fields.len());
+    for (name, t) in &def.fields {
+        fields.push(match j.member(name) {
+            None | Some(Json::Null) => None,
+            Some(x) => Some(from_json(t, x)?),
+        });
+    }
+    if let Some((extra, _)) = members
+        .iter()
+        .find(|(k, _)| !def.fields.iter().any(|(f, _)| f == k))
+    {
+        return Err(ConvError::Marshal(format!(
+            "Extraneous field definition for user type {}: {extra}",
+            def.name
+        )));
+    }
+    Ok(Value::udt(fields))
 }
 
 /// The string of a JSON value that must be one (`validated_to_string_view`).
