@@ -15,7 +15,9 @@
 use std::sync::Arc;
 
 use crate::cdc::log_schema;
-use crate::cql::{AlterTable, AlterTableAction, CreateTable, DropTable, Order, Truncate};
+use crate::cql::{
+    AlterTable, AlterTableAction, CreateTable, DropTable, NewColumn, Order, Property, Truncate,
+};
 use crate::frame::{CqlError, ErrorKind, SchemaChangeTarget, SchemaChangeType};
 use crate::schema::{
     ClusteringOrder, ColumnDef, ColumnKind, KeyspaceDef, Schema, TableDef, TableKind, TableOptions,
@@ -413,7 +415,8 @@ fn column_def(name: String, typ: CqlType, kind: ColumnKind, position: usize) -> 
     }
 }
 
-/// `ALTER TABLE [ks.]t ...`
+/// `ALTER TABLE [ks.]t ...`: the checks of the table (its views, a CDC log), the action on a
+/// copy of the table, then the next schema with its CDC log and views following the table.
 pub(super) fn alter(
     schema: &Schema,
     stmt: &AlterTable,
@@ -437,172 +440,19 @@ pub(super) fn alter(
         return Err(e);
     }
     if table.is_cdc_log() {
-        let attached = schema.cdc_log_attached(table);
-        match &stmt.action {
-            AlterTableAction::Add(_)
-            | AlterTableAction::Drop { .. }
-            | AlterTableAction::AlterColumnType { .. } => {
-                return Err(CqlError::invalid(if attached {
-                    "You cannot modify the set of columns of a CDC log table directly. Modify \
-                     the base table instead."
-                } else {
-                    "You cannot modify the set of columns of a CDC log table directly. Although \
-                     the base table has deactivated CDC, this table will continue being a CDC \
-                     log table until it is dropped. If you want to modify the columns in it, \
-                     you can only do that by reenabling CDC on the base table, which will \
-                     reattach this log table. Then you will be able to modify the columns in \
-                     the base table, and that will have effect on the log table too. Modifying \
-                     the columns of a CDC log table directly is never allowed."
-                }));
-            }
-            AlterTableAction::Rename(_) => {
-                return Err(CqlError::invalid(if attached {
-                    "Cannot rename a column of a CDC log table."
-                } else {
-                    "You cannot rename a column of a CDC log table. Although the base table has \
-                     deactivated CDC, this table will continue being a CDC log table until it \
-                     is dropped."
-                }));
-            }
-            AlterTableAction::With(_) => {}
-        }
+        check_cdc_log_alter(schema.cdc_log_attached(table), &stmt.action)?;
     }
     let mut updated = (**table).clone();
     let mut storage = Vec::new();
-    let clustering_count = table.clustering_key().count();
-    let compound = !table.compact_storage || clustering_count > 1;
-    let dense = table.compact_storage && clustering_count > 0;
     match &stmt.action {
         AlterTableAction::Add(new_columns) => {
-            if dense {
-                return Err(CqlError::invalid(
-                    "Cannot add new column to a COMPACT STORAGE table",
-                ));
-            }
-            for c in new_columns {
-                let t = resolve_in(&ks.types, &ks_name, &c.ty)?;
-                if c.is_static {
-                    if !compound {
-                        return Err(CqlError::invalid(
-                            "Static columns are not allowed in COMPACT STORAGE tables",
-                        ));
-                    }
-                    if clustering_count == 0 {
-                        return Err(CqlError::invalid(
-                            "Static columns are only useful (and thus allowed) if the table has \
-                             at least one clustering column",
-                        ));
-                    }
-                }
-                if let Some(existing) = updated.column(&c.name) {
-                    return Err(CqlError::invalid(
-                        if existing.kind == ColumnKind::PartitionKey {
-                            format!(
-                                "Invalid column name {} because it conflicts with a PRIMARY KEY \
-                                 part",
-                                c.name
-                            )
-                        } else {
-                            format!(
-                                "Invalid column name {} because it conflicts with an existing \
-                                 column",
-                                c.name
-                            )
-                        },
-                    ));
-                }
-                if table.is_counter() && table.dropped_columns.contains_key(&c.name) {
-                    return Err(CqlError::invalid(format!(
-                        "Cannot re-add previously dropped counter column {}",
-                        c.name
-                    )));
-                }
-                if t.is_collection() && t.is_multi_cell() && !compound {
-                    return Err(CqlError::invalid(
-                        "Cannot use non-frozen collections with a non-composite PRIMARY KEY",
-                    ));
-                }
-                if t.is_counter() && !table.is_counter() {
-                    return Err(CqlError::config(format!(
-                        "Cannot add a counter column ({}) in a non counter column family",
-                        c.name
-                    )));
-                }
-                if !t.is_counter() && table.is_counter() {
-                    return Err(CqlError::config(format!(
-                        "Cannot add a non counter column ({}) in a counter column family",
-                        c.name
-                    )));
-                }
-                check_counter_tablets(ks, name, &t)?;
-                check_udt_fields(&t)?;
-                log_schema::check_not_dropped_recently(&updated, &c.name, ctx.now_micros)?;
-                updated.add_column(ColumnDef {
-                    name: c.name.clone(),
-                    typ: t,
-                    kind: if c.is_static {
-                        ColumnKind::Static
-                    } else {
-                        ColumnKind::Regular
-                    },
-                    position: -1,
-                    order: ClusteringOrder::Asc,
-                    id: 0,
-                });
-            }
+            add_columns(ks, table, &mut updated, new_columns, ctx)?;
         }
         AlterTableAction::Drop { columns, timestamp } => {
-            if !compound || dense {
-                return Err(CqlError::invalid(
-                    "Cannot drop columns from a non-CQL3 table",
-                ));
-            }
             let at = timestamp.unwrap_or(ctx.now_micros);
-            let mut ids = Vec::new();
-            for c in columns {
-                let Some(def) = updated.column(c) else {
-                    return Err(CqlError::invalid(format!(
-                        "Column {c} was not found in table {name}"
-                    )));
-                };
-                if def.kind.is_primary_key() {
-                    return Err(CqlError::invalid(format!(
-                        "Cannot drop PRIMARY KEY part {c}"
-                    )));
-                }
-                super::index::check_drop_column(table, c)?;
-                if let Some(def) = updated.drop_column(c, at) {
-                    ids.push(ColumnId(def.id));
-                }
-            }
-            storage.push(StorageChange::DropColumns {
-                table: table.id,
-                columns: ids,
-            });
+            storage.push(drop_columns(table, &mut updated, columns, at)?);
         }
-        AlterTableAction::Rename(renames) => {
-            for (from, to) in renames {
-                let Some(def) = updated.column(from) else {
-                    return Err(CqlError::invalid(format!(
-                        "Cannot rename unknown column {from} in table {name}"
-                    )));
-                };
-                let is_key = def.kind.is_primary_key();
-                if updated.column(to).is_some() {
-                    return Err(CqlError::invalid(format!(
-                        "Cannot rename column {from} to {to} in table {name}; another column of \
-                         that name already exist"
-                    )));
-                }
-                if !is_key {
-                    return Err(CqlError::invalid(format!(
-                        "Cannot rename non PRIMARY KEY part {from}"
-                    )));
-                }
-                super::index::check_rename_column(table, from)?;
-                updated.rename_column(from, to);
-            }
-        }
+        AlterTableAction::Rename(renames) => rename_columns(table, &mut updated, renames)?,
         AlterTableAction::AlterColumnType { column, .. } => {
             if updated.column(column).is_none() {
                 return Err(CqlError::invalid(format!(
@@ -611,22 +461,7 @@ pub(super) fn alter(
             }
             return Err(CqlError::invalid("Altering of types is not allowed"));
         }
-        AlterTableAction::With(properties) => {
-            let applied = options::apply(&mut updated.options, properties, ctx.default_cdc_ttl)?;
-            options::check_tombstone_gc(&updated.options, ks)?;
-            if updated.options.tombstone_gc.is_none() {
-                updated.options.tombstone_gc =
-                    Some(options::default_tombstone_gc(ks, !updated.is_cdc_log()));
-            }
-            if applied.id.is_some() {
-                return Err(CqlError::config("Cannot alter table id."));
-            }
-            if updated.is_counter() && updated.options.default_time_to_live > 0 {
-                return Err(CqlError::invalid(
-                    "Cannot set default_time_to_live on a table with counters",
-                ));
-            }
-        }
+        AlterTableAction::With(properties) => alter_options(ks, &mut updated, properties, ctx)?,
     }
     let mut next = schema.clone();
     let Some(next_ks) = next.keyspaces.get_mut(&ks_name) else {
@@ -661,6 +496,223 @@ pub(super) fn alter(
         storage,
         events,
     ))
+}
+
+/// What an ALTER TABLE of a CDC log table (`attached` to its base or not) may not do: change
+/// or rename its columns.
+fn check_cdc_log_alter(attached: bool, action: &AlterTableAction) -> Result<(), CqlError> {
+    match action {
+        AlterTableAction::Add(_)
+        | AlterTableAction::Drop { .. }
+        | AlterTableAction::AlterColumnType { .. } => Err(CqlError::invalid(if attached {
+            "You cannot modify the set of columns of a CDC log table directly. Modify \
+             the base table instead."
+        } else {
+            "You cannot modify the set of columns of a CDC log table directly. Although \
+             the base table has deactivated CDC, this table will continue being a CDC \
+             log table until it is dropped. If you want to modify the columns in it, \
+             you can only do that by reenabling CDC on the base table, which will \
+             reattach this log table. Then you will be able to modify the columns in \
+             the base table, and that will have effect on the log table too. Modifying \
+             the columns of a CDC log table directly is never allowed."
+        })),
+        AlterTableAction::Rename(_) => Err(CqlError::invalid(if attached {
+            "Cannot rename a column of a CDC log table."
+        } else {
+            "You cannot rename a column of a CDC log table. Although the base table has \
+             deactivated CDC, this table will continue being a CDC log table until it \
+             is dropped."
+        })),
+        AlterTableAction::With(_) => Ok(()),
+    }
+}
+
+/// `ALTER TABLE ... ADD`: each new column checked against the table (`table`, being
+/// `updated`), then added.
+fn add_columns(
+    ks: &KeyspaceDef,
+    table: &TableDef,
+    updated: &mut TableDef,
+    new_columns: &[NewColumn],
+    ctx: &DdlContext<'_>,
+) -> Result<(), CqlError> {
+    let clustering_count = table.clustering_key().count();
+    let compound = !table.compact_storage || clustering_count > 1;
+    if table.compact_storage && clustering_count > 0 {
+        return Err(CqlError::invalid(
+            "Cannot add new column to a COMPACT STORAGE table",
+        ));
+    }
+    for c in new_columns {
+        let t = resolve_in(&ks.types, &ks.name, &c.ty)?;
+        if c.is_static {
+            if !compound {
+                return Err(CqlError::invalid(
+                    "Static columns are not allowed in COMPACT STORAGE tables",
+                ));
+            }
+            if clustering_count == 0 {
+                return Err(CqlError::invalid(
+                    "Static columns are only useful (and thus allowed) if the table has \
+                     at least one clustering column",
+                ));
+            }
+        }
+        if let Some(existing) = updated.column(&c.name) {
+            let conflict = if existing.kind == ColumnKind::PartitionKey {
+                "a PRIMARY KEY part"
+            } else {
+                "an existing column"
+            };
+            return Err(CqlError::invalid(format!(
+                "Invalid column name {} because it conflicts with {conflict}",
+                c.name
+            )));
+        }
+        check_added_type(ks, table, &c.name, &t, compound)?;
+        log_schema::check_not_dropped_recently(updated, &c.name, ctx.now_micros)?;
+        updated.add_column(ColumnDef {
+            name: c.name.clone(),
+            typ: t,
+            kind: if c.is_static {
+                ColumnKind::Static
+            } else {
+                ColumnKind::Regular
+            },
+            position: -1,
+            order: ClusteringOrder::Asc,
+            id: 0,
+        });
+    }
+    Ok(())
+}
+
+/// The checks of the type `t` of a column `name` added to `table`: counters only in a
+/// counter table (and not re-added once dropped), no non-frozen collection without a
+/// compound key, tablets and UDT fields.
+fn check_added_type(
+    ks: &KeyspaceDef,
+    table: &TableDef,
+    name: &str,
+    t: &CqlType,
+    compound: bool,
+) -> Result<(), CqlError> {
+    if table.is_counter() && table.dropped_columns.contains_key(name) {
+        return Err(CqlError::invalid(format!(
+            "Cannot re-add previously dropped counter column {name}"
+        )));
+    }
+    if t.is_collection() && t.is_multi_cell() && !compound {
+        return Err(CqlError::invalid(
+            "Cannot use non-frozen collections with a non-composite PRIMARY KEY",
+        ));
+    }
+    if t.is_counter() && !table.is_counter() {
+        return Err(CqlError::config(format!(
+            "Cannot add a counter column ({name}) in a non counter column family"
+        )));
+    }
+    if !t.is_counter() && table.is_counter() {
+        return Err(CqlError::config(format!(
+            "Cannot add a non counter column ({name}) in a counter column family"
+        )));
+    }
+    check_counter_tablets(ks, &table.name, t)?;
+    check_udt_fields(t)
+}
+
+/// `ALTER TABLE ... DROP`: the columns dropped at `at` (µs); the change to the table's data.
+fn drop_columns(
+    table: &TableDef,
+    updated: &mut TableDef,
+    columns: &[String],
+    at: i64,
+) -> Result<StorageChange, CqlError> {
+    let clustering_count = table.clustering_key().count();
+    let compound = !table.compact_storage || clustering_count > 1;
+    let dense = table.compact_storage && clustering_count > 0;
+    if !compound || dense {
+        return Err(CqlError::invalid(
+            "Cannot drop columns from a non-CQL3 table",
+        ));
+    }
+    let mut ids = Vec::new();
+    for c in columns {
+        let Some(def) = updated.column(c) else {
+            return Err(CqlError::invalid(format!(
+                "Column {c} was not found in table {}",
+                table.name
+            )));
+        };
+        if def.kind.is_primary_key() {
+            return Err(CqlError::invalid(format!(
+                "Cannot drop PRIMARY KEY part {c}"
+            )));
+        }
+        super::index::check_drop_column(table, c)?;
+        if let Some(def) = updated.drop_column(c, at) {
+            ids.push(ColumnId(def.id));
+        }
+    }
+    Ok(StorageChange::DropColumns {
+        table: table.id,
+        columns: ids,
+    })
+}
+
+/// `ALTER TABLE ... RENAME`: primary-key columns only, to names not taken.
+fn rename_columns(
+    table: &TableDef,
+    updated: &mut TableDef,
+    renames: &[(String, String)],
+) -> Result<(), CqlError> {
+    let name = &table.name;
+    for (from, to) in renames {
+        let Some(def) = updated.column(from) else {
+            return Err(CqlError::invalid(format!(
+                "Cannot rename unknown column {from} in table {name}"
+            )));
+        };
+        let is_key = def.kind.is_primary_key();
+        if updated.column(to).is_some() {
+            return Err(CqlError::invalid(format!(
+                "Cannot rename column {from} to {to} in table {name}; another column of \
+                 that name already exist"
+            )));
+        }
+        if !is_key {
+            return Err(CqlError::invalid(format!(
+                "Cannot rename non PRIMARY KEY part {from}"
+            )));
+        }
+        super::index::check_rename_column(table, from)?;
+        updated.rename_column(from, to);
+    }
+    Ok(())
+}
+
+/// `ALTER TABLE ... WITH`: the properties applied to the table's options.
+fn alter_options(
+    ks: &KeyspaceDef,
+    updated: &mut TableDef,
+    properties: &[Property],
+    ctx: &DdlContext<'_>,
+) -> Result<(), CqlError> {
+    let applied = options::apply(&mut updated.options, properties, ctx.default_cdc_ttl)?;
+    options::check_tombstone_gc(&updated.options, ks)?;
+    if updated.options.tombstone_gc.is_none() {
+        updated.options.tombstone_gc =
+            Some(options::default_tombstone_gc(ks, !updated.is_cdc_log()));
+    }
+    if applied.id.is_some() {
+        return Err(CqlError::config("Cannot alter table id."));
+    }
+    if updated.is_counter() && updated.options.default_time_to_live > 0 {
+        return Err(CqlError::invalid(
+            "Cannot set default_time_to_live on a table with counters",
+        ));
+    }
+    Ok(())
 }
 
 /// `DROP TABLE [IF EXISTS] [ks.]t`: also drops the table's CDC log (attached or detached);
