@@ -66,10 +66,7 @@ fn check_counter_tablets(ks: &KeyspaceDef, table: &str, t: &CqlType) -> Result<(
 }
 
 /// Takes the named column out of `remaining` for the primary key, with Scylla's checks.
-fn take_key_column(
-    remaining: &mut Vec<(String, CqlType, bool)>,
-    name: &str,
-) -> Result<CqlType, CqlError> {
+fn take_key_column(remaining: &mut Vec<Defined>, name: &str) -> Result<CqlType, CqlError> {
     let Some(i) = remaining.iter().position(|(n, _, _)| n == name) else {
         return Err(CqlError::invalid(format!(
             "Unknown definition {name} referenced in PRIMARY KEY"
@@ -172,7 +169,9 @@ fn sync_cdc_log(
     }
 }
 
-/// `CREATE TABLE [IF NOT EXISTS] [ks.]t (...) [WITH ...]`
+/// `CREATE TABLE [IF NOT EXISTS] [ks.]t (...) [WITH ...]`: the name and the options, the
+/// defined columns, the primary key and its clustering order, then the new table (with its
+/// CDC log when enabled), with Scylla's errors in Scylla's order.
 pub(super) fn create(
     schema: &Schema,
     stmt: &CreateTable,
@@ -180,170 +179,11 @@ pub(super) fn create(
 ) -> Result<DdlOutcome, CqlError> {
     let ks_name = keyspace_of(&stmt.name, ctx)?;
     let name = &stmt.name.name;
-    if !is_word(name) {
-        return Err(CqlError::invalid(format!(
-            "\"{name}\" is not a valid table name (must be alphanumeric character only: \
-             [0-9A-Za-z]+)"
-        )));
-    }
-    if name.chars().count() > NAME_LENGTH {
-        return Err(CqlError::invalid(format!(
-            "Table names shouldn't be more than {NAME_LENGTH} characters long (got \"{name}\")"
-        )));
-    }
-    for (i, c) in stmt.columns.iter().enumerate() {
-        if stmt.columns.iter().skip(i + 1).any(|d| d.name == c.name) {
-            return Err(CqlError::invalid(format!(
-                "Multiple definition of identifier {}",
-                c.name
-            )));
-        }
-    }
-    let mut table_options = TableOptions {
-        compression: options::user_table_compression(),
-        ..TableOptions::default()
-    };
-    let applied = options::apply(
-        &mut table_options,
-        &stmt.options.properties,
-        ctx.default_cdc_ttl,
-    )?;
-    let Some(ks) = schema.keyspace(&ks_name) else {
-        return Err(CqlError::invalid(format!(
-            "Cannot create a table in a non-existent keyspace: {ks_name}"
-        )));
-    };
-    options::check_tombstone_gc(&table_options, ks)?;
-    if table_options.tombstone_gc.is_none() {
-        table_options.tombstone_gc = Some(options::default_tombstone_gc(ks, true));
-    }
+    check_new_table(stmt)?;
+    let (ks, table_options, applied) = new_table_options(schema, stmt, &ks_name, ctx)?;
     let has_default_ttl = table_options.default_time_to_live > 0;
-    // (name, type, static) of every defined column, in the written order.
-    let mut remaining = Vec::with_capacity(stmt.columns.len());
-    let mut any_multi_cell = false;
-    for c in &stmt.columns {
-        if c.is_ttl {
-            return Err(CqlError::invalid(format!(
-                "Per-row TTL column {} is not supported by the embedded cluster",
-                c.name
-            )));
-        }
-        let t = resolve_in(&ks.types, &ks_name, &c.ty)?;
-        if has_default_ttl && t.is_counter() {
-            return Err(CqlError::invalid(
-                "Cannot set default_time_to_live on a table with counters",
-            ));
-        }
-        check_counter_tablets(ks, name, &t)?;
-        check_udt_fields(&t)?;
-        any_multi_cell |= t.is_multi_cell();
-        remaining.push((c.name.clone(), t, c.is_static));
-    }
-    let compact = stmt.options.compact_storage;
-    let statics: Vec<String> = remaining
-        .iter()
-        .filter(|(_, _, s)| *s)
-        .map(|(n, _, _)| n.clone())
-        .collect();
-    let mut partition = Vec::new();
-    for alias in &stmt.primary_key.partition_key {
-        partition.push((alias.clone(), take_key_column(&mut remaining, alias)?));
-    }
-    let no_multi_cell_with_compact = || {
-        CqlError::invalid("Non-frozen collections and UDTs are not supported with COMPACT STORAGE")
-    };
-    let clustering_aliases = &stmt.primary_key.clustering;
-    if clustering_aliases.is_empty() && compact {
-        if remaining.is_empty() {
-            return Err(CqlError::invalid(
-                "No definition found that is not part of the PRIMARY KEY",
-            ));
-        }
-        if any_multi_cell {
-            return Err(no_multi_cell_with_compact());
-        }
-    }
-    let mut clustering = Vec::new();
-    for alias in clustering_aliases {
-        clustering.push((alias.clone(), take_key_column(&mut remaining, alias)?));
-    }
-    if compact && !clustering.is_empty() && any_multi_cell {
-        return Err(no_multi_cell_with_compact());
-    }
-    if !statics.is_empty() {
-        if compact {
-            return Err(CqlError::invalid(
-                "Static columns are not supported in COMPACT STORAGE tables",
-            ));
-        }
-        if clustering.is_empty() {
-            return Err(CqlError::invalid(
-                "Static columns are only useful (and thus allowed) if the table has at least \
-                 one clustering column",
-            ));
-        }
-    }
-    if compact && !clustering.is_empty() && remaining.len() > 1 {
-        let names: Vec<&str> = remaining.iter().map(|(n, _, _)| n.as_str()).collect();
-        return Err(CqlError::invalid(format!(
-            "COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part \
-             of the PRIMARY KEY (got: {})",
-            names.join(", ")
-        )));
-    }
-    // CLUSTERING ORDER BY must name clustering columns, in key order (a prefix is allowed).
-    let defined_order = &stmt.options.clustering_order;
-    if defined_order.len() > clustering.len() {
-        return Err(CqlError::invalid(
-            "Only clustering key columns can be defined in CLUSTERING ORDER directive",
-        ));
-    }
-    for (i, (column, _)) in defined_order.iter().enumerate() {
-        let Some((expected, _)) = clustering.get(i) else {
-            break;
-        };
-        if column != expected {
-            return Err(CqlError::invalid(
-                if defined_order.iter().any(|(c, _)| c == expected) {
-                    format!(
-                        "The order of columns in the CLUSTERING ORDER directive must be the one \
-                         of the clustering key ({expected} must appear before {column})"
-                    )
-                } else {
-                    format!("Missing CLUSTERING ORDER for column {expected}")
-                },
-            ));
-        }
-    }
-    // A counter table has only counter columns besides its key.
-    let is_counter_table = remaining.iter().any(|(_, t, _)| t.is_counter());
-    if is_counter_table && let Some((n, _, _)) = remaining.iter().find(|(_, t, _)| !t.is_counter())
-    {
-        return Err(CqlError::config(format!(
-            "Cannot add a non counter column ({n}) in a counter column family"
-        )));
-    }
-
-    let mut columns = Vec::new();
-    for (i, (n, t)) in partition.into_iter().enumerate() {
-        columns.push(column_def(n, t, ColumnKind::PartitionKey, i));
-    }
-    for (i, (n, t)) in clustering.into_iter().enumerate() {
-        let mut c = column_def(n, t, ColumnKind::Clustering, i);
-        if let Some((_, Order::Desc)) = defined_order.get(i) {
-            c.order = ClusteringOrder::Desc;
-        }
-        columns.push(c);
-    }
-    for (n, t, is_static) in remaining {
-        let kind = if is_static {
-            ColumnKind::Static
-        } else {
-            ColumnKind::Regular
-        };
-        columns.push(column_def(n, t, kind, usize::MAX));
-    }
-
+    let (remaining, any_multi_cell) = defined_columns(stmt, ks, &ks_name, has_default_ttl)?;
+    let columns = table_columns(stmt, remaining, any_multi_cell)?;
     check_access(&ks_name, None, Permission::Create)?;
     // The backing views of indexes are tables of the keyspace too.
     let is_index_view = ks
@@ -376,28 +216,257 @@ pub(super) fn create(
         }
         table.id = id;
     }
-    table.compact_storage = compact;
-    let table = Arc::new(table);
+    table.compact_storage = stmt.options.compact_storage;
+    add_table(schema, &ks_name, Arc::new(table), ctx)
+}
+
+/// The checks of a new table's name and of its columns' names.
+fn check_new_table(stmt: &CreateTable) -> Result<(), CqlError> {
+    let name = &stmt.name.name;
+    if !is_word(name) {
+        return Err(CqlError::invalid(format!(
+            "\"{name}\" is not a valid table name (must be alphanumeric character only: \
+             [0-9A-Za-z]+)"
+        )));
+    }
+    if name.chars().count() > NAME_LENGTH {
+        return Err(CqlError::invalid(format!(
+            "Table names shouldn't be more than {NAME_LENGTH} characters long (got \"{name}\")"
+        )));
+    }
+    for (i, c) in stmt.columns.iter().enumerate() {
+        if stmt.columns.iter().skip(i + 1).any(|d| d.name == c.name) {
+            return Err(CqlError::invalid(format!(
+                "Multiple definition of identifier {}",
+                c.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The keyspace of a new table and the table's options: a user table's defaults, then the
+/// WITH clause.
+fn new_table_options<'s>(
+    schema: &'s Schema,
+    stmt: &CreateTable,
+    ks_name: &str,
+    ctx: &DdlContext<'_>,
+) -> Result<(&'s KeyspaceDef, TableOptions, options::Applied), CqlError> {
+    let mut table_options = TableOptions {
+        compression: options::user_table_compression(),
+        ..TableOptions::default()
+    };
+    let applied = options::apply(
+        &mut table_options,
+        &stmt.options.properties,
+        ctx.default_cdc_ttl,
+    )?;
+    let Some(ks) = schema.keyspace(ks_name) else {
+        return Err(CqlError::invalid(format!(
+            "Cannot create a table in a non-existent keyspace: {ks_name}"
+        )));
+    };
+    options::check_tombstone_gc(&table_options, ks)?;
+    if table_options.tombstone_gc.is_none() {
+        table_options.tombstone_gc = Some(options::default_tombstone_gc(ks, true));
+    }
+    Ok((ks, table_options, applied))
+}
+
+/// A defined column: name, type, whether static.
+type Defined = (String, CqlType, bool);
+
+/// The defined columns in the written order, with their types resolved and checked, and
+/// whether any of them is multi-cell.
+fn defined_columns(
+    stmt: &CreateTable,
+    ks: &KeyspaceDef,
+    ks_name: &str,
+    has_default_ttl: bool,
+) -> Result<(Vec<Defined>, bool), CqlError> {
+    let mut remaining = Vec::with_capacity(stmt.columns.len());
+    let mut any_multi_cell = false;
+    for c in &stmt.columns {
+        if c.is_ttl {
+            return Err(CqlError::invalid(format!(
+                "Per-row TTL column {} is not supported by the embedded cluster",
+                c.name
+            )));
+        }
+        let t = resolve_in(&ks.types, ks_name, &c.ty)?;
+        if has_default_ttl && t.is_counter() {
+            return Err(CqlError::invalid(
+                "Cannot set default_time_to_live on a table with counters",
+            ));
+        }
+        check_counter_tablets(ks, &stmt.name.name, &t)?;
+        check_udt_fields(&t)?;
+        any_multi_cell |= t.is_multi_cell();
+        remaining.push((c.name.clone(), t, c.is_static));
+    }
+    Ok((remaining, any_multi_cell))
+}
+
+/// The table's columns in Scylla's order (partition key, clustering key, then the others),
+/// once the primary key is taken out of the `remaining` defined columns and checked against
+/// COMPACT STORAGE, static columns, the clustering order and counters.
+fn table_columns(
+    stmt: &CreateTable,
+    mut remaining: Vec<Defined>,
+    any_multi_cell: bool,
+) -> Result<Vec<ColumnDef>, CqlError> {
+    let compact = stmt.options.compact_storage;
+    let has_statics = remaining.iter().any(|(_, _, s)| *s);
+    let mut partition = Vec::new();
+    for alias in &stmt.primary_key.partition_key {
+        partition.push((alias.clone(), take_key_column(&mut remaining, alias)?));
+    }
+    let no_multi_cell_with_compact = || {
+        CqlError::invalid("Non-frozen collections and UDTs are not supported with COMPACT STORAGE")
+    };
+    let clustering_aliases = &stmt.primary_key.clustering;
+    if clustering_aliases.is_empty() && compact {
+        if remaining.is_empty() {
+            return Err(CqlError::invalid(
+                "No definition found that is not part of the PRIMARY KEY",
+            ));
+        }
+        if any_multi_cell {
+            return Err(no_multi_cell_with_compact());
+        }
+    }
+    let mut clustering = Vec::new();
+    for alias in clustering_aliases {
+        clustering.push((alias.clone(), take_key_column(&mut remaining, alias)?));
+    }
+    if compact && !clustering.is_empty() && any_multi_cell {
+        return Err(no_multi_cell_with_compact());
+    }
+    check_key_shape(compact, has_statics, &clustering, &remaining)?;
+    let defined_order = &stmt.options.clustering_order;
+    check_clustering_order(defined_order, &clustering)?;
+    // A counter table has only counter columns besides its key.
+    let is_counter_table = remaining.iter().any(|(_, t, _)| t.is_counter());
+    if is_counter_table && let Some((n, _, _)) = remaining.iter().find(|(_, t, _)| !t.is_counter())
+    {
+        return Err(CqlError::config(format!(
+            "Cannot add a non counter column ({n}) in a counter column family"
+        )));
+    }
+    let mut columns = Vec::new();
+    for (i, (n, t)) in partition.into_iter().enumerate() {
+        columns.push(column_def(n, t, ColumnKind::PartitionKey, i));
+    }
+    for (i, (n, t)) in clustering.into_iter().enumerate() {
+        let mut c = column_def(n, t, ColumnKind::Clustering, i);
+        if let Some((_, Order::Desc)) = defined_order.get(i) {
+            c.order = ClusteringOrder::Desc;
+        }
+        columns.push(c);
+    }
+    for (n, t, is_static) in remaining {
+        let kind = if is_static {
+            ColumnKind::Static
+        } else {
+            ColumnKind::Regular
+        };
+        columns.push(column_def(n, t, kind, usize::MAX));
+    }
+    Ok(columns)
+}
+
+/// What static columns and COMPACT STORAGE require of the key: statics need clustering
+/// columns and no COMPACT STORAGE; a compact table with clustering columns has at most one
+/// other column.
+fn check_key_shape(
+    compact: bool,
+    has_statics: bool,
+    clustering: &[(String, CqlType)],
+    remaining: &[Defined],
+) -> Result<(), CqlError> {
+    if has_statics {
+        if compact {
+            return Err(CqlError::invalid(
+                "Static columns are not supported in COMPACT STORAGE tables",
+            ));
+        }
+        if clustering.is_empty() {
+            return Err(CqlError::invalid(
+                "Static columns are only useful (and thus allowed) if the table has at least \
+                 one clustering column",
+            ));
+        }
+    }
+    if compact && !clustering.is_empty() && remaining.len() > 1 {
+        let names: Vec<&str> = remaining.iter().map(|(n, _, _)| n.as_str()).collect();
+        return Err(CqlError::invalid(format!(
+            "COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part \
+             of the PRIMARY KEY (got: {})",
+            names.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// CLUSTERING ORDER BY must name clustering columns, in key order (a prefix is allowed).
+fn check_clustering_order(
+    defined_order: &[(String, Order)],
+    clustering: &[(String, CqlType)],
+) -> Result<(), CqlError> {
+    if defined_order.len() > clustering.len() {
+        return Err(CqlError::invalid(
+            "Only clustering key columns can be defined in CLUSTERING ORDER directive",
+        ));
+    }
+    for (i, (column, _)) in defined_order.iter().enumerate() {
+        let Some((expected, _)) = clustering.get(i) else {
+            break;
+        };
+        if column != expected {
+            return Err(CqlError::invalid(
+                if defined_order.iter().any(|(c, _)| c == expected) {
+                    format!(
+                        "The order of columns in the CLUSTERING ORDER directive must be the one \
+                         of the clustering key ({expected} must appear before {column})"
+                    )
+                } else {
+                    format!("Missing CLUSTERING ORDER for column {expected}")
+                },
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The next schema, with `table` in keyspace `ks_name` and its CDC log when enabled. Scylla
+/// creates the log in the same schema change (`on_pre_create_column_families`, cdc/log.cc)
+/// and announces it after its base: CREATED base, CREATED log.
+fn add_table(
+    schema: &Schema,
+    ks_name: &str,
+    table: Arc<TableDef>,
+    ctx: &DdlContext<'_>,
+) -> Result<DdlOutcome, CqlError> {
+    let name = &table.name;
     let mut next = schema.clone();
-    let Some(next_ks) = next.keyspaces.get_mut(&ks_name) else {
-        return Err(no_keyspace(&ks_name));
+    let Some(next_ks) = next.keyspaces.get_mut(ks_name) else {
+        return Err(no_keyspace(ks_name));
     };
     next_ks.tables.insert(name.clone(), table.clone());
     let mut storage = vec![StorageChange::CreateTable(table.clone())];
-    // Scylla creates the log in the same schema change (`on_pre_create_column_families`,
-    // cdc/log.cc) and announces it after its base: CREATED base, CREATED log.
-    let mut events = vec![table_event(SchemaChangeType::Created, &ks_name, name)];
+    let mut events = vec![table_event(SchemaChangeType::Created, ks_name, name)];
     if sync_cdc_log(next_ks, &table, ctx, &mut storage)? == LogSync::Created {
         events.push(table_event(
             SchemaChangeType::Created,
-            &ks_name,
+            ks_name,
             &cdc_log_name(name),
         ));
     }
     Ok(DdlOutcome::applied_with_events(
         next,
         SchemaChangeType::Created,
-        target(&ks_name, name),
+        target(ks_name, name),
         storage,
         events,
     ))
