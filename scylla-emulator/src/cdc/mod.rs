@@ -1,4 +1,7 @@
-//! Change Data Capture in the embedded cluster.
+//! Change Data Capture in the embedded cluster: a CDC-enabled table has a log table
+//! ([`log_schema`]); every write to the table adds log rows ([`log`]) to the stream of the
+//! written partition, chosen among the streams ([`streams`]) of the generation or tablet
+//! stream set in force at the write's timestamp ([`generations`]).
 //!
 //! - [`log_schema`]: the CDC log table of a base table (name, columns, types, properties) and
 //!   how it follows the base's schema changes.

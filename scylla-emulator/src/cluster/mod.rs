@@ -11,6 +11,7 @@
 //! - [`ring`]: each node's vnode tokens and the ring they form (ownership, vnode ranges).
 //! - [`faults`]: fault-injection rules checked against every request.
 //! - [`tablets`]: tablet boundaries and the replicas (node, shard) of each tablet.
+//! - [`preload`]: the tables a cluster fills before it serves ([`crate::Preload`]).
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use crate::cluster::faults::FaultOpcode;
 
 pub(crate) mod faults;
 pub(crate) mod partitioner;
+pub(crate) mod preload;
 pub(crate) mod ring;
 pub(crate) mod tablets;
 

@@ -10,8 +10,8 @@ use crate::frame::CqlError;
 use crate::schema::Schema;
 use crate::types::CqlType;
 
+use super::binder::Binder;
 use super::modify::{ModifyPlan, plan_modify};
-use super::plan::Binder;
 use super::values::{Expr, plan_term};
 
 /// A planned `BEGIN BATCH ... APPLY BATCH`.

@@ -16,75 +16,26 @@
 //! the timestamp row, as Scylla does), and tablet stream sets are created with a CDC log in a
 //! tablet keyspace and renewed by [`Database::split_tablets`].
 
-use std::sync::Arc;
-
 use parking_lot::RwLockReadGuard;
-use rand::SeedableRng;
-use rand::rngs::StdRng;
 
+use super::Database;
+use super::cdc_state::CdcWrite;
 use super::system_tables::Rows;
-use super::{Database, TableStore};
 use crate::cdc::generations::CdcState;
 use crate::cdc::log::{LogContext, ResolvedColumns, log_mutation, log_mutation_resolved};
-use crate::cdc::streams::{StreamId, VnodeGeneration};
+use crate::cdc::streams::VnodeGeneration;
 use crate::cluster::Topology;
 use crate::frame::CqlError;
 use crate::schema::system::{
     CDC_GENERATION_TIMESTAMPS, CDC_STREAMS_DESCRIPTIONS_V2, SYSTEM_DISTRIBUTED,
 };
-use crate::schema::{CdcOptions, Schema, TableDef};
+use crate::schema::{Schema, TableDef};
 use crate::storage::{CellUpdate, Now, PartitionMutation, RowUpdate, TableData};
 use crate::types::value::Value;
 
 /// Generations and stream sets start this long before "now" when a table's first stream set
 /// is created (Scylla dates a tablet table's initial set `now - 5 s`).
 const INITIAL_SET_LEAD_MS: i64 = 5_000;
-
-/// What writing to a CDC-enabled table adds: its log table and each base mutation's stream.
-pub(crate) struct CdcWrite {
-    log: Arc<TableDef>,
-    store: Arc<TableStore>,
-    options: CdcOptions,
-    streams: Vec<StreamId>,
-}
-
-impl CdcWrite {
-    /// The log columns of `base` (the table this write logs), for
-    /// [`Database::apply_base_logged`].
-    pub(crate) fn resolve_columns<'t>(&self, base: &'t TableDef) -> ResolvedColumns<'t> {
-        ResolvedColumns::new(base, &self.log)
-    }
-
-    /// Applies log mutations to the log table, under its lock (taken once).
-    pub(crate) fn apply_log(&self, rows: &[PartitionMutation], now: Now) {
-        if rows.is_empty() {
-            return;
-        }
-        let mut log = self.store.data.write();
-        for r in rows {
-            log.apply(r, now);
-        }
-    }
-}
-
-/// The CDC state and the random source of stream ids.
-pub(crate) struct CdcCell {
-    state: parking_lot::RwLock<CdcState>,
-    rng: parking_lot::Mutex<StdRng>,
-}
-
-impl CdcCell {
-    /// Empty state; stream ids drawn from `seed` when given.
-    pub(crate) fn new(seed: Option<u64>) -> CdcCell {
-        CdcCell {
-            state: parking_lot::RwLock::new(CdcState::default()),
-            rng: parking_lot::Mutex::new(match seed {
-                Some(s) => StdRng::seed_from_u64(s ^ 0x5eed_cdc0),
-                None => StdRng::from_entropy(),
-            }),
-        }
-    }
-}
 
 /// The earliest and latest timestamp of anything a mutation writes (a collection tombstone
 /// counts at its timestamp + 1, where CDC logs it).

@@ -14,16 +14,16 @@
 //! - `toJson(x)` / `fromJson(s)` are native scalar functions: their failures become
 //!   `FunctionFailure` (a JSON parse error of `fromJson` with its own message), except
 //!   invalid-request errors, which pass through.
-//! - `INSERT JSON` ([`JsonInsert`]) parses its document at execution, before anything else;
-//!   ScyllaDB lets every conversion or parse failure reach the client as a server error
-//!   (scylladb/scylladb#8085), while unknown columns and missing key columns are invalid
-//!   requests. It writes the partition key, the clustering key and the regular columns only
-//!   (`insert_prepared_json_statement::execute_operations_for_key` walks
+//! - `INSERT JSON` (`json_insert::JsonInsert`) parses its document at execution, before
+//!   anything else; ScyllaDB lets every conversion or parse failure reach the client as a
+//!   server error (scylladb/scylladb#8085), while unknown columns and missing key columns are
+//!   invalid requests. It writes the partition key, the clustering key and the regular columns
+//!   only (`insert_prepared_json_statement::execute_operations_for_key` walks
 //!   `regular_columns()`: a static column's value is read and checked but never written), sets
 //!   the columns the document omits to null, or leaves them untouched with `DEFAULT UNSET`.
 //!   The statement is planned as an INSERT whose values are extra bind markers after the
-//!   statement's own ([`bind_values`] fills them from the document), so the write path, LWT,
-//!   batches and the CDC log treat it exactly like the equivalent INSERT with bound values:
+//!   statement's own (`modify::bind_values` fills them from the document), so the write path,
+//!   LWT, batches and the CDC log treat it exactly like the equivalent INSERT with bound values:
 //!   an omitted column is an unset value, which writes nothing.
 
 use std::borrow::Cow;
@@ -35,18 +35,11 @@ use std::sync::Arc;
 use num_bigint::BigInt;
 use uuid::Uuid;
 
-use crate::cql::{JsonDefault, Term, Using};
-use crate::frame::{BoundValue, ColumnSpec, CqlError, ErrorKind};
-use crate::schema::{ColumnKind, TableDef};
-use crate::types::CqlType;
+use crate::frame::{ColumnSpec, CqlError, ErrorKind};
+use crate::schema::TableDef;
 use crate::types::json::{self as jt, Json};
 use crate::types::value::{Decimal, Duration, Value, Varint};
-
-use super::modify::{CondPlan, ModifyKind, ModifyPlan, Op, check_writable, plan_using};
-use super::plan::Binder;
-use super::restrictions::{KeyValues, PartitionRestriction, PrefixPart, WherePlan};
-use super::select::col_infos;
-use super::values::{Bound, EvalCtx, Expr};
+use crate::types::{CqlType, UserType};
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -78,7 +71,7 @@ impl ConvError {
 
     /// The error the client gets when the exception leaves the statement unwrapped (a server
     /// error, except invalid requests).
-    fn into_statement_error(self) -> CqlError {
+    pub(crate) fn into_statement_error(self) -> CqlError {
         match self {
             ConvError::Invalid(m) => CqlError::invalid(m),
             other => CqlError::server(other.what()),
@@ -497,41 +490,84 @@ pub(crate) fn from_json(typ: &CqlType, j: &Json) -> Result<Value, ConvError> {
             ))),
             _ => Err(not_a_string()),
         },
-        CqlType::Blob => {
-            let s = string_of(j, "bytes_type")?;
-            let Some(hex) = s.strip_prefix("0x") else {
-                return Err(ConvError::Marshal(
-                    "Blob JSON strings must start with 0x".into(),
-                ));
-            };
-            from_hex(hex).map(Value::blob)
+        CqlType::Blob => blob_from_json(j),
+        CqlType::Boolean => boolean_from_json(j),
+        CqlType::Timestamp => timestamp_from_json(j),
+        CqlType::Timeuuid
+        | CqlType::Uuid
+        | CqlType::Date
+        | CqlType::Time
+        | CqlType::Inet
+        | CqlType::Duration => text_form_from_json(typ, j),
+        CqlType::Float | CqlType::Double => float_from_json(typ, j),
+        CqlType::Varint => varint_from_json(j),
+        CqlType::Decimal => decimal_from_json(j),
+        CqlType::List { elem, .. } => elements_from_json(elem, j, "list_type").map(Value::list),
+        CqlType::Set { elem, .. } => elements_from_json(elem, j, "set_type").map(Value::set),
+        CqlType::Map { key, value, .. } => map_from_json(key, value, j),
+        CqlType::Tuple(types) => tuple_from_json(types, j),
+        CqlType::Udt { def, .. } => udt_from_json(def, j),
+    }
+}
+
+/// A `blob` from its `0x...` hex string.
+fn blob_from_json(j: &Json) -> Result<Value, ConvError> {
+    let s = string_of(j, "bytes_type")?;
+    let Some(hex) = s.strip_prefix("0x") else {
+        return Err(ConvError::Marshal(
+            "Blob JSON strings must start with 0x".into(),
+        ));
+    };
+    from_hex(hex).map(Value::blob)
+}
+
+/// A `boolean` from a JSON boolean or the strings `true` / `false` (any case, blanks
+/// trimmed).
+fn boolean_from_json(j: &Json) -> Result<Value, ConvError> {
+    match j {
+        Json::Bool(b) => Ok(Value::Boolean(*b)),
+        Json::String(s) => {
+            // boost::trim_all then to_lower.
+            let t = s.split_whitespace().collect::<Vec<_>>().join(" ");
+            match t.to_ascii_lowercase().as_str() {
+                "true" => Ok(Value::Boolean(true)),
+                "false" => Ok(Value::Boolean(false)),
+                _ => Err(ConvError::Marshal(format!("Invalid JSON object {j}"))),
+            }
         }
-        CqlType::Boolean => match j {
-            Json::Bool(b) => Ok(Value::Boolean(*b)),
-            Json::String(s) => {
-                // boost::trim_all then to_lower.
-                let t = s.split_whitespace().collect::<Vec<_>>().join(" ");
-                match t.to_ascii_lowercase().as_str() {
-                    "true" => Ok(Value::Boolean(true)),
-                    "false" => Ok(Value::Boolean(false)),
-                    _ => Err(ConvError::Marshal(format!("Invalid JSON object {j}"))),
-                }
-            }
-            _ => Err(ConvError::Marshal(format!("Invalid JSON object {j}"))),
-        },
-        CqlType::Timestamp => match j {
-            Json::String(s) if s.is_empty() => Ok(Value::Empty),
-            Json::String(s) => timestamp_from_string(s).map(Value::Timestamp),
-            j if j.is_number() => json_to_int(j, i64::MIN, i64::MAX).map(Value::Timestamp),
-            _ => Err(ConvError::Marshal(
-                "timestamp_type must be represented as string or integer".into(),
-            )),
-        },
+        _ => Err(ConvError::Marshal(format!("Invalid JSON object {j}"))),
+    }
+}
+
+/// A `timestamp` from its text or from milliseconds since the epoch.
+fn timestamp_from_json(j: &Json) -> Result<Value, ConvError> {
+    match j {
+        Json::String(s) if s.is_empty() => Ok(Value::Empty),
+        Json::String(s) => timestamp_from_string(s).map(Value::Timestamp),
+        j if j.is_number() => json_to_int(j, i64::MIN, i64::MAX).map(Value::Timestamp),
+        _ => Err(ConvError::Marshal(
+            "timestamp_type must be represented as string or integer".into(),
+        )),
+    }
+}
+
+/// A value of a type read from its text only (`timeuuid`, `uuid`, `date`, `time`, `inet`,
+/// `duration`); the empty string is [`Value::Empty`].
+fn text_form_from_json(typ: &CqlType, j: &Json) -> Result<Value, ConvError> {
+    let type_name = match typ {
+        CqlType::Timeuuid => "timeuuid_type",
+        CqlType::Uuid => "uuid_type",
+        CqlType::Date => "simple_date_type",
+        CqlType::Time => "time_type",
+        CqlType::Inet => "inet_addr_type",
+        _ => "duration_type",
+    };
+    let s = string_of(j, type_name)?;
+    if s.is_empty() {
+        return Ok(Value::Empty);
+    }
+    match typ {
         CqlType::Timeuuid => {
-            let s = string_of(j, "timeuuid_type")?;
-            if s.is_empty() {
-                return Ok(Value::Empty);
-            }
             let u = uuid_from_string(s)
                 .ok_or_else(|| ConvError::Marshal(format!("Invalid UUID format ({s})")))?;
             if u.get_version_num() != 1 {
@@ -542,190 +578,158 @@ pub(crate) fn from_json(typ: &CqlType, j: &Json) -> Result<Value, ConvError> {
             }
             Ok(Value::Timeuuid(u))
         }
-        CqlType::Uuid => {
-            let s = string_of(j, "uuid_type")?;
-            if s.is_empty() {
-                return Ok(Value::Empty);
-            }
-            uuid_from_string(s)
-                .map(Value::Uuid)
-                .ok_or_else(|| ConvError::Marshal(format!("Cannot parse uuid from '{s}'")))
-        }
-        CqlType::Date => {
-            let s = string_of(j, "simple_date_type")?;
-            if s.is_empty() {
-                return Ok(Value::Empty);
-            }
-            date_from_string(s).map(Value::Date)
-        }
-        CqlType::Time => {
-            let s = string_of(j, "time_type")?;
-            if s.is_empty() {
-                return Ok(Value::Empty);
-            }
-            time_from_string(s).map(Value::Time)
-        }
-        CqlType::Inet => {
-            let s = string_of(j, "inet_addr_type")?;
-            if s.is_empty() {
-                return Ok(Value::Empty);
-            }
-            IpAddr::from_str(s)
-                .map(Value::Inet)
-                .map_err(|_| ConvError::Marshal(format!("Failed to parse inet_addr from '{s}'")))
-        }
-        CqlType::Duration => {
-            let s = string_of(j, "duration_type")?;
-            if s.is_empty() {
-                return Ok(Value::Empty);
-            }
-            duration_from_string(s).map(Value::Duration)
-        }
-        CqlType::Float | CqlType::Double => {
-            let f = match j {
-                Json::String(s) => {
-                    if s.is_empty() {
-                        return Ok(Value::Empty);
-                    }
-                    float_from_string(s)?
-                }
-                j => j.as_f64().ok_or_else(|| {
-                    ConvError::Marshal("JSON value must be represented as double or string".into())
-                })?,
-            };
-            Ok(if *typ == CqlType::Float {
-                Value::Float(f as f32)
-            } else {
-                Value::Double(f)
-            })
-        }
-        CqlType::Varint => {
-            let text = match j {
-                Json::String(s) => Cow::Borrowed(s.as_str()),
-                other => Cow::Owned(other.to_string()),
-            };
-            if text.is_empty() {
-                return Ok(Value::Empty);
-            }
-            varint_from_string(&text).map(|n| Value::varint(&n))
-        }
-        CqlType::Decimal => {
-            let text = match j {
-                Json::String(s) => s.clone(),
-                j if j.is_number() => j.to_string(),
-                other => {
-                    return Err(ConvError::Marshal(format!(
-                        "{other} must be represented as numeric or string in JSON"
-                    )));
-                }
-            };
-            if text.is_empty() {
-                return Ok(Value::Empty);
-            }
-            decimal_from_string(&text).map(|d| Value::Decimal(Arc::new(d)))
-        }
-        CqlType::List { elem, .. } => {
-            let Json::Array(items) = j else {
-                return Err(ConvError::Marshal(
-                    "list_type must be represented as JSON Array".into(),
-                ));
-            };
-            let values = items
-                .iter()
-                .map(|x| from_json(elem, x))
-                .collect::<Result<_, _>>()?;
-            Ok(Value::list(values))
-        }
-        CqlType::Set { elem, .. } => {
-            let Json::Array(items) = j else {
-                return Err(ConvError::Marshal(
-                    "set_type must be represented as JSON Array".into(),
-                ));
-            };
-            let values = items
-                .iter()
-                .map(|x| from_json(elem, x))
-                .collect::<Result<_, _>>()?;
-            Ok(Value::set(values))
-        }
-        CqlType::Map { key, value, .. } => {
-            let Json::Object(members) = j else {
-                return Err(ConvError::Marshal(
-                    "map_type must be represented as JSON Object".into(),
-                ));
-            };
-            let native_key = key.native_name().is_some();
-            let mut entries = Vec::with_capacity(members.len());
-            for (name, x) in members {
-                // The value first, as ScyllaDB converts it first.
-                let v = from_json(value, x)?;
-                let k = if native_key {
-                    from_json(key, &Json::String(name.clone()))?
-                } else {
-                    // A key of a collection, tuple or UDT type is that value's JSON text.
-                    let key_json = Json::String(name.clone());
-                    jt::parse(name)
-                        .map_err(|e| ConvError::Rjson(e.message().to_string()))
-                        .and_then(|parsed| from_json(key, &parsed))
-                        .map_err(|e| match e {
-                            ConvError::Rjson(m) => ConvError::Marshal(format!(
-                                "Failed parsing map_key {key_json}: {m}"
-                            )),
-                            other => other,
-                        })?
-                };
-                entries.push((k, v));
-            }
-            Ok(Value::map(entries))
-        }
-        CqlType::Tuple(types) => {
-            let Json::Array(items) = j else {
-                return Err(ConvError::Marshal(
-                    "tuple_type must be represented as JSON Array".into(),
-                ));
-            };
-            if items.len() > types.len() {
-                return Err(ConvError::Marshal(format!(
-                    "Too many values ({}) for tuple with size {}",
-                    items.len(),
-                    types.len()
-                )));
-            }
-            // A shorter array is a shorter tuple value (its missing components read as null).
-            let fields = items
-                .iter()
-                .zip(types)
-                .map(|(x, t)| from_json(t, x).map(Some))
-                .collect::<Result<_, _>>()?;
-            Ok(Value::tuple(fields))
-        }
-        CqlType::Udt { def, .. } => {
-            let Json::Object(members) = j else {
-                return Err(ConvError::Marshal(
-                    "user_type must be represented as JSON Object".into(),
-                ));
-            };
-            // Fields are looked up by their name as it is: no quoting for case-sensitive
-            // names, unlike Cassandra (scylladb/scylladb#8086).
-            let mut fields = Vec::with_capacity(def.fields.len());
-            for (name, t) in &def.fields {
-                fields.push(match j.member(name) {
-                    None | Some(Json::Null) => None,
-                    Some(x) => Some(from_json(t, x)?),
-                });
-            }
-            if let Some((extra, _)) = members
-                .iter()
-                .find(|(k, _)| !def.fields.iter().any(|(f, _)| f == k))
-            {
-                return Err(ConvError::Marshal(format!(
-                    "Extraneous field definition for user type {}: {extra}",
-                    def.name
-                )));
-            }
-            Ok(Value::udt(fields))
-        }
+        CqlType::Uuid => uuid_from_string(s)
+            .map(Value::Uuid)
+            .ok_or_else(|| ConvError::Marshal(format!("Cannot parse uuid from '{s}'"))),
+        CqlType::Date => date_from_string(s).map(Value::Date),
+        CqlType::Time => time_from_string(s).map(Value::Time),
+        CqlType::Inet => IpAddr::from_str(s)
+            .map(Value::Inet)
+            .map_err(|_| ConvError::Marshal(format!("Failed to parse inet_addr from '{s}'"))),
+        _ => duration_from_string(s).map(Value::Duration),
     }
+}
+
+/// A `float` or `double` from a JSON number or its text.
+fn float_from_json(typ: &CqlType, j: &Json) -> Result<Value, ConvError> {
+    let f = match j {
+        Json::String(s) => {
+            if s.is_empty() {
+                return Ok(Value::Empty);
+            }
+            float_from_string(s)?
+        }
+        j => j.as_f64().ok_or_else(|| {
+            ConvError::Marshal("JSON value must be represented as double or string".into())
+        })?,
+    };
+    Ok(if *typ == CqlType::Float {
+        Value::Float(f as f32)
+    } else {
+        Value::Double(f)
+    })
+}
+
+/// A `varint` from its text or the printed text of any other JSON value.
+fn varint_from_json(j: &Json) -> Result<Value, ConvError> {
+    let text = match j {
+        Json::String(s) => Cow::Borrowed(s.as_str()),
+        other => Cow::Owned(other.to_string()),
+    };
+    if text.is_empty() {
+        return Ok(Value::Empty);
+    }
+    varint_from_string(&text).map(|n| Value::varint(&n))
+}
+
+/// A `decimal` from its text or the printed text of a JSON number.
+fn decimal_from_json(j: &Json) -> Result<Value, ConvError> {
+    let text = match j {
+        Json::String(s) => s.clone(),
+        j if j.is_number() => j.to_string(),
+        other => {
+            return Err(ConvError::Marshal(format!(
+                "{other} must be represented as numeric or string in JSON"
+            )));
+        }
+    };
+    if text.is_empty() {
+        return Ok(Value::Empty);
+    }
+    decimal_from_string(&text).map(|d| Value::Decimal(Arc::new(d)))
+}
+
+/// The elements of a list or set (`type_name`) from a JSON array.
+fn elements_from_json(elem: &CqlType, j: &Json, type_name: &str) -> Result<Vec<Value>, ConvError> {
+    let Json::Array(items) = j else {
+        return Err(ConvError::Marshal(format!(
+            "{type_name} must be represented as JSON Array"
+        )));
+    };
+    items.iter().map(|x| from_json(elem, x)).collect()
+}
+
+/// A map from a JSON object: a key of a native type is read from the member's name, any
+/// other key from the JSON text that the name holds.
+fn map_from_json(key: &CqlType, value: &CqlType, j: &Json) -> Result<Value, ConvError> {
+    let Json::Object(members) = j else {
+        return Err(ConvError::Marshal(
+            "map_type must be represented as JSON Object".into(),
+        ));
+    };
+    let native_key = key.native_name().is_some();
+    let mut entries = Vec::with_capacity(members.len());
+    for (name, x) in members {
+        // The value first, as ScyllaDB converts it first.
+        let v = from_json(value, x)?;
+        let k = if native_key {
+            from_json(key, &Json::String(name.clone()))?
+        } else {
+            // A key of a collection, tuple or UDT type is that value's JSON text.
+            let key_json = Json::String(name.clone());
+            jt::parse(name)
+                .map_err(|e| ConvError::Rjson(e.message().to_string()))
+                .and_then(|parsed| from_json(key, &parsed))
+                .map_err(|e| match e {
+                    ConvError::Rjson(m) => {
+                        ConvError::Marshal(format!("Failed parsing map_key {key_json}: {m}"))
+                    }
+                    other => other,
+                })?
+        };
+        entries.push((k, v));
+    }
+    Ok(Value::map(entries))
+}
+
+/// A tuple from a JSON array (a shorter array is a shorter tuple value: its missing
+/// components read as null).
+fn tuple_from_json(types: &[CqlType], j: &Json) -> Result<Value, ConvError> {
+    let Json::Array(items) = j else {
+        return Err(ConvError::Marshal(
+            "tuple_type must be represented as JSON Array".into(),
+        ));
+    };
+    if items.len() > types.len() {
+        return Err(ConvError::Marshal(format!(
+            "Too many values ({}) for tuple with size {}",
+            items.len(),
+            types.len()
+        )));
+    }
+    let fields = items
+        .iter()
+        .zip(types)
+        .map(|(x, t)| from_json(t, x).map(Some))
+        .collect::<Result<_, _>>()?;
+    Ok(Value::tuple(fields))
+}
+
+/// A user-defined type's value from a JSON object. Fields are looked up by their name as it
+/// is: no quoting for case-sensitive names, unlike Cassandra (scylladb/scylladb#8086).
+fn udt_from_json(def: &UserType, j: &Json) -> Result<Value, ConvError> {
+    let Json::Object(members) = j else {
+        return Err(ConvError::Marshal(
+            "user_type must be represented as JSON Object".into(),
+        ));
+    };
+    let mut fields = Vec::with_capacity(def.fields.len());
+    for (name, t) in &def.fields {
+        fields.push(match j.member(name) {
+            None | Some(Json::Null) => None,
+            Some(x) => Some(from_json(t, x)?),
+        });
+    }
+    if let Some((extra, _)) = members
+        .iter()
+        .find(|(k, _)| !def.fields.iter().any(|(f, _)| f == k))
+    {
+        return Err(ConvError::Marshal(format!(
+            "Extraneous field definition for user type {}: {extra}",
+            def.name
+        )));
+    }
+    Ok(Value::udt(fields))
 }
 
 /// The string of a JSON value that must be one (`validated_to_string_view`).
@@ -1326,251 +1330,6 @@ impl JsonSelection {
         }
         out.push('}');
         Ok(out)
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// INSERT JSON
-// ---------------------------------------------------------------------------------------------
-
-/// Where a column of the table gets its value in an `INSERT JSON`.
-#[derive(Debug, Clone, PartialEq)]
-struct JsonColumn {
-    /// The column's name (case preserved).
-    name: String,
-    /// Its type.
-    typ: CqlType,
-    /// Its role.
-    kind: ColumnKind,
-    /// Its position in the partition or clustering key.
-    position: i32,
-    /// The synthetic marker its value is bound to (keys and regular columns).
-    slot: Option<usize>,
-}
-
-/// A planned `INSERT JSON`: the document and the synthetic markers its values fill.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct JsonInsert {
-    /// The JSON text: a constant or the statement's marker.
-    source: Expr,
-    /// Every column of the table, in table order.
-    columns: Vec<JsonColumn>,
-    /// Number of the statement's own markers (the synthetic ones follow).
-    base: usize,
-    /// Number of synthetic markers.
-    slots: usize,
-    /// `DEFAULT UNSET`
-    default_unset: bool,
-}
-
-/// Plans `INSERT INTO t JSON <json> [DEFAULT NULL|UNSET] [IF NOT EXISTS] [USING ...]`.
-///
-/// The marker of `JSON ?` is received by a placeholder with empty keyspace, table and name
-/// and type `text` (`insert_json_statement::prepare_internal`); a named marker keeps its name.
-pub(crate) fn plan_insert_json(
-    table: Arc<TableDef>,
-    json: &Term,
-    default: JsonDefault,
-    if_not_exists: bool,
-    using: &Using,
-    binder: &mut Binder,
-) -> Result<ModifyPlan, CqlError> {
-    check_writable(&table)?;
-    let source = match json {
-        Term::Literal(crate::cql::Literal::String(s)) => Expr::Const(Some(Value::text(s))),
-        Term::Marker(m) => {
-            let name = m.name.clone().unwrap_or_default();
-            binder.bind_spec(m, ColumnSpec::new("", "", name.clone(), CqlType::Text));
-            Expr::Marker {
-                index: m.index,
-                typ: CqlType::Text,
-                name: Arc::from(name.as_str()),
-            }
-        }
-        _ => {
-            return Err(CqlError::syntax(
-                "INSERT JSON takes a string constant or a bind marker",
-            ));
-        }
-    };
-    let (ttl, timestamp) = plan_using(using, binder, true)?;
-    let base = binder.count();
-    let marker = |slot: usize, c: &crate::schema::ColumnDef| Expr::Marker {
-        index: base + slot,
-        typ: c.typ.clone(),
-        name: Arc::from(c.name.as_str()),
-    };
-    let mut columns = Vec::with_capacity(table.columns.len());
-    let mut pk: Vec<(i32, Expr)> = Vec::new();
-    let mut ck: Vec<(i32, Expr)> = Vec::new();
-    let mut ops = Vec::new();
-    let mut slots = 0;
-    for (ci, c) in table.columns.iter().enumerate() {
-        let slot = match c.kind {
-            ColumnKind::Static => None,
-            _ => {
-                slots += 1;
-                Some(slots - 1)
-            }
-        };
-        if let Some(s) = slot {
-            let e = marker(s, c);
-            match c.kind {
-                ColumnKind::PartitionKey => pk.push((c.position, e)),
-                ColumnKind::Clustering => ck.push((c.position, e)),
-                _ => ops.push(Op::Set(ci, e)),
-            }
-        }
-        columns.push(JsonColumn {
-            name: c.name.clone(),
-            typ: c.typ.clone(),
-            kind: c.kind,
-            position: c.position,
-            slot,
-        });
-    }
-    pk.sort_by_key(|(p, _)| *p);
-    ck.sort_by_key(|(p, _)| *p);
-    // No partition-key marker of the statement's own.
-    binder.set_pk_markers(vec![None; pk.len()]);
-    let prefix: Vec<PrefixPart> = ck
-        .into_iter()
-        .map(|(_, e)| PrefixPart::Single(KeyValues::Eq(e)))
-        .collect();
-    let prefix_len = prefix.len();
-    Ok(ModifyPlan {
-        cols: col_infos(&table),
-        table,
-        kind: ModifyKind::Insert,
-        keys: WherePlan {
-            partition: PartitionRestriction::Keys(
-                pk.into_iter().map(|(_, e)| KeyValues::Eq(e)).collect(),
-            ),
-            prefix,
-            prefix_len,
-            slice: None,
-            filters: Vec::new(),
-            non_key_columns: Vec::new(),
-        },
-        ops,
-        ttl,
-        timestamp,
-        condition: if_not_exists.then_some(CondPlan::NotExists),
-        static_only: false,
-        json: Some(Arc::new(JsonInsert {
-            source,
-            columns,
-            base,
-            slots,
-            default_unset: default == JsonDefault::Unset,
-        })),
-    })
-}
-
-impl JsonInsert {
-    /// The statement's values followed by the document's values of its synthetic markers,
-    /// with ScyllaDB's checks in its order: the document parses as an object of known columns
-    /// whose values convert (server errors otherwise, but for unknown columns), then the
-    /// partition key and the clustering key are present and not null, then no counter column
-    /// is written.
-    fn bind(&self, values: &[BoundValue]) -> Result<Vec<BoundValue>, CqlError> {
-        let text = match self.source.eval(&EvalCtx { values })? {
-            Bound::Value(v) => v.as_str().unwrap_or("").to_string(),
-            // ScyllaDB reads the null (or unset) value's bytes without checking: a failed
-            // `std::get` on the value's variant.
-            Bound::Null | Bound::Unset => {
-                return Err(CqlError::server("std::get: wrong index for variant"));
-            }
-        };
-        let doc = jt::parse(&text).map_err(|e| CqlError::server(e.message()))?;
-        let Json::Object(members) = doc else {
-            return Err(CqlError::server(
-                "JSON assert failed on condition 'IsObject()'",
-            ));
-        };
-        // A name in double quotes is case-sensitive, any other is lower-cased; of two equal
-        // names the first counts.
-        let mut named: Vec<(String, Json)> = Vec::with_capacity(members.len());
-        for (name, v) in members {
-            let key = if name.len() > 1 && name.starts_with('"') && name.ends_with('"') {
-                name[1..name.len() - 1].to_string()
-            } else {
-                name.to_ascii_lowercase()
-            };
-            if !named.iter().any(|(k, _)| *k == key) {
-                named.push((key, v));
-            }
-        }
-        let mut found: Vec<Option<Option<Value>>> = Vec::with_capacity(self.columns.len());
-        for c in &self.columns {
-            let v = match named.iter().position(|(k, _)| *k == c.name) {
-                None => None,
-                Some(i) => {
-                    let (_, j) = named.remove(i);
-                    Some(match j {
-                        Json::Null => None,
-                        j => Some(from_json(&c.typ, &j).map_err(ConvError::into_statement_error)?),
-                    })
-                }
-            };
-            found.push(v);
-        }
-        if let Some((name, _)) = named.first() {
-            return Err(CqlError::invalid(format!(
-                "JSON values map contains unrecognized column: {name}"
-            )));
-        }
-        for kind in [ColumnKind::PartitionKey, ColumnKind::Clustering] {
-            let mut key: Vec<(&JsonColumn, bool)> = self
-                .columns
-                .iter()
-                .zip(&found)
-                .filter(|(c, _)| c.kind == kind)
-                .map(|(c, v)| (c, matches!(v, Some(Some(_)))))
-                .collect();
-            key.sort_by_key(|(c, _)| c.position);
-            if let Some((c, _)) = key.iter().find(|(_, present)| !present) {
-                return Err(CqlError::invalid(format!(
-                    "Missing mandatory PRIMARY KEY part {}",
-                    c.name
-                )));
-            }
-        }
-        if let Some(c) = self
-            .columns
-            .iter()
-            .find(|c| c.kind == ColumnKind::Regular && c.typ.is_counter())
-        {
-            return Err(CqlError::invalid(format!(
-                "Cannot set the value of counter column {} in JSON",
-                c.name
-            )));
-        }
-        let mut out = Vec::with_capacity(self.base + self.slots);
-        out.extend_from_slice(values);
-        out.resize(self.base + self.slots, BoundValue::Unset);
-        for (c, v) in self.columns.iter().zip(found) {
-            let Some(slot) = c.slot else { continue };
-            out[self.base + slot] = match v {
-                Some(Some(v)) => BoundValue::Value(v.to_bytes()),
-                Some(None) => BoundValue::Null,
-                None if self.default_unset => BoundValue::Unset,
-                None => BoundValue::Null,
-            };
-        }
-        Ok(out)
-    }
-}
-
-/// The values a modification statement evaluates: the request's, extended with an `INSERT
-/// JSON`'s document values.
-pub(crate) fn bind_values<'a>(
-    plan: &ModifyPlan,
-    values: &'a [BoundValue],
-) -> Result<Cow<'a, [BoundValue]>, CqlError> {
-    match &plan.json {
-        Some(j) => Ok(Cow::Owned(j.bind(values)?)),
-        None => Ok(Cow::Borrowed(values)),
     }
 }
 

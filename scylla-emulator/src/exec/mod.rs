@@ -9,28 +9,42 @@
 //! reports side effects in an [`Outcome`].
 //!
 //! A statement's life: `cql::parse_statement` → [`plan::plan_statement`] against the
-//! current schema (resolving names and types, recording bind-variable metadata; cached per
-//! schema version) → execution: [`select`] streams rows into the frame, [`modify`] and
-//! [`batch`] build `storage::PartitionMutation`s that go through the one write path
-//! ([`Database::write`], where the CDC module hooks in), DDL goes to `ddl::execute_ddl`,
-//! and [`describe`] answers DESCRIBE from the schema snapshot, as Scylla does on the server.
-//! [`restrictions`] analyses WHERE clauses, [`values`] turns terms into values
-//! ([`scylla_text`] renders them as Scylla does in casts and result column names), [`paging`]
-//! encodes the resume position of paged reads, and [`consistency`] answers Unavailable when
-//! too few replicas are up. [`preload`] fills benchmark tables through the same write path
-//! without a client. [`routing`] finds the tablet a request targets (tablets routing).
-//! [`index`] decides which SELECTs read through a secondary index (DDL: `ddl::index`).
-//! [`json`] is JSON in CQL: `SELECT JSON`, `INSERT JSON`, `toJson()`, `fromJson()`.
-//! [`view`] keeps materialized views up to date: every base mutation applied through the
-//! write path updates the base's views under the base table's lock, and a new view is built
-//! from its base's rows once the schema that has it is in place.
+//! current schema (the dispatcher: it hands the statement to its planner with a fresh
+//! [`binder::Binder`], which records bind-variable metadata; cached per schema version) →
+//! execution: [`select`] streams rows into the frame, [`modify`] and [`batch`] build
+//! `storage::PartitionMutation`s that go through the one write path ([`Database::write`],
+//! where the CDC module hooks in: [`cdc_write`], with the state of [`cdc_state`]), DDL goes
+//! to `ddl::execute_ddl`, and [`describe`] answers DESCRIBE from the schema snapshot, as
+//! Scylla does on the server. [`restrictions`] analyses WHERE clauses, [`values`] turns terms
+//! into values ([`literal`] converts constants, [`scylla_text`] renders values as Scylla
+//! does in casts and result column names), [`paging`] encodes the resume position of paged
+//! reads, and [`consistency`] answers Unavailable when too few replicas are up. [`preload`]
+//! fills benchmark tables through the same write path without a client. [`routing`] finds the
+//! tablet a request targets (tablets routing). [`index`] decides which SELECTs read through a
+//! secondary index (DDL: `ddl::index`). [`json`] is JSON in CQL: the conversions of
+//! `SELECT JSON`, `toJson()` and `fromJson()`, and of `INSERT JSON`, whose document
+//! [`json_insert`] binds. [`view`] keeps materialized views up to date: every base mutation
+//! applied through the write path updates the base's views under the base table's lock,
+//! and a new view is built from its base's rows once the schema that has it is in place.
+//!
+//! The modules form floors, each importing only from those below it: at the bottom the
+//! helpers of values and names ([`binder`], [`literal`], [`json`], [`scylla_text`],
+//! [`paging`], [`consistency`], [`describe`], [`system_tables`], [`cdc_state`]), then `ddl`,
+//! [`values`], [`restrictions`] and [`json_insert`], [`index`], the planners ([`select`],
+//! [`modify`], then [`batch`] and [`lwt`]), the dispatcher [`plan`], this module's
+//! [`Database`], and on top the parts of the database kept in files of their own
+//! ([`cdc_write`], [`view`], [`routing`], [`preload`]).
 
 mod batch;
+mod binder;
+mod cdc_state;
 mod cdc_write;
 mod consistency;
 mod describe;
 mod index;
 mod json;
+mod json_insert;
+mod literal;
 mod lwt;
 mod modify;
 mod paging;
@@ -65,10 +79,11 @@ use crate::frame::{
     Prepared, QueryParams, Request, Response, ResultMetadata, RowsResult, SchemaChange,
 };
 use crate::schema::{Schema, TableDef, TableKind};
-use crate::storage::{Now, PartitionMutation, TableData, Timestamp};
+use crate::storage::{Now, PartitionMutation, TableData, TableStore, Timestamp};
 use crate::types::CqlType;
 use crate::types::value::Value;
 
+use cdc_state::{CdcCell, CdcWrite};
 use modify::{ModifyPlan, WriteParams};
 use plan::{Plan, Planned};
 use values::EvalCtx;
@@ -106,14 +121,6 @@ pub(crate) struct Outcome {
     pub(crate) schema_changes: Vec<SchemaChange>,
     /// Warnings to send with a successful answer.
     pub(crate) warnings: Vec<String>,
-}
-
-/// The data of one table, behind its own lock (never held across an `.await`: the executor
-/// has none).
-#[derive(Debug)]
-pub(crate) struct TableStore {
-    /// The rows.
-    pub(crate) data: RwLock<TableData>,
 }
 
 /// A statement text with its plan, cached for PREPARE/EXECUTE and for repeated QUERYs.
@@ -186,7 +193,7 @@ pub(crate) struct Database {
     ddl_lock: Mutex<()>,
     clock: Clock,
     /// CDC generations, tablet stream sets, and the randomness of stream ids.
-    cdc: cdc_write::CdcCell,
+    cdc: CdcCell,
     /// Every mutation applied, for tests of batch merging.
     #[cfg(test)]
     applied: Mutex<Vec<PartitionMutation>>,
@@ -224,7 +231,7 @@ impl Database {
             unprepared: Mutex::new(HashMap::new()),
             ddl_lock: Mutex::new(()),
             clock: Clock::default(),
-            cdc: cdc_write::CdcCell::new(config.seed),
+            cdc: CdcCell::new(config.seed),
             #[cfg(test)]
             applied: Mutex::new(Vec::new()),
         }
@@ -602,7 +609,7 @@ impl Database {
             Plan::Select(p) => self.run_select(p, &ctx, ex, stream, out),
             Plan::Modify(p) => {
                 p.validate()?;
-                let values = json::bind_values(p, ex.values)?;
+                let values = modify::bind_values(p, ex.values)?;
                 let ctx = EvalCtx { values: &values };
                 if p.is_conditional() {
                     self.run_conditional(&[(p, ctx)], false, ex)
@@ -627,7 +634,7 @@ impl Database {
                 let values = b
                     .statements
                     .iter()
-                    .map(|s| json::bind_values(s, ex.values))
+                    .map(|s| modify::bind_values(s, ex.values))
                     .collect::<Result<Vec<_>, _>>()?;
                 let items: Vec<(&ModifyPlan, EvalCtx<'_>)> = b
                     .statements
@@ -778,7 +785,7 @@ impl Database {
         &self,
         table: &TableDef,
         mutations: &[PartitionMutation],
-        cdc: Option<&cdc_write::CdcWrite>,
+        cdc: Option<&CdcWrite>,
     ) -> Result<(), CqlError> {
         let store = self.store_of(table)?;
         let now = self.now();
@@ -818,7 +825,7 @@ impl Database {
         table: &TableDef,
         data: &mut TableData,
         m: &PartitionMutation,
-        cdc: Option<(&cdc_write::CdcWrite, usize)>,
+        cdc: Option<(&CdcWrite, usize)>,
         now: Now,
     ) {
         #[cfg(test)]
@@ -1041,7 +1048,7 @@ impl Database {
         batch::validate_batch(kind, &refs, false)?;
         let values = items
             .iter()
-            .map(|(m, v)| json::bind_values(m, v))
+            .map(|(m, v)| modify::bind_values(m, v))
             .collect::<Result<Vec<_>, _>>()?;
         let items: Vec<(&ModifyPlan, EvalCtx<'_>)> = items
             .iter()

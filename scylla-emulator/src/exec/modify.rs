@@ -4,13 +4,14 @@
 //! elements, list elements keyed by timeuuids, counters as deltas, row / range / partition
 //! deletions. Also the lightweight-transaction conditions.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::cql::{
-    Assignment, ColumnTarget, CompareOp, Condition, Conditional, InValues, InsertValues, Relation,
-    Statement, Term, Using,
+    Assignment, ColumnTarget, CompareOp, Condition, Conditional, InValues, InsertValues,
+    JsonDefault, Relation, Statement, Term, Using,
 };
-use crate::frame::CqlError;
+use crate::frame::{BoundValue, ColumnSpec, CqlError};
 use crate::schema::{ColumnKind, Schema, TableDef};
 use crate::storage::{
     CellUpdate, ClusteringKey, ClusteringRange, ColumnId, ElementUpdate, Liveness,
@@ -19,7 +20,8 @@ use crate::storage::{
 use crate::types::CqlType;
 use crate::types::value::Value;
 
-use super::plan::{Binder, column_index, resolve_table};
+use super::binder::{Binder, column_index, resolve_table};
+use super::json_insert::{JsonColumn, JsonInsert};
 use super::restrictions::{
     KeyValues, PartitionRestriction, PrefixPart, WhereMode, WherePlan, compare, plan_where,
 };
@@ -134,8 +136,8 @@ pub(crate) struct ModifyPlan {
     /// Whether every written column is static (the clustering key may be absent).
     pub(crate) static_only: bool,
     /// For `INSERT JSON`: the document whose values the key and column expressions take
-    /// (see [`super::json::bind_values`]).
-    pub(crate) json: Option<Arc<super::json::JsonInsert>>,
+    /// (see [`bind_values`]).
+    pub(crate) json: Option<Arc<JsonInsert>>,
 }
 
 impl ModifyPlan {
@@ -233,14 +235,9 @@ pub(crate) fn plan_modify(
                 InsertValues::Columns(pairs) => {
                     plan_insert(table, pairs, s.if_not_exists, &s.using, binder)
                 }
-                InsertValues::Json { json, default } => super::json::plan_insert_json(
-                    table,
-                    json,
-                    *default,
-                    s.if_not_exists,
-                    &s.using,
-                    binder,
-                ),
+                InsertValues::Json { json, default } => {
+                    plan_insert_json(table, json, *default, s.if_not_exists, &s.using, binder)
+                }
             }
         }
         Statement::Update(s) => {
@@ -457,6 +454,110 @@ fn plan_insert(
         condition: if_not_exists.then_some(CondPlan::NotExists),
         static_only,
         json: None,
+    })
+}
+
+/// Plans `INSERT INTO t JSON <json> [DEFAULT NULL|UNSET] [IF NOT EXISTS] [USING ...]`.
+///
+/// The marker of `JSON ?` is received by a placeholder with empty keyspace, table and name
+/// and type `text` (`insert_json_statement::prepare_internal`); a named marker keeps its name.
+fn plan_insert_json(
+    table: Arc<TableDef>,
+    json: &Term,
+    default: JsonDefault,
+    if_not_exists: bool,
+    using: &Using,
+    binder: &mut Binder,
+) -> Result<ModifyPlan, CqlError> {
+    check_writable(&table)?;
+    let source = match json {
+        Term::Literal(crate::cql::Literal::String(s)) => Expr::Const(Some(Value::text(s))),
+        Term::Marker(m) => {
+            let name = m.name.clone().unwrap_or_default();
+            binder.bind_spec(m, ColumnSpec::new("", "", name.clone(), CqlType::Text));
+            Expr::Marker {
+                index: m.index,
+                typ: CqlType::Text,
+                name: Arc::from(name.as_str()),
+            }
+        }
+        _ => {
+            return Err(CqlError::syntax(
+                "INSERT JSON takes a string constant or a bind marker",
+            ));
+        }
+    };
+    let (ttl, timestamp) = plan_using(using, binder, true)?;
+    let base = binder.count();
+    let marker = |slot: usize, c: &crate::schema::ColumnDef| Expr::Marker {
+        index: base + slot,
+        typ: c.typ.clone(),
+        name: Arc::from(c.name.as_str()),
+    };
+    let mut columns = Vec::with_capacity(table.columns.len());
+    let mut pk: Vec<(i32, Expr)> = Vec::new();
+    let mut ck: Vec<(i32, Expr)> = Vec::new();
+    let mut ops = Vec::new();
+    let mut slots = 0;
+    for (ci, c) in table.columns.iter().enumerate() {
+        let slot = match c.kind {
+            ColumnKind::Static => None,
+            _ => {
+                slots += 1;
+                Some(slots - 1)
+            }
+        };
+        if let Some(s) = slot {
+            let e = marker(s, c);
+            match c.kind {
+                ColumnKind::PartitionKey => pk.push((c.position, e)),
+                ColumnKind::Clustering => ck.push((c.position, e)),
+                _ => ops.push(Op::Set(ci, e)),
+            }
+        }
+        columns.push(JsonColumn {
+            name: c.name.clone(),
+            typ: c.typ.clone(),
+            kind: c.kind,
+            position: c.position,
+            slot,
+        });
+    }
+    pk.sort_by_key(|(p, _)| *p);
+    ck.sort_by_key(|(p, _)| *p);
+    // No partition-key marker of the statement's own.
+    binder.set_pk_markers(vec![None; pk.len()]);
+    let prefix: Vec<PrefixPart> = ck
+        .into_iter()
+        .map(|(_, e)| PrefixPart::Single(KeyValues::Eq(e)))
+        .collect();
+    let prefix_len = prefix.len();
+    Ok(ModifyPlan {
+        cols: col_infos(&table),
+        table,
+        kind: ModifyKind::Insert,
+        keys: WherePlan {
+            partition: PartitionRestriction::Keys(
+                pk.into_iter().map(|(_, e)| KeyValues::Eq(e)).collect(),
+            ),
+            prefix,
+            prefix_len,
+            slice: None,
+            filters: Vec::new(),
+            non_key_columns: Vec::new(),
+        },
+        ops,
+        ttl,
+        timestamp,
+        condition: if_not_exists.then_some(CondPlan::NotExists),
+        static_only: false,
+        json: Some(Arc::new(JsonInsert {
+            source,
+            columns,
+            base,
+            slots,
+            default_unset: default == JsonDefault::Unset,
+        })),
     })
 }
 
@@ -936,6 +1037,18 @@ fn plan_condition(
     }))
 }
 
+/// The values a modification statement evaluates: the request's, extended with an `INSERT
+/// JSON`'s document values.
+pub(crate) fn bind_values<'a>(
+    plan: &ModifyPlan,
+    values: &'a [BoundValue],
+) -> Result<Cow<'a, [BoundValue]>, CqlError> {
+    match &plan.json {
+        Some(j) => Ok(Cow::Owned(j.bind(values)?)),
+        None => Ok(Cow::Borrowed(values)),
+    }
+}
+
 /// The timestamp and TTL of one execution.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct WriteParams {
@@ -1202,7 +1315,6 @@ fn apply_ops(
     ck: Option<&Vec<Value>>,
     read_list: &ListReader<'_>,
 ) -> Result<(), CqlError> {
-    let ts = p.ts;
     for op in ops {
         let ci = op.column();
         let info = &plan.cols[ci];
@@ -1210,7 +1322,6 @@ fn apply_ops(
             ColSource::Static(id) | ColSource::Regular(id) => id,
             _ => continue,
         };
-        let typ = &info.typ;
         let current_list = || {
             if op.reads(&plan.cols) {
                 read_list(pk, ck.map(|v| v.as_slice()), id)
@@ -1218,247 +1329,204 @@ fn apply_ops(
                 Vec::new()
             }
         };
-        match op {
-            Op::Set(_, e) => {
-                let b = e.eval(ctx)?;
-                if b == Bound::Unset {
-                    continue;
-                }
-                let v = b.into_option();
-                if typ.is_multi_cell() {
-                    let elements = match &v {
-                        Some(v) => sort_elements(collection_elements(v, typ, p)),
-                        None => Vec::new(),
-                    };
-                    row.set_cell(
-                        id,
-                        CellUpdate::Collection {
-                            tombstone: Some(ts - 1),
-                            elements,
-                        },
-                    );
-                } else {
-                    row.set_cell(
-                        id,
-                        CellUpdate::Atomic {
-                            ts,
-                            ttl: p.ttl,
-                            value: v,
-                        },
-                    );
-                }
-            }
-            Op::Add(_, e) => {
-                let Bound::Value(v) = e.eval(ctx)? else {
-                    if typ.is_counter() {
-                        continue;
-                    }
-                    continue;
-                };
-                if typ.is_counter() {
-                    let d = v.as_i64().unwrap_or(0);
-                    row.set_cell(id, CellUpdate::CounterDelta { ts, delta: d });
-                } else {
-                    let elements = sort_elements(collection_elements(&v, typ, p));
-                    row.set_cell(
-                        id,
-                        CellUpdate::Collection {
-                            tombstone: None,
-                            elements,
-                        },
-                    );
-                }
-            }
-            Op::Prepend(_, e) => {
-                let Bound::Value(Value::List(items)) = e.eval(ctx)? else {
-                    continue;
-                };
-                let elements = list_keys(ts, items.len(), true)
-                    .into_iter()
-                    .zip(items.iter())
-                    .map(|(k, x)| ElementUpdate {
-                        key: k,
-                        ts,
-                        ttl: p.ttl,
-                        value: Some(x.clone()),
-                    })
-                    .collect();
-                row.set_cell(
-                    id,
-                    CellUpdate::Collection {
-                        tombstone: None,
-                        elements: sort_elements(elements),
-                    },
-                );
-            }
-            Op::Remove(_, e) => {
-                let Bound::Value(v) = e.eval(ctx)? else {
-                    continue;
-                };
-                if typ.is_counter() {
-                    let d = v.as_i64().unwrap_or(0);
-                    row.set_cell(
-                        id,
-                        CellUpdate::CounterDelta {
-                            ts,
-                            delta: d.wrapping_neg(),
-                        },
-                    );
-                    continue;
-                }
-                let tomb = |key: Value| ElementUpdate {
-                    key,
-                    ts,
-                    ttl: None,
-                    value: None,
-                };
-                let elements: Vec<ElementUpdate> = match (typ, &v) {
-                    (CqlType::List { .. }, Value::List(items)) => current_list()
-                        .into_iter()
-                        .filter(|(_, x)| items.contains(x))
-                        .map(|(k, _)| tomb(k))
-                        .collect(),
-                    (_, Value::Set(items)) => items.iter().cloned().map(tomb).collect(),
-                    _ => Vec::new(),
-                };
-                if !elements.is_empty() {
-                    row.set_cell(
-                        id,
-                        CellUpdate::Collection {
-                            tombstone: None,
-                            elements: sort_elements(elements),
-                        },
-                    );
-                }
-            }
-            Op::SetElement(_, k, e) => {
-                let key = eval_required(k, ctx, "a collection key")?;
-                let b = e.eval(ctx)?;
-                if b == Bound::Unset {
-                    continue;
-                }
-                let value = b.into_option();
-                let key = match typ {
-                    CqlType::List { .. } => match key {
-                        // SCYLLA_TIMEUUID_LIST_INDEX: the uuid is the element's key.
-                        Value::Uuid(u) | Value::Timeuuid(u) => Value::Timeuuid(u),
-                        other => {
-                            let idx = other.as_i64().unwrap_or(-1);
-                            let list = current_list();
-                            let found =
-                                usize::try_from(idx).ok().and_then(|i| list.get(i).cloned());
-                            match found {
-                                Some((k, _)) => k,
-                                None => {
-                                    return Err(CqlError::invalid(format!(
-                                        "List index {idx} out of bound, list has size {}",
-                                        list.len()
-                                    )));
-                                }
-                            }
-                        }
-                    },
-                    _ => key,
-                };
-                row.set_cell(
-                    id,
-                    CellUpdate::Collection {
-                        tombstone: None,
-                        elements: vec![ElementUpdate {
-                            key,
-                            ts,
-                            ttl: p.ttl,
-                            value,
-                        }],
-                    },
-                );
-            }
-            Op::SetField(_, fi, e) => {
-                let b = e.eval(ctx)?;
-                if b == Bound::Unset {
-                    continue;
-                }
-                row.set_cell(
-                    id,
-                    CellUpdate::Collection {
-                        tombstone: None,
-                        elements: vec![ElementUpdate {
-                            key: Value::Smallint(*fi as i16),
-                            ts,
-                            ttl: p.ttl,
-                            value: b.into_option(),
-                        }],
-                    },
-                );
-            }
-            Op::DeleteColumn(_) => {
-                if typ.is_multi_cell() {
-                    row.set_cell(
-                        id,
-                        CellUpdate::Collection {
-                            tombstone: Some(ts),
-                            elements: Vec::new(),
-                        },
-                    );
-                } else {
-                    row.set_cell(
-                        id,
-                        CellUpdate::Atomic {
-                            ts,
-                            ttl: None,
-                            value: None,
-                        },
-                    );
-                }
-            }
-            Op::DeleteElement(_, k) => {
-                let key = eval_required(k, ctx, "a collection key")?;
-                let key = match typ {
-                    CqlType::List { .. } => {
-                        let idx = key.as_i64().unwrap_or(-1);
-                        let list = current_list();
-                        match usize::try_from(idx).ok().and_then(|i| list.get(i).cloned()) {
-                            Some((k, _)) => k,
-                            None => {
-                                return Err(CqlError::invalid(format!(
-                                    "List index {idx} out of bound, list has size {}",
-                                    list.len()
-                                )));
-                            }
-                        }
-                    }
-                    _ => key,
-                };
-                row.set_cell(
-                    id,
-                    CellUpdate::Collection {
-                        tombstone: None,
-                        elements: vec![ElementUpdate {
-                            key,
-                            ts,
-                            ttl: None,
-                            value: None,
-                        }],
-                    },
-                );
-            }
-            Op::DeleteField(_, fi) => {
-                row.set_cell(
-                    id,
-                    CellUpdate::Collection {
-                        tombstone: None,
-                        elements: vec![ElementUpdate {
-                            key: Value::Smallint(*fi as i16),
-                            ts,
-                            ttl: None,
-                            value: None,
-                        }],
-                    },
-                );
-            }
+        if let Some(cell) = op_cell(op, &info.typ, ctx, p, current_list)? {
+            row.set_cell(id, cell);
         }
     }
     Ok(())
+}
+
+/// A list's current elements (key, value), as an operation that needs them reads them.
+type CurrentList = Vec<(Value, Value)>;
+
+/// The cell update of one operation on a column of type `typ`; `None` when it writes
+/// nothing (an unset or null value where nothing is to be written).
+fn op_cell(
+    op: &Op,
+    typ: &CqlType,
+    ctx: &EvalCtx<'_>,
+    p: WriteParams,
+    current_list: impl Fn() -> CurrentList,
+) -> Result<Option<CellUpdate>, CqlError> {
+    let ts = p.ts;
+    let element = |key: Value, ttl: Option<u32>, value: Option<Value>| CellUpdate::Collection {
+        tombstone: None,
+        elements: vec![ElementUpdate {
+            key,
+            ts,
+            ttl,
+            value,
+        }],
+    };
+    Ok(match op {
+        Op::Set(_, e) => set_cell(e.eval(ctx)?, typ, p),
+        Op::Add(_, e) => match e.eval(ctx)? {
+            Bound::Value(v) => Some(add_cell(&v, typ, p)),
+            Bound::Null | Bound::Unset => None,
+        },
+        Op::Prepend(_, e) => match e.eval(ctx)? {
+            Bound::Value(Value::List(items)) => Some(prepend_cell(&items, p)),
+            _ => None,
+        },
+        Op::Remove(_, e) => match e.eval(ctx)? {
+            Bound::Value(v) => remove_cell(&v, typ, ts, current_list),
+            Bound::Null | Bound::Unset => None,
+        },
+        Op::SetElement(_, k, e) => {
+            let key = eval_required(k, ctx, "a collection key")?;
+            let b = e.eval(ctx)?;
+            if b == Bound::Unset {
+                return Ok(None);
+            }
+            let key = match typ {
+                CqlType::List { .. } => match key {
+                    // SCYLLA_TIMEUUID_LIST_INDEX: the uuid is the element's key.
+                    Value::Uuid(u) | Value::Timeuuid(u) => Value::Timeuuid(u),
+                    other => list_element_key(&other, current_list)?,
+                },
+                _ => key,
+            };
+            Some(element(key, p.ttl, b.into_option()))
+        }
+        Op::SetField(_, fi, e) => {
+            let b = e.eval(ctx)?;
+            if b == Bound::Unset {
+                return Ok(None);
+            }
+            Some(element(Value::Smallint(*fi as i16), p.ttl, b.into_option()))
+        }
+        Op::DeleteColumn(_) => Some(if typ.is_multi_cell() {
+            CellUpdate::Collection {
+                tombstone: Some(ts),
+                elements: Vec::new(),
+            }
+        } else {
+            CellUpdate::Atomic {
+                ts,
+                ttl: None,
+                value: None,
+            }
+        }),
+        Op::DeleteElement(_, k) => {
+            let key = eval_required(k, ctx, "a collection key")?;
+            let key = match typ {
+                CqlType::List { .. } => list_element_key(&key, current_list)?,
+                _ => key,
+            };
+            Some(element(key, None, None))
+        }
+        Op::DeleteField(_, fi) => Some(element(Value::Smallint(*fi as i16), None, None)),
+    })
+}
+
+/// `c = v`: an atomic cell, or a whole collection (its tombstone at `ts - 1` and the new
+/// elements); nothing for an unset value.
+fn set_cell(b: Bound, typ: &CqlType, p: WriteParams) -> Option<CellUpdate> {
+    if b == Bound::Unset {
+        return None;
+    }
+    let v = b.into_option();
+    Some(if typ.is_multi_cell() {
+        let elements = match &v {
+            Some(v) => sort_elements(collection_elements(v, typ, p)),
+            None => Vec::new(),
+        };
+        CellUpdate::Collection {
+            tombstone: Some(p.ts - 1),
+            elements,
+        }
+    } else {
+        CellUpdate::Atomic {
+            ts: p.ts,
+            ttl: p.ttl,
+            value: v,
+        }
+    })
+}
+
+/// `c = c + v`: a counter delta, or elements added to a collection.
+fn add_cell(v: &Value, typ: &CqlType, p: WriteParams) -> CellUpdate {
+    if typ.is_counter() {
+        CellUpdate::CounterDelta {
+            ts: p.ts,
+            delta: v.as_i64().unwrap_or(0),
+        }
+    } else {
+        CellUpdate::Collection {
+            tombstone: None,
+            elements: sort_elements(collection_elements(v, typ, p)),
+        }
+    }
+}
+
+/// `l = v + l`: elements prepended to a list (keys before every existing one).
+fn prepend_cell(items: &[Value], p: WriteParams) -> CellUpdate {
+    let elements = list_keys(p.ts, items.len(), true)
+        .into_iter()
+        .zip(items.iter())
+        .map(|(k, x)| ElementUpdate {
+            key: k,
+            ts: p.ts,
+            ttl: p.ttl,
+            value: Some(x.clone()),
+        })
+        .collect();
+    CellUpdate::Collection {
+        tombstone: None,
+        elements: sort_elements(elements),
+    }
+}
+
+/// `c = c - v`: a negative counter delta, or tombstones of the list elements equal to one
+/// of `v` or of the set elements of `v`; nothing when no element is removed.
+fn remove_cell(
+    v: &Value,
+    typ: &CqlType,
+    ts: Timestamp,
+    current_list: impl Fn() -> CurrentList,
+) -> Option<CellUpdate> {
+    if typ.is_counter() {
+        let d = v.as_i64().unwrap_or(0);
+        return Some(CellUpdate::CounterDelta {
+            ts,
+            delta: d.wrapping_neg(),
+        });
+    }
+    let tomb = |key: Value| ElementUpdate {
+        key,
+        ts,
+        ttl: None,
+        value: None,
+    };
+    let elements: Vec<ElementUpdate> = match (typ, v) {
+        (CqlType::List { .. }, Value::List(items)) => current_list()
+            .into_iter()
+            .filter(|(_, x)| items.contains(x))
+            .map(|(k, _)| tomb(k))
+            .collect(),
+        (_, Value::Set(items)) => items.iter().cloned().map(tomb).collect(),
+        _ => Vec::new(),
+    };
+    (!elements.is_empty()).then(|| CellUpdate::Collection {
+        tombstone: None,
+        elements: sort_elements(elements),
+    })
+}
+
+/// The key of the list element at index `index` (an integer), or Scylla's error.
+fn list_element_key(
+    index: &Value,
+    current_list: impl Fn() -> CurrentList,
+) -> Result<Value, CqlError> {
+    let idx = index.as_i64().unwrap_or(-1);
+    let list = current_list();
+    match usize::try_from(idx).ok().and_then(|i| list.get(i).cloned()) {
+        Some((k, _)) => Ok(k),
+        None => Err(CqlError::invalid(format!(
+            "List index {idx} out of bound, list has size {}",
+            list.len()
+        ))),
+    }
 }
 
 /// Evaluates an IF clause against the current row; `row` is `None` when it does not

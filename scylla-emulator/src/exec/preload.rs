@@ -18,8 +18,8 @@ use parking_lot::Mutex;
 use super::plan::Plan;
 use super::values::EvalCtx;
 use super::{ConnState, Database, Outcome, modify};
+use crate::cluster::preload::{Preload, PreloadProgress};
 use crate::frame::{BoundValue, CqlError};
-use crate::preload::{Preload, PreloadProgress};
 
 /// Mutations handed to [`Database::write`] at once.
 const CHUNK_ROWS: usize = 512;

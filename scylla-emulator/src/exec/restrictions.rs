@@ -13,7 +13,7 @@ use crate::storage::{ClusteringBound, ClusteringRange, PartitionKey, PartitionSt
 use crate::types::CqlType;
 use crate::types::value::Value;
 
-use super::plan::{Binder, column_index};
+use super::binder::{Binder, column_index};
 use super::values::{Bound, EvalCtx, Expr, eval_required, marker, plan_term};
 
 /// The values an `=` or `IN` gives one column.
@@ -294,7 +294,9 @@ pub(crate) enum WhereMode {
 /// Cassandra's refusal of a query that needs ALLOW FILTERING.
 const FILTERING_MESSAGE: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
 
-/// Analyses the relations of a WHERE clause.
+/// Analyses the relations of a WHERE clause: each relation is sorted by what it restricts
+/// ([`WhereParts::add`]), then the partition restriction, the clustering prefix and slice,
+/// and the leftover filters are derived, with Scylla's errors in its order.
 pub(crate) fn plan_where(
     table: &TableDef,
     relations: &[Relation],
@@ -307,448 +309,14 @@ pub(crate) fn plan_where(
             allow_filtering: true
         }
     );
-    let pk_cols: Vec<usize> = (0..table.columns.len())
-        .filter(|&i| table.columns[i].kind == ColumnKind::PartitionKey)
-        .collect();
-    let ck_cols: Vec<usize> = (0..table.columns.len())
-        .filter(|&i| table.columns[i].kind == ColumnKind::Clustering)
-        .collect();
-    let ck_pos = |col: usize| ck_cols.iter().position(|&c| c == col);
-
-    let mut pk_values: Vec<Option<KeyValues>> = vec![None; pk_cols.len()];
-    let mut pk_other: Vec<Filter> = Vec::new();
-    let mut token_lower: Option<(Expr, bool)> = None;
-    let mut token_upper: Option<(Expr, bool)> = None;
-    let mut has_token = false;
-    // Clustering: per column, its EQ/IN, or multi-column parts starting there, and slices.
-    let mut ck_eq: Vec<Option<KeyValues>> = vec![None; ck_cols.len()];
-    let mut ck_multi_eq: Option<(usize, usize, PrefixPart)> = None;
-    let mut ck_slices: Vec<(usize, usize, Option<SliceBound>, Option<SliceBound>)> = Vec::new();
-    let mut filters = Vec::new();
-    let mut non_key = Vec::new();
-
+    let mut parts = WhereParts::new(table);
     for r in relations {
-        match r {
-            Relation::Compare { column, op, value } => {
-                let ci = column_index(table, column)?;
-                let def = &table.columns[ci];
-                if *op == CompareOp::Ne {
-                    return Err(CqlError::invalid(format!(
-                        "Unsupported \"!=\" relation: {column} != ..."
-                    )));
-                }
-                match def.kind {
-                    ColumnKind::PartitionKey => {
-                        let i = pk_cols.iter().position(|&c| c == ci).unwrap_or(0);
-                        let e = plan_term(value, &def.typ, &def.name, binder)?;
-                        if *op == CompareOp::Eq {
-                            set_once(&mut pk_values[i], KeyValues::Eq(e), column)?;
-                        } else {
-                            pk_other.push(Filter::Compare {
-                                col: ci,
-                                op: *op,
-                                value: e,
-                            });
-                        }
-                    }
-                    ColumnKind::Clustering => {
-                        let i = ck_pos(ci).unwrap_or(0);
-                        let e = plan_term(value, &def.typ, &def.name, binder)?;
-                        if *op == CompareOp::Eq {
-                            set_once(&mut ck_eq[i], KeyValues::Eq(e), column)?;
-                        } else {
-                            let bound = SliceBound {
-                                values: TupleValues::Cols(vec![e]),
-                                inclusive: matches!(op, CompareOp::Le | CompareOp::Ge),
-                            };
-                            add_slice(&mut ck_slices, i, 1, *op, bound, column)?;
-                        }
-                    }
-                    _ => {
-                        non_key.push(column.clone());
-                        let e = plan_term(value, &def.typ, &def.name, binder)?;
-                        filters.push(Filter::Compare {
-                            col: ci,
-                            op: *op,
-                            value: e,
-                        });
-                    }
-                }
-            }
-            Relation::In { column, values } => {
-                let ci = column_index(table, column)?;
-                let def = &table.columns[ci];
-                let kv = plan_in(values, &def.typ, &def.name, binder)?;
-                match def.kind {
-                    ColumnKind::PartitionKey => {
-                        let i = pk_cols.iter().position(|&c| c == ci).unwrap_or(0);
-                        set_once(&mut pk_values[i], kv, column)?;
-                    }
-                    ColumnKind::Clustering => {
-                        let i = ck_pos(ci).unwrap_or(0);
-                        set_once(&mut ck_eq[i], kv, column)?;
-                    }
-                    _ => {
-                        non_key.push(column.clone());
-                        filters.push(Filter::In {
-                            col: ci,
-                            values: kv,
-                        });
-                    }
-                }
-            }
-            Relation::Contains { column, key, value } => {
-                let ci = column_index(table, column)?;
-                let def = &table.columns[ci];
-                let et = match (&def.typ, key) {
-                    (CqlType::Map { key: k, .. }, true) => (**k).clone(),
-                    (CqlType::Map { value: v, .. }, false) => (**v).clone(),
-                    (CqlType::List { elem, .. } | CqlType::Set { elem, .. }, false) => {
-                        (**elem).clone()
-                    }
-                    _ => {
-                        return Err(CqlError::invalid(format!(
-                            "Cannot use CONTAINS{} on non-collection column {column}",
-                            if *key { " KEY" } else { "" }
-                        )));
-                    }
-                };
-                non_key.push(column.clone());
-                // `get_rhs_receiver`: value(c) for CONTAINS, key(m) for CONTAINS KEY.
-                let receiver = if *key {
-                    format!("key({})", def.name)
-                } else {
-                    format!("value({})", def.name)
-                };
-                let e = plan_term(value, &et, &receiver, binder)?;
-                filters.push(Filter::Contains {
-                    col: ci,
-                    key: *key,
-                    value: e,
-                });
-            }
-            Relation::Element {
-                column,
-                key,
-                op,
-                value,
-            } => {
-                let ci = column_index(table, column)?;
-                let def = &table.columns[ci];
-                let CqlType::Map {
-                    key: kt, value: vt, ..
-                } = &def.typ
-                else {
-                    return Err(CqlError::invalid(format!(
-                        "Column {column} cannot be used as a map"
-                    )));
-                };
-                non_key.push(column.clone());
-                let k = plan_term(key, kt, &format!("key({column})"), binder)?;
-                let v = plan_term(value, vt, &format!("value({column})"), binder)?;
-                filters.push(Filter::Element {
-                    col: ci,
-                    key: k,
-                    op: *op,
-                    value: v,
-                });
-            }
-            Relation::Like { column, .. } => {
-                return Err(CqlError::invalid(format!(
-                    "LIKE restriction on column {column} is not supported"
-                )));
-            }
-            Relation::IsNotNull { column } => {
-                return Err(CqlError::invalid(format!(
-                    "Unsupported restriction: {column} IS NOT NULL"
-                )));
-            }
-            Relation::MultiCompare { columns, op, value } => {
-                let (first, idxs, types) = multi_columns(table, columns, &ck_cols)?;
-                let n = columns.len();
-                let tv = plan_tuple(value, &types, &tuple_receiver(table, &idxs), binder)?;
-                if *op == CompareOp::Eq {
-                    if ck_multi_eq.is_some() {
-                        return Err(CqlError::invalid(
-                            "Only one multi-column restriction is supported",
-                        ));
-                    }
-                    ck_multi_eq = Some((
-                        first,
-                        n,
-                        PrefixPart::Multi {
-                            n,
-                            tuples: vec![tv],
-                            list_marker: None,
-                        },
-                    ));
-                } else if *op == CompareOp::Ne {
-                    return Err(CqlError::invalid("Unsupported \"!=\" relation"));
-                } else {
-                    // A slice in CQL (natural) order, also over columns of mixed clustering
-                    // order: `clustering_ranges` turns it into storage ranges.
-                    let bound = SliceBound {
-                        values: tv,
-                        inclusive: matches!(op, CompareOp::Le | CompareOp::Ge),
-                    };
-                    add_slice(&mut ck_slices, first, n, *op, bound, &columns.join(","))?;
-                }
-            }
-            Relation::MultiIn { columns, values } => {
-                let (first, idxs, types) = multi_columns(table, columns, &ck_cols)?;
-                let n = columns.len();
-                let tuple_type = CqlType::Tuple(types.clone());
-                let in_name = format!("IN({})", tuple_receiver(table, &idxs));
-                let part = match values {
-                    InValues::Marker(m) => PrefixPart::Multi {
-                        n,
-                        tuples: Vec::new(),
-                        list_marker: Some(marker(
-                            m,
-                            &CqlType::List {
-                                elem: Box::new(tuple_type),
-                                frozen: false,
-                            },
-                            &in_name,
-                            binder,
-                        )),
-                    },
-                    InValues::List(items) => {
-                        let element = format!("value({in_name})");
-                        PrefixPart::Multi {
-                            n,
-                            tuples: items
-                                .iter()
-                                .map(|t| plan_tuple(t, &types, &element, binder))
-                                .collect::<Result<_, _>>()?,
-                            list_marker: None,
-                        }
-                    }
-                };
-                if ck_multi_eq.is_some() {
-                    return Err(CqlError::invalid(
-                        "Only one multi-column restriction is supported",
-                    ));
-                }
-                ck_multi_eq = Some((first, n, part));
-            }
-            Relation::Token { columns, op, value } => {
-                let names: Vec<&str> = pk_cols
-                    .iter()
-                    .map(|&c| table.columns[c].name.as_str())
-                    .collect();
-                if columns.iter().map(String::as_str).ne(names.iter().copied()) {
-                    return Err(CqlError::invalid(format!(
-                        "The token function arguments must be in the partition key order: {}",
-                        names.join(", ")
-                    )));
-                }
-                has_token = true;
-                let e = plan_token_value(value, table, &pk_cols, binder)?;
-                match op {
-                    CompareOp::Gt | CompareOp::Ge => {
-                        set_token_bound(&mut token_lower, e, *op == CompareOp::Ge, "start")?
-                    }
-                    CompareOp::Lt | CompareOp::Le => {
-                        set_token_bound(&mut token_upper, e, *op == CompareOp::Le, "end")?
-                    }
-                    CompareOp::Eq => {
-                        set_token_bound(&mut token_lower, e.clone(), true, "start")?;
-                        set_token_bound(&mut token_upper, e, true, "end")?;
-                    }
-                    CompareOp::Ne => {
-                        return Err(CqlError::invalid("Unsupported \"!=\" relation on token"));
-                    }
-                }
-            }
-        }
+        parts.add(table, r, binder)?;
     }
-
-    // Partition key.
-    let any_pk = pk_values.iter().any(Option::is_some) || !pk_other.is_empty();
-    let all_pk_eq = pk_values.iter().all(Option::is_some) && pk_other.is_empty();
-    let partition = if has_token {
-        if any_pk {
-            return Err(CqlError::invalid(format!(
-                "Columns \"{}\" cannot be restricted by both a normal relation and a token relation",
-                pk_cols
-                    .iter()
-                    .map(|&c| table.columns[c].name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        PartitionRestriction::Token {
-            lower: token_lower,
-            upper: token_upper,
-        }
-    } else if all_pk_eq && !pk_cols.is_empty() {
-        let vals: Vec<KeyValues> = pk_values.into_iter().flatten().collect();
-        binder.set_pk_markers(vals.iter().map(KeyValues::eq_marker).collect());
-        PartitionRestriction::Keys(vals)
-    } else {
-        if any_pk {
-            if mode == WhereMode::Modify {
-                let missing: Vec<&str> = pk_cols
-                    .iter()
-                    .zip(&pk_values)
-                    .filter(|(_, v)| v.is_none())
-                    .map(|(&c, _)| table.columns[c].name.as_str())
-                    .collect();
-                return Err(CqlError::invalid(format!(
-                    "Some partition key parts are missing: {}",
-                    missing.join(", ")
-                )));
-            }
-            if !allow_filtering {
-                if !pk_other.is_empty() {
-                    return Err(CqlError::invalid(
-                        "Only EQ and IN relation are supported on the partition key (unless you use the token() function or allow filtering)",
-                    ));
-                }
-                let missing: Vec<&str> = pk_cols
-                    .iter()
-                    .zip(&pk_values)
-                    .filter(|(_, v)| v.is_none())
-                    .map(|(&c, _)| table.columns[c].name.as_str())
-                    .collect();
-                return Err(CqlError::invalid(format!(
-                    "Partition key parts: {} must be restricted as other parts are",
-                    missing.join(", ")
-                )));
-            }
-            for (&c, v) in pk_cols.iter().zip(pk_values) {
-                if let Some(v) = v {
-                    filters.push(match v {
-                        KeyValues::Eq(e) => Filter::Compare {
-                            col: c,
-                            op: CompareOp::Eq,
-                            value: e,
-                        },
-                        other => Filter::In {
-                            col: c,
-                            values: other,
-                        },
-                    });
-                }
-            }
-            filters.extend(pk_other);
-        }
-        PartitionRestriction::Scan
-    };
-
-    // Clustering columns: the EQ/IN prefix, then one slice; anything else is a filter.
-    let mut prefix = Vec::new();
-    let mut pos = 0;
-    loop {
-        if let Some((first, n, _)) = &ck_multi_eq
-            && *first == pos
-        {
-            let n = *n;
-            if let Some((_, _, part)) = ck_multi_eq.take() {
-                prefix.push(part);
-            }
-            pos += n;
-            continue;
-        }
-        match ck_eq.get_mut(pos).and_then(Option::take) {
-            Some(kv) => {
-                if ck_slices.iter().any(|s| s.0 == pos) {
-                    return Err(CqlError::invalid(format!(
-                        "{} cannot be restricted by both an equality and an inequality relation",
-                        table.columns[ck_cols[pos]].name
-                    )));
-                }
-                prefix.push(PrefixPart::Single(kv));
-                pos += 1;
-            }
-            None => break,
-        }
-    }
-    let prefix_len = pos;
-    let mut slice = None;
-    if let Some(i) = ck_slices.iter().position(|s| s.0 == pos) {
-        let (first, n, lower, upper) = ck_slices.remove(i);
-        slice = Some(Slice {
-            first,
-            n,
-            lower,
-            upper,
-        });
-    }
-    // Leftover clustering restrictions.
-    let leftover_eq: Vec<usize> = (0..ck_cols.len()).filter(|&i| ck_eq[i].is_some()).collect();
-    if !leftover_eq.is_empty() || !ck_slices.is_empty() || ck_multi_eq.is_some() {
-        let first_bad = leftover_eq
-            .first()
-            .copied()
-            .or_else(|| ck_slices.first().map(|s| s.0))
-            .or_else(|| ck_multi_eq.as_ref().map(|m| m.0))
-            .unwrap_or(0);
-        if !allow_filtering {
-            let bad = &table.columns[ck_cols[first_bad]].name;
-            let prev = first_bad
-                .checked_sub(1)
-                .map(|p| table.columns[ck_cols[p]].name.clone())
-                .unwrap_or_default();
-            return Err(CqlError::invalid(
-                if slice.is_some() || first_bad > prefix_len {
-                    if slice.is_some() && first_bad > prefix_len {
-                        format!(
-                            "Clustering column \"{bad}\" cannot be restricted (preceding column \"{prev}\" is restricted by a non-EQ relation)"
-                        )
-                    } else {
-                        format!(
-                            "PRIMARY KEY column \"{bad}\" cannot be restricted as preceding column \"{prev}\" is not restricted"
-                        )
-                    }
-                } else {
-                    format!(
-                        "PRIMARY KEY column \"{bad}\" cannot be restricted as preceding column \"{prev}\" is not restricted"
-                    )
-                },
-            ));
-        }
-        for i in leftover_eq {
-            if let Some(v) = ck_eq[i].take() {
-                let c = ck_cols[i];
-                filters.push(match v {
-                    KeyValues::Eq(e) => Filter::Compare {
-                        col: c,
-                        op: CompareOp::Eq,
-                        value: e,
-                    },
-                    other => Filter::In {
-                        col: c,
-                        values: other,
-                    },
-                });
-            }
-        }
-        for (first, n, lower, upper) in ck_slices {
-            let cols: Vec<usize> = ck_cols[first..first + n].to_vec();
-            for (b, lower_side) in [(lower, true), (upper, false)] {
-                if let Some(b) = b {
-                    let op = match (lower_side, b.inclusive) {
-                        (true, true) => CompareOp::Ge,
-                        (true, false) => CompareOp::Gt,
-                        (false, true) => CompareOp::Le,
-                        (false, false) => CompareOp::Lt,
-                    };
-                    filters.push(Filter::Tuple {
-                        cols: cols.clone(),
-                        op,
-                        values: b.values,
-                    });
-                }
-            }
-        }
-        if ck_multi_eq.is_some() {
-            return Err(CqlError::invalid(
-                "Multi-column relations must restrict the clustering columns in order",
-            ));
-        }
-    }
+    let partition = parts.partition(table, mode, allow_filtering, binder)?;
+    let (prefix, prefix_len) = parts.clustering_prefix(table)?;
+    let slice = parts.take_slice(prefix_len);
+    parts.leftover_clustering(table, allow_filtering, prefix_len, slice.is_some())?;
     let restricts_clustering = prefix_len > 0 || slice.is_some();
     if let WhereMode::Select { allow_filtering } = mode {
         if !allow_filtering
@@ -757,7 +325,7 @@ pub(crate) fn plan_where(
         {
             return Err(CqlError::invalid(FILTERING_MESSAGE));
         }
-        if !allow_filtering && !filters.is_empty() {
+        if !allow_filtering && !parts.filters.is_empty() {
             return Err(CqlError::invalid(FILTERING_MESSAGE));
         }
     }
@@ -766,9 +334,621 @@ pub(crate) fn plan_where(
         prefix,
         prefix_len,
         slice,
-        filters,
-        non_key_columns: non_key,
+        filters: parts.filters,
+        non_key_columns: parts.non_key,
     })
+}
+
+/// A clustering slice being collected: first column (index among the clustering columns),
+/// number of columns, lower and upper bound.
+type CkSlice = (usize, usize, Option<SliceBound>, Option<SliceBound>);
+
+/// The relations of a WHERE clause sorted by what they restrict, while [`plan_where`]
+/// collects them.
+struct WhereParts {
+    /// Indexes of the partition-key columns in the table.
+    pk_cols: Vec<usize>,
+    /// Indexes of the clustering columns in the table.
+    ck_cols: Vec<usize>,
+    /// Per partition-key column, its `=` / `IN`.
+    pk_values: Vec<Option<KeyValues>>,
+    /// Other relations on partition-key columns (filters under ALLOW FILTERING).
+    pk_other: Vec<Filter>,
+    /// `token(pk) >`/`>=` (value, inclusive).
+    token_lower: Option<(Expr, bool)>,
+    /// `token(pk) <`/`<=` (value, inclusive).
+    token_upper: Option<(Expr, bool)>,
+    /// Whether any relation is on `token(...)`.
+    has_token: bool,
+    /// Per clustering column, its `=` / `IN`.
+    ck_eq: Vec<Option<KeyValues>>,
+    /// The multi-column `=` / `IN` (first column, number of columns, prefix part).
+    ck_multi_eq: Option<(usize, usize, PrefixPart)>,
+    /// Clustering slices.
+    ck_slices: Vec<CkSlice>,
+    /// Row filters, in the order found.
+    filters: Vec<Filter>,
+    /// Non-primary-key columns named.
+    non_key: Vec<String>,
+}
+
+impl WhereParts {
+    /// Nothing collected yet for `table`.
+    fn new(table: &TableDef) -> WhereParts {
+        let pk_cols: Vec<usize> = (0..table.columns.len())
+            .filter(|&i| table.columns[i].kind == ColumnKind::PartitionKey)
+            .collect();
+        let ck_cols: Vec<usize> = (0..table.columns.len())
+            .filter(|&i| table.columns[i].kind == ColumnKind::Clustering)
+            .collect();
+        WhereParts {
+            pk_values: vec![None; pk_cols.len()],
+            ck_eq: vec![None; ck_cols.len()],
+            pk_cols,
+            ck_cols,
+            pk_other: Vec::new(),
+            token_lower: None,
+            token_upper: None,
+            has_token: false,
+            ck_multi_eq: None,
+            ck_slices: Vec::new(),
+            filters: Vec::new(),
+            non_key: Vec::new(),
+        }
+    }
+
+    /// The position of table column `col` among the clustering columns.
+    fn ck_pos(&self, col: usize) -> Option<usize> {
+        self.ck_cols.iter().position(|&c| c == col)
+    }
+
+    /// The position of table column `col` among the partition-key columns.
+    fn pk_pos(&self, col: usize) -> usize {
+        self.pk_cols.iter().position(|&c| c == col).unwrap_or(0)
+    }
+
+    /// Collects one relation.
+    fn add(&mut self, table: &TableDef, r: &Relation, binder: &mut Binder) -> Result<(), CqlError> {
+        match r {
+            Relation::Compare { column, op, value } => {
+                self.add_compare(table, column, *op, value, binder)
+            }
+            Relation::In { column, values } => self.add_in(table, column, values, binder),
+            Relation::Contains { column, key, value } => {
+                self.add_contains(table, column, *key, value, binder)
+            }
+            Relation::Element {
+                column,
+                key,
+                op,
+                value,
+            } => self.add_element(table, column, key, *op, value, binder),
+            Relation::Like { column, .. } => Err(CqlError::invalid(format!(
+                "LIKE restriction on column {column} is not supported"
+            ))),
+            Relation::IsNotNull { column } => Err(CqlError::invalid(format!(
+                "Unsupported restriction: {column} IS NOT NULL"
+            ))),
+            Relation::MultiCompare { columns, op, value } => {
+                self.add_multi_compare(table, columns, *op, value, binder)
+            }
+            Relation::MultiIn { columns, values } => {
+                self.add_multi_in(table, columns, values, binder)
+            }
+            Relation::Token { columns, op, value } => {
+                self.add_token(table, columns, *op, value, binder)
+            }
+        }
+    }
+
+    /// `column op value`.
+    fn add_compare(
+        &mut self,
+        table: &TableDef,
+        column: &str,
+        op: CompareOp,
+        value: &Term,
+        binder: &mut Binder,
+    ) -> Result<(), CqlError> {
+        let ci = column_index(table, column)?;
+        let def = &table.columns[ci];
+        if op == CompareOp::Ne {
+            return Err(CqlError::invalid(format!(
+                "Unsupported \"!=\" relation: {column} != ..."
+            )));
+        }
+        match def.kind {
+            ColumnKind::PartitionKey => {
+                let i = self.pk_pos(ci);
+                let e = plan_term(value, &def.typ, &def.name, binder)?;
+                if op == CompareOp::Eq {
+                    set_once(&mut self.pk_values[i], KeyValues::Eq(e), column)?;
+                } else {
+                    self.pk_other.push(Filter::Compare {
+                        col: ci,
+                        op,
+                        value: e,
+                    });
+                }
+            }
+            ColumnKind::Clustering => {
+                let i = self.ck_pos(ci).unwrap_or(0);
+                let e = plan_term(value, &def.typ, &def.name, binder)?;
+                if op == CompareOp::Eq {
+                    set_once(&mut self.ck_eq[i], KeyValues::Eq(e), column)?;
+                } else {
+                    let bound = SliceBound {
+                        values: TupleValues::Cols(vec![e]),
+                        inclusive: matches!(op, CompareOp::Le | CompareOp::Ge),
+                    };
+                    add_slice(&mut self.ck_slices, i, 1, op, bound, column)?;
+                }
+            }
+            _ => {
+                self.non_key.push(column.to_string());
+                let e = plan_term(value, &def.typ, &def.name, binder)?;
+                self.filters.push(Filter::Compare {
+                    col: ci,
+                    op,
+                    value: e,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `column IN (...)` or `column IN ?`.
+    fn add_in(
+        &mut self,
+        table: &TableDef,
+        column: &str,
+        values: &InValues,
+        binder: &mut Binder,
+    ) -> Result<(), CqlError> {
+        let ci = column_index(table, column)?;
+        let def = &table.columns[ci];
+        let kv = plan_in(values, &def.typ, &def.name, binder)?;
+        match def.kind {
+            ColumnKind::PartitionKey => {
+                let i = self.pk_pos(ci);
+                set_once(&mut self.pk_values[i], kv, column)?;
+            }
+            ColumnKind::Clustering => {
+                let i = self.ck_pos(ci).unwrap_or(0);
+                set_once(&mut self.ck_eq[i], kv, column)?;
+            }
+            _ => {
+                self.non_key.push(column.to_string());
+                self.filters.push(Filter::In {
+                    col: ci,
+                    values: kv,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `column CONTAINS value` / `column CONTAINS KEY key`.
+    fn add_contains(
+        &mut self,
+        table: &TableDef,
+        column: &str,
+        key: bool,
+        value: &Term,
+        binder: &mut Binder,
+    ) -> Result<(), CqlError> {
+        let ci = column_index(table, column)?;
+        let def = &table.columns[ci];
+        let et = match (&def.typ, key) {
+            (CqlType::Map { key: k, .. }, true) => (**k).clone(),
+            (CqlType::Map { value: v, .. }, false) => (**v).clone(),
+            (CqlType::List { elem, .. } | CqlType::Set { elem, .. }, false) => (**elem).clone(),
+            _ => {
+                return Err(CqlError::invalid(format!(
+                    "Cannot use CONTAINS{} on non-collection column {column}",
+                    if key { " KEY" } else { "" }
+                )));
+            }
+        };
+        self.non_key.push(column.to_string());
+        // `get_rhs_receiver`: value(c) for CONTAINS, key(m) for CONTAINS KEY.
+        let receiver = if key {
+            format!("key({})", def.name)
+        } else {
+            format!("value({})", def.name)
+        };
+        let e = plan_term(value, &et, &receiver, binder)?;
+        self.filters.push(Filter::Contains {
+            col: ci,
+            key,
+            value: e,
+        });
+        Ok(())
+    }
+
+    /// `column[key] op value` on a map.
+    fn add_element(
+        &mut self,
+        table: &TableDef,
+        column: &str,
+        key: &Term,
+        op: CompareOp,
+        value: &Term,
+        binder: &mut Binder,
+    ) -> Result<(), CqlError> {
+        let ci = column_index(table, column)?;
+        let def = &table.columns[ci];
+        let CqlType::Map {
+            key: kt, value: vt, ..
+        } = &def.typ
+        else {
+            return Err(CqlError::invalid(format!(
+                "Column {column} cannot be used as a map"
+            )));
+        };
+        self.non_key.push(column.to_string());
+        let k = plan_term(key, kt, &format!("key({column})"), binder)?;
+        let v = plan_term(value, vt, &format!("value({column})"), binder)?;
+        self.filters.push(Filter::Element {
+            col: ci,
+            key: k,
+            op,
+            value: v,
+        });
+        Ok(())
+    }
+
+    /// `(c1, c2) op (v1, v2)` on clustering columns.
+    fn add_multi_compare(
+        &mut self,
+        table: &TableDef,
+        columns: &[String],
+        op: CompareOp,
+        value: &Term,
+        binder: &mut Binder,
+    ) -> Result<(), CqlError> {
+        let (first, idxs, types) = multi_columns(table, columns, &self.ck_cols)?;
+        let n = columns.len();
+        let tv = plan_tuple(value, &types, &tuple_receiver(table, &idxs), binder)?;
+        if op == CompareOp::Eq {
+            if self.ck_multi_eq.is_some() {
+                return Err(CqlError::invalid(
+                    "Only one multi-column restriction is supported",
+                ));
+            }
+            self.ck_multi_eq = Some((
+                first,
+                n,
+                PrefixPart::Multi {
+                    n,
+                    tuples: vec![tv],
+                    list_marker: None,
+                },
+            ));
+        } else if op == CompareOp::Ne {
+            return Err(CqlError::invalid("Unsupported \"!=\" relation"));
+        } else {
+            // A slice in CQL (natural) order, also over columns of mixed clustering
+            // order: `clustering_ranges` turns it into storage ranges.
+            let bound = SliceBound {
+                values: tv,
+                inclusive: matches!(op, CompareOp::Le | CompareOp::Ge),
+            };
+            add_slice(&mut self.ck_slices, first, n, op, bound, &columns.join(","))?;
+        }
+        Ok(())
+    }
+
+    /// `(c1, c2) IN ((v1, v2), ...)` or `(c1, c2) IN ?` on clustering columns.
+    fn add_multi_in(
+        &mut self,
+        table: &TableDef,
+        columns: &[String],
+        values: &InValues,
+        binder: &mut Binder,
+    ) -> Result<(), CqlError> {
+        let (first, idxs, types) = multi_columns(table, columns, &self.ck_cols)?;
+        let n = columns.len();
+        let tuple_type = CqlType::Tuple(types.clone());
+        let in_name = format!("IN({})", tuple_receiver(table, &idxs));
+        let part = match values {
+            InValues::Marker(m) => PrefixPart::Multi {
+                n,
+                tuples: Vec::new(),
+                list_marker: Some(marker(
+                    m,
+                    &CqlType::List {
+                        elem: Box::new(tuple_type),
+                        frozen: false,
+                    },
+                    &in_name,
+                    binder,
+                )),
+            },
+            InValues::List(items) => {
+                let element = format!("value({in_name})");
+                PrefixPart::Multi {
+                    n,
+                    tuples: items
+                        .iter()
+                        .map(|t| plan_tuple(t, &types, &element, binder))
+                        .collect::<Result<_, _>>()?,
+                    list_marker: None,
+                }
+            }
+        };
+        if self.ck_multi_eq.is_some() {
+            return Err(CqlError::invalid(
+                "Only one multi-column restriction is supported",
+            ));
+        }
+        self.ck_multi_eq = Some((first, n, part));
+        Ok(())
+    }
+
+    /// `token(pk...) op value`.
+    fn add_token(
+        &mut self,
+        table: &TableDef,
+        columns: &[String],
+        op: CompareOp,
+        value: &Term,
+        binder: &mut Binder,
+    ) -> Result<(), CqlError> {
+        let names: Vec<&str> = self
+            .pk_cols
+            .iter()
+            .map(|&c| table.columns[c].name.as_str())
+            .collect();
+        if columns.iter().map(String::as_str).ne(names.iter().copied()) {
+            return Err(CqlError::invalid(format!(
+                "The token function arguments must be in the partition key order: {}",
+                names.join(", ")
+            )));
+        }
+        self.has_token = true;
+        let e = plan_token_value(value, table, &self.pk_cols, binder)?;
+        match op {
+            CompareOp::Gt | CompareOp::Ge => {
+                set_token_bound(&mut self.token_lower, e, op == CompareOp::Ge, "start")
+            }
+            CompareOp::Lt | CompareOp::Le => {
+                set_token_bound(&mut self.token_upper, e, op == CompareOp::Le, "end")
+            }
+            CompareOp::Eq => {
+                set_token_bound(&mut self.token_lower, e.clone(), true, "start")?;
+                set_token_bound(&mut self.token_upper, e, true, "end")
+            }
+            CompareOp::Ne => Err(CqlError::invalid("Unsupported \"!=\" relation on token")),
+        }
+    }
+
+    /// The partition restriction: token bounds, every partition-key column by `=`/`IN`, or
+    /// a scan (partition-key relations then become filters, under ALLOW FILTERING).
+    fn partition(
+        &mut self,
+        table: &TableDef,
+        mode: WhereMode,
+        allow_filtering: bool,
+        binder: &mut Binder,
+    ) -> Result<PartitionRestriction, CqlError> {
+        let any_pk = self.pk_values.iter().any(Option::is_some) || !self.pk_other.is_empty();
+        let all_pk_eq = self.pk_values.iter().all(Option::is_some) && self.pk_other.is_empty();
+        if self.has_token {
+            if any_pk {
+                return Err(CqlError::invalid(format!(
+                    "Columns \"{}\" cannot be restricted by both a normal relation and a token relation",
+                    self.pk_names(table, |_| true).join(", ")
+                )));
+            }
+            return Ok(PartitionRestriction::Token {
+                lower: self.token_lower.take(),
+                upper: self.token_upper.take(),
+            });
+        }
+        if all_pk_eq && !self.pk_cols.is_empty() {
+            let vals: Vec<KeyValues> = std::mem::take(&mut self.pk_values)
+                .into_iter()
+                .flatten()
+                .collect();
+            binder.set_pk_markers(vals.iter().map(KeyValues::eq_marker).collect());
+            return Ok(PartitionRestriction::Keys(vals));
+        }
+        if any_pk {
+            self.partition_filters(table, mode, allow_filtering)?;
+        }
+        Ok(PartitionRestriction::Scan)
+    }
+
+    /// The names of the partition-key columns whose `=`/`IN` satisfies `pick`.
+    fn pk_names<'t>(
+        &self,
+        table: &'t TableDef,
+        pick: impl Fn(&Option<KeyValues>) -> bool,
+    ) -> Vec<&'t str> {
+        self.pk_cols
+            .iter()
+            .zip(&self.pk_values)
+            .filter(|(_, v)| pick(v))
+            .map(|(&c, _)| table.columns[c].name.as_str())
+            .collect()
+    }
+
+    /// Partition-key relations that do not select partitions: refused (with the error of
+    /// the statement's kind) unless ALLOW FILTERING makes them filters.
+    fn partition_filters(
+        &mut self,
+        table: &TableDef,
+        mode: WhereMode,
+        allow_filtering: bool,
+    ) -> Result<(), CqlError> {
+        if mode == WhereMode::Modify {
+            let missing = self.pk_names(table, Option::is_none);
+            return Err(CqlError::invalid(format!(
+                "Some partition key parts are missing: {}",
+                missing.join(", ")
+            )));
+        }
+        if !allow_filtering {
+            if !self.pk_other.is_empty() {
+                return Err(CqlError::invalid(
+                    "Only EQ and IN relation are supported on the partition key (unless you use the token() function or allow filtering)",
+                ));
+            }
+            let missing = self.pk_names(table, Option::is_none);
+            return Err(CqlError::invalid(format!(
+                "Partition key parts: {} must be restricted as other parts are",
+                missing.join(", ")
+            )));
+        }
+        let pk_values = std::mem::take(&mut self.pk_values);
+        for (&c, v) in self.pk_cols.iter().zip(pk_values) {
+            if let Some(v) = v {
+                self.filters.push(key_filter(c, v));
+            }
+        }
+        self.filters.append(&mut self.pk_other);
+        Ok(())
+    }
+
+    /// The `=`/`IN` prefix of the clustering columns (single- and multi-column parts) and
+    /// the number of columns it covers.
+    fn clustering_prefix(
+        &mut self,
+        table: &TableDef,
+    ) -> Result<(Vec<PrefixPart>, usize), CqlError> {
+        let mut prefix = Vec::new();
+        let mut pos = 0;
+        loop {
+            if let Some((first, n, _)) = &self.ck_multi_eq
+                && *first == pos
+            {
+                let n = *n;
+                if let Some((_, _, part)) = self.ck_multi_eq.take() {
+                    prefix.push(part);
+                }
+                pos += n;
+                continue;
+            }
+            match self.ck_eq.get_mut(pos).and_then(Option::take) {
+                Some(kv) => {
+                    if self.ck_slices.iter().any(|s| s.0 == pos) {
+                        return Err(CqlError::invalid(format!(
+                            "{} cannot be restricted by both an equality and an inequality relation",
+                            table.columns[self.ck_cols[pos]].name
+                        )));
+                    }
+                    prefix.push(PrefixPart::Single(kv));
+                    pos += 1;
+                }
+                None => break,
+            }
+        }
+        Ok((prefix, pos))
+    }
+
+    /// The slice right after a prefix of `prefix_len` columns, if any.
+    fn take_slice(&mut self, prefix_len: usize) -> Option<Slice> {
+        let i = self.ck_slices.iter().position(|s| s.0 == prefix_len)?;
+        let (first, n, lower, upper) = self.ck_slices.remove(i);
+        Some(Slice {
+            first,
+            n,
+            lower,
+            upper,
+        })
+    }
+
+    /// Clustering restrictions neither in the prefix nor its slice: refused unless ALLOW
+    /// FILTERING makes them filters.
+    fn leftover_clustering(
+        &mut self,
+        table: &TableDef,
+        allow_filtering: bool,
+        prefix_len: usize,
+        has_slice: bool,
+    ) -> Result<(), CqlError> {
+        let leftover_eq: Vec<usize> = (0..self.ck_cols.len())
+            .filter(|&i| self.ck_eq[i].is_some())
+            .collect();
+        if leftover_eq.is_empty() && self.ck_slices.is_empty() && self.ck_multi_eq.is_none() {
+            return Ok(());
+        }
+        if !allow_filtering {
+            let first_bad = leftover_eq
+                .first()
+                .copied()
+                .or_else(|| self.ck_slices.first().map(|s| s.0))
+                .or_else(|| self.ck_multi_eq.as_ref().map(|m| m.0))
+                .unwrap_or(0);
+            return Err(self.out_of_order(table, first_bad, prefix_len, has_slice));
+        }
+        for i in leftover_eq {
+            if let Some(v) = self.ck_eq[i].take() {
+                self.filters.push(key_filter(self.ck_cols[i], v));
+            }
+        }
+        for (first, n, lower, upper) in std::mem::take(&mut self.ck_slices) {
+            let cols: Vec<usize> = self.ck_cols[first..first + n].to_vec();
+            for (b, lower_side) in [(lower, true), (upper, false)] {
+                if let Some(b) = b {
+                    let op = match (lower_side, b.inclusive) {
+                        (true, true) => CompareOp::Ge,
+                        (true, false) => CompareOp::Gt,
+                        (false, true) => CompareOp::Le,
+                        (false, false) => CompareOp::Lt,
+                    };
+                    self.filters.push(Filter::Tuple {
+                        cols: cols.clone(),
+                        op,
+                        values: b.values,
+                    });
+                }
+            }
+        }
+        if self.ck_multi_eq.is_some() {
+            return Err(CqlError::invalid(
+                "Multi-column relations must restrict the clustering columns in order",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Scylla's error for the clustering column `first_bad` restricted out of order.
+    fn out_of_order(
+        &self,
+        table: &TableDef,
+        first_bad: usize,
+        prefix_len: usize,
+        has_slice: bool,
+    ) -> CqlError {
+        let bad = &table.columns[self.ck_cols[first_bad]].name;
+        let prev = first_bad
+            .checked_sub(1)
+            .map(|p| table.columns[self.ck_cols[p]].name.clone())
+            .unwrap_or_default();
+        CqlError::invalid(if has_slice && first_bad > prefix_len {
+            format!(
+                "Clustering column \"{bad}\" cannot be restricted (preceding column \"{prev}\" is restricted by a non-EQ relation)"
+            )
+        } else {
+            format!(
+                "PRIMARY KEY column \"{bad}\" cannot be restricted as preceding column \"{prev}\" is not restricted"
+            )
+        })
+    }
+}
+
+/// The filter of a key column's `=`/`IN` that does not select rows.
+fn key_filter(col: usize, v: KeyValues) -> Filter {
+    match v {
+        KeyValues::Eq(e) => Filter::Compare {
+            col,
+            op: CompareOp::Eq,
+            value: e,
+        },
+        other => Filter::In { col, values: other },
+    }
 }
 
 /// Records the `=`/`IN` of a key column, refusing a second one.

@@ -349,7 +349,7 @@ mod tests {
             "07:08:09.010000000"
         );
         assert_eq!(to_text(&Value::blob([0x00, 0x2a])), "002a");
-        let dec = |s: &str| super::super::values::parse_decimal(s).expect("decimal");
+        let dec = |s: &str| super::super::literal::parse_decimal(s).expect("decimal");
         assert_eq!(to_text(&dec("1.10")), "1.1");
         assert_eq!(to_text(&dec("1.00")), "1");
         assert_eq!(to_text(&dec("-0.050")), "-0.05");

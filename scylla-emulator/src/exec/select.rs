@@ -23,14 +23,14 @@ use crate::cql::{Order, Select, Selection, Selector};
 use crate::frame::{ColumnSpec, CqlError, ResultMetadata, RowsWriter};
 use crate::schema::{ClusteringOrder, ColumnKind, Schema, TableDef};
 use crate::storage::{
-    CellView, ClusteringRange, ColumnId, Now, PartitionStart, PartitionView, RowView, ScanRow,
-    TableData,
+    CellView, ClusteringRange, ColumnId, Now, PartitionKey, PartitionStart, PartitionView, RowView,
+    ScanRow, TableData,
 };
 use crate::types::CqlType;
 use crate::types::value::Value;
 
+use super::binder::{Binder, column_index, resolve_table};
 use super::paging::{PageBudget, PageLimits, PagingState};
-use super::plan::{Binder, column_index, resolve_table};
 use super::restrictions::{PartitionRestriction, ReadyFilter, WhereMode, WherePlan, plan_where};
 use super::values::{Bound, EvalCtx, Expr, Func, plan_term};
 
@@ -1108,6 +1108,66 @@ struct Sink<'p, 'w, 'a> {
     error: Option<CqlError>,
 }
 
+impl<'p, 'w, 'a> Sink<'p, 'w, 'a> {
+    /// A sink for `plan` within `limits`, resuming at `resume` (its row counts too); rows are
+    /// written once the writer is set.
+    fn new(
+        plan: &'p SelectPlan,
+        ctx: &'p EvalCtx<'a>,
+        filters: Vec<ReadyFilter>,
+        limits: ReadLimits,
+        budget: PageBudget,
+        resume: Option<&PagingState>,
+        aggregate: bool,
+    ) -> Sink<'p, 'w, 'a> {
+        Sink {
+            plan,
+            ctx,
+            filters,
+            writer: None,
+            page_size: limits.page_size,
+            page_rows: 0,
+            budget,
+            total: resume.map_or(0, |r| r.total),
+            limit: limits.limit,
+            ppl: limits.ppl,
+            in_partition: resume.map_or(0, |r| r.in_partition),
+            current: resume.map(|r| (r.token, r.key.clone())),
+            last: None,
+            more: false,
+            agg: aggregate.then(|| match &plan.selection {
+                SelectionPlan::Exprs { items, .. } => items.iter().map(AggState::new).collect(),
+                SelectionPlan::Columns(_) => Vec::new(),
+            }),
+            group_key: None,
+            groups: 0,
+            error: None,
+        }
+    }
+
+    /// Ends the result: the error a row met, the last group of an aggregate, and the frame
+    /// with its paging state when more pages follow.
+    fn finish(mut self, aggregate: bool) -> Result<(), CqlError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        if aggregate && (self.plan.group_by == 0 || self.group_key.is_some()) {
+            self.flush_group()?;
+        }
+        let paging = if self.more {
+            self.last.as_ref().map(PagingState::encode)
+        } else {
+            None
+        };
+        let Some(w) = self.writer.take() else {
+            return Ok(());
+        };
+        w.finish_with_paging_state(paging.as_deref())
+            .map_err(|e| CqlError::server(e.to_string()))?;
+        Ok(())
+    }
+}
+
 impl Sink<'_, '_, '_> {
     fn visit(&mut self, r: RowRef<'_>) -> Flow {
         match self.visit_inner(r) {
@@ -1360,7 +1420,9 @@ impl Sink<'_, '_, '_> {
     }
 }
 
-/// Runs a SELECT over `data`, writing one RESULT Rows frame to `out` on `stream`.
+/// Runs a SELECT over `data`, writing one RESULT Rows frame to `out` on `stream`: the
+/// request's limits and resume position, the partitions to read, then a scan that hands
+/// every row to a [`Sink`].
 pub(crate) fn execute_select(
     plan: &SelectPlan,
     data: &TableData,
@@ -1370,13 +1432,6 @@ pub(crate) fn execute_select(
     out: &mut BytesMut,
     stream: i16,
 ) -> Result<(), CqlError> {
-    let limit = positive_limit(plan.limit.as_ref(), ctx, "LIMIT")?;
-    let ppl = positive_limit(
-        plan.per_partition_limit.as_ref(),
-        ctx,
-        "PER PARTITION LIMIT",
-    )?;
-    let filters = plan.where_.ready_filters(ctx)?;
     let aggregate = matches!(
         plan.selection,
         SelectionPlan::Exprs {
@@ -1384,17 +1439,119 @@ pub(crate) fn execute_select(
             ..
         }
     );
-    let ck_types: Vec<CqlType> = plan.table.clustering_key().map(|c| c.typ.clone()).collect();
+    let limits = ReadLimits::of(plan, ctx, &req, aggregate)?;
+    let filters = plan.where_.ready_filters(ctx)?;
     let resume = match req.paging_state {
-        Some(b) if !aggregate => Some(PagingState::decode(b, &ck_types)?),
+        Some(b) if !aggregate => {
+            let ck_types: Vec<CqlType> =
+                plan.table.clustering_key().map(|c| c.typ.clone()).collect();
+            Some(PagingState::decode(b, &ck_types)?)
+        }
         _ => None,
     };
-    let page_size = match req.page_size {
-        Some(n) if n > 0 && !aggregate && plan.group_by == 0 => n as u64,
-        _ => u64::MAX,
-    };
     let keys = plan.where_.partition_keys(&plan.table, ctx)?;
-    if let Some(keys) = &keys
+    check_partition_keys(plan, keys.as_deref(), limits.page_size)?;
+    let token_range = plan.where_.token_range(ctx)?;
+    let restricted = plan.where_.restricts_clustering();
+    let slices: Vec<ClusteringRange> = if restricted {
+        plan.where_.clustering_ranges(&plan.table, ctx)?
+    } else {
+        vec![ClusteringRange::full()]
+    };
+    let budget = PageBudget::new(req.limits, limits.page_size != u64::MAX);
+    let mut sink = Sink::new(
+        plan,
+        ctx,
+        filters,
+        limits,
+        budget,
+        resume.as_ref(),
+        aggregate,
+    );
+    if sink.total >= limits.limit && resume.is_some() {
+        // Nothing left: an empty final page.
+        let w = RowsWriter::begin_with(out, stream, &plan.result, None, req.skip_metadata, &[]);
+        w.finish().map_err(|e| CqlError::server(e.to_string()))?;
+        return Ok(());
+    }
+    sink.writer = Some(RowsWriter::begin_with(
+        out,
+        stream,
+        &plan.result,
+        None,
+        req.skip_metadata,
+        &[],
+    ));
+    let scan = PartitionScan {
+        plan,
+        slices: &slices,
+        restricted,
+        // Expired data written before this is purged by the read, not counted as a tombstone.
+        gc_before: now
+            .0
+            .saturating_sub(i64::from(plan.table.options.gc_grace_seconds)),
+        now,
+    };
+    let resume_pos = resume
+        .as_ref()
+        .map(|r| (r.token, r.key.clone(), r.clustering.clone()));
+    match keys {
+        Some(keys) if plan.ordered && keys.len() > 1 => scan.merged(&mut sink, data, &keys),
+        Some(keys) => scan.keys(&mut sink, data, &keys, resume_pos.as_ref()),
+        None => {
+            if let Some(range) = token_range {
+                scan.token_range(&mut sink, data, range, resume_pos.as_ref());
+            }
+        }
+    }
+    sink.finish(aggregate)
+}
+
+/// The row limits of one SELECT execution.
+#[derive(Debug, Clone, Copy)]
+struct ReadLimits {
+    /// `LIMIT` (`u64::MAX`: none).
+    limit: u64,
+    /// `PER PARTITION LIMIT` (`u64::MAX`: none).
+    ppl: u64,
+    /// Rows per page (`u64::MAX`: the whole result in one page).
+    page_size: u64,
+}
+
+impl ReadLimits {
+    /// The limits of `plan` for request `req`: an aggregate or a `GROUP BY` is not paged.
+    fn of(
+        plan: &SelectPlan,
+        ctx: &EvalCtx<'_>,
+        req: &PageRequest<'_>,
+        aggregate: bool,
+    ) -> Result<ReadLimits, CqlError> {
+        let limit = positive_limit(plan.limit.as_ref(), ctx, "LIMIT")?;
+        let ppl = positive_limit(
+            plan.per_partition_limit.as_ref(),
+            ctx,
+            "PER PARTITION LIMIT",
+        )?;
+        let page_size = match req.page_size {
+            Some(n) if n > 0 && !aggregate && plan.group_by == 0 => n as u64,
+            _ => u64::MAX,
+        };
+        Ok(ReadLimits {
+            limit,
+            ppl,
+            page_size,
+        })
+    }
+}
+
+/// The limits on the partition keys a SELECT names: ScyllaDB's
+/// `max_partition_key_restrictions_per_query`, and no paging of an `ORDER BY` over several.
+fn check_partition_keys(
+    plan: &SelectPlan,
+    keys: Option<&[PartitionKey]>,
+    page_size: u64,
+) -> Result<(), CqlError> {
+    if let Some(keys) = keys
         && keys.len() > MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY
     {
         // ScyllaDB's `max_partition_key_restrictions_per_query` (default 100), checked on the
@@ -1407,224 +1564,201 @@ pub(crate) fn execute_select(
             MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY
         )));
     }
-    if plan.ordered && keys.as_ref().is_some_and(|k| k.len() > 1) && page_size != u64::MAX {
+    if plan.ordered && keys.is_some_and(|k| k.len() > 1) && page_size != u64::MAX {
         return Err(CqlError::invalid(
             "Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query",
         ));
     }
-    let token_range = plan.where_.token_range(ctx)?;
-    let slices: Vec<ClusteringRange> = if plan.where_.restricts_clustering() {
-        plan.where_.clustering_ranges(&plan.table, ctx)?
-    } else {
-        vec![ClusteringRange::full()]
-    };
-    let mut sink = Sink {
-        plan,
-        ctx,
-        filters,
-        writer: None,
-        page_size,
-        page_rows: 0,
-        budget: PageBudget::new(req.limits, page_size != u64::MAX),
-        total: resume.as_ref().map_or(0, |r| r.total),
-        limit,
-        ppl,
-        in_partition: 0,
-        current: resume.as_ref().map(|r| (r.token, r.key.clone())),
-        last: None,
-        more: false,
-        agg: aggregate.then(|| match &plan.selection {
-            SelectionPlan::Exprs { items, .. } => items.iter().map(AggState::new).collect(),
-            SelectionPlan::Columns(_) => Vec::new(),
-        }),
-        group_key: None,
-        groups: 0,
-        error: None,
-    };
-    if let Some(r) = &resume {
-        sink.in_partition = r.in_partition;
-        if sink.total >= limit {
-            // Nothing left: an empty final page.
-            let w = RowsWriter::begin_with(out, stream, &plan.result, None, req.skip_metadata, &[]);
-            w.finish().map_err(|e| CqlError::server(e.to_string()))?;
-            return Ok(());
-        }
-    }
-    sink.writer = Some(RowsWriter::begin_with(
-        out,
-        stream,
-        &plan.result,
-        None,
-        req.skip_metadata,
-        &[],
-    ));
-    // The partition-level work: which rows of a partition to visit.
-    let restricted = plan.where_.restricts_clustering();
-    // Expired data written before this is purged by the read, not counted as a tombstone.
-    let gc_before = now
-        .0
-        .saturating_sub(i64::from(plan.table.options.gc_grace_seconds));
-    let visit_partition_rows =
-        |sink: &mut Sink<'_, '_, '_>, pv: PartitionView<'_>, after: Option<&[Value]>| -> Flow {
-            let static_row = pv.static_row();
-            if plan.distinct {
-                if after.is_some() || !pv.has_live_data() {
-                    return Flow::Continue;
-                }
-                let r = RowRef {
-                    part: pv,
-                    static_row,
-                    row: None,
-                };
-                return match sink.visit(r) {
-                    Flow::Stop => Flow::Stop,
-                    _ => Flow::Continue,
-                };
-            }
-            let mut any = false;
-            for row in pv.scan_rows(&slices, plan.reversed, after, gc_before) {
-                let row = match row {
-                    ScanRow::Live(row) => row,
-                    ScanRow::Dead(key) => match sink.dead_row(&pv, key) {
-                        Flow::Stop => return Flow::Stop,
-                        _ => continue,
-                    },
-                };
-                any = true;
-                match sink.visit(RowRef {
-                    part: pv,
-                    static_row,
-                    row: Some(row),
-                }) {
-                    Flow::Continue => {}
-                    Flow::NextPartition => return Flow::Continue,
-                    Flow::Stop => return Flow::Stop,
-                }
-            }
-            if !any && after.is_none() && !restricted && static_row.is_some() {
-                return match sink.visit(RowRef {
-                    part: pv,
-                    static_row,
-                    row: None,
-                }) {
-                    Flow::Stop => Flow::Stop,
-                    _ => Flow::Continue,
-                };
-            }
-            Flow::Continue
-        };
-    let visit_partition =
-        |sink: &mut Sink<'_, '_, '_>, pv: PartitionView<'_>, after: Option<&[Value]>| -> Flow {
-            if after.is_none() {
-                sink.partition_tombstone(&pv);
-            }
-            match visit_partition_rows(sink, pv, after) {
-                Flow::Stop => Flow::Stop,
-                _ => sink.end_partition(&pv),
-            }
-        };
-    let resume_pos = resume
-        .as_ref()
-        .map(|r| (r.token, r.key.clone(), r.clustering.clone()));
-    match keys {
-        Some(keys) if plan.ordered && keys.len() > 1 => {
-            // Rows of several partitions merged in clustering order.
-            let cmp = data.comparator();
-            let mut rows: Vec<RowRef<'_>> = Vec::new();
-            for k in &keys {
-                if let Some(pv) = data.partition(k.token, &k.bytes, now) {
-                    let static_row = pv.static_row();
-                    for row in pv.rows(&slices, plan.reversed, None) {
-                        rows.push(RowRef {
-                            part: pv,
-                            static_row,
-                            row: Some(row),
-                        });
-                    }
-                }
-            }
-            rows.sort_by(|a, b| {
-                let ka = a.row.map(|r| r.key()).unwrap_or(&[]);
-                let kb = b.row.map(|r| r.key()).unwrap_or(&[]);
-                let o = cmp.compare(ka, kb);
-                if plan.reversed { o.reverse() } else { o }
-            });
-            for r in rows {
-                if sink.visit(r) == Flow::Stop {
-                    break;
-                }
-            }
-        }
-        Some(keys) => {
-            // The keys are read in their list order (IN values sorted by value, not by
-            // token). A resumed read starts at the key of the paging state, as Scylla's pager
-            // drops the ranges before the one holding it (none left if no key matches).
-            let skip = match &resume_pos {
-                Some((t, kb, _)) => keys
-                    .iter()
-                    .position(|k| k.token == *t && k.bytes == *kb)
-                    .unwrap_or(keys.len()),
-                None => 0,
-            };
-            for (i, k) in keys.iter().enumerate().skip(skip) {
-                let mut after = None;
-                if i == skip
-                    && let Some((_, _, ck)) = &resume_pos
-                {
-                    match ck {
-                        None => continue,
-                        Some(ck) => after = Some(ck.as_slice()),
-                    }
-                }
-                let Some(pv) = data.partition(k.token, &k.bytes, now) else {
-                    continue;
-                };
-                if visit_partition(&mut sink, pv, after) == Flow::Stop {
-                    break;
-                }
-            }
-        }
-        None => {
-            if let Some((start, end)) = token_range {
-                let start = match &resume_pos {
-                    Some((t, kb, Some(_))) => PartitionStart::AtKey(*t, kb.clone()),
-                    Some((t, kb, None)) => PartitionStart::AfterKey(*t, kb.clone()),
-                    None => start,
-                };
-                for pv in data.all_partitions(start, now) {
-                    if end.is_some_and(|e| pv.token() > e) {
-                        break;
-                    }
-                    let after = match &resume_pos {
-                        Some((t, kb, Some(ck))) if pv.token() == *t && pv.key_bytes() == kb => {
-                            Some(ck.as_slice())
-                        }
-                        _ => None,
-                    };
-                    if visit_partition(&mut sink, pv, after) == Flow::Stop {
-                        break;
-                    }
-                }
-            }
-        }
-    }
-    if let Some(e) = sink.error.take() {
-        return Err(e);
-    }
-    if aggregate && (plan.group_by == 0 || sink.group_key.is_some()) {
-        sink.flush_group()?;
-    }
-    let paging = if sink.more {
-        sink.last.as_ref().map(PagingState::encode)
-    } else {
-        None
-    };
-    let Some(w) = sink.writer.take() else {
-        return Ok(());
-    };
-    w.finish_with_paging_state(paging.as_deref())
-        .map_err(|e| CqlError::server(e.to_string()))?;
     Ok(())
+}
+
+/// A resume position: token and key of the partition, and the clustering key of the last row
+/// served in it (`None`: the whole partition was served).
+type ResumePos = (i64, Bytes, Option<Vec<Value>>);
+
+/// The partition-level work of a SELECT: which partitions, and which rows of each, a scan
+/// visits.
+struct PartitionScan<'s> {
+    /// The statement.
+    plan: &'s SelectPlan,
+    /// The clustering ranges read in every partition.
+    slices: &'s [ClusteringRange],
+    /// Whether the statement restricts clustering columns.
+    restricted: bool,
+    /// Expired data written before this is purged by the read.
+    gc_before: i64,
+    /// The time of the read.
+    now: Now,
+}
+
+impl PartitionScan<'_> {
+    /// Rows of several partitions merged in clustering order (`ORDER BY` with `IN`).
+    fn merged(&self, sink: &mut Sink<'_, '_, '_>, data: &TableData, keys: &[PartitionKey]) {
+        let plan = self.plan;
+        let cmp = data.comparator();
+        let mut rows: Vec<RowRef<'_>> = Vec::new();
+        for k in keys {
+            if let Some(pv) = data.partition(k.token, &k.bytes, self.now) {
+                let static_row = pv.static_row();
+                for row in pv.rows(self.slices, plan.reversed, None) {
+                    rows.push(RowRef {
+                        part: pv,
+                        static_row,
+                        row: Some(row),
+                    });
+                }
+            }
+        }
+        rows.sort_by(|a, b| {
+            let ka = a.row.map(|r| r.key()).unwrap_or(&[]);
+            let kb = b.row.map(|r| r.key()).unwrap_or(&[]);
+            let o = cmp.compare(ka, kb);
+            if plan.reversed { o.reverse() } else { o }
+        });
+        for r in rows {
+            if sink.visit(r) == Flow::Stop {
+                break;
+            }
+        }
+    }
+
+    /// The partitions of `keys`, read in their list order (IN values sorted by value, not by
+    /// token). A resumed read starts at the key of the paging state, as Scylla's pager drops
+    /// the ranges before the one holding it (none left if no key matches).
+    fn keys(
+        &self,
+        sink: &mut Sink<'_, '_, '_>,
+        data: &TableData,
+        keys: &[PartitionKey],
+        resume: Option<&ResumePos>,
+    ) {
+        let skip = match resume {
+            Some((t, kb, _)) => keys
+                .iter()
+                .position(|k| k.token == *t && k.bytes == *kb)
+                .unwrap_or(keys.len()),
+            None => 0,
+        };
+        for (i, k) in keys.iter().enumerate().skip(skip) {
+            let mut after = None;
+            if i == skip
+                && let Some((_, _, ck)) = resume
+            {
+                match ck {
+                    None => continue,
+                    Some(ck) => after = Some(ck.as_slice()),
+                }
+            }
+            let Some(pv) = data.partition(k.token, &k.bytes, self.now) else {
+                continue;
+            };
+            if self.partition(sink, pv, after) == Flow::Stop {
+                break;
+            }
+        }
+    }
+
+    /// The partitions of a token range, in token order, from the resume position if any.
+    fn token_range(
+        &self,
+        sink: &mut Sink<'_, '_, '_>,
+        data: &TableData,
+        (start, end): (PartitionStart, Option<i64>),
+        resume: Option<&ResumePos>,
+    ) {
+        let start = match resume {
+            Some((t, kb, Some(_))) => PartitionStart::AtKey(*t, kb.clone()),
+            Some((t, kb, None)) => PartitionStart::AfterKey(*t, kb.clone()),
+            None => start,
+        };
+        for pv in data.all_partitions(start, self.now) {
+            if end.is_some_and(|e| pv.token() > e) {
+                break;
+            }
+            let after = match resume {
+                Some((t, kb, Some(ck))) if pv.token() == *t && pv.key_bytes() == kb => {
+                    Some(ck.as_slice())
+                }
+                _ => None,
+            };
+            if self.partition(sink, pv, after) == Flow::Stop {
+                break;
+            }
+        }
+    }
+
+    /// One partition: its tombstone (unless resumed inside it), its rows, its end.
+    fn partition(
+        &self,
+        sink: &mut Sink<'_, '_, '_>,
+        pv: PartitionView<'_>,
+        after: Option<&[Value]>,
+    ) -> Flow {
+        if after.is_none() {
+            sink.partition_tombstone(&pv);
+        }
+        match self.partition_rows(sink, pv, after) {
+            Flow::Stop => Flow::Stop,
+            _ => sink.end_partition(&pv),
+        }
+    }
+
+    /// The rows of one partition (after clustering key `after`, when resumed): `DISTINCT`'s
+    /// one row, the live rows of the slices (dead ones count as tombstones), or the static
+    /// row alone of a partition without rows.
+    fn partition_rows(
+        &self,
+        sink: &mut Sink<'_, '_, '_>,
+        pv: PartitionView<'_>,
+        after: Option<&[Value]>,
+    ) -> Flow {
+        let static_row = pv.static_row();
+        if self.plan.distinct {
+            if after.is_some() || !pv.has_live_data() {
+                return Flow::Continue;
+            }
+            let r = RowRef {
+                part: pv,
+                static_row,
+                row: None,
+            };
+            return match sink.visit(r) {
+                Flow::Stop => Flow::Stop,
+                _ => Flow::Continue,
+            };
+        }
+        let mut any = false;
+        for row in pv.scan_rows(self.slices, self.plan.reversed, after, self.gc_before) {
+            let row = match row {
+                ScanRow::Live(row) => row,
+                ScanRow::Dead(key) => match sink.dead_row(&pv, key) {
+                    Flow::Stop => return Flow::Stop,
+                    _ => continue,
+                },
+            };
+            any = true;
+            match sink.visit(RowRef {
+                part: pv,
+                static_row,
+                row: Some(row),
+            }) {
+                Flow::Continue => {}
+                Flow::NextPartition => return Flow::Continue,
+                Flow::Stop => return Flow::Stop,
+            }
+        }
+        if !any && after.is_none() && !self.restricted && static_row.is_some() {
+            return match sink.visit(RowRef {
+                part: pv,
+                static_row,
+                row: None,
+            }) {
+                Flow::Stop => Flow::Stop,
+                _ => Flow::Continue,
+            };
+        }
+        Flow::Continue
+    }
 }
 
 /// Evaluates LIMIT / PER PARTITION LIMIT (absent or unset: no limit).

@@ -32,7 +32,7 @@ fn big(i: i64) -> Option<Value> {
 }
 
 fn dec(s: &str) -> Option<Value> {
-    Some(super::super::values::parse_decimal(s).expect("decimal"))
+    Some(super::super::literal::parse_decimal(s).expect("decimal"))
 }
 
 /// `schema::all_columns()`: partition key, clustering key, static columns, then regular

@@ -31,7 +31,7 @@ use crate::exec::ConnState;
 use crate::frame::{
     self, Consistency, CqlError, ErrorKind, Extensions, Request, RequestFrame, Response, WriteType,
 };
-use crate::server::ClusterCore;
+use crate::server::core::ClusterCore;
 
 /// The authenticator class name announced in AUTHENTICATE.
 const PASSWORD_AUTHENTICATOR: &str = "org.apache.cassandra.auth.PasswordAuthenticator";

@@ -1,8 +1,9 @@
 //! The storage engine: in-memory tables with Scylla's write and read semantics.
 //!
-//! A [`TableData`] holds one table's partitions, ordered by `(token, serialized key)`; a
-//! partition holds a partition tombstone, a static row, clustering rows ordered by the table's
-//! [`ClusteringComparator`] (ASC/DESC per column), and range tombstones. A row holds a row
+//! A [`TableData`] (behind its own lock in a [`TableStore`]) holds one table's partitions,
+//! ordered by `(token, serialized key)`; a partition holds a partition tombstone, a static
+//! row, clustering rows ordered by the table's [`ClusteringComparator`] (ASC/DESC per
+//! column), and range tombstones. A row holds a row
 //! marker, a row tombstone and cells by [`ColumnId`]: atomic cells, non-frozen collections
 //! (a collection tombstone plus per-element cells) and counters.
 //!
@@ -24,7 +25,9 @@ pub(crate) use mutation::{
     CellUpdate, ColumnId, ElementUpdate, Liveness, Now, PartitionKey, PartitionMutation,
     RangeTombstone, RowUpdate, Timestamp,
 };
-pub(crate) use table::{CellView, PartitionStart, PartitionView, RowView, ScanRow, TableData};
+pub(crate) use table::{
+    CellView, PartitionStart, PartitionView, RowView, ScanRow, TableData, TableStore,
+};
 
 // Named by tests only.
 #[cfg(test)]

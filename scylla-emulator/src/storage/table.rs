@@ -11,6 +11,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::RwLock;
 
 use crate::types::CqlType;
 use crate::types::value::Value;
@@ -50,6 +51,14 @@ pub(crate) enum PartitionStart {
     AtKey(i64, Bytes),
     /// The partition after the one with this key (paging).
     AfterKey(i64, Bytes),
+}
+
+/// The data of one table, behind its own lock (never held across an `.await`: the executor
+/// has none).
+#[derive(Debug)]
+pub(crate) struct TableStore {
+    /// The rows.
+    pub(crate) data: RwLock<TableData>,
 }
 
 /// The stored data of one table. Not synchronised: the executor keeps it behind a lock.

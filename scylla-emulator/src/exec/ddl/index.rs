@@ -14,14 +14,12 @@ use std::sync::Arc;
 use crate::cql::{CreateIndex, DropIndex, IndexTargetExpr};
 use crate::frame::{CqlError, SchemaChangeTarget, SchemaChangeType};
 use crate::schema::index::{INDEX_VIEW_SUFFIX, IndexTarget};
-use crate::schema::{ColumnKind, IndexDef, KeyspaceDef, Schema, TableDef};
+use crate::schema::{ColumnDef, ColumnKind, IndexDef, KeyspaceDef, Schema, TableDef};
 use crate::types::CqlType;
 
+use super::checks::{NAME_LENGTH, Permission, check_access, keyspace_of, no_keyspace, no_table};
+use super::outcome::{DdlContext, DdlOutcome, table_event};
 use super::types::references_duration;
-use super::{
-    DdlContext, DdlOutcome, NAME_LENGTH, Permission, check_access, keyspace_of, no_keyspace,
-    no_table, table_event,
-};
 
 /// `index_target::target_type` of a written target, before Scylla's rewrite for
 /// collections: `full` is kept apart (only frozen collections take it).
@@ -181,7 +179,9 @@ fn target_column_name(t: &IndexTargetExpr) -> String {
     }
 }
 
-/// `CREATE [CUSTOM] INDEX ...`.
+/// `CREATE [CUSTOM] INDEX ...`: the table and the statement's shape are checked, then the
+/// indexed column and what of it is indexed, then the index is named and added, each with
+/// Scylla's errors in Scylla's order.
 pub(super) fn create(
     schema: &Schema,
     stmt: &CreateIndex,
@@ -202,25 +202,99 @@ pub(super) fn create(
     let Some(table) = ks.tables.get(table_name) else {
         return Err(no_table(table_name));
     };
+    let compound = check_indexed_table(stmt, table)?;
+    let given_name = stmt.name.clone().unwrap_or_default();
+    check_index_statement(stmt, table, &given_name)?;
+    let local = matches!(stmt.targets.first(), Some(IndexTargetExpr::Columns(_)));
+    let Some(IndexTargetExpr::Column { function, column }) = stmt.targets.last() else {
+        return Err(CqlError::invalid(
+            "Only CUSTOM indexes can be created without specifying a target column",
+        ));
+    };
+    let written = match function.as_deref() {
+        None => Written::Regular,
+        Some("values") => Written::Values,
+        Some("keys") => Written::Keys,
+        Some("entries") => Written::Entries,
+        _ => Written::Full,
+    };
+    let cd = indexed_column(table, column, compound)?;
+    let target = index_target(cd, column, written, local)?;
+    if !given_name.is_empty() && index_names(ks).any(|n| n == given_name) && !stmt.if_not_exists {
+        return Err(CqlError::invalid("Index already exists"));
+    }
+    let index = build_index(ks, table, given_name, (column, cd), target, local)?;
+    // `find_index_noname`: the same target (and locality) under another name.
+    if let Some(existing) = table
+        .indexes
+        .iter()
+        .find(|i| i.target_option == index.target_option && i.local == index.local)
+    {
+        if stmt.if_not_exists {
+            return Ok(DdlOutcome::unchanged(None));
+        }
+        return Err(CqlError::invalid(format!(
+            "Index {} is a duplicate of existing index {}",
+            index.name, existing.name
+        )));
+    }
+    let view_name = index.view_name();
+    if has_schema(ks, &view_name) {
+        return Err(CqlError::invalid(format!(
+            "Index {} cannot be created, because table {view_name} already exists",
+            index.name
+        )));
+    }
+    let mut updated = (**table).clone();
+    updated.indexes.push(index);
+    updated.indexes.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut next = schema.clone();
+    let Some(next_ks) = next.keyspaces.get_mut(&ks_name) else {
+        return Err(no_keyspace(&ks_name));
+    };
+    next_ks.tables.insert(table_name.clone(), Arc::new(updated));
+    let events = vec![
+        table_event(SchemaChangeType::Created, &ks_name, &view_name),
+        table_event(SchemaChangeType::Updated, &ks_name, table_name),
+    ];
+    Ok(DdlOutcome::applied_with_events(
+        next,
+        SchemaChangeType::Updated,
+        table_target(&ks_name, table_name),
+        Vec::new(),
+        events,
+    ))
+}
+
+/// What an indexed table must not be (`validate_while_executing`); whether its storage is
+/// compound.
+fn check_indexed_table(stmt: &CreateIndex, table: &TableDef) -> Result<bool, CqlError> {
     if !stmt.properties.is_empty() {
         return Err(CqlError::invalid(
             "Properties of an index's view are not supported by the embedded cluster",
         ));
     }
-    // validate_while_executing
     if table.is_counter() {
         return Err(CqlError::invalid(
             "Secondary indexes are not supported on counter tables",
         ));
     }
     let clustering = table.clustering_key().count();
-    let compound = !table.compact_storage || clustering > 1;
     if table.compact_storage && clustering > 0 {
         return Err(CqlError::invalid(
             "Secondary indexes are not supported on COMPACT STORAGE tables that have clustering columns",
         ));
     }
-    let given_name = stmt.name.clone().unwrap_or_default();
+    Ok(!table.compact_storage || clustering > 1)
+}
+
+/// The checks of the statement's name, kind and targets: no custom index, and several
+/// targets only as a local index's `((pk), ck)`.
+fn check_index_statement(
+    stmt: &CreateIndex,
+    table: &TableDef,
+    given_name: &str,
+) -> Result<(), CqlError> {
     if given_name.len() > NAME_LENGTH {
         return Err(CqlError::invalid(format!(
             "index names shouldn't be more than {NAME_LENGTH} characters long (got \"{given_name}\")"
@@ -256,19 +330,15 @@ pub(super) fn create(
             seen.push(name);
         }
     }
-    let local = matches!(stmt.targets.first(), Some(IndexTargetExpr::Columns(_)));
-    let Some(IndexTargetExpr::Column { function, column }) = stmt.targets.last() else {
-        return Err(CqlError::invalid(
-            "Only CUSTOM indexes can be created without specifying a target column",
-        ));
-    };
-    let written = match function.as_deref() {
-        None => Written::Regular,
-        Some("values") => Written::Values,
-        Some("keys") => Written::Keys,
-        Some("entries") => Written::Entries,
-        _ => Written::Full,
-    };
+    Ok(())
+}
+
+/// The indexed column, with the checks of its type and kind.
+fn indexed_column<'t>(
+    table: &'t TableDef,
+    column: &str,
+    compound: bool,
+) -> Result<&'t ColumnDef, CqlError> {
     let Some(cd) = table.column(column) else {
         return Err(CqlError::invalid(format!(
             "No column definition found for column {column}"
@@ -296,7 +366,17 @@ pub(super) fn create(
             "Cannot create secondary index on partition key column {column}"
         )));
     }
-    let target = if cd.typ.is_multi_cell() {
+    Ok(cd)
+}
+
+/// What of column `cd` an index indexes, given the function written around it.
+fn index_target(
+    cd: &ColumnDef,
+    column: &str,
+    written: Written,
+    local: bool,
+) -> Result<IndexTarget, CqlError> {
+    if cd.typ.is_multi_cell() {
         if !cd.typ.is_collection() {
             return Err(CqlError::invalid(format!(
                 "Cannot create secondary index on UDT column {column}"
@@ -313,47 +393,54 @@ pub(super) fn create(
             ));
         }
         let is_map = matches!(cd.typ, CqlType::Map { .. });
-        match written {
-            Written::Keys | Written::Entries if !is_map => {
-                return Err(CqlError::invalid(format!(
-                    "Cannot create secondary index on {} of column {column} with non-map type",
-                    written.as_str()
-                )));
-            }
-            Written::Keys => IndexTarget::Keys,
-            Written::Entries => IndexTarget::Entries,
+        return match written {
+            Written::Keys | Written::Entries if !is_map => Err(CqlError::invalid(format!(
+                "Cannot create secondary index on {} of column {column} with non-map type",
+                written.as_str()
+            ))),
+            Written::Keys => Ok(IndexTarget::Keys),
+            Written::Entries => Ok(IndexTarget::Entries),
             // rewrite_target_for_collection: the values of a set are its keys.
-            _ if matches!(cd.typ, CqlType::Set { .. }) => IndexTarget::Keys,
-            _ => IndexTarget::CollectionValues,
-        }
-    } else if cd.typ.is_collection() {
+            _ if matches!(cd.typ, CqlType::Set { .. }) => Ok(IndexTarget::Keys),
+            _ => Ok(IndexTarget::CollectionValues),
+        };
+    }
+    if cd.typ.is_collection() {
         if written != Written::Full {
             return Err(CqlError::invalid(format!(
                 "Cannot create index on {} of frozen collection column {column}",
                 written.type_name()
             )));
         }
-        IndexTarget::Values
-    } else {
-        if written == Written::Full {
-            return Err(CqlError::invalid(
-                "full() indexes can only be created on frozen collections",
-            ));
-        }
-        if written != Written::Regular {
-            let n = written.type_name();
-            return Err(CqlError::invalid(format!(
-                "Cannot create index on {n} of column {column}; only non-frozen collections support {n} indexes"
-            )));
-        }
-        IndexTarget::Values
-    };
-    if !given_name.is_empty() && index_names(ks).any(|n| n == given_name) && !stmt.if_not_exists {
-        return Err(CqlError::invalid("Index already exists"));
+        return Ok(IndexTarget::Values);
     }
-    // build_index_schema
+    if written == Written::Full {
+        return Err(CqlError::invalid(
+            "full() indexes can only be created on frozen collections",
+        ));
+    }
+    if written != Written::Regular {
+        let n = written.type_name();
+        return Err(CqlError::invalid(format!(
+            "Cannot create index on {n} of column {column}; only non-frozen collections support {n} indexes"
+        )));
+    }
+    Ok(IndexTarget::Values)
+}
+
+/// The index's definition (`build_index_schema`) on `column` (as written; `cd` its
+/// definition): its name (given, or the default one), its target option and the options of
+/// its view.
+fn build_index(
+    ks: &KeyspaceDef,
+    table: &TableDef,
+    given_name: String,
+    (column, cd): (&str, &ColumnDef),
+    target: IndexTarget,
+    local: bool,
+) -> Result<IndexDef, CqlError> {
     let name = if given_name.is_empty() {
-        default_index_name(ks, table_name, column)
+        default_index_name(ks, &table.name, column)
     } else {
         given_name
     };
@@ -385,54 +472,15 @@ pub(super) fn create(
         )),
         ..Default::default()
     };
-    let index = IndexDef {
-        name: name.clone(),
-        column: column.clone(),
+    Ok(IndexDef {
+        name,
+        column: column.to_string(),
         target,
         local,
         target_option,
         view_id: uuid::Uuid::new_v4(),
         view_options,
-    };
-    // `find_index_noname`: the same target (and locality) under another name.
-    if let Some(existing) = table
-        .indexes
-        .iter()
-        .find(|i| i.target_option == index.target_option && i.local == index.local)
-    {
-        if stmt.if_not_exists {
-            return Ok(DdlOutcome::unchanged(None));
-        }
-        return Err(CqlError::invalid(format!(
-            "Index {name} is a duplicate of existing index {}",
-            existing.name
-        )));
-    }
-    let view_name = index.view_name();
-    if has_schema(ks, &view_name) {
-        return Err(CqlError::invalid(format!(
-            "Index {name} cannot be created, because table {view_name} already exists"
-        )));
-    }
-    let mut updated = (**table).clone();
-    updated.indexes.push(index);
-    updated.indexes.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut next = schema.clone();
-    let Some(next_ks) = next.keyspaces.get_mut(&ks_name) else {
-        return Err(no_keyspace(&ks_name));
-    };
-    next_ks.tables.insert(table_name.clone(), Arc::new(updated));
-    let events = vec![
-        table_event(SchemaChangeType::Created, &ks_name, &view_name),
-        table_event(SchemaChangeType::Updated, &ks_name, table_name),
-    ];
-    Ok(DdlOutcome::applied_with_events(
-        next,
-        SchemaChangeType::Updated,
-        table_target(&ks_name, table_name),
-        Vec::new(),
-        events,
-    ))
+    })
 }
 
 /// `DROP INDEX [IF EXISTS] [ks.]name`.

@@ -14,10 +14,8 @@ use crate::frame::{CqlError, SchemaChange, SchemaChangeTarget, SchemaChangeType}
 use crate::schema::system::{LOCAL_STRATEGY, NETWORK_TOPOLOGY_STRATEGY, SIMPLE_STRATEGY};
 use crate::schema::{KeyspaceDef, Replication, Schema};
 
-use super::{
-    DdlContext, DdlOutcome, NAME_LENGTH, Permission, StorageChange, check_access,
-    is_system_keyspace, is_word, table_events,
-};
+use super::checks::{NAME_LENGTH, Permission, check_access, is_system_keyspace, is_word};
+use super::outcome::{DdlContext, DdlOutcome, StorageChange, table_events};
 
 /// Tablet count of a tablets keyspace that does not give `initial` (stored as 0, as
 /// ScyllaDB stores it), a power of two.

@@ -15,7 +15,9 @@
 use std::sync::Arc;
 
 use crate::cdc::log_schema;
-use crate::cql::{AlterTable, AlterTableAction, CreateTable, DropTable, Order, Truncate};
+use crate::cql::{
+    AlterTable, AlterTableAction, CreateTable, DropTable, NewColumn, Order, Property, Truncate,
+};
 use crate::frame::{CqlError, ErrorKind, SchemaChangeTarget, SchemaChangeType};
 use crate::schema::{
     ClusteringOrder, ColumnDef, ColumnKind, KeyspaceDef, Schema, TableDef, TableKind, TableOptions,
@@ -24,11 +26,12 @@ use crate::schema::{
 use crate::storage::ColumnId;
 use crate::types::CqlType;
 
-use super::types::{references_duration, resolve_in};
-use super::{
-    DdlContext, DdlOutcome, NAME_LENGTH, Permission, StorageChange, check_access, is_word,
-    keyspace_of, no_keyspace, no_table, options, table_event,
+use super::checks::{
+    NAME_LENGTH, Permission, check_access, is_word, keyspace_of, no_keyspace, no_table,
 };
+use super::options;
+use super::outcome::{DdlContext, DdlOutcome, StorageChange, table_event};
+use super::types::{references_duration, resolve_in};
 
 /// The `TABLE` target of a schema change.
 fn target(keyspace: &str, table: &str) -> SchemaChangeTarget {
@@ -63,10 +66,7 @@ fn check_counter_tablets(ks: &KeyspaceDef, table: &str, t: &CqlType) -> Result<(
 }
 
 /// Takes the named column out of `remaining` for the primary key, with Scylla's checks.
-fn take_key_column(
-    remaining: &mut Vec<(String, CqlType, bool)>,
-    name: &str,
-) -> Result<CqlType, CqlError> {
+fn take_key_column(remaining: &mut Vec<Defined>, name: &str) -> Result<CqlType, CqlError> {
     let Some(i) = remaining.iter().position(|(n, _, _)| n == name) else {
         return Err(CqlError::invalid(format!(
             "Unknown definition {name} referenced in PRIMARY KEY"
@@ -169,7 +169,9 @@ fn sync_cdc_log(
     }
 }
 
-/// `CREATE TABLE [IF NOT EXISTS] [ks.]t (...) [WITH ...]`
+/// `CREATE TABLE [IF NOT EXISTS] [ks.]t (...) [WITH ...]`: the name and the options, the
+/// defined columns, the primary key and its clustering order, then the new table (with its
+/// CDC log when enabled), with Scylla's errors in Scylla's order.
 pub(super) fn create(
     schema: &Schema,
     stmt: &CreateTable,
@@ -177,170 +179,11 @@ pub(super) fn create(
 ) -> Result<DdlOutcome, CqlError> {
     let ks_name = keyspace_of(&stmt.name, ctx)?;
     let name = &stmt.name.name;
-    if !is_word(name) {
-        return Err(CqlError::invalid(format!(
-            "\"{name}\" is not a valid table name (must be alphanumeric character only: \
-             [0-9A-Za-z]+)"
-        )));
-    }
-    if name.chars().count() > NAME_LENGTH {
-        return Err(CqlError::invalid(format!(
-            "Table names shouldn't be more than {NAME_LENGTH} characters long (got \"{name}\")"
-        )));
-    }
-    for (i, c) in stmt.columns.iter().enumerate() {
-        if stmt.columns.iter().skip(i + 1).any(|d| d.name == c.name) {
-            return Err(CqlError::invalid(format!(
-                "Multiple definition of identifier {}",
-                c.name
-            )));
-        }
-    }
-    let mut table_options = TableOptions {
-        compression: options::user_table_compression(),
-        ..TableOptions::default()
-    };
-    let applied = options::apply(
-        &mut table_options,
-        &stmt.options.properties,
-        ctx.default_cdc_ttl,
-    )?;
-    let Some(ks) = schema.keyspace(&ks_name) else {
-        return Err(CqlError::invalid(format!(
-            "Cannot create a table in a non-existent keyspace: {ks_name}"
-        )));
-    };
-    options::check_tombstone_gc(&table_options, ks)?;
-    if table_options.tombstone_gc.is_none() {
-        table_options.tombstone_gc = Some(options::default_tombstone_gc(ks, true));
-    }
+    check_new_table(stmt)?;
+    let (ks, table_options, applied) = new_table_options(schema, stmt, &ks_name, ctx)?;
     let has_default_ttl = table_options.default_time_to_live > 0;
-    // (name, type, static) of every defined column, in the written order.
-    let mut remaining = Vec::with_capacity(stmt.columns.len());
-    let mut any_multi_cell = false;
-    for c in &stmt.columns {
-        if c.is_ttl {
-            return Err(CqlError::invalid(format!(
-                "Per-row TTL column {} is not supported by the embedded cluster",
-                c.name
-            )));
-        }
-        let t = resolve_in(&ks.types, &ks_name, &c.ty)?;
-        if has_default_ttl && t.is_counter() {
-            return Err(CqlError::invalid(
-                "Cannot set default_time_to_live on a table with counters",
-            ));
-        }
-        check_counter_tablets(ks, name, &t)?;
-        check_udt_fields(&t)?;
-        any_multi_cell |= t.is_multi_cell();
-        remaining.push((c.name.clone(), t, c.is_static));
-    }
-    let compact = stmt.options.compact_storage;
-    let statics: Vec<String> = remaining
-        .iter()
-        .filter(|(_, _, s)| *s)
-        .map(|(n, _, _)| n.clone())
-        .collect();
-    let mut partition = Vec::new();
-    for alias in &stmt.primary_key.partition_key {
-        partition.push((alias.clone(), take_key_column(&mut remaining, alias)?));
-    }
-    let no_multi_cell_with_compact = || {
-        CqlError::invalid("Non-frozen collections and UDTs are not supported with COMPACT STORAGE")
-    };
-    let clustering_aliases = &stmt.primary_key.clustering;
-    if clustering_aliases.is_empty() && compact {
-        if remaining.is_empty() {
-            return Err(CqlError::invalid(
-                "No definition found that is not part of the PRIMARY KEY",
-            ));
-        }
-        if any_multi_cell {
-            return Err(no_multi_cell_with_compact());
-        }
-    }
-    let mut clustering = Vec::new();
-    for alias in clustering_aliases {
-        clustering.push((alias.clone(), take_key_column(&mut remaining, alias)?));
-    }
-    if compact && !clustering.is_empty() && any_multi_cell {
-        return Err(no_multi_cell_with_compact());
-    }
-    if !statics.is_empty() {
-        if compact {
-            return Err(CqlError::invalid(
-                "Static columns are not supported in COMPACT STORAGE tables",
-            ));
-        }
-        if clustering.is_empty() {
-            return Err(CqlError::invalid(
-                "Static columns are only useful (and thus allowed) if the table has at least \
-                 one clustering column",
-            ));
-        }
-    }
-    if compact && !clustering.is_empty() && remaining.len() > 1 {
-        let names: Vec<&str> = remaining.iter().map(|(n, _, _)| n.as_str()).collect();
-        return Err(CqlError::invalid(format!(
-            "COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part \
-             of the PRIMARY KEY (got: {})",
-            names.join(", ")
-        )));
-    }
-    // CLUSTERING ORDER BY must name clustering columns, in key order (a prefix is allowed).
-    let defined_order = &stmt.options.clustering_order;
-    if defined_order.len() > clustering.len() {
-        return Err(CqlError::invalid(
-            "Only clustering key columns can be defined in CLUSTERING ORDER directive",
-        ));
-    }
-    for (i, (column, _)) in defined_order.iter().enumerate() {
-        let Some((expected, _)) = clustering.get(i) else {
-            break;
-        };
-        if column != expected {
-            return Err(CqlError::invalid(
-                if defined_order.iter().any(|(c, _)| c == expected) {
-                    format!(
-                        "The order of columns in the CLUSTERING ORDER directive must be the one \
-                         of the clustering key ({expected} must appear before {column})"
-                    )
-                } else {
-                    format!("Missing CLUSTERING ORDER for column {expected}")
-                },
-            ));
-        }
-    }
-    // A counter table has only counter columns besides its key.
-    let is_counter_table = remaining.iter().any(|(_, t, _)| t.is_counter());
-    if is_counter_table && let Some((n, _, _)) = remaining.iter().find(|(_, t, _)| !t.is_counter())
-    {
-        return Err(CqlError::config(format!(
-            "Cannot add a non counter column ({n}) in a counter column family"
-        )));
-    }
-
-    let mut columns = Vec::new();
-    for (i, (n, t)) in partition.into_iter().enumerate() {
-        columns.push(column_def(n, t, ColumnKind::PartitionKey, i));
-    }
-    for (i, (n, t)) in clustering.into_iter().enumerate() {
-        let mut c = column_def(n, t, ColumnKind::Clustering, i);
-        if let Some((_, Order::Desc)) = defined_order.get(i) {
-            c.order = ClusteringOrder::Desc;
-        }
-        columns.push(c);
-    }
-    for (n, t, is_static) in remaining {
-        let kind = if is_static {
-            ColumnKind::Static
-        } else {
-            ColumnKind::Regular
-        };
-        columns.push(column_def(n, t, kind, usize::MAX));
-    }
-
+    let (remaining, any_multi_cell) = defined_columns(stmt, ks, &ks_name, has_default_ttl)?;
+    let columns = table_columns(stmt, remaining, any_multi_cell)?;
     check_access(&ks_name, None, Permission::Create)?;
     // The backing views of indexes are tables of the keyspace too.
     let is_index_view = ks
@@ -373,28 +216,257 @@ pub(super) fn create(
         }
         table.id = id;
     }
-    table.compact_storage = compact;
-    let table = Arc::new(table);
+    table.compact_storage = stmt.options.compact_storage;
+    add_table(schema, &ks_name, Arc::new(table), ctx)
+}
+
+/// The checks of a new table's name and of its columns' names.
+fn check_new_table(stmt: &CreateTable) -> Result<(), CqlError> {
+    let name = &stmt.name.name;
+    if !is_word(name) {
+        return Err(CqlError::invalid(format!(
+            "\"{name}\" is not a valid table name (must be alphanumeric character only: \
+             [0-9A-Za-z]+)"
+        )));
+    }
+    if name.chars().count() > NAME_LENGTH {
+        return Err(CqlError::invalid(format!(
+            "Table names shouldn't be more than {NAME_LENGTH} characters long (got \"{name}\")"
+        )));
+    }
+    for (i, c) in stmt.columns.iter().enumerate() {
+        if stmt.columns.iter().skip(i + 1).any(|d| d.name == c.name) {
+            return Err(CqlError::invalid(format!(
+                "Multiple definition of identifier {}",
+                c.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The keyspace of a new table and the table's options: a user table's defaults, then the
+/// WITH clause.
+fn new_table_options<'s>(
+    schema: &'s Schema,
+    stmt: &CreateTable,
+    ks_name: &str,
+    ctx: &DdlContext<'_>,
+) -> Result<(&'s KeyspaceDef, TableOptions, options::Applied), CqlError> {
+    let mut table_options = TableOptions {
+        compression: options::user_table_compression(),
+        ..TableOptions::default()
+    };
+    let applied = options::apply(
+        &mut table_options,
+        &stmt.options.properties,
+        ctx.default_cdc_ttl,
+    )?;
+    let Some(ks) = schema.keyspace(ks_name) else {
+        return Err(CqlError::invalid(format!(
+            "Cannot create a table in a non-existent keyspace: {ks_name}"
+        )));
+    };
+    options::check_tombstone_gc(&table_options, ks)?;
+    if table_options.tombstone_gc.is_none() {
+        table_options.tombstone_gc = Some(options::default_tombstone_gc(ks, true));
+    }
+    Ok((ks, table_options, applied))
+}
+
+/// A defined column: name, type, whether static.
+type Defined = (String, CqlType, bool);
+
+/// The defined columns in the written order, with their types resolved and checked, and
+/// whether any of them is multi-cell.
+fn defined_columns(
+    stmt: &CreateTable,
+    ks: &KeyspaceDef,
+    ks_name: &str,
+    has_default_ttl: bool,
+) -> Result<(Vec<Defined>, bool), CqlError> {
+    let mut remaining = Vec::with_capacity(stmt.columns.len());
+    let mut any_multi_cell = false;
+    for c in &stmt.columns {
+        if c.is_ttl {
+            return Err(CqlError::invalid(format!(
+                "Per-row TTL column {} is not supported by the embedded cluster",
+                c.name
+            )));
+        }
+        let t = resolve_in(&ks.types, ks_name, &c.ty)?;
+        if has_default_ttl && t.is_counter() {
+            return Err(CqlError::invalid(
+                "Cannot set default_time_to_live on a table with counters",
+            ));
+        }
+        check_counter_tablets(ks, &stmt.name.name, &t)?;
+        check_udt_fields(&t)?;
+        any_multi_cell |= t.is_multi_cell();
+        remaining.push((c.name.clone(), t, c.is_static));
+    }
+    Ok((remaining, any_multi_cell))
+}
+
+/// The table's columns in Scylla's order (partition key, clustering key, then the others),
+/// once the primary key is taken out of the `remaining` defined columns and checked against
+/// COMPACT STORAGE, static columns, the clustering order and counters.
+fn table_columns(
+    stmt: &CreateTable,
+    mut remaining: Vec<Defined>,
+    any_multi_cell: bool,
+) -> Result<Vec<ColumnDef>, CqlError> {
+    let compact = stmt.options.compact_storage;
+    let has_statics = remaining.iter().any(|(_, _, s)| *s);
+    let mut partition = Vec::new();
+    for alias in &stmt.primary_key.partition_key {
+        partition.push((alias.clone(), take_key_column(&mut remaining, alias)?));
+    }
+    let no_multi_cell_with_compact = || {
+        CqlError::invalid("Non-frozen collections and UDTs are not supported with COMPACT STORAGE")
+    };
+    let clustering_aliases = &stmt.primary_key.clustering;
+    if clustering_aliases.is_empty() && compact {
+        if remaining.is_empty() {
+            return Err(CqlError::invalid(
+                "No definition found that is not part of the PRIMARY KEY",
+            ));
+        }
+        if any_multi_cell {
+            return Err(no_multi_cell_with_compact());
+        }
+    }
+    let mut clustering = Vec::new();
+    for alias in clustering_aliases {
+        clustering.push((alias.clone(), take_key_column(&mut remaining, alias)?));
+    }
+    if compact && !clustering.is_empty() && any_multi_cell {
+        return Err(no_multi_cell_with_compact());
+    }
+    check_key_shape(compact, has_statics, &clustering, &remaining)?;
+    let defined_order = &stmt.options.clustering_order;
+    check_clustering_order(defined_order, &clustering)?;
+    // A counter table has only counter columns besides its key.
+    let is_counter_table = remaining.iter().any(|(_, t, _)| t.is_counter());
+    if is_counter_table && let Some((n, _, _)) = remaining.iter().find(|(_, t, _)| !t.is_counter())
+    {
+        return Err(CqlError::config(format!(
+            "Cannot add a non counter column ({n}) in a counter column family"
+        )));
+    }
+    let mut columns = Vec::new();
+    for (i, (n, t)) in partition.into_iter().enumerate() {
+        columns.push(column_def(n, t, ColumnKind::PartitionKey, i));
+    }
+    for (i, (n, t)) in clustering.into_iter().enumerate() {
+        let mut c = column_def(n, t, ColumnKind::Clustering, i);
+        if let Some((_, Order::Desc)) = defined_order.get(i) {
+            c.order = ClusteringOrder::Desc;
+        }
+        columns.push(c);
+    }
+    for (n, t, is_static) in remaining {
+        let kind = if is_static {
+            ColumnKind::Static
+        } else {
+            ColumnKind::Regular
+        };
+        columns.push(column_def(n, t, kind, usize::MAX));
+    }
+    Ok(columns)
+}
+
+/// What static columns and COMPACT STORAGE require of the key: statics need clustering
+/// columns and no COMPACT STORAGE; a compact table with clustering columns has at most one
+/// other column.
+fn check_key_shape(
+    compact: bool,
+    has_statics: bool,
+    clustering: &[(String, CqlType)],
+    remaining: &[Defined],
+) -> Result<(), CqlError> {
+    if has_statics {
+        if compact {
+            return Err(CqlError::invalid(
+                "Static columns are not supported in COMPACT STORAGE tables",
+            ));
+        }
+        if clustering.is_empty() {
+            return Err(CqlError::invalid(
+                "Static columns are only useful (and thus allowed) if the table has at least \
+                 one clustering column",
+            ));
+        }
+    }
+    if compact && !clustering.is_empty() && remaining.len() > 1 {
+        let names: Vec<&str> = remaining.iter().map(|(n, _, _)| n.as_str()).collect();
+        return Err(CqlError::invalid(format!(
+            "COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part \
+             of the PRIMARY KEY (got: {})",
+            names.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// CLUSTERING ORDER BY must name clustering columns, in key order (a prefix is allowed).
+fn check_clustering_order(
+    defined_order: &[(String, Order)],
+    clustering: &[(String, CqlType)],
+) -> Result<(), CqlError> {
+    if defined_order.len() > clustering.len() {
+        return Err(CqlError::invalid(
+            "Only clustering key columns can be defined in CLUSTERING ORDER directive",
+        ));
+    }
+    for (i, (column, _)) in defined_order.iter().enumerate() {
+        let Some((expected, _)) = clustering.get(i) else {
+            break;
+        };
+        if column != expected {
+            return Err(CqlError::invalid(
+                if defined_order.iter().any(|(c, _)| c == expected) {
+                    format!(
+                        "The order of columns in the CLUSTERING ORDER directive must be the one \
+                         of the clustering key ({expected} must appear before {column})"
+                    )
+                } else {
+                    format!("Missing CLUSTERING ORDER for column {expected}")
+                },
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The next schema, with `table` in keyspace `ks_name` and its CDC log when enabled. Scylla
+/// creates the log in the same schema change (`on_pre_create_column_families`, cdc/log.cc)
+/// and announces it after its base: CREATED base, CREATED log.
+fn add_table(
+    schema: &Schema,
+    ks_name: &str,
+    table: Arc<TableDef>,
+    ctx: &DdlContext<'_>,
+) -> Result<DdlOutcome, CqlError> {
+    let name = &table.name;
     let mut next = schema.clone();
-    let Some(next_ks) = next.keyspaces.get_mut(&ks_name) else {
-        return Err(no_keyspace(&ks_name));
+    let Some(next_ks) = next.keyspaces.get_mut(ks_name) else {
+        return Err(no_keyspace(ks_name));
     };
     next_ks.tables.insert(name.clone(), table.clone());
     let mut storage = vec![StorageChange::CreateTable(table.clone())];
-    // Scylla creates the log in the same schema change (`on_pre_create_column_families`,
-    // cdc/log.cc) and announces it after its base: CREATED base, CREATED log.
-    let mut events = vec![table_event(SchemaChangeType::Created, &ks_name, name)];
+    let mut events = vec![table_event(SchemaChangeType::Created, ks_name, name)];
     if sync_cdc_log(next_ks, &table, ctx, &mut storage)? == LogSync::Created {
         events.push(table_event(
             SchemaChangeType::Created,
-            &ks_name,
+            ks_name,
             &cdc_log_name(name),
         ));
     }
     Ok(DdlOutcome::applied_with_events(
         next,
         SchemaChangeType::Created,
-        target(&ks_name, name),
+        target(ks_name, name),
         storage,
         events,
     ))
@@ -412,7 +484,8 @@ fn column_def(name: String, typ: CqlType, kind: ColumnKind, position: usize) -> 
     }
 }
 
-/// `ALTER TABLE [ks.]t ...`
+/// `ALTER TABLE [ks.]t ...`: the checks of the table (its views, a CDC log), the action on a
+/// copy of the table, then the next schema with its CDC log and views following the table.
 pub(super) fn alter(
     schema: &Schema,
     stmt: &AlterTable,
@@ -436,172 +509,19 @@ pub(super) fn alter(
         return Err(e);
     }
     if table.is_cdc_log() {
-        let attached = schema.cdc_log_attached(table);
-        match &stmt.action {
-            AlterTableAction::Add(_)
-            | AlterTableAction::Drop { .. }
-            | AlterTableAction::AlterColumnType { .. } => {
-                return Err(CqlError::invalid(if attached {
-                    "You cannot modify the set of columns of a CDC log table directly. Modify \
-                     the base table instead."
-                } else {
-                    "You cannot modify the set of columns of a CDC log table directly. Although \
-                     the base table has deactivated CDC, this table will continue being a CDC \
-                     log table until it is dropped. If you want to modify the columns in it, \
-                     you can only do that by reenabling CDC on the base table, which will \
-                     reattach this log table. Then you will be able to modify the columns in \
-                     the base table, and that will have effect on the log table too. Modifying \
-                     the columns of a CDC log table directly is never allowed."
-                }));
-            }
-            AlterTableAction::Rename(_) => {
-                return Err(CqlError::invalid(if attached {
-                    "Cannot rename a column of a CDC log table."
-                } else {
-                    "You cannot rename a column of a CDC log table. Although the base table has \
-                     deactivated CDC, this table will continue being a CDC log table until it \
-                     is dropped."
-                }));
-            }
-            AlterTableAction::With(_) => {}
-        }
+        check_cdc_log_alter(schema.cdc_log_attached(table), &stmt.action)?;
     }
     let mut updated = (**table).clone();
     let mut storage = Vec::new();
-    let clustering_count = table.clustering_key().count();
-    let compound = !table.compact_storage || clustering_count > 1;
-    let dense = table.compact_storage && clustering_count > 0;
     match &stmt.action {
         AlterTableAction::Add(new_columns) => {
-            if dense {
-                return Err(CqlError::invalid(
-                    "Cannot add new column to a COMPACT STORAGE table",
-                ));
-            }
-            for c in new_columns {
-                let t = resolve_in(&ks.types, &ks_name, &c.ty)?;
-                if c.is_static {
-                    if !compound {
-                        return Err(CqlError::invalid(
-                            "Static columns are not allowed in COMPACT STORAGE tables",
-                        ));
-                    }
-                    if clustering_count == 0 {
-                        return Err(CqlError::invalid(
-                            "Static columns are only useful (and thus allowed) if the table has \
-                             at least one clustering column",
-                        ));
-                    }
-                }
-                if let Some(existing) = updated.column(&c.name) {
-                    return Err(CqlError::invalid(
-                        if existing.kind == ColumnKind::PartitionKey {
-                            format!(
-                                "Invalid column name {} because it conflicts with a PRIMARY KEY \
-                                 part",
-                                c.name
-                            )
-                        } else {
-                            format!(
-                                "Invalid column name {} because it conflicts with an existing \
-                                 column",
-                                c.name
-                            )
-                        },
-                    ));
-                }
-                if table.is_counter() && table.dropped_columns.contains_key(&c.name) {
-                    return Err(CqlError::invalid(format!(
-                        "Cannot re-add previously dropped counter column {}",
-                        c.name
-                    )));
-                }
-                if t.is_collection() && t.is_multi_cell() && !compound {
-                    return Err(CqlError::invalid(
-                        "Cannot use non-frozen collections with a non-composite PRIMARY KEY",
-                    ));
-                }
-                if t.is_counter() && !table.is_counter() {
-                    return Err(CqlError::config(format!(
-                        "Cannot add a counter column ({}) in a non counter column family",
-                        c.name
-                    )));
-                }
-                if !t.is_counter() && table.is_counter() {
-                    return Err(CqlError::config(format!(
-                        "Cannot add a non counter column ({}) in a counter column family",
-                        c.name
-                    )));
-                }
-                check_counter_tablets(ks, name, &t)?;
-                check_udt_fields(&t)?;
-                log_schema::check_not_dropped_recently(&updated, &c.name, ctx.now_micros)?;
-                updated.add_column(ColumnDef {
-                    name: c.name.clone(),
-                    typ: t,
-                    kind: if c.is_static {
-                        ColumnKind::Static
-                    } else {
-                        ColumnKind::Regular
-                    },
-                    position: -1,
-                    order: ClusteringOrder::Asc,
-                    id: 0,
-                });
-            }
+            add_columns(ks, table, &mut updated, new_columns, ctx)?;
         }
         AlterTableAction::Drop { columns, timestamp } => {
-            if !compound || dense {
-                return Err(CqlError::invalid(
-                    "Cannot drop columns from a non-CQL3 table",
-                ));
-            }
             let at = timestamp.unwrap_or(ctx.now_micros);
-            let mut ids = Vec::new();
-            for c in columns {
-                let Some(def) = updated.column(c) else {
-                    return Err(CqlError::invalid(format!(
-                        "Column {c} was not found in table {name}"
-                    )));
-                };
-                if def.kind.is_primary_key() {
-                    return Err(CqlError::invalid(format!(
-                        "Cannot drop PRIMARY KEY part {c}"
-                    )));
-                }
-                super::index::check_drop_column(table, c)?;
-                if let Some(def) = updated.drop_column(c, at) {
-                    ids.push(ColumnId(def.id));
-                }
-            }
-            storage.push(StorageChange::DropColumns {
-                table: table.id,
-                columns: ids,
-            });
+            storage.push(drop_columns(table, &mut updated, columns, at)?);
         }
-        AlterTableAction::Rename(renames) => {
-            for (from, to) in renames {
-                let Some(def) = updated.column(from) else {
-                    return Err(CqlError::invalid(format!(
-                        "Cannot rename unknown column {from} in table {name}"
-                    )));
-                };
-                let is_key = def.kind.is_primary_key();
-                if updated.column(to).is_some() {
-                    return Err(CqlError::invalid(format!(
-                        "Cannot rename column {from} to {to} in table {name}; another column of \
-                         that name already exist"
-                    )));
-                }
-                if !is_key {
-                    return Err(CqlError::invalid(format!(
-                        "Cannot rename non PRIMARY KEY part {from}"
-                    )));
-                }
-                super::index::check_rename_column(table, from)?;
-                updated.rename_column(from, to);
-            }
-        }
+        AlterTableAction::Rename(renames) => rename_columns(table, &mut updated, renames)?,
         AlterTableAction::AlterColumnType { column, .. } => {
             if updated.column(column).is_none() {
                 return Err(CqlError::invalid(format!(
@@ -610,22 +530,7 @@ pub(super) fn alter(
             }
             return Err(CqlError::invalid("Altering of types is not allowed"));
         }
-        AlterTableAction::With(properties) => {
-            let applied = options::apply(&mut updated.options, properties, ctx.default_cdc_ttl)?;
-            options::check_tombstone_gc(&updated.options, ks)?;
-            if updated.options.tombstone_gc.is_none() {
-                updated.options.tombstone_gc =
-                    Some(options::default_tombstone_gc(ks, !updated.is_cdc_log()));
-            }
-            if applied.id.is_some() {
-                return Err(CqlError::config("Cannot alter table id."));
-            }
-            if updated.is_counter() && updated.options.default_time_to_live > 0 {
-                return Err(CqlError::invalid(
-                    "Cannot set default_time_to_live on a table with counters",
-                ));
-            }
-        }
+        AlterTableAction::With(properties) => alter_options(ks, &mut updated, properties, ctx)?,
     }
     let mut next = schema.clone();
     let Some(next_ks) = next.keyspaces.get_mut(&ks_name) else {
@@ -660,6 +565,223 @@ pub(super) fn alter(
         storage,
         events,
     ))
+}
+
+/// What an ALTER TABLE of a CDC log table (`attached` to its base or not) may not do: change
+/// or rename its columns.
+fn check_cdc_log_alter(attached: bool, action: &AlterTableAction) -> Result<(), CqlError> {
+    match action {
+        AlterTableAction::Add(_)
+        | AlterTableAction::Drop { .. }
+        | AlterTableAction::AlterColumnType { .. } => Err(CqlError::invalid(if attached {
+            "You cannot modify the set of columns of a CDC log table directly. Modify \
+             the base table instead."
+        } else {
+            "You cannot modify the set of columns of a CDC log table directly. Although \
+             the base table has deactivated CDC, this table will continue being a CDC \
+             log table until it is dropped. If you want to modify the columns in it, \
+             you can only do that by reenabling CDC on the base table, which will \
+             reattach this log table. Then you will be able to modify the columns in \
+             the base table, and that will have effect on the log table too. Modifying \
+             the columns of a CDC log table directly is never allowed."
+        })),
+        AlterTableAction::Rename(_) => Err(CqlError::invalid(if attached {
+            "Cannot rename a column of a CDC log table."
+        } else {
+            "You cannot rename a column of a CDC log table. Although the base table has \
+             deactivated CDC, this table will continue being a CDC log table until it \
+             is dropped."
+        })),
+        AlterTableAction::With(_) => Ok(()),
+    }
+}
+
+/// `ALTER TABLE ... ADD`: each new column checked against the table (`table`, being
+/// `updated`), then added.
+fn add_columns(
+    ks: &KeyspaceDef,
+    table: &TableDef,
+    updated: &mut TableDef,
+    new_columns: &[NewColumn],
+    ctx: &DdlContext<'_>,
+) -> Result<(), CqlError> {
+    let clustering_count = table.clustering_key().count();
+    let compound = !table.compact_storage || clustering_count > 1;
+    if table.compact_storage && clustering_count > 0 {
+        return Err(CqlError::invalid(
+            "Cannot add new column to a COMPACT STORAGE table",
+        ));
+    }
+    for c in new_columns {
+        let t = resolve_in(&ks.types, &ks.name, &c.ty)?;
+        if c.is_static {
+            if !compound {
+                return Err(CqlError::invalid(
+                    "Static columns are not allowed in COMPACT STORAGE tables",
+                ));
+            }
+            if clustering_count == 0 {
+                return Err(CqlError::invalid(
+                    "Static columns are only useful (and thus allowed) if the table has \
+                     at least one clustering column",
+                ));
+            }
+        }
+        if let Some(existing) = updated.column(&c.name) {
+            let conflict = if existing.kind == ColumnKind::PartitionKey {
+                "a PRIMARY KEY part"
+            } else {
+                "an existing column"
+            };
+            return Err(CqlError::invalid(format!(
+                "Invalid column name {} because it conflicts with {conflict}",
+                c.name
+            )));
+        }
+        check_added_type(ks, table, &c.name, &t, compound)?;
+        log_schema::check_not_dropped_recently(updated, &c.name, ctx.now_micros)?;
+        updated.add_column(ColumnDef {
+            name: c.name.clone(),
+            typ: t,
+            kind: if c.is_static {
+                ColumnKind::Static
+            } else {
+                ColumnKind::Regular
+            },
+            position: -1,
+            order: ClusteringOrder::Asc,
+            id: 0,
+        });
+    }
+    Ok(())
+}
+
+/// The checks of the type `t` of a column `name` added to `table`: counters only in a
+/// counter table (and not re-added once dropped), no non-frozen collection without a
+/// compound key, tablets and UDT fields.
+fn check_added_type(
+    ks: &KeyspaceDef,
+    table: &TableDef,
+    name: &str,
+    t: &CqlType,
+    compound: bool,
+) -> Result<(), CqlError> {
+    if table.is_counter() && table.dropped_columns.contains_key(name) {
+        return Err(CqlError::invalid(format!(
+            "Cannot re-add previously dropped counter column {name}"
+        )));
+    }
+    if t.is_collection() && t.is_multi_cell() && !compound {
+        return Err(CqlError::invalid(
+            "Cannot use non-frozen collections with a non-composite PRIMARY KEY",
+        ));
+    }
+    if t.is_counter() && !table.is_counter() {
+        return Err(CqlError::config(format!(
+            "Cannot add a counter column ({name}) in a non counter column family"
+        )));
+    }
+    if !t.is_counter() && table.is_counter() {
+        return Err(CqlError::config(format!(
+            "Cannot add a non counter column ({name}) in a counter column family"
+        )));
+    }
+    check_counter_tablets(ks, &table.name, t)?;
+    check_udt_fields(t)
+}
+
+/// `ALTER TABLE ... DROP`: the columns dropped at `at` (µs); the change to the table's data.
+fn drop_columns(
+    table: &TableDef,
+    updated: &mut TableDef,
+    columns: &[String],
+    at: i64,
+) -> Result<StorageChange, CqlError> {
+    let clustering_count = table.clustering_key().count();
+    let compound = !table.compact_storage || clustering_count > 1;
+    let dense = table.compact_storage && clustering_count > 0;
+    if !compound || dense {
+        return Err(CqlError::invalid(
+            "Cannot drop columns from a non-CQL3 table",
+        ));
+    }
+    let mut ids = Vec::new();
+    for c in columns {
+        let Some(def) = updated.column(c) else {
+            return Err(CqlError::invalid(format!(
+                "Column {c} was not found in table {}",
+                table.name
+            )));
+        };
+        if def.kind.is_primary_key() {
+            return Err(CqlError::invalid(format!(
+                "Cannot drop PRIMARY KEY part {c}"
+            )));
+        }
+        super::index::check_drop_column(table, c)?;
+        if let Some(def) = updated.drop_column(c, at) {
+            ids.push(ColumnId(def.id));
+        }
+    }
+    Ok(StorageChange::DropColumns {
+        table: table.id,
+        columns: ids,
+    })
+}
+
+/// `ALTER TABLE ... RENAME`: primary-key columns only, to names not taken.
+fn rename_columns(
+    table: &TableDef,
+    updated: &mut TableDef,
+    renames: &[(String, String)],
+) -> Result<(), CqlError> {
+    let name = &table.name;
+    for (from, to) in renames {
+        let Some(def) = updated.column(from) else {
+            return Err(CqlError::invalid(format!(
+                "Cannot rename unknown column {from} in table {name}"
+            )));
+        };
+        let is_key = def.kind.is_primary_key();
+        if updated.column(to).is_some() {
+            return Err(CqlError::invalid(format!(
+                "Cannot rename column {from} to {to} in table {name}; another column of \
+                 that name already exist"
+            )));
+        }
+        if !is_key {
+            return Err(CqlError::invalid(format!(
+                "Cannot rename non PRIMARY KEY part {from}"
+            )));
+        }
+        super::index::check_rename_column(table, from)?;
+        updated.rename_column(from, to);
+    }
+    Ok(())
+}
+
+/// `ALTER TABLE ... WITH`: the properties applied to the table's options.
+fn alter_options(
+    ks: &KeyspaceDef,
+    updated: &mut TableDef,
+    properties: &[Property],
+    ctx: &DdlContext<'_>,
+) -> Result<(), CqlError> {
+    let applied = options::apply(&mut updated.options, properties, ctx.default_cdc_ttl)?;
+    options::check_tombstone_gc(&updated.options, ks)?;
+    if updated.options.tombstone_gc.is_none() {
+        updated.options.tombstone_gc =
+            Some(options::default_tombstone_gc(ks, !updated.is_cdc_log()));
+    }
+    if applied.id.is_some() {
+        return Err(CqlError::config("Cannot alter table id."));
+    }
+    if updated.is_counter() && updated.options.default_time_to_live > 0 {
+        return Err(CqlError::invalid(
+            "Cannot set default_time_to_live on a table with counters",
+        ));
+    }
+    Ok(())
 }
 
 /// `DROP TABLE [IF EXISTS] [ks.]t`: also drops the table's CDC log (attached or detached);

@@ -9,7 +9,8 @@ use crate::cdc::log_schema::DROP_DELAY_MICROS;
 use crate::cql::parse_statement;
 use crate::frame::{ErrorKind, SchemaChangeTarget, SchemaChangeType};
 use crate::schema::system::{NETWORK_TOPOLOGY_STRATEGY, SIMPLE_STRATEGY};
-use crate::schema::{ClusteringOrder, ColumnKind, TableKind};
+use crate::schema::{ClusteringOrder, ColumnKind, TableDef, TableKind};
+use crate::storage::ColumnId;
 use crate::types::CqlType;
 
 /// A schema plus a clock, to run DDL statements one after another.

@@ -15,7 +15,8 @@ use crate::frame::{CqlError, SchemaChange, SchemaChangeTarget, SchemaChangeType}
 use crate::schema::{KeyspaceDef, Schema, TableDef};
 use crate::types::{CqlType, UserType};
 
-use super::{DdlContext, DdlOutcome, Permission, check_access, keyspace_of, table_events};
+use super::checks::{Permission, check_access, keyspace_of};
+use super::outcome::{DdlContext, DdlOutcome, table_events};
 
 /// User types of one keyspace, by name.
 pub(super) type UserTypes = BTreeMap<String, Arc<UserType>>;
@@ -367,7 +368,7 @@ pub(super) fn create(
         }
     }
     let Some(ks) = schema.keyspace(&ks_name) else {
-        return Err(super::no_keyspace(&ks_name));
+        return Err(super::checks::no_keyspace(&ks_name));
     };
     if ks.types.contains_key(name) {
         if stmt.if_not_exists {
@@ -387,7 +388,7 @@ pub(super) fn create(
     check_duplicate_fields(name, &fields)?;
     let mut next = schema.clone();
     let Some(ks) = next.keyspaces.get_mut(&ks_name) else {
-        return Err(super::no_keyspace(&ks_name));
+        return Err(super::checks::no_keyspace(&ks_name));
     };
     ks.types.insert(
         name.clone(),
@@ -531,7 +532,7 @@ pub(super) fn alter(
     ));
     let mut next = schema.clone();
     let Some(ks) = next.keyspaces.get_mut(&ks_name) else {
-        return Err(super::no_keyspace(&ks_name));
+        return Err(super::checks::no_keyspace(&ks_name));
     };
     ks.types.insert(name.clone(), Arc::new(updated));
     refresh_keyspace(ks);
