@@ -313,47 +313,43 @@
 //! The library logs through `tracing` (a span per stream reader with `stream` and
 //! `window_start`) and never installs a subscriber.
 
-mod cdc_options;
-mod cdc_types;
+mod base;
 mod change;
 mod checkpoints;
 #[cfg(feature = "cli")]
 pub mod cli;
+mod cluster;
 mod consumer;
 pub mod cql_text;
 pub mod decode;
-mod error;
-mod error_policy;
-mod events;
-mod lease;
-mod log_reader;
-mod progress;
-mod replica_groups;
-mod stream_generations;
-mod stream_reader;
-mod time;
+mod group;
+mod reader;
+mod report;
+mod stream;
 
-pub use cdc_options::{CdcExtensionError, decode_cdc_extension};
-pub use cdc_types::{GenerationTimestamp, InvalidStreamID, StreamID};
+pub use base::cdc_types::{GenerationTimestamp, InvalidStreamID, StreamID};
+pub use base::error::{
+    Backoff, CDCError, ColumnError, StreamList, is_transient, is_transient_prepare,
+};
 pub use change::{
     Change, ChangeConsumer, ChangeConsumerFactory, ChangeRow, RowChange, RowImage, Target,
 };
 pub use checkpoints::{
     CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, MAX_CQL_TTL, TableBackedCheckpointSaver,
 };
+pub use cluster::cdc_options::{CdcExtensionError, decode_cdc_extension};
+pub use cluster::replicas::DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY;
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
 pub use decode::{DecodeError, Deletions, ListValues};
-pub use error::{Backoff, CDCError, ColumnError, StreamList, is_transient, is_transient_prepare};
-pub use error_policy::{
-    AfterRetries, ConsumerErrorPolicy, DeadLetter, DeadLetterSink, DeadLetterTable, Retry,
-    dead_letter_table_name,
-};
-pub use events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
-pub use log_reader::{
+pub use reader::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_LEASE_DURATION,
     DEFAULT_PAUSE_BETWEEN_SAVES, DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL,
     DEFAULT_WINDOW_SIZE, MAX_LEASE_DURATION, MAX_SLEEP_INTERVAL, MIN_GENERATION_POLL,
     MIN_RENEW_INTERVAL, MIN_WINDOW_SIZE, ProgressHandle,
 };
-pub use progress::{GroupProgress, Progress, TableProgress};
-pub use replica_groups::DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY;
+pub use report::events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
+pub use report::progress::{GroupProgress, Progress, TableProgress};
+pub use stream::error_policy::{
+    AfterRetries, ConsumerErrorPolicy, DeadLetter, DeadLetterSink, DeadLetterTable, Retry,
+    dead_letter_table_name,
+};

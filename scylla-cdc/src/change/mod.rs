@@ -34,11 +34,11 @@ use scylla::frame::response::result::{ColumnSpec, ColumnType, NativeType};
 use scylla::value::CqlValue;
 use uuid::Uuid;
 
-use crate::cdc_types::StreamID;
+use crate::base::cdc_types::StreamID;
+use crate::base::error::ColumnError;
 use crate::consumer::{
     CDCRow, CellSource, ColumnIndex, Consumer, OperationType, RowHeader, RowRef, read_u32,
 };
-use crate::error::ColumnError;
 
 /// Receives the whole changes of one stream group, in order: the changes of one stream in
 /// `cdc$time` order, each exactly once per run (see the crate docs for guarantees).
@@ -679,13 +679,13 @@ impl Change {
 
     /// The write time of the change: the time part of `cdc$time` (microsecond precision).
     pub fn timestamp(&self) -> DateTime<Utc> {
-        crate::time::timeuuid_to_datetime(&self.time())
+        crate::base::time::timeuuid_to_datetime(&self.time())
     }
 
     /// The write time of the change in microseconds since the Unix epoch (the base write's
     /// `USING TIMESTAMP`).
     pub fn timestamp_micros(&self) -> i64 {
-        crate::time::timeuuid_micros(&self.time())
+        crate::base::time::timeuuid_micros(&self.time())
     }
 
     /// The base table's name (without keyspace), as given to the reader.
@@ -1942,12 +1942,12 @@ impl crate::consumer::ConsumerFactory for AssemblerFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cdc_types::GenerationTimestamp;
+    use crate::base::cdc_types::GenerationTimestamp;
+    use crate::base::time::tests::timeuuid;
     use crate::checkpoints::tests::MemorySaver;
     use crate::consumer::tests::{TestRow, log_specs};
-    use crate::stream_reader::StreamReader;
-    use crate::stream_reader::tests::{BASE, FakeLog, ms, settings, slot, stream};
-    use crate::time::tests::timeuuid;
+    use crate::stream::StreamReader;
+    use crate::stream::tests::{BASE, FakeLog, ms, settings, slot, stream};
     use std::sync::Mutex;
     use std::time::Duration;
     use tokio::sync::watch;
@@ -2937,7 +2937,7 @@ mod tests {
         for ends in ENDS {
             for rows in [1, 3] {
                 for retries in [0, 1] {
-                    let sink = Arc::new(crate::stream_reader::tests::MemorySink::default());
+                    let sink = Arc::new(crate::stream::tests::MemorySink::default());
                     let run = run_layout(
                         ends,
                         failing_on_change_1(false),
@@ -2969,7 +2969,7 @@ mod tests {
                             let v = l.columns.iter().find(|(n, _)| n == "v");
                             (
                                 l.stream_id,
-                                crate::time::timeuuid_micros(&l.time),
+                                crate::base::time::timeuuid_micros(&l.time),
                                 l.batch_seq_no,
                                 v.map(|(_, v)| v.clone()),
                             )
@@ -3046,7 +3046,7 @@ mod tests {
                     } => assert_eq!(
                         (
                             *named,
-                            crate::time::timeuuid_micros(time),
+                            crate::base::time::timeuuid_micros(time),
                             *batch_seq_no,
                             *attempts
                         ),

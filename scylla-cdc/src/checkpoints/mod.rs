@@ -15,8 +15,8 @@ use futures::future::try_join_all;
 use scylla::client::session::Session;
 use scylla::statement::prepared::PreparedStatement;
 
-use crate::cdc_types::{GenerationTimestamp, StreamID, quote_identifier};
-use crate::error::CDCError;
+use crate::base::cdc_types::{GenerationTimestamp, StreamID, quote_identifier};
+use crate::base::error::CDCError;
 
 /// Progress of one stream group: every row of `stream_ids` with `cdc$time` before
 /// `timestamp` was delivered.
@@ -226,7 +226,7 @@ impl TableBackedCheckpointSaver {
         );
         let prepare = |text: String| {
             let session = session.clone();
-            async move { crate::error::prepare(&session, &text).await }
+            async move { crate::base::error::prepare(&session, &text).await }
         };
         let key = "reader_name = ? AND keyspace_name = ? AND table_name = ?";
         let insert = prepare(format!(

@@ -18,9 +18,9 @@ use scylla::frame::response::result::{ColumnSpec, ColumnType, NativeType};
 use scylla::value::CqlValue;
 use uuid::Uuid;
 
-use crate::cdc_types::StreamID;
+use crate::base::cdc_types::StreamID;
+use crate::base::error::ColumnError;
 use crate::decode::DecodeError;
-use crate::error::ColumnError;
 
 /// Receives the rows of one stream group, in order (see the crate docs for guarantees).
 #[async_trait]
@@ -863,13 +863,13 @@ impl<'a> CDCRow<'a> {
 
     /// The write time of the change: the time part of `cdc$time` (microsecond precision).
     pub fn timestamp(&self) -> DateTime<Utc> {
-        crate::time::timeuuid_to_datetime(&self.time)
+        crate::base::time::timeuuid_to_datetime(&self.time)
     }
 
     /// The write time of the change in microseconds since the Unix epoch (the base write's
     /// `USING TIMESTAMP`).
     pub fn timestamp_micros(&self) -> i64 {
-        crate::time::timeuuid_micros(&self.time)
+        crate::base::time::timeuuid_micros(&self.time)
     }
 
     /// The CQL type of a column of the log (for collections, the log's frozen type).
@@ -1173,7 +1173,7 @@ pub(crate) mod tests {
     fn header_decodes_metadata() {
         let specs = log_specs();
         let idx = ColumnIndex::new(&specs).unwrap();
-        let t = crate::time::tests::timeuuid(5, 7);
+        let t = crate::base::time::tests::timeuuid(5, 7);
         let mut r = TestRow::new([3; 16], t, 2);
         r.op = -4;
         r.ttl = Some(100);
@@ -1192,7 +1192,7 @@ pub(crate) mod tests {
     fn header_rejects_bad_rows_without_panicking() {
         let specs = log_specs();
         let idx = ColumnIndex::new(&specs).unwrap();
-        let good = TestRow::new([1; 16], crate::time::tests::timeuuid(1, 1), 0).cells();
+        let good = TestRow::new([1; 16], crate::base::time::tests::timeuuid(1, 1), 0).cells();
         for (pos, bad) in [
             (0, None),
             (0, Some(vec![1; 15])),
@@ -1215,7 +1215,7 @@ pub(crate) mod tests {
     fn row_accessors() {
         let specs = log_specs();
         let idx = Arc::new(ColumnIndex::new(&specs).unwrap());
-        let mut r = TestRow::new([1; 16], crate::time::tests::timeuuid(1, 1), 0);
+        let mut r = TestRow::new([1; 16], crate::base::time::tests::timeuuid(1, 1), 0);
         r.v = Some(42);
         r.del_v = true;
         r.dele_s = Some(vec![3, 1]);
@@ -1272,7 +1272,7 @@ pub(crate) mod tests {
     fn malformed_value_is_an_error() {
         let specs = log_specs();
         let idx = Arc::new(ColumnIndex::new(&specs).unwrap());
-        let r = TestRow::new([1; 16], crate::time::tests::timeuuid(1, 1), 0);
+        let r = TestRow::new([1; 16], crate::base::time::tests::timeuuid(1, 1), 0);
         let mut cells = r.cells();
         cells[12] = Some(vec![1, 2, 3]); // an int of 3 bytes
         cells[11] = Some(vec![0, 0, 0, 5]); // a set claiming 5 elements, with none

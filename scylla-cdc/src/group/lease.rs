@@ -40,8 +40,8 @@ use scylla::statement::prepared::PreparedStatement;
 use scylla::value::{CqlValue, Row};
 use tokio::time::Instant;
 
-use crate::cdc_types::{GenerationTimestamp, StreamID, quote_identifier};
-use crate::error::CDCError;
+use crate::base::cdc_types::{GenerationTimestamp, StreamID, quote_identifier};
+use crate::base::error::CDCError;
 
 /// The serial consistency of every lightweight transaction on the lease table: SERIAL, not
 /// the driver's default LOCAL_SERIAL. LOCAL_SERIAL runs Paxos among the replicas of the
@@ -205,7 +205,7 @@ impl LeaseTable {
         let prepare = |text: String| {
             let session = session.clone();
             async move {
-                let mut statement = crate::error::prepare(&session, &text).await?;
+                let mut statement = crate::base::error::prepare(&session, &text).await?;
                 statement.set_serial_consistency(Some(SERIAL));
                 Ok::<_, CDCError>(statement)
             }

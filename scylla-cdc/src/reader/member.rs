@@ -1,12 +1,12 @@
 //! A member of a consumer group ([`super::CDCLogReaderBuilder::group`]): instead of reading
 //! every stream group of a generation, a [`Worker`] reads the units of work it holds a lease
-//! on, as decided through the lease table ([`crate::lease`]).
+//! on, as decided through the lease table ([`crate::group::lease`]).
 //!
 //! Every `renew_interval` the member reads the group's partition of the lease table, renews
 //! its leases in one conditional batch, creates the units of the next generation once every
 //! unit of the current one is done (so that a partition's changes of one generation are all
 //! delivered before any of the next, as a reader outside a group does), and takes, asks for
-//! or hands over units until every member holds an equal share ([`crate::lease::plan`]).
+//! or hands over units until every member holds an equal share ([`crate::group::lease::plan`]).
 //!
 //! The units a member starts in one round are read together, grouped by replica as a reader
 //! outside a group reads a generation (one [`StreamReader`] per node and shard, at most
@@ -32,16 +32,16 @@ use tokio::time::Instant;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use super::Worker;
-use crate::cdc_types::{GenerationTimestamp, StreamID};
-use crate::error::{Backoff, CDCError, retry_transient};
-use crate::events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
-use crate::lease::{
+use crate::base::cdc_types::{GenerationTimestamp, StreamID};
+use crate::base::error::{Backoff, CDCError, retry_transient};
+use crate::cluster::generations::{generation_covering, next_generation};
+use crate::group::lease::{
     Cas, LeaseRow, LeaseTable, NewUnit, Observations, View, member_key, plan,
     unit_generation_millis, unit_key,
 };
-use crate::progress::{GroupProgress, Slot};
-use crate::stream_generations::{generation_covering, next_generation};
-use crate::stream_reader::{Deadline, StreamReader};
+use crate::report::events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
+use crate::report::progress::{GroupProgress, Slot};
+use crate::stream::{Deadline, StreamReader};
 
 /// What a member needs besides its [`Worker`].
 pub(crate) struct GroupRuntime {
@@ -196,7 +196,7 @@ impl Member<'_> {
     }
 
     fn expires_at(&self) -> DateTime<Utc> {
-        crate::time::plus(Utc::now(), self.g.lease_duration)
+        crate::base::time::plus(Utc::now(), self.g.lease_duration)
     }
 
     async fn run(&mut self) -> Result<(), CDCError> {

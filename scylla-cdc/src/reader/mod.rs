@@ -28,26 +28,26 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::{Instrument, info, info_span, warn};
 
-use crate::cdc_types::GenerationTimestamp;
+use crate::base::cdc_types::GenerationTimestamp;
+use crate::base::error::{Backoff, CDCError, retry_transient};
+use crate::base::time::{Clock, SystemClock};
 use crate::change::{AssemblerFactory, ChangeConsumerFactory};
 use crate::checkpoints::CDCCheckpointSaver;
-use crate::consumer::ConsumerFactory;
-use crate::error::{Backoff, CDCError, retry_transient};
-use crate::error_policy::ConsumerErrorPolicy;
-use crate::events::{EventListener, ExpiredGap, ReaderEvent};
-use crate::progress::{Overall, Progress, RateLimiter, ReaderStats, Stats, retry_kind_of};
-use crate::replica_groups::{
-    DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY, ReadGroup, group_by_replica,
-    group_with_session,
-};
-use crate::stream_generations::{
+use crate::cluster::generations::{
     GenerationFetcher, SharedStreams, TabletGenerationFetcher, VnodeGenerationFetcher,
     generation_covering, next_generation,
 };
-use crate::stream_reader::{DriverLogSource, LogSource, ReaderSettings, StreamReader};
-use crate::time::{Clock, SystemClock};
+use crate::cluster::replicas::{
+    DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY, ReadGroup, group_by_replica,
+    group_with_session,
+};
+use crate::consumer::ConsumerFactory;
+use crate::report::events::{EventListener, ExpiredGap, ReaderEvent};
+use crate::report::progress::{Overall, Progress, RateLimiter, ReaderStats, Stats, retry_kind_of};
+use crate::stream::error_policy::ConsumerErrorPolicy;
+use crate::stream::{DriverLogSource, LogSource, ReaderSettings, StreamReader};
 
-mod group;
+mod member;
 
 /// Default lease duration of a consumer group's member: 10 s.
 pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(10);
@@ -100,7 +100,7 @@ pub const MIN_GENERATION_POLL: Duration = Duration::from_millis(100);
 /// Rounds a point in time up to whole milliseconds, so that a limit in between two
 /// milliseconds still lets every earlier row through.
 fn ceil_to_millis(t: DateTime<Utc>) -> DateTime<Utc> {
-    let floor = crate::time::truncate_to_millis(t);
+    let floor = crate::base::time::truncate_to_millis(t);
     if floor == t {
         t
     } else {
@@ -800,9 +800,7 @@ impl CDCLogReaderBuilder {
             .max_rows_per_second
             .map(|n| Arc::new(RateLimiter::new(n)));
         // One prefetch budget for every group of every table.
-        let prefetch = Arc::new(tokio::sync::Semaphore::new(
-            crate::stream_reader::PREFETCH_PAGES,
-        ));
+        let prefetch = Arc::new(tokio::sync::Semaphore::new(crate::stream::PREFETCH_PAGES));
         let mut workers = Vec::with_capacity(setups.len());
         let mut all_stats = Vec::with_capacity(setups.len());
         for (index, setup) in setups.into_iter().enumerate() {
@@ -879,7 +877,7 @@ impl CDCLogReaderBuilder {
                         CDCError::InvalidConfig("a consumer group needs a lease table".into())
                     })?;
                     let lease = retry_transient("opening the lease table", &mut backoff(), || {
-                        crate::lease::LeaseTable::open(
+                        crate::group::lease::LeaseTable::open(
                             session.clone(),
                             (&at.0, &at.1),
                             &g.name,
@@ -888,12 +886,12 @@ impl CDCLogReaderBuilder {
                         )
                     })
                     .await?;
-                    Some(group::GroupRuntime {
+                    Some(member::GroupRuntime {
                         lease,
                         member: g
                             .member_id
                             .clone()
-                            .unwrap_or_else(crate::lease::default_member_id),
+                            .unwrap_or_else(crate::group::lease::default_member_id),
                         lease_duration: g.lease_duration,
                         renew_interval: g.renew_interval(),
                         stop: stop_rx.clone(),
@@ -1138,12 +1136,13 @@ async fn read_log_ttl(
     keyspace: &str,
     table: &str,
 ) -> Result<Option<Duration>, CDCError> {
-    let Some(options) = crate::cdc_options::read_cdc_extension(session, keyspace, table).await?
+    let Some(options) =
+        crate::cluster::cdc_options::read_cdc_extension(session, keyspace, table).await?
     else {
         info!("the table has no cdc schema extension: its log is not assumed to expire");
         return Ok(None);
     };
-    crate::cdc_options::log_ttl(&options).map_err(|detail| CDCError::BadMetadata {
+    crate::cluster::cdc_options::log_ttl(&options).map_err(|detail| CDCError::BadMetadata {
         what: format!("the cdc extension of {keyspace}.{table}"),
         detail,
     })
@@ -1228,14 +1227,17 @@ struct Worker {
     /// with [`CDCError::CdcDisabled`].
     disabled_until: Option<DateTime<Utc>>,
     /// The consumer group this worker reads as a member of.
-    group: Option<group::GroupRuntime>,
+    group: Option<member::GroupRuntime>,
 }
 
 impl Worker {
     /// After a check found CDC disabled on the table: read every change logged before now
     /// (plus the safety interval, for the nodes' clocks), then end.
     fn cdc_disabled(&mut self) {
-        let until = ceil_to_millis(crate::time::plus(Utc::now(), self.settings.safety_interval));
+        let until = ceil_to_millis(crate::base::time::plus(
+            Utc::now(),
+            self.settings.safety_interval,
+        ));
         warn!(
             keyspace = %self.keyspace,
             table = %self.table,
@@ -1254,7 +1256,8 @@ impl Worker {
         if self.disabled_until.is_some() {
             return;
         }
-        match crate::cdc_options::cdc_enabled(&session, &self.keyspace, &self.table).await {
+        match crate::cluster::cdc_options::cdc_enabled(&session, &self.keyspace, &self.table).await
+        {
             Ok(true) => {}
             Ok(false) => self.cdc_disabled(),
             Err(e) => warn!(error = %e, "could not check that CDC is still enabled"),
@@ -1311,7 +1314,7 @@ impl Worker {
     async fn fetch_stream_groups(
         &self,
         generation: &GenerationTimestamp,
-    ) -> Result<Vec<Vec<crate::cdc_types::StreamID>>, CDCError> {
+    ) -> Result<Vec<Vec<crate::base::cdc_types::StreamID>>, CDCError> {
         let mut backoff = Backoff::new(self.settings.give_up_after);
         loop {
             match self.fetcher.fetch_stream_groups(generation).await {
@@ -1346,8 +1349,8 @@ impl Worker {
         let ttl = self.log_ttl?;
         let margin = ttl.checked_add(self.settings.safety_interval)?;
         let now = self.settings.clock.now();
-        now.checked_sub_signed(crate::time::to_delta(margin))
-            .map(crate::time::truncate_to_millis)
+        now.checked_sub_signed(crate::base::time::to_delta(margin))
+            .map(crate::base::time::truncate_to_millis)
     }
 
     /// Reports a gap of expired changes: the event, the metric and a WARN line.
@@ -1384,7 +1387,7 @@ impl Worker {
     async fn stream_starts(
         &self,
         generation: &GenerationTimestamp,
-        streams: &[crate::cdc_types::StreamID],
+        streams: &[crate::base::cdc_types::StreamID],
         first: bool,
     ) -> Result<Vec<DateTime<Utc>>, CDCError> {
         if !first {
@@ -1430,7 +1433,7 @@ impl Worker {
 
     /// The groups the streams of a generation are read in: by replica when the driver
     /// knows the cluster, in chunks the cluster accepts.
-    fn read_groups(&self, groups: Vec<Vec<crate::cdc_types::StreamID>>) -> Vec<ReadGroup> {
+    fn read_groups(&self, groups: Vec<Vec<crate::base::cdc_types::StreamID>>) -> Vec<ReadGroup> {
         match &self.cdc_probe {
             Some(session) => group_with_session(
                 session,
@@ -1474,7 +1477,7 @@ impl Worker {
             .oldest_readable()
             .map(|o| next.map_or(o, |n| o.min(n.timestamp)))
             .map(|o| self.end().map_or(o, |e| o.min(e)));
-        let mut gap: Option<(DateTime<Utc>, Vec<crate::cdc_types::StreamID>)> = None;
+        let mut gap: Option<(DateTime<Utc>, Vec<crate::base::cdc_types::StreamID>)> = None;
         // Every group's start is known before any group runs: the low watermark is the least
         // position of all of them.
         let all_streams: Vec<_> = groups.iter().flat_map(|g| g.streams.clone()).collect();
@@ -1724,12 +1727,12 @@ impl Future for CDCReaderHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cdc_types::StreamID;
+    use crate::base::cdc_types::StreamID;
+    use crate::base::time::TokioClock;
     use crate::checkpoints::tests::MemorySaver;
+    use crate::cluster::generations::tests::FakeFetcher;
     use crate::consumer::Consumer;
-    use crate::stream_generations::tests::FakeFetcher;
-    use crate::stream_reader::tests::{FakeLog, Recorder, Seen, ms, row, stream};
-    use crate::time::TokioClock;
+    use crate::stream::tests::{FakeLog, Recorder, Seen, ms, row, stream};
     use async_trait::async_trait;
     use std::sync::Mutex;
 
@@ -2665,7 +2668,7 @@ mod tests {
             Err(e) => match e.try_into_panic() {
                 Ok(payload) => Err(format!(
                     "panicked: {}",
-                    crate::error_policy::panic_message(payload.as_ref())
+                    crate::stream::error_policy::panic_message(payload.as_ref())
                 )),
                 Err(e) => Err(format!("task failed: {e}")),
             },
@@ -2902,12 +2905,12 @@ mod tests {
     #[test]
     fn ceil_millis_at_the_end_of_time() {
         let max = DateTime::<Utc>::MAX_UTC;
-        assert!(ceil_to_millis(max) >= crate::time::truncate_to_millis(max));
+        assert!(ceil_to_millis(max) >= crate::base::time::truncate_to_millis(max));
     }
 
     #[test]
     fn identifiers_are_quoted() {
-        use crate::cdc_types::quote_identifier;
+        use crate::base::cdc_types::quote_identifier;
         assert_eq!(quote_identifier("ks"), "\"ks\"");
         assert_eq!(quote_identifier("we\"ird"), "\"we\"\"ird\"");
     }

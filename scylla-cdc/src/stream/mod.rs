@@ -1,10 +1,12 @@
 //! Reading the log of one stream group, window after window.
 //!
 //! A [`StreamReader`] owns one group of streams of one generation and one [`Consumer`]. It
-//! reads windows `[T, U)` (see [`crate::time::next_window_end`]) from a [`LogSource`] page by
+//! reads windows `[T, U)` (see [`crate::base::time::next_window_end`]) from a [`LogSource`] page by
 //! page, prefetching the next page while the consumer handles the current one (a few groups
 //! at a time), retries transient errors from the page that failed, never hands a stream's
 //! row over twice, and saves a [`Checkpoint`] after its windows.
+
+pub(crate) mod error_policy;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -25,15 +27,17 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use crate::cdc_types::{GenerationTimestamp, StreamID};
+use crate::base::cdc_types::{GenerationTimestamp, StreamID};
+use crate::base::error::{Backoff, CDCError, StreamList, is_transient};
+use crate::base::time::{
+    ChangeKey, Clock, next_window_end, timeuuid_to_datetime, truncate_to_millis,
+};
 use crate::change::{Change, ChangeAssembler};
 use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
+use crate::cluster::replicas::{PreferReplica, Replica};
 use crate::consumer::{CDCRow, CellSource, ColumnIndex, Consumer, RowHeader, RowRef};
-use crate::error::{Backoff, CDCError, StreamList, is_transient};
-use crate::error_policy::{AfterRetries, ConsumerErrorPolicy, DeadLetter, panic_message};
-use crate::progress::{ErrorOutcome, RateLimiter, Slot, Stats, retry_kind};
-use crate::replica_groups::{PreferReplica, Replica};
-use crate::time::{ChangeKey, Clock, next_window_end, timeuuid_to_datetime, truncate_to_millis};
+use crate::report::progress::{ErrorOutcome, RateLimiter, Slot, Stats, retry_kind};
+use crate::stream::error_policy::{AfterRetries, ConsumerErrorPolicy, DeadLetter, panic_message};
 
 /// One page of log rows.
 // The test-only variant is the small one; production builds have only `Driver`.
@@ -205,10 +209,10 @@ impl DriverLogSource {
         let text = format!(
             "SELECT * FROM {}.{} WHERE \"cdc$stream_id\" IN ? AND \"cdc$time\" >= minTimeuuid(?) \
              AND \"cdc$time\" < minTimeuuid(?) BYPASS CACHE",
-            crate::cdc_types::quote_identifier(keyspace),
-            crate::cdc_types::quote_identifier(log_table),
+            crate::base::cdc_types::quote_identifier(keyspace),
+            crate::base::cdc_types::quote_identifier(log_table),
         );
-        let mut statement = crate::error::prepare_idempotent(&session, &text).await?;
+        let mut statement = crate::base::error::prepare_idempotent(&session, &text).await?;
         statement.set_page_size(LOG_PAGE_ROWS);
         Ok(Self { session, statement })
     }
@@ -534,7 +538,8 @@ impl StreamReader {
             (p.window_rows, p.window_changes) = (0, 0);
             // The window was cut short by "now - safety_interval" (not by its size or the
             // limit): the reader has caught up and waits before the next window.
-            let caught_up = u < crate::time::plus(t, s.window_size) && limit.is_none_or(|l| u < l);
+            let caught_up =
+                u < crate::base::time::plus(t, s.window_size) && limit.is_none_or(|l| u < l);
             t = u;
             self.plan.save(&mut self.progress, t, false).await?;
             if caught_up {
@@ -636,7 +641,7 @@ fn idle_pause(
     if !sleep_interval.is_zero() {
         return sleep_interval;
     }
-    let readable_at = crate::time::plus(t, safety_interval);
+    let readable_at = crate::base::time::plus(t, safety_interval);
     (readable_at - now)
         .to_std()
         .unwrap_or_default()
@@ -1275,10 +1280,10 @@ impl Plan {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::base::time::TokioClock;
+    use crate::base::time::tests::timeuuid;
     use crate::checkpoints::tests::MemorySaver;
     use crate::consumer::tests::{TestRow, log_specs};
-    use crate::time::TokioClock;
-    use crate::time::tests::timeuuid;
     use std::collections::VecDeque;
     use std::sync::Mutex;
 
@@ -1346,7 +1351,7 @@ pub(crate) mod tests {
                 .iter()
                 .filter(|r| streams.contains(&StreamID::new(r.stream)))
                 .filter(|r| {
-                    let m = crate::time::timeuuid_micros(&r.time);
+                    let m = crate::base::time::timeuuid_micros(&r.time);
                     m >= smin && m < emin
                 })
                 .cloned()
@@ -1396,7 +1401,7 @@ pub(crate) mod tests {
             }
             self.seen.lock().unwrap().push((
                 row.stream_id.as_bytes()[0],
-                crate::time::timeuuid_micros(&row.time),
+                crate::base::time::timeuuid_micros(&row.time),
                 row.batch_seq_no,
                 v,
             ));
@@ -1513,7 +1518,8 @@ pub(crate) mod tests {
     #[async_trait]
     impl Consumer for Buffering {
         async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
-            self.pending.push(crate::time::timeuuid_micros(&row.time));
+            self.pending
+                .push(crate::base::time::timeuuid_micros(&row.time));
             Ok(())
         }
 
@@ -2017,7 +2023,7 @@ pub(crate) mod tests {
         saves: Vec<DateTime<Utc>>,
     }
 
-    type Progress2 = crate::progress::Progress;
+    type Progress2 = crate::report::progress::Progress;
 
     /// Runs a reader over rows v = 0..5 (one per second from BASE - 90 s) of one stream with
     /// `consumer` settings and `policy`, until BASE - 60 s.
@@ -2113,7 +2119,7 @@ pub(crate) mod tests {
                 assert_eq!(table, "t");
                 assert_eq!(*s, stream(4));
                 assert_eq!(
-                    crate::time::timeuuid_micros(time),
+                    crate::base::time::timeuuid_micros(time),
                     policy_row_time(3).timestamp_micros()
                 );
                 assert_eq!((*batch_seq_no, *attempts), (0, 3));
@@ -2169,7 +2175,7 @@ pub(crate) mod tests {
         assert_eq!((l.keyspace.as_str(), l.table.as_str()), ("ks", "t"));
         assert_eq!(l.stream_id, stream(4));
         assert_eq!(
-            crate::time::timeuuid_micros(&l.time),
+            crate::base::time::timeuuid_micros(&l.time),
             policy_row_time(2).timestamp_micros()
         );
         assert_eq!((l.batch_seq_no, l.attempts), (0, 2));
