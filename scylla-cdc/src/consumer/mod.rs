@@ -794,9 +794,9 @@ impl<'a> CDCRow<'a> {
     }
 
     /// What the row deleted: the columns whose `cdc$deleted_` flag is set and the elements
-    /// removed from non-frozen collections and UDTs (see [`crate::Deletions`]).
-    pub fn deletions(&self) -> Result<crate::Deletions, ColumnError> {
-        let mut out = crate::Deletions::default();
+    /// removed from non-frozen collections and UDTs (see [`crate::decode::Deletions`]).
+    pub fn deletions(&self) -> Result<crate::decode::Deletions, ColumnError> {
+        let mut out = crate::decode::Deletions::default();
         for name in self.get_non_cdc_column_names() {
             if self.is_value_deleted(name) {
                 out.columns.push(name.to_owned());

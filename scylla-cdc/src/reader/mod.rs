@@ -31,7 +31,8 @@ use tracing::{Instrument, info, info_span, warn};
 use crate::base::cdc_types::GenerationTimestamp;
 use crate::base::error::{Backoff, CDCError, retry_transient};
 use crate::base::time::{Clock, SystemClock};
-use crate::change::{AssemblerFactory, ChangeConsumerFactory};
+use crate::change::ChangeConsumerFactory;
+use crate::change::assembler::AssemblerFactory;
 use crate::checkpoints::CDCCheckpointSaver;
 use crate::cluster::generations::{
     GenerationFetcher, SharedStreams, TabletGenerationFetcher, VnodeGenerationFetcher,

@@ -32,7 +32,8 @@ use crate::base::error::{Backoff, CDCError, StreamList, is_transient};
 use crate::base::time::{
     ChangeKey, Clock, next_window_end, timeuuid_to_datetime, truncate_to_millis,
 };
-use crate::change::{Change, ChangeAssembler};
+use crate::change::Change;
+use crate::change::assembler::ChangeAssembler;
 use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
 use crate::cluster::replicas::{PreferReplica, Replica};
 use crate::consumer::{CDCRow, CellSource, ColumnIndex, Consumer, RowHeader, RowRef};
