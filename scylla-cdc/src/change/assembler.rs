@@ -7,16 +7,15 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::chunk::ChunkWriter;
 use super::{
-    CHANGE_HEADER, Change, ChangeConsumer, ChangeConsumerFactory, FLAG_END_OF_BATCH, FLAG_SPAN,
-    FLAG_TTL, RECORD_HEADER, Schema,
+    CHANGE_HEADER, Change, ChangeConsumer, FLAG_END_OF_BATCH, FLAG_SPAN, FLAG_TTL, RECORD_HEADER,
+    Schema,
 };
 use crate::base::cdc_types::StreamID;
-use crate::consumer::{CDCRow, CellSource, Consumer, RowHeader, RowRef};
+use crate::consumer::{CDCRow, CellSource, RowHeader, RowRef};
 
 /// The change being assembled (its rows are in the assembler's chunk, which has its
 /// schema).
@@ -26,7 +25,8 @@ struct Pending {
     rows: u32,
 }
 
-/// The [`Consumer`] behind [`crate::CDCLogReaderBuilder::change_consumer_factory`]: it
+/// What the stream reader hands the rows of a change consumer's stream group to
+/// ([`crate::CDCLogReaderBuilder::change_consumer_factory`]): it
 /// copies the rows of the current `(stream, cdc$time)` into its buffer and hands the
 /// [`Change`] to the user's [`ChangeConsumer`] once complete.
 pub(crate) struct ChangeAssembler {
@@ -46,15 +46,15 @@ pub(crate) struct ChangeAssembler {
     keep_failed: bool,
 }
 
-/// The row whose `consume_cdc` tried to deliver a change, and whether that row belongs to
+/// The row whose [`ChangeAssembler::consume_row`] tried to deliver a change, and whether that row belongs to
 /// the change (its last row) or came after it (a change without `cdc$end_of_batch`).
 ///
 /// The reader's consumer error policy either hands the same row over again — the change is
 /// then delivered again, whole — or gives up on it ([`ChangeAssembler::give_up`]): the
 /// change is given up with it. The stream reader never leaves a change to be completed by
 /// a row not of it (`in_change: false`): it delivers such a change first, as its own step
-/// ([`ChangeAssembler::take_completed_by`]); only a caller of `consume_cdc` without an
-/// error policy of its own does.
+/// ([`ChangeAssembler::take_completed_by`]); only a caller of `consume_row` without an
+/// error policy of its own (a test) does.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Retrigger {
     stream_id: StreamID,
@@ -364,25 +364,7 @@ impl RecordWriter<'_> {
     }
 }
 
-/// A consumer that takes nothing: what [`ChangeAssembler::take`] leaves behind.
-struct Detached;
-
-#[async_trait]
-impl ChangeConsumer for Detached {
-    async fn consume_change(&mut self, _change: Change) -> anyhow::Result<()> {
-        Ok(())
-    }
-}
-
 impl ChangeAssembler {
-    /// Moves this assembler out (the stream reader keeps it typed instead of behind
-    /// `dyn Consumer`), leaving one with a consumer that takes nothing.
-    pub(crate) fn take(&mut self) -> Self {
-        let mut detached = Self::new(Box::new(Detached), self.table.clone());
-        std::mem::swap(self, &mut detached);
-        detached
-    }
-
     /// Whether [`Self::push_row`] takes this row (the common case): no change failed
     /// before, and the row continues the pending change or starts one. Otherwise a change
     /// is delivered first: the pending one, which the row is not of
@@ -524,7 +506,7 @@ impl ChangeAssembler {
         trigger.is_row(header).then_some(change)
     }
 
-    /// Takes one log row ([`Consumer::consume_cdc`]). The stream reader calls it only to
+    /// Takes one log row, as a row consumer would. The stream reader calls it only to
     /// hand over again a row whose change failed ([`Self::can_push`] refuses it): it delivers
     /// a change completed by a row not of it itself, first ([`Self::take_completed_by`]).
     pub(crate) async fn consume_row(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
@@ -558,50 +540,17 @@ impl ChangeAssembler {
         }
         Ok(())
     }
-}
 
-#[async_trait]
-impl Consumer for ChangeAssembler {
-    async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
-        self.consume_row(row).await
-    }
-
-    fn change_assembler(&mut self) -> Option<&mut dyn std::any::Any> {
-        Some(self)
-    }
-
-    async fn flush(&mut self) -> anyhow::Result<()> {
+    /// Lets the consumer finish the work it accepted, after delivering a pending change
+    /// (see [`ChangeConsumer::flush`]).
+    pub(crate) async fn flush(&mut self) -> anyhow::Result<()> {
         self.deliver_pending().await?;
         self.consumer.flush().await
     }
 
-    async fn end_of_window(&mut self) -> anyhow::Result<()> {
+    /// The window the stream reader read is over: a pending change is complete, and is
+    /// delivered.
+    pub(crate) async fn end_of_window(&mut self) -> anyhow::Result<()> {
         self.deliver_pending().await
-    }
-}
-
-/// Makes a [`ChangeAssembler`] around each consumer of a [`ChangeConsumerFactory`].
-pub(crate) struct AssemblerFactory {
-    factory: Arc<dyn ChangeConsumerFactory>,
-}
-
-impl AssemblerFactory {
-    /// Assemblers around the consumers of `factory`.
-    pub(crate) fn new(factory: Arc<dyn ChangeConsumerFactory>) -> Self {
-        Self { factory }
-    }
-}
-
-#[async_trait]
-impl crate::consumer::ConsumerFactory for AssemblerFactory {
-    async fn new_consumer(&self) -> Box<dyn Consumer> {
-        self.new_consumer_for_table("").await
-    }
-
-    async fn new_consumer_for_table(&self, table: &str) -> Box<dyn Consumer> {
-        Box::new(ChangeAssembler::new(
-            self.factory.new_consumer_for_table(table).await,
-            Arc::from(table),
-        ))
     }
 }

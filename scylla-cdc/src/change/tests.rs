@@ -3,9 +3,10 @@ use super::*;
 use crate::base::cdc_types::GenerationTimestamp;
 use crate::base::time::tests::timeuuid;
 use crate::checkpoints::tests::MemorySaver;
+use crate::consumer::CDCRow;
 use crate::consumer::tests::{TestRow, log_specs};
-use crate::consumer::{CDCRow, Consumer};
 use crate::stream::StreamReader;
+use crate::stream::sink::Sink;
 use crate::stream::tests::{BASE, FakeLog, ms, settings, slot, stream};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -106,7 +107,7 @@ async fn assemble_in(rows: &[TestRow], feed: Feed) -> Vec<Change> {
             }
             assembler.delivered();
         } else {
-            assembler.consume_cdc(row).await.unwrap();
+            assembler.consume_row(row).await.unwrap();
         }
     }
     assembler.flush().await.unwrap();
@@ -361,7 +362,7 @@ async fn a_schema_change_within_a_change_keeps_each_rows_schema() {
         let refs: Vec<Option<&[u8]>> = cells.iter().map(|c| c.as_deref()).collect();
         let header = index.header(&refs).unwrap();
         assembler
-            .consume_cdc(CDCRow::new(header, index, &specs, &refs))
+            .consume_row(CDCRow::new(header, index, &specs, &refs))
             .await
             .unwrap();
     }
@@ -673,7 +674,10 @@ async fn changes_straddling_pages_are_delivered_whole_and_once() {
             GenerationTimestamp::new(ms(0)),
             gen_rx,
             start,
-            Box::new(ChangeAssembler::new(Box::new(keep.clone()), Arc::from("t"))),
+            Sink::Changes(Box::new(ChangeAssembler::new(
+                Box::new(keep.clone()),
+                Arc::from("t"),
+            ))),
             slot,
         );
         reader.run().await.unwrap();
@@ -765,10 +769,10 @@ async fn run_changes(
         GenerationTimestamp::new(ms(0)),
         gen_rx,
         start,
-        Box::new(ChangeAssembler::new(
+        Sink::Changes(Box::new(ChangeAssembler::new(
             Box::new(consumer.clone()),
             Arc::from("t"),
-        )),
+        ))),
         slot,
     );
     let result = reader.run().await;
@@ -911,10 +915,10 @@ async fn run_layout(
         GenerationTimestamp::new(ms(0)),
         gen_rx,
         start,
-        Box::new(ChangeAssembler::new(
+        Sink::Changes(Box::new(ChangeAssembler::new(
             Box::new(consumer.clone()),
             Arc::from("t"),
-        )),
+        ))),
         slot,
     );
     let result = reader.run().await;

@@ -39,22 +39,6 @@ pub trait Consumer: Send {
     async fn flush(&mut self) -> anyhow::Result<()> {
         Ok(())
     }
-
-    /// Called by the stream reader after each window, before a checkpoint may be saved.
-    /// Crate-internal (the change assembler delivers its pending change here); the default
-    /// does nothing.
-    #[doc(hidden)]
-    async fn end_of_window(&mut self) -> anyhow::Result<()> {
-        Ok(())
-    }
-
-    /// Crate-internal: the change assembler behind
-    /// [`crate::CDCLogReaderBuilder::change_consumer_factory`], which the stream reader calls
-    /// directly (one boxed future per row less); `None` for every other consumer.
-    #[doc(hidden)]
-    fn change_assembler(&mut self) -> Option<&mut dyn std::any::Any> {
-        None
-    }
 }
 
 /// Makes one [`Consumer`] per stream group (one per vnode, or per tablet stream) of each

@@ -988,7 +988,7 @@ impl Member<'_> {
                 settings.source = r;
             }
             let slot = self.w.settings.stats.add_slot(start, streams.len());
-            let consumer = self.w.factory.new_consumer_for_table(&self.w.table).await;
+            let sink = self.w.consumers.new_sink(&self.w.table).await;
             let keys: Vec<String> = members.iter().map(|i| units[*i].row.unit.clone()).collect();
             let span = info_span!(
                 "unit_reader",
@@ -1004,7 +1004,7 @@ impl Member<'_> {
                 generation,
                 end_rx,
                 start,
-                consumer,
+                sink,
                 slot.clone(),
             )
             .with_stream_starts(starts)

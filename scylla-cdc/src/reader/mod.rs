@@ -32,7 +32,6 @@ use crate::base::cdc_types::GenerationTimestamp;
 use crate::base::error::{Backoff, CDCError, retry_transient};
 use crate::base::time::{Clock, SystemClock};
 use crate::change::ChangeConsumerFactory;
-use crate::change::assembler::AssemblerFactory;
 use crate::checkpoints::CDCCheckpointSaver;
 use crate::cluster::generations::{
     GenerationFetcher, SharedStreams, TabletGenerationFetcher, VnodeGenerationFetcher,
@@ -46,6 +45,7 @@ use crate::consumer::ConsumerFactory;
 use crate::report::events::{EventListener, ExpiredGap, ReaderEvent};
 use crate::report::progress::{Overall, Progress, RateLimiter, ReaderStats, Stats, retry_kind_of};
 use crate::stream::error_policy::ConsumerErrorPolicy;
+use crate::stream::sink::ConsumerKind;
 use crate::stream::{DriverLogSource, LogSource, ReaderSettings, StreamReader};
 
 mod member;
@@ -110,15 +110,6 @@ fn ceil_to_millis(t: DateTime<Utc>) -> DateTime<Utc> {
             .checked_add_signed(TimeDelta::milliseconds(1))
             .unwrap_or(t)
     }
-}
-
-/// What the user's factory makes.
-#[derive(Clone)]
-enum ConsumerKind {
-    /// Row consumers.
-    Rows(Arc<dyn ConsumerFactory>),
-    /// Change consumers, each behind a change assembler.
-    Changes(Arc<dyn ChangeConsumerFactory>),
 }
 
 /// Configures and starts a [`CDCLogReader`].
@@ -579,11 +570,10 @@ impl CDCLogReaderBuilder {
             .clone()
             .ok_or(CDCError::MissingOption("keyspace"))?;
         let tables = self.table_set()?;
-        let factory: Arc<dyn ConsumerFactory> = match self.consumer_factory.clone() {
-            None => return Err(CDCError::MissingOption("consumer_factory")),
-            Some(ConsumerKind::Rows(f)) => f,
-            Some(ConsumerKind::Changes(factory)) => Arc::new(AssemblerFactory::new(factory)),
-        };
+        let consumers = self
+            .consumer_factory
+            .clone()
+            .ok_or(CDCError::MissingOption("consumer_factory"))?;
         let (save, load) = self.validate()?;
 
         // Every step retries transient failures (a node overloaded, timing out or restarting
@@ -649,7 +639,7 @@ impl CDCLogReaderBuilder {
                 log_ttl,
             });
         }
-        self.start(setups, factory, keyspace, save, load).await
+        self.start(setups, consumers, keyspace, save, load).await
     }
 
     /// The tables to read: at least one, none twice.
@@ -782,7 +772,7 @@ impl CDCLogReaderBuilder {
     async fn start(
         self,
         setups: Vec<TableSetup>,
-        factory: Arc<dyn ConsumerFactory>,
+        consumers: ConsumerKind,
         keyspace: String,
         save: bool,
         load: bool,
@@ -906,7 +896,7 @@ impl CDCLogReaderBuilder {
             all_stats.push((table.clone(), stats.clone()));
             workers.push(Worker {
                 fetcher,
-                factory: factory.clone(),
+                consumers: consumers.clone(),
                 settings: ReaderSettings {
                     table: Arc::from(table.as_str()),
                     window_size: self.window_size,
@@ -1196,7 +1186,8 @@ async fn uses_tablets(session: &Session, keyspace: &str) -> Result<bool, CDCErro
 /// The work of one table: walks its generations and runs their stream readers.
 struct Worker {
     fetcher: Arc<dyn GenerationFetcher>,
-    factory: Arc<dyn ConsumerFactory>,
+    /// Makes what each stream group's rows go to.
+    consumers: ConsumerKind,
     settings: ReaderSettings,
     /// Where saved progress is loaded from, when loading is on.
     loader: Option<Arc<dyn CDCCheckpointSaver>>,
@@ -1521,7 +1512,7 @@ impl Worker {
             if let Some(routed) = replica.and_then(|r| settings.source.routed(r)) {
                 settings.source = routed;
             }
-            let consumer = self.factory.new_consumer_for_table(&self.table).await;
+            let sink = self.consumers.new_sink(&self.table).await;
             let span = info_span!(
                 "stream_reader",
                 stream = %group.first().map(|s| s.to_string()).unwrap_or_default(),
@@ -1535,7 +1526,7 @@ impl Worker {
                 generation,
                 gen_end_rx.clone(),
                 start,
-                consumer,
+                sink,
                 slot,
             )
             .with_stream_starts(these);
@@ -1800,7 +1791,14 @@ mod tests {
                 source: self.log.clone(),
                 log_ttl: b.log_ttl,
             };
-            b.start(vec![setup], factory, "ks".into(), save, load).await
+            b.start(
+                vec![setup],
+                ConsumerKind::Rows(factory),
+                "ks".into(),
+                save,
+                load,
+            )
+            .await
         }
 
         fn seen(&self) -> Vec<Seen> {
@@ -2455,7 +2453,8 @@ mod tests {
             })
             .collect();
         let factory = Arc::new(TableFactory { seen: seen.clone() });
-        b.start(setups, factory, "ks".into(), save, load).await
+        b.start(setups, ConsumerKind::Rows(factory), "ks".into(), save, load)
+            .await
     }
 
     #[tokio::test(start_paused = true)]

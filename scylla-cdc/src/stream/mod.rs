@@ -1,12 +1,14 @@
 //! Reading the log of one stream group, window after window.
 //!
-//! A [`StreamReader`] owns one group of streams of one generation and one [`Consumer`]. It
+//! A [`StreamReader`] owns one group of streams of one generation and one [`Sink`] (a
+//! consumer, or the change assembler in front of a change consumer). It
 //! reads windows `[T, U)` (see [`crate::base::time::next_window_end`]) from a [`LogSource`] page by
 //! page, prefetching the next page while the consumer handles the current one (a few groups
 //! at a time), retries transient errors from the page that failed, never hands a stream's
 //! row over twice, and saves a [`Checkpoint`] after its windows.
 
 pub(crate) mod error_policy;
+pub(crate) mod sink;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -36,9 +38,10 @@ use crate::change::Change;
 use crate::change::assembler::ChangeAssembler;
 use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
 use crate::cluster::replicas::{PreferReplica, Replica};
-use crate::consumer::{CDCRow, CellSource, ColumnIndex, Consumer, RowHeader, RowRef};
+use crate::consumer::{CDCRow, CellSource, ColumnIndex, RowHeader, RowRef};
 use crate::report::progress::{ErrorOutcome, RateLimiter, Slot, Stats, retry_kind};
 use crate::stream::error_policy::{AfterRetries, ConsumerErrorPolicy, DeadLetter, panic_message};
+use crate::stream::sink::Sink;
 
 /// One page of log rows.
 // The test-only variant is the small one; production builds have only `Driver`.
@@ -374,25 +377,6 @@ struct Plan {
     deadline: Option<Arc<Deadline>>,
 }
 
-/// Where a stream group's rows go.
-enum Sink {
-    /// A user's row consumer.
-    Rows(Box<dyn Consumer>),
-    /// The change assembler behind a change consumer, kept typed: it is called directly,
-    /// without a boxed future or a downcast per row.
-    Changes(Box<ChangeAssembler>),
-}
-
-impl Sink {
-    /// The consumer, for the calls that are not per row.
-    fn consumer(&mut self) -> &mut dyn Consumer {
-        match self {
-            Self::Rows(consumer) => consumer.as_mut(),
-            Self::Changes(assembler) => assembler.as_mut(),
-        }
-    }
-}
-
 /// The mutable part: the consumer and what was delivered.
 struct Progress {
     sink: Sink,
@@ -428,28 +412,21 @@ impl StreamReader {
         generation: GenerationTimestamp,
         generation_end: watch::Receiver<Option<DateTime<Utc>>>,
         start: DateTime<Utc>,
-        mut consumer: Box<dyn Consumer>,
+        mut sink: Sink,
         slot: Slot,
     ) -> Self {
         let last = vec![None; streams.len()];
-        let sink = match consumer
-            .change_assembler()
-            .and_then(|a| a.downcast_mut::<ChangeAssembler>())
-        {
-            Some(assembler) => {
-                // A change is kept for a second delivery only if a failed row is handed
-                // over again, or for its dead letters.
-                assembler.keep_failed_changes(
-                    settings.on_error.retry().attempts > 0
-                        || matches!(
-                            settings.on_error.after_retries(),
-                            AfterRetries::DeadLetter(_)
-                        ),
-                );
-                Sink::Changes(Box::new(assembler.take()))
-            }
-            None => Sink::Rows(consumer),
-        };
+        if let Sink::Changes(assembler) = &mut sink {
+            // A change is kept for a second delivery only if a failed row is handed over
+            // again, or for its dead letters.
+            assembler.keep_failed_changes(
+                settings.on_error.retry().attempts > 0
+                    || matches!(
+                        settings.on_error.after_retries(),
+                        AfterRetries::DeadLetter(_)
+                    ),
+            );
+        }
         Self {
             plan: Plan {
                 settings,
@@ -693,7 +670,7 @@ impl Plan {
         {
             self.deliver_change(assembler, change, (start, end)).await?;
         }
-        let ended = progress.sink.consumer().end_of_window();
+        let ended = progress.sink.end_of_window();
         self.unrowed(ended, "at the end of a window", end).await
     }
 
@@ -702,7 +679,7 @@ impl Plan {
     /// [`Self::end_window`], which delivers it.
     async fn flush(&self, progress: &mut Progress, t: DateTime<Utc>) -> Result<(), CDCError> {
         self.check_deadline()?;
-        let flushed = progress.sink.consumer().flush();
+        let flushed = progress.sink.flush();
         self.unrowed(flushed, "in flush", t).await
     }
 
@@ -1284,6 +1261,7 @@ pub(crate) mod tests {
     use crate::base::time::TokioClock;
     use crate::base::time::tests::timeuuid;
     use crate::checkpoints::tests::MemorySaver;
+    use crate::consumer::Consumer;
     use crate::consumer::tests::{TestRow, log_specs};
     use std::collections::VecDeque;
     use std::sync::Mutex;
@@ -1490,10 +1468,10 @@ pub(crate) mod tests {
             GenerationTimestamp::new(ms(0)),
             gen_end_rx,
             start,
-            Box::new(Recorder {
+            Sink::Rows(Box::new(Recorder {
                 seen: seen.clone(),
                 fail_on,
-            }),
+            })),
             slot,
         );
         (
@@ -1603,11 +1581,11 @@ pub(crate) mod tests {
             GenerationTimestamp::new(ms(0)),
             gen_rx,
             ms(BASE - 600_000),
-            Box::new(Buffering {
+            Sink::Rows(Box::new(Buffering {
                 pending: Vec::new(),
                 applied: applied.clone(),
                 fail_flush,
-            }),
+            })),
             slot,
         );
         (applied, saver, rows, r, end_tx)
@@ -1706,10 +1684,10 @@ pub(crate) mod tests {
             GenerationTimestamp::new(ms(0)),
             gen_rx,
             start,
-            Box::new(Watching {
+            Sink::Rows(Box::new(Watching {
                 log,
                 requests_at_row: requests_at_row.clone(),
-            }),
+            })),
             slot,
         );
         end_tx.send(Some(ms(BASE - 60_000))).unwrap();
@@ -1745,10 +1723,10 @@ pub(crate) mod tests {
             GenerationTimestamp::new(ms(0)),
             gen_rx,
             start,
-            Box::new(Recorder {
+            Sink::Rows(Box::new(Recorder {
                 seen: seen.clone(),
                 fail_on: None,
-            }),
+            })),
             slot,
         );
         let task = tokio::spawn(r.run());
@@ -1825,10 +1803,10 @@ pub(crate) mod tests {
             GenerationTimestamp::new(ms(0)),
             gen_end_rx,
             start,
-            Box::new(Recorder {
+            Sink::Rows(Box::new(Recorder {
                 seen: seen.clone(),
                 fail_on: None,
-            }),
+            })),
             slot,
         );
         // Idle for 10 minutes, then one row, then idle again.
@@ -2055,12 +2033,12 @@ pub(crate) mod tests {
             GenerationTimestamp::new(ms(0)),
             gen_rx,
             start,
-            Box::new(Flaky {
+            Sink::Rows(Box::new(Flaky {
                 failures: failures.iter().copied().collect(),
                 panic_on,
                 attempts: attempts.clone(),
                 seen: seen.clone(),
-            }),
+            })),
             slot,
         );
         let result = r.run().await;
