@@ -341,12 +341,13 @@ pub use cluster::cdc_options::{CdcExtensionError, decode_cdc_extension};
 pub use cluster::replicas::DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY;
 pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
 pub use decode::{DecodeError, Deletions, ListValues};
-pub use reader::{
-    CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_LEASE_DURATION,
-    DEFAULT_PAUSE_BETWEEN_SAVES, DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL,
-    DEFAULT_WINDOW_SIZE, MAX_LEASE_DURATION, MAX_SLEEP_INTERVAL, MIN_GENERATION_POLL,
-    MIN_RENEW_INTERVAL, MIN_WINDOW_SIZE, ProgressHandle,
+pub use reader::builder::{
+    CDCLogReaderBuilder, DEFAULT_LEASE_DURATION, DEFAULT_PAUSE_BETWEEN_SAVES,
+    DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE, MAX_LEASE_DURATION,
+    MAX_SLEEP_INTERVAL, MIN_RENEW_INTERVAL, MIN_WINDOW_SIZE,
 };
+pub use reader::worker::MIN_GENERATION_POLL;
+pub use reader::{CDCLogReader, CDCReaderHandle, ProgressHandle};
 pub use report::events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
 pub use report::progress::{GroupProgress, Progress, TableProgress};
 pub use stream::error_policy::{

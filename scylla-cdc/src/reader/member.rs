@@ -1,4 +1,4 @@
-//! A member of a consumer group ([`super::CDCLogReaderBuilder::group`]): instead of reading
+//! A member of a consumer group ([`crate::CDCLogReaderBuilder::group`]): instead of reading
 //! every stream group of a generation, a [`Worker`] reads the units of work it holds a lease
 //! on, as decided through the lease table ([`crate::group::lease`]).
 //!
@@ -31,7 +31,7 @@ use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::Instant;
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use super::Worker;
+use super::worker::Worker;
 use crate::base::cdc_types::{GenerationTimestamp, StreamID};
 use crate::base::error::{Backoff, CDCError, retry_transient};
 use crate::cluster::generations::{generation_covering, next_generation};
