@@ -25,9 +25,10 @@ use crate::cluster::schema::{check_table, read_log_ttl, uses_tablets};
 use crate::consumer::ConsumerFactory;
 use crate::report::events::{EventListener, ReaderEvent};
 use crate::report::progress::{Overall, RateLimiter, ReaderStats, Stats};
+use crate::stream::ReaderSettings;
 use crate::stream::error_policy::ConsumerErrorPolicy;
+use crate::stream::page::{DriverLogSource, LogSource};
 use crate::stream::sink::ConsumerKind;
-use crate::stream::{DriverLogSource, LogSource, ReaderSettings};
 
 use super::member::GroupRuntime;
 use super::worker::Worker;
