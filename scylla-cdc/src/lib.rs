@@ -339,7 +339,8 @@ pub use checkpoints::{
 };
 pub use cluster::cdc_options::{CdcExtensionError, decode_cdc_extension};
 pub use cluster::replicas::DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY;
-pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
+pub use consumer::operation::OperationType;
+pub use consumer::{CDCRow, Consumer, ConsumerFactory};
 pub use decode::{DecodeError, Deletions, ListValues};
 pub use reader::builder::{
     CDCLogReaderBuilder, DEFAULT_LEASE_DURATION, DEFAULT_PAUSE_BETWEEN_SAVES,

@@ -15,7 +15,8 @@ use super::{
     Schema,
 };
 use crate::base::cdc_types::StreamID;
-use crate::consumer::{CDCRow, CellSource, RowHeader, RowRef};
+use crate::consumer::CDCRow;
+use crate::consumer::columns::{CellSource, RowHeader, RowRef};
 
 /// The change being assembled (its rows are in the assembler's chunk, which has its
 /// schema).

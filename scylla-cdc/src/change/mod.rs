@@ -42,7 +42,8 @@ use uuid::Uuid;
 
 use crate::base::cdc_types::StreamID;
 use crate::base::error::ColumnError;
-use crate::consumer::{CellSource, ColumnIndex, OperationType, RowHeader, RowRef, read_u32};
+use crate::consumer::columns::{CellSource, ColumnIndex, RowHeader, RowRef, read_u32};
+use crate::consumer::operation::OperationType;
 
 /// Receives the whole changes of one stream group, in order: the changes of one stream in
 /// `cdc$time` order, each exactly once per run (see the crate docs for guarantees).

@@ -873,7 +873,7 @@ fn no_input_panics() {
 #[test]
 fn a_log_row_decodes_its_base_columns() {
     use crate::consumer::CDCRow;
-    use crate::consumer::ColumnIndex;
+    use crate::consumer::columns::ColumnIndex;
     use crate::consumer::tests::{TestRow, log_specs};
 
     #[derive(Deserialize, Debug, PartialEq)]

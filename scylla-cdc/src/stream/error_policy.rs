@@ -17,7 +17,8 @@ use uuid::Uuid;
 use crate::base::cdc_types::{StreamID, quote_identifier};
 use crate::base::error::{CDCError, ColumnError};
 use crate::change::Change;
-use crate::consumer::{CDCRow, OperationType};
+use crate::consumer::CDCRow;
+use crate::consumer::operation::OperationType;
 
 /// The longest pause between two attempts of one row.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(60);

@@ -34,7 +34,8 @@ use crate::base::time::{
 use crate::change::Change;
 use crate::change::assembler::ChangeAssembler;
 use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
-use crate::consumer::{CDCRow, CellSource, ColumnIndex, RowHeader, RowRef};
+use crate::consumer::CDCRow;
+use crate::consumer::columns::{CellSource, ColumnIndex, RowHeader, RowRef};
 use crate::report::progress::{ErrorOutcome, RateLimiter, Slot, Stats, retry_kind};
 use crate::stream::error_policy::{AfterRetries, ConsumerErrorPolicy, DeadLetter, panic_message};
 use crate::stream::page::{LogPage, LogSource, next_cell};
