@@ -6,7 +6,7 @@
 //! its leases in one conditional batch, creates the units of the next generation once every
 //! unit of the current one is done (so that a partition's changes of one generation are all
 //! delivered before any of the next, as a reader outside a group does), and takes, asks for
-//! or hands over units until every member holds an equal share ([`crate::group::lease::plan`]).
+//! or hands over units until every member holds an equal share ([`crate::group::plan::plan`]).
 //!
 //! The units a member starts in one round are read together, grouped by replica as a reader
 //! outside a group reads a generation (one [`StreamReader`] per node and shard, at most
@@ -36,9 +36,9 @@ use crate::base::cdc_types::{GenerationTimestamp, StreamID};
 use crate::base::error::{Backoff, CDCError, retry_transient};
 use crate::cluster::generations::{generation_covering, next_generation};
 use crate::group::lease::{
-    Cas, LeaseRow, LeaseTable, NewUnit, Observations, View, member_key, plan,
-    unit_generation_millis, unit_key,
+    Cas, LeaseRow, LeaseTable, NewUnit, member_key, unit_generation_millis, unit_key,
 };
+use crate::group::plan::{Observations, View, plan};
 use crate::report::events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
 use crate::report::progress::{GroupProgress, Slot};
 use crate::stream::{Deadline, StreamReader};
