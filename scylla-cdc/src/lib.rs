@@ -334,9 +334,8 @@ pub use base::error::{
 pub use change::{
     Change, ChangeConsumer, ChangeConsumerFactory, ChangeRow, RowChange, RowImage, Target,
 };
-pub use checkpoints::{
-    CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, MAX_CQL_TTL, TableBackedCheckpointSaver,
-};
+pub use checkpoints::table::{DEFAULT_CHECKPOINT_TTL, MAX_CQL_TTL, TableBackedCheckpointSaver};
+pub use checkpoints::{CDCCheckpointSaver, Checkpoint};
 pub use cluster::cdc_options::{CdcExtensionError, decode_cdc_extension};
 pub use cluster::replicas::DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY;
 pub use consumer::operation::OperationType;
