@@ -47,8 +47,9 @@ pub(crate) struct ChangeAssembler {
     keep_failed: bool,
 }
 
-/// The row whose [`ChangeAssembler::consume_row`] tried to deliver a change, and whether that row belongs to
-/// the change (its last row) or came after it (a change without `cdc$end_of_batch`).
+/// The row whose [`ChangeAssembler::consume_row`] tried to deliver a change, and whether that
+/// row belongs to the change (its last row) or came after it (a change without
+/// `cdc$end_of_batch`).
 ///
 /// The reader's consumer error policy either hands the same row over again — the change is
 /// then delivered again, whole — or gives up on it ([`ChangeAssembler::give_up`]): the

@@ -75,8 +75,10 @@ pub trait ChangeConsumer: Send {
     async fn consume_change(&mut self, change: Change) -> anyhow::Result<()>;
 
     /// Finishes the work `consume_change` has accepted so far; called before a checkpoint
-    /// is saved and when the stream group is done (see [`Consumer::flush`](crate::consumer::Consumer::flush)). The default
+    /// is saved and when the stream group is done (see [`Consumer::flush`]). The default
     /// does nothing.
+    ///
+    /// [`Consumer::flush`]: crate::consumer::Consumer::flush
     async fn flush(&mut self) -> anyhow::Result<()> {
         Ok(())
     }
@@ -128,8 +130,10 @@ mod chunk;
 ///
 /// Owned and cheap to clone (its rows are in a shared, reference-counted buffer), so it can
 /// be kept, sent to another task or handed again after a failure. Rows are read with
-/// [`ChangeRow`]'s accessors (the same as [`CDCRow`](crate::consumer::CDCRow)'s); [`Change::row_changes`] groups them
+/// [`ChangeRow`]'s accessors (the same as [`CDCRow`]'s); [`Change::row_changes`] groups them
 /// by base row and merges them into [`RowImage`]s.
+///
+/// [`CDCRow`]: crate::consumer::CDCRow
 #[derive(Clone)]
 pub struct Change {
     /// The change's header ([`CHANGE_HEADER`]) and its row records, back to back, in a
@@ -429,12 +433,16 @@ impl<'c> ChangeRow<'c> {
         self.row.get_value_as(name)
     }
 
-    /// Whether `cdc$deleted_<name>` is true (see [`CDCRow::is_value_deleted`](crate::consumer::CDCRow::is_value_deleted)).
+    /// Whether `cdc$deleted_<name>` is true (see [`CDCRow::is_value_deleted`]).
+    ///
+    /// [`CDCRow::is_value_deleted`]: crate::consumer::CDCRow::is_value_deleted
     pub fn is_value_deleted(&self, name: &str) -> bool {
         self.row.is_value_deleted(name)
     }
 
-    /// `cdc$deleted_elements_<name>` (see [`CDCRow::get_deleted_elements`](crate::consumer::CDCRow::get_deleted_elements)).
+    /// `cdc$deleted_elements_<name>` (see [`CDCRow::get_deleted_elements`]).
+    ///
+    /// [`CDCRow::get_deleted_elements`]: crate::consumer::CDCRow::get_deleted_elements
     pub fn get_deleted_elements(&self, name: &str) -> Result<Option<CqlValue>, ColumnError> {
         self.row.get_deleted_elements(name)
     }
@@ -820,7 +828,8 @@ impl RowImage {
     }
 
     /// The image decoded into a user's `#[derive(serde::Deserialize)]` struct (or a map), as
-    /// [`CDCRow::decode`](crate::consumer::CDCRow::decode) decodes a row: a column null in the image, or not in it, goes to an
+    /// [`CDCRow::decode`][crate::consumer::CDCRow::decode] decodes a row: a column null in
+    /// the image, or not in it, goes to an
     /// `Option` field as `None`; see [`crate::decode`] for the Rust types each CQL type
     /// decodes into. Note that `after()` of a change without post-images holds only what the
     /// pre-image and the deltas say (with `preimage: true`, only the columns the write

@@ -307,8 +307,8 @@ pub(crate) fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b))
 }
 
-/// The logic shared by [`CDCRow`] and [`crate::ChangeRow`]: reading the columns of one row
-/// through the log's [`ColumnIndex`].
+/// The logic shared by [`CDCRow`](super::CDCRow) and [`crate::ChangeRow`]: reading the
+/// columns of one row through the log's [`ColumnIndex`].
 #[derive(Clone, Copy)]
 pub(crate) struct RowRef<'a> {
     pub(crate) index: &'a Arc<ColumnIndex>,

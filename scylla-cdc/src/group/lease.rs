@@ -22,9 +22,9 @@
 //! Expiry is not judged by comparing `expires_at` with another machine's clock: like the
 //! Kinesis Client Library, a member takes a unit over only after it has seen the unit's
 //! `version` stay the same for a whole lease duration by its own monotonic clock
-//! ([`Observations`]). The owner counts its lease from the moment it *sent* its last
-//! successful renewal, so the owner's lease always ends before anyone may take the unit
-//! over, whatever the clocks of the machines say (only their rates must agree).
+//! ([`Observations`][super::plan::Observations]). The owner counts its lease from the moment
+//! it *sent* its last successful renewal, so the owner's lease always ends before anyone may
+//! take the unit over, whatever the clocks of the machines say (only their rates must agree).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

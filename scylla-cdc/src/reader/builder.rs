@@ -199,7 +199,8 @@ impl CDCLogReaderBuilder {
     /// Needs a checkpoint saver that saves and loads, and stores its checkpoints in a table
     /// ([`crate::TableBackedCheckpointSaver`]) unless [`lease_table`](Self::lease_table) is
     /// set; every member must use the same checkpoint table and reader name. The low
-    /// watermark and [`Progress`](crate::Progress) are this member's: see [`Progress::group`](crate::Progress::group).
+    /// watermark and [`Progress`][crate::Progress] are this member's: see
+    /// [`Progress::group`][crate::Progress::group].
     pub fn group(mut self, name: impl Into<String>) -> Self {
         let mut options = self.pending_group.clone();
         options.name = name.into();
@@ -364,8 +365,9 @@ impl CDCLogReaderBuilder {
     /// Zero is allowed, as in scylla-cdc-rust: a caught-up group reads its next window as
     /// soon as the last one is done (one query per group per window, so the cluster is
     /// polled continuously). New generations and the table's CDC option are looked for every
-    /// `max(sleep_interval, MIN_GENERATION_POLL)` ([`MIN_GENERATION_POLL`](crate::MIN_GENERATION_POLL): 100 ms), so a
-    /// zero or tiny sleep interval does not poll the system tables continuously.
+    /// `max(sleep_interval, MIN_GENERATION_POLL)`
+    /// ([`MIN_GENERATION_POLL`][crate::MIN_GENERATION_POLL]: 100 ms), so a zero or tiny sleep
+    /// interval does not poll the system tables continuously.
     ///
     /// A pause ends early when the reader is told to stop ([`CDCLogReader::stop_at`], as the
     /// programs do on SIGTERM) or a new generation is found: a long sleep interval never

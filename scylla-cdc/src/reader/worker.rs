@@ -29,7 +29,7 @@ use crate::stream::{ReaderSettings, StreamReader};
 const GENERATION_RESAVE_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// The least time between two looks for a new generation (and at the table's CDC option),
-/// whatever the [`CDCLogReaderBuilder::sleep_interval`](crate::CDCLogReaderBuilder::sleep_interval).
+/// whatever the [`sleep_interval`](crate::CDCLogReaderBuilder::sleep_interval).
 pub const MIN_GENERATION_POLL: Duration = Duration::from_millis(100);
 
 /// Clears a table's "waiting for a generation" flag when dropped.
@@ -58,7 +58,7 @@ pub(super) struct Worker {
     pub(super) start: DateTime<Utc>,
     /// The generations known so far, oldest first.
     pub(super) generations: Arc<Vec<GenerationTimestamp>>,
-    /// Where the [`Follower`] publishes new lists of generations.
+    /// Where the [`Follower`](super::Follower) publishes new lists of generations.
     pub(super) generations_rx: watch::Receiver<Arc<Vec<GenerationTimestamp>>>,
     /// Set while this table waits for its current generation's successor (the follower
     /// polls only then).
