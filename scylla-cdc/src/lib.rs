@@ -312,6 +312,27 @@
 //!
 //! The library logs through `tracing` (a span per stream reader with `stream` and
 //! `window_start`) and never installs a subscriber.
+//!
+//! # Layout
+//!
+//! The source is in folders by layer, lowest first; a file imports only from the layers
+//! below its own (and, within a folder, from the files below it), and each folder's `mod.rs`
+//! names its files and how they relate:
+//!
+//! 1. `base/`: stream ids and generation timestamps, time arithmetic, the errors and the
+//!    retry of transient ones; `cql_text.rs` (the public [`cql_text`]).
+//! 2. `decode/` (the public [`decode`]); `cluster/`: what the cluster says about a table (the
+//!    schema checks, its CDC options, its generations and streams, the replicas owning them);
+//!    `checkpoints/`: the saver trait and the table-backed saver; `group/`: a consumer
+//!    group's lease table and share planner; `report/`: progress, metrics and events.
+//! 3. `consumer/`: row consumers, [`CDCRow`] and the reading of a log row.
+//! 4. `change/`: whole changes, their assembler and the chunk buffer they live in (the
+//!    crate's only `unsafe` code).
+//! 5. `stream/`: the stream reader of one stream group, its pages, where its rows go (a row
+//!    consumer or the change assembler) and the consumer error policy.
+//! 6. `reader/`: the per-table worker, the consumer group member, the reader's task and
+//!    handles, and the builder.
+//! 7. `cli/` (feature `cli`): the programs' toolkit, built on the public API alone.
 
 mod base;
 mod change;
