@@ -12,7 +12,7 @@ from cassandra.query import BatchType
 
 from differ import Case, batch, ddl, p, px, q
 
-CHECKPOINT_TABLE = (  # scylla-cdc/src/checkpoints.rs create_table_cql
+CHECKPOINT_TABLE = (  # scylla-cdc/src/checkpoints/table.rs create_table_cql
     "CREATE TABLE IF NOT EXISTS @t (reader_name text, keyspace_name text, "
     "table_name text, kind text, stream_id blob, time timestamp, generation timestamp, "
     "PRIMARY KEY ((reader_name, keyspace_name, table_name), kind, stream_id))")
@@ -65,7 +65,7 @@ T1 = datetime.datetime(2024, 1, 2)
 STREAM = bytes.fromhex("0123456789abcdef0123456789abcdef")
 
 CASES = [
-    Case("log_reader_schema_checks", [  # scylla-cdc/src/log_reader.rs
+    Case("log_reader_schema_checks", [  # scylla-cdc/src/cluster/schema.rs check_table, uses_tablets
         ddl("CREATE TABLE @t (pk int PRIMARY KEY)"),
         px("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?", ["@ks"]),
         px("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?", ["nosuch_x"]),
@@ -76,7 +76,7 @@ CASES = [
         px("SELECT initial_tablets FROM system_schema.scylla_keyspaces WHERE keyspace_name = ?",
            ["@ks"], label="scylla_keyspaces"),
     ]),
-    Case("stream_reader_window", [  # scylla-cdc/src/stream_reader.rs DriverLogSource::new
+    Case("stream_reader_window", [  # scylla-cdc/src/stream/page.rs DriverLogSource::new
         ddl(LOG_TABLE),
         q("INSERT INTO @t (\"cdc$stream_id\", \"cdc$time\", \"cdc$batch_seq_no\", \"cdc$end_of_batch\", "
           "\"cdc$operation\", pk, v) VALUES (0x0123456789abcdef0123456789abcdef, "
@@ -89,7 +89,7 @@ CASES = [
         px(WINDOW, [[STREAM, b"\x00" * 16], datetime.datetime(2009, 1, 1), T1], label="wide_window"),
         px(WINDOW + " BYPASS CACHE", [[STREAM], T0, T1], label="bypass_cache"),
     ]),
-    Case("generation_tables", [  # scylla-cdc/src/stream_generations.rs
+    Case("generation_tables", [  # scylla-cdc/src/cluster/generations.rs
         q("SELECT time FROM system_distributed.cdc_generation_timestamps WHERE key = 'timestamps'",
           label="vnode_timestamps", rows_compared=False),
         px("SELECT streams FROM system_distributed.cdc_streams_descriptions_v2 WHERE time = ?",
@@ -97,7 +97,7 @@ CASES = [
         px("SELECT timestamp FROM system.cdc_timestamps WHERE keyspace_name = ? AND table_name = ?",
            ["@ks", "@tn"], label="tablet_timestamps"),
     ]),
-    Case("checkpoint_table", [  # scylla-cdc/src/checkpoints.rs
+    Case("checkpoint_table", [  # scylla-cdc/src/checkpoints/table.rs
         ddl(CHECKPOINT_TABLE),
         ddl(CHECKPOINT_TABLE, label="again"),
         px("INSERT INTO @t (reader_name, keyspace_name, table_name, kind, stream_id, time, "

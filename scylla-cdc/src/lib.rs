@@ -312,48 +312,66 @@
 //!
 //! The library logs through `tracing` (a span per stream reader with `stream` and
 //! `window_start`) and never installs a subscriber.
+//!
+//! # Layout
+//!
+//! The source is in folders by layer, lowest first; a file imports only from the layers
+//! below its own (and, within a folder, from the files below it), and each folder's `mod.rs`
+//! names its files and how they relate:
+//!
+//! 1. `base/`: stream ids and generation timestamps, time arithmetic, the errors and the
+//!    retry of transient ones; `cql_text.rs` (the public [`cql_text`]).
+//! 2. `decode/` (the public [`decode`]); `cluster/`: what the cluster says about a table (the
+//!    schema checks, its CDC options, its generations and streams, the replicas owning them);
+//!    `checkpoints/`: the saver trait and the table-backed saver; `group/`: a consumer
+//!    group's lease table and share planner; `report/`: progress, metrics and events.
+//! 3. `consumer/`: row consumers, [`CDCRow`] and the reading of a log row.
+//! 4. `change/`: whole changes, their assembler and the chunk buffer they live in (the
+//!    crate's only `unsafe` code).
+//! 5. `stream/`: the stream reader of one stream group, its pages, where its rows go (a row
+//!    consumer or the change assembler) and the consumer error policy.
+//! 6. `reader/`: the per-table worker, the consumer group member, the reader's task and
+//!    handles, and the builder.
+//! 7. `cli/` (feature `cli`): the programs' toolkit, built on the public API alone.
 
-mod cdc_options;
-mod cdc_types;
+mod base;
 mod change;
 mod checkpoints;
 #[cfg(feature = "cli")]
 pub mod cli;
+mod cluster;
 mod consumer;
 pub mod cql_text;
 pub mod decode;
-mod error;
-mod error_policy;
-mod events;
-mod lease;
-mod log_reader;
-mod progress;
-mod replica_groups;
-mod stream_generations;
-mod stream_reader;
-mod time;
+mod group;
+mod reader;
+mod report;
+mod stream;
 
-pub use cdc_options::{CdcExtensionError, decode_cdc_extension};
-pub use cdc_types::{GenerationTimestamp, InvalidStreamID, StreamID};
+pub use base::cdc_types::{GenerationTimestamp, InvalidStreamID, StreamID};
+pub use base::error::{
+    Backoff, CDCError, ColumnError, StreamList, is_transient, is_transient_prepare,
+};
 pub use change::{
     Change, ChangeConsumer, ChangeConsumerFactory, ChangeRow, RowChange, RowImage, Target,
 };
-pub use checkpoints::{
-    CDCCheckpointSaver, Checkpoint, DEFAULT_CHECKPOINT_TTL, MAX_CQL_TTL, TableBackedCheckpointSaver,
-};
-pub use consumer::{CDCRow, Consumer, ConsumerFactory, OperationType};
+pub use checkpoints::table::{DEFAULT_CHECKPOINT_TTL, MAX_CQL_TTL, TableBackedCheckpointSaver};
+pub use checkpoints::{CDCCheckpointSaver, Checkpoint};
+pub use cluster::cdc_options::{CdcExtensionError, decode_cdc_extension};
+pub use cluster::replicas::DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY;
+pub use consumer::operation::OperationType;
+pub use consumer::{CDCRow, Consumer, ConsumerFactory};
 pub use decode::{DecodeError, Deletions, ListValues};
-pub use error::{Backoff, CDCError, ColumnError, StreamList, is_transient, is_transient_prepare};
-pub use error_policy::{
+pub use reader::builder::{
+    CDCLogReaderBuilder, DEFAULT_LEASE_DURATION, DEFAULT_PAUSE_BETWEEN_SAVES,
+    DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE, MAX_LEASE_DURATION,
+    MAX_SLEEP_INTERVAL, MIN_RENEW_INTERVAL, MIN_WINDOW_SIZE,
+};
+pub use reader::worker::MIN_GENERATION_POLL;
+pub use reader::{CDCLogReader, CDCReaderHandle, ProgressHandle};
+pub use report::events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
+pub use report::progress::{GroupProgress, Progress, TableProgress};
+pub use stream::error_policy::{
     AfterRetries, ConsumerErrorPolicy, DeadLetter, DeadLetterSink, DeadLetterTable, Retry,
     dead_letter_table_name,
 };
-pub use events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
-pub use log_reader::{
-    CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, DEFAULT_LEASE_DURATION,
-    DEFAULT_PAUSE_BETWEEN_SAVES, DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL,
-    DEFAULT_WINDOW_SIZE, MAX_LEASE_DURATION, MAX_SLEEP_INTERVAL, MIN_GENERATION_POLL,
-    MIN_RENEW_INTERVAL, MIN_WINDOW_SIZE, ProgressHandle,
-};
-pub use progress::{GroupProgress, Progress, TableProgress};
-pub use replica_groups::DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY;

@@ -873,7 +873,7 @@ fn no_input_panics() {
 #[test]
 fn a_log_row_decodes_its_base_columns() {
     use crate::consumer::CDCRow;
-    use crate::consumer::ColumnIndex;
+    use crate::consumer::columns::ColumnIndex;
     use crate::consumer::tests::{TestRow, log_specs};
 
     #[derive(Deserialize, Debug, PartialEq)]
@@ -886,7 +886,7 @@ fn a_log_row_decodes_its_base_columns() {
     }
     let specs = log_specs();
     let idx = std::sync::Arc::new(ColumnIndex::new(&specs).unwrap());
-    let mut r = TestRow::new([1; 16], crate::time::tests::timeuuid(1, 1), 0);
+    let mut r = TestRow::new([1; 16], crate::base::time::tests::timeuuid(1, 1), 0);
     r.pk = 9;
     r.v = None;
     r.del_v = true;

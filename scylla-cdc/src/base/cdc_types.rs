@@ -162,4 +162,16 @@ pub(crate) mod tests {
         assert!(a < b);
         assert_eq!(a.to_string(), "1970-01-01T00:00:01+00:00");
     }
+
+    #[test]
+    fn identifiers_are_quoted() {
+        assert_eq!(quote_identifier("ks"), "\"ks\"");
+        assert_eq!(quote_identifier("we\"ird"), "\"we\"\"ird\"");
+    }
+
+    #[test]
+    fn stream_ids_display_in_errors() {
+        let s = StreamID::new([0xab; 16]);
+        assert!(s.to_string().starts_with("0xabab"));
+    }
 }

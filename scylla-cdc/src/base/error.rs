@@ -13,7 +13,7 @@ use scylla::errors::{DbError, ExecutionError, PrepareError, RequestAttemptError}
 
 use tracing::warn;
 
-use crate::cdc_types::StreamID;
+use crate::base::cdc_types::StreamID;
 
 /// An error of the CDC log reader.
 #[derive(Debug, thiserror::Error)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use scylla::client::session::Session;
 
-use crate::error::CDCError;
+use crate::base::error::CDCError;
 
 /// A `cdc` schema extension that could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -77,6 +77,20 @@ pub(crate) fn truncate_to_millis(t: DateTime<Utc>) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
 }
 
+/// Rounds a point in time up to whole milliseconds, so that a limit in between two
+/// milliseconds still lets every earlier row through.
+pub(crate) fn ceil_to_millis(t: DateTime<Utc>) -> DateTime<Utc> {
+    let floor = truncate_to_millis(t);
+    if floor == t {
+        t
+    } else {
+        // Within the last millisecond chrono can represent: `t` itself.
+        floor
+            .checked_add_signed(TimeDelta::milliseconds(1))
+            .unwrap_or(t)
+    }
+}
+
 /// End `U` of the window that starts at `start`:
 /// `U = max(T, min(T + window, now - safety, limit))`, in whole milliseconds.
 pub(crate) fn next_window_end(
@@ -234,5 +248,18 @@ pub(crate) mod tests {
         let clock = TokioClock::starting_at(ms(1_000));
         tokio::time::advance(Duration::from_secs(5)).await;
         assert_eq!(clock.now(), ms(6_000));
+    }
+
+    #[test]
+    fn ceil_millis_at_the_end_of_time() {
+        let max = DateTime::<Utc>::MAX_UTC;
+        assert!(ceil_to_millis(max) >= truncate_to_millis(max));
+    }
+
+    #[test]
+    fn ceil_millis() {
+        let t = DateTime::from_timestamp_micros(1_500).unwrap();
+        assert_eq!(ceil_to_millis(t), ms(2));
+        assert_eq!(ceil_to_millis(ms(7)), ms(7));
     }
 }

@@ -14,10 +14,11 @@ use scylla::client::session::Session;
 use scylla::statement::prepared::PreparedStatement;
 use uuid::Uuid;
 
-use crate::cdc_types::{StreamID, quote_identifier};
+use crate::base::cdc_types::{StreamID, quote_identifier};
+use crate::base::error::{CDCError, ColumnError};
 use crate::change::Change;
-use crate::consumer::{CDCRow, OperationType};
-use crate::error::{CDCError, ColumnError};
+use crate::consumer::CDCRow;
+use crate::consumer::operation::OperationType;
 
 /// The longest pause between two attempts of one row.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(60);
@@ -268,7 +269,7 @@ pub trait DeadLetterSink: Send + Sync {
     fn is_transient(&self, error: &anyhow::Error) -> bool {
         error
             .downcast_ref::<scylla::errors::ExecutionError>()
-            .is_some_and(crate::error::is_transient)
+            .is_some_and(crate::base::error::is_transient)
     }
 }
 
@@ -321,7 +322,7 @@ impl DeadLetterTable {
             quote_identifier(keyspace),
             quote_identifier(table)
         );
-        let insert = crate::error::prepare_idempotent(&session, &text).await?;
+        let insert = crate::base::error::prepare_idempotent(&session, &text).await?;
         Ok(Self { session, insert })
     }
 

@@ -130,7 +130,7 @@ use scylla::value::{CqlDuration, CqlValue};
 use serde::de::value::{BorrowedStrDeserializer, MapDeserializer, SeqDeserializer};
 use serde::de::{self, DeserializeSeed, Deserializer, Expected, Visitor};
 
-use crate::error::ColumnError;
+use crate::base::error::ColumnError;
 
 /// Why a row could not be decoded into a Rust type.
 ///

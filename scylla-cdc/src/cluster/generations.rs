@@ -16,8 +16,8 @@ use scylla::response::PagingState;
 use scylla::serialize::row::SerializeRow;
 use scylla::statement::prepared::PreparedStatement;
 
-use crate::cdc_types::{GenerationTimestamp, StreamID};
-use crate::error::CDCError;
+use crate::base::cdc_types::{GenerationTimestamp, StreamID};
+use crate::base::error::CDCError;
 
 /// Lists generations and their stream groups.
 #[async_trait]
@@ -138,7 +138,7 @@ where
 
 /// Prepares a statement for the generation fetchers.
 async fn prepare(session: &Session, text: &str) -> Result<PreparedStatement, CDCError> {
-    crate::error::prepare_idempotent(session, text).await
+    crate::base::error::prepare_idempotent(session, text).await
 }
 
 /// Converts blobs to stream ids, failing on a blob that is not 16 bytes.

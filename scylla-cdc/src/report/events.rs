@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::cdc_types::{GenerationTimestamp, StreamID};
+use crate::base::cdc_types::{GenerationTimestamp, StreamID};
 
 /// Something a reader reports to the program besides rows. More kinds will be added (the
 /// enum is non-exhaustive): match the ones you handle and ignore the rest.

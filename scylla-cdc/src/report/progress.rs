@@ -22,8 +22,8 @@ use metrics::{Counter, Gauge};
 use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use tokio::sync::watch;
 
-use crate::error::CDCError;
-use crate::time::Clock;
+use crate::base::error::CDCError;
+use crate::base::time::Clock;
 
 /// A snapshot of a reader's progress: the same figures as its metrics, for programs that do
 /// not use the `metrics` facade. See [`crate::CDCLogReader::progress`].
@@ -415,10 +415,10 @@ impl Stats {
         let current = *self.watermark.borrow();
         let moved = min.and_then(|min| {
             // Saturating: a safety interval may reach past the beginning of time.
-            let horizon = crate::time::minus(now, self.safety_interval);
+            let horizon = crate::base::time::minus(now, self.safety_interval);
             // Positions are exclusive (every row *before* them was delivered); the watermark
             // is inclusive, and log times are whole microseconds.
-            let candidate = crate::time::minus(min.min(horizon), Duration::from_micros(1));
+            let candidate = crate::base::time::minus(min.min(horizon), Duration::from_micros(1));
             current.is_none_or(|w| candidate > w).then_some(candidate)
         });
         // The gauges first: whoever sees the watermark move (a `watch` receiver) then reads
@@ -675,7 +675,7 @@ impl RateLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::TokioClock;
+    use crate::base::time::TokioClock;
     use chrono::TimeDelta;
 
     fn ms(m: i64) -> DateTime<Utc> {

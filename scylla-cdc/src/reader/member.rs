@@ -1,12 +1,12 @@
-//! A member of a consumer group ([`super::CDCLogReaderBuilder::group`]): instead of reading
+//! A member of a consumer group ([`crate::CDCLogReaderBuilder::group`]): instead of reading
 //! every stream group of a generation, a [`Worker`] reads the units of work it holds a lease
-//! on, as decided through the lease table ([`crate::lease`]).
+//! on, as decided through the lease table ([`crate::group::lease`]).
 //!
 //! Every `renew_interval` the member reads the group's partition of the lease table, renews
 //! its leases in one conditional batch, creates the units of the next generation once every
 //! unit of the current one is done (so that a partition's changes of one generation are all
 //! delivered before any of the next, as a reader outside a group does), and takes, asks for
-//! or hands over units until every member holds an equal share ([`crate::lease::plan`]).
+//! or hands over units until every member holds an equal share ([`crate::group::plan::plan`]).
 //! A round whose own work takes longer than a renew interval (takes, requests and hand-overs
 //! are one lightweight transaction per unit; checkpoints of the units it starts are loaded a
 //! few units at a time) renews the leases again in between, so that it never outlasts the
@@ -35,17 +35,17 @@ use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::Instant;
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use super::Worker;
-use crate::cdc_types::{GenerationTimestamp, StreamID};
-use crate::error::{Backoff, CDCError, retry_transient};
-use crate::events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
-use crate::lease::{
-    Cas, LeaseRow, LeaseTable, NewUnit, Observations, View, member_key, plan,
-    unit_generation_millis, unit_key,
+use super::worker::Worker;
+use crate::base::cdc_types::{GenerationTimestamp, StreamID};
+use crate::base::error::{Backoff, CDCError, retry_transient};
+use crate::cluster::generations::{generation_covering, next_generation};
+use crate::group::lease::{
+    Cas, LeaseRow, LeaseTable, NewUnit, member_key, unit_generation_millis, unit_key,
 };
-use crate::progress::{GroupProgress, Slot};
-use crate::stream_generations::{generation_covering, next_generation};
-use crate::stream_reader::{Deadline, StreamReader};
+use crate::group::plan::{Observations, View, plan};
+use crate::report::events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
+use crate::report::progress::{GroupProgress, Slot};
+use crate::stream::{Deadline, StreamReader};
 
 /// What a member needs besides its [`Worker`].
 pub(crate) struct GroupRuntime {
@@ -251,7 +251,7 @@ impl Member<'_> {
     }
 
     fn expires_at(&self) -> DateTime<Utc> {
-        crate::time::plus(Utc::now(), self.g.lease_duration)
+        crate::base::time::plus(Utc::now(), self.g.lease_duration)
     }
 
     async fn run(&mut self) -> Result<(), CDCError> {
@@ -1092,7 +1092,7 @@ impl Member<'_> {
                 settings.source = r;
             }
             let slot = self.w.settings.stats.add_slot(start, streams.len());
-            let consumer = self.w.factory.new_consumer_for_table(&self.w.table).await;
+            let sink = self.w.consumers.new_sink(&self.w.table).await;
             let keys: Vec<String> = members.iter().map(|i| units[*i].row.unit.clone()).collect();
             let span = info_span!(
                 "unit_reader",
@@ -1108,7 +1108,7 @@ impl Member<'_> {
                 generation,
                 end_rx,
                 start,
-                consumer,
+                sink,
                 slot.clone(),
             )
             .with_stream_starts(starts)

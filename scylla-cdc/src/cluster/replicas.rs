@@ -26,7 +26,7 @@ use scylla::policies::load_balancing::{FallbackPlan, LoadBalancingPolicy, Routin
 use scylla::routing::{Shard, Token};
 use uuid::Uuid;
 
-use crate::cdc_types::StreamID;
+use crate::base::cdc_types::StreamID;
 
 /// ScyllaDB's default `max_partition_key_restrictions_per_query` (db/config.cc): the most
 /// partition keys one SELECT may name.
