@@ -365,12 +365,13 @@ pub use decode::{DecodeError, Deletions, ListValues};
 pub use reader::builder::{
     CDCLogReaderBuilder, DEFAULT_LEASE_DURATION, DEFAULT_PAUSE_BETWEEN_SAVES,
     DEFAULT_SAFETY_INTERVAL, DEFAULT_SLEEP_INTERVAL, DEFAULT_WINDOW_SIZE, MAX_LEASE_DURATION,
-    MAX_SLEEP_INTERVAL, MIN_RENEW_INTERVAL, MIN_WINDOW_SIZE,
+    MAX_SLEEP_INTERVAL, MIN_EARLY_POLL_INTERVAL, MIN_RENEW_INTERVAL, MIN_WINDOW_SIZE,
 };
 pub use reader::worker::MIN_GENERATION_POLL;
 pub use reader::{CDCLogReader, CDCReaderHandle, ProgressHandle};
 pub use report::events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
 pub use report::progress::{GroupProgress, Progress, TableProgress};
+pub use stream::early::{EarlyReads, UNCONFIRMED_ROW_BYTES};
 pub use stream::error_policy::{
     AfterRetries, ConsumerErrorPolicy, DeadLetter, DeadLetterSink, DeadLetterTable, Retry,
     dead_letter_table_name,

@@ -143,6 +143,19 @@ pub(crate) struct ChangeKey {
 }
 
 impl ChangeKey {
+    /// The least key of the rows with `cdc$time >= minTimeuuid(t)` (`t` in whole
+    /// milliseconds, as window bounds are): every row of a window `[.., t)` is before it.
+    pub(crate) fn first_at(t: DateTime<Utc>) -> Self {
+        let micros = i128::from(t.timestamp_micros());
+        let ticks = (micros * 10 + i128::from(GREGORIAN_TO_UNIX_100NS)).clamp(0, (1 << 60) - 1);
+        Self {
+            ticks: ticks as u64,
+            // minTimeuuid's low bytes are 0x80 each: 0 once flipped as `new` flips them.
+            low: 0,
+            seq: i32::MIN,
+        }
+    }
+
     /// Whether both rows have the same `cdc$time` (are rows of one change, in one stream).
     pub(crate) fn same_time(&self, other: &Self) -> bool {
         self.ticks == other.ticks && self.low == other.low
@@ -165,6 +178,19 @@ pub(crate) mod tests {
 
     fn ms(v: i64) -> DateTime<Utc> {
         DateTime::from_timestamp_millis(v).unwrap()
+    }
+
+    #[test]
+    fn the_first_key_at_a_time_is_after_every_earlier_row_and_before_every_later_one() {
+        let t = ms(1_700_000_000_123);
+        let at = |micros: i64, low: u64, seq: i32| ChangeKey::new(&timeuuid(micros, low), seq);
+        let first = ChangeKey::first_at(t);
+        let micros = t.timestamp_micros();
+        for low in [0, 0x7f7f_7f7f_7f7f_7f7f, 0x8080_8080_8080_8080, u64::MAX] {
+            assert!(at(micros - 1, low, i32::MAX) < first);
+            assert!(at(micros, low, i32::MIN) >= first);
+            assert!(at(micros, low, 0) > first);
+        }
     }
 
     #[test]

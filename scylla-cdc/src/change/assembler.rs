@@ -11,8 +11,8 @@ use uuid::Uuid;
 
 use super::chunk::ChunkWriter;
 use super::{
-    CHANGE_HEADER, Change, ChangeConsumer, FLAG_END_OF_BATCH, FLAG_SPAN, FLAG_TTL, RECORD_HEADER,
-    Schema,
+    CHANGE_HEADER, CHANGE_LATE, Change, ChangeConsumer, FLAG_END_OF_BATCH, FLAG_SPAN, FLAG_TTL,
+    RECORD_HEADER, Schema,
 };
 use crate::base::cdc_types::StreamID;
 use crate::consumer::CDCRow;
@@ -139,8 +139,9 @@ impl ChangeAssembler {
     fn put_change_header(out: &mut [u8; CHANGE_HEADER], header: &RowHeader, rows: u32) {
         out[0..16].copy_from_slice(header.stream_id.as_bytes());
         out[16..32].copy_from_slice(header.time.as_bytes());
-        // The row count, then padding.
-        out[32..40].copy_from_slice(&u64::from(rows).to_le_bytes());
+        // The row count, the flags, then padding.
+        out[32..36].copy_from_slice(&rows.to_le_bytes());
+        out[36..40].copy_from_slice(&[if header.late { CHANGE_LATE } else { 0 }, 0, 0, 0]);
     }
 
     /// Hands the pending change, if any, to the consumer (at a window's end or a flush).

@@ -121,8 +121,13 @@ const FLAG_TTL: u8 = 2;
 const FLAG_SPAN: u8 = 4;
 
 /// The header of a change in its chunk, before its row records: the stream id (16 bytes),
-/// `cdc$time` (16), the number of rows (`u32`, little-endian) and padding.
+/// `cdc$time` (16), the number of rows (`u32`, little-endian), flags (`u8`:
+/// [`CHANGE_LATE`]) and padding.
 const CHANGE_HEADER: usize = 40;
+/// The change's offset of its flags.
+const CHANGE_FLAGS: usize = 36;
+/// A change flag: delivered by the confirmation of an early read ([`Change::is_late`]).
+const CHANGE_LATE: u8 = 1;
 
 mod chunk;
 
@@ -187,6 +192,19 @@ impl Change {
         read_u32(self.data.bytes(), 32).unwrap_or(0) as usize
     }
 
+    /// Whether the change is *late*: it became visible only after the reader's early read
+    /// had passed its `cdc$time` (a write with a timestamp in the past, clock skew, a slow
+    /// replica), so the confirmation of that window delivered it, after changes of its
+    /// stream written later. Only readers with early reads
+    /// ([`crate::CDCLogReaderBuilder::early_reads`]) deliver late changes; see the crate
+    /// docs' "Early reads" for the order they keep.
+    pub fn is_late(&self) -> bool {
+        self.data
+            .bytes()
+            .get(CHANGE_FLAGS)
+            .is_some_and(|f| f & CHANGE_LATE != 0)
+    }
+
     /// The stream (log partition) of the change.
     pub fn stream_id(&self) -> StreamID {
         StreamID::new(self.id_at(0))
@@ -230,6 +248,7 @@ impl Change {
                 is_expiration,
                 ttl: (flags & FLAG_TTL != 0).then_some(ttl as i64),
                 end_of_batch: flags & FLAG_END_OF_BATCH != 0,
+                late: self.is_late(),
             },
             row: RowRef {
                 index: &schema.index,

@@ -87,6 +87,9 @@ pub(crate) struct RowHeader {
     pub(crate) is_expiration: bool,
     pub(crate) ttl: Option<i64>,
     pub(crate) end_of_batch: bool,
+    /// Delivered by the confirmation of an early read: visible only after the early read
+    /// passed its `cdc$time` (see [`crate::CDCRow::is_late`]).
+    pub(crate) late: bool,
 }
 
 fn is_native(typ: &ColumnType<'_>, accepted: &[NativeType]) -> bool {
@@ -238,6 +241,7 @@ impl ColumnIndex {
             is_expiration,
             ttl,
             end_of_batch,
+            late: false,
         })
     }
 }

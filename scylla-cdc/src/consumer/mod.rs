@@ -94,6 +94,13 @@ pub struct CDCRow<'a> {
     pub ttl: Option<i64>,
     /// True for Scylla-initiated expirations (`cdc$operation` -3 and -4).
     pub is_expiration: bool,
+    /// True for a *late* row: it became visible only after the reader's early read had
+    /// passed its `cdc$time` (a write with a timestamp in the past, clock skew, a slow
+    /// replica), so the confirmation of that window delivered it, after rows of its stream
+    /// written later. Only readers with early reads
+    /// ([`crate::CDCLogReaderBuilder::early_reads`]) deliver late rows; see the crate docs'
+    /// "Early reads" for the order they keep.
+    pub is_late: bool,
     /// The base table the row was logged for (see [`CDCRow::table`]).
     table: &'a str,
     row: RowRef<'a>,
@@ -120,6 +127,7 @@ impl<'a> CDCRow<'a> {
             operation: header.operation,
             ttl: header.ttl,
             is_expiration: header.is_expiration,
+            is_late: header.late,
             table: "",
             row: RowRef {
                 index,
@@ -177,6 +185,7 @@ impl<'a> CDCRow<'a> {
             is_expiration: self.is_expiration,
             ttl: self.ttl,
             end_of_batch: self.end_of_batch,
+            late: self.is_late,
         }
     }
 

@@ -26,6 +26,7 @@ use crate::consumer::ConsumerFactory;
 use crate::report::events::{EventListener, ReaderEvent};
 use crate::report::progress::{Overall, RateLimiter, ReaderStats, Stats};
 use crate::stream::ReaderSettings;
+use crate::stream::early::{EarlyReads, EarlySettings};
 use crate::stream::error_policy::ConsumerErrorPolicy;
 use crate::stream::page::{DriverLogSource, LogSource};
 use crate::stream::sink::ConsumerKind;
@@ -76,6 +77,8 @@ pub const MAX_SLEEP_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 /// The shortest [`CDCLogReaderBuilder::window_size`]: a millisecond, the precision of window
 /// bounds (CQL timestamps); a shorter window would never move past its start.
 pub const MIN_WINDOW_SIZE: Duration = Duration::from_millis(1);
+/// The shortest [`EarlyReads::poll_interval`]: 1 ms (the resolution of window bounds).
+pub const MIN_EARLY_POLL_INTERVAL: Duration = Duration::from_millis(1);
 
 /// Configures and starts a [`CDCLogReader`].
 ///
@@ -117,6 +120,8 @@ pub struct CDCLogReaderBuilder {
     /// The bound on a row's delay while its group is idle (`None`: safety interval plus
     /// sleep interval).
     max_idle_latency: Option<Duration>,
+    /// Early reads (`None`: off, the default).
+    early_reads: Option<EarlyReads>,
     /// The consumer group this reader is a member of (`None`: it reads every stream).
     group: Option<GroupOptions>,
     /// Group settings given before (or without) `group`: applied by it, refused without it.
@@ -161,6 +166,7 @@ impl CDCLogReaderBuilder {
             max_partition_key_restrictions_per_query:
                 DEFAULT_MAX_PARTITION_KEY_RESTRICTIONS_PER_QUERY,
             max_idle_latency: None,
+            early_reads: None,
             group: None,
             group_settings_without_group: Vec::new(),
             pending_group: GroupOptions {
@@ -468,6 +474,20 @@ impl CDCLogReaderBuilder {
         self
     }
 
+    /// Delivers each change within about a second of its write instead of a safety interval
+    /// after it, without losing late writes ([`EarlyReads`]; off by default): each stream
+    /// group reads `lag` behind now every `poll_interval`, and a confirmation read of each
+    /// window, once it is older than the safety interval, delivers the rows that became
+    /// visible only after the early read had passed them, flagged as late
+    /// ([`CDCRow::is_late`], [`crate::Change::is_late`]). Checkpoints and the low watermark
+    /// cover only confirmed windows. See the crate docs' "Early reads" for the order kept
+    /// and why it is off by default; `build` refuses a lag not shorter than the safety
+    /// interval and a zero poll interval or row cap.
+    pub fn early_reads(mut self, early: impl Into<Option<EarlyReads>>) -> Self {
+        self.early_reads = early.into();
+        self
+    }
+
     /// Adaptive polling: the longest a row written while its stream group is idle waits
     /// before the query that reads it is sent, counted from its write (default: the safety
     /// interval plus the sleep interval, today's bound, so that the default polls as often as
@@ -657,6 +677,27 @@ impl CDCLogReaderBuilder {
                 self.sleep_interval
             )));
         }
+        if let Some(early) = &self.early_reads {
+            if early.lag >= self.safety_interval {
+                return Err(CDCError::InvalidConfig(format!(
+                    "the early reads' lag ({:?}) must be shorter than the safety interval \
+                     ({:?}): early reads read closer to now than the safety interval",
+                    early.lag, self.safety_interval
+                )));
+            }
+            if early.poll_interval < MIN_EARLY_POLL_INTERVAL {
+                return Err(CDCError::InvalidConfig(format!(
+                    "the early reads' poll interval must be at least \
+                     {MIN_EARLY_POLL_INTERVAL:?} (it was {:?})",
+                    early.poll_interval
+                )));
+            }
+            if early.max_unconfirmed_rows == 0 {
+                return Err(CDCError::InvalidConfig(
+                    "the early reads' max_unconfirmed_rows must be greater than zero".into(),
+                ));
+            }
+        }
         if self.max_partition_key_restrictions_per_query == 0 {
             return Err(CDCError::InvalidConfig(
                 "max_partition_key_restrictions_per_query must be greater than zero".into(),
@@ -777,6 +818,8 @@ impl CDCLogReaderBuilder {
             .map(|n| Arc::new(RateLimiter::new(n)));
         // One prefetch budget for every group of every table.
         let prefetch = Arc::new(tokio::sync::Semaphore::new(crate::stream::PREFETCH_PAGES));
+        // One budget of unconfirmed rows for every stream group of every table.
+        let early = self.early_reads.as_ref().map(EarlySettings::new);
         let mut workers = Vec::with_capacity(setups.len());
         let mut all_stats = Vec::with_capacity(setups.len());
         for (index, setup) in setups.into_iter().enumerate() {
@@ -900,6 +943,7 @@ impl CDCLogReaderBuilder {
                         on_error: self.on_consumer_error.clone(),
                         keyspace: Arc::from(keyspace.as_str()),
                         prefetch: prefetch.clone(),
+                        early: early.clone(),
                     },
                     loader: if load { saver } else { None },
                     start,

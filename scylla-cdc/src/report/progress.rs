@@ -67,6 +67,15 @@ pub struct Progress {
     pub streams: u64,
     /// Moves from one generation to the next (`scylla_cdc_generation_switches_total`).
     pub generation_switches: u64,
+    /// Late rows delivered: rows the confirmation of an early read found, which became
+    /// visible only after the early read had passed their time ([`crate::CDCRow::is_late`])
+    /// (`scylla_cdc_late_rows_total`). Always 0 without early reads.
+    pub late_rows: u64,
+    /// With early reads: how far behind now the last early read of any stream group read
+    /// (now minus the end of its window, at its end): a change written on time is delivered
+    /// about this long after its write (`scylla_cdc_early_lag_seconds`). `None` without
+    /// early reads, or before the first one.
+    pub early_lag: Option<Duration>,
     /// The low watermark (see [`crate::CDCLogReader::low_watermark`]); `None` until the
     /// first generation's stream groups are set up (`scylla_cdc_low_watermark_seconds`).
     pub low_watermark: Option<DateTime<Utc>>,
@@ -183,6 +192,8 @@ struct Handles {
     generation_switches: Counter,
     low_watermark: Gauge,
     lag: Gauge,
+    late_rows: Counter,
+    early_lag: Gauge,
 }
 
 /// Counters and the low watermark of one reader, shared by its tasks.
@@ -195,6 +206,9 @@ pub(crate) struct Stats {
     consumer_errors: [AtomicU64; 4],
     streams: AtomicU64,
     generation_switches: AtomicU64,
+    late_rows: AtomicU64,
+    /// The last early read's lag, in microseconds (`u64::MAX`: none yet).
+    early_lag: AtomicU64,
     /// A std mutex: held for a few map operations once per window, never across `.await`.
     positions: Mutex<Positions>,
     /// Set by a consumer group's member. A std mutex, never held across `.await`.
@@ -236,6 +250,8 @@ impl Stats {
             generation_switches: metrics::counter!("scylla_cdc_generation_switches_total", &labels),
             low_watermark: metrics::gauge!("scylla_cdc_low_watermark_seconds", &labels),
             lag: metrics::gauge!("scylla_cdc_lag_seconds", &labels),
+            late_rows: metrics::counter!("scylla_cdc_late_rows_total", &labels),
+            early_lag: metrics::gauge!("scylla_cdc_early_lag_seconds", &labels),
         };
         Self {
             rows: AtomicU64::new(0),
@@ -245,6 +261,8 @@ impl Stats {
             consumer_errors: Default::default(),
             streams: AtomicU64::new(0),
             generation_switches: AtomicU64::new(0),
+            late_rows: AtomicU64::new(0),
+            early_lag: AtomicU64::new(u64::MAX),
             positions: Mutex::new(Positions::default()),
             group: Mutex::new(None),
             watermark: watch::channel(None).0,
@@ -279,6 +297,20 @@ impl Stats {
         self.metrics.rows.increment(rows);
         self.metrics.changes.increment(changes);
         self.advance(slot, until);
+    }
+
+    /// Counts late rows delivered by a confirmation.
+    pub(crate) fn late_rows(&self, rows: u64) {
+        self.late_rows.fetch_add(rows, Ordering::Relaxed);
+        self.metrics.late_rows.increment(rows);
+    }
+
+    /// Records how far behind now an early read read: now minus its window's end.
+    pub(crate) fn early_read(&self, end: DateTime<Utc>) {
+        let lag = lag(self.clock.now(), end);
+        let micros = u64::try_from(lag.as_micros()).unwrap_or(u64::MAX - 1);
+        self.early_lag.store(micros, Ordering::Relaxed);
+        self.metrics.early_lag.set(lag.as_secs_f64());
     }
 
     /// Counts a retry of a transient error of `kind` (see [`retry_kind`]).
@@ -455,6 +487,11 @@ impl Stats {
                 .load(Ordering::Relaxed),
             streams: self.streams.load(Ordering::Relaxed),
             generation_switches: self.generation_switches.load(Ordering::Relaxed),
+            late_rows: self.late_rows.load(Ordering::Relaxed),
+            early_lag: match self.early_lag.load(Ordering::Relaxed) {
+                u64::MAX => None,
+                micros => Some(Duration::from_micros(micros)),
+            },
             low_watermark,
             lag: low_watermark.map(|w| lag(self.clock.now(), w)),
             tables: Vec::new(),
@@ -574,6 +611,8 @@ impl ReaderStats {
             rows_dead_lettered: sum(|p| p.rows_dead_lettered),
             streams: sum(|p| p.streams),
             generation_switches: sum(|p| p.generation_switches),
+            late_rows: sum(|p| p.late_rows),
+            early_lag: tables.iter().filter_map(|t| t.progress.early_lag).max(),
             low_watermark,
             lag: low_watermark.map(|w| lag(self.clock.now(), w)),
             tables,

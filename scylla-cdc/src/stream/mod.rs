@@ -9,6 +9,7 @@
 //! take (`error_policy.rs`: retries, then stop, skip or dead letters), and saves a
 //! [`Checkpoint`] after its windows.
 
+pub(crate) mod early;
 pub(crate) mod error_policy;
 pub(crate) mod page;
 pub(crate) mod sink;
@@ -37,6 +38,7 @@ use crate::checkpoints::{CDCCheckpointSaver, Checkpoint};
 use crate::consumer::CDCRow;
 use crate::consumer::columns::{CellSource, ColumnIndex, RowHeader, RowRef};
 use crate::report::progress::{ErrorOutcome, RateLimiter, Slot, Stats, retry_kind};
+use crate::stream::early::{EarlySettings, Ledger, Seen};
 use crate::stream::error_policy::{AfterRetries, ConsumerErrorPolicy, DeadLetter, panic_message};
 use crate::stream::page::{LogPage, LogSource, next_cell};
 use crate::stream::sink::Sink;
@@ -79,6 +81,8 @@ pub(crate) struct ReaderSettings {
     /// Permits to fetch a page ahead, shared by every group of a reader (see
     /// [`PREFETCH_PAGES`]).
     pub(crate) prefetch: Arc<tokio::sync::Semaphore>,
+    /// Early reads, when on (see [`early`]).
+    pub(crate) early: Option<EarlySettings>,
 }
 
 /// How many stream groups of one reader may fetch their next page while their consumer
@@ -170,6 +174,22 @@ struct Progress {
     window_changes: u64,
     /// The stream of the last delivered row.
     last_stream: Option<StreamID>,
+    /// What the rows being delivered are (see [`Reading`]).
+    reading: Reading,
+    /// With early reads: what was delivered early and is not confirmed yet.
+    ledger: Option<Ledger>,
+}
+
+/// What the rows a stream reader delivers are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Rows of a window older than the safety interval, read once.
+    Settled,
+    /// Rows of an early read: each is recorded in the ledger once delivered.
+    Early,
+    /// The rows of one late change the confirmation found (stream, `cdc$time`): only those
+    /// rows of the page are delivered, flagged as late, whatever was delivered before.
+    Late(StreamID, uuid::Uuid),
 }
 
 /// Reads one stream group of one generation from `start` until the generation ends or the
@@ -222,6 +242,8 @@ impl StreamReader {
                 window_rows: 0,
                 window_changes: 0,
                 last_stream: None,
+                reading: Reading::Settled,
+                ledger: None,
             },
             start: truncate_to_millis(start),
         }
@@ -245,7 +267,15 @@ impl StreamReader {
     }
 
     /// Runs the window loop until the limit (generation end or reader end) is reached.
-    pub(crate) async fn run(mut self) -> Result<(), CDCError> {
+    pub(crate) async fn run(self) -> Result<(), CDCError> {
+        match self.plan.settings.early.clone() {
+            Some(early) => self.run_early(early).await,
+            None => self.run_settled().await,
+        }
+    }
+
+    /// The window loop without early reads: windows end `safety_interval` behind now.
+    async fn run_settled(mut self) -> Result<(), CDCError> {
         let mut t = self.start;
         // Pauses in a row before which no row was read (the pause grows with them), and
         // the rows read since the last pause.
@@ -308,6 +338,167 @@ impl StreamReader {
                 pause(idle, &mut limits).await;
             }
         }
+    }
+}
+
+impl StreamReader {
+    /// The window loop with early reads (see [`early`]): the confirmed point `c` (every row
+    /// before it was delivered, and the checkpoint) and the early point `e >= c` (every row
+    /// before it that was visible when it was read was delivered). Each turn:
+    /// 1. windows before `now - safety_interval` are read once when nothing was delivered
+    ///    early there (catching up), or else confirmed (a window's keys are compared with
+    ///    what its early read delivered, and the rows it missed are delivered, late), every
+    ///    sleep interval's worth, or at once when the reader stops or its ledger is full;
+    /// 2. the early read delivers what is visible in `[e, now - lag)`;
+    /// 3. the group waits a poll interval.
+    ///
+    /// A limit below the early point (a member stopping this group to hand one of its units
+    /// over, `stop_at`) ends the early reads at once and the confirmation goes on to the early
+    /// point, so that the checkpoint covers everything delivered.
+    async fn run_early(mut self, early: EarlySettings) -> Result<(), CDCError> {
+        let mut c = self.start;
+        let mut e = self.start;
+        self.progress.ledger = Some(Ledger::new(self.plan.streams.len(), early.budget.clone()));
+        let mut limits = (
+            self.plan.settings.end.clone(),
+            self.plan.generation_end.clone(),
+        );
+        loop {
+            limits.0.borrow_and_update();
+            limits.1.borrow_and_update();
+            let limit = self.plan.limit();
+            let end = limit.map(|l| l.max(e));
+            if end.is_some_and(|l| c >= l) {
+                self.plan.flush(&mut self.progress, c).await?;
+                self.plan.save(&mut self.progress, c, true).await?;
+                self.plan.settings.stats.advance(&self.plan.slot, c);
+                return Ok(());
+            }
+            let s = &self.plan.settings;
+            let (window, safety, batch) = (s.window_size, s.safety_interval, s.sleep_interval);
+            let now = s.clock.now();
+            let settled = truncate_to_millis(crate::base::time::minus(now, safety));
+            if c < settled {
+                if e <= c {
+                    // Nothing was delivered early here: read the window once.
+                    let u = next_window_end(c, window, now, safety, end);
+                    let full =
+                        u >= crate::base::time::plus(c, window) || end.is_some_and(|l| u >= l);
+                    self.settled_window(c, u).await?;
+                    (c, e) = (u, u);
+                    if full {
+                        continue;
+                    }
+                } else {
+                    let stopping = limit.is_some_and(|l| l <= e);
+                    let full = !early.budget.has_room();
+                    if stopping || full || settled >= crate::base::time::plus(c, batch) {
+                        let mut u = settled.min(e).min(crate::base::time::plus(c, window));
+                        if let Some(l) = end {
+                            u = u.min(l);
+                        }
+                        self.confirm_window(c, u).await?;
+                        c = u;
+                        continue;
+                    }
+                }
+            }
+            // Early reads stop at the limit, and while the ledgers are full.
+            let mut early_end = truncate_to_millis(crate::base::time::minus(now, early.lag));
+            if let Some(l) = limit {
+                early_end = early_end.min(l);
+            }
+            if e < early_end && early.budget.has_room() {
+                let u = early_end.min(crate::base::time::plus(e, window));
+                self.early_window(c, e, u).await?;
+                e = u;
+                if u < early_end {
+                    continue;
+                }
+            }
+            pause(early.poll_interval, &mut limits).await;
+        }
+    }
+
+    /// Reads the window `[start, end)`, older than the safety interval and delivered by no
+    /// early read, once: the window, its end, the low watermark and the checkpoint at `end`.
+    async fn settled_window(
+        &mut self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<(), CDCError> {
+        tracing::Span::current().record("window_start", tracing::field::display(start));
+        self.progress.reading = Reading::Settled;
+        self.plan
+            .read_window(&mut self.progress, start, end)
+            .await?;
+        self.plan.end_window(&mut self.progress, start, end).await?;
+        self.window_done(end);
+        self.plan.save(&mut self.progress, end, false).await
+    }
+
+    /// The early read of `[start, end)`: delivers its rows, recording each in the ledger; the
+    /// low watermark stays at the confirmed point `confirmed`.
+    async fn early_window(
+        &mut self,
+        confirmed: DateTime<Utc>,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<(), CDCError> {
+        self.progress.reading = Reading::Early;
+        let read = self.plan.read_window(&mut self.progress, start, end).await;
+        self.progress.reading = Reading::Settled;
+        read?;
+        self.plan.end_window(&mut self.progress, start, end).await?;
+        self.window_done(confirmed);
+        self.plan.settings.stats.early_read(end);
+        Ok(())
+    }
+
+    /// The confirmation of `[start, end)`, older than the safety interval, which the early
+    /// read delivered: reads the window's keys, and delivers whole, flagged as late, every
+    /// change the early read did not deliver; then the checkpoint at `end`.
+    async fn confirm_window(
+        &mut self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<(), CDCError> {
+        tracing::Span::current().record("window_start", tracing::field::display(start));
+        let late = self
+            .plan
+            .late_changes(&mut self.progress, start, end)
+            .await?;
+        let rows_before = self.progress.window_rows;
+        for (stream, time) in late {
+            let page = self.plan.fetch_change(stream, time, (start, end)).await?;
+            self.progress.reading = Reading::Late(stream, time);
+            let delivered = self
+                .plan
+                .consume_page(&mut self.progress, &page, start, end, None)
+                .await;
+            self.progress.reading = Reading::Settled;
+            delivered?;
+        }
+        let late_rows = self.progress.window_rows - rows_before;
+        if late_rows > 0 {
+            self.plan.settings.stats.late_rows(late_rows);
+        }
+        self.plan.end_window(&mut self.progress, start, end).await?;
+        if let Some(ledger) = &mut self.progress.ledger {
+            ledger.forget_before(ChangeKey::first_at(end));
+        }
+        self.window_done(end);
+        self.plan.save(&mut self.progress, end, false).await
+    }
+
+    /// Counts the window's rows and changes, and moves the group's low watermark to `to`.
+    fn window_done(&mut self, to: DateTime<Utc>) {
+        let p = &mut self.progress;
+        self.plan
+            .settings
+            .stats
+            .window_done(&self.plan.slot, to, p.window_rows, p.window_changes);
+        (p.window_rows, p.window_changes) = (0, 0);
     }
 }
 
@@ -544,14 +735,92 @@ impl Plan {
         end: DateTime<Utc>,
         paging: PagingState,
     ) -> Result<(LogPage, PagingStateResponse), CDCError> {
+        let source = &self.settings.source;
+        self.retrying((start, end), || {
+            source.fetch_page(&self.streams, start, end, paging.clone())
+        })
+        .await
+    }
+
+    /// The late changes of `[start, end)`: reads the window's keys and compares them with
+    /// what the early read delivered (the ledger), in log order; returns the changes (stream,
+    /// `cdc$time`) it did not deliver, each once.
+    async fn late_changes(
+        &self,
+        progress: &mut Progress,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<Vec<(StreamID, uuid::Uuid)>, CDCError> {
+        let source = &self.settings.source;
+        let mut late: Vec<(StreamID, uuid::Uuid)> = Vec::new();
+        let mut paging = PagingState::start();
+        loop {
+            let state = paging.clone();
+            let (page, next) = self
+                .retrying((start, end), || {
+                    source.fetch_keys(&self.streams, start, end, state.clone())
+                })
+                .await?;
+            let keys = page.keys().map_err(|detail| CDCError::BadLogData {
+                streams: StreamList(self.streams.clone()),
+                window_start: start,
+                window_end: end,
+                detail,
+            })?;
+            for (stream, time, seq) in keys {
+                let Some(slot) = self.streams.iter().position(|s| *s == stream) else {
+                    continue;
+                };
+                if let Some(starts) = &self.stream_starts
+                    && starts
+                        .get(slot)
+                        .is_some_and(|from| timeuuid_to_datetime(&time) < *from)
+                {
+                    // Delivered before the resume (its stream's checkpoint is later).
+                    continue;
+                }
+                let key = ChangeKey::new(&time, seq);
+                let seen = match &mut progress.ledger {
+                    Some(ledger) => ledger.confirm(slot, key),
+                    None => Seen::Late,
+                };
+                if seen == Seen::Late && late.last() != Some(&(stream, time)) {
+                    late.push((stream, time));
+                }
+            }
+            match next.into_paging_control_flow() {
+                std::ops::ControlFlow::Break(()) => return Ok(late),
+                std::ops::ControlFlow::Continue(state) => paging = state,
+            }
+        }
+    }
+
+    /// The rows of one late change, read whole (retrying transient errors).
+    async fn fetch_change(
+        &self,
+        stream: StreamID,
+        time: uuid::Uuid,
+        window: (DateTime<Utc>, DateTime<Utc>),
+    ) -> Result<LogPage, CDCError> {
+        let source = &self.settings.source;
+        self.retrying(window, || source.fetch_change(stream, time))
+            .await
+    }
+
+    /// Runs a request of the window `[start, end)` until it succeeds, retrying transient
+    /// errors with capped exponential backoff.
+    async fn retrying<T, F, Fut>(
+        &self,
+        (start, end): (DateTime<Utc>, DateTime<Utc>),
+        mut request: F,
+    ) -> Result<T, CDCError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, scylla::errors::ExecutionError>>,
+    {
         let mut backoff = Backoff::new(self.settings.give_up_after);
         loop {
-            match self
-                .settings
-                .source
-                .fetch_page(&self.streams, start, end, paging.clone())
-                .await
-            {
+            match request().await {
                 Ok(page) => return Ok(page),
                 Err(e) if is_transient(&e) => {
                     let kind = retry_kind(&e);
@@ -1011,8 +1280,18 @@ impl Plan {
             }
             let key = ChangeKey::new(&header.time, header.batch_seq_no);
             let last = progress.last.get(slot).copied().flatten();
-            if last.is_some_and(|l| key <= l) {
-                continue;
+            let mut header = header;
+            match progress.reading {
+                // A late change is older than what its stream delivered: it is delivered
+                // whatever `last` says, and leaves `last` as it is.
+                Reading::Late(stream, time) => {
+                    if header.stream_id != stream || header.time != time {
+                        continue;
+                    }
+                    header.late = true;
+                }
+                _ if last.is_some_and(|l| key <= l) => continue,
+                _ => {}
             }
             let span = &row_start[..row_start.len() - rest.len()];
             let row = (header, &index, specs, &cells[..], span);
@@ -1020,6 +1299,20 @@ impl Plan {
             self.hand_over(progress, row, (start, end)).await?;
             counts.rows += 1;
             progress.last_stream = Some(header.stream_id);
+            match progress.reading {
+                Reading::Late(..) => {
+                    if last.is_none_or(|l| !l.same_time(&key)) {
+                        counts.changes += 1;
+                    }
+                    continue;
+                }
+                Reading::Early => {
+                    if let Some(ledger) = &mut progress.ledger {
+                        ledger.record(slot, key);
+                    }
+                }
+                Reading::Settled => {}
+            }
             if last.is_none_or(|l| !l.same_time(&key)) {
                 counts.changes += 1;
             }

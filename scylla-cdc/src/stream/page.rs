@@ -15,6 +15,8 @@ use scylla::response::query_result::QueryRowsResult;
 use scylla::response::{PagingState, PagingStateResponse};
 use scylla::statement::prepared::PreparedStatement;
 
+use uuid::Uuid;
+
 use crate::base::cdc_types::StreamID;
 use crate::base::error::CDCError;
 use crate::cluster::replicas::{PreferReplica, Replica};
@@ -148,6 +150,58 @@ impl LogPage {
     }
 }
 
+/// The key of a log row: its stream, `cdc$time` and `cdc$batch_seq_no`.
+pub(crate) type RowKey = (StreamID, Uuid, i32);
+
+impl LogPage {
+    /// The keys of the page's rows, in its order: the page holds at least the columns
+    /// `cdc$stream_id`, `cdc$time` and `cdc$batch_seq_no` (a page of [`LogSource::fetch_keys`],
+    /// or of whole rows). A row whose key cannot be read is an error.
+    pub(crate) fn keys(&self) -> Result<Vec<RowKey>, String> {
+        let raw = self.raw_rows()?;
+        let at = |name: &str| {
+            raw.specs
+                .iter()
+                .position(|s| s.name() == name)
+                .ok_or_else(|| format!("the page has no column {name}"))
+        };
+        let (stream_at, time_at, seq_at) = (
+            at("cdc$stream_id")?,
+            at("cdc$time")?,
+            at("cdc$batch_seq_no")?,
+        );
+        let mut keys = Vec::with_capacity(raw.count);
+        let mut rest: &[u8] = &raw.bytes;
+        let mut cells: Vec<Option<&[u8]>> = Vec::with_capacity(raw.specs.len());
+        for position in 0..raw.count {
+            cells.clear();
+            for _ in raw.specs {
+                let (cell, after) = next_cell(rest)
+                    .ok_or_else(|| format!("row {position} of a key page is cut short"))?;
+                cells.push(cell);
+                rest = after;
+            }
+            let cell = |i: usize, what: &str| {
+                cells
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .ok_or_else(|| format!("row {position} of a key page has a null {what}"))
+            };
+            let stream = StreamID::from_slice(cell(stream_at, "cdc$stream_id")?)
+                .map_err(|e| e.to_string())?;
+            let time: [u8; 16] = cell(time_at, "cdc$time")?
+                .try_into()
+                .map_err(|_| "cdc$time is not 16 bytes".to_owned())?;
+            let seq: [u8; 4] = cell(seq_at, "cdc$batch_seq_no")?
+                .try_into()
+                .map_err(|_| "cdc$batch_seq_no is not 4 bytes".to_owned())?;
+            keys.push((stream, Uuid::from_bytes(time), i32::from_be_bytes(seq)));
+        }
+        Ok(keys)
+    }
+}
+
 /// Where stream readers get pages of the log from.
 #[async_trait]
 pub(crate) trait LogSource: Send + Sync {
@@ -160,11 +214,50 @@ pub(crate) trait LogSource: Send + Sync {
         paging: PagingState,
     ) -> Result<(LogPage, PagingStateResponse), ExecutionError>;
 
+    /// One page of the keys ([`LogPage::keys`]) of the same rows: what the confirmation of
+    /// an early read compares with what it delivered. By default, the whole rows.
+    async fn fetch_keys(
+        &self,
+        streams: &[StreamID],
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        paging: PagingState,
+    ) -> Result<(LogPage, PagingStateResponse), ExecutionError> {
+        self.fetch_page(streams, start, end, paging).await
+    }
+
+    /// Every row of `stream` with `cdc$time = time` (one change: a late one the confirmation
+    /// found), in one page, possibly with other rows (the reader keeps only the change's).
+    /// By default, the rows of the stream in the change's millisecond.
+    async fn fetch_change(&self, stream: StreamID, time: Uuid) -> Result<LogPage, ExecutionError> {
+        let micros = crate::base::time::timeuuid_micros(&time);
+        let start = DateTime::from_timestamp_millis(micros.div_euclid(1000)).unwrap_or_default();
+        let end = start + chrono::TimeDelta::milliseconds(1);
+        let (page, _) = self
+            .fetch_page(&[stream], start, end, PagingState::start())
+            .await?;
+        Ok(page)
+    }
+
     /// The same source with its queries sent to `replica` first (`None`: this source cannot
     /// route, use it as it is).
     fn routed(&self, _replica: Replica) -> Option<Arc<dyn LogSource>> {
         None
     }
+}
+
+/// The rows of a log query's result (an error if it has none). The error is the driver's own
+/// type, as every request of a [`LogSource`] returns it.
+#[allow(clippy::result_large_err)]
+fn rows_of(
+    result: scylla::response::query_result::QueryResult,
+) -> Result<QueryRowsResult, ExecutionError> {
+    result.into_rows_result().map_err(|e| {
+        ExecutionError::LastAttemptError(scylla::errors::RequestAttemptError::DbError(
+            scylla::errors::DbError::ProtocolError,
+            format!("the CDC log query did not return rows: {e}"),
+        ))
+    })
 }
 
 /// Rows per page of the log query. A stream reader holds the page its consumer is handed
@@ -173,10 +266,13 @@ pub(crate) trait LogSource: Send + Sync {
 /// number of stream groups (256 per node on ScyllaDB's default vnodes).
 const LOG_PAGE_ROWS: i32 = 2500;
 
-/// Reads the log through the driver with one prepared statement.
+/// Reads the log through the driver with prepared statements: the window query, the key
+/// query of a window (the confirmation of early reads) and the query of one change.
 pub(crate) struct DriverLogSource {
     session: Arc<Session>,
     statement: PreparedStatement,
+    keys: PreparedStatement,
+    change: PreparedStatement,
 }
 
 impl DriverLogSource {
@@ -186,15 +282,37 @@ impl DriverLogSource {
         keyspace: &str,
         log_table: &str,
     ) -> Result<Self, CDCError> {
-        let text = format!(
-            "SELECT * FROM {}.{} WHERE \"cdc$stream_id\" IN ? AND \"cdc$time\" >= minTimeuuid(?) \
-             AND \"cdc$time\" < minTimeuuid(?) BYPASS CACHE",
+        let table = format!(
+            "{}.{}",
             crate::base::cdc_types::quote_identifier(keyspace),
             crate::base::cdc_types::quote_identifier(log_table),
         );
-        let mut statement = crate::base::error::prepare_idempotent(&session, &text).await?;
+        let window = "\"cdc$stream_id\" IN ? AND \"cdc$time\" >= minTimeuuid(?) \
+                      AND \"cdc$time\" < minTimeuuid(?) BYPASS CACHE";
+        let prepare = |text: String| {
+            let session = session.clone();
+            async move { crate::base::error::prepare_idempotent(&session, &text).await }
+        };
+        let mut statement = prepare(format!("SELECT * FROM {table} WHERE {window}")).await?;
         statement.set_page_size(LOG_PAGE_ROWS);
-        Ok(Self { session, statement })
+        let mut keys = prepare(format!(
+            "SELECT \"cdc$stream_id\", \"cdc$time\", \"cdc$batch_seq_no\" FROM {table} \
+             WHERE {window}"
+        ))
+        .await?;
+        // Keys are small: a page of them costs what a page of rows of the window query does
+        // at 10 times the rows.
+        keys.set_page_size(LOG_PAGE_ROWS * 10);
+        let change = prepare(format!(
+            "SELECT * FROM {table} WHERE \"cdc$stream_id\" = ? AND \"cdc$time\" = ? BYPASS CACHE"
+        ))
+        .await?;
+        Ok(Self {
+            session,
+            statement,
+            keys,
+            change,
+        })
     }
 }
 
@@ -212,13 +330,30 @@ impl LogSource for DriverLogSource {
             .session
             .execute_single_page(&self.statement, (ids, start, end), paging)
             .await?;
-        let rows = result.into_rows_result().map_err(|e| {
-            ExecutionError::LastAttemptError(scylla::errors::RequestAttemptError::DbError(
-                scylla::errors::DbError::ProtocolError,
-                format!("the CDC log query did not return rows: {e}"),
-            ))
-        })?;
-        Ok((LogPage::Driver(rows), next))
+        Ok((LogPage::Driver(rows_of(result)?), next))
+    }
+
+    async fn fetch_keys(
+        &self,
+        streams: &[StreamID],
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        paging: PagingState,
+    ) -> Result<(LogPage, PagingStateResponse), ExecutionError> {
+        let ids: Vec<&[u8]> = streams.iter().map(|s| &s.as_bytes()[..]).collect();
+        let (result, next) = self
+            .session
+            .execute_single_page(&self.keys, (ids, start, end), paging)
+            .await?;
+        Ok((LogPage::Driver(rows_of(result)?), next))
+    }
+
+    async fn fetch_change(&self, stream: StreamID, time: Uuid) -> Result<LogPage, ExecutionError> {
+        let result = self
+            .session
+            .execute_unpaged(&self.change, (&stream.as_bytes()[..], time))
+            .await?;
+        Ok(LogPage::Driver(rows_of(result)?))
     }
 
     fn routed(&self, replica: Replica) -> Option<Arc<dyn LogSource>> {
@@ -232,11 +367,16 @@ impl LogSource for DriverLogSource {
             .load_balancing_policy(Arc::new(PreferReplica::new(replica, policy)))
             .build()
             .into_handle();
-        let mut statement = self.statement.clone();
-        statement.set_execution_profile_handle(Some(profile));
+        let routed = |statement: &PreparedStatement| {
+            let mut statement = statement.clone();
+            statement.set_execution_profile_handle(Some(profile.clone()));
+            statement
+        };
         Some(Arc::new(Self {
             session: self.session.clone(),
-            statement,
+            statement: routed(&self.statement),
+            keys: routed(&self.keys),
+            change: routed(&self.change),
         }))
     }
 }

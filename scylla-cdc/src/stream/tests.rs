@@ -10,6 +10,8 @@ use scylla::errors::ExecutionError;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
+use crate::stream::early::EarlyReads;
+
 /// What a fake source does for one request.
 pub(crate) enum Scripted {
     /// Fail with this error.
@@ -179,6 +181,7 @@ pub(crate) fn settings(
         on_error: ConsumerErrorPolicy::default(),
         keyspace: Arc::from("ks"),
         prefetch: Arc::new(tokio::sync::Semaphore::new(PREFETCH_PAGES)),
+        early: None,
     }
 }
 
@@ -1057,4 +1060,228 @@ async fn corrupt_page_is_a_typed_error() {
     let err = r.run().await.unwrap_err();
     assert!(matches!(err, CDCError::BadLogData { .. }), "{err}");
     let _keep = s;
+}
+
+/// A delivered row: its `v`, whether it was late, and when (by the reader's clock).
+type FlaggedRow = (i32, bool, DateTime<Utc>);
+
+/// Records every delivered row ([`FlaggedRow`]).
+#[derive(Clone, Default)]
+struct Flagged(Arc<Mutex<Vec<FlaggedRow>>>, Option<Arc<TokioClock>>);
+
+#[async_trait]
+impl Consumer for Flagged {
+    async fn consume_cdc(&mut self, row: CDCRow<'_>) -> anyhow::Result<()> {
+        let v = row.get_value_as::<i32>("v")?.unwrap_or(-1);
+        let at = self
+            .1
+            .as_ref()
+            .map_or(DateTime::<Utc>::MIN_UTC, |c| c.now());
+        self.0.lock().unwrap().push((v, row.is_late, at));
+        Ok(())
+    }
+}
+
+impl Flagged {
+    fn seen(&self) -> Vec<(i32, bool)> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(v, l, _)| (*v, *l))
+            .collect()
+    }
+}
+
+/// Saves checkpoints and when (by the reader's clock) each was saved.
+struct TimedSaver {
+    clock: Arc<TokioClock>,
+    saves: Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>,
+}
+
+#[async_trait]
+impl CDCCheckpointSaver for TimedSaver {
+    async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()> {
+        self.saves
+            .lock()
+            .unwrap()
+            .push((checkpoint.timestamp, self.clock.now()));
+        Ok(())
+    }
+    async fn save_new_generation(&self, _: &GenerationTimestamp) -> anyhow::Result<()> {
+        Ok(())
+    }
+    async fn load_last_generation(&self) -> anyhow::Result<Option<GenerationTimestamp>> {
+        Ok(None)
+    }
+    async fn load_last_checkpoint(&self, _: &[StreamID]) -> anyhow::Result<Option<DateTime<Utc>>> {
+        Ok(None)
+    }
+}
+
+struct EarlySetup {
+    log: Arc<FakeLog>,
+    saver: Arc<TimedSaver>,
+    end_tx: watch::Sender<Option<DateTime<Utc>>>,
+    gen_end_tx: watch::Sender<Option<DateTime<Utc>>>,
+    flagged: Flagged,
+    stats: Arc<Stats>,
+    /// The tokio instant at which the reader's clock reads `BASE`.
+    base: tokio::time::Instant,
+}
+
+/// A reader of stream 1 from `start` with early reads (`early`), a 30 s safety interval and
+/// a 10 s sleep interval (the confirmation's batch), at a clock starting at `BASE`.
+fn early_reader(early: &EarlyReads, start: DateTime<Utc>) -> (EarlySetup, StreamReader) {
+    let log = Arc::new(FakeLog::new(100));
+    let (end_tx, end_rx) = watch::channel(None);
+    let (gen_end_tx, gen_end_rx) = watch::channel(None);
+    let base = tokio::time::Instant::now();
+    let clock = Arc::new(TokioClock::starting_at(ms(BASE)));
+    let saver = Arc::new(TimedSaver {
+        clock: clock.clone(),
+        saves: Mutex::new(Vec::new()),
+    });
+    let mut settings = settings(log.clone(), Arc::new(MemorySaver::default()), end_rx);
+    settings.clock = clock.clone();
+    settings.saver = Some(saver.clone());
+    settings.pause_between_saves = Duration::ZERO;
+    settings.early = Some(EarlySettings::new(early));
+    let slot = slot(&settings, start);
+    let stats = settings.stats.clone();
+    let flagged = Flagged(Arc::default(), Some(clock));
+    let r = StreamReader::new(
+        settings,
+        vec![stream(1)],
+        GenerationTimestamp::new(ms(0)),
+        gen_end_rx,
+        start,
+        Sink::Rows(Box::new(flagged.clone())),
+        slot,
+    );
+    (
+        EarlySetup {
+            log,
+            saver,
+            end_tx,
+            gen_end_tx,
+            flagged,
+            stats,
+            base,
+        },
+        r,
+    )
+}
+
+impl EarlySetup {
+    /// Sleeps (in paused time) until the reader's clock reads `BASE + millis`.
+    async fn until(&self, millis: u64) {
+        tokio::time::sleep_until(self.base + Duration::from_millis(millis)).await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn early_reads_deliver_at_once_and_late_rows_once_flagged() {
+    let early = EarlyReads::default();
+    let (s, r) = early_reader(&early, ms(BASE - 1_000));
+    let task = tokio::spawn(r.run());
+    // On time: written at BASE + 2 s, delivered within the lag and a poll interval.
+    s.until(2_000).await;
+    s.log.push(row(1, (BASE + 2_000) * 1000, 0, 1));
+    s.until(2_000 + 100 + 600 + 50).await;
+    assert_eq!(s.flagged.seen(), [(1, false)], "on time: delivered early");
+    // Late: visible only now, with a time the early reads have passed (BASE + 1 s).
+    s.log.push(row(1, (BASE + 1_000) * 1000, 0, 2));
+    s.log.push(row(1, (BASE + 3_500) * 1000, 0, 3));
+    s.until(4_500).await;
+    assert_eq!(s.flagged.seen(), [(1, false), (3, false)]);
+    // Once `BASE + 1 s` is older than the safety interval and a sleep interval's worth is
+    // settled, the confirmation delivers it, flagged, once; nothing else again.
+    s.until(45_000).await;
+    assert_eq!(s.flagged.seen(), [(1, false), (3, false), (2, true)]);
+    assert_eq!(s.stats.snapshot().late_rows, 1);
+    assert!(
+        s.stats
+            .snapshot()
+            .early_lag
+            .is_some_and(|l| l <= Duration::from_secs(1))
+    );
+    s.end_tx.send(Some(ms(BASE + 50_000))).unwrap();
+    task.await.unwrap().unwrap();
+    assert_eq!(s.flagged.seen().len(), 3);
+    // Checkpoints cover confirmed windows only: each was at least the safety interval old
+    // when saved, and the last is the end.
+    let saves = s.saver.saves.lock().unwrap().clone();
+    assert!(!saves.is_empty());
+    for (checkpoint, saved_at) in &saves {
+        assert!(
+            *checkpoint <= *saved_at - chrono::TimeDelta::seconds(30),
+            "checkpoint {checkpoint} saved at {saved_at}"
+        );
+    }
+    assert_eq!(saves.last().map(|s| s.0), Some(ms(BASE + 50_000)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_ledger_pauses_early_reads_until_the_confirmation_catches_up() {
+    let early = EarlyReads::default().max_unconfirmed_rows(3);
+    let (s, r) = early_reader(&early, ms(BASE - 1_000));
+    let task = tokio::spawn(r.run());
+    // A burst of 5 rows: one early read delivers them all (the cap is checked before a
+    // read), and the ledger is over its cap.
+    s.until(1_000).await;
+    for i in 0..5 {
+        s.log.push(row(1, (BASE + 500 + i) * 1000, 0, i as i32));
+    }
+    s.until(2_000).await;
+    assert_eq!(s.flagged.seen().len(), 5);
+    // The next row waits for the confirmation of the burst: a safety interval later.
+    s.log.push(row(1, (BASE + 3_000) * 1000, 0, 10));
+    s.until(20_000).await;
+    assert_eq!(
+        s.flagged.seen().len(),
+        5,
+        "early reads paused: the ledger is full"
+    );
+    s.until(45_000).await;
+    let seen = s.flagged.seen();
+    assert_eq!(seen.len(), 6, "{seen:?}");
+    assert!(
+        seen.iter().all(|(_, late)| !late),
+        "nothing late, nothing twice: {seen:?}"
+    );
+    // Once confirmed, early reads go on: a row at BASE + 46 s arrives within a second.
+    s.log.push(row(1, (BASE + 46_000) * 1000, 0, 11));
+    s.until(47_000).await;
+    assert_eq!(s.flagged.seen().len(), 7);
+    s.end_tx.send(Some(ms(BASE + 47_000))).unwrap();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_below_the_early_point_confirms_up_to_it_and_saves_there() {
+    let (s, r) = early_reader(&EarlyReads::default(), ms(BASE - 1_000));
+    let task = tokio::spawn(r.run());
+    s.until(2_000).await;
+    s.log.push(row(1, (BASE + 2_000) * 1000, 0, 1));
+    s.until(5_000).await;
+    assert_eq!(s.flagged.seen(), [(1, false)]);
+    // A member stops this group to hand its unit over (the generation's end at the
+    // beginning of time): no more early reads, and the confirmation goes on to the early
+    // point, finding a late row on the way.
+    s.gen_end_tx.send(Some(DateTime::<Utc>::MIN_UTC)).unwrap();
+    s.log.push(row(1, (BASE + 1_500) * 1000, 0, 2));
+    s.log.push(row(1, (BASE + 4_000) * 1000, 0, 3));
+    task.await.unwrap().unwrap();
+    let seen = s.flagged.seen();
+    assert_eq!(&seen[..2], [(1, false), (2, true)], "{seen:?}");
+    // The row at BASE + 4 s was before the early point (about BASE + 4.9 s): delivered by the
+    // confirmation too, late, since the early read had passed it.
+    assert_eq!(seen[2], (3, true), "{seen:?}");
+    let saves = s.saver.saves.lock().unwrap().clone();
+    let (last, _) = *saves.last().expect("a final checkpoint");
+    assert!(
+        last > ms(BASE + 4_000) && last <= ms(BASE + 5_000),
+        "the checkpoint covers what was delivered early: {last}"
+    );
 }
