@@ -136,7 +136,8 @@
 //!
 //! * **Order**: the rows of one stream are delivered in `(cdc$time, cdc$batch_seq_no)`
 //!   order, so all changes of one base partition arrive in write order, each change's rows
-//!   (pre-image, deltas, post-image) together. Nothing is promised across streams.
+//!   (pre-image, deltas, post-image) together. Nothing is promised across streams. (With
+//!   early reads, a late change comes after later ones, flagged: see "Early reads".)
 //! * **Within one run, exactly once**: transient errors (timeouts, overload, unavailable
 //!   replicas, broken connections, a node down) are retried with capped exponential backoff
 //!   from the page that failed, and a row at or before the last delivered row of its stream
@@ -191,6 +192,60 @@
 //!   `cdc$batch_seq_no`/`cdc$operation`, or with a stream id that is not 16 bytes, is
 //!   skipped with a `warn!`; an unknown `cdc$operation` code is delivered as
 //!   [`OperationType::Unknown`]; undecodable values are errors of the column accessors.
+//!
+//! # Early reads: a change within a second of its write
+//!
+//! Reading stays a safety interval (30 s by default) behind the clock because a log row can
+//! become visible after a reader's clock has passed its `cdc$time`: a client or coordinator
+//! timestamp behind the reader's clock, clock skew, a slow replica. A reader that reads
+//! closer to now loses those *late* rows for good, so every reader delivers a change 30 to
+//! 40 s after its write. [`CDCLogReaderBuilder::early_reads`] ([`EarlyReads`]) reads close to
+//! now and still delivers every late row, once:
+//!
+//! * **Early read**: every [`EarlyReads::poll_interval`] (600 ms by default) each stream group
+//!   reads the log up to [`EarlyReads::lag`] (100 ms) behind now and delivers what it finds:
+//!   a change written on time reaches its consumer about `lag + poll_interval` after its
+//!   write (`scylla-cdc-bench`'s `latency-bench` measures it).
+//! * **Confirmation**: once a window is older than the safety interval, the group reads it
+//!   again, keys only (`cdc$stream_id`, `cdc$time`, `cdc$batch_seq_no`), and compares them
+//!   with what its early reads delivered, row by row in log order; each change they did not
+//!   deliver is read whole and delivered with [`CDCRow::is_late`] and [`Change::is_late`]
+//!   set. It runs a sleep interval's worth of windows at a time, so it costs one key query
+//!   per group per sleep interval while idle, and whole rows only for late changes.
+//! * **Exactly once within a run**: a row is delivered by the early read or by the
+//!   confirmation, never both. What the early reads delivered and the confirmation has not
+//!   reached is remembered at [`UNCONFIRMED_ROW_BYTES`] (24) bytes a row, up to
+//!   [`EarlyReads::max_unconfirmed_rows`] (1 000 000) for the whole reader: a burst past it
+//!   pauses the early reads of the groups it would grow until their confirmation has caught
+//!   up (their changes then arrive a safety interval late, as without early reads; none is
+//!   lost or delivered twice).
+//! * **Checkpoints and the low watermark follow the confirmed point**: a restart loses
+//!   nothing, and the changes between the last checkpoint and the early point may be
+//!   delivered again after it, as any change after the last checkpoint. A reader that is
+//!   far behind (catching up a backlog) reads windows older than the safety interval once,
+//!   as without early reads, and starts reading early once it has caught up.
+//! * **Order**: the rows of one stream that arrive on time are delivered in `(cdc$time,
+//!   cdc$batch_seq_no)` order, as without early reads, so a partition's on-time changes
+//!   arrive in write order. A late change arrives after changes of its partition written
+//!   after it, up to a safety interval and a sleep interval after its write, flagged; the
+//!   rows of one change are never split between the two reads. A consumer that applies
+//!   changes with their write timestamps (the replicator writes every cell `USING
+//!   TIMESTAMP` of its source write) ends in the same state whatever the order; one that
+//!   needs write order per partition can hold back on `is_late` or keep early reads off.
+//! * **Stops**: a group stopped to hand its unit to another member of a consumer group (or
+//!   by [`CDCLogReader::stop_at`] before its early point) stops reading early at once and
+//!   confirms up to its early point before it saves its checkpoint, so the hand-over repeats
+//!   nothing; this takes up to a safety interval. [`CDCLogReader::stop`] stops at once: the
+//!   next run resumes from the last checkpoint. After a generation switch, the next
+//!   generation is read once the previous one is confirmed to its end (up to a safety
+//!   interval later).
+//!
+//! Early reads are off by default in the library: a reader built as before keeps the
+//! guarantee users rely on, every change of a partition in write order, at the cost of the
+//! safety interval. The printer and the replicator turn them on by default
+//! (`--no-early-reads` turns them off): the printer flags late rows in its output, and the
+//! replicator's writes carry their source timestamps, so a late change lands where it
+//! belongs.
 //!
 //! # Whole changes
 //!

@@ -742,7 +742,7 @@ impl GroupSettings {
 /// default: `scylla_cdc::cli::units=info` in their default filters).
 pub const UNIT_LOG_TARGET: &str = "scylla_cdc::cli::units";
 
-/// Logs a consumer group's [`ReaderEvent::UnitStarted`] and [`ReaderEvent::UnitStopped`] at
+/// Logs a consumer group's [`crate::ReaderEvent::UnitStarted`] and [`crate::ReaderEvent::UnitStopped`] at
 /// INFO, target [`UNIT_LOG_TARGET`], one line each, when the member started or stopped
 /// reading the unit (before its first delivery, after its last):
 ///

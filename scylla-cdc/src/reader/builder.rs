@@ -479,7 +479,7 @@ impl CDCLogReaderBuilder {
     /// group reads `lag` behind now every `poll_interval`, and a confirmation read of each
     /// window, once it is older than the safety interval, delivers the rows that became
     /// visible only after the early read had passed them, flagged as late
-    /// ([`CDCRow::is_late`], [`crate::Change::is_late`]). Checkpoints and the low watermark
+    /// ([`crate::CDCRow::is_late`], [`crate::Change::is_late`]). Checkpoints and the low watermark
     /// cover only confirmed windows. See the crate docs' "Early reads" for the order kept
     /// and why it is off by default; `build` refuses a lag not shorter than the safety
     /// interval and a zero poll interval or row cap.
