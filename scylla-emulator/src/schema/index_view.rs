@@ -37,141 +37,162 @@ impl IndexDef {
     /// key column also carries every regular base column as a virtual column. Each
     /// column comes with whether it is computed (`system_schema.computed_columns`).
     pub(crate) fn view_columns(&self, base: &TableDef) -> Vec<(ColumnDef, Computed)> {
-        let mut out: Vec<(ColumnDef, Computed)> = Vec::new();
         let Some(target) = base.column(&self.column) else {
-            return out;
+            return Vec::new();
         };
-        let mut push = |name: String, typ: CqlType, kind: ColumnKind, computed: Computed| {
-            let position = match kind {
-                ColumnKind::PartitionKey | ColumnKind::Clustering => {
-                    out.iter().filter(|(c, _)| c.kind == kind).count() as i32
-                }
-                _ => -1,
-            };
-            out.push((
-                ColumnDef {
-                    name,
-                    typ,
-                    kind,
-                    position,
-                    order: ClusteringOrder::Asc,
-                    id: 0,
-                },
-                computed,
-            ));
-        };
-        let free_name = |root: &str| {
-            // `get_available_column_name`: root, root_1, root_2, ...
-            let mut name = root.to_string();
-            let mut i = 0;
-            while base.column(&name).is_some() {
-                i += 1;
-                name = format!("{root}_{i}");
-            }
-            name
+        let mut view = ViewLayout {
+            base,
+            columns: Vec::new(),
         };
         if self.local {
-            for c in base.partition_key() {
-                push(
-                    c.name.clone(),
-                    c.typ.clone(),
-                    ColumnKind::PartitionKey,
-                    Computed::No,
-                );
-            }
-            push(
-                target.name.clone(),
-                target.typ.clone(),
-                ColumnKind::Clustering,
-                Computed::No,
-            );
+            view.local_partition_key(target);
         } else {
-            match self.target {
-                IndexTarget::Values => push(
-                    target.name.clone(),
-                    target.typ.clone(),
-                    ColumnKind::PartitionKey,
-                    Computed::No,
-                ),
-                t => {
-                    let typ = match (&target.typ, t) {
-                        (CqlType::Map { key, .. }, IndexTarget::Keys) => (**key).clone(),
-                        (CqlType::Set { elem, .. }, _) => (**elem).clone(),
-                        (CqlType::Map { value, .. }, IndexTarget::CollectionValues) => {
-                            (**value).clone()
-                        }
-                        (CqlType::List { elem, .. }, _) => (**elem).clone(),
-                        (CqlType::Map { key, value, .. }, _) => {
-                            CqlType::Tuple(vec![(**key).clone(), (**value).clone()])
-                        }
-                        (other, _) => other.clone(),
-                    };
-                    push(
-                        free_name("coll_value"),
-                        typ,
-                        ColumnKind::PartitionKey,
-                        Computed::Collection(t, target.name.clone()),
-                    );
-                }
-            }
-            push(
-                free_name("idx_token"),
-                CqlType::Bigint,
-                ColumnKind::Clustering,
-                Computed::Token,
-            );
-            for c in base.partition_key() {
-                if c.name != target.name {
-                    push(
-                        c.name.clone(),
-                        c.typ.clone(),
-                        ColumnKind::Clustering,
-                        Computed::No,
-                    );
-                }
-            }
+            view.global_partition_key(self.target, target);
         }
         if target.kind != ColumnKind::Static {
-            for c in base.clustering_key() {
-                if c.name != target.name {
-                    push(
-                        c.name.clone(),
-                        c.typ.clone(),
-                        ColumnKind::Clustering,
-                        Computed::No,
-                    );
-                }
-            }
+            view.base_clustering_key(target);
         }
         if !self.local && self.target == IndexTarget::CollectionValues {
-            let key_type = match &target.typ {
-                CqlType::Map { key, .. } => (**key).clone(),
-                _ => CqlType::Timeuuid,
-            };
-            push(
-                free_name("keys_for_values_idx"),
-                key_type,
-                ColumnKind::Clustering,
-                Computed::Collection(IndexTarget::Keys, target.name.clone()),
-            );
+            view.keys_for_values(target);
         }
         if target.kind.is_primary_key() {
-            // `create_virtual_column`: every regular column, so that the view row lives
-            // as long as the base row (db/view/view.cc); shown as a regular column.
-            for c in base
-                .columns
-                .iter()
-                .filter(|c| c.kind == ColumnKind::Regular)
-            {
-                push(
-                    c.name.clone(),
-                    c.typ.clone(),
-                    ColumnKind::Regular,
-                    Computed::Virtual,
+            view.virtual_columns();
+        }
+        view.columns
+    }
+}
+
+/// The columns of an index's backing view as they are laid out, in order.
+struct ViewLayout<'a> {
+    /// The indexed table.
+    base: &'a TableDef,
+    /// The columns so far, with how each gets its value.
+    columns: Vec<(ColumnDef, Computed)>,
+}
+
+impl ViewLayout<'_> {
+    /// Appends a column; a key column takes the next position of its key.
+    fn push(&mut self, name: String, typ: CqlType, kind: ColumnKind, computed: Computed) {
+        let position = match kind {
+            ColumnKind::PartitionKey | ColumnKind::Clustering => {
+                self.columns.iter().filter(|(c, _)| c.kind == kind).count() as i32
+            }
+            _ => -1,
+        };
+        self.columns.push((
+            ColumnDef {
+                name,
+                typ,
+                kind,
+                position,
+                order: ClusteringOrder::Asc,
+                id: 0,
+            },
+            computed,
+        ));
+    }
+
+    /// Appends a base column as it is, in the view's role `kind`.
+    fn push_base(&mut self, column: &ColumnDef, kind: ColumnKind, computed: Computed) {
+        self.push(column.name.clone(), column.typ.clone(), kind, computed);
+    }
+
+    /// A name for a computed column that no base column has (`get_available_column_name`:
+    /// root, root_1, root_2, ...).
+    fn free_name(&self, root: &str) -> String {
+        let mut name = root.to_string();
+        let mut i = 0;
+        while self.base.column(&name).is_some() {
+            i += 1;
+            name = format!("{root}_{i}");
+        }
+        name
+    }
+
+    /// A local index's key: the base partition key, then the indexed column.
+    fn local_partition_key(&mut self, target: &ColumnDef) {
+        let base = self.base;
+        for c in base.partition_key() {
+            self.push_base(c, ColumnKind::PartitionKey, Computed::No);
+        }
+        self.push_base(target, ColumnKind::Clustering, Computed::No);
+    }
+
+    /// A global index's key: the indexed value (or the computed collection element
+    /// `coll_value`), then the base token `idx_token` and the rest of the base partition key.
+    fn global_partition_key(&mut self, what: IndexTarget, target: &ColumnDef) {
+        match what {
+            IndexTarget::Values => self.push_base(target, ColumnKind::PartitionKey, Computed::No),
+            t => {
+                let typ = match (&target.typ, t) {
+                    (CqlType::Map { key, .. }, IndexTarget::Keys) => (**key).clone(),
+                    (CqlType::Set { elem, .. }, _) => (**elem).clone(),
+                    (CqlType::Map { value, .. }, IndexTarget::CollectionValues) => {
+                        (**value).clone()
+                    }
+                    (CqlType::List { elem, .. }, _) => (**elem).clone(),
+                    (CqlType::Map { key, value, .. }, _) => {
+                        CqlType::Tuple(vec![(**key).clone(), (**value).clone()])
+                    }
+                    (other, _) => other.clone(),
+                };
+                self.push(
+                    self.free_name("coll_value"),
+                    typ,
+                    ColumnKind::PartitionKey,
+                    Computed::Collection(t, target.name.clone()),
                 );
             }
         }
-        out
+        self.push(
+            self.free_name("idx_token"),
+            CqlType::Bigint,
+            ColumnKind::Clustering,
+            Computed::Token,
+        );
+        let base = self.base;
+        for c in base.partition_key() {
+            if c.name != target.name {
+                self.push_base(c, ColumnKind::Clustering, Computed::No);
+            }
+        }
+    }
+
+    /// The base clustering key (but the indexed column), as clustering columns.
+    fn base_clustering_key(&mut self, target: &ColumnDef) {
+        let base = self.base;
+        for c in base.clustering_key() {
+            if c.name != target.name {
+                self.push_base(c, ColumnKind::Clustering, Computed::No);
+            }
+        }
+    }
+
+    /// A values index's `keys_for_values_idx`: the key of the indexed element.
+    fn keys_for_values(&mut self, target: &ColumnDef) {
+        let key_type = match &target.typ {
+            CqlType::Map { key, .. } => (**key).clone(),
+            _ => CqlType::Timeuuid,
+        };
+        self.push(
+            self.free_name("keys_for_values_idx"),
+            key_type,
+            ColumnKind::Clustering,
+            Computed::Collection(IndexTarget::Keys, target.name.clone()),
+        );
+    }
+
+    /// `create_virtual_column`: every regular column, so that the view row lives as long as
+    /// the base row (db/view/view.cc); shown as a regular column.
+    fn virtual_columns(&mut self) {
+        let base = self.base;
+        for c in base
+            .columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::Regular)
+        {
+            self.push_base(c, ColumnKind::Regular, Computed::Virtual);
+        }
     }
 }
 
