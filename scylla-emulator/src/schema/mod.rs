@@ -3,12 +3,13 @@
 //! A [`Schema`] is an immutable snapshot (keyspaces → tables and types) with a version UUID;
 //! DDL builds a new snapshot and swaps it in, so readers hold an `Arc<Schema>` without locks.
 //! A [`TableDef`] lists its columns in Scylla's order (partition key, clustering key, then
-//! static columns, then regular columns, each group sorted by name bytes) and carries its [`TableOptions`],
-//! including the [`CdcOptions`] that decide whether writes are logged, and the
-//! [`DroppedColumn`](table::DroppedColumn)s it remembers. A table of kind [`TableKind::CdcLog`] is the CDC log of
-//! the base table it names; it is *attached* while that base has CDC enabled and *detached*
-//! (kept, no longer written) once CDC is disabled ([`Schema::cdc_log_attached`]).
-//! [`KeyspaceDef`]s hold [`Replication`] settings, tables and user types ([`UserType`]).
+//! static columns, then regular columns, each group sorted by name bytes) and carries its
+//! [`TableOptions`], including the [`CdcOptions`] that decide whether writes are logged, and
+//! the [`DroppedColumn`](table::DroppedColumn)s it remembers. A table of kind
+//! [`TableKind::CdcLog`] is the CDC log of the base table it names; it is *attached* while
+//! that base has CDC enabled and *detached* (kept, no longer written) once CDC is disabled
+//! ([`Schema::cdc_log_attached`]). [`KeyspaceDef`]s hold [`Replication`] settings, tables and
+//! user types ([`UserType`](crate::types::UserType)).
 //!
 //! The files stand in layers, each importing only those below it:
 //!
