@@ -51,7 +51,9 @@ use scylla::policies::retry::{
 use scylla::statement::Consistency;
 use scylla::statement::unprepared::Statement;
 use scylla::value::CqlValue;
-use scylla_emulator::{EmbeddedCluster, FaultRule, Preload, PreloadProgress, TestCa};
+use scylla_emulator::{
+    ClusterBuilder, EmbeddedCluster, FaultRule, Preload, PreloadProgress, TestCa,
+};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 /// The emulator allocates many small, short-lived values (cells, keys, mutations, frames):
@@ -179,109 +181,14 @@ fn print_progress(p: &PreloadProgress) {
 async fn main() -> ExitCode {
     use_large_pages();
     let args = Args::parse();
-    // Colour codes only on a terminal, and never with NO_COLOR set (https://no-color.org):
-    // a log file or a pipe gets plain text.
-    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .with_ansi(colour)
-        .init();
-    if args.tls_require_client_cert
-        && args.tls_test_ca.is_none()
-        && (args.tls_ca_file.is_none() || args.tls_cert_file.is_none())
-    {
-        eprintln!(
-            "error: --tls-require-client-cert needs --tls-cert-file and --tls-ca-file, or --tls-test-ca"
-        );
-        return ExitCode::from(2);
-    }
-    if !(args.generation_delay.is_finite() && args.generation_delay >= 0.0) {
-        eprintln!("error: --generation-delay must be a non-negative number of seconds");
-        return ExitCode::from(2);
-    }
-    let shard_aware_port = args.shard_aware_port.unwrap_or(if args.port == 0 {
-        0
-    } else {
-        args.port.saturating_add(10000)
-    });
-    let mut builder = EmbeddedCluster::builder()
-        .nodes(usize::from(args.nodes))
-        .shards_per_node(args.shards)
-        .vnodes_per_node(usize::from(args.vnodes))
-        .port(args.port)
-        .shard_aware_port(shard_aware_port)
-        .address(args.address)
-        .generation_delay(Duration::from_secs_f64(args.generation_delay))
-        .default_cdc_ttl(args.cdc_ttl)
-        .query_page_size_in_bytes(args.query_page_size_in_bytes)
-        .query_tombstone_page_limit(args.query_tombstone_page_limit);
-    if let (Some(user), Some(password)) = (args.username, args.password) {
-        builder = builder.credentials(user, password);
-    }
-    let plus_100 = |p: u16| if p == 0 { 0 } else { p.saturating_add(100) };
-    let tls_port = args.tls_port.unwrap_or(plus_100(args.port));
-    let shard_aware_tls_port = args
-        .shard_aware_tls_port
-        .unwrap_or(plus_100(shard_aware_port));
-    if let Some(dir) = &args.tls_test_ca {
-        let made = (|| -> Result<_, String> {
-            let ca = TestCa::new("scylla-emulator test CA").map_err(|e| e.to_string())?;
-            let client = ca
-                .client_cert("scylla-emulator client")
-                .map_err(|e| e.to_string())?;
-            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-            for (name, text) in [
-                ("ca.pem", ca.cert_pem()),
-                ("client.pem", client.cert_pem.as_str()),
-                ("client.key", client.key_pem.as_str()),
-            ] {
-                std::fs::write(dir.join(name), text)
-                    .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))?;
-            }
-            Ok(ca)
-        })();
-        match made {
-            Ok(ca) => {
-                builder = builder
-                    .tls_signed_by(&ca, &["localhost"])
-                    .tls_ports(tls_port, shard_aware_tls_port);
-                if args.tls_require_client_cert {
-                    builder = builder.tls_require_client_cert(ca.cert_pem());
-                }
-            }
-            Err(e) => {
-                eprintln!("error: --tls-test-ca: {e}");
-                return ExitCode::from(2);
-            }
+    init_logging();
+    let builder = match cluster_builder(args) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
         }
-    }
-    if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_key_file) {
-        let read = |path: &std::path::Path| {
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-        };
-        let files = (|| {
-            let ca = args.tls_ca_file.as_deref().map(read).transpose()?;
-            Ok::<_, String>((read(cert)?, read(key)?, ca))
-        })();
-        let (cert, key, ca) = match files {
-            Ok(files) => files,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        };
-        builder = builder
-            .tls(cert, key)
-            .tls_ports(tls_port, shard_aware_tls_port);
-        if let Some(ca) = ca {
-            builder = builder.tls_require_client_cert(ca);
-        }
-    }
-    for preload in args.preload {
-        builder = builder.preload(preload.on_progress(print_progress));
-    }
+    };
     // Listen for the signals before anything else: from here on SIGTERM and SIGINT stop the
     // emulator cleanly (exit status 0) instead of killing it, whatever stdin is.
     let mut signals = match Signals::new() {
@@ -305,9 +212,114 @@ async fn main() -> ExitCode {
         eprintln!("listening for TLS CQL clients on {tls} (shard-aware TLS port {shard_aware})");
     }
     println!("ready {}", cluster.contact_point());
+    serve_console(&cluster, &mut signals).await;
+    cluster.shutdown().await;
+    // The stdin thread may still be blocked in a read (a terminal or a pipe held open):
+    // returning from `main` ends the process without waiting for it.
+    ExitCode::SUCCESS
+}
 
+/// Logs to stderr, filtered by `RUST_LOG`. Colour codes only on a terminal, and never with
+/// NO_COLOR set (https://no-color.org): a log file or a pipe gets plain text.
+fn init_logging() {
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .with_ansi(colour)
+        .init();
+}
+
+/// The cluster the arguments describe, or why they describe none (exit status 2).
+fn cluster_builder(args: Args) -> Result<ClusterBuilder, String> {
+    if args.tls_require_client_cert
+        && args.tls_test_ca.is_none()
+        && (args.tls_ca_file.is_none() || args.tls_cert_file.is_none())
+    {
+        return Err(
+            "--tls-require-client-cert needs --tls-cert-file and --tls-ca-file, or --tls-test-ca"
+                .into(),
+        );
+    }
+    if !(args.generation_delay.is_finite() && args.generation_delay >= 0.0) {
+        return Err("--generation-delay must be a non-negative number of seconds".into());
+    }
+    let shard_aware_port = args.shard_aware_port.unwrap_or(if args.port == 0 {
+        0
+    } else {
+        args.port.saturating_add(10000)
+    });
+    let mut builder = EmbeddedCluster::builder()
+        .nodes(usize::from(args.nodes))
+        .shards_per_node(args.shards)
+        .vnodes_per_node(usize::from(args.vnodes))
+        .port(args.port)
+        .shard_aware_port(shard_aware_port)
+        .address(args.address)
+        .generation_delay(Duration::from_secs_f64(args.generation_delay))
+        .default_cdc_ttl(args.cdc_ttl)
+        .query_page_size_in_bytes(args.query_page_size_in_bytes)
+        .query_tombstone_page_limit(args.query_tombstone_page_limit);
+    if let (Some(user), Some(password)) = (args.username, args.password) {
+        builder = builder.credentials(user, password);
+    }
+    let plus_100 = |p: u16| if p == 0 { 0 } else { p.saturating_add(100) };
+    let tls_ports = (
+        args.tls_port.unwrap_or(plus_100(args.port)),
+        args.shard_aware_tls_port
+            .unwrap_or(plus_100(shard_aware_port)),
+    );
+    if let Some(dir) = &args.tls_test_ca {
+        let ca = make_test_ca(dir).map_err(|e| format!("--tls-test-ca: {e}"))?;
+        builder = builder
+            .tls_signed_by(&ca, &["localhost"])
+            .tls_ports(tls_ports.0, tls_ports.1);
+        if args.tls_require_client_cert {
+            builder = builder.tls_require_client_cert(ca.cert_pem());
+        }
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_key_file) {
+        let read = |path: &std::path::Path| {
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        };
+        let ca = args.tls_ca_file.as_deref().map(read).transpose()?;
+        let (cert, key) = (read(cert)?, read(key)?);
+        builder = builder.tls(cert, key).tls_ports(tls_ports.0, tls_ports.1);
+        if let Some(ca) = ca {
+            builder = builder.tls_require_client_cert(ca);
+        }
+    }
+    for preload in args.preload {
+        builder = builder.preload(preload.on_progress(print_progress));
+    }
+    Ok(builder)
+}
+
+/// `--tls-test-ca DIR`: a test CA and a client certificate of it, written to `dir` (`ca.pem`,
+/// `client.pem`, `client.key`).
+fn make_test_ca(dir: &std::path::Path) -> Result<TestCa, String> {
+    let ca = TestCa::new("scylla-emulator test CA").map_err(|e| e.to_string())?;
+    let client = ca
+        .client_cert("scylla-emulator client")
+        .map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    for (name, text) in [
+        ("ca.pem", ca.cert_pem()),
+        ("client.pem", client.cert_pem.as_str()),
+        ("client.key", client.key_pem.as_str()),
+    ] {
+        std::fs::write(dir.join(name), text)
+            .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))?;
+    }
+    Ok(ca)
+}
+
+/// Answers the console's commands from stdin, one per line, until `shutdown` or a signal
+/// (when stdin closes, e.g. started in the background, it keeps serving until a signal).
+async fn serve_console(cluster: &EmbeddedCluster, signals: &mut Signals) {
     let mut console = Console {
-        cluster: &cluster,
+        cluster,
         session: None,
         consistency: Consistency::One,
     };
@@ -340,10 +352,6 @@ async fn main() -> ExitCode {
             },
         }
     }
-    cluster.shutdown().await;
-    // The stdin thread may still be blocked in a read (a terminal or a pipe held open):
-    // returning from `main` ends the process without waiting for it.
-    ExitCode::SUCCESS
 }
 
 /// SIGTERM and SIGINT, listened for from creation on.

@@ -405,7 +405,10 @@ mod tests {
         let ids: Vec<u32> = log.columns.iter().map(|c| c.id).collect();
         assert_eq!(ids, (0..26).collect::<Vec<u32>>());
         assert!(log.is_cdc_log());
-        assert_eq!(log.partitioner(), Some(crate::schema::CDC_PARTITIONER));
+        assert_eq!(
+            log.partitioner(),
+            Some(crate::schema::table::CDC_PARTITIONER)
+        );
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! `cql3/update_parameters.cc`): one conditional statement, or a conditional BATCH on one
 //! partition, is a CAS request that
 //!
+//! 0. finds its one partition ([`cas_partition`]): statements whose partition-key
+//!    restriction selects nothing take no part;
 //! 1. reads the partition once ([`Prefetch`]): the clustering ranges of the statements
 //!    that have a condition or read a list first (a statement whose conditions only name
 //!    static columns adds no range; with no range at all, the first live row is read), the
@@ -19,15 +21,19 @@
 //! 4. answers `[applied]` plus one row per statement of the request (unconditional ones
 //!    too), each filled from that statement's old row or all null: for one statement over the
 //!    columns its condition reads (every column for `IF [NOT] EXISTS`), for a batch over the
-//!    primary key and the union of those columns (`batch_statement::build_cas_result_set_metadata`).
+//!    primary key and the union of those columns (`batch_statement::build_cas_result_set_metadata`)
+//!    ([`answer`]).
 
-use crate::frame::CqlError;
-use crate::schema::ColumnKind;
+use std::sync::Arc;
+
+use crate::frame::{ColumnSpec, CqlError, Response, ResultMetadata, RowsResult};
+use crate::schema::{ColumnKind, TableDef};
 use crate::storage::Now;
 use crate::storage::{ClusteringRange, PartitionKey, PartitionView, RowView, TableData};
+use crate::types::CqlType;
 use crate::types::value::Value;
 
-use super::modify::{CondPlan, ModifyPlan, check_condition, condition_columns};
+use super::modify::{CondPlan, ModifyKind, ModifyPlan, check_condition, condition_columns};
 use super::select::RowRef;
 use super::values::EvalCtx;
 
@@ -249,5 +255,75 @@ fn lookup(p: &ModifyPlan, ctx: &EvalCtx<'_>) -> Result<Lookup, CqlError> {
         Lookup::Partition
     } else {
         Lookup::Prefix
+    })
+}
+
+/// The one partition of a CAS request (`batch_statement::execute_with_conditions`) and the
+/// statements that take part: those whose partition-key restriction selects nothing do not.
+pub(crate) fn cas_partition<'p, 'c>(
+    items: &[CasItem<'p, 'c>],
+    batch: bool,
+) -> Result<(PartitionKey, Vec<CasItem<'p, 'c>>), CqlError> {
+    let mut key = None;
+    let mut request: Vec<CasItem<'p, 'c>> = Vec::with_capacity(items.len());
+    for (p, ctx) in items {
+        let keys = p.keys.partition_keys(&p.table, ctx)?.unwrap_or_default();
+        if keys.is_empty() {
+            continue;
+        }
+        match &key {
+            None if keys.len() == 1 => key = keys.into_iter().next(),
+            Some(k) if keys.len() == 1 && keys[0].bytes == k.bytes => {}
+            _ => {
+                return Err(CqlError::invalid(
+                    "BATCH with conditions cannot span multiple partitions",
+                ));
+            }
+        }
+        request.push((p, *ctx));
+    }
+    let Some(key) = key else {
+        let what = match (batch, items.first().map(|(p, _)| p.kind)) {
+            (true, _) => "BATCH",
+            (false, Some(ModifyKind::Delete)) => "deletion",
+            (false, _) => "update",
+        };
+        return Err(CqlError::invalid(format!(
+            "Unrestricted partition key in a conditional {what}"
+        )));
+    };
+    Ok((key, request))
+}
+
+/// The answer to a CAS request: `[applied]` and the table's `columns`, then `rows`.
+pub(crate) fn answer(
+    table: &TableDef,
+    columns: &[usize],
+    rows: Vec<Vec<Option<Value>>>,
+) -> Response {
+    let mut specs = vec![ColumnSpec::new(
+        table.keyspace.clone(),
+        table.name.clone(),
+        "[applied]",
+        CqlType::Boolean,
+    )];
+    for &c in columns {
+        let def = &table.columns[c];
+        specs.push(ColumnSpec::new(
+            table.keyspace.clone(),
+            table.name.clone(),
+            def.name.clone(),
+            def.typ.clone(),
+        ));
+    }
+    let rows = rows
+        .into_iter()
+        .map(|r| r.into_iter().map(|v| v.map(|v| v.to_bytes())).collect())
+        .collect();
+    Response::Rows(RowsResult {
+        metadata: Arc::new(ResultMetadata { columns: specs }),
+        paging_state: None,
+        skip_metadata: false,
+        rows,
     })
 }

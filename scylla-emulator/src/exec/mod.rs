@@ -75,12 +75,11 @@ use uuid::Uuid;
 use crate::cluster::{ClusterConfig, TableAccess, Topology};
 use crate::cql::{self, BatchKind, Statement};
 use crate::frame::{
-    self, BatchQuery, BatchRequest, BoundValue, ColumnSpec, Consistency, CqlError, Extensions,
-    Prepared, QueryParams, Request, Response, ResultMetadata, RowsResult, SchemaChange,
+    self, BatchQuery, BatchRequest, BoundValue, Consistency, CqlError, Extensions, Prepared,
+    QueryParams, Request, Response, RowsResult, SchemaChange,
 };
 use crate::schema::{Schema, TableDef, TableKind};
 use crate::storage::{Now, PartitionMutation, TableData, TableStore, Timestamp};
-use crate::types::CqlType;
 use crate::types::value::Value;
 
 use cdc_state::{CdcCell, CdcWrite};
@@ -846,54 +845,8 @@ impl Database {
         };
         let table = first.table.clone();
         let schema = self.schema();
-        let serial = ex.params.serial_consistency.unwrap_or(Consistency::Serial);
-        // The one partition (`batch_statement::execute_with_conditions`): statements whose
-        // partition key restriction selects nothing take no part.
-        let mut key = None;
-        let mut request: Vec<(&ModifyPlan, EvalCtx<'_>)> = Vec::with_capacity(items.len());
-        for (p, ctx) in items {
-            let keys = p.keys.partition_keys(&p.table, ctx)?.unwrap_or_default();
-            if keys.is_empty() {
-                continue;
-            }
-            match &key {
-                None if keys.len() == 1 => key = keys.into_iter().next(),
-                Some(k) if keys.len() == 1 && keys[0].bytes == k.bytes => {}
-                _ => {
-                    return Err(CqlError::invalid(
-                        "BATCH with conditions cannot span multiple partitions",
-                    ));
-                }
-            }
-            request.push((p, *ctx));
-        }
-        let Some(key) = key else {
-            let what = match (batch, first.kind) {
-                (true, _) => "BATCH",
-                (false, modify::ModifyKind::Delete) => "deletion",
-                (false, _) => "update",
-            };
-            return Err(CqlError::invalid(format!(
-                "Unrestricted partition key in a conditional {what}"
-            )));
-        };
-        let tokens = consistency::Tokens::Some(vec![key.token]);
-        consistency::check(
-            &schema,
-            &table.keyspace,
-            ex.topology,
-            serial,
-            &tokens,
-            false,
-        )?;
-        consistency::check(
-            &schema,
-            &table.keyspace,
-            ex.topology,
-            ex.params.consistency,
-            &tokens,
-            true,
-        )?;
+        let (key, request) = lwt::cas_partition(items, batch)?;
+        check_cas_consistency(&schema, &table.keyspace, key.token, ex)?;
         let store = self.store_of(&table)?;
         let now = self.now();
         let ts = self.next_timestamp();
@@ -906,56 +859,47 @@ impl Database {
             (applied, (cols, rows))
         };
         if applied {
-            let mut merged: Vec<PartitionMutation> = Vec::new();
-            for (p, ctx) in &request {
-                // Every statement is written at the transaction's timestamp
-                // (`cas_request::apply_updates`), whatever its own USING TIMESTAMP.
-                let wp = WriteParams {
-                    ts,
-                    ttl: modify::write_params(p, ctx, ts)?.ttl,
-                };
-                let muts = modify::build_mutations(p, ctx, wp, &|pk, ck, col| {
-                    read_list(&data, pk, ck, col, now)
-                })?;
-                for m in muts {
-                    match merged.first_mut() {
-                        Some(acc) => acc.merge(m),
-                        None => merged.push(m),
-                    }
-                }
-            }
-            let cdc = self.cdc_write(&schema, &table, &merged)?;
-            for (i, m) in merged.iter().enumerate() {
-                self.apply_locked(&table, &mut data, m, cdc.as_ref().map(|c| (c, i)), now);
-            }
+            self.apply_cas(&schema, &table, &mut data, &request, ts, now)?;
         }
         drop(data);
         let (cols, rows) = rows;
-        let mut columns = vec![ColumnSpec::new(
-            table.keyspace.clone(),
-            table.name.clone(),
-            "[applied]",
-            CqlType::Boolean,
-        )];
-        for &c in &cols {
-            let def = &table.columns[c];
-            columns.push(ColumnSpec::new(
-                table.keyspace.clone(),
-                table.name.clone(),
-                def.name.clone(),
-                def.typ.clone(),
-            ));
+        Ok(Some(lwt::answer(&table, &cols, rows)))
+    }
+
+    /// Writes the statements of an applied CAS request into the locked `data`, merged
+    /// into one mutation of its partition, each at the transaction's timestamp `ts`.
+    fn apply_cas(
+        &self,
+        schema: &Schema,
+        table: &Arc<TableDef>,
+        data: &mut TableData,
+        request: &[lwt::CasItem<'_, '_>],
+        ts: Timestamp,
+        now: Now,
+    ) -> Result<(), CqlError> {
+        let mut merged: Vec<PartitionMutation> = Vec::new();
+        for (p, ctx) in request {
+            // Every statement is written at the transaction's timestamp
+            // (`cas_request::apply_updates`), whatever its own USING TIMESTAMP.
+            let wp = WriteParams {
+                ts,
+                ttl: modify::write_params(p, ctx, ts)?.ttl,
+            };
+            let muts = modify::build_mutations(p, ctx, wp, &|pk, ck, col| {
+                read_list(data, pk, ck, col, now)
+            })?;
+            for m in muts {
+                match merged.first_mut() {
+                    Some(acc) => acc.merge(m),
+                    None => merged.push(m),
+                }
+            }
         }
-        let rows = rows
-            .into_iter()
-            .map(|r| r.into_iter().map(|v| v.map(|v| v.to_bytes())).collect())
-            .collect();
-        Ok(Some(Response::Rows(RowsResult {
-            metadata: Arc::new(ResultMetadata { columns }),
-            paging_state: None,
-            skip_metadata: false,
-            rows,
-        })))
+        let cdc = self.cdc_write(schema, table, &merged)?;
+        for (i, m) in merged.iter().enumerate() {
+            self.apply_locked(table, data, m, cdc.as_ref().map(|c| (c, i)), now);
+        }
+        Ok(())
     }
 
     /// Runs a batch: every statement's mutations merged per (table, partition), then
@@ -1153,6 +1097,27 @@ fn new_store(t: &TableDef) -> Option<TableStore> {
 /// Empty data with the table's clustering order.
 fn new_data(t: &TableDef) -> Result<TableData, CqlError> {
     TableData::new(&t.clustering_descending()).map_err(|e| CqlError::invalid(e.to_string()))
+}
+
+/// The consistency checks of a CAS request on the partition of `token`: its serial
+/// consistency for the Paxos round, then its consistency for the commit.
+fn check_cas_consistency(
+    schema: &Schema,
+    keyspace: &str,
+    token: i64,
+    ex: &Exec<'_>,
+) -> Result<(), CqlError> {
+    let serial = ex.params.serial_consistency.unwrap_or(Consistency::Serial);
+    let tokens = consistency::Tokens::Some(vec![token]);
+    consistency::check(schema, keyspace, ex.topology, serial, &tokens, false)?;
+    consistency::check(
+        schema,
+        keyspace,
+        ex.topology,
+        ex.params.consistency,
+        &tokens,
+        true,
+    )
 }
 
 /// The live (key, value) elements of a list cell.

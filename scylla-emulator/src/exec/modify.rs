@@ -605,140 +605,194 @@ fn plan_update(
 ) -> Result<ModifyPlan, CqlError> {
     check_writable(&table)?;
     let (ttl, timestamp) = plan_using(&s.using, binder, true)?;
-    let mut ops = Vec::new();
-    for a in &s.assignments {
-        let name = a.column();
-        let ci = column_index(&table, name)?;
-        let def = &table.columns[ci];
-        if def.kind.is_primary_key() {
-            return Err(CqlError::invalid(format!(
-                "PRIMARY KEY part {name} found in SET part"
-            )));
-        }
-        let t = &def.typ;
-        let op = match a {
-            Assignment::Set { value, .. } => {
-                if t.is_counter() {
-                    return Err(CqlError::invalid(format!(
-                        "Cannot set the value of counter column {name} (counters can only be incremented/decremented, not set)"
-                    )));
-                }
-                Op::Set(ci, plan_term(value, t, name, binder)?)
-            }
-            Assignment::Add { value, .. } => {
-                if !(t.is_counter() || t.is_collection() && t.is_multi_cell()) {
-                    return Err(CqlError::invalid(format!(
-                        "Invalid operation ({name} = {name} + ?) for non counter column {name}"
-                    )));
-                }
-                Op::Add(ci, plan_term(value, t, name, binder)?)
-            }
-            Assignment::Prepend { value, .. } => {
-                if !matches!(t, CqlType::List { frozen: false, .. }) {
-                    return Err(CqlError::invalid(format!(
-                        "Invalid operation ({name} = ? + {name}) for non list column {name}"
-                    )));
-                }
-                Op::Prepend(ci, plan_term(value, t, name, binder)?)
-            }
-            Assignment::Remove { value, .. } => {
-                let rt = match t {
-                    CqlType::Counter => CqlType::Counter,
-                    CqlType::Map {
-                        key, frozen: false, ..
-                    } => CqlType::Set {
-                        elem: key.clone(),
-                        frozen: false,
-                    },
-                    CqlType::Set { frozen: false, .. } | CqlType::List { frozen: false, .. } => {
-                        t.clone()
-                    }
-                    _ => {
-                        return Err(CqlError::invalid(format!(
-                            "Invalid operation ({name} = {name} - ?) for non counter column {name}"
-                        )));
-                    }
-                };
-                Op::Remove(ci, plan_term(value, &rt, name, binder)?)
-            }
-            Assignment::SetElement { key, value, .. } => match t {
-                CqlType::Map {
-                    key: kt,
-                    value: vt,
-                    frozen: false,
-                } => Op::SetElement(
-                    ci,
-                    plan_term(key, kt, &format!("key({name})"), binder)?,
-                    plan_term(value, vt, &format!("value({name})"), binder)?,
-                ),
-                CqlType::List {
-                    elem,
-                    frozen: false,
-                } => {
-                    // Scylla receives the argument of SCYLLA_TIMEUUID_LIST_INDEX as
-                    // `uuid_idx(l)` of type uuid (`lists::uuid_index_spec_of`, cql3/lists.cc)
-                    // and uses its bytes as the element's key unchecked
-                    // (`lists::setter_by_uuid`); a plain index is `idx(l)` of type int
-                    // (`lists::index_spec_of`). The executor turns the uuid into the key.
-                    let k = match key {
-                        Term::FunctionCall { name: f, args }
-                            if f.name == "scylla_timeuuid_list_index" && args.len() == 1 =>
-                        {
-                            plan_term(
-                                &args[0],
-                                &CqlType::Uuid,
-                                &format!("uuid_idx({name})"),
-                                binder,
-                            )?
-                        }
-                        _ => plan_term(key, &CqlType::Int, &format!("idx({name})"), binder)?,
-                    };
-                    Op::SetElement(
-                        ci,
-                        k,
-                        plan_term(value, elem, &format!("value({name})"), binder)?,
-                    )
-                }
-                _ => {
-                    return Err(CqlError::invalid(format!(
-                        "Invalid operation ({name}[?] = ?) for non collection column {name}"
-                    )));
-                }
-            },
-            Assignment::SetField { field, value, .. } => {
-                let CqlType::Udt { def: ut, frozen } = t else {
-                    return Err(CqlError::invalid(format!(
-                        "Invalid operation ({name}.{field} = ?) for non-UDT column {name}"
-                    )));
-                };
-                if *frozen {
-                    return Err(CqlError::invalid(format!(
-                        "Invalid operation ({name}.{field} = ?) for frozen UDT column {name}"
-                    )));
-                }
-                let fi = ut
-                    .fields
-                    .iter()
-                    .position(|(f, _)| f == field)
-                    .ok_or_else(|| {
-                        CqlError::invalid(format!(
-                            "UDT column {name} does not have a field named {field}"
-                        ))
-                    })?;
-                let ft = ut.fields[fi].1.clone();
-                Op::SetField(
-                    ci,
-                    fi,
-                    plan_term(value, &ft, &format!("{name}.{field}"), binder)?,
-                )
-            }
-        };
-        ops.push(op);
-    }
+    let ops = s
+        .assignments
+        .iter()
+        .map(|a| plan_assignment(&table, a, binder))
+        .collect::<Result<Vec<_>, _>>()?;
     let keys = plan_keys(&table, &s.where_clause, binder)?;
     let static_only = ops
         .iter()
         .all(|o| table.columns[o.column()].kind == ColumnKind::Static);
+    check_update_keys(&table, &keys, static_only)?;
+    let condition = plan_condition(&table, s.condition.as_ref(), binder)?;
+    Ok(ModifyPlan {
+        cols: col_infos(&table),
+        table,
+        kind: ModifyKind::Update,
+        keys,
+        ops,
+        ttl,
+        timestamp,
+        condition,
+        static_only,
+        json: None,
+    })
+}
+
+/// One assignment of an UPDATE's SET clause, checked against its column's type.
+fn plan_assignment(table: &TableDef, a: &Assignment, binder: &mut Binder) -> Result<Op, CqlError> {
+    let name = a.column();
+    let ci = column_index(table, name)?;
+    let def = &table.columns[ci];
+    if def.kind.is_primary_key() {
+        return Err(CqlError::invalid(format!(
+            "PRIMARY KEY part {name} found in SET part"
+        )));
+    }
+    let t = &def.typ;
+    Ok(match a {
+        Assignment::Set { value, .. } => {
+            if t.is_counter() {
+                return Err(CqlError::invalid(format!(
+                    "Cannot set the value of counter column {name} (counters can only be incremented/decremented, not set)"
+                )));
+            }
+            Op::Set(ci, plan_term(value, t, name, binder)?)
+        }
+        Assignment::Add { value, .. } => {
+            if !(t.is_counter() || t.is_collection() && t.is_multi_cell()) {
+                return Err(CqlError::invalid(format!(
+                    "Invalid operation ({name} = {name} + ?) for non counter column {name}"
+                )));
+            }
+            Op::Add(ci, plan_term(value, t, name, binder)?)
+        }
+        Assignment::Prepend { value, .. } => {
+            if !matches!(t, CqlType::List { frozen: false, .. }) {
+                return Err(CqlError::invalid(format!(
+                    "Invalid operation ({name} = ? + {name}) for non list column {name}"
+                )));
+            }
+            Op::Prepend(ci, plan_term(value, t, name, binder)?)
+        }
+        Assignment::Remove { value, .. } => {
+            let rt = removal_type(t, name)?;
+            Op::Remove(ci, plan_term(value, &rt, name, binder)?)
+        }
+        Assignment::SetElement { key, value, .. } => {
+            plan_set_element(ci, t, name, key, value, binder)?
+        }
+        Assignment::SetField { field, value, .. } => {
+            plan_set_field(ci, t, name, field, value, binder)?
+        }
+    })
+}
+
+/// The type of what `c = c - ?` takes away from a column of type `t`: a counter's amount,
+/// a map's keys, or elements of a set or list.
+fn removal_type(t: &CqlType, name: &str) -> Result<CqlType, CqlError> {
+    match t {
+        CqlType::Counter => Ok(CqlType::Counter),
+        CqlType::Map {
+            key, frozen: false, ..
+        } => Ok(CqlType::Set {
+            elem: key.clone(),
+            frozen: false,
+        }),
+        CqlType::Set { frozen: false, .. } | CqlType::List { frozen: false, .. } => Ok(t.clone()),
+        _ => Err(CqlError::invalid(format!(
+            "Invalid operation ({name} = {name} - ?) for non counter column {name}"
+        ))),
+    }
+}
+
+/// `c[k] = v`: an entry of a map, or an element of a list by index (or by timeuuid key).
+fn plan_set_element(
+    ci: usize,
+    t: &CqlType,
+    name: &str,
+    key: &Term,
+    value: &Term,
+    binder: &mut Binder,
+) -> Result<Op, CqlError> {
+    match t {
+        CqlType::Map {
+            key: kt,
+            value: vt,
+            frozen: false,
+        } => Ok(Op::SetElement(
+            ci,
+            plan_term(key, kt, &format!("key({name})"), binder)?,
+            plan_term(value, vt, &format!("value({name})"), binder)?,
+        )),
+        CqlType::List {
+            elem,
+            frozen: false,
+        } => {
+            // Scylla receives the argument of SCYLLA_TIMEUUID_LIST_INDEX as
+            // `uuid_idx(l)` of type uuid (`lists::uuid_index_spec_of`, cql3/lists.cc)
+            // and uses its bytes as the element's key unchecked
+            // (`lists::setter_by_uuid`); a plain index is `idx(l)` of type int
+            // (`lists::index_spec_of`). The executor turns the uuid into the key.
+            let k = match key {
+                Term::FunctionCall { name: f, args }
+                    if f.name == "scylla_timeuuid_list_index" && args.len() == 1 =>
+                {
+                    plan_term(
+                        &args[0],
+                        &CqlType::Uuid,
+                        &format!("uuid_idx({name})"),
+                        binder,
+                    )?
+                }
+                _ => plan_term(key, &CqlType::Int, &format!("idx({name})"), binder)?,
+            };
+            Ok(Op::SetElement(
+                ci,
+                k,
+                plan_term(value, elem, &format!("value({name})"), binder)?,
+            ))
+        }
+        _ => Err(CqlError::invalid(format!(
+            "Invalid operation ({name}[?] = ?) for non collection column {name}"
+        ))),
+    }
+}
+
+/// `c.f = v`: a field of a non-frozen user-type column.
+fn plan_set_field(
+    ci: usize,
+    t: &CqlType,
+    name: &str,
+    field: &str,
+    value: &Term,
+    binder: &mut Binder,
+) -> Result<Op, CqlError> {
+    let CqlType::Udt { def: ut, frozen } = t else {
+        return Err(CqlError::invalid(format!(
+            "Invalid operation ({name}.{field} = ?) for non-UDT column {name}"
+        )));
+    };
+    if *frozen {
+        return Err(CqlError::invalid(format!(
+            "Invalid operation ({name}.{field} = ?) for frozen UDT column {name}"
+        )));
+    }
+    let fi = ut
+        .fields
+        .iter()
+        .position(|(f, _)| f == field)
+        .ok_or_else(|| {
+            CqlError::invalid(format!(
+                "UDT column {name} does not have a field named {field}"
+            ))
+        })?;
+    let ft = ut.fields[fi].1.clone();
+    Ok(Op::SetField(
+        ci,
+        fi,
+        plan_term(value, &ft, &format!("{name}.{field}"), binder)?,
+    ))
+}
+
+/// The clustering restrictions an UPDATE needs: no slice, and a full clustering key unless
+/// it writes static columns only (then none).
+fn check_update_keys(
+    table: &TableDef,
+    keys: &WherePlan,
+    static_only: bool,
+) -> Result<(), CqlError> {
     let nck = table.clustering_key().count();
     if keys.slice.is_some() {
         return Err(CqlError::invalid(
@@ -761,19 +815,7 @@ fn plan_update(
             missing.first().copied().unwrap_or("")
         )));
     }
-    let condition = plan_condition(&table, s.condition.as_ref(), binder)?;
-    Ok(ModifyPlan {
-        cols: col_infos(&table),
-        table,
-        kind: ModifyKind::Update,
-        keys,
-        ops,
-        ttl,
-        timestamp,
-        condition,
-        static_only,
-        json: None,
-    })
+    Ok(())
 }
 
 /// Plans a DELETE.
@@ -903,138 +945,193 @@ fn plan_condition(
     }
     Ok(Some(match cond {
         Conditional::Exists => CondPlan::Exists,
-        Conditional::Conditions(list) => {
-            let mut out = Vec::new();
-            for c in list {
-                let (target, test) = match c {
-                    Condition::Compare { target, op, value } => (target, Some((*op, value))),
-                    Condition::In { target, .. } | Condition::Contains { target, .. } => {
-                        (target, None)
-                    }
-                    Condition::Like { .. } => {
-                        return Err(CqlError::invalid("LIKE conditions are not supported"));
-                    }
-                };
-                let (col_name, elem, field) = match target {
-                    ColumnTarget::Column(c) => (c, None, None),
-                    ColumnTarget::Element { column, key } => (column, Some(key), None),
-                    ColumnTarget::Field { column, field } => (column, None, Some(field)),
-                };
-                let ci = column_index(table, col_name)?;
-                let def = &table.columns[ci];
-                if def.kind.is_primary_key() {
-                    return Err(CqlError::invalid(format!(
-                        "PRIMARY KEY column '{col_name}' cannot have IF conditions"
-                    )));
-                }
-                let t = &def.typ;
-                let ct = match (c, elem, field) {
-                    (Condition::In { values, .. }, None, None) => CondTest::In(match values {
-                        InValues::Marker(m) => KeyValues::InMarker(marker(
-                            m,
-                            &CqlType::List {
-                                elem: Box::new(t.frozen()),
-                                frozen: false,
-                            },
-                            &format!("IN({col_name})"),
-                            binder,
-                        )),
-                        // `IF c IN (...)` is a list literal received by `IN(c)` (Scylla
-                        // spells the operator in uppercase, unlike Cassandra): its elements
-                        // are `value(IN(c))` (get_rhs_receiver and list_value_spec_of,
-                        // cql3/expr/prepare_expr.cc).
-                        InValues::List(items) => {
-                            let element_name = format!("value(IN({col_name}))");
-                            KeyValues::In(
-                                items
-                                    .iter()
-                                    .map(|i| plan_term(i, t, &element_name, binder))
-                                    .collect::<Result<_, _>>()?,
-                            )
-                        }
-                    }),
-                    (Condition::Contains { key, value, .. }, None, None) => {
-                        let et = match (t, key) {
-                            (CqlType::Map { key: k, .. }, true) => (**k).clone(),
-                            (CqlType::Map { value: v, .. }, false) => (**v).clone(),
-                            (CqlType::List { elem, .. } | CqlType::Set { elem, .. }, false) => {
-                                (**elem).clone()
-                            }
-                            _ => {
-                                return Err(CqlError::invalid(format!(
-                                    "Invalid CONTAINS condition on {col_name}"
-                                )));
-                            }
-                        };
-                        // CONTAINS is received by `value(c)`, CONTAINS KEY by `key(m)`
-                        // (get_rhs_receiver, cql3/expr/prepare_expr.cc).
-                        let receiver = if *key {
-                            format!("key({col_name})")
-                        } else {
-                            format!("value({col_name})")
-                        };
-                        CondTest::Contains(*key, plan_term(value, &et, &receiver, binder)?)
-                    }
-                    (_, Some(key), None) => {
-                        let (op, value) =
-                            test.ok_or_else(|| CqlError::invalid("Unsupported condition"))?;
-                        // The subscript of `IF m[k] = v` is `key(m)`, of `IF l[i] = v`
-                        // `index(l)` (map_key_spec_of / list_key_spec_of); `v` is
-                        // `value(m)` / `value(l)` (get_lhs_receiver, prepare_expr.cc).
-                        let (kt, vt, key_name) = match t {
-                            CqlType::Map { key, value, .. } => (
-                                (**key).clone(),
-                                (**value).clone(),
-                                format!("key({col_name})"),
-                            ),
-                            CqlType::List { elem, .. } => {
-                                (CqlType::Int, (**elem).clone(), format!("index({col_name})"))
-                            }
-                            _ => {
-                                return Err(CqlError::invalid(format!(
-                                    "Invalid element condition on non-collection column {col_name}"
-                                )));
-                            }
-                        };
-                        CondTest::Element(
-                            plan_term(key, &kt, &key_name, binder)?,
-                            op,
-                            plan_term(value, &vt, &format!("value({col_name})"), binder)?,
-                        )
-                    }
-                    (_, None, Some(field)) => {
-                        let (op, value) =
-                            test.ok_or_else(|| CqlError::invalid("Unsupported condition"))?;
-                        let CqlType::Udt { def: ut, .. } = t else {
-                            return Err(CqlError::invalid(format!(
-                                "Invalid field condition on non-UDT column {col_name}"
-                            )));
-                        };
-                        let fi =
-                            ut.fields
-                                .iter()
-                                .position(|(f, _)| f == field)
-                                .ok_or_else(|| {
-                                    CqlError::invalid(format!(
-                                        "UDT column {col_name} does not have a field named {field}"
-                                    ))
-                                })?;
-                        let ft = ut.fields[fi].1.clone();
-                        // `IF u.f = v`: `v` is received by the field's name alone
-                        // (get_lhs_receiver of a field_selection, prepare_expr.cc).
-                        CondTest::Field(fi, op, plan_term(value, &ft, field, binder)?)
-                    }
-                    _ => {
-                        let (op, value) =
-                            test.ok_or_else(|| CqlError::invalid("Unsupported condition"))?;
-                        CondTest::Compare(op, plan_term(value, t, col_name, binder)?)
-                    }
-                };
-                out.push((ci, ct));
-            }
-            CondPlan::Conditions(out)
-        }
+        Conditional::Conditions(list) => CondPlan::Conditions(
+            list.iter()
+                .map(|c| plan_column_condition(table, c, binder))
+                .collect::<Result<_, _>>()?,
+        ),
     }))
+}
+
+/// One condition of an `IF` clause: the index of its column and its test.
+fn plan_column_condition(
+    table: &TableDef,
+    c: &Condition,
+    binder: &mut Binder,
+) -> Result<(usize, CondTest), CqlError> {
+    let (target, test) = match c {
+        Condition::Compare { target, op, value } => (target, Some((*op, value))),
+        Condition::In { target, .. } | Condition::Contains { target, .. } => (target, None),
+        Condition::Like { .. } => {
+            return Err(CqlError::invalid("LIKE conditions are not supported"));
+        }
+    };
+    let (col_name, elem, field) = match target {
+        ColumnTarget::Column(c) => (c, None, None),
+        ColumnTarget::Element { column, key } => (column, Some(key), None),
+        ColumnTarget::Field { column, field } => (column, None, Some(field)),
+    };
+    let ci = column_index(table, col_name)?;
+    let def = &table.columns[ci];
+    if def.kind.is_primary_key() {
+        return Err(CqlError::invalid(format!(
+            "PRIMARY KEY column '{col_name}' cannot have IF conditions"
+        )));
+    }
+    let t = &def.typ;
+    let compared = || test.ok_or_else(|| CqlError::invalid("Unsupported condition"));
+    let ct = match (c, elem, field) {
+        (Condition::In { values, .. }, None, None) => {
+            CondTest::In(plan_in_condition(values, t, col_name, binder)?)
+        }
+        (Condition::Contains { key, value, .. }, None, None) => {
+            plan_contains_condition(*key, value, t, col_name, binder)?
+        }
+        (_, Some(key), None) => {
+            let (op, value) = compared()?;
+            plan_element_condition(key, op, value, t, col_name, binder)?
+        }
+        (_, None, Some(field)) => {
+            let (op, value) = compared()?;
+            plan_field_condition(field, op, value, t, col_name, binder)?
+        }
+        _ => {
+            let (op, value) = compared()?;
+            CondTest::Compare(op, plan_term(value, t, col_name, binder)?)
+        }
+    };
+    Ok((ci, ct))
+}
+
+/// The values of `IF c IN (...)` / `IF c IN ?` for column `c` of type `t`.
+fn plan_in_condition(
+    values: &InValues,
+    t: &CqlType,
+    col_name: &str,
+    binder: &mut Binder,
+) -> Result<KeyValues, CqlError> {
+    Ok(match values {
+        InValues::Marker(m) => KeyValues::InMarker(marker(
+            m,
+            &CqlType::List {
+                elem: Box::new(t.frozen()),
+                frozen: false,
+            },
+            &format!("IN({col_name})"),
+            binder,
+        )),
+        // `IF c IN (...)` is a list literal received by `IN(c)` (Scylla
+        // spells the operator in uppercase, unlike Cassandra): its elements
+        // are `value(IN(c))` (get_rhs_receiver and list_value_spec_of,
+        // cql3/expr/prepare_expr.cc).
+        InValues::List(items) => {
+            let element_name = format!("value(IN({col_name}))");
+            KeyValues::In(
+                items
+                    .iter()
+                    .map(|i| plan_term(i, t, &element_name, binder))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
+    })
+}
+
+/// `IF c CONTAINS x` / `IF m CONTAINS KEY k` on a collection column of type `t`.
+fn plan_contains_condition(
+    key: bool,
+    value: &Term,
+    t: &CqlType,
+    col_name: &str,
+    binder: &mut Binder,
+) -> Result<CondTest, CqlError> {
+    let et = match (t, key) {
+        (CqlType::Map { key: k, .. }, true) => (**k).clone(),
+        (CqlType::Map { value: v, .. }, false) => (**v).clone(),
+        (CqlType::List { elem, .. } | CqlType::Set { elem, .. }, false) => (**elem).clone(),
+        _ => {
+            return Err(CqlError::invalid(format!(
+                "Invalid CONTAINS condition on {col_name}"
+            )));
+        }
+    };
+    // CONTAINS is received by `value(c)`, CONTAINS KEY by `key(m)`
+    // (get_rhs_receiver, cql3/expr/prepare_expr.cc).
+    let receiver = if key {
+        format!("key({col_name})")
+    } else {
+        format!("value({col_name})")
+    };
+    Ok(CondTest::Contains(
+        key,
+        plan_term(value, &et, &receiver, binder)?,
+    ))
+}
+
+/// `IF m[k] op v` / `IF l[i] op v` on a map or list column of type `t`.
+fn plan_element_condition(
+    key: &Term,
+    op: CompareOp,
+    value: &Term,
+    t: &CqlType,
+    col_name: &str,
+    binder: &mut Binder,
+) -> Result<CondTest, CqlError> {
+    // The subscript of `IF m[k] = v` is `key(m)`, of `IF l[i] = v`
+    // `index(l)` (map_key_spec_of / list_key_spec_of); `v` is
+    // `value(m)` / `value(l)` (get_lhs_receiver, prepare_expr.cc).
+    let (kt, vt, key_name) = match t {
+        CqlType::Map { key, value, .. } => (
+            (**key).clone(),
+            (**value).clone(),
+            format!("key({col_name})"),
+        ),
+        CqlType::List { elem, .. } => {
+            (CqlType::Int, (**elem).clone(), format!("index({col_name})"))
+        }
+        _ => {
+            return Err(CqlError::invalid(format!(
+                "Invalid element condition on non-collection column {col_name}"
+            )));
+        }
+    };
+    Ok(CondTest::Element(
+        plan_term(key, &kt, &key_name, binder)?,
+        op,
+        plan_term(value, &vt, &format!("value({col_name})"), binder)?,
+    ))
+}
+
+/// `IF u.f op v` on a user-type column of type `t`.
+fn plan_field_condition(
+    field: &str,
+    op: CompareOp,
+    value: &Term,
+    t: &CqlType,
+    col_name: &str,
+    binder: &mut Binder,
+) -> Result<CondTest, CqlError> {
+    let CqlType::Udt { def: ut, .. } = t else {
+        return Err(CqlError::invalid(format!(
+            "Invalid field condition on non-UDT column {col_name}"
+        )));
+    };
+    let fi = ut
+        .fields
+        .iter()
+        .position(|(f, _)| f == field)
+        .ok_or_else(|| {
+            CqlError::invalid(format!(
+                "UDT column {col_name} does not have a field named {field}"
+            ))
+        })?;
+    let ft = ut.fields[fi].1.clone();
+    // `IF u.f = v`: `v` is received by the field's name alone
+    // (get_lhs_receiver of a field_selection, prepare_expr.cc).
+    Ok(CondTest::Field(
+        fi,
+        op,
+        plan_term(value, &ft, field, binder)?,
+    ))
 }
 
 /// The values a modification statement evaluates: the request's, extended with an `INSERT
@@ -1189,7 +1286,6 @@ pub(crate) fn build_mutations(
         .keys
         .partition_keys(&plan.table, ctx)?
         .unwrap_or_default();
-    let nck = plan.table.clustering_key().count();
     let mut out = Vec::with_capacity(keys.len());
     // Clustering rows (full keys) or ranges.
     let prefixes = plan.keys.prefixes(ctx)?;
@@ -1197,111 +1293,150 @@ pub(crate) fn build_mutations(
         let mut m = PartitionMutation::new(key);
         match plan.kind {
             ModifyKind::Insert | ModifyKind::Update => {
-                let static_ops: Vec<&Op> = plan
-                    .ops
-                    .iter()
-                    .filter(|o| plan.table.columns[o.column()].kind == ColumnKind::Static)
-                    .collect();
-                let regular_ops: Vec<&Op> = plan
-                    .ops
-                    .iter()
-                    .filter(|o| plan.table.columns[o.column()].kind != ColumnKind::Static)
-                    .collect();
-                if !static_ops.is_empty() {
-                    let mut row = RowUpdate::default();
-                    apply_ops(plan, &static_ops, &mut row, ctx, p, &m.key, None, read_list)?;
-                    if !row.is_empty() {
-                        m.static_row = Some(row);
-                    }
-                }
-                let write_row = plan.kind == ModifyKind::Insert && plan.keys.prefix_len == nck
-                    || !regular_ops.is_empty();
-                if write_row && (plan.keys.prefix_len == nck) {
-                    for ck in &prefixes {
-                        let mut row = RowUpdate::default();
-                        if plan.kind == ModifyKind::Insert {
-                            row.marker = Some(Liveness {
-                                ts: p.ts,
-                                ttl: p.ttl,
-                            });
-                        }
-                        apply_ops(
-                            plan,
-                            &regular_ops,
-                            &mut row,
-                            ctx,
-                            p,
-                            &m.key,
-                            Some(ck),
-                            read_list,
-                        )?;
-                        if !row.is_empty() {
-                            m.rows.push((ClusteringKey::new(ck.clone()), row));
-                        }
-                    }
-                }
+                write_rows(plan, ctx, p, read_list, &prefixes, &mut m)?;
             }
-            ModifyKind::Delete => {
-                if plan.ops.is_empty() {
-                    if !plan.keys.restricts_clustering() {
-                        m.delete_partition(p.ts);
-                    } else if plan.keys.slice.is_none() && plan.keys.prefix_len == nck {
-                        for ck in &prefixes {
-                            m.row_mut(&ClusteringKey::new(ck.clone())).deletion = Some(p.ts);
-                        }
-                    } else {
-                        let cmp = crate::storage::ClusteringComparator::new(
-                            &plan
-                                .table
-                                .clustering_key()
-                                .map(|c| c.order == crate::schema::ClusteringOrder::Desc)
-                                .collect::<Vec<_>>(),
-                        );
-                        for r in plan.keys.clustering_ranges(&plan.table, ctx)? {
-                            let empty = cmp
-                                .is_some_and(|c| c.normalize(std::slice::from_ref(&r)).is_empty());
-                            if empty {
-                                continue;
-                            }
-                            let ClusteringRange { start, end } = r;
-                            m.range_tombstones.push(RangeTombstone {
-                                start,
-                                end,
-                                ts: p.ts,
-                            });
-                        }
-                    }
-                } else {
-                    let ops: Vec<&Op> = plan.ops.iter().collect();
-                    if plan.static_only {
-                        let mut row = RowUpdate::default();
-                        apply_ops(plan, &ops, &mut row, ctx, p, &m.key, None, read_list)?;
-                        if !row.is_empty() {
-                            m.static_row = Some(row);
-                        }
-                    } else {
-                        let (st, reg): (Vec<&Op>, Vec<&Op>) = ops.into_iter().partition(|o| {
-                            plan.table.columns[o.column()].kind == ColumnKind::Static
-                        });
-                        if !st.is_empty() {
-                            let mut row = RowUpdate::default();
-                            apply_ops(plan, &st, &mut row, ctx, p, &m.key, None, read_list)?;
-                            m.static_row = Some(row);
-                        }
-                        for ck in &prefixes {
-                            let mut row = RowUpdate::default();
-                            apply_ops(plan, &reg, &mut row, ctx, p, &m.key, Some(ck), read_list)?;
-                            if !row.is_empty() {
-                                m.rows.push((ClusteringKey::new(ck.clone()), row));
-                            }
-                        }
-                    }
-                }
+            ModifyKind::Delete if plan.ops.is_empty() => {
+                delete_rows(plan, ctx, p, &prefixes, &mut m)?;
             }
+            ModifyKind::Delete => delete_columns(plan, ctx, p, read_list, &prefixes, &mut m)?,
         }
         out.push(m);
     }
     Ok(out)
+}
+
+/// An INSERT's or UPDATE's writes to partition `m`: its static columns, then a row for each
+/// clustering key (with a row marker for an INSERT).
+fn write_rows(
+    plan: &ModifyPlan,
+    ctx: &EvalCtx<'_>,
+    p: WriteParams,
+    read_list: &ListReader<'_>,
+    prefixes: &[Vec<Value>],
+    m: &mut PartitionMutation,
+) -> Result<(), CqlError> {
+    let nck = plan.table.clustering_key().count();
+    let static_ops: Vec<&Op> = plan
+        .ops
+        .iter()
+        .filter(|o| plan.table.columns[o.column()].kind == ColumnKind::Static)
+        .collect();
+    let regular_ops: Vec<&Op> = plan
+        .ops
+        .iter()
+        .filter(|o| plan.table.columns[o.column()].kind != ColumnKind::Static)
+        .collect();
+    if !static_ops.is_empty() {
+        let mut row = RowUpdate::default();
+        apply_ops(plan, &static_ops, &mut row, ctx, p, &m.key, None, read_list)?;
+        if !row.is_empty() {
+            m.static_row = Some(row);
+        }
+    }
+    let write_row =
+        plan.kind == ModifyKind::Insert && plan.keys.prefix_len == nck || !regular_ops.is_empty();
+    if write_row && (plan.keys.prefix_len == nck) {
+        for ck in prefixes {
+            let mut row = RowUpdate::default();
+            if plan.kind == ModifyKind::Insert {
+                row.marker = Some(Liveness {
+                    ts: p.ts,
+                    ttl: p.ttl,
+                });
+            }
+            apply_ops(
+                plan,
+                &regular_ops,
+                &mut row,
+                ctx,
+                p,
+                &m.key,
+                Some(ck),
+                read_list,
+            )?;
+            if !row.is_empty() {
+                m.rows.push((ClusteringKey::new(ck.clone()), row));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A DELETE of whole rows from partition `m`: the partition, the rows of full clustering
+/// keys, or range tombstones over clustering ranges (the empty ones left out).
+fn delete_rows(
+    plan: &ModifyPlan,
+    ctx: &EvalCtx<'_>,
+    p: WriteParams,
+    prefixes: &[Vec<Value>],
+    m: &mut PartitionMutation,
+) -> Result<(), CqlError> {
+    let nck = plan.table.clustering_key().count();
+    if !plan.keys.restricts_clustering() {
+        m.delete_partition(p.ts);
+    } else if plan.keys.slice.is_none() && plan.keys.prefix_len == nck {
+        for ck in prefixes {
+            m.row_mut(&ClusteringKey::new(ck.clone())).deletion = Some(p.ts);
+        }
+    } else {
+        let cmp = crate::storage::ClusteringComparator::new(
+            &plan
+                .table
+                .clustering_key()
+                .map(|c| c.order == crate::schema::ClusteringOrder::Desc)
+                .collect::<Vec<_>>(),
+        );
+        for r in plan.keys.clustering_ranges(&plan.table, ctx)? {
+            let empty = cmp.is_some_and(|c| c.normalize(std::slice::from_ref(&r)).is_empty());
+            if empty {
+                continue;
+            }
+            let ClusteringRange { start, end } = r;
+            m.range_tombstones.push(RangeTombstone {
+                start,
+                end,
+                ts: p.ts,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A DELETE of columns (or their elements) from partition `m`: its static ones, then those
+/// of each clustering row.
+fn delete_columns(
+    plan: &ModifyPlan,
+    ctx: &EvalCtx<'_>,
+    p: WriteParams,
+    read_list: &ListReader<'_>,
+    prefixes: &[Vec<Value>],
+    m: &mut PartitionMutation,
+) -> Result<(), CqlError> {
+    let ops: Vec<&Op> = plan.ops.iter().collect();
+    if plan.static_only {
+        let mut row = RowUpdate::default();
+        apply_ops(plan, &ops, &mut row, ctx, p, &m.key, None, read_list)?;
+        if !row.is_empty() {
+            m.static_row = Some(row);
+        }
+        return Ok(());
+    }
+    let (st, reg): (Vec<&Op>, Vec<&Op>) = ops
+        .into_iter()
+        .partition(|o| plan.table.columns[o.column()].kind == ColumnKind::Static);
+    if !st.is_empty() {
+        let mut row = RowUpdate::default();
+        apply_ops(plan, &st, &mut row, ctx, p, &m.key, None, read_list)?;
+        m.static_row = Some(row);
+    }
+    for ck in prefixes {
+        let mut row = RowUpdate::default();
+        apply_ops(plan, &reg, &mut row, ctx, p, &m.key, Some(ck), read_list)?;
+        if !row.is_empty() {
+            m.rows.push((ClusteringKey::new(ck.clone()), row));
+        }
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

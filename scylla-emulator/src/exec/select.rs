@@ -19,7 +19,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use num_bigint::BigInt;
 
-use crate::cql::{Order, Select, Selection, Selector};
+use crate::cql::{Order, Select, Selection, Selector, Term};
 use crate::frame::{ColumnSpec, CqlError, ResultMetadata, RowsWriter};
 use crate::schema::{ClusteringOrder, ColumnKind, Schema, TableDef};
 use crate::storage::{
@@ -499,47 +499,7 @@ pub(crate) fn plan_select(
     let table = resolve_table(schema, keyspace, &s.table)?;
     binder.set_table(&table);
     let cols = col_infos(&table);
-    let spec = |name: String, typ: CqlType| {
-        ColumnSpec::new(table.keyspace.clone(), table.name.clone(), name, typ)
-    };
-    let (selection, columns) = match &s.selection {
-        Selection::Wildcard => (
-            SelectionPlan::Columns((0..table.columns.len()).collect()),
-            table
-                .columns
-                .iter()
-                .map(|c| spec(c.name.clone(), c.typ.clone()))
-                .collect::<Vec<_>>(),
-        ),
-        Selection::Items(items) => {
-            let mut exprs = Vec::new();
-            let mut specs = Vec::new();
-            for item in items {
-                let p = plan_selector(&item.selector, &table, binder)?;
-                specs.push(spec(item.alias.clone().unwrap_or(p.name), p.typ));
-                exprs.push(p.expr);
-            }
-            if exprs.iter().all(|e| matches!(e, SelExpr::Col(_))) {
-                let idx = exprs
-                    .iter()
-                    .filter_map(|e| match e {
-                        SelExpr::Col(i) => Some(*i),
-                        _ => None,
-                    })
-                    .collect();
-                (SelectionPlan::Columns(idx), specs)
-            } else {
-                let aggregate = exprs.iter().any(SelExpr::is_aggregate);
-                (
-                    SelectionPlan::Exprs {
-                        items: exprs,
-                        aggregate,
-                    },
-                    specs,
-                )
-            }
-        }
-    };
+    let (selection, columns) = plan_selection(&s.selection, &table, binder)?;
     // Cassandra 5.0.2 and ScyllaDB refuse a per-partition limit on an ungrouped aggregate.
     if s.per_partition_limit.is_some()
         && s.group_by.is_empty()
@@ -568,71 +528,15 @@ pub(crate) fn plan_select(
     if s.distinct {
         validate_distinct(s, &table, &selection, &where_)?;
     }
-    // ORDER BY
-    let mut reversed = false;
-    if !s.order_by.is_empty() {
-        if !matches!(where_.partition, PartitionRestriction::Keys(_)) {
-            return Err(CqlError::invalid(
-                "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
-            ));
-        }
-        let ck: Vec<_> = table.clustering_key().collect();
-        for (i, (name, order)) in s.order_by.iter().enumerate() {
-            let ci = column_index(&table, name)?;
-            let def = &table.columns[ci];
-            if def.kind != ColumnKind::Clustering {
-                return Err(CqlError::invalid(format!(
-                    "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {name}"
-                )));
-            }
-            if ck.get(i).map(|c| &c.name) != Some(&def.name) {
-                return Err(CqlError::invalid(
-                    "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY",
-                ));
-            }
-            let natural = def.order == ClusteringOrder::Asc;
-            let rev = (*order == Order::Asc) != natural;
-            if i == 0 {
-                reversed = rev;
-            } else if rev != reversed {
-                return Err(CqlError::invalid("Unsupported order by relation"));
-            }
-        }
-    }
+    let reversed = plan_order_by(s, &table, &where_)?;
     let group_by = plan_group_by(s, &table)?;
     if s.distinct && group_by > table.partition_key().count() {
         return Err(CqlError::invalid(
             "Grouping on clustering columns is not allowed for SELECT DISTINCT queries",
         ));
     }
-    // Every GROUP BY query aggregates: a plain selector gives its group's first value.
-    let selection = match selection {
-        _ if group_by == 0 => selection,
-        SelectionPlan::Columns(idx) => SelectionPlan::Exprs {
-            items: idx.into_iter().map(SelExpr::Col).collect(),
-            aggregate: true,
-        },
-        SelectionPlan::Exprs { items, .. } => SelectionPlan::Exprs {
-            items,
-            aggregate: true,
-        },
-    };
-    let limit = match &s.limit {
-        Some(t) => Some(plan_term(t, &CqlType::Int, "[limit]", binder)?),
-        None => None,
-    };
-    let per_partition_limit = match &s.per_partition_limit {
-        Some(t) => Some(plan_term(
-            t,
-            &CqlType::Int,
-            "[per_partition_limit]",
-            binder,
-        )?),
-        None => None,
-    };
-    if let Some(t) = &s.timeout {
-        plan_term(t, &CqlType::Duration, "timeout", binder)?;
-    }
+    let selection = grouped(selection, group_by);
+    let (limit, per_partition_limit) = plan_limits(s, binder)?;
     // SELECT JSON: the selection's columns become one `[json]` column (as_json).
     let (json, columns) = if s.json {
         (
@@ -656,6 +560,132 @@ pub(crate) fn plan_select(
         per_partition_limit,
         group_by,
     })
+}
+
+/// The selection of a SELECT and the result columns it gives: plain columns when every
+/// selector is one, else expressions (aggregating when one of them is an aggregate).
+fn plan_selection(
+    selection: &Selection,
+    table: &TableDef,
+    binder: &mut Binder,
+) -> Result<(SelectionPlan, Vec<ColumnSpec>), CqlError> {
+    let spec = |name: String, typ: CqlType| {
+        ColumnSpec::new(table.keyspace.clone(), table.name.clone(), name, typ)
+    };
+    let items = match selection {
+        Selection::Wildcard => {
+            return Ok((
+                SelectionPlan::Columns((0..table.columns.len()).collect()),
+                table
+                    .columns
+                    .iter()
+                    .map(|c| spec(c.name.clone(), c.typ.clone()))
+                    .collect::<Vec<_>>(),
+            ));
+        }
+        Selection::Items(items) => items,
+    };
+    let mut exprs = Vec::new();
+    let mut specs = Vec::new();
+    for item in items {
+        let p = plan_selector(&item.selector, table, binder)?;
+        specs.push(spec(item.alias.clone().unwrap_or(p.name), p.typ));
+        exprs.push(p.expr);
+    }
+    if exprs.iter().all(|e| matches!(e, SelExpr::Col(_))) {
+        let idx = exprs
+            .iter()
+            .filter_map(|e| match e {
+                SelExpr::Col(i) => Some(*i),
+                _ => None,
+            })
+            .collect();
+        Ok((SelectionPlan::Columns(idx), specs))
+    } else {
+        let aggregate = exprs.iter().any(SelExpr::is_aggregate);
+        Ok((
+            SelectionPlan::Exprs {
+                items: exprs,
+                aggregate,
+            },
+            specs,
+        ))
+    }
+}
+
+/// ORDER BY: whether the rows are read in the reverse of the clustering order. It needs the
+/// partition key restricted by `=` or `IN`, and clustering columns in their declared order,
+/// all in the same direction relative to it.
+fn plan_order_by(s: &Select, table: &TableDef, where_: &WherePlan) -> Result<bool, CqlError> {
+    let mut reversed = false;
+    if s.order_by.is_empty() {
+        return Ok(reversed);
+    }
+    if !matches!(where_.partition, PartitionRestriction::Keys(_)) {
+        return Err(CqlError::invalid(
+            "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
+        ));
+    }
+    let ck: Vec<_> = table.clustering_key().collect();
+    for (i, (name, order)) in s.order_by.iter().enumerate() {
+        let ci = column_index(table, name)?;
+        let def = &table.columns[ci];
+        if def.kind != ColumnKind::Clustering {
+            return Err(CqlError::invalid(format!(
+                "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {name}"
+            )));
+        }
+        if ck.get(i).map(|c| &c.name) != Some(&def.name) {
+            return Err(CqlError::invalid(
+                "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY",
+            ));
+        }
+        let natural = def.order == ClusteringOrder::Asc;
+        let rev = (*order == Order::Asc) != natural;
+        if i == 0 {
+            reversed = rev;
+        } else if rev != reversed {
+            return Err(CqlError::invalid("Unsupported order by relation"));
+        }
+    }
+    Ok(reversed)
+}
+
+/// The selection of a query grouped by `group_by` columns: every GROUP BY query aggregates,
+/// and a plain selector gives its group's first value.
+fn grouped(selection: SelectionPlan, group_by: usize) -> SelectionPlan {
+    match selection {
+        _ if group_by == 0 => selection,
+        SelectionPlan::Columns(idx) => SelectionPlan::Exprs {
+            items: idx.into_iter().map(SelExpr::Col).collect(),
+            aggregate: true,
+        },
+        SelectionPlan::Exprs { items, .. } => SelectionPlan::Exprs {
+            items,
+            aggregate: true,
+        },
+    }
+}
+
+/// The LIMIT and PER PARTITION LIMIT of a SELECT (and its USING TIMEOUT's marker, if any).
+fn plan_limits(s: &Select, binder: &mut Binder) -> Result<(Option<Expr>, Option<Expr>), CqlError> {
+    let limit = match &s.limit {
+        Some(t) => Some(plan_term(t, &CqlType::Int, "[limit]", binder)?),
+        None => None,
+    };
+    let per_partition_limit = match &s.per_partition_limit {
+        Some(t) => Some(plan_term(
+            t,
+            &CqlType::Int,
+            "[per_partition_limit]",
+            binder,
+        )?),
+        None => None,
+    };
+    if let Some(t) = &s.timeout {
+        plan_term(t, &CqlType::Duration, "timeout", binder)?;
+    }
+    Ok((limit, per_partition_limit))
 }
 
 /// `select_statement::validate_distinct_selection`: no per-partition limit, no restriction
@@ -818,33 +848,7 @@ fn plan_selector(
             "count".into(),
         ),
         Selector::WriteTime(name) | Selector::Ttl(name) => {
-            let wt = matches!(sel, Selector::WriteTime(_));
-            let fname = if wt { "writetime" } else { "ttl" };
-            let i = column_index(table, name)?;
-            let c = &table.columns[i];
-            // `prepare_column_mutation_attribute`: an atomic, non-key column (a counter is
-            // atomic: its write time is its cell's, its TTL null).
-            if c.typ.is_multi_cell() {
-                return Err(CqlError::invalid(format!(
-                    "{} expects an atomic column, but {name} is a non-frozen collection",
-                    fname.to_ascii_uppercase()
-                )));
-            }
-            if c.kind.is_primary_key() {
-                return Err(CqlError::invalid(format!(
-                    "{} is not legal on partition key component {name}",
-                    fname.to_ascii_uppercase()
-                )));
-            }
-            if wt {
-                PlannedSelector::new(
-                    SelExpr::WriteTime(i),
-                    CqlType::Bigint,
-                    format!("writetime({})", c.name),
-                )
-            } else {
-                PlannedSelector::new(SelExpr::Ttl(i), CqlType::Int, format!("ttl({})", c.name))
-            }
+            plan_cell_attribute(matches!(sel, Selector::WriteTime(_)), name, table)?
         }
         Selector::Function { name, args } => plan_function_selector(name, args, table, binder)?,
         Selector::Cast { selector, ty } => {
@@ -862,60 +866,103 @@ fn plan_selector(
             )
         }
         Selector::Field { selector, field } => {
-            let inner = plan_selector(selector, table, binder)?;
-            let CqlType::Udt { def, .. } = &inner.typ else {
-                return Err(CqlError::invalid(format!(
-                    "Invalid field selection: {} of type {} is not a user type",
-                    inner.name, inner.typ
-                )));
-            };
-            let i = def
-                .fields
-                .iter()
-                .position(|(f, _)| f == field)
-                .ok_or_else(|| {
-                    CqlError::invalid(format!(
-                        "{} of type {} has no field {field}",
-                        inner.name, def.name
-                    ))
-                })?;
-            let ft = def.fields[i].1.clone();
-            PlannedSelector::new(
-                SelExpr::Field(Box::new(inner.expr), i),
-                ft,
-                format!("{}.{field}", inner.name),
-            )
+            field_selector(plan_selector(selector, table, binder)?, field)?
         }
         Selector::Element { selector, key } => {
             let inner = plan_selector(selector, table, binder)?;
-            let n = &inner.name;
-            // The receiver of the subscript (`prepare_expression` of a subscript):
-            // key(m) for a map, index(l) for a list, value(s) for a set.
-            let (receiver, kt, vt) = match &inner.typ {
-                CqlType::Map { key, value, .. } => {
-                    (format!("key({n})"), (**key).clone(), (**value).clone())
-                }
-                CqlType::List { elem, .. } => {
-                    (format!("index({n})"), CqlType::Int, (**elem).clone())
-                }
-                CqlType::Set { elem, .. } => {
-                    (format!("value({n})"), (**elem).clone(), (**elem).clone())
-                }
-                _ => {
-                    return Err(CqlError::invalid(format!(
-                        "Column {n} is not a map/set/list, cannot be subscripted"
-                    )));
-                }
-            };
-            let k = plan_term(key, &kt, &receiver, binder)?;
-            let key_name = expr_name(&k, &kt);
-            PlannedSelector::new(
-                SelExpr::Element(Box::new(inner.expr), k),
-                vt,
-                format!("{n}[{key_name}]"),
-            )
+            element_selector(inner, key, binder)?
         }
     })
+}
+
+/// `writetime(c)` (`writetime` true) or `ttl(c)`.
+fn plan_cell_attribute(
+    writetime: bool,
+    name: &str,
+    table: &TableDef,
+) -> Result<PlannedSelector, CqlError> {
+    let fname = if writetime { "writetime" } else { "ttl" };
+    let i = column_index(table, name)?;
+    let c = &table.columns[i];
+    // `prepare_column_mutation_attribute`: an atomic, non-key column (a counter is
+    // atomic: its write time is its cell's, its TTL null).
+    if c.typ.is_multi_cell() {
+        return Err(CqlError::invalid(format!(
+            "{} expects an atomic column, but {name} is a non-frozen collection",
+            fname.to_ascii_uppercase()
+        )));
+    }
+    if c.kind.is_primary_key() {
+        return Err(CqlError::invalid(format!(
+            "{} is not legal on partition key component {name}",
+            fname.to_ascii_uppercase()
+        )));
+    }
+    Ok(if writetime {
+        PlannedSelector::new(
+            SelExpr::WriteTime(i),
+            CqlType::Bigint,
+            format!("writetime({})", c.name),
+        )
+    } else {
+        PlannedSelector::new(SelExpr::Ttl(i), CqlType::Int, format!("ttl({})", c.name))
+    })
+}
+
+/// `u.f`: a field of the user-type value `inner`.
+fn field_selector(inner: PlannedSelector, field: &str) -> Result<PlannedSelector, CqlError> {
+    let CqlType::Udt { def, .. } = &inner.typ else {
+        return Err(CqlError::invalid(format!(
+            "Invalid field selection: {} of type {} is not a user type",
+            inner.name, inner.typ
+        )));
+    };
+    let i = def
+        .fields
+        .iter()
+        .position(|(f, _)| f == field)
+        .ok_or_else(|| {
+            CqlError::invalid(format!(
+                "{} of type {} has no field {field}",
+                inner.name, def.name
+            ))
+        })?;
+    let ft = def.fields[i].1.clone();
+    Ok(PlannedSelector::new(
+        SelExpr::Field(Box::new(inner.expr), i),
+        ft,
+        format!("{}.{field}", inner.name),
+    ))
+}
+
+/// `c[k]`: an element of the collection value `inner`.
+fn element_selector(
+    inner: PlannedSelector,
+    key: &Term,
+    binder: &mut Binder,
+) -> Result<PlannedSelector, CqlError> {
+    let n = &inner.name;
+    // The receiver of the subscript (`prepare_expression` of a subscript):
+    // key(m) for a map, index(l) for a list, value(s) for a set.
+    let (receiver, kt, vt) = match &inner.typ {
+        CqlType::Map { key, value, .. } => {
+            (format!("key({n})"), (**key).clone(), (**value).clone())
+        }
+        CqlType::List { elem, .. } => (format!("index({n})"), CqlType::Int, (**elem).clone()),
+        CqlType::Set { elem, .. } => (format!("value({n})"), (**elem).clone(), (**elem).clone()),
+        _ => {
+            return Err(CqlError::invalid(format!(
+                "Column {n} is not a map/set/list, cannot be subscripted"
+            )));
+        }
+    };
+    let k = plan_term(key, &kt, &receiver, binder)?;
+    let key_name = expr_name(&k, &kt);
+    Ok(PlannedSelector::new(
+        SelExpr::Element(Box::new(inner.expr), k),
+        vt,
+        format!("{n}[{key_name}]"),
+    ))
 }
 
 /// A function call in a selection: an aggregate, `token`, or a scalar function.

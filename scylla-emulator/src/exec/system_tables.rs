@@ -26,7 +26,8 @@ use bytes::Bytes;
 use crate::cdc::generations::CdcState;
 use crate::cluster::partitioner::{murmur3_token, serialize_partition_key};
 use crate::cluster::{CLUSTER_NAME, DATACENTER, NodeInfo, RACK, RELEASE_VERSION, Topology};
-use crate::schema::index::{Computed, IndexTarget};
+use crate::schema::index::IndexTarget;
+use crate::schema::index_view::Computed;
 use crate::schema::system::{CDC_STREAMS, CDC_TIMESTAMPS, LOCAL_STRATEGY, SYSTEM, SYSTEM_SCHEMA};
 use crate::schema::{ColumnDef, ColumnKind, IndexDef, Schema, TableDef};
 use crate::storage::{
@@ -782,8 +783,9 @@ mod tests {
     use super::*;
     use crate::exec::ddl::resolve_type;
     use crate::exec::ddl::tests::Db;
+    use crate::schema::CdcOptions;
     use crate::schema::system::{SIMPLE_STRATEGY, SYSTEM_DISTRIBUTED};
-    use crate::schema::{CDC_PARTITIONER, CdcOptions};
+    use crate::schema::table::CDC_PARTITIONER;
     use crate::storage::{Now, PartitionStart, TableData};
 
     /// A row read back: column name → value (nulls absent).

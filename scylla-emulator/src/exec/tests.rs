@@ -11,6 +11,7 @@ use rand::SeedableRng;
 use super::*;
 use crate::cluster::{NodeInfo, ring};
 use crate::frame::{BatchStatement, BoundValue};
+use crate::types::CqlType;
 use crate::types::UserType;
 use crate::types::value::{self, Value};
 

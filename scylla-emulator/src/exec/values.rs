@@ -10,7 +10,7 @@ use std::sync::Arc;
 use num_bigint::BigInt;
 use uuid::Uuid;
 
-use crate::cql::{BindMarker, Literal, Term};
+use crate::cql::{BindMarker, Literal, QualifiedName, Term};
 use crate::frame::{BoundValue, CqlError};
 use crate::types::value::{self, Value};
 use crate::types::{CqlType, timeuuid};
@@ -602,14 +602,7 @@ pub(crate) fn plan_term(
                 CqlType::List { elem, .. } => elem,
                 _ => return Err(invalid_literal("list", name, typ)),
             };
-            // Elements are received by `value(<receiver>)` (Scylla's `list_value_spec_of`,
-            // `cql3/expr/prepare_expr.cc`); so are set elements (`set_value_spec_of`), and
-            // map entries by `key(<receiver>)` / `value(<receiver>)`.
-            let element_name = format!("value({name})");
-            let exprs = items
-                .iter()
-                .map(|t| plan_term(t, elem, &element_name, binder))
-                .collect::<Result<Vec<_>, _>>()?;
+            let exprs = plan_elements(items, elem, name, binder)?;
             collapse(exprs, Expr::List, Value::list)
         }
         Term::Set(items) => {
@@ -617,181 +610,226 @@ pub(crate) fn plan_term(
                 CqlType::Set { elem, .. } => elem,
                 _ => return Err(invalid_literal("set", name, typ)),
             };
-            let element_name = format!("value({name})");
-            let exprs = items
-                .iter()
-                .map(|t| plan_term(t, elem, &element_name, binder))
-                .collect::<Result<Vec<_>, _>>()?;
+            let exprs = plan_elements(items, elem, name, binder)?;
             collapse(exprs, Expr::Set, Value::set)
         }
-        Term::Map(entries) => {
-            let (kt, vt) = match typ {
-                CqlType::Map { key, value, .. } => (key, value),
-                _ => return Err(invalid_literal("map", name, typ)),
-            };
-            let (key_name, value_name) = (format!("key({name})"), format!("value({name})"));
-            let mut exprs = Vec::with_capacity(entries.len());
-            for (k, v) in entries {
-                exprs.push((
-                    plan_term(k, kt, &key_name, binder)?,
-                    plan_term(v, vt, &value_name, binder)?,
-                ));
-            }
-            if exprs.iter().all(|(k, v)| {
-                matches!(k, Expr::Const(Some(_))) && matches!(v, Expr::Const(Some(_)))
-            }) {
-                let vals = exprs
-                    .into_iter()
-                    .filter_map(|(k, v)| match (k, v) {
-                        (Expr::Const(Some(k)), Expr::Const(Some(v))) => Some((k, v)),
-                        _ => None,
-                    })
-                    .collect();
-                return Ok(Expr::Const(Some(Value::map(vals))));
-            }
-            if exprs
-                .iter()
-                .any(|(k, v)| matches!(k, Expr::Const(None)) || matches!(v, Expr::Const(None)))
-            {
-                return Err(CqlError::invalid(
-                    "null is not supported inside collections",
-                ));
-            }
-            Ok(Expr::Map(exprs))
-        }
+        Term::Map(entries) => plan_map(entries, typ, name, binder),
         Term::EmptyCollection => match typ {
             CqlType::Set { .. } => Ok(Expr::Const(Some(Value::set(Vec::new())))),
             CqlType::Map { .. } => Ok(Expr::Const(Some(Value::map(Vec::new())))),
             CqlType::List { .. } => Ok(Expr::Const(Some(Value::list(Vec::new())))),
             _ => Err(invalid_literal("set or map", name, typ)),
         },
-        Term::Udt(fields) => {
-            let def = match typ {
-                CqlType::Udt { def, .. } => def,
-                _ => return Err(invalid_literal("user type", name, typ)),
-            };
-            let mut out: Vec<Option<Expr>> = vec![None; def.fields.len()];
-            for (fname, t) in fields {
-                let i = def
-                    .fields
-                    .iter()
-                    .position(|(n, _)| n == fname)
-                    .ok_or_else(|| {
-                        CqlError::invalid(format!(
-                            "Unknown field '{fname}' in value of user defined type {}",
-                            def.name
-                        ))
-                    })?;
-                let ftype = &def.fields[i].1;
-                out[i] = Some(plan_term(t, ftype, &format!("{name}.{fname}"), binder)?);
-            }
-            if out
-                .iter()
-                .all(|e| e.as_ref().is_none_or(|e| e.as_const().is_some()))
-            {
-                let vals = out
-                    .into_iter()
-                    .map(|e| e.and_then(|e| e.as_const().cloned().flatten()))
-                    .collect();
-                return Ok(Expr::Const(Some(Value::udt(vals))));
-            }
-            Ok(Expr::Udt(out))
-        }
-        Term::Tuple(items) => {
-            // A tuple literal is assignable to a tuple and, positionally, to a user type: in
-            // Scylla `user_type_impl` derives from `tuple_type_impl`, and the tuple literal's
-            // check only needs the receiver to be a tuple type (`cql3/expr/prepare_expr.cc`,
-            // `tuple_constructor_validate_assignable_to`, `component_spec_of`). Component
-            // `i` is named `{receiver}[i]`; missing trailing UDT fields are null.
-            let (types, udt_fields) = match typ {
-                CqlType::Tuple(ts) => (ts.clone(), None),
-                CqlType::Udt { def, .. } => (
-                    def.fields
-                        .iter()
-                        .map(|(_, t)| t.clone())
-                        .collect::<Vec<_>>(),
-                    Some(def.fields.len()),
-                ),
-                _ => {
-                    return Err(CqlError::invalid(format!(
-                        "Invalid tuple type literal for {name} of type {typ}"
-                    )));
-                }
-            };
-            if items.len() > types.len() {
-                return Err(CqlError::invalid(format!(
-                    "Invalid tuple literal for {name}: too many elements. Type {typ} expects {} but got {}",
-                    types.len(),
-                    items.len()
-                )));
-            }
-            let exprs = items
-                .iter()
-                .zip(&types)
-                .enumerate()
-                .map(|(i, (t, ty))| plan_term(t, ty, &format!("{name}[{i}]"), binder))
-                .collect::<Result<Vec<_>, _>>()?;
-            if let Some(n) = udt_fields {
-                let mut fields: Vec<Option<Expr>> = exprs.into_iter().map(Some).collect();
-                fields.resize(n, None);
-                if fields
-                    .iter()
-                    .all(|e| e.as_ref().is_none_or(|e| e.as_const().is_some()))
-                {
-                    let vals = fields
-                        .into_iter()
-                        .map(|e| e.and_then(|e| e.as_const().cloned().flatten()))
-                        .collect();
-                    return Ok(Expr::Const(Some(Value::udt(vals))));
-                }
-                return Ok(Expr::Udt(fields));
-            }
-            if exprs.iter().all(|e| e.as_const().is_some()) {
-                let vals = exprs
-                    .into_iter()
-                    .map(|e| e.as_const().cloned().flatten())
-                    .collect();
-                return Ok(Expr::Const(Some(Value::tuple(vals))));
-            }
-            Ok(Expr::Tuple(exprs))
-        }
-        Term::FunctionCall { name: fname, args } => {
-            let full = fname.name.as_str();
-            if let Some(json_call) = plan_json_call(full, args, typ, name, binder)? {
-                return Ok(json_call);
-            }
-            let f = Func::by_name(full)
-                .ok_or_else(|| CqlError::invalid(format!("Unknown function '{fname}'")))?;
-            if f == Func::Token {
-                return Err(CqlError::invalid(
-                    "The token function can only be used in a WHERE clause on the partition key",
-                ));
-            }
-            let arg_types = resolve_signature(full, &f, args, binder)?;
-            let mut exprs = Vec::with_capacity(args.len());
-            for (i, (a, at)) in args.iter().zip(&arg_types).enumerate() {
-                let aname = format!("arg{i}(system.{full})");
-                exprs.push(plan_term(a, at, &aname, binder)?);
-            }
-            f.check_args(full, &arg_types)?;
-            let ret = f.return_type(&arg_types);
-            let call = if f.is_pure() && exprs.iter().all(|e| e.as_const().is_some()) {
-                let vals: Vec<Option<Value>> = exprs
-                    .iter()
-                    .map(|e| e.as_const().cloned().flatten())
-                    .collect();
-                Expr::Const(f.apply(&vals)?)
-            } else {
-                Expr::Call(f, exprs)
-            };
-            coerce(call, &ret, typ, name, &format!("{fname}()"))
-        }
+        Term::Udt(fields) => plan_udt(fields, typ, name, binder),
+        Term::Tuple(items) => plan_tuple(items, typ, name, binder),
+        Term::FunctionCall { name: fname, args } => plan_call(fname, args, typ, name, binder),
         Term::Cast { ty, term } => {
             let hinted = resolve_hint(ty, binder)?;
             let inner = plan_term(term, &hinted, name, binder)?;
             coerce(inner, &hinted, typ, name, &format!("({ty})"))
         }
     }
+}
+
+/// The elements of a list or set literal for the receiver `name`, each of type `elem`.
+fn plan_elements(
+    items: &[Term],
+    elem: &CqlType,
+    name: &str,
+    binder: &mut Binder,
+) -> Result<Vec<Expr>, CqlError> {
+    // Elements are received by `value(<receiver>)` (Scylla's `list_value_spec_of`,
+    // `cql3/expr/prepare_expr.cc`); so are set elements (`set_value_spec_of`), and
+    // map entries by `key(<receiver>)` / `value(<receiver>)`.
+    let element_name = format!("value({name})");
+    items
+        .iter()
+        .map(|t| plan_term(t, elem, &element_name, binder))
+        .collect()
+}
+
+/// A map literal: a constant when every key and value is one, else an expression of its
+/// entries (none of which may be null).
+fn plan_map(
+    entries: &[(Term, Term)],
+    typ: &CqlType,
+    name: &str,
+    binder: &mut Binder,
+) -> Result<Expr, CqlError> {
+    let (kt, vt) = match typ {
+        CqlType::Map { key, value, .. } => (key, value),
+        _ => return Err(invalid_literal("map", name, typ)),
+    };
+    let (key_name, value_name) = (format!("key({name})"), format!("value({name})"));
+    let mut exprs = Vec::with_capacity(entries.len());
+    for (k, v) in entries {
+        exprs.push((
+            plan_term(k, kt, &key_name, binder)?,
+            plan_term(v, vt, &value_name, binder)?,
+        ));
+    }
+    if exprs
+        .iter()
+        .all(|(k, v)| matches!(k, Expr::Const(Some(_))) && matches!(v, Expr::Const(Some(_))))
+    {
+        let vals = exprs
+            .into_iter()
+            .filter_map(|(k, v)| match (k, v) {
+                (Expr::Const(Some(k)), Expr::Const(Some(v))) => Some((k, v)),
+                _ => None,
+            })
+            .collect();
+        return Ok(Expr::Const(Some(Value::map(vals))));
+    }
+    if exprs
+        .iter()
+        .any(|(k, v)| matches!(k, Expr::Const(None)) || matches!(v, Expr::Const(None)))
+    {
+        return Err(CqlError::invalid(
+            "null is not supported inside collections",
+        ));
+    }
+    Ok(Expr::Map(exprs))
+}
+
+/// A user-type literal (`{f: v, ...}`): its fields in the type's order, the missing ones
+/// null.
+fn plan_udt(
+    fields: &[(String, Term)],
+    typ: &CqlType,
+    name: &str,
+    binder: &mut Binder,
+) -> Result<Expr, CqlError> {
+    let def = match typ {
+        CqlType::Udt { def, .. } => def,
+        _ => return Err(invalid_literal("user type", name, typ)),
+    };
+    let mut out: Vec<Option<Expr>> = vec![None; def.fields.len()];
+    for (fname, t) in fields {
+        let i = def
+            .fields
+            .iter()
+            .position(|(n, _)| n == fname)
+            .ok_or_else(|| {
+                CqlError::invalid(format!(
+                    "Unknown field '{fname}' in value of user defined type {}",
+                    def.name
+                ))
+            })?;
+        let ftype = &def.fields[i].1;
+        out[i] = Some(plan_term(t, ftype, &format!("{name}.{fname}"), binder)?);
+    }
+    Ok(udt_expr(out))
+}
+
+/// A user-type value of planned fields (`None` = null): a constant when every field is one.
+fn udt_expr(fields: Vec<Option<Expr>>) -> Expr {
+    if fields
+        .iter()
+        .all(|e| e.as_ref().is_none_or(|e| e.as_const().is_some()))
+    {
+        let vals = fields
+            .into_iter()
+            .map(|e| e.and_then(|e| e.as_const().cloned().flatten()))
+            .collect();
+        return Expr::Const(Some(Value::udt(vals)));
+    }
+    Expr::Udt(fields)
+}
+
+/// A tuple literal, for a tuple or (positionally) a user type.
+fn plan_tuple(
+    items: &[Term],
+    typ: &CqlType,
+    name: &str,
+    binder: &mut Binder,
+) -> Result<Expr, CqlError> {
+    // A tuple literal is assignable to a tuple and, positionally, to a user type: in
+    // Scylla `user_type_impl` derives from `tuple_type_impl`, and the tuple literal's
+    // check only needs the receiver to be a tuple type (`cql3/expr/prepare_expr.cc`,
+    // `tuple_constructor_validate_assignable_to`, `component_spec_of`). Component
+    // `i` is named `{receiver}[i]`; missing trailing UDT fields are null.
+    let (types, udt_fields) = match typ {
+        CqlType::Tuple(ts) => (ts.clone(), None),
+        CqlType::Udt { def, .. } => (
+            def.fields
+                .iter()
+                .map(|(_, t)| t.clone())
+                .collect::<Vec<_>>(),
+            Some(def.fields.len()),
+        ),
+        _ => {
+            return Err(CqlError::invalid(format!(
+                "Invalid tuple type literal for {name} of type {typ}"
+            )));
+        }
+    };
+    if items.len() > types.len() {
+        return Err(CqlError::invalid(format!(
+            "Invalid tuple literal for {name}: too many elements. Type {typ} expects {} but got {}",
+            types.len(),
+            items.len()
+        )));
+    }
+    let exprs = items
+        .iter()
+        .zip(&types)
+        .enumerate()
+        .map(|(i, (t, ty))| plan_term(t, ty, &format!("{name}[{i}]"), binder))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(n) = udt_fields {
+        let mut fields: Vec<Option<Expr>> = exprs.into_iter().map(Some).collect();
+        fields.resize(n, None);
+        return Ok(udt_expr(fields));
+    }
+    if exprs.iter().all(|e| e.as_const().is_some()) {
+        let vals = exprs
+            .into_iter()
+            .map(|e| e.as_const().cloned().flatten())
+            .collect();
+        return Ok(Expr::Const(Some(Value::tuple(vals))));
+    }
+    Ok(Expr::Tuple(exprs))
+}
+
+/// A function call: `toJson` / `fromJson`, or a native function, evaluated now when it is
+/// pure and its arguments are constants; its result coerced to the receiver's type.
+fn plan_call(
+    fname: &QualifiedName,
+    args: &[Term],
+    typ: &CqlType,
+    name: &str,
+    binder: &mut Binder,
+) -> Result<Expr, CqlError> {
+    let full = fname.name.as_str();
+    if let Some(json_call) = plan_json_call(full, args, typ, name, binder)? {
+        return Ok(json_call);
+    }
+    let f = Func::by_name(full)
+        .ok_or_else(|| CqlError::invalid(format!("Unknown function '{fname}'")))?;
+    if f == Func::Token {
+        return Err(CqlError::invalid(
+            "The token function can only be used in a WHERE clause on the partition key",
+        ));
+    }
+    let arg_types = resolve_signature(full, &f, args, binder)?;
+    let mut exprs = Vec::with_capacity(args.len());
+    for (i, (a, at)) in args.iter().zip(&arg_types).enumerate() {
+        let aname = format!("arg{i}(system.{full})");
+        exprs.push(plan_term(a, at, &aname, binder)?);
+    }
+    f.check_args(full, &arg_types)?;
+    let ret = f.return_type(&arg_types);
+    let call = if f.is_pure() && exprs.iter().all(|e| e.as_const().is_some()) {
+        let vals: Vec<Option<Value>> = exprs
+            .iter()
+            .map(|e| e.as_const().cloned().flatten())
+            .collect();
+        Expr::Const(f.apply(&vals)?)
+    } else {
+        Expr::Call(f, exprs)
+    };
+    coerce(call, &ret, typ, name, &format!("{fname}()"))
 }
 
 /// `toJson(x)` / `fromJson(s)` in a term received by `name` of type `typ` (`None` for any

@@ -230,19 +230,7 @@ pub(crate) fn try_decode_frame_of(
     };
     let version = version_byte & 0x7F;
     if version == 1 || version == 2 {
-        // v1/v2 headers are 8 bytes with a one-byte stream id.
-        let Some(&stream) = buf.get(2) else {
-            return Ok(None);
-        };
-        if buf.len() < 8 {
-            return Ok(None);
-        }
-        return Err(FrameError::fatal(
-            i16::from(stream as i8),
-            ErrorKind::ProtocolError,
-            unsupported_version_message(version),
-            version,
-        ));
+        return refuse_old_version(buf, version);
     }
     let Some(header) = buf.get(..HEADER_LEN) else {
         return Ok(None);
@@ -251,7 +239,58 @@ pub(crate) fn try_decode_frame_of(
     let stream = i16::from_be_bytes([header[2], header[3]]);
     let opcode = header[4];
     let length = u32::from_be_bytes([header[5], header[6], header[7], header[8]]);
+    let length = check_header(version_byte, stream, length, first)?;
+    let codec = if flags & FLAG_COMPRESSION != 0 {
+        Some(negotiated_codec(compression, length)?)
+    } else {
+        None
+    };
+    if buf.len() - HEADER_LEN < length {
+        return Ok(None);
+    }
+    let mut body = take_body(buf, codec, length, stream)?;
+    if flags & FLAG_CUSTOM_PAYLOAD != 0 {
+        let mut r = Reader::new(body.clone());
+        if let Err(e) = r.read_bytes_map("the custom payload") {
+            return Err(FrameError::recoverable(stream, e.message().to_string()));
+        }
+        body.advance(body.len() - r.remaining());
+    }
+    Ok(Some(RequestFrame {
+        stream,
+        opcode,
+        flags,
+        body,
+    }))
+}
 
+/// A frame of protocol v1 or v2: refused once its 8-byte header (one-byte stream id) is in.
+#[cold]
+fn refuse_old_version(buf: &BytesMut, version: u8) -> Result<Option<RequestFrame>, FrameError> {
+    let Some(&stream) = buf.get(2) else {
+        return Ok(None);
+    };
+    if buf.len() < 8 {
+        return Ok(None);
+    }
+    Err(FrameError::fatal(
+        i16::from(stream as i8),
+        ErrorKind::ProtocolError,
+        unsupported_version_message(version),
+        version,
+    ))
+}
+
+/// Checks a v3+ header: protocol v4, a request, a body length within the limits (of a
+/// first frame, and of any frame). Returns the body length.
+#[inline]
+fn check_header(
+    version_byte: u8,
+    stream: i16,
+    length: u32,
+    first: bool,
+) -> Result<usize, FrameError> {
+    let version = version_byte & 0x7F;
     if version != PROTOCOL_VERSION {
         let reply = if version == 3 { 3 } else { PROTOCOL_VERSION };
         return Err(FrameError::fatal(
@@ -281,64 +320,57 @@ pub(crate) fn try_decode_frame_of(
     if length > MAX_BODY_LEN {
         return Err(too_large(stream, "frame size", length));
     }
-    let codec = if flags & FLAG_COMPRESSION != 0 {
-        let Some(codec) = compression else {
-            return Err(FrameError::fatal(
-                0,
-                ErrorKind::ProtocolError,
-                "Unknown compression algorithm".to_string(),
-                PROTOCOL_VERSION,
-            ));
-        };
-        if codec == Compression::Lz4 && length < 4 {
-            return Err(FrameError::fatal(
-                0,
-                ErrorKind::ServerError,
-                compression::lz4_truncated_message(length),
-                PROTOCOL_VERSION,
-            ));
-        }
-        Some(codec)
-    } else {
-        None
-    };
-    if buf.len() - HEADER_LEN < length {
-        return Ok(None);
-    }
+    Ok(length)
+}
 
-    let mut body = match codec {
-        None => {
-            buf.advance(HEADER_LEN);
-            buf.split_to(length).freeze()
-        }
-        Some(codec) => {
-            let compressed = &buf[HEADER_LEN..HEADER_LEN + length];
-            let body =
-                compression::decompress(codec, compressed, MAX_BODY_LEN).map_err(|e| match e {
-                    DecompressError::Corrupt(message) => {
-                        FrameError::fatal(0, ErrorKind::ServerError, message, PROTOCOL_VERSION)
-                    }
-                    DecompressError::TooLarge(size) => {
-                        too_large(stream, "uncompressed frame size", size)
-                    }
-                })?;
-            buf.advance(HEADER_LEN + length);
-            Bytes::from(body)
-        }
+/// The codec of a compressed frame with a body of `length` bytes: the one the connection
+/// negotiated (none is an error), and an lz4 body has at least its 4-byte length prefix.
+#[inline]
+fn negotiated_codec(
+    compression: Option<Compression>,
+    length: usize,
+) -> Result<Compression, FrameError> {
+    let Some(codec) = compression else {
+        return Err(FrameError::fatal(
+            0,
+            ErrorKind::ProtocolError,
+            "Unknown compression algorithm".to_string(),
+            PROTOCOL_VERSION,
+        ));
     };
-    if flags & FLAG_CUSTOM_PAYLOAD != 0 {
-        let mut r = Reader::new(body.clone());
-        if let Err(e) = r.read_bytes_map("the custom payload") {
-            return Err(FrameError::recoverable(stream, e.message().to_string()));
-        }
-        body.advance(body.len() - r.remaining());
+    if codec == Compression::Lz4 && length < 4 {
+        return Err(FrameError::fatal(
+            0,
+            ErrorKind::ServerError,
+            compression::lz4_truncated_message(length),
+            PROTOCOL_VERSION,
+        ));
     }
-    Ok(Some(RequestFrame {
-        stream,
-        opcode,
-        flags,
-        body,
-    }))
+    Ok(codec)
+}
+
+/// Takes the frame (header and body of `length` bytes, all in `buf`) off `buf` and returns
+/// its body, decompressed with `codec` if the frame is compressed.
+#[inline]
+fn take_body(
+    buf: &mut BytesMut,
+    codec: Option<Compression>,
+    length: usize,
+    stream: i16,
+) -> Result<Bytes, FrameError> {
+    let Some(codec) = codec else {
+        buf.advance(HEADER_LEN);
+        return Ok(buf.split_to(length).freeze());
+    };
+    let compressed = &buf[HEADER_LEN..HEADER_LEN + length];
+    let body = compression::decompress(codec, compressed, MAX_BODY_LEN).map_err(|e| match e {
+        DecompressError::Corrupt(message) => {
+            FrameError::fatal(0, ErrorKind::ServerError, message, PROTOCOL_VERSION)
+        }
+        DecompressError::TooLarge(size) => too_large(stream, "uncompressed frame size", size),
+    })?;
+    buf.advance(HEADER_LEN + length);
+    Ok(Bytes::from(body))
 }
 
 /// The Invalid error of a body over [`MAX_BODY_LEN`] (`what` names the size measured).

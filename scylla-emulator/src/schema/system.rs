@@ -20,10 +20,9 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::{
-    ClusteringOrder, ColumnDef, ColumnKind, DroppedColumn, KeyspaceDef, Replication, TableDef,
-    TableKind, TableOptions,
-};
+use super::keyspace::{KeyspaceDef, Replication};
+use super::options::TableOptions;
+use super::table::{ClusteringOrder, ColumnDef, ColumnKind, DroppedColumn, TableDef, TableKind};
 use crate::types::CqlType;
 
 /// `system`

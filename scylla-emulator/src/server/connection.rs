@@ -330,130 +330,147 @@ impl Connection {
             "request"
         );
         match (self.phase, request) {
-            (_, Request::Options) => {
-                let delay = match self.handshake_fault(FaultOpcode::Options, stream, out) {
-                    Ok(delay) => delay,
-                    Err(next) => return next,
-                };
-                let supported = self.supported();
-                self.answer(out, stream, delay, Response::Supported(supported));
-            }
-            (Phase::Handshake, Request::Startup(options)) => {
-                let delay = match self.handshake_fault(FaultOpcode::Startup, stream, out) {
-                    Ok(delay) => delay,
-                    Err(next) => return next,
-                };
-                // An unknown codec is refused before anything is negotiated (Scylla's
-                // `process_startup`); the connection stays in its handshake.
-                self.state.ext = match Extensions::from_startup(&options) {
-                    Ok(ext) => ext,
-                    Err(unknown) => {
-                        let error = CqlError::protocol(unknown.to_string());
-                        self.respond(out, stream, &Response::Error(error));
-                        return Next::Continue;
-                    }
-                };
-                if let Some(codec) = self.state.ext.compression {
-                    let stats = &self.cluster.stats;
-                    stats.compressed_connection(self.node, self.shard, codec.name(), true);
-                }
-                let response = if self.cluster.config.credentials.is_some() {
-                    self.phase = Phase::Authenticating;
-                    Response::Authenticate(PASSWORD_AUTHENTICATOR.into())
-                } else {
-                    self.phase = Phase::Ready;
-                    Response::Ready
-                };
-                self.answer(out, stream, delay, response);
-            }
+            (_, Request::Options) => self.options(stream, out),
+            (Phase::Handshake, Request::Startup(options)) => self.startup(stream, &options, out),
             (Phase::Authenticating, Request::AuthResponse { token }) => {
-                if self.credentials_match(token.as_deref()) {
-                    self.phase = Phase::Ready;
-                    self.respond(out, stream, &Response::AuthSuccess(None));
-                } else {
-                    let error = CqlError::new(
-                        ErrorKind::AuthenticationError,
-                        "Username and/or password are incorrect",
-                    );
-                    self.respond(out, stream, &Response::Error(error));
-                }
+                self.auth_response(stream, token.as_deref(), out)
             }
-            (Phase::Ready, Request::Register { events }) => {
-                let delay = match self.handshake_fault(FaultOpcode::Register, stream, out) {
-                    Ok(delay) => delay,
-                    Err(next) => return next,
-                };
-                for e in &events {
-                    if !matches!(
-                        e.as_str(),
-                        "TOPOLOGY_CHANGE" | "STATUS_CHANGE" | "SCHEMA_CHANGE"
-                    ) {
-                        let error = CqlError::protocol(format!("Invalid value '{e}' for Type"));
-                        self.respond(out, stream, &Response::Error(error));
-                        return Next::Continue;
-                    }
-                }
-                self.register_events(events);
-                self.answer(out, stream, delay, Response::Ready);
-            }
+            (Phase::Ready, Request::Register { events }) => self.register(stream, events, out),
             (
                 Phase::Ready,
                 request @ (Request::Query { .. }
                 | Request::Prepare { .. }
                 | Request::Execute { .. }
                 | Request::Batch(_)),
-            ) => {
-                let fault_op = match &request {
-                    Request::Query { .. } => FaultOpcode::Query,
-                    Request::Prepare { .. } => FaultOpcode::Prepare,
-                    Request::Execute { .. } => FaultOpcode::Execute,
-                    _ => FaultOpcode::Batch,
+            ) => self.statement(stream, request, out),
+            (phase, other) => {
+                let expecting = match phase {
+                    Phase::Handshake => "expecting STARTUP or OPTIONS",
+                    Phase::Authenticating => "expecting AUTH_RESPONSE",
+                    Phase::Ready => "the connection is already established",
                 };
-                if !matches!(request, Request::Prepare { .. }) {
-                    let stats = &self.cluster.stats;
-                    stats.record(self.node, self.shard, fault_op);
-                    if stats.counting_tables() {
-                        let local_serial =
-                            request_serial_consistency(&request) == Some(Consistency::LocalSerial);
-                        for (ks, table, access) in
-                            self.cluster.db.table_accesses(&self.state, &request)
-                        {
-                            stats.record_table(&ks, &table, access, local_serial);
-                        }
-                    }
-                }
-                if self.cluster.faults.len() > 0 {
-                    let (text, table) = self.cluster.db.describe_request(&self.state, &request);
-                    let table_ref = table.as_ref().map(|(k, t)| (k.as_str(), t.as_str()));
-                    if let Some(reaction) = self.fault(fault_op, text.as_deref(), table_ref) {
-                        return self.react(reaction, stream, out, request);
-                    }
-                }
-                self.execute(stream, request, out);
-            }
-            (Phase::Handshake, other) => {
-                let error = CqlError::protocol(format!(
-                    "Unexpected message {}, expecting STARTUP or OPTIONS",
-                    other.name()
-                ));
+                let error =
+                    CqlError::protocol(format!("Unexpected message {}, {expecting}", other.name()));
                 self.respond(out, stream, &Response::Error(error));
-            }
-            (Phase::Authenticating, other) => {
-                let error = CqlError::protocol(format!(
-                    "Unexpected message {}, expecting AUTH_RESPONSE",
-                    other.name()
-                ));
-                self.respond(out, stream, &Response::Error(error));
-            }
-            (Phase::Ready, other) => {
-                let error = CqlError::protocol(format!(
-                    "Unexpected message {}, the connection is already established",
-                    other.name()
-                ));
-                self.respond(out, stream, &Response::Error(error));
+                Next::Continue
             }
         }
+    }
+
+    /// OPTIONS: the SUPPORTED options, in any phase.
+    fn options(&mut self, stream: i16, out: &mut BytesMut) -> Next {
+        let delay = match self.handshake_fault(FaultOpcode::Options, stream, out) {
+            Ok(delay) => delay,
+            Err(next) => return next,
+        };
+        let supported = self.supported();
+        self.answer(out, stream, delay, Response::Supported(supported));
         Next::Continue
+    }
+
+    /// STARTUP: negotiates the frame compression, then asks for credentials or is ready.
+    fn startup(&mut self, stream: i16, options: &[(String, String)], out: &mut BytesMut) -> Next {
+        let delay = match self.handshake_fault(FaultOpcode::Startup, stream, out) {
+            Ok(delay) => delay,
+            Err(next) => return next,
+        };
+        // An unknown codec is refused before anything is negotiated (Scylla's
+        // `process_startup`); the connection stays in its handshake.
+        self.state.ext = match Extensions::from_startup(options) {
+            Ok(ext) => ext,
+            Err(unknown) => {
+                let error = CqlError::protocol(unknown.to_string());
+                self.respond(out, stream, &Response::Error(error));
+                return Next::Continue;
+            }
+        };
+        if let Some(codec) = self.state.ext.compression {
+            let stats = &self.cluster.stats;
+            stats.compressed_connection(self.node, self.shard, codec.name(), true);
+        }
+        let response = if self.cluster.config.credentials.is_some() {
+            self.phase = Phase::Authenticating;
+            Response::Authenticate(PASSWORD_AUTHENTICATOR.into())
+        } else {
+            self.phase = Phase::Ready;
+            Response::Ready
+        };
+        self.answer(out, stream, delay, response);
+        Next::Continue
+    }
+
+    /// AUTH_RESPONSE: ready when the credentials match.
+    fn auth_response(&mut self, stream: i16, token: Option<&[u8]>, out: &mut BytesMut) -> Next {
+        if self.credentials_match(token) {
+            self.phase = Phase::Ready;
+            self.respond(out, stream, &Response::AuthSuccess(None));
+        } else {
+            let error = CqlError::new(
+                ErrorKind::AuthenticationError,
+                "Username and/or password are incorrect",
+            );
+            self.respond(out, stream, &Response::Error(error));
+        }
+        Next::Continue
+    }
+
+    /// REGISTER: subscribes the connection to the events it names (all known ones).
+    fn register(&mut self, stream: i16, events: Vec<String>, out: &mut BytesMut) -> Next {
+        let delay = match self.handshake_fault(FaultOpcode::Register, stream, out) {
+            Ok(delay) => delay,
+            Err(next) => return next,
+        };
+        for e in &events {
+            if !matches!(
+                e.as_str(),
+                "TOPOLOGY_CHANGE" | "STATUS_CHANGE" | "SCHEMA_CHANGE"
+            ) {
+                let error = CqlError::protocol(format!("Invalid value '{e}' for Type"));
+                self.respond(out, stream, &Response::Error(error));
+                return Next::Continue;
+            }
+        }
+        self.register_events(events);
+        self.answer(out, stream, delay, Response::Ready);
+        Next::Continue
+    }
+
+    /// QUERY, PREPARE, EXECUTE or BATCH: counted (but PREPARE), then faulted or run.
+    #[inline]
+    fn statement(&mut self, stream: i16, request: Request, out: &mut BytesMut) -> Next {
+        let fault_op = match &request {
+            Request::Query { .. } => FaultOpcode::Query,
+            Request::Prepare { .. } => FaultOpcode::Prepare,
+            Request::Execute { .. } => FaultOpcode::Execute,
+            _ => FaultOpcode::Batch,
+        };
+        if !matches!(request, Request::Prepare { .. }) {
+            self.count(fault_op, &request);
+        }
+        if self.cluster.faults.len() > 0 {
+            let (text, table) = self.cluster.db.describe_request(&self.state, &request);
+            let table_ref = table.as_ref().map(|(k, t)| (k.as_str(), t.as_str()));
+            if let Some(reaction) = self.fault(fault_op, text.as_deref(), table_ref) {
+                return self.react(reaction, stream, out, request);
+            }
+        }
+        self.execute(stream, request, out);
+        Next::Continue
+    }
+
+    /// Counts a statement request on its node and shard, and on the tables it touches while
+    /// some table is counted.
+    #[inline]
+    fn count(&self, op: FaultOpcode, request: &Request) {
+        let stats = &self.cluster.stats;
+        stats.record(self.node, self.shard, op);
+        if stats.counting_tables() {
+            let local_serial =
+                request_serial_consistency(request) == Some(Consistency::LocalSerial);
+            for (ks, table, access) in self.cluster.db.table_accesses(&self.state, request) {
+                stats.record_table(&ks, &table, access, local_serial);
+            }
+        }
     }
 
     /// Runs a statement request and appends its response (publishing schema changes).

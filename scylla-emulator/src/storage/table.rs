@@ -18,7 +18,7 @@ use crate::types::value::Value;
 
 use super::clustering::{ClusteringComparator, ClusteringRange, Position};
 use super::mutation::{
-    CellUpdate, CellVersion, ColumnId, Now, PartitionMutation, RowUpdate, Timestamp,
+    CellUpdate, CellVersion, ColumnId, ElementUpdate, Now, PartitionMutation, RowUpdate, Timestamp,
     compare_versions,
 };
 
@@ -179,6 +179,22 @@ fn remaining_ttl(expiry: u32, now: Now) -> Option<u32> {
 }
 
 impl Atomic {
+    /// The cell a write at `ts` of `value` (`None` = a tombstone) with `ttl` leaves.
+    #[inline]
+    fn written(ts: Timestamp, ttl: Option<u32>, value: &Option<Value>, now: Now) -> Atomic {
+        let (expiry, ttl) = if value.is_some() {
+            expiry_of(ttl, now)
+        } else {
+            (0, 0)
+        };
+        Atomic {
+            ts,
+            expiry,
+            ttl,
+            value: value.clone(),
+        }
+    }
+
     fn version(&self) -> CellVersion<'_> {
         CellVersion {
             ts: self.ts,
@@ -205,6 +221,41 @@ impl Marker {
 }
 
 impl Collection {
+    /// Merges a collection write: its tombstone (when newer than the shadowing `shadow` and
+    /// this collection's), then each element newer than both tombstones that wins over the
+    /// element of its key.
+    #[inline]
+    fn merge(
+        &mut self,
+        tombstone: Option<Timestamp>,
+        elements: &[ElementUpdate],
+        shadow: Timestamp,
+        now: Now,
+    ) {
+        if let Some(t) = tombstone
+            && t > shadow
+            && t > self.tombstone
+        {
+            self.tombstone = t;
+            self.elements.retain(|(_, e)| e.ts > t);
+        }
+        let eff = shadow.max(self.tombstone);
+        for e in elements {
+            if e.ts <= eff {
+                continue;
+            }
+            let new = Atomic::written(e.ts, e.ttl, &e.value, now);
+            match self.elements.binary_search_by(|(k, _)| k.cmp(&e.key)) {
+                Ok(j) => {
+                    if compare_versions(&new.version(), &self.elements[j].1.version()).is_gt() {
+                        self.elements[j].1 = new;
+                    }
+                }
+                Err(j) => self.elements.insert(j, (e.key.clone(), new)),
+            }
+        }
+    }
+
     fn purge(&mut self, t: Timestamp) {
         if self.tombstone <= t {
             self.tombstone = NO_TS;
@@ -318,139 +369,112 @@ fn apply_cell(
             if *ts <= shadow {
                 return;
             }
-            let (expiry, ttl) = if value.is_some() {
-                expiry_of(*ttl, now)
-            } else {
-                (0, 0)
-            };
-            let new = Atomic {
-                ts: *ts,
-                expiry,
-                ttl,
-                value: value.clone(),
-            };
-            match found {
-                Ok(i) => {
-                    let slot = &mut cells[i].state;
-                    let replace = match slot {
-                        CellState::Atomic(old) => {
-                            compare_versions(&new.version(), &old.version()).is_gt()
-                        }
-                        // A counter deletion wins whatever the timestamps.
-                        CellState::Counter { ts: old_ts, .. } => {
-                            new.value.is_none() || new.ts > *old_ts
-                        }
-                        CellState::Collection(c) => new.ts > c.tombstone,
-                    };
-                    if replace {
-                        *slot = CellState::Atomic(new);
-                    }
-                }
-                Err(i) => cells.insert(
-                    i,
-                    Cell {
-                        column,
-                        state: CellState::Atomic(new),
-                    },
-                ),
-            }
+            apply_atomic(cells, found, column, Atomic::written(*ts, *ttl, value, now));
         }
         CellUpdate::CounterDelta { ts, delta } => {
             if *ts <= shadow {
                 return;
             }
-            match found {
-                Ok(i) => match &mut cells[i].state {
-                    CellState::Counter { ts: old_ts, sum } => {
-                        *old_ts = (*old_ts).max(*ts);
-                        *sum = sum.wrapping_add(*delta);
-                    }
-                    CellState::Atomic(a) if a.value.is_none() => {}
-                    other => {
-                        *other = CellState::Counter {
-                            ts: *ts,
-                            sum: *delta,
-                        }
-                    }
-                },
-                Err(i) => cells.insert(
-                    i,
-                    Cell {
-                        column,
-                        state: CellState::Counter {
-                            ts: *ts,
-                            sum: *delta,
-                        },
-                    },
-                ),
-            }
+            apply_counter_delta(cells, found, column, *ts, *delta);
         }
         CellUpdate::Collection {
             tombstone,
             elements,
         } => {
-            let i = match found {
-                Ok(i) => {
-                    if !matches!(cells[i].state, CellState::Collection(_)) {
-                        cells[i].state = CellState::Collection(Box::new(Collection {
-                            tombstone: NO_TS,
-                            elements: Vec::new(),
-                        }));
-                    }
-                    i
-                }
-                Err(i) => {
-                    cells.insert(
-                        i,
-                        Cell {
-                            column,
-                            state: CellState::Collection(Box::new(Collection {
-                                tombstone: NO_TS,
-                                elements: Vec::new(),
-                            })),
-                        },
-                    );
-                    i
-                }
-            };
+            let i = collection_slot(cells, found, column);
             let CellState::Collection(coll) = &mut cells[i].state else {
                 return;
             };
-            if let Some(t) = *tombstone
-                && t > shadow
-                && t > coll.tombstone
-            {
-                coll.tombstone = t;
-                coll.elements.retain(|(_, e)| e.ts > t);
-            }
-            let eff = shadow.max(coll.tombstone);
-            for e in elements {
-                if e.ts <= eff {
-                    continue;
-                }
-                let (expiry, ttl) = if e.value.is_some() {
-                    expiry_of(e.ttl, now)
-                } else {
-                    (0, 0)
-                };
-                let new = Atomic {
-                    ts: e.ts,
-                    expiry,
-                    ttl,
-                    value: e.value.clone(),
-                };
-                match coll.elements.binary_search_by(|(k, _)| k.cmp(&e.key)) {
-                    Ok(j) => {
-                        if compare_versions(&new.version(), &coll.elements[j].1.version()).is_gt() {
-                            coll.elements[j].1 = new;
-                        }
-                    }
-                    Err(j) => coll.elements.insert(j, (e.key.clone(), new)),
-                }
-            }
+            coll.merge(*tombstone, elements, shadow, now);
             if coll.is_empty() {
                 cells.remove(i);
             }
+        }
+    }
+}
+
+/// Writes the atomic cell `new` of `column` (at `found`, its place in `cells`) when it wins
+/// over the cell there.
+#[inline]
+fn apply_atomic(cells: &mut Vec<Cell>, found: Result<usize, usize>, column: ColumnId, new: Atomic) {
+    match found {
+        Ok(i) => {
+            let slot = &mut cells[i].state;
+            let replace = match slot {
+                CellState::Atomic(old) => compare_versions(&new.version(), &old.version()).is_gt(),
+                // A counter deletion wins whatever the timestamps.
+                CellState::Counter { ts: old_ts, .. } => new.value.is_none() || new.ts > *old_ts,
+                CellState::Collection(c) => new.ts > c.tombstone,
+            };
+            if replace {
+                *slot = CellState::Atomic(new);
+            }
+        }
+        Err(i) => cells.insert(
+            i,
+            Cell {
+                column,
+                state: CellState::Atomic(new),
+            },
+        ),
+    }
+}
+
+/// Adds `delta` (written at `ts`) to the counter of `column` (at `found`, its place in
+/// `cells`); a deleted counter stays deleted.
+#[inline]
+fn apply_counter_delta(
+    cells: &mut Vec<Cell>,
+    found: Result<usize, usize>,
+    column: ColumnId,
+    ts: Timestamp,
+    delta: i64,
+) {
+    match found {
+        Ok(i) => match &mut cells[i].state {
+            CellState::Counter { ts: old_ts, sum } => {
+                *old_ts = (*old_ts).max(ts);
+                *sum = sum.wrapping_add(delta);
+            }
+            CellState::Atomic(a) if a.value.is_none() => {}
+            other => *other = CellState::Counter { ts, sum: delta },
+        },
+        Err(i) => cells.insert(
+            i,
+            Cell {
+                column,
+                state: CellState::Counter { ts, sum: delta },
+            },
+        ),
+    }
+}
+
+/// The index in `cells` of the collection of `column` (at `found`, its place in `cells`),
+/// made empty first when there is none (or the cell there is not a collection).
+#[inline]
+fn collection_slot(cells: &mut Vec<Cell>, found: Result<usize, usize>, column: ColumnId) -> usize {
+    let empty = || {
+        CellState::Collection(Box::new(Collection {
+            tombstone: NO_TS,
+            elements: Vec::new(),
+        }))
+    };
+    match found {
+        Ok(i) => {
+            if !matches!(cells[i].state, CellState::Collection(_)) {
+                cells[i].state = empty();
+            }
+            i
+        }
+        Err(i) => {
+            cells.insert(
+                i,
+                Cell {
+                    column,
+                    state: empty(),
+                },
+            );
+            i
         }
     }
 }

@@ -121,6 +121,17 @@ fn take_digits(s: &str) -> (&str, &str) {
     s.split_at(n)
 }
 
+/// A timestamp text split into its parts (digits still as text), as Scylla's
+/// `^(\d{4})-(\d+)-(\d+)([ tT](\d+):(\d+)(:(\d+)(\.(\d+))?)?)?` matches it at the start;
+/// the rest of the text is the zone.
+struct TimestampText<'a> {
+    year: &'a str,
+    month: &'a str,
+    day: &'a str,
+    time: Option<TimeText<'a>>,
+    zone: &'a str,
+}
+
 /// The time-of-day digits of a timestamp text: hours, minutes, and the seconds with
 /// their optional fraction.
 struct TimeText<'a> {
@@ -136,70 +147,130 @@ pub(crate) fn parse_timestamp(s: &str) -> Result<i64, ParseError> {
         return Ok(v);
     }
     let lower = s.to_ascii_lowercase();
-    let no_match = || wrap(format!("Unable to parse timestamp from '{lower}'"));
-    // `^(\d{4})-(\d+)-(\d+)([ tT](\d+):(\d+)(:(\d+)(\.(\d+))?)?)?`, searched at the start.
-    let b = lower.as_bytes();
-    if b.len() < 5 || !b[..4].iter().all(u8::is_ascii_digit) || b[4] != b'-' {
-        return Err(no_match());
-    }
-    let year = &lower[..4];
-    let (month, rest) = take_digits(&lower[5..]);
-    let rest = rest.strip_prefix('-').filter(|_| !month.is_empty());
-    let Some(rest) = rest else {
-        return Err(no_match());
+    let Some(text) = TimestampText::split(&lower) else {
+        return Err(wrap(format!("Unable to parse timestamp from '{lower}'")));
     };
-    let (day, mut rest) = take_digits(rest);
-    if day.is_empty() {
-        return Err(no_match());
+    // `lexical_cast<int>` of each part, then `boost::gregorian::date` (validated).
+    let (y, m, d) = (
+        lexical_int(text.year).map_err(wrap)?,
+        lexical_int(text.month).map_err(wrap)?,
+        lexical_int(text.day).map_err(wrap)?,
+    );
+    let mut ms = date_ms(y, m, d).map_err(wrap)?;
+    if let Some(time) = &text.time {
+        ms += time.millis().map_err(wrap)?;
     }
-    // The optional time: all of `[ t]h:m` or nothing.
-    let mut time: Option<TimeText<'_>> = None;
-    if let Some(after) = rest.strip_prefix([' ', 't']) {
+    in_zone(ms, text.zone).map_err(wrap)
+}
+
+impl<'a> TimestampText<'a> {
+    /// Splits a lowercased timestamp text; `None` when its start does not match.
+    fn split(lower: &'a str) -> Option<TimestampText<'a>> {
+        let b = lower.as_bytes();
+        if b.len() < 5 || !b[..4].iter().all(u8::is_ascii_digit) || b[4] != b'-' {
+            return None;
+        }
+        let year = &lower[..4];
+        let (month, rest) = take_digits(&lower[5..]);
+        let rest = rest.strip_prefix('-').filter(|_| !month.is_empty())?;
+        let (day, rest) = take_digits(rest);
+        if day.is_empty() {
+            return None;
+        }
+        let (time, zone) = TimeText::split(rest);
+        Some(TimestampText {
+            year,
+            month,
+            day,
+            time,
+            zone,
+        })
+    }
+}
+
+impl<'a> TimeText<'a> {
+    /// The optional time at the start of `rest`: all of `[ t]h:m` or nothing; and what
+    /// follows it.
+    fn split(rest: &'a str) -> (Option<TimeText<'a>>, &'a str) {
+        let Some(after) = rest.strip_prefix([' ', 't']) else {
+            return (None, rest);
+        };
         let (h, r) = take_digits(after);
-        if let Some(r) = r.strip_prefix(':').filter(|_| !h.is_empty()) {
-            let (mi, r) = take_digits(r);
-            if !mi.is_empty() {
-                let mut r = r;
-                let mut sec = None;
-                if let Some(r2) = r.strip_prefix(':') {
-                    let (sc, r3) = take_digits(r2);
-                    if !sc.is_empty() {
-                        r = r3;
-                        let mut frac = None;
-                        if let Some(r4) = r3.strip_prefix('.') {
-                            let (f, r5) = take_digits(r4);
-                            if !f.is_empty() {
-                                frac = Some(f);
-                                r = r5;
-                            }
-                        }
-                        sec = Some((sc, frac));
+        let Some(r) = r.strip_prefix(':').filter(|_| !h.is_empty()) else {
+            return (None, rest);
+        };
+        let (mi, r) = take_digits(r);
+        if mi.is_empty() {
+            return (None, rest);
+        }
+        let mut r = r;
+        let mut sec = None;
+        if let Some(r2) = r.strip_prefix(':') {
+            let (sc, r3) = take_digits(r2);
+            if !sc.is_empty() {
+                r = r3;
+                let mut frac = None;
+                if let Some(r4) = r3.strip_prefix('.') {
+                    let (f, r5) = take_digits(r4);
+                    if !f.is_empty() {
+                        frac = Some(f);
+                        r = r5;
                     }
                 }
-                time = Some(TimeText {
-                    hours: h,
-                    minutes: mi,
-                    seconds: sec,
-                });
-                rest = r;
+                sec = Some((sc, frac));
             }
         }
+        let time = TimeText {
+            hours: h,
+            minutes: mi,
+            seconds: sec,
+        };
+        (Some(time), r)
     }
-    // `lexical_cast<int>` of each part, then `boost::gregorian::date` (validated).
-    let int = |t: &str| -> Result<i64, ParseError> {
-        t.parse::<i32>().map(i64::from).map_err(|_| {
-            wrap("bad lexical cast: source type value could not be interpreted as target".into())
-        })
-    };
-    let (y, m, d) = (int(year)?, int(month)?, int(day)?);
+
+    /// The milliseconds since midnight; a fraction of more than 3 digits is refused.
+    fn millis(&self) -> Result<i64, String> {
+        let (h, mi) = (lexical_int(self.hours)?, lexical_int(self.minutes)?);
+        let (sc, frac) = match self.seconds {
+            Some((sc, frac)) => (lexical_int(sc)?, frac),
+            None => (0, None),
+        };
+        let mut ms = ((h * 60 + mi) * 60 + sc) * 1000;
+        if let Some(f) = frac {
+            if f.len() > 3 {
+                return Err(format!(
+                    "Milliseconds length exceeds expected ({})",
+                    f.len()
+                ));
+            }
+            let mut v = lexical_int(f)?;
+            for _ in f.len()..3 {
+                v *= 10;
+            }
+            ms += v;
+        }
+        Ok(ms)
+    }
+}
+
+/// `lexical_cast<int>` of a part of a timestamp text.
+fn lexical_int(t: &str) -> Result<i64, String> {
+    t.parse::<i32>().map(i64::from).map_err(|_| {
+        "bad lexical cast: source type value could not be interpreted as target".into()
+    })
+}
+
+/// The milliseconds since the epoch of midnight (UTC) of a date, validated as
+/// `boost::gregorian::date` validates it.
+fn date_ms(y: i64, m: i64, d: i64) -> Result<i64, String> {
     if !(1400..=9999).contains(&y) {
-        return Err(wrap("Year is out of valid range: 1400..9999".into()));
+        return Err("Year is out of valid range: 1400..9999".into());
     }
     if !(1..=12).contains(&m) {
-        return Err(wrap("Month number is out of range 1..12".into()));
+        return Err("Month number is out of range 1..12".into());
     }
     if !(1..=31).contains(&d) {
-        return Err(wrap("Day of month value is out of range 1..31".into()));
+        return Err("Day of month value is out of range 1..31".into());
     }
     let month_days = match m {
         2 if is_leap(y) => 29,
@@ -208,39 +279,15 @@ pub(crate) fn parse_timestamp(s: &str) -> Result<i64, ParseError> {
         _ => 31,
     };
     if d > month_days {
-        return Err(wrap("Day of month is not valid for year".into()));
+        return Err("Day of month is not valid for year".into());
     }
-    let mut ms = days_from_civil(y, m as u32, d as u32) * 86_400_000;
-    if let Some(TimeText {
-        hours,
-        minutes,
-        seconds,
-    }) = time
-    {
-        let (h, mi) = (int(hours)?, int(minutes)?);
-        let (sc, frac) = match seconds {
-            Some((sc, frac)) => (int(sc)?, frac),
-            None => (0, None),
-        };
-        ms += ((h * 60 + mi) * 60 + sc) * 1000;
-        if let Some(f) = frac {
-            if f.len() > 3 {
-                return Err(wrap(format!(
-                    "Milliseconds length exceeds expected ({})",
-                    f.len()
-                )));
-            }
-            let mut v = int(f)?;
-            for _ in f.len()..3 {
-                v *= 10;
-            }
-            ms += v;
-        }
-    }
-    // The zone: the rest of the (lowercased) text.
-    let tz = rest;
+    Ok(days_from_civil(y, m as u32, d as u32) * 86_400_000)
+}
+
+/// A local time `ms` in the zone `tz` (the rest of the lowercased text) as UTC.
+fn in_zone(ms: i64, tz: &str) -> Result<i64, String> {
     if let Some(offset) = utc_offset(tz) {
-        let minutes = offset.ok_or_else(|| wrap("Cannot get UTC offset for a timestamp".into()))?;
+        let minutes = offset.ok_or_else(|| "Cannot get UTC offset for a timestamp".to_string())?;
         return Ok(ms - minutes * 60_000);
     }
     let trimmed = tz.trim_matches(' ');
@@ -248,7 +295,7 @@ pub(crate) fn parse_timestamp(s: &str) -> Result<i64, ParseError> {
         // No zone: the server's local time, UTC for the embedded cluster.
         return Ok(ms);
     }
-    Err(wrap(format!("Unable to parse timezone '{tz}'")))
+    Err(format!("Unable to parse timezone '{tz}'"))
 }
 
 /// A zone offset `[+-]\d{2}:?(\d{2})?` (the whole text): `None` when the text is not of

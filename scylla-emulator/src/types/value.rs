@@ -875,158 +875,52 @@ impl Hash for Value {
 /// valid vints of one sign; collections have no null elements; a tuple or UDT may have fewer
 /// fields than its type (the rest are null) but not more; nothing may follow the value.
 pub fn decode(typ: &CqlType, bytes: &[u8]) -> Result<Value, ValueError> {
-    let empty_allowed = !matches!(
-        typ,
-        CqlType::Text
-            | CqlType::Ascii
-            | CqlType::Blob
-            | CqlType::Counter
-            | CqlType::List { .. }
-            | CqlType::Set { .. }
-            | CqlType::Map { .. }
-    );
-    if bytes.is_empty() && empty_allowed {
+    if bytes.is_empty() && may_be_empty(typ) {
         return Ok(Value::Empty);
     }
     match typ {
-        CqlType::Ascii => {
-            if let Some(b) = bytes.iter().find(|b| !b.is_ascii()) {
-                return Err(ValueError::new(format!("Invalid byte for ascii: {b}")));
-            }
-            // ASCII is UTF-8.
-            let s =
-                std::str::from_utf8(bytes).map_err(|_| ValueError::new("Invalid ascii value"))?;
-            Ok(Value::text(s))
-        }
-        CqlType::Text => {
-            let s = std::str::from_utf8(bytes)
-                .map_err(|_| ValueError::new("String didn't validate: invalid UTF-8 for text"))?;
-            Ok(Value::text(s))
-        }
+        CqlType::Ascii => decode_ascii(bytes),
+        CqlType::Text => decode_text(bytes),
         CqlType::Blob => Ok(Value::Blob(Arc::from(bytes))),
         CqlType::Boolean => match bytes {
             [b] => Ok(Value::Boolean(*b != 0)),
             _ => Err(size_error("1 or 0 byte value for a boolean", bytes)),
         },
-        CqlType::Tinyint => Ok(Value::Tinyint(i8::from_be_bytes(fixed(
-            bytes,
-            "1 byte for a tinyint",
-        )?))),
-        CqlType::Smallint => Ok(Value::Smallint(i16::from_be_bytes(fixed(
-            bytes,
-            "2 bytes for a smallint",
-        )?))),
-        CqlType::Int => Ok(Value::Int(i32::from_be_bytes(fixed(
-            bytes,
-            "4 or 0 byte int",
-        )?))),
-        CqlType::Bigint => Ok(Value::Bigint(i64::from_be_bytes(fixed(
-            bytes,
-            "8 or 0 byte long",
-        )?))),
-        CqlType::Counter => Ok(Value::Bigint(i64::from_be_bytes(fixed(
-            bytes,
-            "8 or 0 byte long for a counter",
-        )?))),
-        CqlType::Float => Ok(Value::Float(f32::from_be_bytes(fixed(
-            bytes,
-            "4 or 0 byte value for a float",
-        )?))),
-        CqlType::Double => Ok(Value::Double(f64::from_be_bytes(fixed(
-            bytes,
-            "8 or 0 byte value for a double",
-        )?))),
-        CqlType::Timestamp => Ok(Value::Timestamp(i64::from_be_bytes(fixed(
-            bytes,
-            "8 or 0 byte long for date",
-        )?))),
-        CqlType::Date => Ok(Value::Date(u32::from_be_bytes(fixed(
-            bytes,
-            "4 byte long for date",
-        )?))),
-        CqlType::Time => {
-            let t = i64::from_be_bytes(fixed(bytes, "8 byte long for Time")?);
-            if !(0..NANOS_PER_DAY).contains(&t) {
-                return Err(ValueError::new(format!(
-                    "Invalid time value {t}: must be between 0 and 86399999999999 nanoseconds"
-                )));
-            }
-            Ok(Value::Time(t))
+        CqlType::Tinyint => {
+            fixed(bytes, "1 byte for a tinyint").map(|b| Value::Tinyint(i8::from_be_bytes(b)))
         }
-        CqlType::Uuid => Ok(Value::Uuid(Uuid::from_bytes(fixed(
-            bytes,
-            "16 or 0 bytes for a UUID",
-        )?))),
-        CqlType::Timeuuid => {
-            let u = Uuid::from_bytes(fixed(bytes, "16 or 0 bytes for a timeuuid")?);
-            let version = u.as_bytes()[6] >> 4;
-            if version != 1 {
-                return Err(ValueError::new(format!(
-                    "Unsupported UUID version ({version}) for a timeuuid"
-                )));
-            }
-            Ok(Value::Timeuuid(u))
+        CqlType::Smallint => {
+            fixed(bytes, "2 bytes for a smallint").map(|b| Value::Smallint(i16::from_be_bytes(b)))
         }
-        CqlType::Inet => match bytes.len() {
-            4 => {
-                let o: [u8; 4] = fixed(bytes, "4 or 16 bytes for an inet address")?;
-                Ok(Value::Inet(IpAddr::V4(Ipv4Addr::from(o))))
-            }
-            16 => {
-                let o: [u8; 16] = fixed(bytes, "4 or 16 bytes for an inet address")?;
-                Ok(Value::Inet(IpAddr::V6(Ipv6Addr::from(o))))
-            }
-            _ => Err(size_error("4 or 16 bytes for an inet address", bytes)),
-        },
+        CqlType::Int => fixed(bytes, "4 or 0 byte int").map(|b| Value::Int(i32::from_be_bytes(b))),
+        CqlType::Bigint => {
+            fixed(bytes, "8 or 0 byte long").map(|b| Value::Bigint(i64::from_be_bytes(b)))
+        }
+        CqlType::Counter => fixed(bytes, "8 or 0 byte long for a counter")
+            .map(|b| Value::Bigint(i64::from_be_bytes(b))),
+        CqlType::Float => fixed(bytes, "4 or 0 byte value for a float")
+            .map(|b| Value::Float(f32::from_be_bytes(b))),
+        CqlType::Double => fixed(bytes, "8 or 0 byte value for a double")
+            .map(|b| Value::Double(f64::from_be_bytes(b))),
+        CqlType::Timestamp => fixed(bytes, "8 or 0 byte long for date")
+            .map(|b| Value::Timestamp(i64::from_be_bytes(b))),
+        CqlType::Date => {
+            fixed(bytes, "4 byte long for date").map(|b| Value::Date(u32::from_be_bytes(b)))
+        }
+        CqlType::Time => decode_time(bytes),
+        CqlType::Uuid => {
+            fixed(bytes, "16 or 0 bytes for a UUID").map(|b| Value::Uuid(Uuid::from_bytes(b)))
+        }
+        CqlType::Timeuuid => decode_timeuuid(bytes),
+        CqlType::Inet => decode_inet(bytes),
         CqlType::Varint => Ok(Value::Varint(Varint::from_signed_bytes_be(bytes))),
-        CqlType::Decimal => {
-            let (scale, rest) = match bytes.split_first_chunk::<4>() {
-                Some((s, rest)) => (i32::from_be_bytes(*s), rest),
-                None => return Err(size_error("0 or at least 4 bytes for a decimal", bytes)),
-            };
-            if rest.is_empty() {
-                return Err(ValueError::new(
-                    "Invalid decimal: no bytes for the unscaled value",
-                ));
-            }
-            Ok(Value::Decimal(Arc::new(Decimal::new(
-                scale,
-                Varint::from_signed_bytes_be(rest),
-            ))))
-        }
+        CqlType::Decimal => decode_decimal(bytes),
         CqlType::Duration => decode_duration(bytes).map(Value::Duration),
         CqlType::List { elem, .. } => {
-            let mut r = Reader::new(bytes, "list");
-            let n = r.count()?;
-            let mut out = Vec::with_capacity(n.min(bytes.len() / 4));
-            for _ in 0..n {
-                out.push(decode(elem, r.element()?)?);
-            }
-            r.finish()?;
-            Ok(Value::List(Arc::from(out)))
+            decode_elements(elem, bytes, "list").map(|v| Value::List(Arc::from(v)))
         }
-        CqlType::Set { elem, .. } => {
-            let mut r = Reader::new(bytes, "set");
-            let n = r.count()?;
-            let mut out = Vec::with_capacity(n.min(bytes.len() / 4));
-            for _ in 0..n {
-                out.push(decode(elem, r.element()?)?);
-            }
-            r.finish()?;
-            Ok(Value::set(out))
-        }
-        CqlType::Map { key, value, .. } => {
-            let mut r = Reader::new(bytes, "map");
-            let n = r.count()?;
-            let mut out = Vec::with_capacity(n.min(bytes.len() / 8));
-            for _ in 0..n {
-                let k = decode(key, r.element()?)?;
-                let v = decode(value, r.element()?)?;
-                out.push((k, v));
-            }
-            r.finish()?;
-            Ok(Value::map(out))
-        }
+        CqlType::Set { elem, .. } => decode_elements(elem, bytes, "set").map(Value::set),
+        CqlType::Map { key, value, .. } => decode_map(key, value, bytes),
         CqlType::Tuple(types) => {
             let fields = decode_fields(types.iter(), bytes, "tuple")?;
             Ok(Value::Tuple(Arc::from(fields)))
@@ -1037,6 +931,128 @@ pub fn decode(typ: &CqlType, bytes: &[u8]) -> Result<Value, ValueError> {
             Ok(Value::Udt(Arc::from(fields)))
         }
     }
+}
+
+/// Whether zero bytes are a value ([`Value::Empty`]) of `typ`: not for the types whose
+/// values may be zero bytes long (text, blob), counters and collections.
+#[inline]
+fn may_be_empty(typ: &CqlType) -> bool {
+    !matches!(
+        typ,
+        CqlType::Text
+            | CqlType::Ascii
+            | CqlType::Blob
+            | CqlType::Counter
+            | CqlType::List { .. }
+            | CqlType::Set { .. }
+            | CqlType::Map { .. }
+    )
+}
+
+/// An `ascii` value: ASCII bytes only.
+#[inline]
+fn decode_ascii(bytes: &[u8]) -> Result<Value, ValueError> {
+    if let Some(b) = bytes.iter().find(|b| !b.is_ascii()) {
+        return Err(ValueError::new(format!("Invalid byte for ascii: {b}")));
+    }
+    // ASCII is UTF-8.
+    let s = std::str::from_utf8(bytes).map_err(|_| ValueError::new("Invalid ascii value"))?;
+    Ok(Value::text(s))
+}
+
+/// A `text` value: UTF-8.
+#[inline]
+fn decode_text(bytes: &[u8]) -> Result<Value, ValueError> {
+    let s = std::str::from_utf8(bytes)
+        .map_err(|_| ValueError::new("String didn't validate: invalid UTF-8 for text"))?;
+    Ok(Value::text(s))
+}
+
+/// A `time` value: nanoseconds within a day.
+#[inline]
+fn decode_time(bytes: &[u8]) -> Result<Value, ValueError> {
+    let t = i64::from_be_bytes(fixed(bytes, "8 byte long for Time")?);
+    if !(0..NANOS_PER_DAY).contains(&t) {
+        return Err(ValueError::new(format!(
+            "Invalid time value {t}: must be between 0 and 86399999999999 nanoseconds"
+        )));
+    }
+    Ok(Value::Time(t))
+}
+
+/// A `timeuuid` value: a version 1 UUID.
+#[inline]
+fn decode_timeuuid(bytes: &[u8]) -> Result<Value, ValueError> {
+    let u = Uuid::from_bytes(fixed(bytes, "16 or 0 bytes for a timeuuid")?);
+    let version = u.as_bytes()[6] >> 4;
+    if version != 1 {
+        return Err(ValueError::new(format!(
+            "Unsupported UUID version ({version}) for a timeuuid"
+        )));
+    }
+    Ok(Value::Timeuuid(u))
+}
+
+/// An `inet` value: an IPv4 (4 bytes) or IPv6 (16 bytes) address.
+#[inline]
+fn decode_inet(bytes: &[u8]) -> Result<Value, ValueError> {
+    match bytes.len() {
+        4 => {
+            let o: [u8; 4] = fixed(bytes, "4 or 16 bytes for an inet address")?;
+            Ok(Value::Inet(IpAddr::V4(Ipv4Addr::from(o))))
+        }
+        16 => {
+            let o: [u8; 16] = fixed(bytes, "4 or 16 bytes for an inet address")?;
+            Ok(Value::Inet(IpAddr::V6(Ipv6Addr::from(o))))
+        }
+        _ => Err(size_error("4 or 16 bytes for an inet address", bytes)),
+    }
+}
+
+/// A `decimal` value: a 4-byte scale, then the unscaled value (at least one byte).
+#[inline]
+fn decode_decimal(bytes: &[u8]) -> Result<Value, ValueError> {
+    let (scale, rest) = match bytes.split_first_chunk::<4>() {
+        Some((s, rest)) => (i32::from_be_bytes(*s), rest),
+        None => return Err(size_error("0 or at least 4 bytes for a decimal", bytes)),
+    };
+    if rest.is_empty() {
+        return Err(ValueError::new(
+            "Invalid decimal: no bytes for the unscaled value",
+        ));
+    }
+    Ok(Value::Decimal(Arc::new(Decimal::new(
+        scale,
+        Varint::from_signed_bytes_be(rest),
+    ))))
+}
+
+/// The elements of a list or set (`what`), each of type `elem`.
+#[inline]
+fn decode_elements(elem: &CqlType, bytes: &[u8], what: &str) -> Result<Vec<Value>, ValueError> {
+    let mut r = Reader::new(bytes, what);
+    let n = r.count()?;
+    let mut out = Vec::with_capacity(n.min(bytes.len() / 4));
+    for _ in 0..n {
+        out.push(decode(elem, r.element()?)?);
+    }
+    r.finish()?;
+    Ok(out)
+}
+
+/// A map: its entries, keys of type `key` and values of type `value`.
+#[inline]
+fn decode_map(key: &CqlType, value: &CqlType, bytes: &[u8]) -> Result<Value, ValueError> {
+    let mut r = Reader::new(bytes, "map");
+    let n = r.count()?;
+    let mut out = Vec::with_capacity(n.min(bytes.len() / 8));
+    for _ in 0..n {
+        let k = decode(key, r.element()?)?;
+        let v = decode(value, r.element()?)?;
+        out.push((k, v));
+    }
+    r.finish()?;
+    Ok(Value::map(out))
 }
 
 /// Nanoseconds in a day: the exclusive upper bound of a `time` value.
@@ -1453,44 +1469,9 @@ impl Value {
                     let _ = write!(out, "{byte:02x}");
                 }
             }
-            Value::Date(d) => {
-                let days = i64::from(*d) - UNIX_EPOCH_DATE;
-                let (y, m, day) = civil_from_days(days);
-                if (0..=9999).contains(&y) {
-                    let _ = write!(out, "'{y:04}-{m:02}-{day:02}'");
-                } else {
-                    let _ = write!(out, "'{d}'");
-                }
-            }
-            Value::Time(t) => {
-                let (secs, nanos) = (t.div_euclid(1_000_000_000), t.rem_euclid(1_000_000_000));
-                let _ = write!(
-                    out,
-                    "'{:02}:{:02}:{:02}.{:09}'",
-                    secs / 3600,
-                    (secs / 60) % 60,
-                    secs % 60,
-                    nanos
-                );
-            }
-            Value::Timestamp(ms) => {
-                let days = ms.div_euclid(86_400_000);
-                let in_day = ms.rem_euclid(86_400_000);
-                let (y, m, d) = civil_from_days(days);
-                if (0..=9999).contains(&y) {
-                    let secs = in_day / 1000;
-                    let _ = write!(
-                        out,
-                        "'{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:03}+0000'",
-                        secs / 3600,
-                        (secs / 60) % 60,
-                        secs % 60,
-                        in_day % 1000
-                    );
-                } else {
-                    let _ = write!(out, "{ms}");
-                }
-            }
+            Value::Date(d) => write_date_literal(*d, out),
+            Value::Time(t) => write_time_literal(*t, out),
+            Value::Timestamp(ms) => write_timestamp_literal(*ms, out),
             Value::Duration(d) => write_duration(d, out),
             Value::Inet(a) => {
                 let _ = write!(out, "'{a}'");
@@ -1512,62 +1493,108 @@ impl Value {
                 };
                 write_seq(v.iter(), elem, '{', '}', out);
             }
-            Value::Map(v) => {
-                let (kt, vt) = match typ {
-                    Some(CqlType::Map { key, value, .. }) => (Some(&**key), Some(&**value)),
-                    _ => (None, None),
-                };
-                out.push('{');
-                for (i, (k, x)) in v.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    k.write_literal(kt, out);
-                    out.push_str(": ");
-                    x.write_literal(vt, out);
-                }
-                out.push('}');
-            }
-            Value::Tuple(v) => {
-                let types = match typ {
-                    Some(CqlType::Tuple(t)) => Some(t.as_slice()),
-                    _ => None,
-                };
-                out.push('(');
-                for (i, f) in v.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    write_opt(f.as_ref(), types.and_then(|t| t.get(i)), out);
-                }
-                out.push(')');
-            }
-            Value::Udt(v) => match typ {
-                Some(CqlType::Udt { def, .. }) => {
-                    out.push('{');
-                    for (i, (name, t)) in def.fields.iter().enumerate() {
-                        if i > 0 {
-                            out.push_str(", ");
-                        }
-                        let _ = super::write_identifier(out, name);
-                        out.push_str(": ");
-                        write_opt(v.get(i).and_then(Option::as_ref), Some(t), out);
-                    }
-                    out.push('}');
-                }
-                _ => {
-                    out.push('(');
-                    for (i, f) in v.iter().enumerate() {
-                        if i > 0 {
-                            out.push_str(", ");
-                        }
-                        write_opt(f.as_ref(), None, out);
-                    }
-                    out.push(')');
-                }
-            },
+            Value::Map(v) => write_map_literal(v, typ, out),
+            Value::Tuple(v) => write_tuple_literal(v, typ, out),
+            Value::Udt(v) => write_udt_literal(v, typ, out),
         }
     }
+}
+
+/// A date as `'yyyy-mm-dd'`, or its day number (`'2147483648'` = the epoch) outside years
+/// 0–9999.
+fn write_date_literal(d: u32, out: &mut String) {
+    let days = i64::from(d) - UNIX_EPOCH_DATE;
+    let (y, m, day) = civil_from_days(days);
+    if (0..=9999).contains(&y) {
+        let _ = write!(out, "'{y:04}-{m:02}-{day:02}'");
+    } else {
+        let _ = write!(out, "'{d}'");
+    }
+}
+
+/// A time of day (nanoseconds) as `'hh:mm:ss.nnnnnnnnn'`.
+fn write_time_literal(t: i64, out: &mut String) {
+    let (secs, nanos) = (t.div_euclid(1_000_000_000), t.rem_euclid(1_000_000_000));
+    let _ = write!(
+        out,
+        "'{:02}:{:02}:{:02}.{:09}'",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60,
+        nanos
+    );
+}
+
+/// A timestamp (milliseconds) as `'yyyy-mm-dd hh:mm:ss.mmm+0000'`, or its milliseconds
+/// outside years 0–9999.
+fn write_timestamp_literal(ms: i64, out: &mut String) {
+    let days = ms.div_euclid(86_400_000);
+    let in_day = ms.rem_euclid(86_400_000);
+    let (y, m, d) = civil_from_days(days);
+    if (0..=9999).contains(&y) {
+        let secs = in_day / 1000;
+        let _ = write!(
+            out,
+            "'{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:03}+0000'",
+            secs / 3600,
+            (secs / 60) % 60,
+            secs % 60,
+            in_day % 1000
+        );
+    } else {
+        let _ = write!(out, "{ms}");
+    }
+}
+
+/// A map as `{k: v, ...}`.
+fn write_map_literal(v: &[(Value, Value)], typ: Option<&CqlType>, out: &mut String) {
+    let (kt, vt) = match typ {
+        Some(CqlType::Map { key, value, .. }) => (Some(&**key), Some(&**value)),
+        _ => (None, None),
+    };
+    out.push('{');
+    for (i, (k, x)) in v.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        k.write_literal(kt, out);
+        out.push_str(": ");
+        x.write_literal(vt, out);
+    }
+    out.push('}');
+}
+
+/// A tuple as `(a, b, ...)`.
+fn write_tuple_literal(v: &[Option<Value>], typ: Option<&CqlType>, out: &mut String) {
+    let types = match typ {
+        Some(CqlType::Tuple(t)) => Some(t.as_slice()),
+        _ => None,
+    };
+    out.push('(');
+    for (i, f) in v.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_opt(f.as_ref(), types.and_then(|t| t.get(i)), out);
+    }
+    out.push(')');
+}
+
+/// A user-type value as `{field: value, ...}` with its type at hand, else as a tuple.
+fn write_udt_literal(v: &[Option<Value>], typ: Option<&CqlType>, out: &mut String) {
+    let Some(CqlType::Udt { def, .. }) = typ else {
+        return write_tuple_literal(v, None, out);
+    };
+    out.push('{');
+    for (i, (name, t)) in def.fields.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let _ = super::write_identifier(out, name);
+        out.push_str(": ");
+        write_opt(v.get(i).and_then(Option::as_ref), Some(t), out);
+    }
+    out.push('}');
 }
 
 fn write_opt(v: Option<&Value>, typ: Option<&CqlType>, out: &mut String) {

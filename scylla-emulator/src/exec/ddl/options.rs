@@ -372,123 +372,162 @@ fn compression(entries: &[(String, String)]) -> Result<BTreeMap<String, String>,
     if entries.is_empty() {
         return Ok(BTreeMap::new());
     }
-    let get = |k: &str| {
-        entries
-            .iter()
-            .rev()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v)
-    };
-    // `cf_prop_defs::validate`.
-    let Some(class) = get("sstable_compression") else {
-        return Err(CqlError::config(
-            "Missing sub-option 'sstable_compression' for the 'compression' option.",
-        ));
-    };
-    let short = class.strip_prefix(COMPRESSION_PREFIX).unwrap_or(class);
-    let algorithm = match short {
-        "" => None,
-        "LZ4Compressor"
-        | "LZ4WithDictsCompressor"
-        | "SnappyCompressor"
-        | "DeflateCompressor"
-        | "ZstdCompressor"
-        | "ZstdWithDictsCompressor" => Some(short),
-        // `name_to_algorithm` throws a std::runtime_error: a server error.
-        _ => {
-            return Err(CqlError::server(format!(
-                "Unknown sstable_compression: {class}"
-            )));
-        }
-    };
-    let zstd = matches!(
-        algorithm,
-        Some("ZstdCompressor" | "ZstdWithDictsCompressor")
-    );
-    let chunk = get("chunk_length_in_kb").or(get("chunk_length_kb"));
-    let chunk_length = match chunk {
-        Some(v) => Some(stoi(v).ok_or_else(|| {
-            CqlError::syntax(format!("Invalid integer value {v} for chunk_length_in_kb"))
-        })?),
-        None => None,
-    };
-    let crc = match get("crc_check_chance") {
-        Some(v) => Some(stod(v).ok_or_else(|| {
-            CqlError::syntax(format!("Invalid double value {v} for crc_check_chance"))
-        })?),
-        None => None,
-    };
-    let level = match get("compression_level").filter(|_| zstd) {
-        Some(v) => Some(stoi(v).ok_or_else(|| {
-            CqlError::config(format!("Invalid integer value {v} for compression_level"))
-        })?),
-        None => None,
-    };
-    for (k, _) in entries {
-        let used = matches!(
-            k.as_str(),
-            "sstable_compression" | "chunk_length_in_kb" | "chunk_length_kb" | "crc_check_chance"
-        ) || (zstd && k == "compression_level");
-        if !used {
-            return Err(CqlError::config(format!(
-                "Unknown compression option '{k}'."
-            )));
-        }
-    }
-    // `compression_parameters::validate`.
-    if let Some(kb) = chunk_length {
-        let bytes = (kb as i32).wrapping_mul(1024);
-        if bytes <= 0 {
-            return Err(CqlError::config(
-                "Invalid negative or null for chunk_length_in_kb/chunk_length_kb",
-            ));
-        }
-        if bytes & (bytes - 1) != 0 {
-            return Err(CqlError::config(
-                "chunk_length_in_kb/chunk_length_kb must be a power of 2.",
-            ));
-        }
-        if bytes > 128 * 1024 {
-            return Err(CqlError::config(
-                "chunk_length_in_kb/chunk_length_kb must be 128 or less.",
-            ));
-        }
-    }
-    if crc.is_some_and(|c| !(0.0..=1.0).contains(&c)) {
-        return Err(CqlError::config(
-            "crc_check_chance must be between 0.0 and 1.0.",
-        ));
-    }
-    // ZSTD_minCLevel() and ZSTD_maxCLevel() (the arguments of ScyllaDB's message are in
-    // this order).
-    const ZSTD_MIN: i64 = -(1 << 17);
-    const ZSTD_MAX: i64 = 22;
-    if let Some(l) = level
-        && !(ZSTD_MIN..=ZSTD_MAX).contains(&l)
-    {
-        return Err(CqlError::config(format!(
-            "{ZSTD_MIN} must be between {ZSTD_MAX} and compression_level, got {l}"
-        )));
-    }
-    let mut out = BTreeMap::new();
-    if let Some(a) = algorithm {
-        let stored = if a.ends_with("WithDictsCompressor") {
-            a.to_string()
-        } else {
-            format!("{COMPRESSION_PREFIX}{a}")
+    let c = Compression::read(entries)?;
+    c.validate()?;
+    Ok(c.stored())
+}
+
+/// The sub-options of a `compression` map (`compression_parameters`).
+struct Compression<'a> {
+    /// The compressor's short name (`LZ4Compressor`); `None` disables compression.
+    algorithm: Option<&'a str>,
+    /// `chunk_length_in_kb` (or `chunk_length_kb`).
+    chunk_length: Option<i64>,
+    /// `crc_check_chance`.
+    crc: Option<f64>,
+    /// `compression_level` (ZSTD compressors only).
+    level: Option<i64>,
+}
+
+impl<'a> Compression<'a> {
+    /// Reads the sub-options (`cf_prop_defs::validate`); the last of a repeated key wins,
+    /// and a key the compressor does not take is refused.
+    fn read(entries: &'a [(String, String)]) -> Result<Compression<'a>, CqlError> {
+        let get = |k: &str| {
+            entries
+                .iter()
+                .rev()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v)
         };
-        out.insert("sstable_compression".to_string(), stored);
+        let Some(class) = get("sstable_compression") else {
+            return Err(CqlError::config(
+                "Missing sub-option 'sstable_compression' for the 'compression' option.",
+            ));
+        };
+        let short = class.strip_prefix(COMPRESSION_PREFIX).unwrap_or(class);
+        let algorithm = match short {
+            "" => None,
+            "LZ4Compressor"
+            | "LZ4WithDictsCompressor"
+            | "SnappyCompressor"
+            | "DeflateCompressor"
+            | "ZstdCompressor"
+            | "ZstdWithDictsCompressor" => Some(short),
+            // `name_to_algorithm` throws a std::runtime_error: a server error.
+            _ => {
+                return Err(CqlError::server(format!(
+                    "Unknown sstable_compression: {class}"
+                )));
+            }
+        };
+        let zstd = matches!(
+            algorithm,
+            Some("ZstdCompressor" | "ZstdWithDictsCompressor")
+        );
+        let chunk = get("chunk_length_in_kb").or(get("chunk_length_kb"));
+        let chunk_length = match chunk {
+            Some(v) => Some(stoi(v).ok_or_else(|| {
+                CqlError::syntax(format!("Invalid integer value {v} for chunk_length_in_kb"))
+            })?),
+            None => None,
+        };
+        let crc = match get("crc_check_chance") {
+            Some(v) => Some(stod(v).ok_or_else(|| {
+                CqlError::syntax(format!("Invalid double value {v} for crc_check_chance"))
+            })?),
+            None => None,
+        };
+        let level = match get("compression_level").filter(|_| zstd) {
+            Some(v) => Some(stoi(v).ok_or_else(|| {
+                CqlError::config(format!("Invalid integer value {v} for compression_level"))
+            })?),
+            None => None,
+        };
+        for (k, _) in entries {
+            let used = matches!(
+                k.as_str(),
+                "sstable_compression"
+                    | "chunk_length_in_kb"
+                    | "chunk_length_kb"
+                    | "crc_check_chance"
+            ) || (zstd && k == "compression_level");
+            if !used {
+                return Err(CqlError::config(format!(
+                    "Unknown compression option '{k}'."
+                )));
+            }
+        }
+        Ok(Compression {
+            algorithm,
+            chunk_length,
+            crc,
+            level,
+        })
     }
-    if let Some(l) = level {
-        out.insert("compression_level".to_string(), l.to_string());
+
+    /// `compression_parameters::validate`: the chunk length a power of 2 up to 128 KiB, the
+    /// CRC check chance a probability, the ZSTD level in ZSTD's range.
+    fn validate(&self) -> Result<(), CqlError> {
+        if let Some(kb) = self.chunk_length {
+            let bytes = (kb as i32).wrapping_mul(1024);
+            if bytes <= 0 {
+                return Err(CqlError::config(
+                    "Invalid negative or null for chunk_length_in_kb/chunk_length_kb",
+                ));
+            }
+            if bytes & (bytes - 1) != 0 {
+                return Err(CqlError::config(
+                    "chunk_length_in_kb/chunk_length_kb must be a power of 2.",
+                ));
+            }
+            if bytes > 128 * 1024 {
+                return Err(CqlError::config(
+                    "chunk_length_in_kb/chunk_length_kb must be 128 or less.",
+                ));
+            }
+        }
+        if self.crc.is_some_and(|c| !(0.0..=1.0).contains(&c)) {
+            return Err(CqlError::config(
+                "crc_check_chance must be between 0.0 and 1.0.",
+            ));
+        }
+        // ZSTD_minCLevel() and ZSTD_maxCLevel() (the arguments of ScyllaDB's message are in
+        // this order).
+        const ZSTD_MIN: i64 = -(1 << 17);
+        const ZSTD_MAX: i64 = 22;
+        if let Some(l) = self.level
+            && !(ZSTD_MIN..=ZSTD_MAX).contains(&l)
+        {
+            return Err(CqlError::config(format!(
+                "{ZSTD_MIN} must be between {ZSTD_MAX} and compression_level, got {l}"
+            )));
+        }
+        Ok(())
     }
-    if let Some(kb) = chunk_length {
-        out.insert("chunk_length_in_kb".to_string(), kb.to_string());
+
+    /// The map as ScyllaDB stores it (`get_options`).
+    fn stored(&self) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        if let Some(a) = self.algorithm {
+            let stored = if a.ends_with("WithDictsCompressor") {
+                a.to_string()
+            } else {
+                format!("{COMPRESSION_PREFIX}{a}")
+            };
+            out.insert("sstable_compression".to_string(), stored);
+        }
+        if let Some(l) = self.level {
+            out.insert("compression_level".to_string(), l.to_string());
+        }
+        if let Some(kb) = self.chunk_length {
+            out.insert("chunk_length_in_kb".to_string(), kb.to_string());
+        }
+        if let Some(c) = self.crc {
+            out.insert("crc_check_chance".to_string(), format!("{c:.6}"));
+        }
+        out
     }
-    if let Some(c) = crc {
-        out.insert("crc_check_chance".to_string(), format!("{c:.6}"));
-    }
-    Ok(out)
 }
 
 /// The default delay of a `tombstone_gc` (`tombstone_gc_options::_propagation_delay_in_seconds`).

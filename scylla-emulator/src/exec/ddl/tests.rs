@@ -1331,7 +1331,10 @@ fn create_with_cdc_creates_the_log_in_the_same_change() {
     assert_eq!(log.options.comment, "CDC log for ks.t");
     assert_eq!(log.options.gc_grace_seconds, 0);
     assert!(log.options.cdc.is_none());
-    assert_eq!(log.partitioner(), Some(crate::schema::CDC_PARTITIONER));
+    assert_eq!(
+        log.partitioner(),
+        Some(crate::schema::table::CDC_PARTITIONER)
+    );
     let cdc = base.options.cdc.as_ref().expect("cdc");
     assert!(cdc.enabled);
     assert_eq!(cdc.ttl, 86400);
@@ -1473,7 +1476,10 @@ fn disabling_detaches_and_enabling_reattaches_the_same_log() {
     let detached = db.table("ks", "t_scylla_cdc_log");
     assert_eq!(detached.id, log.id);
     assert!(!db.schema.cdc_log_attached(&detached));
-    assert_eq!(detached.partitioner(), Some(crate::schema::CDC_PARTITIONER));
+    assert_eq!(
+        detached.partitioner(),
+        Some(crate::schema::table::CDC_PARTITIONER)
+    );
 
     // Base changes while detached do not reach the log.
     db.ok("ALTER TABLE ks.t DROP a");

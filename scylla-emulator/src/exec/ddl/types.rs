@@ -437,9 +437,35 @@ pub(super) fn alter(
             }
         }
     }
+    let updated = altered_type(ks, (&ks_name, name), &qualified, current, &stmt.action)?;
+    let events = alter_events(ks, &ks_name, name);
+    let mut next = schema.clone();
+    let Some(ks) = next.keyspaces.get_mut(&ks_name) else {
+        return Err(super::checks::no_keyspace(&ks_name));
+    };
+    ks.types.insert(name.clone(), Arc::new(updated));
+    refresh_keyspace(ks);
+    Ok(DdlOutcome::applied_with_events(
+        next,
+        SchemaChangeType::Updated,
+        target(&ks_name, name),
+        Vec::new(),
+        events,
+    ))
+}
+
+/// The user type `current` (keyspace and name `(ks_name, name)`, written `qualified`) of
+/// keyspace `ks` after an `ALTER TYPE`'s `action`.
+fn altered_type(
+    ks: &KeyspaceDef,
+    (ks_name, name): (&str, &str),
+    qualified: &str,
+    current: &UserType,
+    action: &AlterTypeAction,
+) -> Result<UserType, CqlError> {
     let field_index = |f: &str| current.fields.iter().position(|(n, _)| n == f);
-    let mut updated = (**current).clone();
-    match &stmt.action {
+    let mut updated = current.clone();
+    match action {
         AlterTypeAction::Add { field, ty } => {
             if field_index(field).is_some() {
                 return Err(CqlError::invalid(format!(
@@ -447,27 +473,7 @@ pub(super) fn alter(
                      already exists"
                 )));
             }
-            let t = resolve_field(&ks.types, &ks_name, ty)?;
-            if references_duration(&t) {
-                for table in ks.tables.values() {
-                    for c in table.clustering_key() {
-                        if references_udt(&c.typ, &ks_name, name) {
-                            return Err(CqlError::invalid(format!(
-                                "Cannot add new field to type {qualified} because it is used \
-                                 in the clustering key column {} of table {ks_name}.{} where \
-                                 durations are not allowed",
-                                c.name, table.name
-                            )));
-                        }
-                    }
-                }
-            }
-            if references_udt(&t, &ks_name, name) {
-                return Err(CqlError::invalid(format!(
-                    "Cannot add new field {field} of type {ty} to type {qualified} as this \
-                     would create a circular reference"
-                )));
-            }
+            let t = added_field_type(ks, (ks_name, name), qualified, field, ty)?;
             updated.fields.push((field.clone(), t));
         }
         AlterTypeAction::Rename(renames) => {
@@ -489,7 +495,7 @@ pub(super) fn alter(
                     "Unknown field {field} in type {qualified}"
                 )));
             };
-            let t = resolve_field(&ks.types, &ks_name, ty)?;
+            let t = resolve_field(&ks.types, ks_name, ty)?;
             let Some((_, previous)) = current.fields.get(i) else {
                 return Err(CqlError::server("field index out of range"));
             };
@@ -501,6 +507,46 @@ pub(super) fn alter(
             }
         }
     }
+    Ok(updated)
+}
+
+/// The type of the field `field` that `ALTER TYPE ... ADD` adds to the type `(ks_name,
+/// name)`: no duration where the type is in a clustering key, and no reference back to the
+/// type itself.
+fn added_field_type(
+    ks: &KeyspaceDef,
+    (ks_name, name): (&str, &str),
+    qualified: &str,
+    field: &str,
+    ty: &TypeExpr,
+) -> Result<CqlType, CqlError> {
+    let t = resolve_field(&ks.types, ks_name, ty)?;
+    if references_duration(&t) {
+        for table in ks.tables.values() {
+            for c in table.clustering_key() {
+                if references_udt(&c.typ, ks_name, name) {
+                    return Err(CqlError::invalid(format!(
+                        "Cannot add new field to type {qualified} because it is used \
+                         in the clustering key column {} of table {ks_name}.{} where \
+                         durations are not allowed",
+                        c.name, table.name
+                    )));
+                }
+            }
+        }
+    }
+    if references_udt(&t, ks_name, name) {
+        return Err(CqlError::invalid(format!(
+            "Cannot add new field {field} of type {ty} to type {qualified} as this \
+             would create a circular reference"
+        )));
+    }
+    Ok(t)
+}
+
+/// The events of an `ALTER TYPE` of `name`: the type, then every table with a column that
+/// uses it.
+fn alter_events(ks: &KeyspaceDef, ks_name: &str, name: &str) -> Vec<SchemaChange> {
     // Scylla rewrites every table with a column that uses the type
     // (`alter_type_statement::prepare_announcement_mutations`), and with each base that has
     // CDC enabled its log (`on_before_update_column_family`, cdc/log.cc); the merge
@@ -508,7 +554,7 @@ pub(super) fn alter(
     let uses_type = |t: &TableDef| {
         t.columns
             .iter()
-            .any(|c| references_udt(&c.typ, &ks_name, name))
+            .any(|c| references_udt(&c.typ, ks_name, name))
     };
     let altered: BTreeMap<&str, &TableDef> = ks
         .tables
@@ -524,25 +570,13 @@ pub(super) fn alter(
         .collect();
     let mut events = vec![SchemaChange {
         change: SchemaChangeType::Updated,
-        target: target(&ks_name, name),
+        target: target(ks_name, name),
     }];
     events.extend(table_events(
         SchemaChangeType::Updated,
         altered.into_values(),
     ));
-    let mut next = schema.clone();
-    let Some(ks) = next.keyspaces.get_mut(&ks_name) else {
-        return Err(super::checks::no_keyspace(&ks_name));
-    };
-    ks.types.insert(name.clone(), Arc::new(updated));
-    refresh_keyspace(ks);
-    Ok(DdlOutcome::applied_with_events(
-        next,
-        SchemaChangeType::Updated,
-        target(&ks_name, name),
-        Vec::new(),
-        events,
-    ))
+    events
 }
 
 /// `DROP TYPE [IF EXISTS] [ks.]name`: refused while a type or a table uses it.
