@@ -3,6 +3,8 @@
 
 use std::process::{Command, Output};
 
+use crate::support::successful_stdout;
+
 fn compare_bench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_compare-bench"))
         .args(["--partitions", "20", "--rows", "25", "--reps", "1"])
@@ -22,13 +24,7 @@ fn run_line<'a>(stdout: &'a str, system: &str) -> &'a str {
 #[test]
 fn both_readers_deliver_the_whole_backlog_and_the_ratios_are_printed() {
     let out = compare_bench(&[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = successful_stdout(&out);
     for system in ["ours", "upstream"] {
         let fields: Vec<&str> = run_line(&stdout, system).split_whitespace().collect();
         assert_eq!(fields[2..4], ["500", "yes"], "{stdout}");

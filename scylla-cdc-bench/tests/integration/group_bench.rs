@@ -3,6 +3,8 @@
 
 use std::process::{Command, Output};
 
+use crate::support::successful_stdout;
+
 fn group_bench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_group-bench"))
         .args([
@@ -53,13 +55,7 @@ fn number(fields: &std::collections::BTreeMap<String, String>, name: &str) -> f6
 #[test]
 fn groups_of_one_and_two_deliver_the_backlog_once_and_renew_their_leases() {
     let out = group_bench(&["--members", "1,2"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = successful_stdout(&out);
     for members in [1, 2] {
         let s = summary(&stdout, members);
         assert_eq!(s["correct"], "yes", "{stdout}");

@@ -3,3 +3,4 @@
 
 mod compare_bench;
 mod group_bench;
+mod support;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
-use chrono::{SecondsFormat, Utc};
+use chrono::Utc;
 use scylla::client::session::Session;
 use scylla::value::CqlTimeuuid;
 use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
@@ -22,9 +22,7 @@ use scylla_emulator::EmbeddedCluster;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-fn rfc3339(t: chrono::DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Micros, true)
-}
+use crate::support::{printer, rfc3339};
 
 /// `"0x<stream> <time>"` → the `cdc$batch_seq_no`s of the group's delta rows.
 async fn log_deltas(s: &Session, ks: &str) -> anyhow::Result<BTreeMap<String, Vec<i64>>> {
@@ -75,14 +73,10 @@ fn printed(line: &str) -> anyhow::Result<(String, Vec<i64>)> {
     Ok((key, seqs))
 }
 
-fn printer(args: &[String]) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_scylla-cdc-printer"));
-    command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
+/// The printer with `args`, its changes piped, its log dropped.
+fn quiet_printer(args: &[String]) -> tokio::process::Command {
+    let mut command = printer(args);
+    command.stdout(Stdio::piped()).stderr(Stdio::null());
     command
 }
 
@@ -194,7 +188,7 @@ async fn killed_and_restarted_printer_prints_only_whole_changes() -> anyhow::Res
 
     // Run 1: killed with SIGKILL once it has printed 40 changes and saved a checkpoint,
     // while the writer goes on.
-    let mut child = printer(&args).spawn()?;
+    let mut child = quiet_printer(&args).spawn()?;
     let stdout = child.stdout.take().expect("piped stdout");
     let mut lines = BufReader::new(stdout).lines();
     let mut first: Vec<String> = Vec::new();
@@ -240,7 +234,8 @@ async fn killed_and_restarted_printer_prints_only_whole_changes() -> anyhow::Res
     let rounds = writer.await??;
     let end = Utc::now() + chrono::TimeDelta::milliseconds(100);
     args.extend(["--end".into(), rfc3339(end)]);
-    let output = tokio::time::timeout(Duration::from_secs(120), printer(&args).output()).await??;
+    let output =
+        tokio::time::timeout(Duration::from_secs(120), quiet_printer(&args).output()).await??;
     assert!(output.status.success(), "run 2: {:?}", output.status);
     let second: Vec<String> = String::from_utf8(output.stdout)?
         .lines()

@@ -3,25 +3,25 @@
 //! the password appears in no line it writes, with every log level on (`RUST_LOG=trace`):
 //! neither when it works, nor when the password is wrong, nor in `--help`.
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use chrono::{SecondsFormat, Utc};
+use chrono::Utc;
 use scylla_cdc_test_utils::unique_keyspace_name;
 use scylla_emulator::{EmbeddedCluster, TestCa};
+
+use crate::support::{self, rfc3339};
 
 const USER: &str = "printer_user";
 const PASSWORD: &str = "Pr1nter-secret-9c4e";
 const WRONG: &str = "Wr0ng-secret-5d1b";
 
+/// The printer, with no credentials in its environment and every log level on.
 fn printer() -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_scylla-cdc-printer"));
+    let mut command = support::printer::<&str>(&[]);
     command
         .env_remove("SCYLLA_USER")
         .env_remove("SCYLLA_PASSWORD")
-        .env("RUST_LOG", "trace")
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
+        .env("RUST_LOG", "trace");
     command
 }
 
@@ -80,9 +80,8 @@ async fn credentials_from_env_file_or_flag_never_printed() {
     std::fs::write(&wrong_file, format!("{WRONG}\n")).expect("wrong file");
 
     let host = cluster.tls_contact_point().expect("TLS port").to_string();
-    let micros = |t: chrono::DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Micros, true);
-    let start = micros(Utc::now() - chrono::TimeDelta::seconds(60));
-    let end = micros(Utc::now() + chrono::TimeDelta::milliseconds(100));
+    let start = rfc3339(Utc::now() - chrono::TimeDelta::seconds(60));
+    let end = rfc3339(Utc::now() + chrono::TimeDelta::milliseconds(100));
     let base = |command: &mut tokio::process::Command| {
         command.args(["--hosts", &host, "-k", &ks, "-t", "t", "--format", "json"]);
         command.args(["--start", &start, "--end", &end, "--window-size", "1"]);

@@ -1,30 +1,13 @@
 //! A `--start` older than the table's CDC `ttl` makes the printer say, on a WARN line, that
 //! changes were lost to the log's TTL (the library's expired-gap report).
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use chrono::{SecondsFormat, TimeDelta, Utc};
-use scylla_cdc_test_utils::unique_keyspace_name;
+use chrono::{TimeDelta, Utc};
+use scylla_cdc_test_utils::{strip_ansi, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
 
-/// `text` without its ANSI color sequences (`ESC [ ... m`).
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            for c in chars.by_ref() {
-                if c == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+use crate::support::{printer, rfc3339};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_older_than_the_ttl_prints_a_warning() {
@@ -49,19 +32,15 @@ async fn a_start_older_than_the_ttl_prints_a_warning() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
-    let micros = |t: chrono::DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Micros, true);
-    let start = micros(Utc::now() - TimeDelta::seconds(600));
-    let end = micros(Utc::now() + TimeDelta::milliseconds(100));
+    let start = rfc3339(Utc::now() - TimeDelta::seconds(600));
+    let end = rfc3339(Utc::now() + TimeDelta::milliseconds(100));
     let host = cluster.contact_point().to_string();
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_scylla-cdc-printer"))
-        .args(["--hosts", &host, "-k", &ks, "-t", "t", "--format", "json"])
+    let output = printer(&["--hosts", &host, "-k", &ks, "-t", "t", "--format", "json"])
         .args(["--start", &start, "--end", &end, "--window-size", "1"])
         .args(["--safety-interval", "1", "--sleep-interval", "0.1"])
         .env_remove("RUST_LOG")
         .env_remove("SCYLLA_USER")
         .env_remove("SCYLLA_PASSWORD")
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
         .output();
     let output = tokio::time::timeout(Duration::from_secs(60), output)
         .await

@@ -5,3 +5,4 @@ mod change_restart;
 mod credentials;
 mod expired_gap;
 mod metrics_addr;
+mod support;

@@ -6,55 +6,36 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use scylla_cdc_test_utils::unique_keyspace_name;
-use scylla_emulator::{EmbeddedCluster, TestCa};
+use scylla_emulator::{ClusterBuilder, EmbeddedCluster, TestCa};
 use tokio::io::AsyncReadExt;
+
+use crate::support::{Pair, replicator, terminate};
 
 const SOURCE_USER: &str = "source_user";
 const SOURCE_PASSWORD: &str = "S0urce-secret-81ab";
 const DESTINATION_USER: &str = "destination_user";
 const DESTINATION_PASSWORD: &str = "Dest1nation-secret-2f9c";
 
-async fn tls_cluster(ca: &TestCa, user: &str, password: &str) -> EmbeddedCluster {
+/// A cluster with TLS certificates of `ca`, requiring `user`'s password.
+fn tls_cluster(ca: &TestCa, user: &str, password: &str) -> ClusterBuilder {
     EmbeddedCluster::builder()
         .credentials(user, password)
         .tls_signed_by(ca, &[])
-        .start()
-        .await
-        .expect("cluster")
-}
-
-async fn count(session: &scylla::client::session::Session, table: &str) -> i64 {
-    session
-        .query_unpaged(format!("SELECT count(*) FROM {table}"), ())
-        .await
-        .ok()
-        .and_then(|r| r.into_rows_result().ok())
-        .and_then(|r| r.single_row::<(i64,)>().ok())
-        .map_or(-1, |(n,)| n)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_sides_credentials_from_env_or_file_never_printed() {
     let ca = TestCa::new("replicator credentials CA").expect("CA");
-    let source = tls_cluster(&ca, SOURCE_USER, SOURCE_PASSWORD).await;
-    let destination = tls_cluster(&ca, DESTINATION_USER, DESTINATION_PASSWORD).await;
-    let (s, d) = (
-        source.session().await.expect("source session"),
-        destination.session().await.expect("destination session"),
-    );
-    let ks = unique_keyspace_name();
-    let keyspace = format!(
-        "CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
-    );
-    s.query_unpaged(keyspace.clone(), ()).await.expect("ks");
-    d.query_unpaged(keyspace, ()).await.expect("ks");
-    s.query_unpaged(
-        format!("CREATE TABLE {ks}.t (pk int PRIMARY KEY, v text) WITH cdc = {{'enabled': true}}"),
-        (),
+    let p = Pair::of(
+        tls_cluster(&ca, SOURCE_USER, SOURCE_PASSWORD),
+        tls_cluster(&ca, DESTINATION_USER, DESTINATION_PASSWORD),
     )
-    .await
-    .expect("table");
+    .await;
+    p.on(
+        &p.s,
+        "CREATE TABLE {ks}.t (pk int PRIMARY KEY, v text) WITH cdc = {'enabled': true}",
+    )
+    .await;
 
     let dir = std::env::temp_dir().join(format!("replicator-credentials-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
@@ -65,48 +46,45 @@ async fn each_sides_credentials_from_env_or_file_never_printed() {
 
     // The source's credentials from the environment, the destination's from a file (the
     // destination user from its environment variable).
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_scylla-cdc-replicator"))
-        .args([
-            "--source",
-            &source.tls_contact_point().expect("tls").to_string(),
-        ])
-        .args([
-            "--destination",
-            &destination.tls_contact_point().expect("tls").to_string(),
-        ])
-        .args([
-            "--keyspace",
-            &ks,
-            "--table",
-            "t",
-            "--create-destination-table",
-        ])
-        .args([
-            "--window-size",
-            "1",
-            "--safety-interval",
-            "1",
-            "--sleep-interval",
-            "0.1",
-        ])
-        .args(["--checkpoint-interval", "0", "--progress-interval", "0.5"])
-        .arg("--source-tls-ca-file")
-        .arg(&ca_file)
-        .arg("--destination-tls-ca-file")
-        .arg(&ca_file)
-        .arg("--destination-password-file")
-        .arg(&password_file)
-        .env("SCYLLA_SOURCE_USER", SOURCE_USER)
-        .env("SCYLLA_SOURCE_PASSWORD", SOURCE_PASSWORD)
-        .env("SCYLLA_DESTINATION_USER", DESTINATION_USER)
-        .env_remove("SCYLLA_DESTINATION_PASSWORD")
-        .env("RUST_LOG", "trace")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the replicator");
+    let mut child = replicator(&[
+        "--source",
+        &p.source.tls_contact_point().expect("tls").to_string(),
+    ])
+    .args([
+        "--destination",
+        &p.destination.tls_contact_point().expect("tls").to_string(),
+    ])
+    .args([
+        "--keyspace",
+        &p.ks,
+        "--table",
+        "t",
+        "--create-destination-table",
+    ])
+    .args([
+        "--window-size",
+        "1",
+        "--safety-interval",
+        "1",
+        "--sleep-interval",
+        "0.1",
+    ])
+    .args(["--checkpoint-interval", "0", "--progress-interval", "0.5"])
+    .arg("--source-tls-ca-file")
+    .arg(&ca_file)
+    .arg("--destination-tls-ca-file")
+    .arg(&ca_file)
+    .arg("--destination-password-file")
+    .arg(&password_file)
+    .env("SCYLLA_SOURCE_USER", SOURCE_USER)
+    .env("SCYLLA_SOURCE_PASSWORD", SOURCE_PASSWORD)
+    .env("SCYLLA_DESTINATION_USER", DESTINATION_USER)
+    .env_remove("SCYLLA_DESTINATION_PASSWORD")
+    .env("RUST_LOG", "trace")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("start the replicator");
     // Drain the pipes while it runs (a full pipe would block its logging).
     let mut stdout = child.stdout.take().expect("stdout");
     let mut stderr = child.stderr.take().expect("stderr");
@@ -122,13 +100,14 @@ async fn each_sides_credentials_from_env_or_file_never_printed() {
     });
 
     for pk in 0..10 {
-        s.query_unpaged(format!("INSERT INTO {ks}.t (pk, v) VALUES ({pk}, 'v')"), ())
-            .await
-            .expect("write");
+        p.on(
+            &p.s,
+            &format!("INSERT INTO {{ks}}.t (pk, v) VALUES ({pk}, 'v')"),
+        )
+        .await;
     }
-    let table = format!("{ks}.t");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while count(&d, &table).await != 10 {
+    while p.count_on_destination("t").await != 10 {
         if let Some(status) = child.try_wait().expect("wait") {
             panic!(
                 "the replicator ended ({status}): {}",
@@ -139,16 +118,7 @@ async fn each_sides_credentials_from_env_or_file_never_printed() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // A clean stop, as an operator's SIGTERM.
-    let pid = child.id().expect("pid").to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .expect("stops in 30 s")
-        .expect("status");
+    let status = terminate(&mut child).await;
     let (out, err) = (
         out_task.await.expect("stdout"),
         err_task.await.expect("stderr"),
@@ -163,6 +133,6 @@ async fn each_sides_credentials_from_env_or_file_never_printed() {
         );
     }
     std::fs::remove_dir_all(&dir).expect("cleanup");
-    source.shutdown().await;
-    destination.shutdown().await;
+    p.source.shutdown().await;
+    p.destination.shutdown().await;
 }

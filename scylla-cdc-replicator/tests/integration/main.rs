@@ -5,5 +5,6 @@ mod credentials;
 mod expired_gap;
 mod metrics_addr;
 mod snapshot;
+mod support;
 mod verify;
 mod write_footprint;

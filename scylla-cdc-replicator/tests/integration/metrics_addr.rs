@@ -6,38 +6,28 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use scylla_cdc_test_utils::metrics_scrape::{LogLines, free_local_port, scrape_until, value_of};
-use scylla_emulator::EmbeddedCluster;
 
-const KEYSPACE: &str = "CREATE KEYSPACE ks WITH replication = \
-    {'class': 'SimpleStrategy', 'replication_factor': 1}";
+use crate::support::Pair;
 
 #[tokio::test]
 async fn replicator_serves_its_metrics_and_logs_its_watermark() -> anyhow::Result<()> {
-    let source = EmbeddedCluster::builder().nodes(1).start().await?;
-    let destination = EmbeddedCluster::builder().nodes(1).start().await?;
-    let (src, dst) = (source.session().await?, destination.session().await?);
-    src.query_unpaged(KEYSPACE, ()).await?;
-    dst.query_unpaged(KEYSPACE, ()).await?;
-    src.query_unpaged(
-        "CREATE TABLE ks.t (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}",
-        (),
+    let p = Pair::start(1).await;
+    p.on(
+        &p.s,
+        "CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}",
     )
-    .await?;
+    .await;
     for pk in 0..25 {
-        src.query_unpaged(format!("INSERT INTO ks.t (pk, v) VALUES ({pk}, {pk})"), ())
-            .await?;
+        p.on(
+            &p.s,
+            &format!("INSERT INTO {{ks}}.t (pk, v) VALUES ({pk}, {pk})"),
+        )
+        .await;
     }
     let metrics = free_local_port()?;
     let mut child = Command::new(env!("CARGO_BIN_EXE_scylla-cdc-replicator"))
+        .args(p.args("t"))
         .args([
-            "--source",
-            &source.contact_point().to_string(),
-            "--destination",
-            &destination.contact_point().to_string(),
-            "-k",
-            "ks",
-            "-t",
-            "t",
             "--start",
             "-1h",
             "--create-destination-table",
@@ -55,7 +45,8 @@ async fn replicator_serves_its_metrics_and_logs_its_watermark() -> anyhow::Resul
         .stderr(Stdio::piped())
         .spawn()?;
     let log = LogLines::collect(child.stderr.take().expect("piped"));
-    let labels = r#"keyspace="ks",table="t""#;
+    let labels = format!(r#"keyspace="{}",table="t""#, p.ks);
+    let labels = labels.as_str();
     let scraped = scrape_until(metrics, Duration::from_secs(60), |text| {
         value_of(text, "scylla_cdc_rows_total", labels) == Some(25.0)
             && value_of(text, "scylla_cdc_lag_seconds", labels).is_some()
@@ -86,14 +77,8 @@ async fn replicator_serves_its_metrics_and_logs_its_watermark() -> anyhow::Resul
         value_of(&text, "scylla_cdc_streams", labels).is_some_and(|s| s >= 1.0),
         "{text}"
     );
-    let rows = dst
-        .query_unpaged("SELECT count(*) FROM ks.t", ())
-        .await?
-        .into_rows_result()?
-        .single_row::<(i64,)>()?
-        .0;
-    assert_eq!(rows, 25);
-    source.shutdown().await;
-    destination.shutdown().await;
+    assert_eq!(p.count_on_destination("t").await, 25);
+    p.source.shutdown().await;
+    p.destination.shutdown().await;
     Ok(())
 }

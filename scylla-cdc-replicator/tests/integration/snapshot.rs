@@ -6,85 +6,21 @@
 
 use std::collections::HashMap;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt as _, TryStreamExt as _, stream};
-use scylla::client::session::Session;
 use scylla::statement::batch::{Batch, BatchType};
 use scylla_cdc::cli::SharedBuffer;
 use scylla_cdc_replicator::snapshot::SNAPSHOT_RANGES;
 use scylla_cdc_replicator::verify::{VerifyArgs, VerifyConfig, verify_table};
 use scylla_cdc_replicator::{Output, Shutdown, exit_code, run, run_to};
-use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
-use scylla_emulator::EmbeddedCluster;
+
+use crate::support::{Pair, replicator, terminate};
 
 /// Clustering rows per partition of the test tables.
 const ROWS_PER_PARTITION: i32 = 10;
 
-/// A source and a destination cluster, each with keyspace `ks`.
-struct Pair {
-    source: EmbeddedCluster,
-    destination: EmbeddedCluster,
-    s: Arc<Session>,
-    d: Arc<Session>,
-    ks: String,
-}
-
 impl Pair {
-    async fn start() -> Pair {
-        setup_tracing();
-        let source = EmbeddedCluster::builder().start().await.expect("source");
-        let destination = EmbeddedCluster::builder()
-            .start()
-            .await
-            .expect("destination");
-        let s = source.session().await.expect("source session");
-        let d = destination.session().await.expect("destination session");
-        let ks = unique_keyspace_name();
-        let pair = Pair {
-            source,
-            destination,
-            s,
-            d,
-            ks,
-        };
-        let keyspace = format!(
-            "CREATE KEYSPACE {} WITH replication = {{'class': 'SimpleStrategy', \
-             'replication_factor': 1}}",
-            pair.ks
-        );
-        pair.on(&pair.s, &keyspace).await;
-        pair.on(&pair.d, &keyspace).await;
-        pair
-    }
-
-    /// Runs `statement` (with `{ks}` replaced by the keyspace) on one session.
-    async fn on(&self, session: &Session, statement: &str) {
-        let statement = statement.replace("{ks}", &self.ks);
-        session
-            .query_unpaged(statement.as_str(), ())
-            .await
-            .unwrap_or_else(|e| panic!("`{statement}`: {e}"));
-    }
-
-    /// The replicator's arguments for these clusters and table `t` (after the program name).
-    fn args(&self, table: &str) -> Vec<String> {
-        [
-            "--source",
-            &self.source.contact_point().to_string(),
-            "--destination",
-            &self.destination.contact_point().to_string(),
-            "-k",
-            &self.ks,
-            "-t",
-            table,
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    }
-
     /// The replication arguments of the copy tests.
     fn snapshot_args(&self, parallelism: &str) -> Vec<String> {
         let mut args = self.args("t");
@@ -296,7 +232,7 @@ fn partitions() -> i32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_from_before_cdc_are_copied_and_writes_during_the_copy_converge() {
-    let p = Pair::start().await;
+    let p = Pair::start(1).await;
     let partitions = partitions();
     p.fill_before_cdc(partitions).await;
 
@@ -339,17 +275,14 @@ async fn rows_from_before_cdc_are_copied_and_writes_during_the_copy_converge() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_killed_mid_way_resumes_without_copying_finished_ranges_again() {
-    let p = Pair::start().await;
+    let p = Pair::start(1).await;
     let partitions = partitions() / 2;
     p.fill_before_cdc(partitions).await;
     let spawn = || {
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_scylla-cdc-replicator"))
-            .args(p.snapshot_args("1"))
+        replicator(&p.snapshot_args("1"))
             .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .kill_on_drop(true)
             .spawn()
             .expect("start the replicator")
     };
@@ -387,22 +320,12 @@ async fn a_copy_killed_mid_way_resumes_without_copying_finished_ranges_again() {
         "every row copied exactly once over the two runs"
     );
     p.wait_until_equal(Duration::from_secs(60)).await;
-    let pid = second.id().expect("pid").to_string();
-    let term = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(term.success());
-    let status = tokio::time::timeout(Duration::from_secs(30), second.wait())
-        .await
-        .expect("stops in 30 s")
-        .expect("status");
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(terminate(&mut second).await.code(), Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tables_that_cannot_be_copied_exactly_are_refused_at_start() {
-    let p = Pair::start().await;
+    let p = Pair::start(1).await;
     p.on(&p.s, "CREATE TYPE {ks}.addr (street text, n int)")
         .await;
     let cases = [

@@ -1,105 +1,19 @@
 //! `scylla-cdc-replicator verify` and `--verify-after`, in-process (`run_to`, as the binary
 //! runs it) against two embedded clusters per test.
 
-use std::sync::Arc;
-
 use futures::StreamExt as _;
-use scylla::client::session::Session;
-use scylla_cdc::cli::SharedBuffer;
-use scylla_cdc_replicator::{CliError, Output, Shutdown, exit_code, run_to};
-use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
-use scylla_emulator::EmbeddedCluster;
+use scylla_cdc_replicator::{CliError, exit_code};
 
-/// A source and a destination cluster, each with keyspace `ks`.
-struct Pair {
-    source: EmbeddedCluster,
-    destination: EmbeddedCluster,
-    s: Arc<Session>,
-    d: Arc<Session>,
-    ks: String,
-}
+use crate::support::{Pair, replicator, run_program};
 
 impl Pair {
-    async fn start(source_nodes: usize) -> Pair {
-        setup_tracing();
-        let source = EmbeddedCluster::builder()
-            .nodes(source_nodes)
-            .start()
-            .await
-            .expect("source");
-        let destination = EmbeddedCluster::builder()
-            .start()
-            .await
-            .expect("destination");
-        let s = source.session().await.expect("source session");
-        let d = destination.session().await.expect("destination session");
-        let ks = unique_keyspace_name();
-        let pair = Pair {
-            source,
-            destination,
-            s,
-            d,
-            ks,
-        };
-        pair.both(&format!(
-            "CREATE KEYSPACE {} WITH replication = {{'class': 'SimpleStrategy', \
-             'replication_factor': 1}}",
-            pair.ks
-        ))
-        .await;
-        pair
-    }
-
-    /// Runs `statement` (with `{ks}` replaced by the keyspace) on one session.
-    async fn on(&self, session: &Session, statement: &str) {
-        let statement = statement.replace("{ks}", &self.ks);
-        session
-            .query_unpaged(statement.as_str(), ())
-            .await
-            .unwrap_or_else(|e| panic!("`{statement}`: {e}"));
-    }
-
-    /// Runs `statement` on both clusters.
-    async fn both(&self, statement: &str) {
-        self.on(&self.s, statement).await;
-        self.on(&self.d, statement).await;
-    }
-
-    /// The replicator's arguments for these clusters and table `t` (after the program name).
-    fn cluster_args(&self) -> Vec<String> {
-        vec![
-            "--source".into(),
-            self.source.contact_point().to_string(),
-            "--destination".into(),
-            self.destination.contact_point().to_string(),
-            "-k".into(),
-            self.ks.clone(),
-            "-t".into(),
-            "t".into(),
-        ]
-    }
-
     /// Runs `scylla-cdc-replicator verify` with `extra` arguments: its result and stdout.
     async fn verify(&self, extra: &[&str]) -> (Result<(), CliError>, String) {
         let mut args: Vec<String> = vec!["scylla-cdc-replicator".into(), "verify".into()];
-        args.extend(self.cluster_args());
+        args.extend(self.args("t"));
         args.extend(extra.iter().map(|s| s.to_string()));
         run_program(args).await
     }
-}
-
-/// Runs the program in-process with these arguments: its result and stdout.
-async fn run_program(args: Vec<String>) -> (Result<(), CliError>, String) {
-    let buffer = SharedBuffer::default();
-    let (_trigger, shutdown) = Shutdown::new();
-    let result = run_to(
-        chrono::Utc::now(),
-        args,
-        Output::new(buffer.clone()),
-        shutdown,
-    )
-    .await;
-    (result, buffer.contents())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -336,7 +250,7 @@ async fn every_kind_of_difference_is_counted_and_named() {
     p.on(&p.s, "CREATE TABLE {ks}.only_here (pk int PRIMARY KEY)")
         .await;
     let mut args: Vec<String> = vec!["scylla-cdc-replicator".into(), "verify".into()];
-    args.extend(p.cluster_args());
+    args.extend(p.args("t"));
     *args.last_mut().expect("-t t") = "only_here".into();
     let (result, _) = run_program(args).await;
     let err = result.expect_err("no destination table");
@@ -443,7 +357,7 @@ async fn verify_after_a_replication_with_an_end_exits_0() {
     )
     .await;
     let mut args: Vec<String> = vec!["scylla-cdc-replicator".into()];
-    args.extend(p.cluster_args());
+    args.extend(p.args("t"));
     args.extend(
         [
             "--create-destination-table",
@@ -473,7 +387,7 @@ async fn verify_after_a_replication_with_an_end_exits_0() {
     );
     // `--verify-after` needs `--end`.
     let mut args: Vec<String> = vec!["scylla-cdc-replicator".into()];
-    args.extend(p.cluster_args());
+    args.extend(p.args("t"));
     args.push("--verify-after".into());
     let (result, _) = run_program(args).await;
     assert_eq!(result.unwrap_err().exit_code(), exit_code::USAGE);
@@ -491,13 +405,10 @@ async fn the_binary_exits_1_with_the_report_on_stdout_and_its_log_on_stderr() {
         .await;
     }
     p.on(&p.d, "DELETE FROM {ks}.t WHERE pk = 'k''7'").await;
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_scylla-cdc-replicator"))
-        .arg("verify")
-        .args(p.cluster_args())
+    let output = replicator(&["verify"])
+        .args(p.args("t"))
         .args(["--ranges", "64", "--progress-interval", "0.1"])
         .env_remove("RUST_LOG")
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
         .output()
         .await
         .expect("run the binary");

@@ -3,55 +3,72 @@
 //! plus the serialized copy the driver makes of its values. (Counting the values' wire sizes
 //! alone let a backlog of small changes hold about twelve times the budget.)
 //!
-//! Allocations are counted by a global allocator; this file has one test, so nothing else
-//! allocates while it measures.
+//! Allocations are counted by a global allocator, per thread: the test binary runs other
+//! tests on other threads meanwhile, and only what the measuring thread allocates counts.
 
 // A counting allocator needs `unsafe impl GlobalAlloc`; it only forwards to the system's.
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 use scylla::value::CqlValue;
 use scylla_cdc_replicator::destination::{writes_footprint, writes_size};
 use scylla_cdc_replicator::translate::{Assign, Shape, Write};
 
-/// Bytes currently allocated through the global allocator.
-static LIVE: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// Bytes allocated minus bytes freed by this thread through the global allocator (what
+    /// one thread frees of another's allocations makes it negative). A `const` cell without
+    /// a destructor: the allocator may use it at any point of a thread's life, even while
+    /// thread-local storage is torn down.
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+}
+
+/// Adds `delta` bytes to this thread's count.
+fn count(delta: isize) {
+    let _ = LIVE.try_with(|live| live.set(live.get() + delta));
+}
+
+/// This thread's count.
+fn live() -> isize {
+    LIVE.with(Cell::get)
+}
 
 struct Counting;
 
 // SAFETY: every call forwards to `System` with the same arguments; the counter is only
-// arithmetic on the sizes.
+// arithmetic on the sizes (and allocates nothing).
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        count(layout.size() as isize);
         // SAFETY: the caller's contract is `System`'s.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        count(-(layout.size() as isize));
         // SAFETY: the caller's contract is `System`'s.
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size, Ordering::Relaxed);
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        count(new_size as isize - layout.size() as isize);
         // SAFETY: the caller's contract is `System`'s.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
 
+/// The allocator of the whole test binary (one per binary): the other tests only pay a
+/// thread-local addition per allocation.
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
 /// The heap bytes `make` leaves allocated in the writes it returns, and the writes.
 fn allocated(make: impl FnOnce() -> Vec<Write>) -> (usize, Vec<Write>) {
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = live();
     let writes = make();
-    (LIVE.load(Ordering::Relaxed) - before, writes)
+    let heap = usize::try_from(live() - before).expect("the writes hold a heap");
+    (heap, writes)
 }
 
 /// `INSERT (pk, ck, v) ... USING TTL ? AND TIMESTAMP ?` as the translator builds it.
