@@ -5,17 +5,16 @@
 //! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
 //! set.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
 use scylla::value::CqlValue;
 use scylla_cdc::{CDCLogReaderBuilder, OperationType};
 use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
+
+use crate::support::{Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn columns_added_and_dropped_while_reading() -> anyhow::Result<()> {

@@ -4,19 +4,18 @@
 //!
 //! Embedded cluster only: the page limits are lowered on the cluster.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{Collected, create_cdc_keyspace, fast, wait_for};
 use scylla::client::session::Session;
 use scylla::response::{PagingState, PagingStateResponse};
 use scylla::statement::unprepared::Statement;
 use scylla_cdc::CDCLogReaderBuilder;
 use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
+
+use crate::support::{Collected, create_cdc_keyspace, fast, wait_for};
 
 /// Bytes of each live row's blob: two rows take a page past the cluster's 5,000 bytes.
 const BLOB: usize = 3000;

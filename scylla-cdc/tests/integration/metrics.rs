@@ -4,72 +4,22 @@
 //! Runs against the embedded cluster only (it adds a node): with `SCYLLA_URI` set, the test
 //! reports itself skipped. The cluster uses the loopback range 127.0.81.*.
 
-mod common;
-
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use common::{Collected, fast, wait_for};
-use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use scylla::client::session::Session;
 use scylla_cdc::{CDCLogReaderBuilder, Progress};
 use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
 
-/// The metrics recorded by every reader of this test binary (its own process).
-fn recorder() -> &'static Snapshotter {
-    static SNAPSHOTTER: OnceLock<Snapshotter> = OnceLock::new();
-    SNAPSHOTTER.get_or_init(|| {
-        let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
-        recorder.install().expect("the only metrics recorder");
-        snapshotter
-    })
-}
-
-/// Metric values by name and labels, accumulated over snapshots: the debugging recorder's
-/// snapshot resets counters and gauges to 0, so counters are summed, and a gauge keeps its
-/// last non-zero value (0 reads as "not set since the last snapshot").
-type Values = HashMap<(String, Vec<(String, String)>), f64>;
-
-fn values() -> Values {
-    static ACC: OnceLock<Mutex<Values>> = OnceLock::new();
-    let mut acc = ACC.get_or_init(Default::default).lock().unwrap();
-    for (key, _, _, value) in recorder().snapshot().into_vec() {
-        let key = key.key();
-        let mut labels: Vec<(String, String)> = key
-            .labels()
-            .map(|l| (l.key().to_owned(), l.value().to_owned()))
-            .collect();
-        labels.sort();
-        let entry = acc.entry((key.name().to_owned(), labels)).or_insert(0.0);
-        match value {
-            DebugValue::Counter(v) => *entry += v as f64,
-            DebugValue::Gauge(v) if v.into_inner() != 0.0 => *entry = v.into_inner(),
-            _ => {}
-        }
-    }
-    acc.clone()
-}
-
-/// The value of metric `name` of table `ks.t` with the extra label, if recorded.
-fn metric(values: &Values, ks: &str, name: &str, extra: Option<(&str, &str)>) -> Option<f64> {
-    values.iter().find_map(|((n, labels), v)| {
-        let has = |k: &str, val: &str| labels.iter().any(|(a, b)| a == k && b == val);
-        (n == name
-            && has("keyspace", ks)
-            && has("table", "t")
-            && extra.is_none_or(|(k, val)| has(k, val)))
-        .then_some(*v)
-    })
-}
+use crate::support::{Collected, fast, metric, metric_values, metrics_recorder, wait_for};
 
 /// Checks that the metrics of `ks.t` say what `progress` says.
 fn assert_metrics_agree(ks: &str, p: &Progress) {
-    let values = values();
+    let values = metric_values();
     let m = |name| metric(&values, ks, name, None).unwrap_or(0.0);
     assert_eq!(m("scylla_cdc_rows_total"), p.rows as f64, "{p:?}");
     assert_eq!(m("scylla_cdc_changes_total"), p.changes as f64, "{p:?}");
@@ -137,7 +87,7 @@ async fn metrics_and_progress_count_a_known_workload() -> anyhow::Result<()> {
         return Ok(());
     }
     setup_tracing();
-    recorder();
+    metrics_recorder();
     let cluster = EmbeddedCluster::builder()
         .nodes(3)
         .vnodes_per_node(4)

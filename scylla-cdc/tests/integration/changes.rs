@@ -13,8 +13,6 @@
 //! into it): with `SCYLLA_URI` set the tests report themselves skipped. The first cluster
 //! uses the loopback range 127.0.94.*, the second a free random one.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
@@ -22,7 +20,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::Utc;
-use common::{create_cdc_keyspace, fast, wait_for};
 use scylla::client::session::Session;
 use scylla::value::CqlValue;
 use scylla_cdc::{
@@ -30,6 +27,8 @@ use scylla_cdc::{
 };
 use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::{EmbeddedCluster, Preload};
+
+use crate::support::{create_cdc_keyspace, fast, wait_for};
 
 /// Keeps every change of every stream group.
 #[derive(Clone, Default)]

@@ -3,17 +3,16 @@
 //! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
 //! set.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{Change, Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
 use scylla::value::{CqlTimestamp, CqlValue};
 use scylla_cdc::{CDCLogReaderBuilder, OperationType};
 use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
+
+use crate::support::{Change, Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
 
 /// The rows of partition `pk`, in delivery order.
 fn of_pk(changes: &[Change], pk: i32) -> Vec<Change> {

@@ -4,17 +4,16 @@
 //! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
 //! set. The embedded cluster uses the loopback range 127.0.83.*.
 
-mod common;
-
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
-use common::{Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
 use scylla_cdc::{CDCError, CDCLogReaderBuilder};
 use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
+
+use crate::support::{Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
 
 /// The cap: low enough for a shared, noisy machine to keep up with easily.
 const CAP: u64 = 1000;

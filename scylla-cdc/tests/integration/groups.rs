@@ -6,15 +6,12 @@
 //! Runs against the embedded cluster only (it kills members, adds a node and injects
 //! faults): with `SCYLLA_URI` set, the tests report themselves skipped.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
-use common::{Change, Workload, check_exactly_once_in_order, create_workload_table, wait_for};
 use scylla::client::session::Session;
 use scylla_cdc::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, CDCRow, Consumer, ConsumerFactory,
@@ -23,6 +20,10 @@ use scylla_cdc::{
 use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::{EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule};
 use tokio::time::Instant;
+
+use crate::support::{
+    Change, Workload, check_exactly_once_in_order, create_workload_table, wait_for,
+};
 
 const LEASE: Duration = Duration::from_secs(2);
 const RENEW: Duration = Duration::from_millis(300);

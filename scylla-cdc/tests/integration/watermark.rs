@@ -5,20 +5,19 @@
 //! Runs against the embedded cluster only (it adds a node): with `SCYLLA_URI` set, the test
 //! reports itself skipped. The cluster uses the loopback range 127.0.82.*.
 
-mod common;
-
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use common::{Collected, Workload, create_workload_table, fast, wait_for};
 use scylla::client::session::Session;
 use scylla_cdc::{CDCLogReader, CDCLogReaderBuilder, TableBackedCheckpointSaver};
 use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
 use uuid::Uuid;
+
+use crate::support::{Collected, Workload, create_workload_table, fast, wait_for};
 
 /// A watermark update as observed: the watermark and how many rows had been delivered.
 type Observation = (DateTime<Utc>, usize);
@@ -187,7 +186,7 @@ async fn the_watermark_never_passes_an_undelivered_change() -> anyhow::Result<()
     tokio::time::timeout(Duration::from_secs(30), handle).await???;
 
     let log = log_rows(&session, &ks).await?;
-    let key = |c: &common::Change| (c.stream.as_bytes().to_vec(), c.time);
+    let key = |c: &crate::support::Change| (c.stream.as_bytes().to_vec(), c.time);
     // Run 1's watermarks against run 1's deliveries.
     let mut delivered_at: HashMap<_, usize> = HashMap::new();
     for (i, c) in run1.snapshot().iter().enumerate() {

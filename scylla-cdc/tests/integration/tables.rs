@@ -5,15 +5,12 @@
 //! Runs against the embedded cluster (loopback range 127.0.84.*), or against the real Scylla
 //! of `SCYLLA_URI` when it is set (the tablet case then reports itself skipped).
 
-mod common;
-
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
-use common::{drop_keyspace, fast, wait_for};
 use scylla::client::session::Session;
 use scylla_cdc::{
     CDCCheckpointSaver, CDCLogReaderBuilder, CDCRow, Consumer, ConsumerFactory,
@@ -21,6 +18,8 @@ use scylla_cdc::{
 };
 use scylla_cdc_test_utils::{TestCluster, embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
+
+use crate::support::{drop_keyspace, fast, wait_for};
 
 /// A delivered row: the table its consumer was made for, the row's `table()`, and `v`.
 type Seen = (String, String, i32);
@@ -147,7 +146,7 @@ async fn a_table_added_to_a_reader_starts_at_the_start_and_the_other_resumes() -
     .await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
-    common::create_cdc_keyspace(&session, &ks, 1).await?;
+    crate::support::create_cdc_keyspace(&session, &ks, 1).await?;
     create_tables(&session, &ks).await?;
     let saver: Arc<dyn CDCCheckpointSaver> = Arc::new(
         TableBackedCheckpointSaver::new(session.clone(), &ks, "cdc_checkpoints", &ks, "t1").await?,
@@ -275,7 +274,7 @@ async fn a_missing_table_or_one_without_cdc_is_named() -> anyhow::Result<()> {
     .await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
-    common::create_cdc_keyspace(&session, &ks, 1).await?;
+    crate::support::create_cdc_keyspace(&session, &ks, 1).await?;
     create_tables(&session, &ks).await?;
     session
         .query_unpaged(

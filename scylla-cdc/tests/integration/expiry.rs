@@ -5,18 +5,19 @@
 //! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
 //! set. Each test waits (for a condition, not a fixed time) until its first rows have expired.
 
-mod common;
-
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use common::{Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
-use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use scylla::client::session::Session;
 use scylla_cdc::{CDCLogReaderBuilder, ExpiredGap, ReaderEvent, TableBackedCheckpointSaver};
 use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
+
+use crate::support::{
+    Collected, create_cdc_keyspace, drop_keyspace, fast, metric, metric_values, metrics_recorder,
+    wait_for,
+};
 
 /// The CDC `ttl` of the tables, in seconds: small, yet long enough for a reader to read the
 /// rows written after the wait before they expire too.
@@ -97,37 +98,9 @@ fn pks(collected: &Collected) -> Vec<i32> {
     pks
 }
 
-/// The metrics recorded by every reader of this test binary (its own process).
-fn metrics() -> &'static Snapshotter {
-    static SNAPSHOTTER: OnceLock<Snapshotter> = OnceLock::new();
-    SNAPSHOTTER.get_or_init(|| {
-        let recorder = DebuggingRecorder::new();
-        let snapshotter = recorder.snapshotter();
-        recorder.install().expect("the only metrics recorder");
-        snapshotter
-    })
-}
-
 /// The gauge `scylla_cdc_expired_gap_seconds` of `ks.t`, if recorded.
 fn gap_gauge(ks: &str) -> Option<f64> {
-    metrics()
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .find_map(|(key, _, _, value)| {
-            let key = key.key();
-            let labels: Vec<(&str, &str)> = key.labels().map(|l| (l.key(), l.value())).collect();
-            match value {
-                DebugValue::Gauge(v)
-                    if key.name() == "scylla_cdc_expired_gap_seconds"
-                        && labels.contains(&("keyspace", ks))
-                        && labels.contains(&("table", "t")) =>
-                {
-                    Some(v.into_inner())
-                }
-                _ => None,
-            }
-        })
+    metric(&metric_values(), ks, "scylla_cdc_expired_gap_seconds", None)
 }
 
 type Events = Arc<Mutex<Vec<ReaderEvent>>>;
@@ -176,7 +149,7 @@ fn check_first_readable(gap: &ExpiredGap, before: DateTime<Utc>, after: DateTime
 async fn a_start_older_than_the_ttl_reports_the_gap_and_delivers_what_is_left() -> anyhow::Result<()>
 {
     setup_tracing();
-    metrics();
+    metrics_recorder();
     let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
@@ -223,7 +196,7 @@ async fn a_start_older_than_the_ttl_reports_the_gap_and_delivers_what_is_left() 
 #[tokio::test]
 async fn a_checkpoint_older_than_the_ttl_reports_the_gap() -> anyhow::Result<()> {
     setup_tracing();
-    metrics();
+    metrics_recorder();
     let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
@@ -290,7 +263,7 @@ async fn a_checkpoint_older_than_the_ttl_reports_the_gap() -> anyhow::Result<()>
 #[tokio::test]
 async fn with_ttl_0_nothing_expires_and_no_gap_is_reported() -> anyhow::Result<()> {
     setup_tracing();
-    metrics();
+    metrics_recorder();
     let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
@@ -326,7 +299,7 @@ async fn with_ttl_0_nothing_expires_and_no_gap_is_reported() -> anyhow::Result<(
 #[tokio::test]
 async fn a_group_member_reports_the_gap_too() -> anyhow::Result<()> {
     setup_tracing();
-    metrics();
+    metrics_recorder();
     let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();

@@ -6,14 +6,11 @@
 //! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
 //! set.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::Utc;
-use common::{create_cdc_keyspace, drop_keyspace, fast, wait_for};
 use scylla::client::session::Session;
 use scylla_cdc::{
     CDCError, CDCLogReaderBuilder, CDCRow, Change, ChangeConsumer, ChangeConsumerFactory, Consumer,
@@ -21,6 +18,8 @@ use scylla_cdc::{
 };
 use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
+
+use crate::support::{create_cdc_keyspace, drop_keyspace, fast, wait_for};
 
 /// What a [`Picky`] consumer does with the row whose `v` is `bad`.
 #[derive(Clone, Copy)]

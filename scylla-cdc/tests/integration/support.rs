@@ -1,41 +1,40 @@
 //! Helpers shared by the integration tests: a consumer that records owned copies of the
-//! rows, waiting for a condition with a timeout, and keyspaces that work on the embedded
-//! cluster and on a real Scylla (`SCYLLA_URI`) alike.
+//! rows, waiting for a condition with a timeout, keyspaces that work on the embedded
+//! cluster and on a real Scylla (`SCYLLA_URI`) alike, and the process's one metrics recorder.
 
-#![allow(dead_code, unreachable_pub)]
-
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use scylla::value::CqlValue;
 use scylla_cdc::{CDCRow, Consumer, ConsumerFactory, OperationType, StreamID};
 use uuid::Uuid;
 
 /// An owned copy of a delivered row.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Change {
-    pub stream: StreamID,
-    pub time: Uuid,
-    pub micros: i64,
-    pub seq: i32,
-    pub op: OperationType,
-    pub ttl: Option<i64>,
-    pub end_of_batch: bool,
-    pub is_expiration: bool,
+pub(crate) struct Change {
+    pub(crate) stream: StreamID,
+    pub(crate) time: Uuid,
+    pub(crate) micros: i64,
+    pub(crate) seq: i32,
+    pub(crate) op: OperationType,
+    pub(crate) ttl: Option<i64>,
+    pub(crate) end_of_batch: bool,
+    pub(crate) is_expiration: bool,
     /// Non-null values of the base table's columns.
-    pub values: BTreeMap<String, CqlValue>,
+    pub(crate) values: BTreeMap<String, CqlValue>,
     /// Columns whose `cdc$deleted_` flag is set.
-    pub deleted: BTreeSet<String>,
+    pub(crate) deleted: BTreeSet<String>,
     /// Non-null `cdc$deleted_elements_` values.
-    pub deleted_elements: BTreeMap<String, CqlValue>,
+    pub(crate) deleted_elements: BTreeMap<String, CqlValue>,
 }
 
 impl Change {
     /// Copies a row, decoding every column.
-    pub fn from_row(row: &CDCRow<'_>) -> anyhow::Result<Self> {
+    pub(crate) fn from_row(row: &CDCRow<'_>) -> anyhow::Result<Self> {
         let mut values = BTreeMap::new();
         let mut deleted = BTreeSet::new();
         let mut deleted_elements = BTreeMap::new();
@@ -69,7 +68,7 @@ impl Change {
     }
 
     /// The value of an `int` column.
-    pub fn int(&self, name: &str) -> Option<i32> {
+    pub(crate) fn int(&self, name: &str) -> Option<i32> {
         match self.values.get(name) {
             Some(CqlValue::Int(v)) => Some(*v),
             _ => None,
@@ -77,7 +76,7 @@ impl Change {
     }
 
     /// The value of a `bigint` column.
-    pub fn bigint(&self, name: &str) -> Option<i64> {
+    pub(crate) fn bigint(&self, name: &str) -> Option<i64> {
         match self.values.get(name) {
             Some(CqlValue::BigInt(v)) => Some(*v),
             _ => None,
@@ -87,19 +86,15 @@ impl Change {
 
 /// Every row delivered, in delivery order, across all consumers.
 #[derive(Clone, Default)]
-pub struct Collected(pub Arc<Mutex<Vec<Change>>>);
+pub(crate) struct Collected(pub Arc<Mutex<Vec<Change>>>);
 
 impl Collected {
-    pub fn snapshot(&self) -> Vec<Change> {
+    pub(crate) fn snapshot(&self) -> Vec<Change> {
         self.0.lock().unwrap().clone()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.lock().unwrap().len()
-    }
-
-    pub fn clear(&self) {
-        self.0.lock().unwrap().clear();
     }
 }
 
@@ -124,7 +119,7 @@ impl ConsumerFactory for Collected {
 }
 
 /// Waits until `cond` holds, checking every 50 ms, failing after `timeout`.
-pub async fn wait_for<F, Fut>(timeout: Duration, what: &str, mut cond: F)
+pub(crate) async fn wait_for<F, Fut>(timeout: Duration, what: &str, mut cond: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
@@ -142,7 +137,7 @@ where
 }
 
 /// Small windows so that tests run in seconds.
-pub fn fast(builder: scylla_cdc::CDCLogReaderBuilder) -> scylla_cdc::CDCLogReaderBuilder {
+pub(crate) fn fast(builder: scylla_cdc::CDCLogReaderBuilder) -> scylla_cdc::CDCLogReaderBuilder {
     builder
         .window_size(Duration::from_secs(1))
         .safety_interval(Duration::from_secs(1))
@@ -158,7 +153,10 @@ pub fn fast(builder: scylla_cdc::CDCLogReaderBuilder) -> scylla_cdc::CDCLogReade
 /// and when the first attempt had been applied, Scylla logs the write twice, as two log rows
 /// with the same time and different random low bits (spec §6.1). Those are two distinct log
 /// rows, each rightly delivered once, of one write.
-pub fn check_exactly_once_in_order(changes: &[Change], expected: &BTreeMap<i32, i32>) -> i64 {
+pub(crate) fn check_exactly_once_in_order(
+    changes: &[Change],
+    expected: &BTreeMap<i32, i32>,
+) -> i64 {
     let mut rows = BTreeSet::new();
     let mut per_pk: BTreeMap<i32, Vec<(i32, i64)>> = BTreeMap::new();
     let mut checksum = 0i64;
@@ -198,14 +196,14 @@ pub fn check_exactly_once_in_order(changes: &[Change], expected: &BTreeMap<i32, 
 }
 
 /// Per partition: rows written and the sum of their `val`.
-pub type Written = BTreeMap<i32, (i32, i64)>;
+pub(crate) type Written = BTreeMap<i32, (i32, i64)>;
 
 /// Concurrent writers: each owns some partitions and writes `(pk, seq, val)` rows with
 /// `seq = 0, 1, 2, ...` per partition, in order, until stopped.
-pub struct Workload {
+pub(crate) struct Workload {
     stop: Arc<std::sync::atomic::AtomicBool>,
     /// Rounds completed (every partition got one more row per round).
-    pub rounds: Arc<std::sync::atomic::AtomicI32>,
+    pub(crate) rounds: Arc<std::sync::atomic::AtomicI32>,
     tasks: Vec<tokio::task::JoinHandle<anyhow::Result<Written>>>,
 }
 
@@ -226,14 +224,14 @@ fn next_timestamp() -> i64 {
 }
 
 /// The `val` written for `(pk, seq)`.
-pub fn val_of(pk: i32, seq: i32) -> i64 {
+pub(crate) fn val_of(pk: i32, seq: i32) -> i64 {
     (pk as i64) * 1_000_003 + (seq as i64) * 7 + 1
 }
 
 impl Workload {
     /// Starts `writers` writer tasks with `partitions` partitions each on `ks.table`
     /// (`pk int, seq int, val bigint, PRIMARY KEY (pk, seq)`).
-    pub async fn start(
+    pub(crate) async fn start(
         session: Arc<scylla::client::session::Session>,
         ks: &str,
         table: &str,
@@ -296,12 +294,12 @@ impl Workload {
     }
 
     /// Rounds completed by the first writer.
-    pub fn rounds(&self) -> i32 {
+    pub(crate) fn rounds(&self) -> i32 {
         self.rounds.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Stops the writers; returns rows written per partition and the checksum of `val`.
-    pub async fn finish(self) -> anyhow::Result<(BTreeMap<i32, i32>, i64)> {
+    pub(crate) async fn finish(self) -> anyhow::Result<(BTreeMap<i32, i32>, i64)> {
         self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
         let mut expected = BTreeMap::new();
         let mut checksum = 0;
@@ -316,7 +314,7 @@ impl Workload {
 }
 
 /// Creates `ks.table` for the workload, with CDC.
-pub async fn create_workload_table(
+pub(crate) async fn create_workload_table(
     session: &scylla::client::session::Session,
     ks: &str,
     table: &str,
@@ -334,7 +332,7 @@ pub async fn create_workload_table(
 }
 
 /// The number of nodes of the cluster `session` is connected to.
-pub fn node_count(session: &scylla::client::session::Session) -> usize {
+pub(crate) fn node_count(session: &scylla::client::session::Session) -> usize {
     session.get_cluster_state().get_nodes_info().len()
 }
 
@@ -342,7 +340,7 @@ pub fn node_count(session: &scylla::client::session::Session) -> usize {
 /// node count (a real cluster may have fewer nodes than the test would like), and vnodes
 /// (`tablets = {'enabled': false}`): the tests read vnode generations, and Scylla before
 /// 2025.4 refuses CDC on tablet keyspaces, which are the default on recent versions.
-pub async fn create_cdc_keyspace(
+pub(crate) async fn create_cdc_keyspace(
     session: &scylla::client::session::Session,
     ks: &str,
     rf: usize,
@@ -362,7 +360,7 @@ pub async fn create_cdc_keyspace(
 
 /// Drops keyspace `ks` (a real cluster is shared and persistent: tests clean up after
 /// themselves).
-pub async fn drop_keyspace(
+pub(crate) async fn drop_keyspace(
     session: &scylla::client::session::Session,
     ks: &str,
 ) -> anyhow::Result<()> {
@@ -370,4 +368,65 @@ pub async fn drop_keyspace(
         .query_unpaged(format!("DROP KEYSPACE IF EXISTS {ks}"), ())
         .await?;
     Ok(())
+}
+
+/// The metrics recorded by every reader of this test binary: a process has one global
+/// recorder, installed here on first use. A test that reads metrics calls this before it
+/// starts its readers (metrics recorded before the installation are lost).
+pub(crate) fn metrics_recorder() -> &'static Snapshotter {
+    static SNAPSHOTTER: OnceLock<Snapshotter> = OnceLock::new();
+    SNAPSHOTTER.get_or_init(|| {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        recorder.install().expect("the only metrics recorder");
+        snapshotter
+    })
+}
+
+/// Metric values by name and labels.
+pub(crate) type MetricValues = HashMap<(String, Vec<(String, String)>), f64>;
+
+/// Every metric recorded so far in this process, accumulated over snapshots: the debugging
+/// recorder's snapshot resets counters and gauges to 0, and tests running at the same time
+/// each take snapshots, so every snapshot is added to one accumulator: counters are summed,
+/// and a gauge keeps its last non-zero value (0 reads as "not set since the last
+/// snapshot"). Each test reads the metrics of its own keyspace.
+pub(crate) fn metric_values() -> MetricValues {
+    static ACC: OnceLock<Mutex<MetricValues>> = OnceLock::new();
+    let mut acc = ACC
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    for (key, _, _, value) in metrics_recorder().snapshot().into_vec() {
+        let key = key.key();
+        let mut labels: Vec<(String, String)> = key
+            .labels()
+            .map(|l| (l.key().to_owned(), l.value().to_owned()))
+            .collect();
+        labels.sort();
+        let entry = acc.entry((key.name().to_owned(), labels)).or_insert(0.0);
+        match value {
+            DebugValue::Counter(v) => *entry += v as f64,
+            DebugValue::Gauge(v) if v.into_inner() != 0.0 => *entry = v.into_inner(),
+            _ => {}
+        }
+    }
+    acc.clone()
+}
+
+/// The value of metric `name` of table `ks.t` with the extra label, if recorded.
+pub(crate) fn metric(
+    values: &MetricValues,
+    ks: &str,
+    name: &str,
+    extra: Option<(&str, &str)>,
+) -> Option<f64> {
+    values.iter().find_map(|((n, labels), v)| {
+        let has = |k: &str, val: &str| labels.iter().any(|(a, b)| a == k && b == val);
+        (n == name
+            && has("keyspace", ks)
+            && has("table", "t")
+            && extra.is_none_or(|(k, val)| has(k, val)))
+        .then_some(*v)
+    })
 }

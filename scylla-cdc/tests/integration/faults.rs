@@ -4,19 +4,18 @@
 //! Runs against the embedded cluster only (it injects faults and stops a node): with
 //! `SCYLLA_URI` set, it reports itself skipped.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{
-    Collected, Workload, check_exactly_once_in_order, create_cdc_keyspace, create_workload_table,
-    fast, wait_for,
-};
 use scylla_cdc::CDCLogReaderBuilder;
 use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::{EmbeddedCluster, FaultError, FaultRule};
+
+use crate::support::{
+    Collected, Workload, check_exactly_once_in_order, create_cdc_keyspace, create_workload_table,
+    fast, wait_for,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_lose_and_duplicate_nothing() -> anyhow::Result<()> {

@@ -7,23 +7,22 @@
 //! Runs against the embedded cluster only (it counts requests per node and shard and stops a
 //! node): with `SCYLLA_URI` set, the tests report themselves skipped.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use common::{
-    Collected, Workload, check_exactly_once_in_order, create_cdc_keyspace, create_workload_table,
-    fast, wait_for,
-};
 use scylla_cdc::{
     CDCCheckpointSaver, CDCLogReaderBuilder, Checkpoint, GenerationTimestamp, StreamID,
     TableBackedCheckpointSaver,
 };
 use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::{EmbeddedCluster, FaultOpcode};
+
+use crate::support::{
+    Collected, Workload, check_exactly_once_in_order, create_cdc_keyspace, create_workload_table,
+    fast, wait_for,
+};
 
 /// Waits until the log up to `end` can be read (the safety interval of `fast` has passed),
 /// so that the reader reads it in whole windows, never catching up and polling.

@@ -7,8 +7,6 @@
 //! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
 //! set. The embedded cluster uses the loopback range 127.0.91.*.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
@@ -16,7 +14,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, NaiveTime, TimeDelta, Utc};
-use common::{create_cdc_keyspace, drop_keyspace, fast, wait_for};
 use scylla::value::CqlValue;
 use scylla_cdc::decode::{DecodeError, Deletions, ListValues, from_columns};
 use scylla_cdc::{CDCLogReaderBuilder, CDCRow, Consumer, ConsumerFactory, OperationType};
@@ -25,6 +22,8 @@ use scylla_emulator::EmbeddedCluster;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 use uuid::Uuid;
+
+use crate::support::{create_cdc_keyspace, drop_keyspace, fast, wait_for};
 
 /// `CREATE TYPE addr (street text, number int)`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]

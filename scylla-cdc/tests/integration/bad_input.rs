@@ -3,16 +3,15 @@
 //! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
 //! set.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{Collected, create_cdc_keyspace, drop_keyspace};
 use scylla_cdc::{CDCError, CDCLogReaderBuilder};
 use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
+
+use crate::support::{Collected, create_cdc_keyspace, drop_keyspace};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn build_reports_typed_errors() -> anyhow::Result<()> {

@@ -5,19 +5,18 @@
 //! Runs against the embedded cluster only (it adds a node and splits tablets): with
 //! `SCYLLA_URI` set, the tests report themselves skipped.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{
-    Collected, Workload, check_exactly_once_in_order, create_workload_table, fast, wait_for,
-};
 use scylla_cdc::CDCLogReaderBuilder;
 use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
+
+use crate::support::{
+    Collected, Workload, check_exactly_once_in_order, create_workload_table, fast, wait_for,
+};
 
 /// Runs the workload, applies `change` (which returns the new generation's timestamp)
 /// mid-run, and checks what the reader delivered.

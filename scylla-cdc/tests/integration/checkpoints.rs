@@ -4,19 +4,18 @@
 //! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
 //! set.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{
-    Collected, Workload, create_cdc_keyspace, create_workload_table, drop_keyspace, fast, wait_for,
-};
 use scylla_cdc::{CDCCheckpointSaver, CDCLogReaderBuilder, TableBackedCheckpointSaver};
 use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
+
+use crate::support::{
+    Collected, Workload, create_cdc_keyspace, create_workload_table, drop_keyspace, fast, wait_for,
+};
 
 async fn restart_loses_nothing(abrupt: bool) -> anyhow::Result<()> {
     setup_tracing();
@@ -113,7 +112,7 @@ async fn restart_loses_nothing(abrupt: bool) -> anyhow::Result<()> {
     assert_eq!(sum, checksum);
 
     // Duplicates only after the last checkpoint of their stream.
-    let key = |c: &common::Change| (c.stream, c.time, c.seq);
+    let key = |c: &crate::support::Change| (c.stream, c.time, c.seq);
     let first_keys: std::collections::BTreeSet<_> = first.iter().map(key).collect();
     for c in second.iter().filter(|c| first_keys.contains(&key(c))) {
         let cp = checkpoints.get(&c.stream).copied().flatten();
