@@ -8,32 +8,23 @@ use std::time::Duration;
 
 use chrono::Utc;
 use scylla_cdc::{CDCError, CDCLogReaderBuilder};
-use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{Collected, create_cdc_keyspace, drop_keyspace};
+use crate::support::{Collected, cluster_and_keyspace, drop_keyspace, exec};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn build_reports_typed_errors() -> anyhow::Result<()> {
-    setup_tracing();
-    let cluster = TestCluster::start(EmbeddedCluster::builder()).await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
-    session
-        .query_unpaged(
-            format!("CREATE TABLE {ks}.plain (pk int PRIMARY KEY, v int)"),
-            (),
-        )
-        .await?;
-    session
-        .query_unpaged(
-            format!(
-                "CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}"
-            ),
-            (),
-        )
-        .await?;
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder()).await?;
+    exec(
+        &session,
+        format!("CREATE TABLE {ks}.plain (pk int PRIMARY KEY, v int)"),
+    )
+    .await?;
+    exec(
+        &session,
+        format!("CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}"),
+    )
+    .await?;
     let base = || {
         CDCLogReaderBuilder::new()
             .session(session.clone())

@@ -25,10 +25,10 @@ use scylla::value::CqlValue;
 use scylla_cdc::{
     CDCLogReaderBuilder, Change, ChangeConsumer, ChangeConsumerFactory, OperationType, Target,
 };
-use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing};
 use scylla_emulator::{EmbeddedCluster, Preload};
 
-use crate::support::{create_cdc_keyspace, fast, wait_for};
+use crate::support::{exec, fast, new_cdc_keyspace, wait_for};
 
 /// Keeps every change of every stream group.
 #[derive(Clone, Default)]
@@ -160,18 +160,16 @@ async fn changes_arrive_whole_through_one_row_pages() -> anyhow::Result<()> {
         .start()
         .await?;
     let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
+    let ks = new_cdc_keyspace(&session, 1).await?;
     for (t, cdc) in TABLES {
-        session
-            .query_unpaged(
-                format!(
-                    "CREATE TABLE {ks}.{t} (pk int, ck int, s int static, v int, w int, \
+        exec(
+            &session,
+            format!(
+                "CREATE TABLE {ks}.{t} (pk int, ck int, s int static, v int, w int, \
                      m map<int, int>, PRIMARY KEY (pk, ck)) WITH cdc = {cdc}"
-                ),
-                (),
-            )
-            .await?;
+            ),
+        )
+        .await?;
     }
     let start = Utc::now() - chrono::TimeDelta::seconds(1);
     for (t, _) in TABLES {

@@ -9,30 +9,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use scylla_cdc::{CDCCheckpointSaver, CDCLogReaderBuilder, TableBackedCheckpointSaver};
-use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc::{CDCCheckpointSaver, TableBackedCheckpointSaver};
 use scylla_emulator::EmbeddedCluster;
 
 use crate::support::{
-    Collected, Workload, create_cdc_keyspace, create_workload_table, drop_keyspace, fast, wait_for,
+    Collected, Workload, cluster_and_keyspace, create_workload_table, drop_keyspace, reader_of,
+    wait_for,
 };
 
 async fn restart_loses_nothing(abrupt: bool) -> anyhow::Result<()> {
-    setup_tracing();
-    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder().nodes(1)).await?;
     create_workload_table(&session, &ks, "t").await?;
     let saver = || async {
         TableBackedCheckpointSaver::new(session.clone(), &ks, "cdc_checkpoints", &ks, "t").await
     };
     let reader = |collected: Collected, saver: Arc<dyn CDCCheckpointSaver>| {
-        fast(CDCLogReaderBuilder::new())
-            .session(session.clone())
-            .keyspace(&ks)
-            .table_name("t")
-            .consumer_factory(Arc::new(collected))
+        reader_of(&session, &ks, "t", collected)
             .checkpoint_saver(saver)
             .pause_between_saves(Duration::from_millis(200))
     };
@@ -76,18 +68,16 @@ async fn restart_loses_nothing(abrupt: bool) -> anyhow::Result<()> {
     // Changes keep coming while the reader is down; the restart uses the default start
     // ("now"), which saved checkpoints override.
     let before = workload.rounds();
-    wait_for(Duration::from_secs(30), "writes while down", || async {
-        workload.rounds() >= before + 20
-    })
-    .await;
+    workload
+        .wait_for_rounds(before + 20, "writes while down")
+        .await;
     let run2 = Collected::default();
     let (mut r2, h2) = reader(run2.clone(), Arc::new(saver().await?))
         .build()
         .await?;
-    wait_for(Duration::from_secs(30), "writes after restart", || async {
-        workload.rounds() >= before + 40
-    })
-    .await;
+    workload
+        .wait_for_rounds(before + 40, "writes after restart")
+        .await;
     let (expected, checksum) = workload.finish().await?;
     r2.stop_at(Utc::now());
     tokio::time::timeout(Duration::from_secs(60), h2).await??;
@@ -147,11 +137,7 @@ async fn drop_without_stop_and_restart() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkpoint_table_is_shared_by_readers() -> anyhow::Result<()> {
-    setup_tracing();
-    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder().nodes(1)).await?;
     let a = TableBackedCheckpointSaver::new(session.clone(), &ks, "cp", &ks, "a").await?;
     let b = TableBackedCheckpointSaver::new(session.clone(), &ks, "cp", &ks, "b").await?;
     let a2 = TableBackedCheckpointSaver::new(session.clone(), &ks, "cp", &ks, "a")
@@ -183,11 +169,7 @@ async fn checkpoint_table_is_shared_by_readers() -> anyhow::Result<()> {
 /// `create_table_cql`; pointing it at a missing table is an error naming the table.
 #[tokio::test]
 async fn an_existing_checkpoint_table_needs_no_create() -> anyhow::Result<()> {
-    setup_tracing();
-    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder().nodes(1)).await?;
 
     let missing = TableBackedCheckpointSaver::existing(session.clone(), &ks, "progress", &ks, "t")
         .await

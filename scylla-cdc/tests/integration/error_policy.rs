@@ -16,10 +16,10 @@ use scylla_cdc::{
     CDCError, CDCLogReaderBuilder, CDCRow, Change, ChangeConsumer, ChangeConsumerFactory, Consumer,
     ConsumerErrorPolicy, ConsumerFactory, DeadLetterTable, TableBackedCheckpointSaver,
 };
-use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCluster, setup_tracing};
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{create_cdc_keyspace, drop_keyspace, fast, wait_for};
+use crate::support::{create_simple_table, drop_keyspace, exec, fast, new_cdc_keyspace, wait_for};
 
 /// What a [`Picky`] consumer does with the row whose `v` is `bad`.
 #[derive(Clone, Copy)]
@@ -76,17 +76,8 @@ impl Picky {
 
 /// A keyspace with `t (pk int, ck int, v int)` with CDC, and rows v = 0..n in one partition.
 async fn table_with_rows(session: &Session, n: i32) -> anyhow::Result<String> {
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(session, &ks, 1).await?;
-    session
-        .query_unpaged(
-            format!(
-                "CREATE TABLE {ks}.t (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
-                 WITH cdc = {{'enabled': true}}"
-            ),
-            (),
-        )
-        .await?;
+    let ks = new_cdc_keyspace(session, 1).await?;
+    create_simple_table(&session, &ks, "t").await?;
     let insert = session
         .prepare(format!("INSERT INTO {ks}.t (pk, ck, v) VALUES (1, ?, ?)"))
         .await?;
@@ -330,12 +321,11 @@ async fn a_change_given_up_on_goes_to_the_dead_letter_table_as_its_rows() -> any
             (),
         )
         .await?;
-    session
-        .query_unpaged(
-            format!("INSERT INTO {ks}.t (pk, ck, v) VALUES (1, 4, 4)"),
-            (),
-        )
-        .await?;
+    exec(
+        &session,
+        format!("INSERT INTO {ks}.t (pk, ck, v) VALUES (1, 4, 4)"),
+    )
+    .await?;
     let dead_letters = Arc::new(DeadLetterTable::new(session.clone(), &ks, "dead").await?);
     let consumer = PickyChanges {
         bad: 11,

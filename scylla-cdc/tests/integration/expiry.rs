@@ -11,12 +11,12 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use scylla::client::session::Session;
 use scylla_cdc::{CDCLogReaderBuilder, ExpiredGap, ReaderEvent, TableBackedCheckpointSaver};
-use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCluster, setup_tracing};
 use scylla_emulator::EmbeddedCluster;
 
 use crate::support::{
-    Collected, create_cdc_keyspace, drop_keyspace, fast, metric, metric_values, metrics_recorder,
-    wait_for,
+    Collected, cluster_and_keyspace, drop_keyspace, exec, metric, metric_values, metrics_recorder,
+    reader_of, wait_for,
 };
 
 /// The CDC `ttl` of the tables, in seconds: small, yet long enough for a reader to read the
@@ -26,15 +26,14 @@ const TTL: i64 = 6;
 const SAFETY: i64 = 1;
 
 async fn create_table(session: &Session, ks: &str, ttl: i64) -> anyhow::Result<()> {
-    session
-        .query_unpaged(
-            format!(
-                "CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) \
+    exec(
+        session,
+        format!(
+            "CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) \
                  WITH cdc = {{'enabled': true, 'ttl': {ttl}}}"
-            ),
-            (),
-        )
-        .await?;
+        ),
+    )
+    .await?;
     Ok(())
 }
 
@@ -85,6 +84,29 @@ async fn wait_for_expiry(
         || async { Utc::now() > past },
     )
     .await;
+}
+
+/// A test's cluster, a session and a new keyspace with table `t` of CDC `ttl`, the metrics
+/// recorder installed first.
+async fn table_with_ttl(ttl: i64) -> anyhow::Result<(TestCluster, Arc<Session>, String)> {
+    setup_tracing();
+    metrics_recorder();
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder().nodes(1)).await?;
+    create_table(&session, &ks, ttl).await?;
+    Ok((cluster, session, ks))
+}
+
+/// Writes `pk`s 0..10, waits until they have expired, then writes 100..110; returns a time
+/// before the first writes and one after the last.
+async fn expired_then_live(
+    session: &Session,
+    ks: &str,
+) -> anyhow::Result<(DateTime<Utc>, DateTime<Utc>)> {
+    let start = Utc::now();
+    write(session, ks, 0..10).await?;
+    wait_for_expiry(session, ks, 0..10, start).await;
+    write(session, ks, 100..110).await?;
+    Ok((start, Utc::now() + TimeDelta::milliseconds(1)))
 }
 
 /// The `pk`s delivered, sorted.
@@ -148,27 +170,13 @@ fn check_first_readable(gap: &ExpiredGap, before: DateTime<Utc>, after: DateTime
 #[tokio::test]
 async fn a_start_older_than_the_ttl_reports_the_gap_and_delivers_what_is_left() -> anyhow::Result<()>
 {
-    setup_tracing();
-    metrics_recorder();
-    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
-    create_table(&session, &ks, TTL).await?;
+    let (_cluster, session, ks) = table_with_ttl(TTL).await?;
 
-    let start = Utc::now();
-    write(&session, &ks, 0..10).await?;
-    wait_for_expiry(&session, &ks, 0..10, start).await;
-    write(&session, &ks, 100..110).await?;
-    let end = Utc::now() + TimeDelta::milliseconds(1);
+    let (start, end) = expired_then_live(&session, &ks).await?;
 
     let collected = Collected::default();
     let (b, events) = with_events(
-        fast(CDCLogReaderBuilder::new())
-            .session(session.clone())
-            .keyspace(&ks)
-            .table_name("t")
-            .consumer_factory(Arc::new(collected.clone()))
+        reader_of(&session, &ks, "t", collected.clone())
             .start_timestamp(start)
             .end_timestamp(end),
     );
@@ -195,13 +203,7 @@ async fn a_start_older_than_the_ttl_reports_the_gap_and_delivers_what_is_left() 
 
 #[tokio::test]
 async fn a_checkpoint_older_than_the_ttl_reports_the_gap() -> anyhow::Result<()> {
-    setup_tracing();
-    metrics_recorder();
-    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
-    create_table(&session, &ks, TTL).await?;
+    let (_cluster, session, ks) = table_with_ttl(TTL).await?;
     let saver = || async {
         TableBackedCheckpointSaver::new(session.clone(), &ks, "cdc_checkpoints", &ks, "t").await
     };
@@ -211,11 +213,7 @@ async fn a_checkpoint_older_than_the_ttl_reports_the_gap() -> anyhow::Result<()>
     write(&session, &ks, 0..10).await?;
     let end1 = Utc::now() + TimeDelta::milliseconds(1);
     let run1 = Collected::default();
-    let (_r1, h1) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(run1.clone()))
+    let (_r1, h1) = reader_of(&session, &ks, "t", run1.clone())
         .checkpoint_saver(Arc::new(saver().await?))
         .start_timestamp(start)
         .end_timestamp(end1)
@@ -233,11 +231,7 @@ async fn a_checkpoint_older_than_the_ttl_reports_the_gap() -> anyhow::Result<()>
     // rows written while it was down).
     let run2 = Collected::default();
     let (b, events) = with_events(
-        fast(CDCLogReaderBuilder::new())
-            .session(session.clone())
-            .keyspace(&ks)
-            .table_name("t")
-            .consumer_factory(Arc::new(run2.clone()))
+        reader_of(&session, &ks, "t", run2.clone())
             .checkpoint_saver(Arc::new(saver().await?))
             .end_timestamp(end2),
     );
@@ -262,13 +256,7 @@ async fn a_checkpoint_older_than_the_ttl_reports_the_gap() -> anyhow::Result<()>
 
 #[tokio::test]
 async fn with_ttl_0_nothing_expires_and_no_gap_is_reported() -> anyhow::Result<()> {
-    setup_tracing();
-    metrics_recorder();
-    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
-    create_table(&session, &ks, 0).await?;
+    let (_cluster, session, ks) = table_with_ttl(0).await?;
     let start = Utc::now();
     write(&session, &ks, 0..10).await?;
     // With the default TTL of a day this start would be fine too; with `ttl: 0` even a
@@ -276,11 +264,7 @@ async fn with_ttl_0_nothing_expires_and_no_gap_is_reported() -> anyhow::Result<(
     let end = Utc::now() + TimeDelta::milliseconds(1);
     let collected = Collected::default();
     let (b, events) = with_events(
-        fast(CDCLogReaderBuilder::new())
-            .session(session.clone())
-            .keyspace(&ks)
-            .table_name("t")
-            .consumer_factory(Arc::new(collected.clone()))
+        reader_of(&session, &ks, "t", collected.clone())
             .start_timestamp(start - TimeDelta::days(30))
             .end_timestamp(end),
     );
@@ -298,29 +282,15 @@ async fn with_ttl_0_nothing_expires_and_no_gap_is_reported() -> anyhow::Result<(
 /// path moved the start without a word).
 #[tokio::test]
 async fn a_group_member_reports_the_gap_too() -> anyhow::Result<()> {
-    setup_tracing();
-    metrics_recorder();
-    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
-    create_table(&session, &ks, TTL).await?;
+    let (_cluster, session, ks) = table_with_ttl(TTL).await?;
 
-    let start = Utc::now();
-    write(&session, &ks, 0..10).await?;
-    wait_for_expiry(&session, &ks, 0..10, start).await;
-    write(&session, &ks, 100..110).await?;
-    let end = Utc::now() + TimeDelta::milliseconds(1);
+    let (start, end) = expired_then_live(&session, &ks).await?;
 
     let collected = Collected::default();
     let saver =
         TableBackedCheckpointSaver::new(session.clone(), &ks, "cdc_checkpoints", &ks, "t").await?;
     let (b, events) = with_events(
-        fast(CDCLogReaderBuilder::new())
-            .session(session.clone())
-            .keyspace(&ks)
-            .table_name("t")
-            .consumer_factory(Arc::new(collected.clone()))
+        reader_of(&session, &ks, "t", collected.clone())
             .checkpoint_saver(Arc::new(saver))
             .start_timestamp(start)
             .end_timestamp(end)

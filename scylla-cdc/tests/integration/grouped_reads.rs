@@ -13,15 +13,14 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use scylla_cdc::{
-    CDCCheckpointSaver, CDCLogReaderBuilder, Checkpoint, GenerationTimestamp, StreamID,
-    TableBackedCheckpointSaver,
+    CDCCheckpointSaver, Checkpoint, GenerationTimestamp, StreamID, TableBackedCheckpointSaver,
 };
-use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing};
 use scylla_emulator::{EmbeddedCluster, FaultOpcode};
 
 use crate::support::{
-    Collected, Workload, check_exactly_once_in_order, create_cdc_keyspace, create_workload_table,
-    fast, wait_for,
+    Collected, ReadWhileWriting, Workload, check_exactly_once_in_order, create_workload_table,
+    new_cdc_keyspace, reader_of, wait_for,
 };
 
 /// Waits until the log up to `end` can be read (the safety interval of `fast` has passed),
@@ -66,15 +65,11 @@ async fn write_then_read(
     rounds: i32,
 ) -> anyhow::Result<ReadCounts> {
     let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
+    let ks = new_cdc_keyspace(&session, 1).await?;
     create_workload_table(&session, &ks, "t").await?;
     let start = Utc::now() - TimeDelta::seconds(1);
     let workload = Workload::start(session.clone(), &ks, "t", writers, partitions).await?;
-    wait_for(Duration::from_secs(30), "rounds of writes", || async {
-        workload.rounds() >= rounds
-    })
-    .await;
+    workload.wait_for_rounds(rounds, "rounds of writes").await;
     let (expected, checksum) = workload.finish().await?;
     let end = Utc::now();
     let windows = (end - start).num_seconds() as u64 + 1;
@@ -82,11 +77,7 @@ async fn write_then_read(
 
     let before = cluster.request_counts_of(FaultOpcode::Execute);
     let collected = Collected::default();
-    let (_reader, handle) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(collected.clone()))
+    let (_reader, handle) = reader_of(&session, &ks, "t", collected.clone())
         .start_timestamp(start)
         .end_timestamp(end)
         .build()
@@ -181,42 +172,15 @@ async fn a_replica_stopped_and_restarted_loses_and_duplicates_nothing() -> anyho
         .start()
         .await?;
     let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 3).await?;
-    create_workload_table(&session, &ks, "t").await?;
-    let collected = Collected::default();
-    let (mut reader, handle) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(collected.clone()))
-        .start_timestamp(Utc::now() - TimeDelta::seconds(1))
-        .build()
-        .await?;
-    let workload = Workload::start(session.clone(), &ks, "t", 3, 8).await?;
-    wait_for(Duration::from_secs(30), "first reads", || async {
-        collected.len() > 20
-    })
-    .await;
+    let run = ReadWhileWriting::start(&session, new_cdc_keyspace(&session, 3).await?, 3, 8).await?;
+    run.more_rows(20, "first reads").await;
     // The groups whose replica is node 1 are sent elsewhere while it is down, and back to
     // it once it is up.
     let before = cluster.request_counts_of(FaultOpcode::Execute);
     cluster.stop_node(1).await?;
-    let seen = collected.len();
-    wait_for(
-        Duration::from_secs(30),
-        "reads with a node down",
-        || async { collected.len() > seen + 40 },
-    )
-    .await;
+    run.more_rows(40, "reads with a node down").await;
     cluster.start_node(1).await?;
-    let seen = collected.len();
-    wait_for(
-        Duration::from_secs(30),
-        "reads after the node is back",
-        || async { collected.len() > seen + 40 },
-    )
-    .await;
+    run.more_rows(40, "reads after the node is back").await;
     let node_1_back = || {
         let now = cluster.request_counts_of(FaultOpcode::Execute);
         let served = |node| -> u64 {
@@ -235,13 +199,7 @@ async fn a_replica_stopped_and_restarted_loses_and_duplicates_nothing() -> anyho
     )
     .await;
 
-    let (expected, checksum) = workload.finish().await?;
-    reader.stop_at(Utc::now());
-    tokio::time::timeout(Duration::from_secs(60), handle).await??;
-    assert_eq!(
-        check_exactly_once_in_order(&collected.snapshot(), &expected),
-        checksum
-    );
+    run.finish_exactly_once().await?;
     cluster.shutdown().await;
     Ok(())
 }
@@ -298,15 +256,11 @@ async fn resuming_from_per_stream_checkpoints_loses_and_repeats_nothing() -> any
         .start()
         .await?;
     let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
+    let ks = new_cdc_keyspace(&session, 1).await?;
     create_workload_table(&session, &ks, "t").await?;
     let start = Utc::now() - TimeDelta::seconds(1);
     let workload = Workload::start(session.clone(), &ks, "t", 4, 8).await?;
-    wait_for(Duration::from_secs(30), "30 rounds of writes", || async {
-        workload.rounds() >= 30
-    })
-    .await;
+    workload.wait_for_rounds(30, "30 rounds of writes").await;
     workload.finish().await?;
     let end = Utc::now();
 
@@ -356,11 +310,7 @@ async fn resuming_from_per_stream_checkpoints_loses_and_repeats_nothing() -> any
     );
 
     let collected = Collected::default();
-    let (_reader, handle) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(collected.clone()))
+    let (_reader, handle) = reader_of(&session, &ks, "t", collected.clone())
         .checkpoint_saver(saver)
         .should_save_progress(false)
         .start_timestamp(start)

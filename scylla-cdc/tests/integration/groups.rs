@@ -17,12 +17,13 @@ use scylla_cdc::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, CDCRow, Consumer, ConsumerFactory,
     ReaderEvent, StreamID, TableBackedCheckpointSaver, UnitStopReason,
 };
-use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing};
 use scylla_emulator::{EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule};
 use tokio::time::Instant;
 
 use crate::support::{
-    Change, Workload, check_exactly_once_in_order, create_workload_table, wait_for,
+    Change, VNODES_RF3, Workload, check_exactly_once_in_order, create_workload_table, exec,
+    new_keyspace, wait_for,
 };
 
 const LEASE: Duration = Duration::from_secs(2);
@@ -240,13 +241,7 @@ struct Setup {
 
 impl Setup {
     async fn new(session: &Session, replication: &str) -> anyhow::Result<Self> {
-        let ks = unique_keyspace_name();
-        session
-            .query_unpaged(
-                format!("CREATE KEYSPACE {ks} WITH replication = {replication}"),
-                (),
-            )
-            .await?;
+        let ks = new_keyspace(&session, replication).await?;
         create_workload_table(session, &ks, "t").await?;
         Ok(Self {
             ks,
@@ -254,6 +249,23 @@ impl Setup {
             deliveries: Deliveries::default(),
             units: UnitLog::default(),
         })
+    }
+
+    /// Checks the units' log: no two members read one unit at once, and no member
+    /// delivered a row of a unit after another took it over.
+    fn check_units(&self) {
+        self.units.check_never_two_at_once();
+        self.units
+            .check_no_delivery_after_a_takeover(&self.deliveries);
+    }
+
+    /// Checks that the members delivered every change of `expected` once, in order, with
+    /// the workload's `checksum` ([`check_exactly_once_in_order`]).
+    fn check_exactly_once(&self, expected: &BTreeMap<i32, i32>, checksum: i64) {
+        assert_eq!(
+            check_exactly_once_in_order(&self.deliveries.changes(), expected),
+            checksum
+        );
     }
 
     /// A member's builder: fast windows, checkpoints in `ks.checkpoints`, the group `g`.
@@ -440,16 +452,6 @@ async fn start(
     Ok(Some((cluster, session, setup, workload)))
 }
 
-/// Waits until the first writer has written `n` rounds.
-async fn rounds(workload: &Workload, n: i32) {
-    wait_for(Duration::from_secs(30), "rounds of writes", || async {
-        workload.rounds() >= n
-    })
-    .await;
-}
-
-const VNODES: &str = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3} AND tablets = {'enabled': false}";
-
 /// Stops the workload, waits until every change it wrote was delivered, then stops the
 /// readers. A reader that ends before that fails the test with its error; a stall fails it
 /// with the changes still missing and the units each reader holds.
@@ -517,7 +519,7 @@ async fn three_members_share_the_streams_evenly_and_deliver_each_change_once() -
         "three_members_share_the_streams_evenly",
         "kills members",
         3,
-        VNODES,
+        VNODES_RF3,
         4,
     )
     .await?
@@ -537,14 +539,11 @@ async fn three_members_share_the_streams_evenly_and_deliver_each_change_once() -
         let g = r.progress().group.expect("a member reports its group");
         assert_eq!((g.members, g.units), (3, 12), "{g:?}");
     }
-    rounds(&workload, 30).await;
+    workload.wait_for_rounds(30, "rounds of writes").await;
     let (expected, checksum) = finish(workload, &setup, vec![a, b, c]).await?;
     // Hand-overs while balancing are graceful (the giver saves its checkpoint first): no
     // change is delivered twice.
-    assert_eq!(
-        check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
-        checksum
-    );
+    setup.check_exactly_once(&expected, checksum);
     let members: BTreeSet<String> = setup
         .deliveries
         .snapshot()
@@ -561,10 +560,7 @@ async fn three_members_share_the_streams_evenly_and_deliver_each_change_once() -
         leases.local_serial_lwts, 0,
         "LWTs at LOCAL_SERIAL: {leases:?}"
     );
-    setup.units.check_never_two_at_once();
-    setup
-        .units
-        .check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup.check_units();
     cluster.shutdown().await;
     Ok(())
 }
@@ -575,7 +571,7 @@ async fn a_killed_member_s_units_are_taken_over_and_nothing_is_lost() -> anyhow:
         "a_killed_member_s_units_are_taken_over",
         "kills members",
         3,
-        VNODES,
+        VNODES_RF3,
         4,
     )
     .await?
@@ -589,7 +585,7 @@ async fn a_killed_member_s_units_are_taken_over_and_nothing_is_lost() -> anyhow:
         balanced(&[&a.0, &b.0, &c.reader], 12)
     })
     .await;
-    rounds(&workload, 20).await;
+    workload.wait_for_rounds(20, "rounds of writes").await;
     let victims = c.reader.progress().group.unwrap().owned;
     assert_eq!(victims.len(), 4);
     c.kill();
@@ -613,10 +609,7 @@ async fn a_killed_member_s_units_are_taken_over_and_nothing_is_lost() -> anyhow:
         took <= LEASE + WINDOW,
         "the units were taken over {took:?} after the kill"
     );
-    wait_for(Duration::from_secs(30), "more rounds of writes", || async {
-        workload.rounds() >= 40
-    })
-    .await;
+    workload.wait_for_rounds(40, "more rounds of writes").await;
     let (expected, _) = finish(workload, &setup, vec![a, b]).await?;
     let again = check_at_least_once_in_order(&setup.deliveries.changes(), &expected);
     tracing::info!(again, "rows delivered again after the takeover");
@@ -638,10 +631,7 @@ async fn a_killed_member_s_units_are_taken_over_and_nothing_is_lost() -> anyhow:
         late <= 1,
         "{late} rows delivered by the killed member after its kill"
     );
-    setup.units.check_never_two_at_once();
-    setup
-        .units
-        .check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup.check_units();
     cluster.shutdown().await;
     Ok(())
 }
@@ -652,7 +642,7 @@ async fn a_member_that_joins_gets_its_share() -> anyhow::Result<()> {
         "a_member_that_joins_gets_its_share",
         "embedded cluster",
         3,
-        VNODES,
+        VNODES_RF3,
         4,
     )
     .await?
@@ -665,30 +655,23 @@ async fn a_member_that_joins_gets_its_share() -> anyhow::Result<()> {
         balanced(&[&a.0, &b.0], 12)
     })
     .await;
-    rounds(&workload, 15).await;
+    workload.wait_for_rounds(15, "rounds of writes").await;
     let c = setup.member(session.clone(), "c").await?;
     wait_for(Duration::from_secs(30), "4 units per member", || async {
         balanced(&[&a.0, &b.0, &c.0], 12)
     })
     .await;
     let before = workload.rounds();
-    wait_for(Duration::from_secs(30), "more rounds of writes", || async {
-        workload.rounds() >= before + 15
-    })
-    .await;
+    workload
+        .wait_for_rounds(before + 15, "more rounds of writes")
+        .await;
     let (expected, checksum) = finish(workload, &setup, vec![a, b, c]).await?;
-    assert_eq!(
-        check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
-        checksum
-    );
+    setup.check_exactly_once(&expected, checksum);
     assert!(
         setup.deliveries.snapshot().iter().any(|(m, _)| m == "c"),
         "the new member delivered changes"
     );
-    setup.units.check_never_two_at_once();
-    setup
-        .units
-        .check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup.check_units();
     cluster.shutdown().await;
     Ok(())
 }
@@ -699,7 +682,7 @@ async fn a_group_follows_a_generation_switch() -> anyhow::Result<()> {
         "a_group_follows_a_generation_switch",
         "adds a node",
         3,
-        VNODES,
+        VNODES_RF3,
         4,
     )
     .await?
@@ -735,10 +718,7 @@ async fn a_group_follows_a_generation_switch() -> anyhow::Result<()> {
     assert_eq!(check_exactly_once_in_order(&changes, &expected), checksum);
     let cut = new_generation.timestamp_micros();
     assert!(changes.iter().any(|c| c.micros < cut) && changes.iter().any(|c| c.micros >= cut));
-    setup.units.check_never_two_at_once();
-    setup
-        .units
-        .check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup.check_units();
     cluster.shutdown().await;
     Ok(())
 }
@@ -768,16 +748,10 @@ async fn members_share_a_tablet_keyspace_s_streams() -> anyhow::Result<()> {
         balanced(&[&a.0, &b.0, &c.0], 8)
     })
     .await;
-    rounds(&workload, 20).await;
+    workload.wait_for_rounds(20, "rounds of writes").await;
     let (expected, checksum) = finish(workload, &setup, vec![a, b, c]).await?;
-    assert_eq!(
-        check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
-        checksum
-    );
-    setup.units.check_never_two_at_once();
-    setup
-        .units
-        .check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup.check_exactly_once(&expected, checksum);
+    setup.check_units();
     cluster.shutdown().await;
     Ok(())
 }
@@ -788,7 +762,7 @@ async fn members_never_read_one_unit_at_once_under_lease_timeouts() -> anyhow::R
         "members_never_read_one_unit_at_once",
         "injects faults",
         3,
-        VNODES,
+        VNODES_RF3,
         4,
     )
     .await?
@@ -830,10 +804,7 @@ async fn members_never_read_one_unit_at_once_under_lease_timeouts() -> anyhow::R
     .await;
     let (expected, _) = finish(workload, &setup, vec![a, b, c]).await?;
     check_at_least_once_in_order(&setup.deliveries.changes(), &expected);
-    setup.units.check_never_two_at_once();
-    setup
-        .units
-        .check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup.check_units();
     cluster.shutdown().await;
     Ok(())
 }
@@ -855,16 +826,15 @@ async fn a_lease_table_of_another_shape_is_refused_clearly() -> anyhow::Result<(
     )
     .await?;
     // Someone else's table where the lease table would go.
-    session
-        .query_unpaged(
-            format!(
-                "CREATE TABLE {}.checkpoints_leases (group_name text, unit int, owner text, \
+    exec(
+        &session,
+        format!(
+            "CREATE TABLE {}.checkpoints_leases (group_name text, unit int, owner text, \
                  PRIMARY KEY (group_name, unit))",
-                setup.ks
-            ),
-            (),
-        )
-        .await?;
+            setup.ks
+        ),
+    )
+    .await?;
     let err = setup
         .member(session.clone(), "a")
         .await
@@ -902,7 +872,7 @@ async fn a_member_reads_its_units_by_replica() -> anyhow::Result<()> {
         .start()
         .await?;
     let session = cluster.session().await?;
-    let setup = Setup::new(&session, VNODES).await?;
+    let setup = Setup::new(&session, VNODES_RF3).await?;
     let workload = Workload::start(session.clone(), &setup.ks, "t", 2, 8).await?;
     // The first 50 takes fail: the member takes the units in two rounds, reads them in two
     // sets of readers at first, and regroups them once nothing changes hands.
@@ -968,14 +938,8 @@ async fn a_member_reads_its_units_by_replica() -> anyhow::Result<()> {
     )
     .await;
     let (expected, checksum) = finish(workload, &setup, vec![a, b, c]).await?;
-    assert_eq!(
-        check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
-        checksum
-    );
-    setup.units.check_never_two_at_once();
-    setup
-        .units
-        .check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup.check_exactly_once(&expected, checksum);
+    setup.check_units();
     cluster.shutdown().await;
     Ok(())
 }
@@ -986,14 +950,14 @@ async fn members_with_an_end_finish_together() -> anyhow::Result<()> {
         "members_with_an_end_finish_together",
         "embedded cluster",
         3,
-        VNODES,
+        VNODES_RF3,
         4,
     )
     .await?
     else {
         return Ok(());
     };
-    rounds(&workload, 20).await;
+    workload.wait_for_rounds(20, "rounds of writes").await;
     let (expected, checksum) = workload.finish().await?;
     let end = Utc::now();
     let mut members = Vec::new();
@@ -1014,10 +978,7 @@ async fn members_with_an_end_finish_together() -> anyhow::Result<()> {
         result??;
         first_done = Some(first_done.map_or(at, |f| f.min(at)));
     }
-    assert_eq!(
-        check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
-        checksum
-    );
+    setup.check_exactly_once(&expected, checksum);
     // Once everything is read to the end, the members leave without handing each other
     // units to read again: nothing is started after the first one left.
     let first_done = first_done.expect("three members");
@@ -1030,10 +991,7 @@ async fn members_with_an_end_finish_together() -> anyhow::Result<()> {
         .filter(|e| e.1 && e.0 > first_done)
         .count();
     assert_eq!(late_starts, 0, "units were started after a member left");
-    setup.units.check_never_two_at_once();
-    setup
-        .units
-        .check_no_delivery_after_a_takeover(&setup.deliveries);
+    setup.check_units();
     cluster.shutdown().await;
     Ok(())
 }
@@ -1101,12 +1059,9 @@ async fn units_whose_creation_stopped_half_way_are_created_and_read() -> anyhow:
         || async { balanced(&[&a.0], 300) },
     )
     .await;
-    rounds(&workload, 10).await;
+    workload.wait_for_rounds(10, "rounds of writes").await;
     let (expected, checksum) = finish(workload, &setup, vec![a]).await?;
-    assert_eq!(
-        check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
-        checksum
-    );
+    setup.check_exactly_once(&expected, checksum);
     cluster.shutdown().await;
     Ok(())
 }
@@ -1122,7 +1077,7 @@ async fn a_member_whose_lease_requests_hang_stops_delivering_before_a_takeover()
         "a_member_whose_lease_requests_hang_stops_delivering",
         "injects faults",
         3,
-        VNODES,
+        VNODES_RF3,
         4,
     )
     .await?
@@ -1140,7 +1095,7 @@ async fn a_member_whose_lease_requests_hang_stops_delivering_before_a_takeover()
         balanced(&[&a.0, &b.0], 12)
     })
     .await;
-    rounds(&workload, 10).await;
+    workload.wait_for_rounds(10, "rounds of writes").await;
     let hang = cluster.add_fault(
         FaultRule::new()
             .on_node(1)
@@ -1155,7 +1110,7 @@ async fn a_member_whose_lease_requests_hang_stops_delivering_before_a_takeover()
     .await;
     // b delivers for a while, a's requests still hanging.
     let now = workload.rounds();
-    rounds(&workload, now + 10).await;
+    workload.wait_for_rounds(now + 10, "rounds of writes").await;
     cluster.clear_faults();
     wait_for(
         Duration::from_secs(30),
@@ -1307,7 +1262,7 @@ async fn an_idle_member_hands_units_over_without_waiting_out_its_pause() -> anyh
         "an_idle_member_hands_units_over_without_waiting_out_its_pause",
         "embedded cluster",
         3,
-        VNODES,
+        VNODES_RF3,
         2,
     )
     .await?
@@ -1322,7 +1277,7 @@ async fn an_idle_member_hands_units_over_without_waiting_out_its_pause() -> anyh
         balanced(&[&a.0], 12)
     })
     .await;
-    rounds(&workload, 10).await;
+    workload.wait_for_rounds(10, "rounds of writes").await;
     let (expected, checksum) = workload.finish().await?;
     let written: usize = expected.values().map(|n| *n as usize).sum();
     wait_for(
@@ -1357,10 +1312,7 @@ async fn an_idle_member_hands_units_over_without_waiting_out_its_pause() -> anyh
         "leaving waited for paused readers: {:?}",
         stopping.elapsed()
     );
-    assert_eq!(
-        check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
-        checksum
-    );
+    setup.check_exactly_once(&expected, checksum);
     setup.units.check_never_two_at_once();
     cluster.shutdown().await;
     Ok(())
@@ -1378,7 +1330,7 @@ async fn a_member_that_stops_mid_window_repeats_nothing() -> anyhow::Result<()> 
         "a_member_that_stops_mid_window_repeats_nothing",
         "embedded cluster",
         3,
-        VNODES,
+        VNODES_RF3,
         4,
     )
     .await?
@@ -1404,12 +1356,11 @@ async fn a_member_that_stops_mid_window_repeats_nothing() -> anyhow::Result<()> 
     let stops = setup.units.stops(UnitStopReason::Left);
     assert_eq!(stops, 12, "a left every unit after its window");
     let b = setup.member(session.clone(), "b").await?;
-    rounds(&workload, workload.rounds() + 10).await;
+    workload
+        .wait_for_rounds(workload.rounds() + 10, "rounds of writes")
+        .await;
     let (expected, checksum) = finish(workload, &setup, vec![b]).await?;
-    assert_eq!(
-        check_exactly_once_in_order(&setup.deliveries.changes(), &expected),
-        checksum
-    );
+    setup.check_exactly_once(&expected, checksum);
     setup.units.check_never_two_at_once();
     cluster.shutdown().await;
     Ok(())

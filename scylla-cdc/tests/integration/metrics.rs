@@ -6,16 +6,18 @@
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use scylla::client::session::Session;
-use scylla_cdc::{CDCLogReaderBuilder, Progress};
-use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_cdc::Progress;
+use scylla_cdc_test_utils::{embedded_only, setup_tracing};
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{Collected, fast, metric, metric_values, metrics_recorder, wait_for};
+use crate::support::{
+    Collected, VNODES_RF3, create_simple_table, metric, metric_values, metrics_recorder,
+    new_keyspace, reader_of, wait_for,
+};
 
 /// Checks that the metrics of `ks.t` say what `progress` says.
 fn assert_metrics_agree(ks: &str, p: &Progress) {
@@ -96,25 +98,8 @@ async fn metrics_and_progress_count_a_known_workload() -> anyhow::Result<()> {
         .start()
         .await?;
     let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    session
-        .query_unpaged(
-            format!(
-                "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
-                 'replication_factor': 3}} AND tablets = {{'enabled': false}}"
-            ),
-            (),
-        )
-        .await?;
-    session
-        .query_unpaged(
-            format!(
-                "CREATE TABLE {ks}.t (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
-                 WITH cdc = {{'enabled': true}}"
-            ),
-            (),
-        )
-        .await?;
+    let ks = new_keyspace(&session, VNODES_RF3).await?;
+    create_simple_table(&session, &ks, "t").await?;
     let generation = latest_generation(&session).await?;
     let start = Utc::now() - TimeDelta::seconds(1);
 
@@ -145,11 +130,7 @@ async fn metrics_and_progress_count_a_known_workload() -> anyhow::Result<()> {
     let written_until = Utc::now();
 
     let collected = Collected::default();
-    let (mut reader, handle) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(collected.clone()))
+    let (mut reader, handle) = reader_of(&session, &ks, "t", collected.clone())
         .start_timestamp(start)
         .build()
         .await?;

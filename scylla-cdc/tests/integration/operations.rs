@@ -3,16 +3,16 @@
 //! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
 //! set.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
 use scylla::value::{CqlTimestamp, CqlValue};
-use scylla_cdc::{CDCLogReaderBuilder, OperationType};
-use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc::OperationType;
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{Change, Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
+use crate::support::{
+    Change, Collected, cluster_and_keyspace, drop_keyspace, exec, reader_of, wait_for,
+};
 
 /// The rows of partition `pk`, in delivery order.
 fn of_pk(changes: &[Change], pk: i32) -> Vec<Change> {
@@ -29,36 +29,30 @@ fn ops(changes: &[Change]) -> Vec<OperationType> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_operation_and_type_arrives_intact() -> anyhow::Result<()> {
-    setup_tracing();
-    let cluster = TestCluster::start(EmbeddedCluster::builder()).await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder()).await?;
     session
         .query_unpaged(format!("CREATE TYPE {ks}.ut (a int, b text)"), ())
         .await?;
-    session
-        .query_unpaged(
-            format!(
-                "CREATE TABLE {ks}.t (pk int, ck int, s int static, v int, \
+    exec(
+        &session,
+        format!(
+            "CREATE TABLE {ks}.t (pk int, ck int, s int static, v int, \
                  l list<text>, st set<int>, m map<int, text>, u frozen<ut>, nu ut, \
                  tup tuple<int, text>, a ascii, b bigint, bl blob, bo boolean, d date, \
                  dc decimal, db double, du duration, f float, i inet, si smallint, \
                  ti tinyint, tm time, ts timestamp, tu timeuuid, uu uuid, vi varint, tx text, \
                  PRIMARY KEY (pk, ck)) WITH cdc = {{'enabled': true}}"
-            ),
-            (),
-        )
-        .await?;
-    session
-        .query_unpaged(
-            format!(
-                "CREATE TABLE {ks}.img (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
+        ),
+    )
+    .await?;
+    exec(
+        &session,
+        format!(
+            "CREATE TABLE {ks}.img (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
                  WITH cdc = {{'enabled': true, 'preimage': true, 'postimage': true}}"
-            ),
-            (),
-        )
-        .await?;
+        ),
+    )
+    .await?;
 
     let start = Utc::now() - chrono::TimeDelta::seconds(1);
     let statements = [
@@ -86,34 +80,24 @@ async fn every_operation_and_type_arrives_intact() -> anyhow::Result<()> {
     for s in statements {
         session.query_unpaged(s.replace("{ks}", &ks), ()).await?;
     }
-    session
-        .query_unpaged(
-            format!("INSERT INTO {ks}.img (pk, ck, v) VALUES (1, 1, 1)"),
-            (),
-        )
-        .await?;
-    session
-        .query_unpaged(
-            format!("UPDATE {ks}.img SET v = 2 WHERE pk = 1 AND ck = 1"),
-            (),
-        )
-        .await?;
+    exec(
+        &session,
+        format!("INSERT INTO {ks}.img (pk, ck, v) VALUES (1, 1, 1)"),
+    )
+    .await?;
+    exec(
+        &session,
+        format!("UPDATE {ks}.img SET v = 2 WHERE pk = 1 AND ck = 1"),
+    )
+    .await?;
 
     let collected = Collected::default();
-    let (mut reader, handle) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(collected.clone()))
+    let (mut reader, handle) = reader_of(&session, &ks, "t", collected.clone())
         .start_timestamp(start)
         .build()
         .await?;
     let images = Collected::default();
-    let (mut img_reader, img_handle) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("img")
-        .consumer_factory(Arc::new(images.clone()))
+    let (mut img_reader, img_handle) = reader_of(&session, &ks, "img", images.clone())
         .start_timestamp(start)
         .build()
         .await?;

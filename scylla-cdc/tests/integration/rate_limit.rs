@@ -5,15 +5,15 @@
 //! set. The embedded cluster uses the loopback range 127.0.83.*.
 
 use std::net::Ipv4Addr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
-use scylla_cdc::{CDCError, CDCLogReaderBuilder};
-use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc::CDCError;
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
+use crate::support::{
+    Collected, cluster_and_keyspace, create_simple_table, drop_keyspace, reader_of, wait_for,
+};
 
 /// The cap: low enough for a shared, noisy machine to keep up with easily.
 const CAP: u64 = 1000;
@@ -26,25 +26,13 @@ const BATCHES: i32 = 10;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rate_limit_holds_over_ten_seconds() -> anyhow::Result<()> {
-    setup_tracing();
-    let cluster = TestCluster::start(
+    let (cluster, session, ks) = cluster_and_keyspace(
         EmbeddedCluster::builder()
             .nodes(1)
             .address(Ipv4Addr::new(127, 0, 83, 1)),
     )
     .await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
-    session
-        .query_unpaged(
-            format!(
-                "CREATE TABLE {ks}.t (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
-                 WITH cdc = {{'enabled': true}}"
-            ),
-            (),
-        )
-        .await?;
+    create_simple_table(&session, &ks, "t").await?;
     let start = Utc::now() - TimeDelta::seconds(1);
     let insert = session
         .prepare(format!("INSERT INTO {ks}.t (pk, ck, v) VALUES (?, ?, ?)"))
@@ -64,11 +52,7 @@ async fn the_rate_limit_holds_over_ten_seconds() -> anyhow::Result<()> {
     let total = (PARTITIONS * BATCH * BATCHES) as usize;
 
     // Zero is refused.
-    let zero = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(Collected::default()))
+    let zero = reader_of(&session, &ks, "t", Collected::default())
         .max_rows_per_second(0)
         .build()
         .await;
@@ -79,11 +63,7 @@ async fn the_rate_limit_holds_over_ten_seconds() -> anyhow::Result<()> {
     );
 
     let collected = Collected::default();
-    let (mut reader, handle) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(collected.clone()))
+    let (mut reader, handle) = reader_of(&session, &ks, "t", collected.clone())
         .start_timestamp(start)
         .max_rows_per_second(CAP)
         .build()

@@ -5,69 +5,66 @@
 //! Runs against the embedded cluster, or against the real Scylla of `SCYLLA_URI` when it is
 //! set.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
 use scylla::value::CqlValue;
-use scylla_cdc::{CDCLogReaderBuilder, OperationType};
-use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc::OperationType;
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{Collected, create_cdc_keyspace, drop_keyspace, fast, wait_for};
+use crate::support::{Collected, cluster_and_keyspace, drop_keyspace, exec, reader_of, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn columns_added_and_dropped_while_reading() -> anyhow::Result<()> {
-    setup_tracing();
-    let cluster = TestCluster::start(EmbeddedCluster::builder()).await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
-    let run = |cql: String| {
-        let session = session.clone();
-        async move { session.query_unpaged(cql, ()).await.map(|_| ()) }
-    };
-    run(format!(
-        "CREATE TABLE {ks}.t (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
+    let (_cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder()).await?;
+    exec(
+        &session,
+        format!(
+            "CREATE TABLE {ks}.t (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
          WITH cdc = {{'enabled': true}}"
-    ))
+        ),
+    )
     .await?;
     let start = Utc::now() - chrono::TimeDelta::seconds(1);
     let collected = Collected::default();
-    let (mut reader, handle) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(collected.clone()))
+    let (mut reader, handle) = reader_of(&session, &ks, "t", collected.clone())
         .start_timestamp(start)
         .build()
         .await?;
-    run(format!("INSERT INTO {ks}.t (pk, ck, v) VALUES (1, 1, 10)")).await?;
+    exec(
+        &session,
+        format!("INSERT INTO {ks}.t (pk, ck, v) VALUES (1, 1, 10)"),
+    )
+    .await?;
     wait_for(Duration::from_secs(30), "the first row", || async {
         collected.len() >= 1
     })
     .await;
-    run(format!("ALTER TABLE {ks}.t ADD w text")).await?;
-    run(format!(
-        "INSERT INTO {ks}.t (pk, ck, v, w) VALUES (1, 2, 20, 'two')"
-    ))
+    exec(&session, format!("ALTER TABLE {ks}.t ADD w text")).await?;
+    exec(
+        &session,
+        format!("INSERT INTO {ks}.t (pk, ck, v, w) VALUES (1, 2, 20, 'two')"),
+    )
     .await?;
     wait_for(Duration::from_secs(30), "the row with w", || async {
         collected.len() >= 2
     })
     .await;
-    run(format!("ALTER TABLE {ks}.t DROP v")).await?;
-    run(format!(
-        "INSERT INTO {ks}.t (pk, ck, w) VALUES (1, 3, 'three')"
-    ))
+    exec(&session, format!("ALTER TABLE {ks}.t DROP v")).await?;
+    exec(
+        &session,
+        format!("INSERT INTO {ks}.t (pk, ck, w) VALUES (1, 3, 'three')"),
+    )
     .await?;
-    run(format!(
-        "ALTER TABLE {ks}.t WITH cdc = {{'enabled': true, 'preimage': true}}"
-    ))
+    exec(
+        &session,
+        format!("ALTER TABLE {ks}.t WITH cdc = {{'enabled': true, 'preimage': true}}"),
+    )
     .await?;
-    run(format!(
-        "UPDATE {ks}.t SET w = 'four' WHERE pk = 1 AND ck = 3"
-    ))
+    exec(
+        &session,
+        format!("UPDATE {ks}.t SET w = 'four' WHERE pk = 1 AND ck = 3"),
+    )
     .await?;
     // 1 + 1 + 1 + (pre-image + update) = 5 rows.
     wait_for(Duration::from_secs(30), "every row", || async {
@@ -97,38 +94,36 @@ async fn columns_added_and_dropped_while_reading() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabling_cdc_ends_the_reader_after_everything_logged() -> anyhow::Result<()> {
-    setup_tracing();
-    let cluster = TestCluster::start(EmbeddedCluster::builder()).await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
-    let run = |cql: String| {
-        let session = session.clone();
-        async move { session.query_unpaged(cql, ()).await.map(|_| ()) }
-    };
-    run(format!(
-        "CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}"
-    ))
+    let (_cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder()).await?;
+    exec(
+        &session,
+        format!("CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}"),
+    )
     .await?;
     let collected = Collected::default();
-    let (_reader, handle) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(collected.clone()))
+    let (_reader, handle) = reader_of(&session, &ks, "t", collected.clone())
         .start_timestamp(Utc::now() - chrono::TimeDelta::seconds(1))
         .build()
         .await?;
     for pk in 0..3 {
-        run(format!("INSERT INTO {ks}.t (pk, v) VALUES ({pk}, {pk})")).await?;
+        exec(
+            &session,
+            format!("INSERT INTO {ks}.t (pk, v) VALUES ({pk}, {pk})"),
+        )
+        .await?;
     }
     // Disabled right after the writes, before the reader can have read them all (they are
     // inside its safety interval): they must still be delivered.
-    run(format!(
-        "ALTER TABLE {ks}.t WITH cdc = {{'enabled': false}}"
-    ))
+    exec(
+        &session,
+        format!("ALTER TABLE {ks}.t WITH cdc = {{'enabled': false}}"),
+    )
     .await?;
-    run(format!("INSERT INTO {ks}.t (pk, v) VALUES (9, 9)")).await?;
+    exec(
+        &session,
+        format!("INSERT INTO {ks}.t (pk, v) VALUES (9, 9)"),
+    )
+    .await?;
     let result = tokio::time::timeout(Duration::from_secs(60), handle).await?;
     match result {
         Err(scylla_cdc::CDCError::CdcDisabled {

@@ -4,18 +4,16 @@
 //!
 //! Embedded cluster only: the page limits are lowered on the cluster.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
 use scylla::client::session::Session;
 use scylla::response::{PagingState, PagingStateResponse};
 use scylla::statement::unprepared::Statement;
-use scylla_cdc::CDCLogReaderBuilder;
-use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::setup_tracing;
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{Collected, create_cdc_keyspace, fast, wait_for};
+use crate::support::{Collected, new_cdc_keyspace, reader_of, wait_for};
 
 /// Bytes of each live row's blob: two rows take a page past the cluster's 5,000 bytes.
 const BLOB: usize = 3000;
@@ -104,8 +102,7 @@ async fn every_row_arrives_through_short_and_empty_pages() -> anyhow::Result<()>
         .start()
         .await?;
     let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
+    let ks = new_cdc_keyspace(&session, 1).await?;
     let start = Utc::now() - chrono::TimeDelta::seconds(1);
     let live = log_with_expired_and_large_rows(&session, &ks).await?;
 
@@ -119,11 +116,7 @@ async fn every_row_arrives_through_short_and_empty_pages() -> anyhow::Result<()>
     assert_eq!(sizes.iter().sum::<usize>(), live.len());
 
     let collected = Collected::default();
-    let (mut reader, handle) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(collected.clone()))
+    let (mut reader, handle) = reader_of(&session, &ks, "t", collected.clone())
         .start_timestamp(start)
         // One window over the whole log: its pages are the short and empty ones above.
         .window_size(Duration::from_secs(600))

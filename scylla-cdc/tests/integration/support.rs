@@ -9,8 +9,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use scylla::client::session::Session;
 use scylla::value::CqlValue;
-use scylla_cdc::{CDCRow, Consumer, ConsumerFactory, OperationType, StreamID};
+use scylla_cdc::{
+    CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, CDCRow, Consumer, ConsumerFactory,
+    OperationType, StreamID,
+};
+use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_emulator::ClusterBuilder;
 use uuid::Uuid;
 
 /// An owned copy of a delivered row.
@@ -136,8 +142,23 @@ where
     }
 }
 
+/// A reader of `ks.table` with [`fast`] windows, delivering every row to `consumers`; the
+/// test adds its start, end and other settings, then builds it.
+pub(crate) fn reader_of(
+    session: &Arc<Session>,
+    ks: &str,
+    table: &str,
+    consumers: impl ConsumerFactory + 'static,
+) -> CDCLogReaderBuilder {
+    fast(CDCLogReaderBuilder::new())
+        .session(session.clone())
+        .keyspace(ks)
+        .table_name(table)
+        .consumer_factory(Arc::new(consumers))
+}
+
 /// Small windows so that tests run in seconds.
-pub(crate) fn fast(builder: scylla_cdc::CDCLogReaderBuilder) -> scylla_cdc::CDCLogReaderBuilder {
+pub(crate) fn fast(builder: CDCLogReaderBuilder) -> CDCLogReaderBuilder {
     builder
         .window_size(Duration::from_secs(1))
         .safety_interval(Duration::from_secs(1))
@@ -232,7 +253,7 @@ impl Workload {
     /// Starts `writers` writer tasks with `partitions` partitions each on `ks.table`
     /// (`pk int, seq int, val bigint, PRIMARY KEY (pk, seq)`).
     pub(crate) async fn start(
-        session: Arc<scylla::client::session::Session>,
+        session: Arc<Session>,
         ks: &str,
         table: &str,
         writers: i32,
@@ -298,6 +319,14 @@ impl Workload {
         self.rounds.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// Waits (at most 30 s) until the first writer has completed `n` rounds.
+    pub(crate) async fn wait_for_rounds(&self, n: i32, what: &str) {
+        wait_for(Duration::from_secs(30), what, || async {
+            self.rounds() >= n
+        })
+        .await;
+    }
+
     /// Stops the writers; returns rows written per partition and the checksum of `val`.
     pub(crate) async fn finish(self) -> anyhow::Result<(BTreeMap<i32, i32>, i64)> {
         self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -313,9 +342,66 @@ impl Workload {
     }
 }
 
+/// A reader reading the workload table while [`Workload`] writers write to it.
+pub(crate) struct ReadWhileWriting {
+    pub(crate) ks: String,
+    /// What the reader delivered.
+    pub(crate) collected: Collected,
+    pub(crate) reader: CDCLogReader,
+    pub(crate) handle: CDCReaderHandle,
+    pub(crate) workload: Workload,
+}
+
+impl ReadWhileWriting {
+    /// Creates the workload table `t` in keyspace `ks`, starts a reader of it from a second
+    /// ago, then `writers` writers of `partitions` partitions each.
+    pub(crate) async fn start(
+        session: &Arc<Session>,
+        ks: String,
+        writers: i32,
+        partitions: i32,
+    ) -> anyhow::Result<Self> {
+        create_workload_table(session, &ks, "t").await?;
+        let collected = Collected::default();
+        let (reader, handle) = reader_of(session, &ks, "t", collected.clone())
+            .start_timestamp(chrono::Utc::now() - chrono::TimeDelta::seconds(1))
+            .build()
+            .await?;
+        let workload = Workload::start(session.clone(), &ks, "t", writers, partitions).await?;
+        Ok(Self {
+            ks,
+            collected,
+            reader,
+            handle,
+            workload,
+        })
+    }
+
+    /// Waits (at most 30 s) until the reader has delivered `n` rows more than it has now.
+    pub(crate) async fn more_rows(&self, n: usize, what: &str) {
+        let seen = self.collected.len();
+        wait_for(Duration::from_secs(30), what, || async {
+            self.collected.len() > seen + n
+        })
+        .await;
+    }
+
+    /// Stops the writers, lets the reader read up to now, and checks that it delivered
+    /// every write once, in order ([`check_exactly_once_in_order`]); returns what it
+    /// delivered.
+    pub(crate) async fn finish_exactly_once(mut self) -> anyhow::Result<Vec<Change>> {
+        let (expected, checksum) = self.workload.finish().await?;
+        self.reader.stop_at(chrono::Utc::now());
+        tokio::time::timeout(Duration::from_secs(60), self.handle).await??;
+        let changes = self.collected.snapshot();
+        assert_eq!(check_exactly_once_in_order(&changes, &expected), checksum);
+        Ok(changes)
+    }
+}
+
 /// Creates `ks.table` for the workload, with CDC.
 pub(crate) async fn create_workload_table(
-    session: &scylla::client::session::Session,
+    session: &Session,
     ks: &str,
     table: &str,
 ) -> anyhow::Result<()> {
@@ -331,8 +417,18 @@ pub(crate) async fn create_workload_table(
     Ok(())
 }
 
+/// Runs a statement, with the statement in the error.
+pub(crate) async fn exec(session: &Session, cql: impl AsRef<str>) -> anyhow::Result<()> {
+    let cql = cql.as_ref();
+    session
+        .query_unpaged(cql, ())
+        .await
+        .map_err(|e| anyhow::anyhow!("`{cql}`: {e}"))?;
+    Ok(())
+}
+
 /// The number of nodes of the cluster `session` is connected to.
-pub(crate) fn node_count(session: &scylla::client::session::Session) -> usize {
+pub(crate) fn node_count(session: &Session) -> usize {
     session.get_cluster_state().get_nodes_info().len()
 }
 
@@ -341,7 +437,7 @@ pub(crate) fn node_count(session: &scylla::client::session::Session) -> usize {
 /// (`tablets = {'enabled': false}`): the tests read vnode generations, and Scylla before
 /// 2025.4 refuses CDC on tablet keyspaces, which are the default on recent versions.
 pub(crate) async fn create_cdc_keyspace(
-    session: &scylla::client::session::Session,
+    session: &Session,
     ks: &str,
     rf: usize,
 ) -> anyhow::Result<()> {
@@ -358,12 +454,62 @@ pub(crate) async fn create_cdc_keyspace(
     Ok(())
 }
 
+/// Creates `ks.table (pk int, ck int, v int, PRIMARY KEY (pk, ck))` with CDC.
+pub(crate) async fn create_simple_table(
+    session: &Session,
+    ks: &str,
+    table: &str,
+) -> anyhow::Result<()> {
+    exec(
+        session,
+        format!(
+            "CREATE TABLE {ks}.{table} (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
+             WITH cdc = {{'enabled': true}}"
+        ),
+    )
+    .await
+}
+
+/// The start of a test that runs on any cluster: its cluster (the embedded one of
+/// `builder`, or the real Scylla of `SCYLLA_URI`: [`TestCluster`]), a session, and a new
+/// keyspace for CDC tables with one replica; tracing set up.
+pub(crate) async fn cluster_and_keyspace(
+    builder: ClusterBuilder,
+) -> anyhow::Result<(TestCluster, Arc<Session>, String)> {
+    setup_tracing();
+    let cluster = TestCluster::start(builder).await?;
+    let session = cluster.session().await?;
+    let ks = new_cdc_keyspace(&session, 1).await?;
+    Ok((cluster, session, ks))
+}
+
+/// A new keyspace for CDC tables ([`create_cdc_keyspace`]); returns its name.
+pub(crate) async fn new_cdc_keyspace(session: &Session, rf: usize) -> anyhow::Result<String> {
+    let ks = unique_keyspace_name();
+    create_cdc_keyspace(session, &ks, rf).await?;
+    Ok(ks)
+}
+
+/// A new keyspace with `replication` (the map, and any `AND ...` options after it), for a
+/// test of the embedded cluster that needs these exact settings; returns its name.
+pub(crate) async fn new_keyspace(session: &Session, replication: &str) -> anyhow::Result<String> {
+    let ks = unique_keyspace_name();
+    session
+        .query_unpaged(
+            format!("CREATE KEYSPACE {ks} WITH replication = {replication}"),
+            (),
+        )
+        .await?;
+    Ok(ks)
+}
+
+/// Three replicas of every vnode.
+pub(crate) const VNODES_RF3: &str = "{'class': 'NetworkTopologyStrategy', \
+    'replication_factor': 3} AND tablets = {'enabled': false}";
+
 /// Drops keyspace `ks` (a real cluster is shared and persistent: tests clean up after
 /// themselves).
-pub(crate) async fn drop_keyspace(
-    session: &scylla::client::session::Session,
-    ks: &str,
-) -> anyhow::Result<()> {
+pub(crate) async fn drop_keyspace(session: &Session, ks: &str) -> anyhow::Result<()> {
     session
         .query_unpaged(format!("DROP KEYSPACE IF EXISTS {ks}"), ())
         .await?;

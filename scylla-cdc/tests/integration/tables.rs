@@ -16,10 +16,10 @@ use scylla_cdc::{
     CDCCheckpointSaver, CDCLogReaderBuilder, CDCRow, Consumer, ConsumerFactory,
     TableBackedCheckpointSaver,
 };
-use scylla_cdc_test_utils::{TestCluster, embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{drop_keyspace, fast, wait_for};
+use crate::support::{cluster_and_keyspace, drop_keyspace, exec, fast, wait_for};
 
 /// A delivered row: the table its consumer was made for, the row's `table()`, and `v`.
 type Seen = (String, String, i32);
@@ -87,15 +87,14 @@ impl ConsumerFactory for Rows {
 
 async fn create_tables(session: &Session, ks: &str) -> anyhow::Result<()> {
     for t in ["t1", "t2"] {
-        session
-            .query_unpaged(
-                format!(
-                    "CREATE TABLE {ks}.{t} (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
+        exec(
+            &session,
+            format!(
+                "CREATE TABLE {ks}.{t} (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
                      WITH cdc = {{'enabled': true}}"
-                ),
-                (),
-            )
-            .await?;
+            ),
+        )
+        .await?;
     }
     Ok(())
 }
@@ -137,16 +136,12 @@ async fn stop_now(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_table_added_to_a_reader_starts_at_the_start_and_the_other_resumes() -> anyhow::Result<()>
 {
-    setup_tracing();
-    let cluster = TestCluster::start(
+    let (cluster, session, ks) = cluster_and_keyspace(
         EmbeddedCluster::builder()
             .nodes(1)
             .address(Ipv4Addr::new(127, 0, 84, 1)),
     )
     .await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    crate::support::create_cdc_keyspace(&session, &ks, 1).await?;
     create_tables(&session, &ks).await?;
     let saver: Arc<dyn CDCCheckpointSaver> = Arc::new(
         TableBackedCheckpointSaver::new(session.clone(), &ks, "cdc_checkpoints", &ks, "t1").await?,
@@ -226,15 +221,14 @@ async fn two_tables_of_a_tablet_keyspace_in_one_reader() -> anyhow::Result<()> {
         .await?;
     let session = cluster.session().await?;
     let ks = unique_keyspace_name();
-    session
-        .query_unpaged(
-            format!(
-                "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
+    exec(
+        &session,
+        format!(
+            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
                  'replication_factor': 1}} AND tablets = {{'initial': 4}}"
-            ),
-            (),
-        )
-        .await?;
+        ),
+    )
+    .await?;
     create_tables(&session, &ks).await?;
     let rows = Rows::default();
     let (r, h) = fast(CDCLogReaderBuilder::new())
@@ -265,23 +259,18 @@ async fn two_tables_of_a_tablet_keyspace_in_one_reader() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_table_or_one_without_cdc_is_named() -> anyhow::Result<()> {
-    setup_tracing();
-    let cluster = TestCluster::start(
+    let (cluster, session, ks) = cluster_and_keyspace(
         EmbeddedCluster::builder()
             .nodes(1)
             .address(Ipv4Addr::new(127, 0, 84, 21)),
     )
     .await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    crate::support::create_cdc_keyspace(&session, &ks, 1).await?;
     create_tables(&session, &ks).await?;
-    session
-        .query_unpaged(
-            format!("CREATE TABLE {ks}.plain (pk int PRIMARY KEY, v int)"),
-            (),
-        )
-        .await?;
+    exec(
+        &session,
+        format!("CREATE TABLE {ks}.plain (pk int PRIMARY KEY, v int)"),
+    )
+    .await?;
     let build = |tables: &[&str]| {
         CDCLogReaderBuilder::new()
             .session(session.clone())

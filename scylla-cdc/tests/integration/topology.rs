@@ -6,17 +6,13 @@
 //! `SCYLLA_URI` set, the tests report themselves skipped.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use scylla_cdc::CDCLogReaderBuilder;
-use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing};
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{
-    Collected, Workload, check_exactly_once_in_order, create_workload_table, fast, wait_for,
-};
+use crate::support::{ReadWhileWriting, new_keyspace, wait_for};
 
 /// Runs the workload, applies `change` (which returns the new generation's timestamp)
 /// mid-run, and checks what the reader delivered.
@@ -30,31 +26,12 @@ where
     Fut: std::future::Future<Output = anyhow::Result<chrono::DateTime<Utc>>>,
 {
     let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    session
-        .query_unpaged(
-            format!("CREATE KEYSPACE {ks} WITH replication = {replication}"),
-            (),
-        )
-        .await?;
-    create_workload_table(&session, &ks, "t").await?;
-
-    let collected = Collected::default();
-    let (mut reader, handle) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(collected.clone()))
-        .start_timestamp(Utc::now() - chrono::TimeDelta::seconds(1))
-        .build()
-        .await?;
-
-    let workload = Workload::start(session.clone(), &ks, "t", 4, 8).await?;
-    wait_for(Duration::from_secs(30), "20 rounds of writes", || async {
-        workload.rounds() >= 20
-    })
-    .await;
-    let new_generation = change(ks.clone()).await?;
+    let run =
+        ReadWhileWriting::start(&session, new_keyspace(&session, replication).await?, 4, 8).await?;
+    run.workload
+        .wait_for_rounds(20, "20 rounds of writes")
+        .await;
+    let new_generation = change(run.ks.clone()).await?;
     // Keep writing well into the new generation.
     wait_for(
         Duration::from_secs(60),
@@ -62,18 +39,11 @@ where
         || async { Utc::now() > new_generation + chrono::TimeDelta::seconds(2) },
     )
     .await;
-    let before = workload.rounds();
-    wait_for(Duration::from_secs(30), "20 more rounds", || async {
-        workload.rounds() >= before + 20
-    })
-    .await;
-    let (expected, checksum) = workload.finish().await?;
-    reader.stop_at(Utc::now());
-    tokio::time::timeout(Duration::from_secs(60), handle).await??;
-
-    let changes = collected.snapshot();
-    let got_checksum = check_exactly_once_in_order(&changes, &expected);
-    assert_eq!(got_checksum, checksum);
+    let before = run.workload.rounds();
+    run.workload
+        .wait_for_rounds(before + 20, "20 more rounds")
+        .await;
+    let changes = run.finish_exactly_once().await?;
     // Rows of both generations were read, from different streams.
     let cut = new_generation.timestamp_micros();
     let old: BTreeSet<_> = changes

@@ -16,14 +16,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, NaiveTime, TimeDelta, Utc};
 use scylla::value::CqlValue;
 use scylla_cdc::decode::{DecodeError, Deletions, ListValues, from_columns};
-use scylla_cdc::{CDCLogReaderBuilder, CDCRow, Consumer, ConsumerFactory, OperationType};
-use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc::{CDCRow, Consumer, ConsumerFactory, OperationType};
 use scylla_emulator::EmbeddedCluster;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteBuf;
 use uuid::Uuid;
 
-use crate::support::{create_cdc_keyspace, drop_keyspace, fast, wait_for};
+use crate::support::{cluster_and_keyspace, drop_keyspace, reader_of, wait_for};
 
 /// `CREATE TYPE addr (street text, number int)`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -173,16 +172,12 @@ const UU: &str = "11111111-2222-3333-4444-555555555555";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_cql_type_decodes_into_a_struct() -> anyhow::Result<()> {
-    setup_tracing();
-    let cluster = TestCluster::start(
+    let (cluster, session, ks) = cluster_and_keyspace(
         EmbeddedCluster::builder()
             .nodes(1)
             .address(Ipv4Addr::new(127, 0, 91, 1)),
     )
     .await?;
-    let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    create_cdc_keyspace(&session, &ks, 1).await?;
     let ddl = [
         "CREATE TYPE {ks}.addr (street text, number int)",
         "CREATE TABLE {ks}.t (pk int, ck bigint, a ascii, tx text, vc varchar, bi bigint, \
@@ -228,11 +223,7 @@ async fn every_cql_type_decodes_into_a_struct() -> anyhow::Result<()> {
     }
 
     let decoded = Decoder::default();
-    let (mut reader, handle) = fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(&ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(decoded.clone()))
+    let (mut reader, handle) = reader_of(&session, &ks, "t", decoded.clone())
         .start_timestamp(start)
         .build()
         .await?;

@@ -12,12 +12,14 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use scylla::client::session::Session;
-use scylla_cdc::{CDCLogReader, CDCLogReaderBuilder, TableBackedCheckpointSaver};
-use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
+use scylla_cdc::{CDCLogReader, TableBackedCheckpointSaver};
+use scylla_cdc_test_utils::{embedded_only, setup_tracing};
 use scylla_emulator::EmbeddedCluster;
 use uuid::Uuid;
 
-use crate::support::{Collected, Workload, create_workload_table, fast, wait_for};
+use crate::support::{
+    Collected, VNODES_RF3, Workload, create_workload_table, new_keyspace, reader_of,
+};
 
 /// A watermark update as observed: the watermark and how many rows had been delivered.
 type Observation = (DateTime<Utc>, usize);
@@ -94,11 +96,7 @@ async fn start_reader(
     collected: &Collected,
     start: DateTime<Utc>,
 ) -> anyhow::Result<(CDCLogReader, scylla_cdc::CDCReaderHandle)> {
-    Ok(fast(CDCLogReaderBuilder::new())
-        .session(session.clone())
-        .keyspace(ks)
-        .table_name("t")
-        .consumer_factory(Arc::new(collected.clone()))
+    Ok(reader_of(&session, ks, "t", collected.clone())
         .start_timestamp(start)
         .checkpoint_saver(saver)
         .pause_between_saves(Duration::from_millis(200))
@@ -123,16 +121,7 @@ async fn the_watermark_never_passes_an_undelivered_change() -> anyhow::Result<()
         .start()
         .await?;
     let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    session
-        .query_unpaged(
-            format!(
-                "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
-                 'replication_factor': 3}} AND tablets = {{'enabled': false}}"
-            ),
-            (),
-        )
-        .await?;
+    let ks = new_keyspace(&session, VNODES_RF3).await?;
     create_workload_table(&session, &ks, "t").await?;
     let saver = Arc::new(
         TableBackedCheckpointSaver::new(session.clone(), &ks, "cdc_checkpoints", &ks, "t").await?,
@@ -145,10 +134,7 @@ async fn the_watermark_never_passes_an_undelivered_change() -> anyhow::Result<()
     let handle = tokio::spawn(handle);
     let observed1 = observe(&reader, &run1);
     let workload = Workload::start(session.clone(), &ks, "t", 2, 4).await?;
-    wait_for(Duration::from_secs(30), "10 rounds of writes", || async {
-        workload.rounds() >= 10
-    })
-    .await;
+    workload.wait_for_rounds(10, "10 rounds of writes").await;
     let new_generation = cluster.add_node().await?;
     let mut watermark = reader.low_watermark();
     tokio::time::timeout(
@@ -170,10 +156,9 @@ async fn the_watermark_never_passes_an_undelivered_change() -> anyhow::Result<()
     let observed2 = observe(&reader, &run2);
     let restarted = Utc::now();
     let before = workload.rounds();
-    wait_for(Duration::from_secs(30), "10 more rounds", || async {
-        workload.rounds() >= before + 10
-    })
-    .await;
+    workload
+        .wait_for_rounds(before + 10, "10 more rounds")
+        .await;
     workload.finish().await?;
     let written_until = Utc::now();
     let mut watermark = reader.low_watermark();
