@@ -15,8 +15,7 @@ use scylla::client::session::Session;
 use scylla::value::{CqlValue, Row};
 use scylla_emulator::EmbeddedCluster;
 
-mod common;
-use common::run;
+use crate::support::run;
 
 /// Rows of a DESCRIBE: `(keyspace_name, type, name, create_statement)`.
 type Desc = Vec<(String, String, String, Option<String>)>;

@@ -15,8 +15,7 @@ use scylla::value::{CqlTimeuuid, CqlValue, Row};
 use scylla_cdc_test_utils::{TestCluster, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
 
-mod common;
-use common::run;
+use crate::support::run;
 
 /// A test's cluster, a session to it and the keyspace the session uses.
 struct Setup {

@@ -13,8 +13,7 @@ use scylla::value::{CqlValue, Row};
 use scylla_cdc_test_utils::TestCluster;
 use scylla_emulator::EmbeddedCluster;
 
-mod common;
-use common::{run, vnode_keyspace};
+use crate::support::{run, vnode_keyspace};
 
 /// All rows of an unpaged query.
 async fn rows(session: &Session, cql: &str) -> Vec<Row> {

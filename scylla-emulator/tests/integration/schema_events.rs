@@ -15,8 +15,7 @@ use scylla_emulator::EmbeddedCluster;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-mod common;
-use common::run;
+use crate::support::run;
 
 const STARTUP: u8 = 0x01;
 const READY: u8 = 0x02;

@@ -28,8 +28,7 @@ use scylla::value::CqlTimeuuid;
 use scylla_cdc_test_utils::{TestCluster, embedded_only, setup_tracing, skip};
 use scylla_emulator::EmbeddedCluster;
 
-mod common;
-use common::{run, vnode_keyspace as keyspace, wait_for_every_shard_connected};
+use crate::support::{run, vnode_keyspace as keyspace, wait_for_every_shard_connected};
 
 /// A statement the driver sends once, to any node, and reports failures of as they are.
 fn no_retry(cql: impl Into<String>) -> Statement {

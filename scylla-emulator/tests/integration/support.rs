@@ -1,8 +1,5 @@
 //! Helpers shared by the embedded cluster's integration tests.
 
-// Each test file uses its own subset.
-#![allow(dead_code)]
-
 use std::future::Future;
 use std::time::{Duration, Instant};
 

@@ -17,8 +17,7 @@ use scylla::value::{CqlValue, Row};
 use scylla_cdc_test_utils::TestCluster;
 use scylla_emulator::EmbeddedCluster;
 
-mod common;
-use common::{run, vnode_keyspace, wait_until};
+use crate::support::{run, vnode_keyspace, wait_until};
 
 const FILTERING: &str = "Cannot execute this query as it might involve data filtering";
 

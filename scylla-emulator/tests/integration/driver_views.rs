@@ -16,8 +16,7 @@ use scylla::value::{CqlValue, Row};
 use scylla_cdc_test_utils::TestCluster;
 use scylla_emulator::EmbeddedCluster;
 
-mod common;
-use common::{run, vnode_keyspace};
+use crate::support::{run, vnode_keyspace};
 
 /// A test's cluster, a session to it and the keyspace the session uses.
 struct Setup {

@@ -15,8 +15,7 @@ use scylla::statement::unprepared::Statement;
 use scylla::value::{CqlValue, Row};
 use scylla_emulator::{ClusterBuilder, EmbeddedCluster};
 
-mod common;
-use common::{run, vnode_keyspace, wait_until};
+use crate::support::{run, vnode_keyspace, wait_until};
 
 /// A cluster of `builder`, a session and a new keyspace that the session uses.
 async fn setup(builder: ClusterBuilder) -> (EmbeddedCluster, Session, String) {

@@ -15,8 +15,7 @@ use scylla::value::{CqlTimestamp, CqlValue, Row};
 use scylla_cdc_test_utils::TestCluster;
 use scylla_emulator::EmbeddedCluster;
 
-mod common;
-use common::{run, vnode_keyspace as keyspace};
+use crate::support::{run, vnode_keyspace as keyspace};
 
 /// A result column's type as CQL spells it (result metadata does not say what is frozen).
 fn type_name(t: &ColumnType<'_>) -> String {

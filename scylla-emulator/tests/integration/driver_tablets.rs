@@ -18,8 +18,7 @@ use scylla::statement::prepared::PreparedStatement;
 use scylla_cdc_test_utils::{embedded_only, unique_keyspace_name};
 use scylla_emulator::{EmbeddedCluster, FaultOpcode};
 
-mod common;
-use common::run;
+use crate::support::run;
 
 const NODES: usize = 3;
 const SHARDS: u32 = 3;

@@ -23,8 +23,7 @@ use scylla_cdc_test_utils::{
 };
 use scylla_emulator::EmbeddedCluster;
 
-mod common;
-use common::run;
+use crate::support::run;
 
 /// All rows of a query (paged), typed.
 async fn rows<T>(

@@ -18,8 +18,7 @@ use scylla::routing::partitioner::PartitionerName;
 use scylla_cdc_test_utils::{TestCluster, statement_on_node};
 use scylla_emulator::EmbeddedCluster;
 
-mod common;
-use common::{run, vnode_keyspace as keyspace};
+use crate::support::{run, vnode_keyspace as keyspace};
 
 /// What a node says about itself in `system.local`: host id, rpc address, datacenter, rack
 /// and tokens. The query is sent to that node only (`system.local` is node-local).

@@ -14,8 +14,7 @@ use scylla_cdc_test_utils::TestCluster;
 use scylla_emulator::EmbeddedCluster;
 use uuid::Uuid;
 
-mod common;
-use common::{run, vnode_keyspace};
+use crate::support::{run, vnode_keyspace};
 
 /// The (name, type) of each bind marker of a prepared statement.
 fn markers(prepared: &PreparedStatement) -> Vec<(String, ColumnType<'static>)> {

@@ -25,8 +25,7 @@ use scylla_emulator::{EmbeddedCluster, FaultOpcode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-mod common;
-use common::run;
+use crate::support::run;
 
 /// Polls `condition` every 20 ms until it holds or `timeout` passes.
 async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut condition: F)

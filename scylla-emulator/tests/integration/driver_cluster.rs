@@ -17,8 +17,7 @@ use scylla::statement::prepared::PreparedStatement;
 use scylla_cdc_test_utils::{TestCluster, embedded_only, statement_on_node, unique_keyspace_name};
 use scylla_emulator::{EmbeddedCluster, FaultOpcode};
 
-mod common;
-use common::{run, wait_until};
+use crate::support::{run, wait_until};
 
 /// The one row of a result.
 fn single<T>(result: scylla::response::query_result::QueryResult) -> T
