@@ -8,7 +8,7 @@
 //! says it is skipped); adding a node and splitting tablets need the embedded cluster.
 
 use std::num::NonZeroU16;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
@@ -23,7 +23,7 @@ use scylla_cdc_test_utils::{
 };
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::run;
+use crate::support::{new_keyspace, run, wait_until};
 
 /// All rows of a query (paged), typed.
 async fn rows<T>(
@@ -105,19 +105,6 @@ fn vnode_stream(generation: &[(i64, Vec<Vec<u8>>)], token: i64) -> Vec<u8> {
     streams[shard as usize].clone()
 }
 
-/// Polls `check` every 20 ms until it holds, for at most `timeout`.
-async fn eventually<F, Fut>(timeout: Duration, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let start = Instant::now();
-    while !check().await {
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_joining_node_starts_a_new_generation_after_the_delay() {
     if !embedded_only(
@@ -133,12 +120,9 @@ async fn a_joining_node_starts_a_new_generation_after_the_delay() {
         .await
         .expect("cluster");
     let session = cluster.session().await.expect("session");
-    let ks = unique_keyspace_name();
-    run(
+    let ks = new_keyspace(
         &session,
-        &format!(
-            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
-        ),
+        "{'class': 'SimpleStrategy', 'replication_factor': 1}",
     )
     .await;
     run(
@@ -191,7 +175,7 @@ async fn a_joining_node_starts_a_new_generation_after_the_delay() {
             .expect("after the switch");
     }
     // Once the switch time has passed, server timestamps use the new generation.
-    eventually(Duration::from_secs(5), "the switch time", || async {
+    wait_until(Duration::from_secs(5), "the switch time", || async {
         Utc::now() > switch + chrono::Duration::milliseconds(5)
     })
     .await;
@@ -229,7 +213,7 @@ async fn a_joining_node_starts_a_new_generation_after_the_delay() {
         );
     }
     // The driver learns about the new node.
-    eventually(Duration::from_secs(10), "the driver to see 2 nodes", || {
+    wait_until(Duration::from_secs(10), "the driver to see 2 nodes", || {
         let session = session.clone();
         async move {
             let _ = session.refresh_metadata().await;

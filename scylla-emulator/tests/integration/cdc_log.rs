@@ -28,7 +28,7 @@ use scylla::value::CqlTimeuuid;
 use scylla_cdc_test_utils::{TestCluster, embedded_only, setup_tracing, skip};
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{run, vnode_keyspace as keyspace, wait_for_every_shard_connected};
+use crate::support::{run, vnode_keyspace, wait_for_every_shard_connected};
 
 /// A statement the driver sends once, to any node, and reports failures of as they are.
 fn no_retry(cql: impl Into<String>) -> Statement {
@@ -143,7 +143,7 @@ async fn log_table_schema_and_extensions_as_the_driver_sees_them() {
         .await
         .expect("cluster");
     let session = cluster.session().await.expect("session");
-    let ks = keyspace(&session).await;
+    let ks = vnode_keyspace(&session).await;
     run(
         &session,
         &format!("CREATE TYPE {ks}.ut (a int, b int, c int)"),
@@ -451,7 +451,7 @@ async fn log_cells_carry_the_write_timestamp_and_the_cdc_ttl() {
         .await
         .expect("cluster");
     let session = cluster.session().await.expect("session");
-    let ks = keyspace(&session).await;
+    let ks = vnode_keyspace(&session).await;
     run(
         &session,
         &format!(
@@ -672,7 +672,7 @@ async fn stream_ids_map_each_write_to_its_vnode_and_shard() {
         }
     }
 
-    let ks = keyspace(&session).await;
+    let ks = vnode_keyspace(&session).await;
     run(
         &session,
         &format!(
@@ -872,7 +872,7 @@ async fn writes_from_the_future_or_the_past_are_rejected() {
     let generation_ms = current_generation_time(&session, quorum_if_many(&session))
         .await
         .timestamp_millis();
-    let ks = keyspace(&session).await;
+    let ks = vnode_keyspace(&session).await;
     run(
         &session,
         &format!("CREATE TABLE {ks}.t (pk int PRIMARY KEY, v int) WITH cdc = {{'enabled': true}}"),

@@ -17,7 +17,7 @@ use scylla::statement::prepared::PreparedStatement;
 use scylla_cdc_test_utils::{TestCluster, embedded_only, statement_on_node, unique_keyspace_name};
 use scylla_emulator::{EmbeddedCluster, FaultOpcode};
 
-use crate::support::{run, wait_until};
+use crate::support::{new_keyspace, run, wait_until};
 
 /// The one row of a result.
 fn single<T>(result: scylla::response::query_result::QueryResult) -> T
@@ -47,12 +47,9 @@ async fn prepared_statements_land_on_the_owner_node_and_shard() {
         .await
         .expect("cluster starts");
     let session = cluster.session().await.expect("session");
-    let ks = unique_keyspace_name();
-    run(
+    let ks = new_keyspace(
         &session,
-        &format!(
-            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
-        ),
+        "{'class': 'SimpleStrategy', 'replication_factor': 1}",
     )
     .await;
     run(
@@ -124,12 +121,9 @@ async fn the_session_keeps_working_while_a_node_is_stopped() {
         .await
         .expect("cluster starts");
     let session = cluster.session().await.expect("session");
-    let ks = unique_keyspace_name();
-    run(
+    let ks = new_keyspace(
         &session,
-        &format!(
-            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}}"
-        ),
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}",
     )
     .await;
     run(
@@ -302,12 +296,9 @@ async fn alter_table_reaches_schema_agreement_and_the_new_column_works() {
         .await
         .expect("cluster starts");
     let session = cluster.session().await.expect("session");
-    let ks = unique_keyspace_name();
-    run(
+    let ks = new_keyspace(
         &session,
-        &format!(
-            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
-        ),
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}",
     )
     .await;
     run(
@@ -419,13 +410,9 @@ async fn requests_to_a_counted_table_are_counted_as_reads_writes_and_lwts() {
         .await
         .expect("cluster starts");
     let session = cluster.session().await.expect("session");
-    let ks = unique_keyspace_name();
-    run(
+    let ks = new_keyspace(
         &session,
-        &format!(
-            "CREATE KEYSPACE {ks} WITH replication = \
-             {{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}}"
-        ),
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}",
     )
     .await;
     for t in ["leases", "other"] {

@@ -8,7 +8,6 @@
 //! node, so they need the embedded cluster and say they are skipped when `SCYLLA_URI` is set.
 
 use std::collections::{BTreeMap, HashMap};
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,20 +24,7 @@ use scylla_emulator::{EmbeddedCluster, FaultOpcode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::support::run;
-
-/// Polls `condition` every 20 ms until it holds or `timeout` passes.
-async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    while !condition().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+use crate::support::{new_keyspace, run, wait_until};
 
 fn codec_name(codec: Compression) -> &'static str {
     match codec {
@@ -105,16 +91,10 @@ async fn workload(codec: Compression) {
     let observer = session_with(&cluster, Some(codec)).await;
 
     // DDL.
-    let ks = unique_keyspace_name();
-    run(
-        &session,
-        &format!(
-            "CREATE KEYSPACE {ks} WITH replication = \
-             {{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}} \
-             AND tablets = {{'enabled': false}}"
-        ),
-    )
-    .await;
+    let ks = new_keyspace(
+    &session,
+    "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3} AND tablets = {'enabled': false}",
+    ).await;
     run(
         &session,
         &format!("CREATE TABLE {ks}.t (pk int, ck int, v text, PRIMARY KEY (pk, ck))"),

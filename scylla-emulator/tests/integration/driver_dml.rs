@@ -8,80 +8,15 @@
 use std::time::{Duration, Instant};
 
 use futures::TryStreamExt;
-use scylla::client::session::Session;
-use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use scylla::errors::DbError;
 use scylla::statement::batch::{Batch, BatchType};
-use scylla::value::{CqlTimeuuid, CqlValue, Row};
-use scylla_cdc_test_utils::{TestCluster, unique_keyspace_name};
-use scylla_emulator::EmbeddedCluster;
+use scylla::value::{CqlTimeuuid, CqlValue};
 
-use crate::support::run;
-
-/// A test's cluster, a session to it and the keyspace the session uses.
-struct Setup {
-    cluster: TestCluster,
-    session: std::sync::Arc<Session>,
-    ks: String,
-}
-
-/// The cluster (an embedded one of `nodes` nodes, or the one of `SCYLLA_URI`) and a session
-/// using a new keyspace of replication factor 1.
-async fn setup(nodes: usize) -> Setup {
-    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(nodes))
-        .await
-        .expect("cluster starts");
-    let session = cluster.session().await.expect("session builds");
-    let ks = unique_keyspace_name();
-    // A vnode keyspace: LWT on tablet tables is not available in every Scylla release.
-    run(
-        &session,
-        &format!(
-            "CREATE KEYSPACE {ks} WITH replication = {{'class': 'NetworkTopologyStrategy', \
-             'replication_factor': 1}} AND tablets = {{'enabled': false}}"
-        ),
-    )
-    .await;
-    session.use_keyspace(&ks, false).await.expect("USE ks");
-    Setup {
-        cluster,
-        session,
-        ks,
-    }
-}
-
-impl Setup {
-    /// Drops the keyspace and stops an embedded cluster.
-    async fn teardown(self) {
-        run(&self.session, &format!("DROP KEYSPACE {}", self.ks)).await;
-        self.cluster.shutdown().await;
-    }
-}
-
-/// All rows of an unpaged query, as `CqlValue`s.
-async fn rows(session: &Session, cql: &str) -> Vec<Row> {
-    session
-        .query_unpaged(cql, ())
-        .await
-        .unwrap_or_else(|e| panic!("{cql}: {e}"))
-        .into_rows_result()
-        .expect("rows")
-        .rows::<Row>()
-        .expect("typed rows")
-        .collect::<Result<Vec<_>, _>>()
-        .expect("rows decode")
-}
-
-/// The server error (kind and message) of a statement that must fail.
-async fn db_error(session: &Session, cql: &str) -> (DbError, String) {
-    match session.query_unpaged(cql, ()).await {
-        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(e, msg))) => (e, msg),
-        other => panic!("{cql}: expected a server error, got {other:?}"),
-    }
-}
+use crate::support::{Setup, db_error, rows, run};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_and_unprepared_round_trips_of_every_type() {
-    let setup = setup(1).await;
+    let setup = Setup::start(1).await;
     let session = &setup.session;
     run(session, "CREATE TYPE ut (a int, b text)").await;
     run(
@@ -166,7 +101,7 @@ async fn prepared_and_unprepared_round_trips_of_every_type() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paging_over_ten_thousand_rows() {
-    let setup = setup(3).await;
+    let setup = Setup::start(3).await;
     let session = &setup.session;
     run(
         session,
@@ -204,7 +139,7 @@ async fn paging_over_ten_thousand_rows() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_lwt_ttl_timestamps_and_deletes() {
-    let setup = setup(1).await;
+    let setup = Setup::start(1).await;
     let session = &setup.session;
     run(
         session,
@@ -296,7 +231,7 @@ async fn batches_lwt_ttl_timestamps_and_deletes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn literals_read_back_as_the_values_they_denote() {
     use scylla::value::{CqlDate, CqlDecimal, CqlDuration, CqlTime, CqlTimestamp, CqlVarint};
-    let setup = setup(1).await;
+    let setup = Setup::start(1).await;
     let session = &setup.session;
     run(session, "CREATE TYPE ut (a int, b text)").await;
     run(

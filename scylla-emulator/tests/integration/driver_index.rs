@@ -11,89 +11,21 @@
 use std::time::Duration;
 
 use scylla::client::session::Session;
-use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use scylla::errors::DbError;
 use scylla::response::{PagingState, PagingStateResponse};
-use scylla::value::{CqlValue, Row};
-use scylla_cdc_test_utils::TestCluster;
-use scylla_emulator::EmbeddedCluster;
+use scylla::value::CqlValue;
 
-use crate::support::{run, vnode_keyspace, wait_until};
+use crate::support::{Setup, db_error, invalid, rows, run, wait_until};
 
 const FILTERING: &str = "Cannot execute this query as it might involve data filtering";
 
-/// A test's cluster, a session to it and the keyspace the session uses.
-struct Setup {
-    cluster: TestCluster,
-    session: std::sync::Arc<Session>,
-    ks: String,
-}
-
-async fn setup() -> Setup {
-    let cluster = TestCluster::start(EmbeddedCluster::builder())
-        .await
-        .expect("cluster starts");
-    let session = cluster.session().await.expect("session builds");
-    let ks = vnode_keyspace(&session).await;
-    session.use_keyspace(&ks, false).await.expect("USE ks");
-    Setup {
-        cluster,
-        session,
-        ks,
-    }
-}
-
-impl Setup {
-    async fn teardown(self) {
-        run(&self.session, &format!("DROP KEYSPACE {}", self.ks)).await;
-        self.cluster.shutdown().await;
-    }
-}
-
-/// All rows of an unpaged query.
-async fn rows(session: &Session, cql: &str) -> Vec<Row> {
-    session
-        .query_unpaged(cql, ())
-        .await
-        .unwrap_or_else(|e| panic!("{cql}: {e}"))
-        .into_rows_result()
-        .expect("rows")
-        .rows::<Row>()
-        .expect("typed rows")
-        .collect::<Result<Vec<_>, _>>()
-        .expect("rows decode")
-}
-
 /// The int columns of every row (null as `i32::MIN`).
 async fn ints(session: &Session, cql: &str) -> Vec<Vec<i32>> {
-    rows(session, cql)
+    crate::support::ints(session, cql)
         .await
         .into_iter()
-        .map(|r| {
-            r.columns
-                .into_iter()
-                .map(|c| match c {
-                    Some(CqlValue::Int(i)) => i,
-                    None => i32::MIN,
-                    other => panic!("{cql}: not an int: {other:?}"),
-                })
-                .collect()
-        })
+        .map(|r| r.into_iter().map(|c| c.unwrap_or(i32::MIN)).collect())
         .collect()
-}
-
-/// The server error (kind and message) of a statement that must fail.
-async fn db_error(session: &Session, cql: &str) -> (DbError, String) {
-    match session.query_unpaged(cql, ()).await {
-        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(e, msg))) => (e, msg),
-        other => panic!("{cql}: expected a server error, got {other:?}"),
-    }
-}
-
-/// Asserts that `cql` fails as Invalid with a message containing `message`.
-async fn invalid(session: &Session, cql: &str, message: &str) {
-    let (e, msg) = db_error(session, cql).await;
-    assert_eq!(e, DbError::Invalid, "{cql}: {msg}");
-    assert!(msg.contains(message), "{cql}: {msg:?} lacks {message:?}");
 }
 
 /// The `(pk, ck)` rows of `cql` ordered as a full scan of the table returns them (token
@@ -139,7 +71,7 @@ async fn pages(session: &Session, cql: &str, page_size: i32) -> Vec<Vec<Vec<i32>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_global_index_answers_queries_by_its_column_without_filtering() {
-    let setup = setup().await;
+    let setup = Setup::start(1).await;
     let s = &*setup.session;
     let ks = &setup.ks;
     run(
@@ -236,7 +168,7 @@ async fn a_global_index_answers_queries_by_its_column_without_filtering() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_index_follows_every_write_and_ttl_expiry() {
-    let setup = setup().await;
+    let setup = Setup::start(1).await;
     let s = &*setup.session;
     run(
         s,
@@ -294,7 +226,7 @@ async fn an_index_follows_every_write_and_ttl_expiry() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn index_queries_page_limit_and_resume() {
-    let setup = setup().await;
+    let setup = Setup::start(1).await;
     let s = &*setup.session;
     run(
         s,
@@ -370,7 +302,7 @@ async fn index_queries_page_limit_and_resume() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_and_drop_index_errors_are_scyllas() {
-    let setup = setup().await;
+    let setup = Setup::start(1).await;
     let s = &*setup.session;
     let ks = &setup.ks;
     run(
@@ -498,7 +430,7 @@ async fn create_and_drop_index_errors_are_scyllas() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_collection_static_clustering_and_key_component_indexes() {
-    let setup = setup().await;
+    let setup = Setup::start(1).await;
     let s = &*setup.session;
     let ks = &setup.ks;
     run(
@@ -616,7 +548,7 @@ async fn local_collection_static_clustering_and_key_component_indexes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn indexes_are_described_and_listed_with_their_views() {
-    let setup = setup().await;
+    let setup = Setup::start(1).await;
     let s = &*setup.session;
     let ks = &setup.ks;
     run(
@@ -766,7 +698,7 @@ async fn ints_text(session: &Session, cql: &str) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cdc_log_of_an_indexed_table_is_unchanged() {
-    let setup = setup().await;
+    let setup = Setup::start(1).await;
     let s = &*setup.session;
     let ks = &setup.ks;
     run(

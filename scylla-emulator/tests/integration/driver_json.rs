@@ -8,26 +8,12 @@
 use std::collections::BTreeMap;
 
 use scylla::client::session::Session;
-use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use scylla::errors::DbError;
 use scylla::value::{CqlValue, Row};
 use scylla_cdc_test_utils::TestCluster;
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{run, vnode_keyspace};
-
-/// All rows of an unpaged query.
-async fn rows(session: &Session, cql: &str) -> Vec<Row> {
-    session
-        .query_unpaged(cql, ())
-        .await
-        .unwrap_or_else(|e| panic!("{cql}: {e}"))
-        .into_rows_result()
-        .expect("rows")
-        .rows::<Row>()
-        .expect("typed rows")
-        .collect::<Result<Vec<_>, _>>()
-        .expect("rows decode")
-}
+use crate::support::{db_error, rows, run, vnode_keyspace};
 
 /// The single text column of every row.
 async fn texts(session: &Session, cql: &str) -> Vec<String> {
@@ -39,14 +25,6 @@ async fn texts(session: &Session, cql: &str) -> Vec<String> {
             other => panic!("{cql}: not one text: {other:?}"),
         })
         .collect()
-}
-
-/// The server error of a statement that must fail.
-async fn db_error(session: &Session, cql: &str) -> DbError {
-    match session.query_unpaged(cql, ()).await {
-        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(e, _))) => e,
-        other => panic!("{cql}: expected a server error, got {other:?}"),
-    }
 }
 
 /// A log row as the test compares it: operation, TTL, the base columns and the deletion
@@ -269,15 +247,15 @@ async fn json_statements_through_the_driver() {
         ["2.25"]
     );
     // The errors the driver sees, of the kinds ScyllaDB answers.
-    let e = db_error(&session, &format!("INSERT INTO {ks}.j JSON 'not json'")).await;
+    let (e, _) = db_error(&session, &format!("INSERT INTO {ks}.j JSON 'not json'")).await;
     assert_eq!(e, DbError::ServerError);
-    let e = db_error(
+    let (e, _) = db_error(
         &session,
         &format!("INSERT INTO {ks}.j JSON '{{\"pk\": 1, \"ck\": \"a\", \"nosuch\": 1}}'"),
     )
     .await;
     assert_eq!(e, DbError::Invalid);
-    let e = db_error(
+    let (e, _) = db_error(
         &session,
         &format!("UPDATE {ks}.j SET f = fromJson('\"x\"') WHERE pk = 1 AND ck = 'a'"),
     )

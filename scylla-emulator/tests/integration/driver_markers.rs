@@ -14,7 +14,7 @@ use scylla_cdc_test_utils::TestCluster;
 use scylla_emulator::EmbeddedCluster;
 use uuid::Uuid;
 
-use crate::support::{run, vnode_keyspace};
+use crate::support::{rows_result, run, vnode_keyspace};
 
 /// The (name, type) of each bind marker of a prepared statement.
 fn markers(prepared: &PreparedStatement) -> Vec<(String, ColumnType<'static>)> {
@@ -32,12 +32,8 @@ fn native(t: NativeType) -> ColumnType<'static> {
 
 /// The single row of a query, as `CqlValue`s.
 async fn row(session: &Session, cql: &str) -> Vec<Option<CqlValue>> {
-    session
-        .query_unpaged(cql, ())
+    rows_result(session, cql)
         .await
-        .unwrap_or_else(|e| panic!("{cql}: {e}"))
-        .into_rows_result()
-        .expect("rows")
         .single_row::<scylla::value::Row>()
         .expect("one row")
         .columns

@@ -18,7 +18,7 @@ use scylla::routing::partitioner::PartitionerName;
 use scylla_cdc_test_utils::{TestCluster, statement_on_node};
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{run, vnode_keyspace as keyspace};
+use crate::support::{run, vnode_keyspace};
 
 /// What a node says about itself in `system.local`: host id, rpc address, datacenter, rack
 /// and tokens. The query is sent to that node only (`system.local` is node-local).
@@ -129,7 +129,7 @@ async fn schema_metadata_follows_ddl_including_the_cdc_log() {
     }
     assert!(state.get_keyspace("system_schema").is_some());
 
-    let ks = keyspace(&session).await;
+    let ks = vnode_keyspace(&session).await;
     run(&session, &format!("CREATE TYPE {ks}.ut (a int, b text)")).await;
     run(
         &session,
@@ -252,7 +252,7 @@ async fn the_driver_parses_every_column_type() {
         .await
         .expect("cluster starts");
     let session = cluster.session().await.expect("session");
-    let ks = keyspace(&session).await;
+    let ks = vnode_keyspace(&session).await;
     run(
         &session,
         &format!("CREATE TYPE {ks}.inner (a int, l list<text>)"),

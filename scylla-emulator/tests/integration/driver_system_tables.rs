@@ -9,13 +9,13 @@
 
 use scylla::client::session::Session;
 use scylla::cluster::metadata::{CollectionType, ColumnType, NativeType};
-use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use scylla::errors::DbError;
 use scylla::response::query_result::QueryResult;
-use scylla::value::{CqlTimestamp, CqlValue, Row};
+use scylla::value::{CqlTimestamp, CqlValue};
 use scylla_cdc_test_utils::TestCluster;
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{run, vnode_keyspace as keyspace};
+use crate::support::{db_error, rows, run, vnode_keyspace};
 
 /// A result column's type as CQL spells it (result metadata does not say what is frozen).
 fn type_name(t: &ColumnType<'_>) -> String {
@@ -246,7 +246,7 @@ const DRIVER_QUERIES: &[&str] = &[
 
 /// A keyspace with a type and a CDC table, for the statements' placeholders.
 async fn schema(session: &Session) -> String {
-    let ks = keyspace(session).await;
+    let ks = vnode_keyspace(session).await;
     run(session, &format!("CREATE TYPE {ks}.ut (a int, b text)")).await;
     run(
         session,
@@ -382,14 +382,6 @@ async fn every_driver_metadata_query_is_answered_with_scyllas_columns() {
     cluster.shutdown().await;
 }
 
-/// The code and message of a failed statement.
-async fn db_error(session: &Session, cql: &str) -> (DbError, String) {
-    match session.query_unpaged(cql, ()).await {
-        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(e, msg))) => (e, msg),
-        other => panic!("{cql}: expected a database error, got {other:?}"),
-    }
-}
-
 /// Tables Scylla does not have: `system.peers_v2` (Cassandra 4; the Java drivers fall back to
 /// `system.peers` on this Invalid, gocql and the Python driver do not ask Scylla), the Java
 /// driver 4.x's `system.prepared_statements` (it then re-prepares everything),
@@ -436,17 +428,12 @@ async fn what_scylla_lacks_is_invalid_as_on_scylla() {
     cluster.shutdown().await;
 }
 
-/// The rows of `query` as untyped rows.
-async fn rows(session: &Session, query: &str) -> Vec<Vec<Option<CqlValue>>> {
-    session
-        .query_unpaged(query, ())
+/// The rows of `query` as their columns' values.
+async fn column_values(session: &Session, query: &str) -> Vec<Vec<Option<CqlValue>>> {
+    rows(session, query)
         .await
-        .unwrap_or_else(|e| panic!("{query}: {e}"))
-        .into_rows_result()
-        .expect("rows")
-        .rows::<Row>()
-        .expect("untyped rows")
-        .map(|r| r.expect("row").columns)
+        .into_iter()
+        .map(|r| r.columns)
         .collect()
 }
 
@@ -468,7 +455,7 @@ async fn schema_rows_are_written_as_scylla_writes_them() {
     let session = cluster.session().await.expect("session");
     let ks = schema(&session).await;
 
-    let columns = rows(
+    let columns = column_values(
         &session,
         &format!(
             "SELECT column_name, clustering_order, kind, position, type FROM system_schema.columns \
@@ -505,7 +492,7 @@ async fn schema_rows_are_written_as_scylla_writes_them() {
     let before = chrono::Utc::now().timestamp_micros();
     run(&session, &format!("ALTER TABLE {ks}.t DROP u")).await;
     let after = chrono::Utc::now().timestamp_micros();
-    let dropped = rows(
+    let dropped = column_values(
         &session,
         &format!(
             "SELECT dropped_time, type FROM system_schema.dropped_columns \
@@ -522,7 +509,7 @@ async fn schema_rows_are_written_as_scylla_writes_them() {
         }
         other => panic!("dropped_time {other:?}"),
     }
-    let local_dropped = rows(
+    let local_dropped = column_values(
         &session,
         "SELECT column_name, type FROM system_schema.dropped_columns \
          WHERE keyspace_name = 'system' AND table_name = 'local'",
@@ -543,7 +530,7 @@ async fn schema_rows_are_written_as_scylla_writes_them() {
     );
 
     let group0 = |r: &[Vec<Option<CqlValue>>]| r.first().map(|r| r[0].clone());
-    let user = rows(
+    let user = column_values(
         &session,
         &format!(
             "SELECT committed_by_group0 FROM system_schema.scylla_tables \
@@ -552,7 +539,7 @@ async fn schema_rows_are_written_as_scylla_writes_them() {
     )
     .await;
     assert_eq!(group0(&user), Some(Some(CqlValue::Boolean(true))));
-    let local = rows(
+    let local = column_values(
         &session,
         "SELECT committed_by_group0 FROM system_schema.scylla_tables \
          WHERE keyspace_name = 'system' AND table_name = 'local'",
@@ -586,7 +573,7 @@ async fn clustering_slices_page_through_the_schema_tables() {
         run(&session, &format!("CREATE TYPE {ks}.{t} (x int)")).await;
     }
 
-    let all = rows(
+    let all = column_values(
         &session,
         &format!(
             "SELECT table_name, column_name FROM system_schema.columns WHERE keyspace_name = '{ks}'"
@@ -599,7 +586,7 @@ async fn clustering_slices_page_through_the_schema_tables() {
         "SELECT table_name, column_name FROM system_schema.columns WHERE keyspace_name = '{ks}' LIMIT 3"
     );
     loop {
-        let page = rows(&session, &query).await;
+        let page = column_values(&session, &query).await;
         let Some(last) = page.last() else { break };
         query = format!(
             "SELECT table_name, column_name FROM system_schema.columns WHERE keyspace_name = '{ks}' \
@@ -611,14 +598,14 @@ async fn clustering_slices_page_through_the_schema_tables() {
     }
     assert_eq!(walked, all);
 
-    let types = rows(
+    let types = column_values(
         &session,
         &format!("SELECT type_name FROM system_schema.types WHERE keyspace_name = '{ks}'"),
     )
     .await;
     let names: Vec<&str> = types.iter().map(|r| text(&r[0])).collect();
     assert_eq!(names, ["t1", "t2", "t3", "t4", "ut"]);
-    let after_t2 = rows(
+    let after_t2 = column_values(
         &session,
         &format!(
             "SELECT type_name FROM system_schema.types WHERE keyspace_name = '{ks}' \

@@ -8,9 +8,8 @@
 //! The tests count the requests each node and shard receives and read the embedded cluster's
 //! tablet map, so they need the embedded cluster and say they are skipped otherwise.
 
-use std::future::Future;
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use scylla::client::session::Session;
 use scylla::routing::Token;
@@ -18,29 +17,11 @@ use scylla::statement::prepared::PreparedStatement;
 use scylla_cdc_test_utils::{embedded_only, unique_keyspace_name};
 use scylla_emulator::{EmbeddedCluster, FaultOpcode};
 
-use crate::support::run;
+use crate::support::{run, wait_for_every_shard_connected, wait_until};
 
 const NODES: usize = 3;
 const SHARDS: u32 = 3;
 const TABLETS: u64 = 8;
-
-/// Polls `condition` every 10 ms until it holds or `timeout` passes; whether it held.
-async fn eventually<F, Fut>(timeout: Duration, mut condition: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if condition().await {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
 
 /// The tablet of `token` when a table has `TABLETS` tablets (a power of two: Scylla splits
 /// the ring into equal ranges).
@@ -132,15 +113,8 @@ async fn learn_and_route(rf: usize) {
         .await
         .expect("prepare");
     // Every shard connection open, so that the driver can reach any replica.
+    wait_for_every_shard_connected(&cluster, SHARDS).await;
     let cluster_ref = &cluster;
-    assert!(
-        eventually(Duration::from_secs(10), || async move {
-            let open = cluster_ref.connection_counts();
-            (1..=NODES).all(|n| (0..SHARDS).all(|s| open.contains_key(&(n, s))))
-        })
-        .await,
-        "every shard has a connection"
-    );
 
     // One key per tablet.
     let mut keys = vec![None; TABLETS as usize];
@@ -176,13 +150,12 @@ async fn learn_and_route(rf: usize) {
                 continue;
             }
             let (session_ref, ks_ref) = (&session, &ks);
-            assert!(
-                eventually(Duration::from_secs(5), || async move {
-                    !driver_replicas(session_ref, cluster_ref, ks_ref, token).is_empty()
-                })
-                .await,
-                "rf {rf}: the driver learns tablet {tablet} from the response"
-            );
+            wait_until(
+                Duration::from_secs(5),
+                &format!("rf {rf}: the driver learns tablet {tablet} from the response"),
+                || async move { !driver_replicas(session_ref, cluster_ref, ks_ref, token).is_empty() },
+            )
+            .await;
             learned = true;
             break;
         }

@@ -9,94 +9,11 @@
 use std::time::{Duration, Instant};
 
 use futures::TryStreamExt;
-use scylla::client::session::Session;
-use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use scylla::errors::DbError;
 use scylla::statement::unprepared::Statement;
-use scylla::value::{CqlValue, Row};
-use scylla_cdc_test_utils::TestCluster;
-use scylla_emulator::EmbeddedCluster;
+use scylla::value::CqlValue;
 
-use crate::support::{run, vnode_keyspace};
-
-/// A test's cluster, a session to it and the keyspace the session uses.
-struct Setup {
-    cluster: TestCluster,
-    session: std::sync::Arc<Session>,
-    ks: String,
-}
-
-/// A one-node cluster (or the one of `SCYLLA_URI`) and a session using a new vnode keyspace.
-async fn setup() -> Setup {
-    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1))
-        .await
-        .expect("cluster starts");
-    let session = cluster.session().await.expect("session builds");
-    let ks = vnode_keyspace(&session).await;
-    session.use_keyspace(&ks, false).await.expect("USE ks");
-    Setup {
-        cluster,
-        session,
-        ks,
-    }
-}
-
-impl Setup {
-    /// Drops the keyspace and stops an embedded cluster.
-    async fn teardown(self) {
-        run(&self.session, &format!("DROP KEYSPACE {}", self.ks)).await;
-        self.cluster.shutdown().await;
-    }
-}
-
-/// All rows of an unpaged query.
-async fn rows(session: &Session, cql: &str) -> Vec<Row> {
-    session
-        .query_unpaged(cql, ())
-        .await
-        .unwrap_or_else(|e| panic!("{cql}: {e}"))
-        .into_rows_result()
-        .expect("rows")
-        .rows::<Row>()
-        .expect("typed rows")
-        .collect::<Result<Vec<_>, _>>()
-        .expect("rows decode")
-}
-
-/// The int columns of every row (null as `None`).
-async fn ints(session: &Session, cql: &str) -> Vec<Vec<Option<i32>>> {
-    rows(session, cql)
-        .await
-        .into_iter()
-        .map(|r| {
-            r.columns
-                .into_iter()
-                .map(|c| match c {
-                    Some(CqlValue::Int(i)) => Some(i),
-                    None => None,
-                    other => panic!("{cql}: not an int: {other:?}"),
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// The server error (kind and message) of a statement that must fail.
-async fn db_error(session: &Session, cql: &str) -> (DbError, String) {
-    match session.query_unpaged(cql, ()).await {
-        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(e, msg))) => (e, msg),
-        other => panic!("{cql}: expected a server error, got {other:?}"),
-    }
-}
-
-/// Asserts that `cql` fails as Invalid with a message containing `expected`.
-async fn invalid(session: &Session, cql: &str, expected: &str) {
-    let (e, msg) = db_error(session, cql).await;
-    assert_eq!(e, DbError::Invalid, "{cql}: {msg}");
-    assert!(
-        msg.contains(expected),
-        "{cql}: message {msg:?} lacks {expected:?}"
-    );
-}
+use crate::support::{Setup, db_error, ints, invalid, rows, run};
 
 /// Some(int) of each value.
 fn some(values: &[i32]) -> Vec<Option<i32>> {
@@ -105,7 +22,7 @@ fn some(values: &[i32]) -> Vec<Option<i32>> {
 
 #[tokio::test]
 async fn a_view_is_built_from_existing_rows_and_follows_every_base_write() {
-    let s = setup().await;
+    let s = Setup::start(1).await;
     let session = &s.session;
     run(
         session,
@@ -233,7 +150,7 @@ async fn a_view_is_built_from_existing_rows_and_follows_every_base_write() {
 
 #[tokio::test]
 async fn view_rows_expire_with_their_base_cells() {
-    let s = setup().await;
+    let s = Setup::start(1).await;
     let session = &s.session;
     run(
         session,
@@ -287,7 +204,7 @@ async fn view_rows_expire_with_their_base_cells() {
 
 #[tokio::test]
 async fn views_of_a_table_without_clustering_columns_and_with_a_where_filter() {
-    let s = setup().await;
+    let s = Setup::start(1).await;
     let session = &s.session;
     run(
         session,
@@ -331,7 +248,7 @@ async fn views_of_a_table_without_clustering_columns_and_with_a_where_filter() {
 
 #[tokio::test]
 async fn a_view_is_read_like_a_table_with_paging_and_restrictions() {
-    let s = setup().await;
+    let s = Setup::start(1).await;
     let session = &s.session;
     run(
         session,
@@ -395,7 +312,7 @@ async fn a_view_is_read_like_a_table_with_paging_and_restrictions() {
 
 #[tokio::test]
 async fn views_are_refused_as_scylla_refuses_them() {
-    let s = setup().await;
+    let s = Setup::start(1).await;
     let session = &s.session;
     run(
         session,
@@ -604,7 +521,7 @@ async fn views_are_refused_as_scylla_refuses_them() {
 
 #[tokio::test]
 async fn views_are_in_the_schema_tables_driver_metadata_and_describe() {
-    let s = setup().await;
+    let s = Setup::start(1).await;
     let session = &s.session;
     let ks = &s.ks;
     run(
@@ -785,7 +702,7 @@ async fn views_are_in_the_schema_tables_driver_metadata_and_describe() {
 
 #[tokio::test]
 async fn a_base_with_a_view_keeps_its_cdc_log_unchanged() {
-    let s = setup().await;
+    let s = Setup::start(1).await;
     let session = &s.session;
     run(
         session,

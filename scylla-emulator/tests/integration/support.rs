@@ -1,10 +1,16 @@
-//! Helpers shared by the embedded cluster's integration tests.
+//! Helpers shared by the embedded cluster's integration tests: waiting for a condition, a
+//! test's cluster, session and keyspace ([`Setup`]), statements that must succeed or fail,
+//! and their rows.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use scylla::client::session::Session;
-use scylla_cdc_test_utils::unique_keyspace_name;
+use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use scylla::response::query_result::QueryRowsResult;
+use scylla::value::{CqlValue, Row};
+use scylla_cdc_test_utils::{TestCluster, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
 
 /// Polls `condition` every 20 ms until it holds; panics after `timeout`.
@@ -48,15 +54,110 @@ pub(crate) async fn run(session: &Session, cql: &str) {
 /// A new vnode keyspace with replication factor 1; returns its name. (Tablet keyspaces have
 /// other stream sets, and no CDC at all before Scylla 2025.4.)
 pub(crate) async fn vnode_keyspace(session: &Session) -> String {
+    new_keyspace(
+        session,
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} \
+         AND tablets = {'enabled': false}",
+    )
+    .await
+}
+
+/// A new keyspace with `replication` (the map, and any `AND ...` options after it); returns
+/// its name.
+pub(crate) async fn new_keyspace(session: &Session, replication: &str) -> String {
     let ks = unique_keyspace_name();
     run(
         session,
-        &format!(
-            "CREATE KEYSPACE {ks} WITH replication = \
-             {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}} \
-             AND tablets = {{'enabled': false}}"
-        ),
+        &format!("CREATE KEYSPACE {ks} WITH replication = {replication}"),
     )
     .await;
     ks
+}
+
+/// A test's cluster, a session to it and the keyspace the session uses.
+pub(crate) struct Setup {
+    pub(crate) cluster: TestCluster,
+    pub(crate) session: Arc<Session>,
+    pub(crate) ks: String,
+}
+
+impl Setup {
+    /// The cluster (an embedded one of `nodes` nodes, or the one of `SCYLLA_URI`) and a
+    /// session using a new vnode keyspace of replication factor 1 ([`vnode_keyspace`]: LWT
+    /// and CDC on tablet tables are not available in every Scylla release).
+    pub(crate) async fn start(nodes: usize) -> Setup {
+        let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(nodes))
+            .await
+            .expect("cluster starts");
+        let session = cluster.session().await.expect("session builds");
+        let ks = vnode_keyspace(&session).await;
+        session.use_keyspace(&ks, false).await.expect("USE ks");
+        Setup {
+            cluster,
+            session,
+            ks,
+        }
+    }
+
+    /// Drops the keyspace and stops an embedded cluster.
+    pub(crate) async fn teardown(self) {
+        run(&self.session, &format!("DROP KEYSPACE {}", self.ks)).await;
+        self.cluster.shutdown().await;
+    }
+}
+
+/// The rows result of an unpaged statement that must succeed.
+pub(crate) async fn rows_result(session: &Session, cql: &str) -> QueryRowsResult {
+    session
+        .query_unpaged(cql, ())
+        .await
+        .unwrap_or_else(|e| panic!("{cql}: {e}"))
+        .into_rows_result()
+        .expect("rows")
+}
+
+/// All rows of an unpaged query.
+pub(crate) async fn rows(session: &Session, cql: &str) -> Vec<Row> {
+    rows_result(session, cql)
+        .await
+        .rows::<Row>()
+        .expect("typed rows")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("rows decode")
+}
+
+/// The int columns of every row (null as `None`).
+pub(crate) async fn ints(session: &Session, cql: &str) -> Vec<Vec<Option<i32>>> {
+    rows(session, cql)
+        .await
+        .into_iter()
+        .map(|r| {
+            r.columns
+                .into_iter()
+                .map(|c| match c {
+                    Some(CqlValue::Int(i)) => Some(i),
+                    None => None,
+                    other => panic!("{cql}: not an int: {other:?}"),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The server error (kind and message) of a statement that must fail.
+pub(crate) async fn db_error(session: &Session, cql: &str) -> (DbError, String) {
+    match session.query_unpaged(cql, ()).await {
+        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(e, msg))) => (e, msg),
+        other => panic!("{cql}: expected a server error, got {other:?}"),
+    }
+}
+
+/// Asserts that `cql` fails as Invalid with a message containing `expected`.
+pub(crate) async fn invalid(session: &Session, cql: &str, expected: &str) {
+    let (e, msg) = db_error(session, cql).await;
+    assert_eq!(e, DbError::Invalid, "{cql}: {msg}");
+    assert!(
+        msg.contains(expected),
+        "{cql}: message {msg:?} lacks {expected:?}"
+    );
 }
