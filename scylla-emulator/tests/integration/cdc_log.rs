@@ -28,7 +28,7 @@ use scylla::value::CqlTimeuuid;
 use scylla_cdc_test_utils::{TestCluster, embedded_only, setup_tracing, skip};
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{run, vnode_keyspace, wait_for_every_shard_connected};
+use crate::support::{cluster_and_keyspace, run, vnode_keyspace, wait_for_every_shard_connected};
 
 /// A statement the driver sends once, to any node, and reports failures of as they are.
 fn no_retry(cql: impl Into<String>) -> Statement {
@@ -139,11 +139,7 @@ async fn cdc_extension(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn log_table_schema_and_extensions_as_the_driver_sees_them() {
     setup_tracing();
-    let cluster = TestCluster::start(EmbeddedCluster::builder())
-        .await
-        .expect("cluster");
-    let session = cluster.session().await.expect("session");
-    let ks = vnode_keyspace(&session).await;
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder()).await;
     run(
         &session,
         &format!("CREATE TYPE {ks}.ut (a int, b int, c int)"),
@@ -447,11 +443,7 @@ fn frozen_wrappers_are_removed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn log_cells_carry_the_write_timestamp_and_the_cdc_ttl() {
     setup_tracing();
-    let cluster = TestCluster::start(EmbeddedCluster::builder())
-        .await
-        .expect("cluster");
-    let session = cluster.session().await.expect("session");
-    let ks = vnode_keyspace(&session).await;
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder()).await;
     run(
         &session,
         &format!(

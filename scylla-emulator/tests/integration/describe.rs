@@ -15,19 +15,14 @@ use scylla::client::session::Session;
 use scylla::value::{CqlValue, Row};
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::run;
+use crate::support::{rows_result, run};
 
 /// Rows of a DESCRIBE: `(keyspace_name, type, name, create_statement)`.
 type Desc = Vec<(String, String, String, Option<String>)>;
 
 /// Runs a DESCRIBE and returns its rows (the create statement is `None` in listings).
 async fn describe(session: &Session, cql: &str) -> Desc {
-    let result = session
-        .query_unpaged(cql, ())
-        .await
-        .unwrap_or_else(|e| panic!("{cql}: {e}"))
-        .into_rows_result()
-        .expect("rows");
+    let result = rows_result(session, cql).await;
     let with_statement = result.column_specs().len() == 4;
     result
         .rows::<Row>()

@@ -15,7 +15,7 @@ use scylla::errors::DbError;
 use scylla::response::{PagingState, PagingStateResponse};
 use scylla::value::CqlValue;
 
-use crate::support::{Setup, db_error, invalid, rows, run, wait_until};
+use crate::support::{Setup, db_error, invalid, rows, rows_result, run, wait_until};
 
 const FILTERING: &str = "Cannot execute this query as it might involve data filtering";
 
@@ -684,12 +684,8 @@ async fn indexes_are_described_and_listed_with_their_views() {
 
 /// Two text columns of every row.
 async fn ints_text(session: &Session, cql: &str) -> Vec<(String, String)> {
-    session
-        .query_unpaged(cql, ())
+    rows_result(session, cql)
         .await
-        .unwrap_or_else(|e| panic!("{cql}: {e}"))
-        .into_rows_result()
-        .expect("rows")
         .rows::<(String, String)>()
         .expect("typed")
         .collect::<Result<Vec<_>, _>>()

@@ -10,10 +10,9 @@ use std::collections::BTreeMap;
 use scylla::client::session::Session;
 use scylla::errors::DbError;
 use scylla::value::{CqlValue, Row};
-use scylla_cdc_test_utils::TestCluster;
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{db_error, rows, run, vnode_keyspace};
+use crate::support::{cluster_and_keyspace, db_error, rows, run};
 
 /// The single text column of every row.
 async fn texts(session: &Session, cql: &str) -> Vec<String> {
@@ -43,11 +42,7 @@ fn log_row(r: &Row) -> Vec<Option<CqlValue>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn insert_json_logs_what_the_equivalent_insert_logs() {
-    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1))
-        .await
-        .expect("cluster starts");
-    let session = cluster.session().await.expect("session");
-    let ks = vnode_keyspace(&session).await;
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder().nodes(1)).await;
     run(
         &session,
         &format!(
@@ -168,11 +163,7 @@ async fn insert_json_logs_what_the_equivalent_insert_logs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_statements_through_the_driver() {
-    let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1))
-        .await
-        .expect("cluster starts");
-    let session = cluster.session().await.expect("session");
-    let ks = vnode_keyspace(&session).await;
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder().nodes(1)).await;
     run(
         &session,
         &format!(

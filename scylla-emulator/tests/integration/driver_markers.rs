@@ -10,11 +10,10 @@ use scylla::client::session::Session;
 use scylla::cluster::metadata::{ColumnType, NativeType};
 use scylla::statement::prepared::PreparedStatement;
 use scylla::value::{CqlTimeuuid, CqlValue};
-use scylla_cdc_test_utils::TestCluster;
 use scylla_emulator::EmbeddedCluster;
 use uuid::Uuid;
 
-use crate::support::{rows_result, run, vnode_keyspace};
+use crate::support::{cluster_and_keyspace, rows_result, run};
 
 /// The (name, type) of each bind marker of a prepared statement.
 fn markers(prepared: &PreparedStatement) -> Vec<(String, ColumnType<'static>)> {
@@ -41,11 +40,7 @@ async fn row(session: &Session, cql: &str) -> Vec<Option<CqlValue>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeuuid_list_index_is_bound_as_a_uuid() {
-    let cluster = TestCluster::start(EmbeddedCluster::builder())
-        .await
-        .expect("cluster starts");
-    let session = cluster.session().await.expect("session");
-    let ks = vnode_keyspace(&session).await;
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder()).await;
     run(
         &session,
         &format!(
@@ -121,11 +116,7 @@ async fn timeuuid_list_index_is_bound_as_a_uuid() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tuple_literals_fill_user_types() {
-    let cluster = TestCluster::start(EmbeddedCluster::builder())
-        .await
-        .expect("cluster starts");
-    let session = cluster.session().await.expect("session");
-    let ks = vnode_keyspace(&session).await;
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder()).await;
     run(&session, &format!("CREATE TYPE {ks}.ut (a int, b text)")).await;
     run(
         &session,

@@ -18,7 +18,7 @@ use scylla::routing::partitioner::PartitionerName;
 use scylla_cdc_test_utils::{TestCluster, statement_on_node};
 use scylla_emulator::EmbeddedCluster;
 
-use crate::support::{run, vnode_keyspace};
+use crate::support::{cluster_and_keyspace, run, vnode_keyspace};
 
 /// What a node says about itself in `system.local`: host id, rpc address, datacenter, rack
 /// and tokens. The query is sent to that node only (`system.local` is node-local).
@@ -248,11 +248,7 @@ async fn schema_metadata_follows_ddl_including_the_cdc_log() {
 /// driver's own type parser: a string it cannot parse would make it drop the keyspace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_driver_parses_every_column_type() {
-    let cluster = TestCluster::start(EmbeddedCluster::builder())
-        .await
-        .expect("cluster starts");
-    let session = cluster.session().await.expect("session");
-    let ks = vnode_keyspace(&session).await;
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder()).await;
     run(
         &session,
         &format!("CREATE TYPE {ks}.inner (a int, l list<text>)"),

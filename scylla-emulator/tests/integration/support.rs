@@ -11,7 +11,7 @@ use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use scylla::response::query_result::QueryRowsResult;
 use scylla::value::{CqlValue, Row};
 use scylla_cdc_test_utils::{TestCluster, unique_keyspace_name};
-use scylla_emulator::EmbeddedCluster;
+use scylla_emulator::{ClusterBuilder, EmbeddedCluster};
 
 /// Polls `condition` every 20 ms until it holds; panics after `timeout`.
 pub(crate) async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut condition: F)
@@ -74,6 +74,17 @@ pub(crate) async fn new_keyspace(session: &Session, replication: &str) -> String
     ks
 }
 
+/// The cluster of `builder` (or the one of `SCYLLA_URI`), a session and a new vnode keyspace
+/// of replication factor 1 ([`vnode_keyspace`]), which the session does not use.
+pub(crate) async fn cluster_and_keyspace(
+    builder: ClusterBuilder,
+) -> (TestCluster, Arc<Session>, String) {
+    let cluster = TestCluster::start(builder).await.expect("cluster starts");
+    let session = cluster.session().await.expect("session builds");
+    let ks = vnode_keyspace(&session).await;
+    (cluster, session, ks)
+}
+
 /// A test's cluster, a session to it and the keyspace the session uses.
 pub(crate) struct Setup {
     pub(crate) cluster: TestCluster,
@@ -86,11 +97,8 @@ impl Setup {
     /// session using a new vnode keyspace of replication factor 1 ([`vnode_keyspace`]: LWT
     /// and CDC on tablet tables are not available in every Scylla release).
     pub(crate) async fn start(nodes: usize) -> Setup {
-        let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(nodes))
-            .await
-            .expect("cluster starts");
-        let session = cluster.session().await.expect("session builds");
-        let ks = vnode_keyspace(&session).await;
+        let (cluster, session, ks) =
+            cluster_and_keyspace(EmbeddedCluster::builder().nodes(nodes)).await;
         session.use_keyspace(&ks, false).await.expect("USE ks");
         Setup {
             cluster,
