@@ -4,18 +4,17 @@
 //!
 //! Embedded source cluster only: its page limits are lowered (5,000 bytes, 5 tombstones).
 
-mod common;
-
 use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
-use common::*;
 use scylla::client::session::Session;
 use scylla::response::{PagingState, PagingStateResponse};
 use scylla::statement::unprepared::Statement;
 use scylla_cdc_test_utils::{TestCluster, embedded_only, setup_tracing};
 use scylla_emulator::EmbeddedCluster;
 use serde_json::Value;
+
+use crate::support::*;
 
 /// Bytes of each live row's blob: two log rows take a page past 5,000 bytes.
 const BLOB: usize = 3000;

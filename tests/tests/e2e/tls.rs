@@ -8,16 +8,15 @@
 //!
 //! Embedded clusters only: TLS ports and test certificates are made here.
 
-mod common;
-
 use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
-use common::*;
 use scylla::client::session::Session;
 use scylla_cdc::cli::exit_code;
 use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
 use scylla_emulator::{EmbeddedCluster, TestCa};
+
+use crate::support::*;
 
 const USER: &str = "tls_user";
 const PASSWORD: &str = "pw-over-tls-7f3a";

@@ -5,12 +5,11 @@
 //! Runs against the embedded clusters, or the real Scylla of `SCYLLA_URI` (and `SCYLLA_URI2`)
 //! when set.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use scylla_cdc_test_utils::setup_tracing;
+
+use crate::support::*;
 
 /// Starts a replicator of `t (pk int PRIMARY KEY, v int)` with `on_error`, replicates one
 /// row, then drops the destination table so that the writes of rows 2 and 3 fail.

@@ -6,17 +6,16 @@
 //! schema queries and writes from the first millisecond after the launch (list appends among
 //! them, which a replay or a skip would both show), then checks that every write arrived.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::*;
 use scylla::client::session::Session;
 use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::{EmbeddedCluster, FaultReaction, FaultRule};
 use serde_json::Value;
+
+use crate::support::*;
 
 /// How long the injected delay holds the program's start-up.
 const SLOW_START: Duration = Duration::from_secs(3);

@@ -4,15 +4,14 @@
 //! Runs against the embedded cluster, or the real Scylla of `SCYLLA_URI` when it is set;
 //! `--demo` starts its own embedded cluster, so its test is skipped then.
 
-mod common;
-
 use std::time::Duration;
 
 use chrono::{SecondsFormat, Utc};
-use common::*;
 use scylla::client::session::Session;
 use scylla_cdc_test_utils::{TestCluster, embedded_only, setup_tracing, unique_keyspace_name};
 use serde_json::{Value, json};
+
+use crate::support::*;
 
 /// A table in one partition (one stream, so the log order is the write order) and the
 /// statements of every change kind.

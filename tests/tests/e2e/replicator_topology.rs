@@ -6,15 +6,14 @@
 //! tests report themselves skipped. The destination is the real cluster of `SCYLLA_URI2` if
 //! set.
 
-mod common;
-
 use std::future::Future;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::*;
 use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
+
+use crate::support::*;
 
 const CONVERGE: Duration = Duration::from_secs(60);
 

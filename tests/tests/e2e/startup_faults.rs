@@ -7,14 +7,13 @@
 //! Faults are injected into embedded clusters: with `SCYLLA_URI` set, the tests report
 //! themselves skipped.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
 use scylla_cdc::cli::exit_code;
 use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::{EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule};
+
+use crate::support::*;
 
 /// One fault, once, on the first request of `opcode` whose statement contains `fragment`.
 fn once(opcode: FaultOpcode, fragment: &str, reaction: FaultReaction) -> FaultRule {

@@ -11,7 +11,6 @@
 //! (`scylla_cdc_printer::run`, `scylla_cdc_replicator::run`), which the binaries wrap
 //! one-to-one: the same argument parsing, exit codes (`CliError::exit_code`) and one-line
 //! errors (`CliError`'s `Display`), with stdout replaced by a buffer.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -6,11 +6,8 @@
 //!
 //! Runs against the embedded cluster, or the real Scylla of `SCYLLA_URI` when it is set.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
 use scylla::client::session::Session;
 use scylla::statement::Consistency;
 use scylla::value::{CqlTimeuuid, CqlValue};
@@ -20,6 +17,8 @@ use scylla_cdc_replicator::destination::WriteBudget;
 use scylla_cdc_replicator::schema::{TableSchema, read_table_schema};
 use scylla_cdc_replicator::translate::{LogRow, Translator};
 use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
+
+use crate::support::*;
 
 /// Builds log rows of a table by column name.
 struct Rows {

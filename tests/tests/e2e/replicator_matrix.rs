@@ -6,12 +6,11 @@
 //! (destination) when set; when both name the same cluster, the destination is another
 //! keyspace of it.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
+
+use crate::support::*;
 
 const CONVERGE: Duration = Duration::from_secs(30);
 

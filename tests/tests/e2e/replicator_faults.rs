@@ -4,13 +4,12 @@
 //! Both clusters are embedded (faults are injected on both, a destination node is stopped):
 //! with `SCYLLA_URI` set, the test reports itself skipped.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::{EmbeddedCluster, FaultError, FaultOpcode, FaultRule};
+
+use crate::support::*;
 
 const CONVERGE: Duration = Duration::from_secs(60);
 

@@ -19,8 +19,6 @@
 //! One embedded one-node cluster (in this process, on a loopback address) serves every run;
 //! the runs go on concurrently, a few at a time.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -31,12 +29,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail, ensure};
 use chrono::{SecondsFormat, Utc};
 use clap::CommandFactory;
-use common::{TempDir, create_keyspace, exec};
 use scylla::client::session::Session;
 use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
 use tokio::process::Command;
 use tokio::sync::Semaphore;
+
+use crate::support::{TempDir, create_keyspace, exec};
 
 /// A program with a command line of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

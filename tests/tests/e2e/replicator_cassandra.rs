@@ -18,20 +18,19 @@
 //! TLS, verifying the node's certificate against that CA: the TLS path checked against a
 //! server we did not write.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use common::*;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla_cdc_replicator::exit_code;
 use scylla_cdc_test_utils::{setup_tracing, skip, unique_keyspace_name};
 use scylla_emulator::TestCa;
+
+use crate::support::*;
 
 const TEST: &str = "replicator_cassandra::replicates_into_cassandra_or_refuses_at_start";
 const CONVERGE: Duration = Duration::from_secs(60);

@@ -5,12 +5,11 @@
 //! Runs against the embedded clusters, or the real Scylla of `SCYLLA_URI` (and `SCYLLA_URI2`)
 //! when set.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use scylla_cdc_test_utils::setup_tracing;
+
+use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn added_column_is_replicated() -> anyhow::Result<()> {

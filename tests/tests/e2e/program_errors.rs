@@ -5,13 +5,12 @@
 //! for the replicator's destination) when set. The expected lines are the programs' own
 //! texts, not the server's.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use scylla_cdc::cli::exit_code;
 use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
+
+use crate::support::*;
 
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()

@@ -19,8 +19,6 @@
 //! are checked as even (± 1) whatever the number of units; the number itself (12 per table:
 //! 3 nodes × 4 vnodes) only on the embedded cluster.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -29,12 +27,13 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use common::*;
 use scylla::client::session::Session;
 use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
 use serde_json::Value;
 use tokio::process::{Child, Command};
+
+use crate::support::*;
 
 /// Short leases, so that a takeover after a kill takes seconds.
 const LEASE: &str = "2";
