@@ -20,7 +20,6 @@
 //! 3 nodes × 4 vnodes) only on the embedded cluster.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -31,7 +30,7 @@ use scylla::client::session::Session;
 use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
 use serde_json::Value;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 use crate::support::*;
 
@@ -41,53 +40,7 @@ const RENEW: &str = "0.4";
 /// Partitions the workloads write to.
 const PARTITIONS: i32 = 24;
 
-/// A program running as a child process, its stdout and stderr in files.
-struct Program {
-    name: String,
-    child: Child,
-    stdout: PathBuf,
-    stderr: PathBuf,
-}
-
-impl Program {
-    /// Starts `binary` (a `CARGO_BIN_EXE_*` path) with `args`, its output in `dir`.
-    fn spawn(binary: &str, name: &str, args: &[String], dir: &TempDir) -> anyhow::Result<Self> {
-        let stdout = PathBuf::from(dir.write(&format!("{name}.out"), ""));
-        let stderr = PathBuf::from(dir.write(&format!("{name}.err"), ""));
-        let child = Command::new(binary)
-            .args(args)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&stdout)?)
-            .stderr(std::fs::File::create(&stderr)?)
-            // A failing test leaves no process behind.
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("starting {binary}"))?;
-        Ok(Self {
-            name: name.to_owned(),
-            child,
-            stdout,
-            stderr,
-        })
-    }
-
-    fn out(&self) -> String {
-        std::fs::read_to_string(&self.stdout).unwrap_or_default()
-    }
-
-    fn err(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    /// Fails if the program has ended (it should be running), with its stderr.
-    fn check_running(&mut self) -> anyhow::Result<()> {
-        if let Some(status) = self.child.try_wait()? {
-            anyhow::bail!("{} ended early ({status}): {}", self.name, self.err());
-        }
-        Ok(())
-    }
-
+impl Process {
     /// SIGKILL, and waits for the process to be gone.
     async fn kill9(&mut self) -> anyhow::Result<()> {
         // tokio's `kill` sends SIGKILL on Unix.
@@ -97,22 +50,8 @@ impl Program {
 
     /// SIGTERM (a graceful stop: hand the units back, save checkpoints) and the exit code.
     async fn terminate(&mut self, timeout: Duration) -> anyhow::Result<Option<i32>> {
-        let pid = self.child.id().context("no pid: the program has ended")?;
-        let status = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()?;
-        anyhow::ensure!(status.success(), "kill -TERM {pid} failed");
+        self.sigterm()?;
         self.exit_code(timeout).await
-    }
-
-    /// Waits (at most `timeout`) for the program to end; its exit code.
-    async fn exit_code(&mut self, timeout: Duration) -> anyhow::Result<Option<i32>> {
-        let status = tokio::time::timeout(timeout, self.child.wait())
-            .await
-            .with_context(|| {
-                format!("{} did not end in {timeout:?}: {}", self.name, self.err())
-            })??;
-        Ok(status.code())
     }
 
     /// The units this member held at its last progress line (`owns K of N units (M
@@ -136,7 +75,7 @@ impl Program {
 /// cluster), is how many there are.
 async fn wait_balanced(
     what: &str,
-    members: &mut [Program],
+    members: &mut [Process],
     units: Option<usize>,
 ) -> anyhow::Result<()> {
     let n = members.len();
@@ -258,28 +197,13 @@ fn check_in_order(name: &str, rows: &[(i32, i32)]) -> BTreeSet<(i32, i32)> {
     rows.iter().copied().collect()
 }
 
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|s| s.to_string()).collect()
-}
-
 fn printer_args(hosts: &str, ks: &str, start: &str, member: &str) -> Vec<String> {
-    let mut args = strings(&[
-        "--hosts",
-        hosts,
-        "-k",
-        ks,
-        "-t",
-        "t",
+    let mut args = crate::support::printer_args(hosts, ks, "t");
+    args.extend(strings(&[
         "--format",
         "json",
         "--start",
         start,
-        "--window-size",
-        "1",
-        "--safety-interval",
-        "1",
-        "--sleep-interval",
-        "0.1",
         // Checkpoints 3 s apart: a kill leaves changes printed after the last one, which the
         // member that takes the unit over prints again.
         "--checkpoint-interval",
@@ -294,7 +218,7 @@ fn printer_args(hosts: &str, ks: &str, start: &str, member: &str) -> Vec<String>
         LEASE,
         "--renew-interval",
         RENEW,
-    ]);
+    ]));
     args.extend(["--member-id".to_owned(), member.to_owned()]);
     args
 }
@@ -325,7 +249,7 @@ async fn three_printers_share_a_table_and_survive_a_kill_9() -> anyhow::Result<(
     );
     let mut members = Vec::new();
     for name in ["p1", "p2", "p3"] {
-        members.push(Program::spawn(
+        members.push(Process::spawn(
             bin,
             name,
             &printer_args(&hosts(&c), &ks, &start, name),
@@ -335,7 +259,7 @@ async fn three_printers_share_a_table_and_survive_a_kill_9() -> anyhow::Result<(
     // The units are divided evenly (12 units: 4 each), as the progress lines say.
     wait_balanced("4 units per printer", &mut members, units).await?;
     workload.wait_rounds(workload.rounds() + 10).await?;
-    let victim_printed = |m: &Program| printed(&m.out()).map(|r| r.len()).unwrap_or(0);
+    let victim_printed = |m: &Process| printed(&m.out()).map(|r| r.len()).unwrap_or(0);
     wait_for("the victim to print", Duration::from_secs(30), || {
         std::future::ready(Ok(victim_printed(&members[2]) > 0))
     })
@@ -351,7 +275,7 @@ async fn three_printers_share_a_table_and_survive_a_kill_9() -> anyhow::Result<(
     workload.wait_rounds(workload.rounds() + 10).await?;
 
     // A member joins: the load is divided again (4 each).
-    members.push(Program::spawn(
+    members.push(Process::spawn(
         bin,
         "p4",
         &printer_args(&hosts(&c), &ks, &start, "p4"),
@@ -377,7 +301,7 @@ async fn three_printers_share_a_table_and_survive_a_kill_9() -> anyhow::Result<(
     let expected: BTreeSet<(i32, i32)> = (0..PARTITIONS)
         .flat_map(|pk| (0..rounds).map(move |seq| (pk, seq)))
         .collect();
-    let union = |members: &[Program]| -> anyhow::Result<BTreeMap<(i32, i32), Vec<String>>> {
+    let union = |members: &[Process]| -> anyhow::Result<BTreeMap<(i32, i32), Vec<String>>> {
         let mut all: BTreeMap<(i32, i32), Vec<String>> = BTreeMap::new();
         for m in members.iter().chain([&victim, &stopped]) {
             for change in check_in_order(&m.name, &printed(&m.out())?) {
@@ -439,17 +363,9 @@ fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicator_replicas_converge_also_after_a_kill_9() -> anyhow::Result<()> {
     setup_tracing();
-    let source = three_nodes().await?;
-    let destination = second_cluster(1).await?;
-    let (s, d) = (source.session().await?, destination.session().await?);
-    let ks = unique_keyspace_name();
-    let dest_ks = if same_cluster(&s, &d) {
-        format!("{ks}_dst")
-    } else {
-        ks.clone()
-    };
-    create_keyspace(&s, &ks, 3).await?;
-    create_keyspace(&d, &dest_ks, 1).await?;
+    let pair = Pair::of(three_nodes().await?, second_cluster(1).await?, 3).await?;
+    let (s, d) = (pair.s.clone(), pair.d.clone());
+    let (ks, dest_ks) = (pair.ks.clone(), pair.dest_ks.clone());
     // Two tables, one reader per replica (`--table t,u`): each table's 12 units are shared.
     let schema = "(pk int, seq int, v text, PRIMARY KEY (pk, seq))";
     for table in ["t", "u"] {
@@ -464,9 +380,9 @@ async fn two_replicator_replicas_converge_also_after_a_kill_9() -> anyhow::Resul
     let dir = TempDir::new();
     let bin = env!("CARGO_BIN_EXE_e2e-replicator");
     // 12 units per table on the embedded cluster; a real one has its own count.
-    let units = source.embedded().map(|_| 24);
+    let units = pair.source.embedded().map(|_| 24);
     let args = |member: &str| {
-        let mut a = replicator_args(&hosts(&source), &hosts(&destination), &ks, "t,u");
+        let mut a = pair.replicator_args("t,u");
         a.extend(strings(&[
             "--start",
             &start,
@@ -478,8 +394,6 @@ async fn two_replicator_replicas_converge_also_after_a_kill_9() -> anyhow::Resul
             LEASE,
             "--renew-interval",
             RENEW,
-            "--destination-keyspace",
-            &dest_ks,
         ]));
         a
     };
@@ -491,8 +405,8 @@ async fn two_replicator_replicas_converge_also_after_a_kill_9() -> anyhow::Resul
         ],
     );
     let mut replicas = vec![
-        Program::spawn(bin, "r1", &args("r1"), &dir)?,
-        Program::spawn(bin, "r2", &args("r2"), &dir)?,
+        Process::spawn(bin, "r1", &args("r1"), &dir)?,
+        Process::spawn(bin, "r2", &args("r2"), &dir)?,
     ];
     wait_balanced("12 of the 24 units per replica", &mut replicas, units).await?;
     workload.wait_rounds(workload.rounds() + 10).await?;
@@ -556,11 +470,7 @@ async fn two_replicator_replicas_converge_also_after_a_kill_9() -> anyhow::Resul
         "{}",
         survivor.err()
     );
-    drop_keyspace(&s, &ks).await?;
-    drop_keyspace(&d, &dest_ks).await?;
-    source.shutdown().await;
-    destination.shutdown().await;
-    Ok(())
+    pair.finish().await
 }
 
 /// Runs a program to its end; its exit code and stderr.
@@ -708,7 +618,7 @@ async fn bad_group_settings_are_refused_with_a_clear_error() -> anyhow::Result<(
     }
     // Another lease table, named with --lease-table, works: the printer runs until stopped.
     let dir = TempDir::new();
-    let mut ok = Program::spawn(
+    let mut ok = Process::spawn(
         printer,
         "printer",
         &[
@@ -749,17 +659,9 @@ async fn bad_group_settings_are_refused_with_a_clear_error() -> anyhow::Result<(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_with_an_end_stop_together_and_verify() -> anyhow::Result<()> {
     setup_tracing();
-    let source = three_nodes().await?;
-    let destination = second_cluster(1).await?;
-    let (s, d) = (source.session().await?, destination.session().await?);
-    let ks = unique_keyspace_name();
-    let dest_ks = if same_cluster(&s, &d) {
-        format!("{ks}_dst")
-    } else {
-        ks.clone()
-    };
-    create_keyspace(&s, &ks, 3).await?;
-    create_keyspace(&d, &dest_ks, 1).await?;
+    let pair = Pair::of(three_nodes().await?, second_cluster(1).await?, 3).await?;
+    let (s, d) = (pair.s.clone(), pair.d.clone());
+    let (ks, dest_ks) = (pair.ks.clone(), pair.dest_ks.clone());
     let schema = "(pk int, seq int, v text, PRIMARY KEY (pk, seq))";
     exec(
         &s,
@@ -782,7 +684,7 @@ async fn replicas_with_an_end_stop_together_and_verify() -> anyhow::Result<()> {
     let bin = env!("CARGO_BIN_EXE_e2e-replicator");
     let mut replicas = Vec::new();
     for member in ["r1", "r2"] {
-        let mut args = replicator_args(&hosts(&source), &hosts(&destination), &ks, "t");
+        let mut args = pair.replicator_args("t");
         args.extend(strings(&[
             "--start",
             &start,
@@ -797,10 +699,8 @@ async fn replicas_with_an_end_stop_together_and_verify() -> anyhow::Result<()> {
             LEASE,
             "--renew-interval",
             RENEW,
-            "--destination-keyspace",
-            &dest_ks,
         ]));
-        replicas.push(Program::spawn(bin, member, &args, &dir)?);
+        replicas.push(Process::spawn(bin, member, &args, &dir)?);
     }
     // Each replica ends once the whole group has read to the end (not only its own units),
     // then compares the whole table: equal, exit code 0.
@@ -822,9 +722,5 @@ async fn replicas_with_an_end_stop_together_and_verify() -> anyhow::Result<()> {
             r.name
         );
     }
-    drop_keyspace(&s, &ks).await?;
-    drop_keyspace(&d, &dest_ks).await?;
-    source.shutdown().await;
-    destination.shutdown().await;
-    Ok(())
+    pair.finish().await
 }

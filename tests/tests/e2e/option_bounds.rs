@@ -21,8 +21,6 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,10 +30,9 @@ use clap::CommandFactory;
 use scylla::client::session::Session;
 use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
-use tokio::process::Command;
 use tokio::sync::Semaphore;
 
-use crate::support::{TempDir, create_keyspace, exec};
+use crate::support::{Process, TempDir, create_keyspace, exec};
 
 /// A program with a command line of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -570,60 +567,12 @@ fn arguments(world: &World, n: &Numeric, value: &str, id: usize, dest_ks: &str) 
         .collect()
 }
 
-/// A program running as a child process, its output in files.
-struct Child {
-    child: tokio::process::Child,
-    stdout: PathBuf,
-    stderr: PathBuf,
-}
-
-impl Child {
-    fn spawn(world: &World, program: Program, args: &[String], id: usize) -> anyhow::Result<Self> {
-        let stdout = PathBuf::from(world.dir.write(&format!("{id}.out"), ""));
-        let stderr = PathBuf::from(world.dir.write(&format!("{id}.err"), ""));
-        let child = Command::new(program.binary())
-            .args(args)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&stdout)?)
-            .stderr(std::fs::File::create(&stderr)?)
-            .kill_on_drop(true)
-            .spawn()
-            .context("starting the program")?;
-        Ok(Self {
-            child,
-            stdout,
-            stderr,
-        })
-    }
-
-    fn out(&self) -> String {
-        std::fs::read_to_string(&self.stdout).unwrap_or_default()
-    }
-
-    fn err(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    /// Waits at most `timeout` for the exit code.
-    async fn exit_code(&mut self, timeout: Duration) -> anyhow::Result<i32> {
-        let status = tokio::time::timeout(timeout, self.child.wait())
-            .await
-            .with_context(|| format!("still running after {timeout:?}"))??;
-        status
-            .code()
-            .with_context(|| format!("ended by a signal ({status})"))
-    }
-
-    /// SIGTERM, as a service manager stops the program.
-    fn terminate(&self) -> anyhow::Result<()> {
-        let pid = self.child.id().context("no pid: the program has ended")?;
-        let status = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()?;
-        ensure!(status.success(), "kill -TERM {pid} failed");
-        Ok(())
-    }
+/// Waits at most `timeout` for the exit code (not ended by a signal).
+async fn exit_code(child: &mut Process, timeout: Duration) -> anyhow::Result<i32> {
+    child
+        .exit_code(timeout)
+        .await?
+        .with_context(|| format!("{} ended by a signal", child.name))
 }
 
 /// Rows of `ks.t`.
@@ -648,7 +597,7 @@ async fn run_case(world: &World, n: &Numeric, value: &str, id: usize) -> anyhow:
         .await?;
     }
     let args = arguments(world, n, value, id, &dest_ks);
-    let mut child = Child::spawn(world, n.program, &args, id)?;
+    let mut child = Process::spawn(n.program.binary(), &id.to_string(), &args, &world.dir)?;
     let result = check_run(world, n, expected, &mut child, &dest_ks).await;
     let err = child.err();
     let code = child.child.try_wait().ok().flatten().and_then(|s| s.code());
@@ -670,12 +619,12 @@ async fn check_run(
     world: &World,
     n: &Numeric,
     expected: Expected,
-    child: &mut Child,
+    child: &mut Process,
     dest_ks: &str,
 ) -> anyhow::Result<()> {
     match expected {
         Expected::Usage => {
-            let code = child.exit_code(Duration::from_secs(20)).await?;
+            let code = exit_code(child, Duration::from_secs(20)).await?;
             ensure!(code == 2, "exit code {code}, not 2 (usage)");
             let err = child.err();
             let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -690,7 +639,7 @@ async fn check_run(
             ensure!(child.out().is_empty(), "stdout: {}", tail(&child.out()));
         }
         Expected::Ends => {
-            let code = child.exit_code(Duration::from_secs(120)).await?;
+            let code = exit_code(child, Duration::from_secs(120)).await?;
             ensure!(code == 0, "exit code {code}, not 0");
             if n.program == Program::Verify {
                 let want = format!("rows compared {VERIFY_ROWS}, missing 0, extra 0, different 0");
@@ -733,9 +682,8 @@ async fn check_run(
                 );
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            child.terminate()?;
-            let code = child
-                .exit_code(Duration::from_secs(20))
+            child.sigterm()?;
+            let code = exit_code(child, Duration::from_secs(20))
                 .await
                 .context("after SIGTERM")?;
             ensure!(code == 0, "exit code {code} after SIGTERM, not 0");

@@ -54,29 +54,16 @@ fn printer_args(
     end: chrono::DateTime<Utc>,
     format: &str,
 ) -> Vec<String> {
-    [
-        "--hosts",
-        &hosts(cluster),
-        "--keyspace",
-        ks,
-        "--table",
-        "t",
+    let mut args = crate::support::printer_args(&hosts(cluster), ks, "t");
+    args.extend(strings(&[
         "--start",
         &rfc3339(start),
         "--end",
         &rfc3339(end),
-        "--window-size",
-        "1",
-        "--safety-interval",
-        "1",
-        "--sleep-interval",
-        "0.1",
         "--format",
         format,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    ]));
+    args
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,10 +12,6 @@ use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
 
 use crate::support::*;
 
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|s| s.to_string()).collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn printer_errors() -> anyhow::Result<()> {
     setup_tracing();

@@ -262,19 +262,7 @@ fn phase_writes(ks: &str) -> Vec<String> {
         format!("UPDATE {t} SET c_nested = c_nested + {{2: [{{4}}]}} {row}"),
         format!("INSERT INTO {t} (pk, ck, c_int, c_list) VALUES (3, 1, 1, [1, 1])"),
     ];
-    for c1 in 0..16 {
-        let mut batch = String::from("BEGIN UNLOGGED BATCH ");
-        for c2 in ["a", "b", "c", "d", "e"] {
-            for c3 in 1..=4 {
-                batch.push_str(&format!(
-                    "INSERT INTO {ks}.mck (pk, c1, c2, c3, v) VALUES (1, {c1}, '{c2}', {c3}, {}); ",
-                    c1 * 100 + c3
-                ));
-            }
-        }
-        batch.push_str("APPLY BATCH");
-        s.push(batch);
-    }
+    s.extend(mck_grid(ks));
     s.extend([
         format!("INSERT INTO {ks}.no_ck (pk, v, l, m) VALUES ('a', 1, [1, 2], {{1: 1}})"),
         format!("UPDATE {ks}.no_ck SET v = 2, l = l + [3] WHERE pk = 'b'"),

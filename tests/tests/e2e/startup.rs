@@ -89,20 +89,10 @@ async fn replicator_replicates_writes_made_during_a_slow_start_up() -> anyhow::R
     );
     args.push("--create-destination-table".into());
     // No --start: the default is the launch.
-    let mut replicator = spawn_replicator(args);
+    let replicator = spawn_replicator(args);
     let written = write_for(s.clone(), ks.clone()).await?;
     assert!(written > 100, "only {written} writes were made");
-    wait_converged(
-        &mut replicator,
-        &s,
-        &d,
-        &ks,
-        &ks,
-        "t",
-        Duration::from_secs(30),
-    )
-    .await?;
-    assert_eq!(replicator.stop(Duration::from_secs(20)).await?, Ok(()));
+    converge_then_stop(replicator, &s, &d, &ks, "t", Duration::from_secs(30)).await?;
     source.shutdown().await;
     destination.shutdown().await;
     Ok(())
@@ -129,25 +119,8 @@ async fn printer_prints_writes_made_during_a_slow_start_up() -> anyhow::Result<(
             .respond(FaultReaction::Delay(SLOW_START))
             .times(1),
     );
-    let args: Vec<String> = [
-        "--hosts",
-        &cluster.contact_point().to_string(),
-        "--keyspace",
-        &ks,
-        "--table",
-        "t",
-        "--window-size",
-        "1",
-        "--safety-interval",
-        "1",
-        "--sleep-interval",
-        "0.1",
-        "--format",
-        "json",
-    ]
-    .iter()
-    .map(|a| a.to_string())
-    .collect();
+    let mut args = printer_args(&cluster.contact_point().to_string(), &ks, "t");
+    args.extend(strings(&["--format", "json"]));
     // No --start: the default is the launch.
     let (mut printer, out) = spawn_printer(args);
     let written = write_for(s.clone(), ks.clone()).await?;

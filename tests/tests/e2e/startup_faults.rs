@@ -77,10 +77,6 @@ fn reader_start_up_faults(ks: &str) -> Vec<FaultRule> {
     ]
 }
 
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|a| a.to_string()).collect()
-}
-
 /// One node with one shard: one connection per session, so one fault fails a prepare.
 async fn one_node() -> anyhow::Result<EmbeddedCluster> {
     Ok(EmbeddedCluster::builder()
@@ -113,25 +109,15 @@ async fn printer_starts_through_a_fault_on_each_start_up_query() -> anyhow::Resu
     }
     let host = cluster.contact_point().to_string();
     let checkpoints = format!("{ks}.cp");
-    let (mut printer, out) = spawn_printer(strings(&[
-        "--hosts",
-        &host,
-        "-k",
-        &ks,
-        "-t",
-        "t",
+    let mut args = printer_args(&host, &ks, "t");
+    args.extend(strings(&[
         "--start=-1m",
         "--checkpoint-table",
         &checkpoints,
-        "--window-size",
-        "1",
-        "--safety-interval",
-        "1",
-        "--sleep-interval",
-        "0.1",
         "--format",
         "json",
     ]));
+    let (mut printer, out) = spawn_printer(args);
     for i in 0..20 {
         exec(&s, format!("INSERT INTO {ks}.t (pk, v) VALUES ({i}, {i})")).await?;
     }
@@ -214,7 +200,7 @@ async fn replicator_starts_through_a_fault_on_each_start_up_query() -> anyhow::R
         "t",
     );
     args.extend(["--create-destination-table".into(), "--start=-1m".into()]);
-    let mut replicator = spawn_replicator(args);
+    let replicator = spawn_replicator(args);
     let writes: Vec<String> = (0..30)
         .map(|i| {
             format!(
@@ -224,17 +210,7 @@ async fn replicator_starts_through_a_fault_on_each_start_up_query() -> anyhow::R
         })
         .collect();
     exec_all(&s, &writes).await?;
-    wait_converged(
-        &mut replicator,
-        &s,
-        &d,
-        &ks,
-        &ks,
-        "t",
-        Duration::from_secs(60),
-    )
-    .await?;
-    assert_eq!(replicator.stop(Duration::from_secs(20)).await?, Ok(()));
+    converge_then_stop(replicator, &s, &d, &ks, "t", Duration::from_secs(60)).await?;
     source.shutdown().await;
     destination.shutdown().await;
     Ok(())

@@ -14,6 +14,8 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::PathBuf;
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -127,8 +129,16 @@ impl Pair {
     /// Starts (or connects to) both clusters (embedded ones have `nodes` nodes) and creates
     /// the keyspaces, replication factor 1.
     pub(crate) async fn start(nodes: usize) -> anyhow::Result<Self> {
-        let source = cluster(nodes).await?;
-        let destination = second_cluster(nodes).await?;
+        Self::of(cluster(nodes).await?, second_cluster(nodes).await?, 1).await
+    }
+
+    /// These clusters, with the keyspaces: replication factor `source_rf` on the source
+    /// (lowered to its node count), 1 on the destination.
+    pub(crate) async fn of(
+        source: TestCluster,
+        destination: TestCluster,
+        source_rf: usize,
+    ) -> anyhow::Result<Self> {
         let (s, d) = (source.session().await?, destination.session().await?);
         let ks = unique_keyspace_name();
         let dest_ks = if same_cluster(&s, &d) {
@@ -136,7 +146,7 @@ impl Pair {
         } else {
             ks.clone()
         };
-        create_keyspace(&s, &ks, 1).await?;
+        create_keyspace(&s, &ks, source_rf).await?;
         create_keyspace(&d, &dest_ks, 1).await?;
         Ok(Self {
             source,
@@ -317,7 +327,7 @@ pub(crate) fn replicator_args(
     ks: &str,
     tables: &str,
 ) -> Vec<String> {
-    [
+    let mut args = strings(&[
         "--source",
         source,
         "--destination",
@@ -326,20 +336,36 @@ pub(crate) fn replicator_args(
         ks,
         "--table",
         tables,
-        "--window-size",
-        "1",
-        "--safety-interval",
-        "1",
-        "--sleep-interval",
-        "0.1",
         "--checkpoint-interval",
         "0",
         "--progress-interval",
         "1",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    ]);
+    args.extend(strings(&FAST_READING));
+    args
+}
+
+/// The usual printer arguments for tests (`hosts` are contact points, `host:port,...`):
+/// `ks.table`, short windows. A test adds its start, end, format and others.
+pub(crate) fn printer_args(hosts: &str, ks: &str, table: &str) -> Vec<String> {
+    let mut args = strings(&["--hosts", hosts, "--keyspace", ks, "--table", table]);
+    args.extend(strings(&FAST_READING));
+    args
+}
+
+/// Short windows, read as soon as they are safe: a test's changes are read within seconds.
+pub(crate) const FAST_READING: [&str; 6] = [
+    "--window-size",
+    "1",
+    "--safety-interval",
+    "1",
+    "--sleep-interval",
+    "0.1",
+];
+
+/// Owned arguments.
+pub(crate) fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
 }
 
 /// A cell of a snapshot: its value, and for atomic columns its `writetime()` and `ttl()`.
@@ -519,6 +545,99 @@ pub(crate) async fn wait_converged(
     }
 }
 
+/// Waits (at most `timeout`) until `ks.table` is the same on the source `s` and the
+/// destination `d` ([`wait_converged`]), then stops the replicator, which must end well.
+pub(crate) async fn converge_then_stop(
+    mut replicator: Running,
+    s: &Arc<Session>,
+    d: &Arc<Session>,
+    ks: &str,
+    table: &str,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    wait_converged(&mut replicator, s, d, ks, ks, table, timeout).await?;
+    assert_eq!(replicator.stop(Duration::from_secs(30)).await?, Ok(()));
+    Ok(())
+}
+
+/// A program running as a child process (a `CARGO_BIN_EXE_*` binary), its stdout and stderr
+/// in files of a test's directory, `RUST_LOG` unset; killed if the test drops it.
+pub(crate) struct Process {
+    /// The name of its output files (`<name>.out`, `<name>.err`) and of it in messages.
+    pub(crate) name: String,
+    pub(crate) child: tokio::process::Child,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+impl Process {
+    /// Starts `binary` with `args`, its output in `dir`.
+    pub(crate) fn spawn(
+        binary: &str,
+        name: &str,
+        args: &[String],
+        dir: &TempDir,
+    ) -> anyhow::Result<Self> {
+        let stdout = PathBuf::from(dir.write(&format!("{name}.out"), ""));
+        let stderr = PathBuf::from(dir.write(&format!("{name}.err"), ""));
+        let child = tokio::process::Command::new(binary)
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&stdout)?)
+            .stderr(std::fs::File::create(&stderr)?)
+            // A failing test leaves no process behind.
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {binary}"))?;
+        Ok(Self {
+            name: name.to_owned(),
+            child,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// What it has written to stdout so far.
+    pub(crate) fn out(&self) -> String {
+        std::fs::read_to_string(&self.stdout).unwrap_or_default()
+    }
+
+    /// What it has written to stderr so far.
+    pub(crate) fn err(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Fails if the program has ended (it should be running), with its stderr.
+    pub(crate) fn check_running(&mut self) -> anyhow::Result<()> {
+        if let Some(status) = self.child.try_wait()? {
+            bail!("{} ended early ({status}): {}", self.name, self.err());
+        }
+        Ok(())
+    }
+
+    /// SIGTERM, as an operator or a service manager stops the program.
+    pub(crate) fn sigterm(&self) -> anyhow::Result<()> {
+        let pid = self.child.id().context("no pid: the program has ended")?;
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()?;
+        anyhow::ensure!(status.success(), "kill -TERM {pid} failed");
+        Ok(())
+    }
+
+    /// Waits (at most `timeout`) for the program to end; its exit code (`None`: ended by a
+    /// signal).
+    pub(crate) async fn exit_code(&mut self, timeout: Duration) -> anyhow::Result<Option<i32>> {
+        let status = tokio::time::timeout(timeout, self.child.wait())
+            .await
+            .with_context(|| {
+                format!("{} did not end in {timeout:?}: {}", self.name, self.err())
+            })??;
+        Ok(status.code())
+    }
+}
+
 /// A temporary directory removed on drop.
 pub(crate) struct TempDir(std::path::PathBuf);
 
@@ -546,6 +665,27 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Rows of `{ks}.mck` (`pk int, c1 int, c2 text, c3 int, v int`, clustering `(c1, c2, c3)`)
+/// in partition 1, a grid for [`mck_range_deletes`]: one batch per `c1` in 0..16, of every
+/// `c2` in `a`..`e` and `c3` in 1..=4. Shared by the replication matrices.
+pub(crate) fn mck_grid(ks: &str) -> Vec<String> {
+    (0..16)
+        .map(|c1| {
+            let mut batch = String::from("BEGIN UNLOGGED BATCH ");
+            for c2 in ["a", "b", "c", "d", "e"] {
+                for c3 in 1..=4 {
+                    batch.push_str(&format!(
+                        "INSERT INTO {ks}.mck (pk, c1, c2, c3, v) VALUES (1, {c1}, '{c2}', {c3}, {}); ",
+                        c1 * 100 + c3
+                    ));
+                }
+            }
+            batch.push_str("APPLY BATCH");
+            batch
+        })
+        .collect()
 }
 
 /// Range deletes of every shape on `{ks}.mck` (`pk int, c1 int, c2 text, c3 int, v int`,

@@ -63,10 +63,6 @@ fn rfc3339(t: chrono::DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|s| s.to_string()).collect()
-}
-
 /// A CDC table `ks.t` with three rows written (over the plaintext port).
 async fn written_table(session: &Session) -> anyhow::Result<String> {
     let ks = unique_keyspace_name();
@@ -98,26 +94,15 @@ async fn print_once(
 ) -> anyhow::Result<Result<String, scylla_cdc::cli::CliError>> {
     let start = Utc::now() - chrono::TimeDelta::seconds(60);
     let end = Utc::now() + chrono::TimeDelta::milliseconds(100);
-    let mut args = strings(&[
-        "--hosts",
-        host,
-        "-k",
-        ks,
-        "-t",
-        "t",
+    let mut args = printer_args(host, ks, "t");
+    args.extend(strings(&[
         "--start",
         &rfc3339(start),
         "--end",
         &rfc3339(end),
-        "--window-size",
-        "1",
-        "--safety-interval",
-        "1",
-        "--sleep-interval",
-        "0.1",
         "--format",
         "json",
-    ]);
+    ]));
     args.extend(strings(extra));
     let (printer, out) = spawn_printer(args);
     Ok(printer
@@ -357,7 +342,7 @@ async fn replicator_replicates_over_tls_on_both_sides() -> anyhow::Result<()> {
         "--destination-password-file",
         &files.password_file,
     ]));
-    let mut replicator = spawn_replicator(args);
+    let replicator = spawn_replicator(args);
     for i in 0..20 {
         exec(
             &s,
@@ -369,17 +354,7 @@ async fn replicator_replicates_over_tls_on_both_sides() -> anyhow::Result<()> {
         .await?;
     }
     exec(&s, format!("DELETE FROM {ks}.t WHERE pk = 0 AND ck = 4")).await?;
-    wait_converged(
-        &mut replicator,
-        &s,
-        &d,
-        &ks,
-        &ks,
-        "t",
-        Duration::from_secs(60),
-    )
-    .await?;
-    assert_eq!(replicator.stop(Duration::from_secs(30)).await?, Ok(()));
+    converge_then_stop(replicator, &s, &d, &ks, "t", Duration::from_secs(60)).await?;
     source.shutdown().await;
     destination.shutdown().await;
     Ok(())
