@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use crate::support::{
     Change, VNODES_RF3, Workload, check_exactly_once_in_order, create_workload_table, exec,
-    new_keyspace, wait_for,
+    new_keyspace, timing_sensitive, wait_for,
 };
 
 const LEASE: Duration = Duration::from_secs(2);
@@ -567,6 +567,7 @@ async fn three_members_share_the_streams_evenly_and_deliver_each_change_once() -
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_member_s_units_are_taken_over_and_nothing_is_lost() -> anyhow::Result<()> {
+    let _alone = timing_sensitive().await;
     let Some((cluster, session, setup, workload)) = start(
         "a_killed_member_s_units_are_taken_over",
         "kills members",
@@ -1137,6 +1138,7 @@ async fn a_member_whose_lease_requests_hang_stops_delivering_before_a_takeover()
 /// round from the rows it read before the renewal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unit_the_renewal_finds_taken_is_not_started() -> anyhow::Result<()> {
+    let _alone = timing_sensitive().await;
     if !embedded_only(
         "a_unit_the_renewal_finds_taken_is_not_started",
         "injects faults",
@@ -1258,6 +1260,7 @@ async fn a_unit_the_renewal_finds_taken_is_not_started() -> anyhow::Result<()> {
 /// regrouping) waited for it, round after round.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_member_hands_units_over_without_waiting_out_its_pause() -> anyhow::Result<()> {
+    let _alone = timing_sensitive().await;
     let Some((cluster, session, setup, workload)) = start(
         "an_idle_member_hands_units_over_without_waiting_out_its_pause",
         "embedded cluster",

@@ -12,7 +12,8 @@ use scylla_cdc::CDCError;
 use scylla_emulator::EmbeddedCluster;
 
 use crate::support::{
-    Collected, cluster_and_keyspace, create_simple_table, drop_keyspace, reader_of, wait_for,
+    Collected, cluster_and_keyspace, create_simple_table, drop_keyspace, reader_of,
+    timing_sensitive, wait_for,
 };
 
 /// The cap: low enough for a shared, noisy machine to keep up with easily.
@@ -26,6 +27,7 @@ const BATCHES: i32 = 10;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rate_limit_holds_over_ten_seconds() -> anyhow::Result<()> {
+    let _alone = timing_sensitive().await;
     let (cluster, session, ks) = cluster_and_keyspace(
         EmbeddedCluster::builder()
             .nodes(1)

@@ -21,6 +21,8 @@ use scylla::statement::{Consistency, Statement};
 use scylla_cdc_test_utils::{embedded_only, setup_tracing, unique_keyspace_name};
 use scylla_emulator::{EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule};
 
+use crate::support::timing_sensitive;
+
 /// A cluster with a keyspace holding tables `probe` and `other` (`pk int PRIMARY KEY, v int`).
 async fn setup(nodes: usize) -> (EmbeddedCluster, Arc<Session>, String) {
     setup_tracing();
@@ -391,6 +393,7 @@ async fn node_shard_opcode_and_keyspace_filters_select_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delay_holds_one_request_while_the_connection_serves_others() {
+    let _alone = timing_sensitive().await;
     if !embedded_only(
         "a_delay_holds_one_request_while_the_connection_serves_others",
         "injects faults",

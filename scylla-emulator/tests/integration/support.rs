@@ -169,3 +169,12 @@ pub(crate) async fn invalid(session: &Session, cql: &str, expected: &str) {
         "{cql}: message {msg:?} lacks {expected:?}"
     );
 }
+
+/// Held by the tests whose assertions measure time (a rate, a deadline, a latency):
+/// no two of them run at once, so that each shares the process (where the harness runs two
+/// tests at a time, from every module) only with tests that do not measure time. A test takes
+/// it first thing (`let _alone = timing_sensitive().await;`).
+pub(crate) async fn timing_sensitive() -> tokio::sync::MutexGuard<'static, ()> {
+    static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    TIMING.lock().await
+}

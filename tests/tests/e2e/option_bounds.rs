@@ -32,7 +32,7 @@ use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
 use tokio::sync::Semaphore;
 
-use crate::support::{Process, TempDir, create_keyspace, exec};
+use crate::support::{Process, TempDir, create_keyspace, exec, timing_sensitive};
 
 /// A program with a command line of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -697,6 +697,7 @@ const CONCURRENT_RUNS: usize = 6;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_numeric_option_at_its_bounds() -> anyhow::Result<()> {
+    let _alone = timing_sensitive().await;
     setup_tracing();
     let began = Instant::now();
     let cluster = EmbeddedCluster::builder().nodes(1).start().await?;

@@ -218,6 +218,7 @@ async fn replicator_starts_through_a_fault_on_each_start_up_query() -> anyhow::R
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_definite_error_ends_start_up_at_once() -> anyhow::Result<()> {
+    let _alone = timing_sensitive().await;
     if !embedded_only("a_definite_error_ends_start_up_at_once", "injects faults") {
         return Ok(());
     }

@@ -718,3 +718,13 @@ pub(crate) fn mck_range_deletes(ks: &str) -> Vec<String> {
     ]);
     s
 }
+
+/// Held by the tests whose assertions measure time (a rate, a deadline, a latency), and the
+/// one that loads the machine most (`option_bounds`: six programs at once):
+/// no two of them run at once, so that each shares the process (where the harness runs two
+/// tests at a time, from every module) only with tests that do not measure time. A test takes
+/// it first thing (`let _alone = timing_sensitive().await;`).
+pub(crate) async fn timing_sensitive() -> tokio::sync::MutexGuard<'static, ()> {
+    static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    TIMING.lock().await
+}
