@@ -3,8 +3,8 @@
 //! mutual TLS (client certificates), with the password from a file; each way of not getting
 //! in (wrong CA, wrong server name, plaintext to a TLS port, wrong password) is one line and
 //! exit code 3. (Credentials from the environment, and passwords kept out of every log line,
-//! are tested on the binaries themselves: `scylla-cdc-printer/tests/credentials.rs` and
-//! `scylla-cdc-replicator/tests/credentials.rs`.)
+//! are tested on the binaries themselves: `scylla-cdc-printer/tests/integration/credentials.rs`
+//! and `scylla-cdc-replicator/tests/integration/credentials.rs`.)
 //!
 //! Embedded clusters only: TLS ports and test certificates are made here.
 
