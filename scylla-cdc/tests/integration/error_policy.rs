@@ -77,7 +77,7 @@ impl Picky {
 /// A keyspace with `t (pk int, ck int, v int)` with CDC, and rows v = 0..n in one partition.
 async fn table_with_rows(session: &Session, n: i32) -> anyhow::Result<String> {
     let ks = new_cdc_keyspace(session, 1).await?;
-    create_simple_table(&session, &ks, "t").await?;
+    create_simple_table(session, &ks, "t").await?;
     let insert = session
         .prepare(format!("INSERT INTO {ks}.t (pk, ck, v) VALUES (1, ?, ?)"))
         .await?;

@@ -241,7 +241,7 @@ struct Setup {
 
 impl Setup {
     async fn new(session: &Session, replication: &str) -> anyhow::Result<Self> {
-        let ks = new_keyspace(&session, replication).await?;
+        let ks = new_keyspace(session, replication).await?;
         create_workload_table(session, &ks, "t").await?;
         Ok(Self {
             ks,

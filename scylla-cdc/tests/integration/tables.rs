@@ -88,7 +88,7 @@ impl ConsumerFactory for Rows {
 async fn create_tables(session: &Session, ks: &str) -> anyhow::Result<()> {
     for t in ["t1", "t2"] {
         exec(
-            &session,
+            session,
             format!(
                 "CREATE TABLE {ks}.{t} (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
                      WITH cdc = {{'enabled': true}}"

@@ -96,7 +96,7 @@ async fn start_reader(
     collected: &Collected,
     start: DateTime<Utc>,
 ) -> anyhow::Result<(CDCLogReader, scylla_cdc::CDCReaderHandle)> {
-    Ok(reader_of(&session, ks, "t", collected.clone())
+    Ok(reader_of(session, ks, "t", collected.clone())
         .start_timestamp(start)
         .checkpoint_saver(saver)
         .pause_between_saves(Duration::from_millis(200))
