@@ -9,6 +9,7 @@
 //! - [`setup_tracing`]: a `RUST_LOG`-filtered subscriber whose output the test harness
 //!   captures.
 //! - [`statement_on_node`]: a statement the driver sends to one node only.
+//! - [`strip_ansi`]: a program's log line without its colours.
 //! - [`metrics_scrape`]: free ports, scraping a program's `/metrics`, reading log lines.
 
 use std::sync::Arc;
@@ -187,6 +188,25 @@ pub fn unique_keyspace_name() -> String {
     format!("ks_{}_{n}_{random:08x}", std::process::id())
 }
 
+/// `text` without its ANSI colour sequences (`ESC [ ... m`): a program's log line as a test
+/// matches it, whatever colours the program chose.
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Installs a `tracing` subscriber for tests (filtered by `RUST_LOG`, default `warn`, output
 /// captured by the test harness). Safe to call from every test.
 pub fn setup_tracing() {
@@ -201,6 +221,14 @@ pub fn setup_tracing() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn colours_are_stripped() {
+        assert_eq!(
+            strip_ansi("\x1b[33m WARN\x1b[0m \x1b[2mlost\x1b[0m: x"),
+            " WARN lost: x"
+        );
+    }
 
     #[test]
     fn keyspace_names_are_unique_and_valid() {

@@ -1,0 +1,6 @@
+//! The benchmark programs end to end, at a small size: one test binary (one link of the
+//! workspace) with a module per program.
+
+mod compare_bench;
+mod group_bench;
+mod support;
