@@ -13,10 +13,10 @@ use scylla_cdc::cli::secure::{
     CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
 };
 use scylla_cdc::cli::{
-    CliError, GroupFlags, GroupSettings, OnError, StartAt, TimeSpec, checkpoint_interval_arg,
-    hosts_arg, long_interval_arg, on_error_arg, one_host_arg, parse_name, parse_time,
-    progress_interval_arg, qualified_arg, resolve_range, rows_per_second_arg, safety_interval_arg,
-    sleep_interval_arg, tables_arg, window_size_arg,
+    CliError, EarlyReadFlags, GroupFlags, GroupSettings, OnError, StartAt, TimeSpec,
+    checkpoint_interval_arg, hosts_arg, long_interval_arg, on_error_arg, one_host_arg, parse_name,
+    parse_time, progress_interval_arg, qualified_arg, resolve_range, rows_per_second_arg,
+    safety_interval_arg, sleep_interval_arg, tables_arg, window_size_arg,
 };
 pub use scylla_cdc::cli::{Hosts, QualifiedTable, Tables};
 
@@ -76,6 +76,10 @@ pub struct Args {
     /// soon as one is done).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10", value_parser = sleep_interval_arg)]
     pub sleep_interval: Duration,
+    /// Early reads: --early-read-lag, --early-read-poll-interval, --max-unconfirmed-rows,
+    /// --no-early-reads.
+    #[command(flatten)]
+    pub early_reads: EarlyReadFlags,
     /// Adaptive polling: the longest a change written while the log is idle may wait before
     /// it is read, in seconds; idle stream groups poll less often, up to this bound (0.001 to
     /// 31536000, though no pause exceeds a day; default: safety interval + sleep interval,
@@ -194,6 +198,8 @@ pub struct PrintConfig {
     pub safety_interval: Duration,
     /// Sleep interval.
     pub sleep_interval: Duration,
+    /// Early reads (`None`: off, `--no-early-reads` or a safety interval too short for them).
+    pub early_reads: Option<scylla_cdc::EarlyReads>,
     /// Bound of adaptive polling (`None`: the library's default).
     pub max_idle_latency: Option<Duration>,
     /// How long transient failures are retried (`None`: forever).
@@ -271,6 +277,7 @@ impl Args {
                 "--on-error dead-letter needs --checkpoint-table (dead letters are kept next to it)",
             ));
         }
+        let early_reads = self.early_reads.resolve(self.safety_interval)?;
         let group = self.consumer_group.resolve(
             self.checkpoint_table.is_some(),
             "pass --checkpoint-table KEYSPACE.TABLE",
@@ -286,6 +293,7 @@ impl Args {
             window_size: self.window_size,
             safety_interval: self.safety_interval,
             sleep_interval: self.sleep_interval,
+            early_reads,
             max_idle_latency: self.max_idle_latency,
             give_up_after: self.give_up_after,
             checkpoint_table: self.checkpoint_table,
@@ -383,6 +391,21 @@ mod tests {
         assert_eq!(c.sleep_interval, Duration::from_secs(10));
         assert_eq!(c.format, Format::Pretty);
         assert_eq!(c.credentials, None);
+        // The printer reads early by default.
+        assert_eq!(c.early_reads, Some(scylla_cdc::EarlyReads::default()));
+        let Mode::Print(c) = parse(&[
+            "--hostname",
+            "db",
+            "-k",
+            "ks",
+            "-t",
+            "t",
+            "--no-early-reads",
+        ])
+        .unwrap() else {
+            panic!("not a print run")
+        };
+        assert_eq!(c.early_reads, None);
     }
 
     #[test]
@@ -457,6 +480,30 @@ mod tests {
             ),
             (
                 [&base[..], &["--max-rows-per-second", "0"]].concat(),
+                "from 1 to 1000000000",
+            ),
+            (
+                [
+                    &base[..],
+                    &["--safety-interval", "1", "--early-read-lag", "1"],
+                ]
+                .concat(),
+                "--early-read-lag (1 s) must be shorter than --safety-interval (1 s)",
+            ),
+            (
+                [
+                    &base[..],
+                    &["--no-early-reads", "--early-read-poll-interval", "1"],
+                ]
+                .concat(),
+                "cannot be used with",
+            ),
+            (
+                [&base[..], &["--early-read-poll-interval", "0"]].concat(),
+                "out of range: 0.001 to 3600 seconds",
+            ),
+            (
+                [&base[..], &["--max-unconfirmed-rows", "0"]].concat(),
                 "from 1 to 1000000000",
             ),
             (

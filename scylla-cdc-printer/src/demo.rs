@@ -141,6 +141,10 @@ pub async fn run(
         window_size: Duration::from_secs(1),
         safety_interval: Duration::from_millis(500),
         sleep_interval: Duration::from_millis(200),
+        // Each change on screen within about 0.3 s of its write.
+        early_reads: Some(
+            scylla_cdc::EarlyReads::default().poll_interval(Duration::from_millis(200)),
+        ),
         max_idle_latency: None,
         give_up_after: None,
         checkpoint_interval: Duration::from_secs(10),

@@ -12,8 +12,18 @@
 //! `table`, `time` (RFC 3339, µs), `stream_id` (hex), `batch_seq_no`, `operation`
 //! (`RowInsert`, `RowUpdate`, … as [`OperationType`] prints), `end_of_batch`, `columns`
 //! (non-null values by column name), and when present `ttl` (seconds), `expiration` (true for
-//! Scylla-initiated expirations), `deleted` (names of deleted columns) and `deleted_elements`
-//! (removed keys / list element ids / UDT field indexes by column name).
+//! Scylla-initiated expirations), `deleted` (names of deleted columns), `deleted_elements`
+//! (removed keys / list element ids / UDT field indexes by column name) and `late` (true for
+//! a row the early reads' confirmation delivered: see [`scylla_cdc::CDCRow::is_late`]).
+//!
+//! # Late rows
+//!
+//! With early reads (the printer's default) a row that became visible after the early read
+//! had passed its time is delivered by the confirmation a safety interval behind now,
+//! after rows of its stream written later. It is shown as such: ` (late)` after the
+//! operation in the pretty format, `"late": true` in `--format json`, and `"late": true` at
+//! the top level of a `--format change` object (`false` for the others). Every other row
+//! comes in the order of its partition's writes.
 //!
 //! # `--format change`
 //!
@@ -24,7 +34,7 @@
 //!  "delta":[{"batch_seq_no":1,"operation":"RowUpdate","columns":{"pk":1,"ck":2,"v":11}}],
 //!  "source":{"keyspace":"ks","table":"t","stream_id":"0x…","time":"<cdc$time uuid>",
 //!            "ts_us":1714564800123456},
-//!  "ts_ms":1714564801234,"ttl":null}
+//!  "ts_ms":1714564801234,"ttl":null,"late":false}
 //! ```
 //!
 //! * `op`: `"c"` for an insert (`cdc$operation` 2), `"u"` for an update (1: also column
@@ -52,6 +62,8 @@
 //!   restart from a checkpoint, or another consumer-group member's takeover) carry the time
 //!   of that delivery.
 //! * `ttl`: the first `cdc$ttl` of the deltas (seconds), or `null`.
+//! * `late`: whether the change is late (see "Late rows" above): delivered after changes of
+//!   its stream written later.
 //! * **Several rows in one change** (a batch, `ck IN (...)`, a static and a clustering row
 //!   in one statement): `op`, `before`, `after`, `delete`, `key` and `range` describe the
 //!   first row the change touches (in the order of its delta rows), and `"rows"` lists every row touched,
@@ -103,6 +115,8 @@ pub struct RowView {
     pub ttl: Option<i64>,
     /// The base columns, key columns first.
     pub columns: Vec<ColumnView>,
+    /// Delivered late, by the early reads' confirmation ([`CDCRow::is_late`]).
+    pub late: bool,
 }
 
 impl RowView {
@@ -123,6 +137,7 @@ impl RowView {
             is_expiration: row.is_expiration,
             ttl: row.ttl,
             columns: columns(row, key_columns)?,
+            late: row.is_late,
         })
     }
 
@@ -143,6 +158,7 @@ impl RowView {
             is_expiration: row.is_expiration(),
             ttl: row.ttl(),
             columns: columns(row, key_columns)?,
+            late: change.is_late(),
         })
     }
 }
@@ -236,6 +252,9 @@ pub fn pretty(row: &RowView, out: &mut String) {
     if row.is_expiration {
         out.push_str(" (expiration)");
     }
+    if row.late {
+        out.push_str(" (late)");
+    }
     match row.ttl {
         Some(ttl) => {
             let _ = write!(out, " ttl={ttl}");
@@ -309,6 +328,8 @@ pub struct ChangeView {
     pub delta: Vec<RowView>,
     /// The rows touched, in the order of their delta rows.
     pub rows: Vec<RowChangeView>,
+    /// Delivered late, by the early reads' confirmation ([`Change::is_late`]).
+    pub late: bool,
 }
 
 fn image_json(image: &RowImage) -> Json {
@@ -439,6 +460,7 @@ impl ChangeView {
             ttl: change.ttl(),
             delta,
             rows,
+            late: change.is_late(),
         })
     }
 }
@@ -459,6 +481,9 @@ fn row_json(row: &RowView, with_source: bool) -> Map<String, Json> {
     }
     if row.is_expiration {
         obj.insert("expiration".into(), Json::Bool(true));
+    }
+    if with_source && row.late {
+        obj.insert("late".into(), Json::Bool(true));
     }
     let mut columns = Map::new();
     let mut deleted = Vec::new();
@@ -529,6 +554,7 @@ pub fn change_json(change: &ChangeView, out: &mut String) {
     );
     obj.insert("ts_ms".into(), Json::from(change.ts_ms));
     obj.insert("ttl".into(), change.ttl.map_or(Json::Null, Json::from));
+    obj.insert("late".into(), Json::Bool(change.late));
     out.push_str(&Json::Object(obj).to_string());
     out.push('\n');
 }
@@ -557,6 +583,7 @@ mod tests {
             is_expiration: false,
             ttl,
             columns,
+            late: false,
         }
     }
 
@@ -633,6 +660,47 @@ mod tests {
     }
 
     #[test]
+    fn a_late_row_says_so_in_every_format() {
+        let mut r = row(
+            OperationType::RowUpdate,
+            None,
+            vec![col("pk", Some(CqlValue::Int(1)))],
+        );
+        let mut on_time = String::new();
+        json(&r, &mut on_time);
+        assert!(!on_time.contains("late"), "{on_time}");
+        r.late = true;
+        let mut out = String::new();
+        pretty(&r, &mut out);
+        assert!(
+            out.starts_with("2024-05-01T12:00:00.123456Z ks.t RowUpdate (late) ttl=none\n"),
+            "{out}"
+        );
+        out.clear();
+        json(&r, &mut out);
+        let v: Json = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["late"], true);
+        let change = ChangeView {
+            keyspace: "ks".into(),
+            table: "t".into(),
+            stream_id: "0x0102".into(),
+            time: "c0ffee00-0000-1000-8000-000000000000".into(),
+            ts_us: 7,
+            ts_ms: 8,
+            ttl: None,
+            delta: vec![r],
+            rows: Vec::new(),
+            late: true,
+        };
+        out.clear();
+        change_json(&change, &mut out);
+        let v: Json = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["late"], true);
+        // The change says it once, at the top level: its deltas do not repeat it.
+        assert_eq!(v["delta"][0].get("late"), None);
+    }
+
+    #[test]
     fn json_omits_nulls() {
         let mut r = row(OperationType::RowDelete, None, vec![col("pk", None)]);
         r.end_of_batch = false;
@@ -682,13 +750,14 @@ mod tests {
                 vec![col("v", Some(CqlValue::Int(3)))],
             )],
             rows: vec![update.clone()],
+            late: false,
         };
         let mut out = String::new();
         change_json(&change, &mut out);
         assert!(out.ends_with('\n') && !out.trim_end().contains('\n'));
         assert_eq!(
             out.trim_end(),
-            r#"{"after":{"ck":5,"pk":1,"v":3},"before":{"ck":5,"pk":1,"v":null},"delta":[{"batch_seq_no":1,"columns":{"v":3},"operation":"RowUpdate","ttl":5}],"key":{"ck":5,"pk":1},"op":"u","source":{"keyspace":"ks","stream_id":"0x0102","table":"t","time":"c0ffee00-0000-1000-8000-000000000000","ts_us":7},"ts_ms":1714564801234,"ttl":5}"#
+            r#"{"after":{"ck":5,"pk":1,"v":3},"before":{"ck":5,"pk":1,"v":null},"delta":[{"batch_seq_no":1,"columns":{"v":3},"operation":"RowUpdate","ttl":5}],"key":{"ck":5,"pk":1},"late":false,"op":"u","source":{"keyspace":"ks","stream_id":"0x0102","table":"t","time":"c0ffee00-0000-1000-8000-000000000000","ts_us":7},"ts_ms":1714564801234,"ttl":5}"#
         );
         change.rows = vec![delete, update];
         change.ttl = None;

@@ -211,6 +211,8 @@ pub struct ReaderSettings {
     pub safety_interval: Duration,
     /// Sleep interval.
     pub sleep_interval: Duration,
+    /// Early reads (`None`: off).
+    pub early_reads: Option<scylla_cdc::EarlyReads>,
     /// Bound of adaptive polling (`None`: the library's default).
     pub max_idle_latency: Option<Duration>,
     /// How long transient failures are retried (`None`: forever).
@@ -258,6 +260,7 @@ pub async fn start_readers(
         .window_size(settings.window_size)
         .safety_interval(settings.safety_interval)
         .sleep_interval(settings.sleep_interval)
+        .early_reads(settings.early_reads.clone())
         .start_timestamp(settings.start);
     if let Some(latency) = settings.max_idle_latency {
         builder = builder.max_idle_latency(latency);
@@ -433,6 +436,7 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         window_size: config.window_size,
         safety_interval: config.safety_interval,
         sleep_interval: config.sleep_interval,
+        early_reads: config.early_reads.clone(),
         max_idle_latency: config.max_idle_latency,
         give_up_after: config.give_up_after,
         checkpoint_interval: config.checkpoint_interval,

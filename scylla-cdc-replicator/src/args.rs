@@ -17,10 +17,10 @@ use scylla_cdc::cli::secure::{
     CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
 };
 use scylla_cdc::cli::{
-    CliError, GroupFlags, GroupSettings, OnError, TimeSpec, checkpoint_interval_arg, connect,
-    hosts_arg, long_interval_arg, on_error_arg, parse_name, parse_time, progress_interval_arg,
-    qualified_arg, rows_per_second_arg, safety_interval_arg, sleep_interval_arg, tables_arg,
-    window_size_arg,
+    CliError, EarlyReadFlags, GroupFlags, GroupSettings, OnError, TimeSpec,
+    checkpoint_interval_arg, connect, hosts_arg, long_interval_arg, on_error_arg, parse_name,
+    parse_time, progress_interval_arg, qualified_arg, rows_per_second_arg, safety_interval_arg,
+    sleep_interval_arg, tables_arg, window_size_arg,
 };
 pub use scylla_cdc::cli::{Hosts, QualifiedTable, StartAt, Tables};
 
@@ -121,6 +121,10 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
           value_parser = sleep_interval_arg)]
     pub sleep_interval: Duration,
+    /// Early reads: --early-read-lag, --early-read-poll-interval, --max-unconfirmed-rows,
+    /// --no-early-reads.
+    #[command(flatten)]
+    pub early_reads: EarlyReadFlags,
     /// Adaptive polling: the longest a change written while the log is idle may wait before
     /// it is read, in seconds; idle stream groups poll less often, up to this bound (0.001 to
     /// 31536000, though no pause exceeds a day; default: safety interval + sleep interval,
@@ -403,6 +407,8 @@ pub struct Config {
     pub safety_interval: Duration,
     /// Sleep interval.
     pub sleep_interval: Duration,
+    /// Early reads (`None`: off, `--no-early-reads` or a safety interval too short for them).
+    pub early_reads: Option<scylla_cdc::EarlyReads>,
     /// Bound of adaptive polling (`None`: the library's default).
     pub max_idle_latency: Option<Duration>,
     /// How long transient failures are retried (`None`: forever).
@@ -467,6 +473,7 @@ impl Args {
                  checkpoint table): drop --no-checkpoints",
             ));
         }
+        let early_reads = self.early_reads.resolve(self.safety_interval)?;
         let group = self.consumer_group.resolve(
             checkpoint_table.is_some(),
             "drop --no-checkpoints (the default checkpoint table is \
@@ -492,6 +499,7 @@ impl Args {
             window_size: self.window_size,
             safety_interval: self.safety_interval,
             sleep_interval: self.sleep_interval,
+            early_reads,
             max_idle_latency: self.max_idle_latency,
             give_up_after: self.give_up_after,
             checkpoint_table,
@@ -568,6 +576,12 @@ mod tests {
         assert_eq!(c.safety_interval, Duration::from_secs(30));
         assert_eq!(c.sleep_interval, Duration::from_secs(10));
         assert_eq!(c.max_idle_latency, None);
+        // The replicator reads early by default.
+        assert_eq!(c.early_reads, Some(scylla_cdc::EarlyReads::default()));
+        assert_eq!(
+            parse(&with(&["--no-early-reads"])).unwrap().early_reads,
+            None
+        );
         assert_eq!(c.checkpoint_interval, Duration::from_secs(10));
         assert_eq!(c.max_in_flight, 64);
         assert!(!c.create_destination_table);

@@ -454,6 +454,7 @@ async fn start_reader(
         .window_size(config.window_size)
         .safety_interval(config.safety_interval)
         .sleep_interval(config.sleep_interval)
+        .early_reads(config.early_reads.clone())
         .pause_between_saves(config.checkpoint_interval)
         .start_timestamp(start);
     if let Some(latency) = config.max_idle_latency {

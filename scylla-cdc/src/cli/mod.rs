@@ -658,6 +658,93 @@ pub struct GroupFlags {
     pub lease_table: Option<QualifiedTable>,
 }
 
+/// The early-read flags both programs take: `--early-read-lag`,
+/// `--early-read-poll-interval`, `--max-unconfirmed-rows` and `--no-early-reads` (see
+/// [`crate::CDCLogReaderBuilder::early_reads`]). The programs read early by default;
+/// [`EarlyReadFlags::resolve`] checks the flags against the safety interval.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct EarlyReadFlags {
+    /// Early reads: how far behind now each stream group reads, in seconds, so that a change
+    /// arrives within about lag + poll interval of its write; rows that become visible later
+    /// (past client timestamps, clock skew) are delivered by a confirmation a safety interval
+    /// behind now, flagged late (0 to 3600, shorter than --safety-interval; default 0.1).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true,
+          value_parser = early_read_lag_arg)]
+    pub early_read_lag: Option<Duration>,
+    /// Early reads: how often a caught-up stream group asks for new rows, in seconds; each
+    /// poll is one query per group of at most 100 streams (0.001 to 3600; default 0.6).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true,
+          value_parser = early_read_poll_interval_arg)]
+    pub early_read_poll_interval: Option<Duration>,
+    /// Early reads: the most rows delivered early and not yet confirmed that are remembered
+    /// (24 bytes each); past it, early reads pause until confirmation catches up (1 to
+    /// 1000000000; default 1000000).
+    #[arg(long, value_name = "ROWS", allow_negative_numbers = true,
+          value_parser = unconfirmed_rows_arg)]
+    pub max_unconfirmed_rows: Option<usize>,
+    /// Read only a safety interval behind now, as before early reads: every change arrives
+    /// in the order of its partition's writes, --safety-interval after its write.
+    #[arg(long, conflicts_with_all = ["early_read_lag", "early_read_poll_interval", "max_unconfirmed_rows"])]
+    pub no_early_reads: bool,
+}
+
+impl EarlyReadFlags {
+    /// The early reads these flags ask for, given the run's safety interval (`None`: off).
+    /// They are off with `--no-early-reads`, and when the safety interval is no longer than
+    /// the default lag (reading is then already that close to now); a lag given explicitly
+    /// must be shorter than the safety interval.
+    pub fn resolve(
+        &self,
+        safety_interval: Duration,
+    ) -> Result<Option<crate::EarlyReads>, CliError> {
+        if self.no_early_reads {
+            return Ok(None);
+        }
+        let mut early = crate::EarlyReads::default();
+        match self.early_read_lag {
+            Some(lag) if lag >= safety_interval => {
+                return Err(CliError::usage(format!(
+                    "--early-read-lag ({} s) must be shorter than --safety-interval ({} s): \
+                     early reads read closer to now than the safety interval (or pass \
+                     --no-early-reads)",
+                    lag.as_secs_f64(),
+                    safety_interval.as_secs_f64()
+                )));
+            }
+            Some(lag) => early.lag = lag,
+            None if early.lag >= safety_interval => return Ok(None),
+            None => {}
+        }
+        if let Some(poll) = self.early_read_poll_interval {
+            early.poll_interval = poll;
+        }
+        if let Some(rows) = self.max_unconfirmed_rows {
+            early.max_unconfirmed_rows = rows;
+        }
+        Ok(Some(early))
+    }
+}
+
+/// clap parser of `--early-read-lag`: 0 to 1 hour (a lag of more is no early read).
+pub fn early_read_lag_arg(text: &str) -> Result<Duration, String> {
+    seconds_within(text, Duration::ZERO, HOUR)
+}
+
+/// clap parser of `--early-read-poll-interval`: 1 ms to 1 hour.
+pub fn early_read_poll_interval_arg(text: &str) -> Result<Duration, String> {
+    seconds_within(text, crate::MIN_EARLY_POLL_INTERVAL.max(MILLISECOND), HOUR)
+}
+
+/// clap parser of `--max-unconfirmed-rows`: a whole number from 1 to 10^9.
+pub fn unconfirmed_rows_arg(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=1_000_000_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{text}` is not a number of rows from 1 to 1000000000"
+        )),
+    }
+}
+
 /// A consumer group, checked ([`GroupFlags::resolve`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupSettings {
@@ -1316,6 +1403,47 @@ impl OnError {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn early_reads_are_on_unless_refused_or_pointless() {
+        use super::{EarlyReadFlags, early_read_poll_interval_arg, unconfirmed_rows_arg};
+        let secs = Duration::from_secs;
+        let ms = Duration::from_millis;
+        let none = EarlyReadFlags::default();
+        assert_eq!(
+            none.resolve(secs(30)).unwrap(),
+            Some(crate::EarlyReads::default())
+        );
+        // A safety interval no longer than the default lag: reading is already that close.
+        assert_eq!(none.resolve(ms(100)).unwrap(), None);
+        assert_eq!(none.resolve(Duration::ZERO).unwrap(), None);
+        let off = EarlyReadFlags {
+            no_early_reads: true,
+            ..EarlyReadFlags::default()
+        };
+        assert_eq!(off.resolve(secs(30)).unwrap(), None);
+        let set = EarlyReadFlags {
+            early_read_lag: Some(ms(250)),
+            early_read_poll_interval: Some(secs(2)),
+            max_unconfirmed_rows: Some(7),
+            no_early_reads: false,
+        };
+        let early = set.resolve(secs(1)).unwrap().unwrap();
+        assert_eq!(
+            (early.lag, early.poll_interval, early.max_unconfirmed_rows),
+            (ms(250), secs(2), 7)
+        );
+        // A lag given explicitly and not shorter than the safety interval is refused.
+        let err = set.resolve(ms(250)).unwrap_err();
+        assert_eq!(err.code, super::exit_code::USAGE);
+        assert!(err.message.contains("--early-read-lag (0.25 s)"), "{err}");
+        assert!(early_read_poll_interval_arg("0").is_err());
+        assert!(early_read_poll_interval_arg("3601").is_err());
+        assert_eq!(early_read_poll_interval_arg("0.001").unwrap(), ms(1));
+        assert!(unconfirmed_rows_arg("0").is_err());
+        assert!(unconfirmed_rows_arg("-1").is_err());
+        assert_eq!(unconfirmed_rows_arg("1000000000").unwrap(), 1_000_000_000);
+    }
+
     #[test]
     fn process_age_from_proc() {
         // A command name with spaces and a parenthesis; starttime (field 22) = 12345 ticks.

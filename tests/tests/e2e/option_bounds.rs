@@ -269,6 +269,8 @@ enum Expected {
 }
 
 const CP: &[&str] = &["--checkpoint-table", "{cp}"];
+const SAFETY_DAY: &[&str] = &["--safety-interval", "86400"];
+const SAFETY_SECOND: &[&str] = &["--safety-interval", "1"];
 const PRINTER_GROUP: &[&str] = &["--group", "{group}", "--checkpoint-table", "{cp}"];
 const PRINTER_RENEW: &[&str] = &[
     "--group",
@@ -343,6 +345,25 @@ fn numeric_options() -> Vec<Numeric> {
                 ("0.1", "86400"),
                 ("0.099", "86400.001"),
             ),
+            // Early reads need a safety interval longer than their lag: with a day's, a lag
+            // of 0 reads the prepared changes early and one of an hour reads none yet.
+            numeric(p, "--early-read-lag", ("0", "3600"), ("-0.001", "3600.001"))
+                .needs(SAFETY_DAY)
+                .idle_at(&["3600"]),
+            numeric(
+                p,
+                "--early-read-poll-interval",
+                ("0.001", "3600"),
+                ("0.0009", "3600.001"),
+            )
+            .needs(SAFETY_SECOND),
+            numeric(
+                p,
+                "--max-unconfirmed-rows",
+                ("1", "1000000000"),
+                ("0", "1000000001"),
+            )
+            .needs(SAFETY_SECOND),
         ]);
     }
     options.extend([
@@ -552,9 +573,13 @@ fn arguments(world: &World, n: &Numeric, value: &str, id: usize, dest_ks: &str) 
         .map(|s| s.to_string())
         .collect(),
     };
-    // The option under test replaces a common one of the same name.
-    if let Some(at) = args.iter().position(|a| a == n.option) {
-        args.drain(at..at + 2);
+    // The option under test, and those it needs, replace common ones of the same name.
+    for name in n.needs.iter().chain([&n.option]) {
+        if name.starts_with("--")
+            && let Some(at) = args.iter().position(|a| a == name)
+        {
+            args.drain(at..at + 2);
+        }
     }
     args.extend(n.needs.iter().map(|a| a.to_string()));
     args.push(n.option.to_owned());
