@@ -215,10 +215,12 @@
 //! * **Exactly once within a run**: a row is delivered by the early read or by the
 //!   confirmation, never both. What the early reads delivered and the confirmation has not
 //!   reached is remembered at [`UNCONFIRMED_ROW_BYTES`] (24) bytes a row, up to
-//!   [`EarlyReads::max_unconfirmed_rows`] (1 000 000) for the whole reader: a burst past it
-//!   pauses the early reads of the groups it would grow until their confirmation has caught
-//!   up (their changes then arrive a safety interval late, as without early reads; none is
-//!   lost or delivered twice).
+//!   [`EarlyReads::max_unconfirmed_rows`] (1 000 000) for the whole reader, checked before
+//!   each early window (which spans at most the longer of the poll interval and
+//!   [`MAX_EARLY_WINDOW`], 1 s): the reader holds at most the cap plus one such window's rows
+//!   per stream group. A burst that reaches the cap pauses early reads until confirmations
+//!   free room; changes written meanwhile arrive up to a safety interval after their write,
+//!   as without early reads, and none is lost or delivered twice.
 //! * **Checkpoints and the low watermark follow the confirmed point**: a restart loses
 //!   nothing, and the changes between the last checkpoint and the early point may be
 //!   delivered again after it, as any change after the last checkpoint. A reader that is
@@ -426,7 +428,7 @@ pub use reader::worker::MIN_GENERATION_POLL;
 pub use reader::{CDCLogReader, CDCReaderHandle, ProgressHandle};
 pub use report::events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
 pub use report::progress::{GroupProgress, Progress, TableProgress};
-pub use stream::early::{EarlyReads, UNCONFIRMED_ROW_BYTES};
+pub use stream::early::{EarlyReads, MAX_EARLY_WINDOW, UNCONFIRMED_ROW_BYTES};
 pub use stream::error_policy::{
     AfterRetries, ConsumerErrorPolicy, DeadLetter, DeadLetterSink, DeadLetterTable, Retry,
     dead_letter_table_name,

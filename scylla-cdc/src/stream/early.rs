@@ -15,9 +15,12 @@
 //! comparison each ([`Ledger::confirm`]) and drops each key it passes. It costs
 //! [`KEY_BYTES`] per row delivered early and not yet confirmed: at most a safety interval's
 //! worth of rows (plus the confirmation's batch). A [`Budget`] shared by every group of a
-//! reader caps the rows all ledgers hold together; a group whose early read would go past it
-//! stops reading early until its confirmation has caught up (its rows are then delivered a
-//! safety interval late, as without early reads): nothing is lost or delivered twice.
+//! reader caps the rows all ledgers hold together: a group checks it before each early
+//! window, and an early window spans at most [`EarlySettings::span`] (the longer of the poll
+//! interval and [`MAX_EARLY_WINDOW`]), so the ledgers hold at most the cap plus one such
+//! window's rows per group. A group that finds the cap reached stops reading early until
+//! confirmations free room (its rows then arrive up to a safety interval late, as without
+//! early reads): nothing is lost or delivered twice.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -47,10 +50,12 @@ pub struct EarlyReads {
     /// proportionally more requests while idle.
     pub poll_interval: Duration,
     /// The most rows delivered early and not confirmed yet that the reader remembers, all
-    /// its stream groups together ([`UNCONFIRMED_ROW_BYTES`] each). A burst that goes past
-    /// it pauses the early reads of the groups that would add to it until their
-    /// confirmation has caught up: their changes then arrive a safety interval after their
-    /// write, as without early reads, and none is lost or delivered twice.
+    /// its stream groups together ([`UNCONFIRMED_ROW_BYTES`] each). A group checks it before
+    /// each early window, which spans at most the longer of the poll interval and
+    /// [`MAX_EARLY_WINDOW`]: the reader holds at most this many rows plus one such window's
+    /// per group. A burst that reaches it pauses early reads until confirmations free room:
+    /// changes written meanwhile arrive up to a safety interval after their write, as
+    /// without early reads, and none is lost or delivered twice.
     pub max_unconfirmed_rows: usize,
 }
 
@@ -237,6 +242,11 @@ impl Drop for Ledger {
     }
 }
 
+/// The longest span of log time one early window covers unless the poll interval is longer:
+/// what an early window may add to the ledgers past their cap, per stream group, after early
+/// reads paused for a burst resume.
+pub const MAX_EARLY_WINDOW: Duration = Duration::from_secs(1);
+
 /// What every stream reader of a reader with early reads gets: the settings, and the budget
 /// of unconfirmed rows all their ledgers share.
 #[derive(Debug, Clone)]
@@ -254,6 +264,12 @@ impl EarlySettings {
             poll_interval: early.poll_interval,
             budget: Arc::new(Budget::new(early.max_unconfirmed_rows)),
         }
+    }
+
+    /// The longest early window of a reader whose windows are `window` long: the longer of
+    /// the poll interval and [`MAX_EARLY_WINDOW`], and no longer than `window`.
+    pub(crate) fn span(&self, window: Duration) -> Duration {
+        window.min(self.poll_interval.max(MAX_EARLY_WINDOW))
     }
 }
 

@@ -409,7 +409,7 @@ impl StreamReader {
                 early_end = early_end.min(l);
             }
             if e < early_end && early.budget.has_room() {
-                let u = early_end.min(crate::base::time::plus(e, window));
+                let u = early_end.min(crate::base::time::plus(e, early.span(window)));
                 self.early_window(c, e, u).await?;
                 e = u;
                 if u < early_end {

@@ -15,15 +15,15 @@ use chrono::{DateTime, TimeDelta, Utc};
 use scylla::client::session::Session;
 use scylla_cdc::{
     CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, CDCRow, Consumer, ConsumerFactory,
-    ReaderEvent, StreamID, TableBackedCheckpointSaver, UnitStopReason,
+    EarlyReads, ReaderEvent, StreamID, TableBackedCheckpointSaver, UnitStopReason,
 };
 use scylla_cdc_test_utils::{embedded_only, setup_tracing};
 use scylla_emulator::{EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule};
 use tokio::time::Instant;
 
 use crate::support::{
-    Change, VNODES_RF3, Workload, check_exactly_once_in_order, create_workload_table, exec,
-    new_keyspace, timing_sensitive, wait_for,
+    Change, VNODES_RF3, Workload, check_exactly_once_in_order, create_workload_table,
+    delivered_early, exec, fast_early_reads, new_keyspace, timing_sensitive, wait_for,
 };
 
 const LEASE: Duration = Duration::from_secs(2);
@@ -637,27 +637,30 @@ async fn a_killed_member_s_units_are_taken_over_and_nothing_is_lost() -> anyhow:
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_member_that_joins_gets_its_share() -> anyhow::Result<()> {
-    let Some((cluster, session, setup, workload)) = start(
-        "a_member_that_joins_gets_its_share",
-        "embedded cluster",
-        3,
-        VNODES_RF3,
-        4,
-    )
-    .await?
+/// A member joins two others mid-run: it gets its share and delivers changes, and nothing
+/// is delivered twice (a hand-over confirms the unit up to where it was read, early reads
+/// included, before the checkpoint the next owner resumes from).
+async fn a_member_joins(name: &str, early: Option<EarlyReads>) -> anyhow::Result<()> {
+    let Some((cluster, session, setup, workload)) =
+        start(name, "embedded cluster", 3, VNODES_RF3, 4).await?
     else {
         return Ok(());
     };
-    let a = setup.member(session.clone(), "a").await?;
-    let b = setup.member(session.clone(), "b").await?;
+    let member = |id: &'static str| {
+        let early = early.clone();
+        setup.member_with(session.clone(), id, Duration::ZERO, move |b| {
+            b.early_reads(early)
+        })
+    };
+    let a = member("a").await?;
+    let b = member("b").await?;
     wait_for(Duration::from_secs(30), "6 units per member", || async {
         balanced(&[&a.0, &b.0], 12)
     })
     .await;
     workload.wait_for_rounds(15, "rounds of writes").await;
-    let c = setup.member(session.clone(), "c").await?;
+    let joined = Utc::now().timestamp_micros();
+    let c = member("c").await?;
     wait_for(Duration::from_secs(30), "4 units per member", || async {
         balanced(&[&a.0, &b.0, &c.0], 12)
     })
@@ -673,25 +676,61 @@ async fn a_member_that_joins_gets_its_share() -> anyhow::Result<()> {
         "the new member delivered changes"
     );
     setup.check_units();
+    check_early(&setup.deliveries.changes(), early.is_some(), joined);
     cluster.shutdown().await;
     Ok(())
 }
 
+/// With early reads, rows written before and after `cut` (µs) were delivered within the
+/// safety interval (1 s) of their write; without, none was.
+fn check_early(changes: &[Change], reads_early: bool, cut: i64) {
+    let safety = Duration::from_secs(1);
+    let (before, after): (Vec<Change>, Vec<Change>) =
+        changes.iter().cloned().partition(|c| c.micros < cut);
+    let (early_before, early_after) = (
+        delivered_early(&before, safety),
+        delivered_early(&after, safety),
+    );
+    if reads_early {
+        assert!(
+            early_before > 0 && early_after > 0,
+            "rows delivered early: {early_before} of {} before, {early_after} of {} after",
+            before.len(),
+            after.len()
+        );
+    } else {
+        assert_eq!(early_before + early_after, 0, "rows delivered early");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_group_follows_a_generation_switch() -> anyhow::Result<()> {
-    let Some((cluster, session, setup, workload)) = start(
-        "a_group_follows_a_generation_switch",
-        "adds a node",
-        3,
-        VNODES_RF3,
-        4,
-    )
-    .await?
+async fn a_member_that_joins_gets_its_share() -> anyhow::Result<()> {
+    a_member_joins("a_member_that_joins_gets_its_share", None).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_joins_while_reading_early_repeats_nothing() -> anyhow::Result<()> {
+    // Asserts that rows were delivered within the safety interval of their write.
+    let _alone = timing_sensitive().await;
+    let name = "a_member_that_joins_while_reading_early_repeats_nothing";
+    a_member_joins(name, Some(fast_early_reads())).await
+}
+
+/// Two members follow a generation switch (a node added): every change delivered once.
+async fn a_group_switches_generations(name: &str, early: Option<EarlyReads>) -> anyhow::Result<()> {
+    let Some((cluster, session, setup, workload)) =
+        start(name, "adds a node", 3, VNODES_RF3, 4).await?
     else {
         return Ok(());
     };
-    let a = setup.member(session.clone(), "a").await?;
-    let b = setup.member(session.clone(), "b").await?;
+    let member = |id: &'static str| {
+        let early = early.clone();
+        setup.member_with(session.clone(), id, Duration::ZERO, move |b| {
+            b.early_reads(early)
+        })
+    };
+    let a = member("a").await?;
+    let b = member("b").await?;
     wait_for(Duration::from_secs(30), "6 units per member", || async {
         balanced(&[&a.0, &b.0], 12)
     })
@@ -720,8 +759,21 @@ async fn a_group_follows_a_generation_switch() -> anyhow::Result<()> {
     let cut = new_generation.timestamp_micros();
     assert!(changes.iter().any(|c| c.micros < cut) && changes.iter().any(|c| c.micros >= cut));
     setup.check_units();
+    check_early(&changes, early.is_some(), cut);
     cluster.shutdown().await;
     Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_follows_a_generation_switch() -> anyhow::Result<()> {
+    a_group_switches_generations("a_group_follows_a_generation_switch", None).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_reading_early_follows_a_generation_switch() -> anyhow::Result<()> {
+    let _alone = timing_sensitive().await;
+    let name = "a_group_reading_early_follows_a_generation_switch";
+    a_group_switches_generations(name, Some(fast_early_reads())).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,6 +5,7 @@
 mod bad_input;
 mod changes;
 mod checkpoints;
+mod early_reads;
 mod error_policy;
 mod expiry;
 mod faults;

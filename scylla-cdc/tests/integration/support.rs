@@ -36,6 +36,10 @@ pub(crate) struct Change {
     pub(crate) deleted: BTreeSet<String>,
     /// Non-null `cdc$deleted_elements_` values.
     pub(crate) deleted_elements: BTreeMap<String, CqlValue>,
+    /// Delivered late, by an early reads' confirmation (`CDCRow::is_late`).
+    pub(crate) late: bool,
+    /// When the consumer got it (µs since the epoch, this machine's clock).
+    pub(crate) delivered_micros: i64,
 }
 
 impl Change {
@@ -70,6 +74,8 @@ impl Change {
             values,
             deleted,
             deleted_elements,
+            late: row.is_late,
+            delivered_micros: chrono::Utc::now().timestamp_micros(),
         })
     }
 
@@ -157,6 +163,24 @@ pub(crate) fn reader_of(
         .consumer_factory(Arc::new(consumers))
 }
 
+/// Early reads as the tests use them with [`fast`] windows (a safety interval of 1 s): a
+/// 100 ms lag, a poll every 100 ms.
+pub(crate) fn fast_early_reads() -> scylla_cdc::EarlyReads {
+    scylla_cdc::EarlyReads::default()
+        .lag(Duration::from_millis(100))
+        .poll_interval(Duration::from_millis(100))
+}
+
+/// How many of `changes` were delivered less than `safety` after their write: only early
+/// reads can do that (without them a row is read once now - safety has passed its time).
+pub(crate) fn delivered_early(changes: &[Change], safety: Duration) -> usize {
+    let safety = safety.as_micros() as i64;
+    changes
+        .iter()
+        .filter(|c| c.delivered_micros < c.micros + safety)
+        .count()
+}
+
 /// Small windows so that tests run in seconds.
 pub(crate) fn fast(builder: CDCLogReaderBuilder) -> CDCLogReaderBuilder {
     builder
@@ -167,7 +191,9 @@ pub(crate) fn fast(builder: CDCLogReaderBuilder) -> CDCLogReaderBuilder {
 
 /// Checks that no log row was delivered twice and that, per partition `pk`, the delivered
 /// writes have `seq` values exactly `0..expected[pk]` in order; returns the sum of `val` over
-/// the writes (the checksum).
+/// the writes (the checksum). A row flagged late (early reads: it became visible after the
+/// early read had passed its time) may come after later writes of its partition, as the
+/// crate docs allow; every other row must come in write order.
 ///
 /// A write is identified by `(pk, seq, write timestamp)`: the workload retries a write whose
 /// outcome it could not know (a connection broken by a stopped node) with the same timestamp,
@@ -179,7 +205,7 @@ pub(crate) fn check_exactly_once_in_order(
     expected: &BTreeMap<i32, i32>,
 ) -> i64 {
     let mut rows = BTreeSet::new();
-    let mut per_pk: BTreeMap<i32, Vec<(i32, i64)>> = BTreeMap::new();
+    let mut per_pk: BTreeMap<i32, Vec<(i32, i64, bool)>> = BTreeMap::new();
     let mut checksum = 0i64;
     for c in changes {
         assert!(
@@ -190,23 +216,25 @@ pub(crate) fn check_exactly_once_in_order(
             panic!("row without pk/seq: {c:?}");
         };
         let writes = per_pk.entry(pk).or_default();
-        if writes.last() == Some(&(seq, c.micros)) {
+        if writes.iter().any(|w| (w.0, w.1) == (seq, c.micros)) {
             continue; // the same write, logged again by a retry
         }
-        writes.push((seq, c.micros));
+        writes.push((seq, c.micros, c.late));
         checksum += c.bigint("val").unwrap_or(0);
     }
     for (pk, n) in expected {
-        let got: Vec<i32> = per_pk
-            .remove(pk)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(seq, _)| seq)
-            .collect();
+        let writes = per_pk.remove(pk).unwrap_or_default();
+        let on_time: Vec<i32> = writes.iter().filter(|w| !w.2).map(|w| w.0).collect();
+        assert!(
+            on_time.is_sorted(),
+            "partition {pk}: changes out of order: {on_time:?}"
+        );
+        let mut got: Vec<i32> = writes.iter().map(|w| w.0).collect();
+        got.sort_unstable();
         assert_eq!(
             got,
             (0..*n).collect::<Vec<_>>(),
-            "partition {pk}: changes lost, duplicated or out of order"
+            "partition {pk}: changes lost or duplicated"
         );
     }
     assert!(
@@ -361,12 +389,22 @@ impl ReadWhileWriting {
         writers: i32,
         partitions: i32,
     ) -> anyhow::Result<Self> {
+        Self::start_with(session, ks, writers, partitions, |b| b).await
+    }
+
+    /// As [`ReadWhileWriting::start`], the reader's builder passed through `configure`.
+    pub(crate) async fn start_with(
+        session: &Arc<Session>,
+        ks: String,
+        writers: i32,
+        partitions: i32,
+        configure: impl FnOnce(CDCLogReaderBuilder) -> CDCLogReaderBuilder,
+    ) -> anyhow::Result<Self> {
         create_workload_table(session, &ks, "t").await?;
         let collected = Collected::default();
-        let (reader, handle) = reader_of(session, &ks, "t", collected.clone())
-            .start_timestamp(chrono::Utc::now() - chrono::TimeDelta::seconds(1))
-            .build()
-            .await?;
+        let builder = reader_of(session, &ks, "t", collected.clone())
+            .start_timestamp(chrono::Utc::now() - chrono::TimeDelta::seconds(1));
+        let (reader, handle) = configure(builder).build().await?;
         let workload = Workload::start(session.clone(), &ks, "t", writers, partitions).await?;
         Ok(Self {
             ks,

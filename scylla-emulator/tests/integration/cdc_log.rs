@@ -1064,3 +1064,84 @@ async fn quorum_reads_of_system_distributed_work_on_several_nodes() {
     }
     cluster.shutdown().await;
 }
+
+/// One change of the log by its stream and exact `cdc$time` (what a CDC reader asks for a
+/// change it found late): answered with the change's rows, prepared and bound as a reader
+/// binds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_change_is_read_by_its_stream_and_time() {
+    let (_cluster, session, ks) =
+        cluster_and_keyspace(EmbeddedCluster::builder().nodes(3).shards_per_node(2)).await;
+    run(
+        &session,
+        &format!(
+            "CREATE TABLE {ks}.t (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
+             WITH cdc = {{'enabled': true}}"
+        ),
+    )
+    .await;
+    run(
+        &session,
+        &format!(
+            "BEGIN UNLOGGED BATCH INSERT INTO {ks}.t (pk, ck, v) VALUES (1, 1, 1); \
+             INSERT INTO {ks}.t (pk, ck, v) VALUES (1, 2, 2); APPLY BATCH"
+        ),
+    )
+    .await;
+    run(
+        &session,
+        &format!("INSERT INTO {ks}.t (pk, ck, v) VALUES (1, 3, 3)"),
+    )
+    .await;
+    let rows: Vec<(Vec<u8>, CqlTimeuuid, i32)> = session
+        .query_unpaged(
+            format!(
+                "SELECT \"cdc$stream_id\", \"cdc$time\", \"cdc$batch_seq_no\" FROM {ks}.t_scylla_cdc_log"
+            ),
+            (),
+        )
+        .await
+        .unwrap()
+        .into_rows_result()
+        .unwrap()
+        .rows()
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(rows.len(), 3);
+    let (stream, time, _) = rows[0].clone();
+    let prepared = session
+        .prepare(format!(
+            "SELECT * FROM {ks}.t_scylla_cdc_log WHERE \"cdc$stream_id\" = ? AND \"cdc$time\" = ? \
+             BYPASS CACHE"
+        ))
+        .await
+        .unwrap();
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        session.execute_unpaged(&prepared, (&stream[..], time)),
+    )
+    .await
+    .expect("the query of one change is answered")
+    .unwrap()
+    .into_rows_result()
+    .unwrap();
+    let seqs: Vec<i32> = result
+        .rows::<scylla::value::Row>()
+        .unwrap()
+        .map(|r| {
+            let r = r.unwrap();
+            let i = result
+                .column_specs()
+                .iter()
+                .position(|c| c.name() == "cdc$batch_seq_no")
+                .unwrap();
+            r.columns[i].as_ref().unwrap().as_int().unwrap()
+        })
+        .collect();
+    assert_eq!(
+        seqs,
+        vec![0, 1],
+        "the batch's two rows, and not the next change"
+    );
+}
