@@ -349,6 +349,8 @@ impl LogSource for DriverLogSource {
     }
 
     async fn fetch_change(&self, stream: StreamID, time: Uuid) -> Result<LogPage, ExecutionError> {
+        // `cdc$time` is a timeuuid: the driver refuses to bind a plain `Uuid` to it.
+        let time = scylla::value::CqlTimeuuid::from(time);
         let result = self
             .session
             .execute_unpaged(&self.change, (&stream.as_bytes()[..], time))
@@ -447,6 +449,50 @@ mod tests {
         assert!(matches!(taken.bytes, std::borrow::Cow::Borrowed(_)));
         assert_eq!(taken.bytes, copied.bytes);
         assert_eq!(taken.count, copied.count);
+        Ok(())
+    }
+
+    /// The query of one change (the confirmation of early reads reads each late change with
+    /// it) binds its `cdc$time` as a timeuuid, and returns every row of the change and no
+    /// other: here the three rows of a batch, not the write before or after it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fetch_change_reads_one_whole_change() -> anyhow::Result<()> {
+        let cluster = scylla_emulator::EmbeddedCluster::builder().start().await?;
+        let session = cluster.session().await?;
+        for statement in [
+            "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', \
+             'replication_factor': 1} AND tablets = {'enabled': false}",
+            "CREATE TABLE ks.t (pk int, ck int, PRIMARY KEY (pk, ck)) \
+             WITH cdc = {'enabled': true}",
+            "INSERT INTO ks.t (pk, ck) VALUES (0, 0)",
+            "BEGIN UNLOGGED BATCH INSERT INTO ks.t (pk, ck) VALUES (0, 1); \
+             INSERT INTO ks.t (pk, ck) VALUES (0, 2); INSERT INTO ks.t (pk, ck) VALUES (0, 3); \
+             APPLY BATCH",
+            "INSERT INTO ks.t (pk, ck) VALUES (0, 4)",
+        ] {
+            session.query_unpaged(statement, ()).await?;
+        }
+        // The batch's change: the log row of ck = 2 (the log orders rows by `cdc$time`).
+        let log = session
+            .query_unpaged(
+                "SELECT \"cdc$stream_id\", \"cdc$time\", ck FROM ks.t_scylla_cdc_log",
+                (),
+            )
+            .await?
+            .into_rows_result()?;
+        let (stream, time, _) = log
+            .rows::<(Vec<u8>, scylla::value::CqlTimeuuid, Option<i32>)>()?
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .find(|(_, _, ck)| *ck == Some(2))
+            .expect("the log row of ck = 2");
+        let stream = StreamID::new(stream.try_into().expect("a 16-byte stream id"));
+        let source = DriverLogSource::new(session, "ks", "t_scylla_cdc_log").await?;
+        let page = source
+            .fetch_change(stream, Uuid::from_bytes(*time.as_bytes()))
+            .await?;
+        assert_eq!(page.len(), 3);
+        cluster.shutdown().await;
         Ok(())
     }
 }

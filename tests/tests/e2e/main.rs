@@ -6,6 +6,7 @@
 
 mod chaos;
 mod docs;
+mod early_reads;
 mod groups;
 mod option_bounds;
 mod printer;

@@ -368,6 +368,23 @@ pub(crate) fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
 }
 
+/// Sets `option` (`--name`) to `value` in `args`: its value where it is given (`--name value`
+/// or `--name=value`), else appended. The programs refuse an option given twice, so a test
+/// that needs another value than [`FAST_READING`]'s sets it here.
+pub(crate) fn set_option(args: &mut Vec<String>, option: &str, value: &str) {
+    let joined = format!("{option}=");
+    if let Some(i) = args.iter().position(|a| a == option) {
+        match args.get_mut(i + 1) {
+            Some(v) => *v = value.to_owned(),
+            None => args.push(value.to_owned()),
+        }
+    } else if let Some(a) = args.iter_mut().find(|a| a.starts_with(&joined)) {
+        *a = format!("{joined}{value}");
+    } else {
+        args.extend([option.to_owned(), value.to_owned()]);
+    }
+}
+
 /// A cell of a snapshot: its value, and for atomic columns its `writetime()` and `ttl()`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Cell {
@@ -511,10 +528,29 @@ pub(crate) fn differences(source: &Snapshot, destination: &Snapshot) -> Vec<Stri
     out
 }
 
+/// A program under test that should be running: in this process ([`Running`]) or a child
+/// process ([`Process`]).
+pub(crate) trait StillRunning {
+    /// Fails, with what the program left (its result, its stderr), if it has ended.
+    async fn still_running(&mut self) -> anyhow::Result<()>;
+}
+
+impl StillRunning for Running {
+    async fn still_running(&mut self) -> anyhow::Result<()> {
+        self.check_running().await
+    }
+}
+
+impl StillRunning for Process {
+    async fn still_running(&mut self) -> anyhow::Result<()> {
+        self.check_running()
+    }
+}
+
 /// Waits until `ks.table` has the same contents on both sessions (`dest_ks` on the
 /// destination), failing early if `program` ends.
 pub(crate) async fn wait_converged(
-    program: &mut Running,
+    program: &mut impl StillRunning,
     source: &Arc<Session>,
     destination: &Arc<Session>,
     ks: &str,
@@ -524,7 +560,7 @@ pub(crate) async fn wait_converged(
 ) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
-        program.check_running().await?;
+        program.still_running().await?;
         let last = match (
             snapshot(source, ks, table).await,
             snapshot(destination, dest_ks, table).await,
