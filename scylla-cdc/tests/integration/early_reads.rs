@@ -108,7 +108,8 @@ async fn late_rows_are_delivered_once_flagged() -> anyhow::Result<()> {
     let (_cluster, session, ks) = three_node_cluster().await?;
     create_simple_table(&session, &ks, "t").await?;
     wait_for_generation_older_than(&session, Duration::from_millis(2500)).await?;
-    let start = Utc::now();
+    // Before the earliest timestamp written (2 s in the past).
+    let start = Utc::now() - TimeDelta::seconds(3);
     let rows = Collected::default();
     let (mut reader, handle) = reader_of(&session, &ks, "t", rows.clone())
         .safety_interval(SAFETY)
@@ -124,6 +125,11 @@ async fn late_rows_are_delivered_once_flagged() -> anyhow::Result<()> {
         .start_timestamp(start)
         .build()
         .await?;
+    // Both read early already: a write 1 s in the past is behind their early reads.
+    wait_for(Duration::from_secs(30), "the first early reads", || async {
+        reader.progress().early_lag.is_some() && change_reader.progress().early_lag.is_some()
+    })
+    .await;
     const N: i32 = 20;
     for ck in 0..N {
         exec(
