@@ -237,8 +237,12 @@
 //! * **Stops**: a group stopped to hand its unit to another member of a consumer group (or
 //!   by [`CDCLogReader::stop_at`] before its early point) stops reading early at once and
 //!   confirms up to its early point before it saves its checkpoint, so the hand-over repeats
-//!   nothing; this takes up to a safety interval. [`CDCLogReader::stop`] stops at once: the
-//!   next run resumes from the last checkpoint. After a generation switch, the next
+//!   nothing; this takes up to a safety interval. A graceful stop (an end before what the
+//!   group has confirmed, as the programs' first SIGTERM sets) waits for that confirmation
+//!   only when it comes within [`MAX_STOP_CONFIRMATION`] (30 s): with a longer safety
+//!   interval the group saves its confirmed point at once, and the next run delivers the
+//!   rows read early after it again. [`CDCLogReader::stop`] stops at once: the next run
+//!   resumes from the last checkpoint. After a generation switch, the next
 //!   generation is read once the previous one is confirmed to its end (up to a safety
 //!   interval later).
 //!
@@ -428,7 +432,9 @@ pub use reader::worker::MIN_GENERATION_POLL;
 pub use reader::{CDCLogReader, CDCReaderHandle, ProgressHandle};
 pub use report::events::{ExpiredGap, ReaderEvent, UnitEvent, UnitStopReason};
 pub use report::progress::{GroupProgress, Progress, TableProgress};
-pub use stream::early::{EarlyReads, MAX_EARLY_WINDOW, UNCONFIRMED_ROW_BYTES};
+pub use stream::early::{
+    EarlyReads, MAX_EARLY_WINDOW, MAX_STOP_CONFIRMATION, UNCONFIRMED_ROW_BYTES,
+};
 pub use stream::error_policy::{
     AfterRetries, ConsumerErrorPolicy, DeadLetter, DeadLetterSink, DeadLetterTable, Retry,
     dead_letter_table_name,

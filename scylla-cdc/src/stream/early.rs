@@ -247,6 +247,13 @@ impl Drop for Ledger {
 /// reads paused for a burst resume.
 pub const MAX_EARLY_WINDOW: Duration = Duration::from_secs(1);
 
+/// The longest a stream group told to stop where it is (a graceful stop: the programs'
+/// first SIGTERM, a consumer-group member leaving) waits for the confirmation of the rows it
+/// delivered early, which comes once they are older than the safety interval. With a longer
+/// safety interval the group stops at its confirmed point at once and a restart delivers
+/// those rows again.
+pub const MAX_STOP_CONFIRMATION: Duration = Duration::from_secs(30);
+
 /// What every stream reader of a reader with early reads gets: the settings, and the budget
 /// of unconfirmed rows all their ledgers share.
 #[derive(Debug, Clone)]

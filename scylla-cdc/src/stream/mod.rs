@@ -368,15 +368,23 @@ impl StreamReader {
             limits.1.borrow_and_update();
             let limit = self.plan.limit();
             let end = limit.map(|l| l.max(e));
-            if end.is_some_and(|l| c >= l) {
+            let s = &self.plan.settings;
+            let (window, safety, batch) = (s.window_size, s.safety_interval, s.sleep_interval);
+            let now = s.clock.now();
+            // Told to stop where it is (a graceful stop) with rows delivered early after the
+            // confirmed point: their confirmation is waited for only if it comes within
+            // MAX_STOP_CONFIRMATION; else the group stops at the confirmed point, and a
+            // restart delivers them again (none is lost).
+            let gives_up = limit.is_some_and(|l| l <= c)
+                && e > c
+                && crate::base::time::plus(e, safety)
+                    > crate::base::time::plus(now, early::MAX_STOP_CONFIRMATION);
+            if gives_up || end.is_some_and(|l| c >= l) {
                 self.plan.flush(&mut self.progress, c).await?;
                 self.plan.save(&mut self.progress, c, true).await?;
                 self.plan.settings.stats.advance(&self.plan.slot, c);
                 return Ok(());
             }
-            let s = &self.plan.settings;
-            let (window, safety, batch) = (s.window_size, s.safety_interval, s.sleep_interval);
-            let now = s.clock.now();
             let settled = truncate_to_millis(crate::base::time::minus(now, safety));
             if c < settled {
                 if e <= c {
@@ -416,7 +424,16 @@ impl StreamReader {
                     continue;
                 }
             }
-            pause(early.poll_interval, &mut limits).await;
+            let wait = if limit.is_some_and(|l| l <= e) {
+                // Stopping: only the confirmation is left, due once `e` is settled.
+                let due = crate::base::time::plus(e, safety) - now;
+                due.to_std()
+                    .unwrap_or_default()
+                    .clamp(Duration::from_millis(1), early.poll_interval)
+            } else {
+                early.poll_interval
+            };
+            pause(wait, &mut limits).await;
         }
     }
 

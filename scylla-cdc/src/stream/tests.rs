@@ -1133,6 +1133,14 @@ struct EarlySetup {
 /// A reader of stream 1 from `start` with early reads (`early`), a 30 s safety interval and
 /// a 10 s sleep interval (the confirmation's batch), at a clock starting at `BASE`.
 fn early_reader(early: &EarlyReads, start: DateTime<Utc>) -> (EarlySetup, StreamReader) {
+    early_reader_with_safety(early, start, Duration::from_secs(30))
+}
+
+fn early_reader_with_safety(
+    early: &EarlyReads,
+    start: DateTime<Utc>,
+    safety: Duration,
+) -> (EarlySetup, StreamReader) {
     let log = Arc::new(FakeLog::new(100));
     let (end_tx, end_rx) = watch::channel(None);
     let (gen_end_tx, gen_end_rx) = watch::channel(None);
@@ -1146,6 +1154,7 @@ fn early_reader(early: &EarlyReads, start: DateTime<Utc>) -> (EarlySetup, Stream
     settings.clock = clock.clone();
     settings.saver = Some(saver.clone());
     settings.pause_between_saves = Duration::ZERO;
+    settings.safety_interval = safety;
     settings.early = Some(EarlySettings::new(early));
     let slot = slot(&settings, start);
     let stats = settings.stats.clone();
@@ -1284,4 +1293,62 @@ async fn a_stop_below_the_early_point_confirms_up_to_it_and_saves_there() {
         last > ms(BASE + 4_000) && last <= ms(BASE + 5_000),
         "the checkpoint covers what was delivered early: {last}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_graceful_stop_waits_for_the_confirmation_with_short_pauses() {
+    // A poll interval of an hour: the wait for the confirmation must not take one.
+    let early = EarlyReads::default().poll_interval(Duration::from_secs(3600));
+    let (s, r) = early_reader(&early, ms(BASE - 1_000));
+    // Read by the first early read, which is followed by a pause of an hour.
+    s.log.push(row(1, (BASE - 500) * 1000, 0, 1));
+    let task = tokio::spawn(r.run());
+    s.until(2_000).await;
+    assert_eq!(s.flagged.seen(), [(1, false)]);
+    // The programs' graceful stop: an end at the beginning of time.
+    s.end_tx.send(Some(DateTime::<Utc>::MIN_UTC)).unwrap();
+    task.await.unwrap().unwrap();
+    let stopped = s.base.elapsed();
+    assert!(
+        stopped < Duration::from_secs(35),
+        "stopped {stopped:?} after the start, not about a safety interval after the early read"
+    );
+    let (last, _) = *s
+        .saver
+        .saves
+        .lock()
+        .unwrap()
+        .last()
+        .expect("a final checkpoint");
+    assert!(
+        last > ms(BASE - 500),
+        "the checkpoint covers the row read early: {last}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_graceful_stop_does_not_wait_more_than_max_stop_confirmation() {
+    // A safety interval of an hour: the confirmation would take one.
+    let safety = Duration::from_secs(3600);
+    let (s, r) = early_reader_with_safety(&EarlyReads::default(), ms(BASE - 1_000), safety);
+    let task = tokio::spawn(r.run());
+    s.log.push(row(1, (BASE + 500) * 1000, 0, 1));
+    s.until(2_000).await;
+    assert_eq!(s.flagged.seen(), [(1, false)]);
+    s.end_tx.send(Some(DateTime::<Utc>::MIN_UTC)).unwrap();
+    task.await.unwrap().unwrap();
+    assert!(
+        s.base.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        s.base.elapsed()
+    );
+    // Saved at the confirmed point, before the row read early: a restart delivers it again.
+    let (last, _) = *s
+        .saver
+        .saves
+        .lock()
+        .unwrap()
+        .last()
+        .expect("a final checkpoint");
+    assert!(last <= ms(BASE + 500), "{last}");
 }
