@@ -277,6 +277,36 @@ impl Setup {
         self.member_with(session, id, Duration::ZERO, |b| b).await
     }
 
+    /// [`Self::member`], reading early with `early` (`None`: not).
+    async fn member_reading(
+        &self,
+        session: Arc<Session>,
+        id: &str,
+        early: &Option<EarlyReads>,
+    ) -> anyhow::Result<(CDCLogReader, CDCReaderHandle)> {
+        let early = early.clone();
+        self.member_with(session, id, Duration::ZERO, move |b| b.early_reads(early))
+            .await
+    }
+
+    /// Members `a` and `b` ([`Self::member_reading`]), once they hold 6 of the 12 units each.
+    async fn two_balanced_members(
+        &self,
+        session: &Arc<Session>,
+        early: &Option<EarlyReads>,
+    ) -> anyhow::Result<(
+        (CDCLogReader, CDCReaderHandle),
+        (CDCLogReader, CDCReaderHandle),
+    )> {
+        let a = self.member_reading(session.clone(), "a", early).await?;
+        let b = self.member_reading(session.clone(), "b", early).await?;
+        wait_for(Duration::from_secs(30), "6 units per member", || async {
+            balanced(&[&a.0, &b.0], 12)
+        })
+        .await;
+        Ok((a, b))
+    }
+
     /// [`Self::member`] with a consumer that takes `per_row` per row and other settings.
     async fn member_with(
         &self,
@@ -646,21 +676,10 @@ async fn a_member_joins(name: &str, early: Option<EarlyReads>) -> anyhow::Result
     else {
         return Ok(());
     };
-    let member = |id: &'static str| {
-        let early = early.clone();
-        setup.member_with(session.clone(), id, Duration::ZERO, move |b| {
-            b.early_reads(early)
-        })
-    };
-    let a = member("a").await?;
-    let b = member("b").await?;
-    wait_for(Duration::from_secs(30), "6 units per member", || async {
-        balanced(&[&a.0, &b.0], 12)
-    })
-    .await;
+    let (a, b) = setup.two_balanced_members(&session, &early).await?;
     workload.wait_for_rounds(15, "rounds of writes").await;
     let joined = Utc::now().timestamp_micros();
-    let c = member("c").await?;
+    let c = setup.member_reading(session.clone(), "c", &early).await?;
     wait_for(Duration::from_secs(30), "4 units per member", || async {
         balanced(&[&a.0, &b.0, &c.0], 12)
     })
@@ -723,18 +742,7 @@ async fn a_group_switches_generations(name: &str, early: Option<EarlyReads>) -> 
     else {
         return Ok(());
     };
-    let member = |id: &'static str| {
-        let early = early.clone();
-        setup.member_with(session.clone(), id, Duration::ZERO, move |b| {
-            b.early_reads(early)
-        })
-    };
-    let a = member("a").await?;
-    let b = member("b").await?;
-    wait_for(Duration::from_secs(30), "6 units per member", || async {
-        balanced(&[&a.0, &b.0], 12)
-    })
-    .await;
+    let (a, b) = setup.two_balanced_members(&session, &early).await?;
     let new_generation = cluster.add_node().await?;
     // 4 nodes × 4 vnodes: 16 units in the new generation.
     wait_for(
