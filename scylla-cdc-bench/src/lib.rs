@@ -31,6 +31,7 @@ use anyhow::{Context, bail};
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 
+pub mod live;
 pub mod tally;
 
 /// A `scylla-emulator` child process, killed when dropped.
