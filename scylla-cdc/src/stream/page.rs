@@ -351,7 +351,14 @@ impl LogSource for DriverLogSource {
     async fn fetch_change(&self, stream: StreamID, time: Uuid) -> Result<LogPage, ExecutionError> {
         let result = self
             .session
-            .execute_unpaged(&self.change, (&stream.as_bytes()[..], time))
+            // `cdc$time` is a timeuuid: the driver refuses a `Uuid` bound to one.
+            .execute_unpaged(
+                &self.change,
+                (
+                    &stream.as_bytes()[..],
+                    scylla::value::CqlTimeuuid::from(time),
+                ),
+            )
             .await?;
         Ok(LogPage::Driver(rows_of(result)?))
     }
@@ -447,6 +454,46 @@ mod tests {
         assert!(matches!(taken.bytes, std::borrow::Cow::Borrowed(_)));
         assert_eq!(taken.bytes, copied.bytes);
         assert_eq!(taken.count, copied.count);
+        Ok(())
+    }
+
+    /// The query of one change (what the confirmation of early reads sends for a late
+    /// change) binds its `cdc$time` as a timeuuid: the driver type-checks bound values
+    /// against the prepared statement's column types, and refuses a plain `Uuid` there.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_query_of_one_change_reads_its_rows() -> anyhow::Result<()> {
+        let cluster = scylla_emulator::EmbeddedCluster::builder().start().await?;
+        let session = cluster.session().await?;
+        session
+            .query_unpaged(
+                "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', \
+                 'replication_factor': 1} AND tablets = {'enabled': false}",
+                (),
+            )
+            .await?;
+        session
+            .query_unpaged(
+                "CREATE TABLE ks.t (pk int PRIMARY KEY, v int) WITH cdc = {'enabled': true}",
+                (),
+            )
+            .await?;
+        for pk in 0..3 {
+            session
+                .query_unpaged("INSERT INTO ks.t (pk, v) VALUES (?, 7)", (pk,))
+                .await?;
+        }
+        let (stream, time): (Vec<u8>, scylla::value::CqlTimeuuid) = session
+            .query_unpaged(
+                "SELECT \"cdc$stream_id\", \"cdc$time\" FROM ks.t_scylla_cdc_log LIMIT 1",
+                (),
+            )
+            .await?
+            .into_rows_result()?
+            .single_row()?;
+        let stream = StreamID::new(stream.try_into().expect("a 16-byte stream id"));
+        let source = DriverLogSource::new(session, "ks", "t_scylla_cdc_log").await?;
+        let page = source.fetch_change(stream, time.into()).await?;
+        assert_eq!(page.len(), 1);
         Ok(())
     }
 }
