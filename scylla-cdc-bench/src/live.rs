@@ -2,14 +2,29 @@
 //! and `latency-bench` share: this workspace's reader and scylla-cdc-rust 0.7 (crates.io,
 //! imported as `upstream`) started with the same settings on one table, each with its own
 //! driver session, each telling a [`Delivery`] about every row it delivers (its `pk` and
-//! whether it was flagged late); the requests the cluster received; percentiles of delays.
+//! whether it was flagged late); the requests the cluster received, and the requests each
+//! session sent ([`counted_session`]: the cluster counts per node and shard, so it cannot
+//! tell readers that run at once apart); percentiles of delays.
 
-use std::sync::Arc;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use anyhow::Context;
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::cluster::{ClusterState, NodeRef};
+use scylla::errors::RequestAttemptError;
+use scylla::policies::load_balancing::{
+    DefaultPolicy, FallbackPlan, LoadBalancingPolicy, RoutingInfo,
+};
+use scylla::routing::Shard;
 use scylla_emulator::{EmbeddedCluster, FaultOpcode};
+use tokio::sync::watch;
 
 /// What a reader's consumers tell about each row they get.
 pub trait Delivery: Send + Sync + 'static {
@@ -72,15 +87,46 @@ impl ReaderSettings {
         self.sleep_interval = Some(sleep);
         self
     }
+
+    /// The safety interval the reader runs with (the libraries' default, 30 s, when unset:
+    /// scylla-cdc 0.7's is the same, though not exported).
+    pub fn safety(&self) -> Duration {
+        self.safety_interval
+            .unwrap_or(scylla_cdc::DEFAULT_SAFETY_INTERVAL)
+    }
+
+    /// The sleep interval the reader runs with (10 s when unset, in both libraries).
+    pub fn sleep(&self) -> Duration {
+        self.sleep_interval
+            .unwrap_or(scylla_cdc::DEFAULT_SLEEP_INTERVAL)
+    }
 }
 
 /// A reader running as a task of this process: [`Running::stop`] ends it.
 pub struct Running {
     stop: Box<dyn FnOnce() + Send>,
     task: tokio::task::JoinHandle<()>,
+    /// This workspace's reader's low watermark (`None` for scylla-cdc 0.7, which has none).
+    low_watermark: Option<watch::Receiver<Option<DateTime<Utc>>>>,
+    /// The error the reader ended with, if it failed.
+    failure: Arc<Mutex<Option<String>>>,
 }
 
 impl Running {
+    /// The error the reader ended with, if it failed (it is also printed when it happens).
+    pub fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The reader's low watermark (`CDCLogReader::low_watermark`): every change at or before
+    /// it was delivered. `None` for scylla-cdc 0.7, and until the reader has one.
+    pub fn low_watermark(&self) -> Option<DateTime<Utc>> {
+        self.low_watermark.as_ref().and_then(|w| *w.borrow())
+    }
+
     /// Stops the reader and waits (at most 30 s) for its task to end.
     pub async fn stop(self) {
         (self.stop)();
@@ -166,15 +212,18 @@ pub async fn start_reader(
             if let Some(cap) = cap {
                 builder = builder.max_rows_per_second(*cap);
             }
-            let (mut reader, handle) = builder.build().await?;
-            let task = tokio::spawn(async move {
-                if let Err(e) = handle.await {
-                    eprintln!("{name} failed: {e}");
-                }
-            });
+            let (mut reader, handle) = builder
+                .build()
+                .await
+                .with_context(|| format!("starting {name}"))?;
+            let low_watermark = Some(reader.low_watermark());
+            let failure = Arc::default();
+            let task = tokio::spawn(note_failure(name, handle, Arc::clone(&failure)));
             Ok(Running {
                 stop: Box::new(move || reader.stop()),
                 task,
+                low_watermark,
+                failure,
             })
         }
         ReaderKind::Upstream => {
@@ -191,18 +240,117 @@ pub async fn start_reader(
             if let Some(sleep) = settings.sleep_interval {
                 builder = builder.sleep_interval(sleep);
             }
-            let (mut reader, handle) = builder.build().await?;
-            let task = tokio::spawn(async move {
-                if let Err(e) = handle.await {
-                    eprintln!("{name} failed: {e}");
-                }
-            });
+            let (mut reader, handle) = builder
+                .build()
+                .await
+                .with_context(|| format!("starting {name}"))?;
+            let failure = Arc::default();
+            let task = tokio::spawn(note_failure(name, handle, Arc::clone(&failure)));
             Ok(Running {
                 stop: Box::new(move || reader.stop()),
                 task,
+                low_watermark: None,
+                failure,
             })
         }
     }
+}
+
+/// Waits for a reader's `handle`; prints and keeps in `failure` the error it ends with.
+async fn note_failure<E: std::fmt::Display>(
+    name: String,
+    handle: impl Future<Output = Result<(), E>>,
+    failure: Arc<Mutex<Option<String>>>,
+) {
+    if let Err(e) = handle.await {
+        let e = format!("{e:#}");
+        eprintln!("{name} failed: {e}");
+        *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+    }
+}
+
+/// The statement requests (QUERY, EXECUTE, BATCH attempts, page fetches included) one
+/// session sent, counted by its load-balancing policy ([`counted_session`]).
+#[derive(Debug, Clone, Default)]
+pub struct RequestCounter(Arc<AtomicU64>);
+
+impl RequestCounter {
+    /// Requests sent so far.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// The driver's default policy, counting every attempt it is told the outcome of (the
+/// driver calls `on_request_success` or `on_request_failure` once per attempt it routes).
+#[derive(Debug)]
+struct CountingPolicy {
+    inner: Arc<dyn LoadBalancingPolicy>,
+    sent: RequestCounter,
+}
+
+impl LoadBalancingPolicy for CountingPolicy {
+    fn pick<'a>(
+        &'a self,
+        request: &'a RoutingInfo,
+        cluster: &'a ClusterState,
+    ) -> Option<(NodeRef<'a>, Option<Shard>)> {
+        self.inner.pick(request, cluster)
+    }
+
+    fn fallback<'a>(
+        &'a self,
+        request: &'a RoutingInfo,
+        cluster: &'a ClusterState,
+    ) -> FallbackPlan<'a> {
+        self.inner.fallback(request, cluster)
+    }
+
+    fn on_request_success(&self, request: &RoutingInfo, latency: Duration, node: NodeRef<'_>) {
+        self.sent.0.fetch_add(1, Ordering::Relaxed);
+        self.inner.on_request_success(request, latency, node);
+    }
+
+    fn on_request_failure(
+        &self,
+        request: &RoutingInfo,
+        latency: Duration,
+        node: NodeRef<'_>,
+        error: &RequestAttemptError,
+    ) {
+        self.sent.0.fetch_add(1, Ordering::Relaxed);
+        self.inner.on_request_failure(request, latency, node, error);
+    }
+
+    fn name(&self) -> String {
+        format!("Counting({})", self.inner.name())
+    }
+}
+
+/// A driver session to `contact` whose statement requests are counted on the client side, by
+/// its load-balancing policy (the driver's default one, counting): every attempt of a
+/// statement the session routes, page fetches and retries included. This workspace's reader
+/// wraps the session's policy in its own routing policy, which passes the counts on;
+/// scylla-cdc 0.7 uses it as it is. What the driver sends on its own (the control
+/// connection's metadata queries, PREPARE on every node) is not counted.
+pub async fn counted_session(
+    contact: SocketAddr,
+) -> anyhow::Result<(Arc<Session>, RequestCounter)> {
+    let sent = RequestCounter::default();
+    let policy = CountingPolicy {
+        inner: DefaultPolicy::builder().build(),
+        sent: sent.clone(),
+    };
+    let profile = ExecutionProfile::builder()
+        .load_balancing_policy(Arc::new(policy))
+        .build();
+    let session = SessionBuilder::new()
+        .known_node(contact.to_string())
+        .default_execution_profile_handle(profile.into_handle())
+        .build()
+        .await
+        .with_context(|| format!("connecting to {contact}"))?;
+    Ok((Arc::new(session), sent))
 }
 
 /// QUERY and EXECUTE requests the cluster received so far, all nodes and shards.
