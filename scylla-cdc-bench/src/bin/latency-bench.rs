@@ -159,10 +159,10 @@ struct Args {
     /// Partitions of the catch-up backlog [default: 1000; --quick: 50].
     #[arg(long)]
     backlog_partitions: Option<u64>,
-    /// Rows per partition of the catch-up backlog [default: 200; --quick: 100].
+    /// Rows per partition of the catch-up backlog [default: 1000; --quick: 100].
     #[arg(long)]
     backlog_rows: Option<u64>,
-    /// Catch-up runs of each reader [default: 3; --quick: 1].
+    /// Catch-up runs of each reader [default: 5; --quick: 1].
     #[arg(long)]
     catch_up_reps: Option<usize>,
     /// Leaves scylla-cdc 0.7 out of the catch-up runs.
@@ -285,8 +285,8 @@ impl Plan {
             late_rows: pick(a.late_rows.map(|n| n as u64), 20, 5) as usize,
             late_every: ms(pick(a.late_every_ms, 100, 30)),
             backlog_partitions: pick(a.backlog_partitions, 1000, 50),
-            backlog_rows: pick(a.backlog_rows, 200, 100),
-            catch_up_reps: pick(a.catch_up_reps.map(|n| n as u64), 3, 1) as usize,
+            backlog_rows: pick(a.backlog_rows, 1000, 100),
+            catch_up_reps: pick(a.catch_up_reps.map(|n| n as u64), 5, 1) as usize,
             catch_up_upstream: !a.no_catch_up_upstream,
             trade_off_polls: list(&a.trade_off_polls_ms, &[200, 600, 1000, 2000], &[200, 1000])
                 .into_iter()
@@ -843,6 +843,14 @@ async fn bench(plan: &Plan) -> anyhow::Result<()> {
     .map(String::from);
     println!("{}", markdown(&header, &trade_off_rows));
     println!("{idle_note}");
+    if let (Some(early), Some(theirs)) = (lines.first(), lines.get(2)) {
+        println!(
+            "idle requests/s, {} / {}: {:.2}",
+            early.name,
+            theirs.name,
+            early.idle_rps / theirs.idle_rps.max(f64::MIN_POSITIVE)
+        );
+    }
     if let (Some(Some(early)), Some(Some(plain))) = (cpu.first(), cpu.get(1)) {
         println!(
             "catch-up CPU per row, early reads / no early reads: {:.2}",
@@ -922,8 +930,8 @@ async fn idle_phase(plan: &Plan, backlog: &Backlog, readers: &[&Reader]) -> (Vec
         .collect();
     let note = format!(
         "Idle check: over {elapsed:.1} s the cluster received {cluster_sent} QUERY/EXECUTE \
-         requests and the readers' sessions counted {} (the rest are the drivers' own \
-         metadata queries, which no load-balancing policy sees).",
+         requests and the readers' sessions counted {} (a difference would be the \
+         drivers' own metadata queries, which no load-balancing policy sees).",
         sent.iter().sum::<u64>()
     );
     let rps = sent.iter().map(|&n| n as f64 / elapsed).collect();
