@@ -13,6 +13,10 @@
 //!   processes (changes/s, replicator CPU per change, peak RSS).
 //! - `idle-bench`: what the reader costs the cluster while idle, beside scylla-cdc-rust 0.7
 //!   (requests/s idle, requests and rows of a catch-up, write-to-delivery delay).
+//! - `latency-bench`: write-to-delivery delay (idle, under steady write rates), late rows
+//!   delivered, idle requests/s and catch-up CPU per row of this reader with and without
+//!   early reads and of scylla-cdc-rust 0.7 (defaults, and a 100 ms safety interval), four
+//!   readers of one table at once; and the poll interval's trade-off of early reads.
 //! - `soak-bench`: the printer and replicator binaries launched under a steady write load that
 //!   starts at their launch (rows differing, changes missed, memory over the run).
 //! - `group-bench`: 1, 2, 3 members of a consumer group (each a child process) sharing the
@@ -31,6 +35,8 @@ use anyhow::{Context, bail};
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 
+pub mod latency;
+pub mod live;
 pub mod tally;
 
 /// A `scylla-emulator` child process, killed when dropped.

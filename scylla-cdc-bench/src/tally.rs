@@ -1,12 +1,15 @@
-//! What the child processes of `compare-bench` and `group-bench` share: the consumers' tally
-//! (count the row, decode `v`, add it to a checksum) and the one result line a child prints
-//! for its parent.
+//! What the child processes of `compare-bench`, `group-bench` and `latency-bench` share: the
+//! consumers' tally (count the row, decode `v`, add it to a checksum), the consumer
+//! factories of both readers that tally, and the one result line a child prints for its
+//! parent.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
+use async_trait::async_trait;
+use scylla::value::CqlValue;
 
 use crate::mix;
 
@@ -95,6 +98,71 @@ impl Drop for Tally {
         self.shared
             .last_row_us
             .fetch_max(self.last_row_us.unwrap_or(0), Ordering::Relaxed);
+    }
+}
+
+/// This workspace's reader's consumers that tally: `v` borrowed from the page, each consumer
+/// with its own [`Tally`] (timed or not) adding to the shared totals.
+pub struct TallyFactory {
+    totals: Arc<Totals>,
+    timed: bool,
+}
+
+impl TallyFactory {
+    /// Consumers adding to `totals`; `timed` notes when each row arrived.
+    pub fn new(totals: Arc<Totals>, timed: bool) -> Arc<Self> {
+        Arc::new(Self { totals, timed })
+    }
+}
+
+/// A consumer of [`TallyFactory`].
+struct TallyConsumer(Tally);
+
+#[async_trait]
+impl scylla_cdc::Consumer for TallyConsumer {
+    async fn consume_cdc(&mut self, row: scylla_cdc::CDCRow<'_>) -> anyhow::Result<()> {
+        let v = row
+            .get_value_as::<&[u8]>("v")?
+            .context("a log row without v")?;
+        self.0.add(v)
+    }
+}
+
+#[async_trait]
+impl scylla_cdc::ConsumerFactory for TallyFactory {
+    async fn new_consumer(&self) -> Box<dyn scylla_cdc::Consumer> {
+        Box::new(TallyConsumer(Tally::new(self.totals.clone(), self.timed)))
+    }
+}
+
+/// scylla-cdc 0.7's consumers that tally (untimed): its `CDCRow` holds `CqlValue`s, `v` is
+/// a `CqlValue::Blob`.
+pub struct UpstreamTallyFactory(Arc<Totals>);
+
+impl UpstreamTallyFactory {
+    /// Consumers adding to `totals`.
+    pub fn new(totals: Arc<Totals>) -> Arc<Self> {
+        Arc::new(Self(totals))
+    }
+}
+
+/// A consumer of [`UpstreamTallyFactory`].
+struct UpstreamTallyConsumer(Tally);
+
+#[async_trait]
+impl upstream::consumer::Consumer for UpstreamTallyConsumer {
+    async fn consume_cdc(&mut self, row: upstream::consumer::CDCRow<'_>) -> anyhow::Result<()> {
+        match row.get_value("v") {
+            Some(CqlValue::Blob(v)) => self.0.add(v),
+            other => bail!("v is {other:?}, not a blob"),
+        }
+    }
+}
+
+#[async_trait]
+impl upstream::consumer::ConsumerFactory for UpstreamTallyFactory {
+    async fn new_consumer(&self) -> Box<dyn upstream::consumer::Consumer> {
+        Box::new(UpstreamTallyConsumer(Tally::new(self.0.clone(), false)))
     }
 }
 

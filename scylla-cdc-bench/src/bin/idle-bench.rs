@@ -22,10 +22,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use clap::Parser;
 use scylla::client::session::Session;
-use scylla_emulator::{EmbeddedCluster, FaultOpcode, Preload};
+use scylla_cdc_bench::live::{self, Delivery, ReaderKind, ReaderSettings, Running, requests};
+use scylla_emulator::{EmbeddedCluster, Preload};
 
 /// Idle cost and delivery delay of this reader and of scylla-cdc 0.7.
 #[derive(Debug, Parser)]
@@ -67,8 +67,8 @@ struct Seen {
     at: Arc<Mutex<BTreeMap<i32, Instant>>>,
 }
 
-impl Seen {
-    fn row(&self, pk: Option<i32>) {
+impl Delivery for Seen {
+    fn row(&self, pk: Option<i32>, _late: bool) {
         *self.rows.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         if let Some(pk) = pk {
             self.at
@@ -78,6 +78,9 @@ impl Seen {
                 .or_insert_with(Instant::now);
         }
     }
+}
+
+impl Seen {
     fn rows(&self) -> u64 {
         *self.rows.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -87,51 +90,6 @@ impl Seen {
             .unwrap_or_else(|e| e.into_inner())
             .get(&pk)
             .copied()
-    }
-}
-
-/// This reader's consumer.
-struct Ours(Seen);
-
-#[async_trait]
-impl scylla_cdc::Consumer for Ours {
-    async fn consume_cdc(&mut self, row: scylla_cdc::CDCRow<'_>) -> anyhow::Result<()> {
-        let pk = row.get_value("pk").ok().flatten().and_then(|v| v.as_int());
-        self.0.row(pk);
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl scylla_cdc::ConsumerFactory for Seen {
-    async fn new_consumer(&self) -> Box<dyn scylla_cdc::Consumer> {
-        Box::new(Ours(self.clone()))
-    }
-}
-
-/// scylla-cdc 0.7's consumer.
-struct Theirs(Seen);
-
-#[async_trait]
-impl upstream::consumer::Consumer for Theirs {
-    async fn consume_cdc(&mut self, row: upstream::consumer::CDCRow<'_>) -> anyhow::Result<()> {
-        let pk = if row.column_exists("pk") {
-            row.get_value("pk").as_ref().and_then(|v| v.as_int())
-        } else {
-            None
-        };
-        self.0.row(pk);
-        Ok(())
-    }
-}
-
-/// A factory of [`Theirs`].
-struct TheirFactory(Seen);
-
-#[async_trait]
-impl upstream::consumer::ConsumerFactory for TheirFactory {
-    async fn new_consumer(&self) -> Box<dyn upstream::consumer::Consumer> {
-        Box::new(Theirs(self.0.clone()))
     }
 }
 
@@ -150,17 +108,15 @@ impl Which {
     }
 }
 
-/// A running reader: stopping it ends its task.
-struct Running {
-    stop: Box<dyn FnOnce() + Send>,
-    task: tokio::task::JoinHandle<()>,
+/// A running reader and what it delivered.
+struct Reading {
+    running: Running,
     seen: Seen,
 }
 
-impl Running {
+impl Reading {
     async fn stop(self) {
-        (self.stop)();
-        let _ = tokio::time::timeout(Duration::from_secs(30), self.task).await;
+        self.running.stop().await;
     }
 }
 
@@ -170,7 +126,7 @@ async fn start_reader(
     session: Arc<Session>,
     table: &str,
     start: chrono::DateTime<chrono::Utc>,
-) -> anyhow::Result<Running> {
+) -> anyhow::Result<Reading> {
     start_capped(which, session, table, start, None).await
 }
 
@@ -181,59 +137,26 @@ async fn start_capped(
     table: &str,
     start: chrono::DateTime<chrono::Utc>,
     cap: Option<u64>,
-) -> anyhow::Result<Running> {
+) -> anyhow::Result<Reading> {
     let seen = Seen::default();
-    match which {
-        Which::Ours => {
-            let mut builder = scylla_cdc::CDCLogReaderBuilder::new()
-                .session(session)
-                .keyspace("bench")
-                .table_name(table)
-                .consumer_factory(Arc::new(seen.clone()))
-                .start_timestamp(start);
-            if let Some(cap) = cap {
-                builder = builder.max_rows_per_second(cap);
-            }
-            let (mut reader, handle) = builder.build().await?;
-            let task = tokio::spawn(async move {
-                if let Err(e) = handle.await {
-                    eprintln!("this reader failed: {e}");
-                }
-            });
-            Ok(Running {
-                stop: Box::new(move || reader.stop()),
-                task,
-                seen,
-            })
-        }
-        Which::Upstream => {
-            let since_epoch = Duration::from_millis(u64::try_from(start.timestamp_millis())?);
-            let (mut reader, handle) = upstream::log_reader::CDCLogReaderBuilder::new()
-                .session(session)
-                .keyspace("bench")
-                .table_name(table)
-                .consumer_factory(Arc::new(TheirFactory(seen.clone())))
-                .start_timestamp(since_epoch)
-                .build()
-                .await?;
-            let task = tokio::spawn(async move {
-                if let Err(e) = handle.await {
-                    eprintln!("scylla-cdc 0.7 failed: {e}");
-                }
-            });
-            Ok(Running {
-                stop: Box::new(move || reader.stop()),
-                task,
-                seen,
-            })
-        }
-    }
-}
-
-/// QUERY and EXECUTE requests the cluster received so far.
-fn requests(cluster: &EmbeddedCluster) -> u64 {
-    let sum = |op| -> u64 { cluster.request_counts_of(op).values().sum() };
-    sum(FaultOpcode::Query) + sum(FaultOpcode::Execute)
+    let settings = match which {
+        Which::Ours => ReaderSettings {
+            kind: ReaderKind::Ours { early: None, cap },
+            ..ReaderSettings::ours()
+        },
+        Which::Upstream => ReaderSettings::upstream(),
+    };
+    let running = live::start_reader(
+        &settings,
+        session,
+        "bench",
+        table,
+        start,
+        Arc::new(seen.clone()),
+        which.name(),
+    )
+    .await?;
+    Ok(Reading { running, seen })
 }
 
 /// Per reader: idle requests/s, catch-up requests and rows, delivery delays (s).

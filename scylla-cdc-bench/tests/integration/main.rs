@@ -3,4 +3,5 @@
 
 mod compare_bench;
 mod group_bench;
+mod latency_bench;
 mod support;

@@ -5,12 +5,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
-use async_trait::async_trait;
+use anyhow::Context;
 use clap::ValueEnum;
 use scylla::client::session_builder::SessionBuilder;
-use scylla::value::CqlValue;
-use scylla_cdc_bench::tally::{ResultFields, Tally, Totals};
+use scylla_cdc_bench::tally::{ResultFields, TallyFactory, Totals, UpstreamTallyFactory};
 
 /// The prefix of the result line a child prints.
 pub(crate) const RESULT_PREFIX: &str = "compare-bench-result";
@@ -109,50 +107,6 @@ impl ChildResult {
 
 pub(crate) use scylla_cdc_bench::backlog_checksum as expected;
 
-/// Our consumer: `v` borrowed from the page.
-struct OursConsumer(Tally);
-
-#[async_trait]
-impl scylla_cdc::Consumer for OursConsumer {
-    async fn consume_cdc(&mut self, row: scylla_cdc::CDCRow<'_>) -> anyhow::Result<()> {
-        let v = row
-            .get_value_as::<&[u8]>("v")?
-            .context("a log row without v")?;
-        self.0.add(v)
-    }
-}
-
-struct OursFactory(Arc<Totals>);
-
-#[async_trait]
-impl scylla_cdc::ConsumerFactory for OursFactory {
-    async fn new_consumer(&self) -> Box<dyn scylla_cdc::Consumer> {
-        Box::new(OursConsumer(Tally::new(self.0.clone(), false)))
-    }
-}
-
-/// Upstream's consumer: its `CDCRow` holds `CqlValue`s, `v` is a `CqlValue::Blob`.
-struct UpstreamConsumer(Tally);
-
-#[async_trait]
-impl upstream::consumer::Consumer for UpstreamConsumer {
-    async fn consume_cdc(&mut self, row: upstream::consumer::CDCRow<'_>) -> anyhow::Result<()> {
-        match row.get_value("v") {
-            Some(CqlValue::Blob(v)) => self.0.add(v),
-            other => bail!("v is {other:?}, not a blob"),
-        }
-    }
-}
-
-struct UpstreamFactory(Arc<Totals>);
-
-#[async_trait]
-impl upstream::consumer::ConsumerFactory for UpstreamFactory {
-    async fn new_consumer(&self) -> Box<dyn upstream::consumer::Consumer> {
-        Box::new(UpstreamConsumer(Tally::new(self.0.clone(), false)))
-    }
-}
-
 /// Runs one child: reads, then prints the result line.
 pub(crate) fn run(args: ChildArgs) -> anyhow::Result<()> {
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
@@ -186,7 +140,7 @@ async fn read(args: &ChildArgs) -> anyhow::Result<ChildResult> {
                 .session(session.clone())
                 .keyspace(args.keyspace.as_str())
                 .table_name(args.table.as_str())
-                .consumer_factory(Arc::new(OursFactory(shared.clone())))
+                .consumer_factory(TallyFactory::new(shared.clone(), false))
                 .start_timestamp(at(args.start_ms))
                 .end_timestamp(at(args.end_ms))
                 .window_size(ms(args.window_ms))
@@ -203,7 +157,7 @@ async fn read(args: &ChildArgs) -> anyhow::Result<ChildResult> {
                 .session(session.clone())
                 .keyspace(&args.keyspace)
                 .table_name(&args.table)
-                .consumer_factory(Arc::new(UpstreamFactory(shared.clone())))
+                .consumer_factory(UpstreamTallyFactory::new(shared.clone()))
                 .start_timestamp(ms(args.start_ms))
                 .end_timestamp(ms(args.end_ms))
                 .window_size(ms(args.window_ms))

@@ -12,12 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use async_trait::async_trait;
 use scylla::client::session_builder::SessionBuilder;
 use scylla_cdc::TableBackedCheckpointSaver;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use scylla_cdc_bench::tally::{ResultFields, Tally, Totals};
+use scylla_cdc_bench::tally::{ResultFields, TallyFactory, Totals};
 
 /// The line a member prints once it is connected and waits for the start.
 pub(crate) const READY: &str = "group-bench-ready";
@@ -118,28 +117,6 @@ impl MemberResult {
     }
 }
 
-/// The consumer: the common tally, timed (the group's catch-up ends at its last row).
-struct Consumer(Tally);
-
-#[async_trait]
-impl scylla_cdc::Consumer for Consumer {
-    async fn consume_cdc(&mut self, row: scylla_cdc::CDCRow<'_>) -> anyhow::Result<()> {
-        let v = row
-            .get_value_as::<&[u8]>("v")?
-            .context("a log row without v")?;
-        self.0.add(v)
-    }
-}
-
-struct Factory(Arc<Totals>);
-
-#[async_trait]
-impl scylla_cdc::ConsumerFactory for Factory {
-    async fn new_consumer(&self) -> Box<dyn scylla_cdc::Consumer> {
-        Box::new(Consumer(Tally::new(self.0.clone(), true)))
-    }
-}
-
 /// Runs one member: waits for the start, reads, then prints the result line.
 pub(crate) fn run(args: MemberArgs) -> anyhow::Result<()> {
     if std::env::var_os("RUST_LOG").is_some() {
@@ -190,7 +167,7 @@ async fn read(args: &MemberArgs) -> anyhow::Result<MemberResult> {
         .session(session.clone())
         .keyspace(args.keyspace.as_str())
         .table_name(args.table.as_str())
-        .consumer_factory(Arc::new(Factory(shared.clone())))
+        .consumer_factory(TallyFactory::new(shared.clone(), true))
         .checkpoint_saver(Arc::new(saver))
         .start_timestamp(at(args.start_ms))
         .window_size(ms(args.window_ms))
