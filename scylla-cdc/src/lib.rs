@@ -216,7 +216,7 @@
 //!   confirmation, never both. What the early reads delivered and the confirmation has not
 //!   reached is remembered at [`UNCONFIRMED_ROW_BYTES`] (24) bytes a row, up to
 //!   [`EarlyReads::max_unconfirmed_rows`] (1 000 000) for the whole reader, checked before
-//!   each early window (which spans at most the longer of the poll interval and
+//!   each early window (which spans at most the longer of twice the poll interval and
 //!   [`MAX_EARLY_WINDOW`], 1 s): the reader holds at most the cap plus one such window's rows
 //!   per stream group. A burst that reaches the cap pauses early reads until confirmations
 //!   free room; changes written meanwhile arrive up to a safety interval after their write,

@@ -16,9 +16,9 @@
 //! [`KEY_BYTES`] per row delivered early and not yet confirmed: at most a safety interval's
 //! worth of rows (plus the confirmation's batch). A [`Budget`] shared by every group of a
 //! reader caps the rows all ledgers hold together: a group checks it before each early
-//! window, and an early window spans at most [`EarlySettings::span`] (the longer of the poll
-//! interval and [`MAX_EARLY_WINDOW`]), so the ledgers hold at most the cap plus one such
-//! window's rows per group. A group that finds the cap reached stops reading early until
+//! window, and an early window spans at most [`EarlySettings::span`] (the longer of twice
+//! the poll interval and [`MAX_EARLY_WINDOW`]), so the ledgers hold at most the cap plus one
+//! such window's rows per group. A group that finds the cap reached stops reading early until
 //! confirmations free room (its rows then arrive up to a safety interval late, as without
 //! early reads): nothing is lost or delivered twice.
 
@@ -51,7 +51,7 @@ pub struct EarlyReads {
     pub poll_interval: Duration,
     /// The most rows delivered early and not confirmed yet that the reader remembers, all
     /// its stream groups together ([`UNCONFIRMED_ROW_BYTES`] each). A group checks it before
-    /// each early window, which spans at most the longer of the poll interval and
+    /// each early window, which spans at most the longer of twice the poll interval and
     /// [`MAX_EARLY_WINDOW`]: the reader holds at most this many rows plus one such window's
     /// per group. A burst that reaches it pauses early reads until confirmations free room:
     /// changes written meanwhile arrive up to a safety interval after their write, as
@@ -242,7 +242,7 @@ impl Drop for Ledger {
     }
 }
 
-/// The longest span of log time one early window covers unless the poll interval is longer:
+/// The longest span of log time one early window covers unless twice the poll interval is longer:
 /// what an early window may add to the ledgers past their cap, per stream group, after early
 /// reads paused for a burst resume.
 pub const MAX_EARLY_WINDOW: Duration = Duration::from_secs(1);
@@ -274,9 +274,11 @@ impl EarlySettings {
     }
 
     /// The longest early window of a reader whose windows are `window` long: the longer of
-    /// the poll interval and [`MAX_EARLY_WINDOW`], and no longer than `window`.
+    /// twice the poll interval and [`MAX_EARLY_WINDOW`], and no longer than `window`. Twice:
+    /// a poll finds a poll interval and the previous read's duration to read, which one
+    /// query must cover (a span of one poll interval took two queries every poll).
     pub(crate) fn span(&self, window: Duration) -> Duration {
-        window.min(self.poll_interval.max(MAX_EARLY_WINDOW))
+        window.min(self.poll_interval.saturating_mul(2).max(MAX_EARLY_WINDOW))
     }
 }
 
