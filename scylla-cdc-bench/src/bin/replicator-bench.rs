@@ -70,6 +70,11 @@ struct Args {
     /// Save checkpoints (in the source) as the replicator would by default.
     #[arg(long)]
     checkpoints: bool,
+    /// Replicate without early reads (the replicator's `--no-early-reads`). With them (its
+    /// default), the part of the backlog written less than the safety interval (1 s) before
+    /// reading starts is read early and confirmed by a second, key-only read.
+    #[arg(long)]
+    no_early_reads: bool,
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
@@ -281,6 +286,9 @@ async fn main() -> anyhow::Result<()> {
         ]);
     } else if !args.checkpoints {
         replicator_args.push("--no-checkpoints".into());
+    }
+    if args.no_early_reads {
+        replicator_args.push("--no-early-reads".into());
     }
     if args.tls {
         let ca = |side: &str| tls_dir.join(side).join("ca.pem").display().to_string();
