@@ -8,12 +8,12 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
-use scylla_cdc::CDCError;
+use scylla_cdc::{CDCError, EarlyReads};
 use scylla_emulator::EmbeddedCluster;
 
 use crate::support::{
-    Collected, cluster_and_keyspace, create_simple_table, drop_keyspace, reader_of,
-    timing_sensitive, wait_for,
+    Collected, cluster_and_keyspace, create_simple_table, drop_keyspace, fast_early_reads,
+    reader_of, timing_sensitive, wait_for,
 };
 
 /// The cap: low enough for a shared, noisy machine to keep up with easily.
@@ -27,12 +27,21 @@ const BATCHES: i32 = 10;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rate_limit_holds_over_ten_seconds() -> anyhow::Result<()> {
+    the_rate_limit_holds(None).await
+}
+
+/// With early reads the cap holds too: a group caught up reads early, one behind reads its
+/// windows once, and every read pays for its rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rate_limit_holds_while_reading_early() -> anyhow::Result<()> {
+    the_rate_limit_holds(Some(fast_early_reads())).await
+}
+
+async fn the_rate_limit_holds(early: Option<EarlyReads>) -> anyhow::Result<()> {
     let _alone = timing_sensitive().await;
-    let (cluster, session, ks) = cluster_and_keyspace(
-        EmbeddedCluster::builder()
-            .nodes(1)
-            .address(Ipv4Addr::new(127, 0, 83, 1)),
-    )
+    let (cluster, session, ks) = cluster_and_keyspace(EmbeddedCluster::builder().nodes(1).address(
+        Ipv4Addr::new(127, 0, 83, if early.is_some() { 51 } else { 1 }),
+    ))
     .await?;
     create_simple_table(&session, &ks, "t").await?;
     let start = Utc::now() - TimeDelta::seconds(1);
@@ -68,6 +77,7 @@ async fn the_rate_limit_holds_over_ten_seconds() -> anyhow::Result<()> {
     let (mut reader, handle) = reader_of(&session, &ks, "t", collected.clone())
         .start_timestamp(start)
         .max_rows_per_second(CAP)
+        .early_reads(early)
         .build()
         .await?;
     let handle = tokio::spawn(handle);

@@ -29,7 +29,7 @@
 //!   on SIGTERM.
 //!
 //! Settings (environment): `CHAOS_SEED` (default: from the clock; printed), `CHAOS_FAULTS`
-//! (default 22), `CHAOS_SECONDS` (the length of the fault schedule; default 90 s, or 4.2 s
+//! (default 14), `CHAOS_SECONDS` (the length of the fault schedule; default 60 s, or 4.2 s
 //! per fault when only `CHAOS_FAULTS` is given). The long run of the acceptance:
 //! `CHAOS_FAULTS=100 cargo test -p scylla-cdc-e2e-tests --test e2e chaos -- --nocapture`.
 //! A summary line `chaos: seed=... faults=... repeats=... by_cause={...} in_flight=...` goes
@@ -143,12 +143,12 @@ impl Settings {
         };
         let faults = match var("CHAOS_FAULTS") {
             Some(s) => s.trim().parse().context("CHAOS_FAULTS")?,
-            None => 22,
+            None => 14,
         };
         let seconds = match (var("CHAOS_SECONDS"), var("CHAOS_FAULTS")) {
             (Some(s), _) => s.trim().parse().context("CHAOS_SECONDS")?,
             (None, Some(_)) => faults as f64 * 4.2,
-            (None, None) => 90.0,
+            (None, None) => 60.0,
         };
         anyhow::ensure!(
             faults > 0 && seconds > 0.0,
