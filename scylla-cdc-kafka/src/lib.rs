@@ -470,9 +470,18 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
                 .map(|t| t.progress.streams)
         }) as publish::StreamsRead
     };
+    let earlier = produced
+        .partitions
+        .iter()
+        .filter_map(|((topic, partition), span)| {
+            let index = event_topics.iter().position(|t| t == topic)?;
+            Some(((index, *partition), *span))
+        })
+        .collect();
     let publisher = Publisher::create(
         publisher_config,
         connected,
+        earlier,
         tables_state,
         groups,
         streams_read,

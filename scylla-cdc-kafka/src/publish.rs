@@ -411,12 +411,15 @@ impl Publisher {
 
     /// The publisher of a connected producer.
     ///
-    /// `tables` gives each table's start (ms) and generation (ms) as loaded, `groups` the
+    /// `earlier` gives, per event partition (topic index, partition), the first offset and
+    /// the latest change time (ms) of what earlier runs published after the checkpoints (read
+    /// back at start): kept in the replay ledger until the checkpoints pass it. `tables` gives each table's start (ms) and generation (ms) as loaded, `groups` the
     /// loaded group checkpoints (record key, table, generation, time, streams), and
     /// `streams_read(table)` how many streams the table's reader reads now.
     pub fn create(
         config: PublisherConfig,
         connected: Connected,
+        earlier: Vec<((usize, i32), (i64, i64))>,
         tables: HashMap<String, (i64, i64)>,
         groups: Vec<(String, String, i64, i64, usize)>,
         streams_read: StreamsRead,
@@ -435,6 +438,22 @@ impl Publisher {
                     streams,
                 },
             );
+        }
+        {
+            let mut d = connected
+                .deliveries
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (key, (first_offset, max_time)) in earlier {
+                let ledger = d.ledger.entry(key).or_default();
+                // One closed block: new deliveries start blocks of their own.
+                ledger.blocks.push_front(Block {
+                    first_offset,
+                    max_time,
+                    count: LEDGER_BLOCK,
+                });
+                ledger.next_offset = ledger.next_offset.max(first_offset);
+            }
         }
         Self {
             config,
@@ -775,6 +794,20 @@ mod tests {
         assert_eq!(ledger.replay_from(31_000), 100 + 3 * block);
         // Past everything: read again from the next offset (nothing).
         assert_eq!(ledger.replay_from(i64::MAX), offset);
+    }
+
+    #[test]
+    fn what_an_earlier_run_published_stays_in_the_ledger_until_the_watermark_passes_it() {
+        let mut ledger = PartitionLedger::default();
+        ledger.blocks.push_front(Block {
+            first_offset: 40,
+            max_time: 9_000,
+            count: LEDGER_BLOCK,
+        });
+        ledger.next_offset = 40;
+        ledger.record(120, 10_000);
+        assert_eq!(ledger.replay_from(8_000), 40);
+        assert_eq!(ledger.replay_from(9_500), 120);
     }
 
     #[test]

@@ -1,0 +1,6 @@
+//! Integration tests of `scylla-cdc-kafka` (one test binary): the program against an embedded
+//! Scylla-compatible cluster and a real Apache Kafka broker, checked with Kafka's own Java
+//! clients.
+
+mod exactly_once;
+mod support;
