@@ -1,0 +1,1 @@
+//! Tests of the events of real changes (embedded cluster) and snapshot rows.
