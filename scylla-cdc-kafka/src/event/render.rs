@@ -535,13 +535,44 @@ impl EventRenderer {
         Ok(None)
     }
 
-    /// Decodes every column of `row` into `image`.
+    /// Decodes every column of `row` into `image` (in the legacy format, only the columns
+    /// it has).
     fn load(&self, row: &ChangeRow<'_>, image: &mut Image) -> anyhow::Result<()> {
-        image.vals.clear();
-        for c in &self.cols {
-            image.vals.push(self.get(row, &c.name)?);
-        }
-        Ok(())
+        let legacy = self.opts.format == OutputFormat::Legacy;
+        row.with_cells_located(|row| {
+            image.vals.clear();
+            for c in &self.cols {
+                image.vals.push(if c.legacy || !legacy {
+                    self.get(row, &c.name)?
+                } else {
+                    None
+                });
+            }
+            Ok(())
+        })
+    }
+
+    /// The legacy format's [`Self::load`] of a delta row, and `deleted` set to the non-key
+    /// columns whose `cdc$deleted_` is true.
+    fn load_with_deleted(
+        &self,
+        row: &ChangeRow<'_>,
+        image: &mut Image,
+        deleted: &mut [bool],
+    ) -> anyhow::Result<()> {
+        row.with_cells_located(|row| {
+            image.vals.clear();
+            for (c, flag) in self.cols.iter().zip(deleted.iter_mut()) {
+                if !c.legacy {
+                    image.vals.push(None);
+                    *flag = false;
+                    continue;
+                }
+                image.vals.push(self.get(row, &c.name)?);
+                *flag = !c.role.is_key() && row.is_value_deleted(&c.name);
+            }
+            Ok(())
+        })
     }
 
     /// Decodes the key columns of `row` into `image` (the others null).
@@ -697,10 +728,10 @@ impl EventRenderer {
                     continue;
                 };
                 let pre_row = pre_row.filter(|_| i == 0);
-                self.load(d, &mut delta)?;
-                for (c, flag) in self.cols.iter().zip(self.flags.iter_mut()) {
-                    *flag = !c.role.is_key() && d.is_value_deleted(&c.name);
-                }
+                let mut flags = std::mem::take(&mut self.flags);
+                let loaded = self.load_with_deleted(d, &mut delta, &mut flags);
+                self.flags = flags;
+                loaded?;
                 if let Some(r) = &pre_row {
                     self.load(r, &mut pre)?;
                 }
@@ -844,19 +875,24 @@ impl EventRenderer {
         flags.iter_mut().for_each(|f| *f = false);
         let result = (|| -> anyhow::Result<()> {
             for d in deltas {
-                for (c, flag) in self.cols.iter().zip(flags.iter_mut()) {
-                    if c.role.is_key() || *flag {
-                        continue;
+                d.with_cells_located(|d| -> anyhow::Result<()> {
+                    for (c, flag) in self.cols.iter().zip(flags.iter_mut()) {
+                        if c.role.is_key() || *flag {
+                            continue;
+                        }
+                        *flag = d
+                            .get_value_as::<Present>(&c.name)
+                            .map_err(|e| {
+                                anyhow::Error::from(e).context(format!("column {}", c.name))
+                            })?
+                            .is_some()
+                            || d.is_value_deleted(&c.name)
+                            || (c.non_frozen
+                                && d.collection_exists(&c.name)
+                                && d.get_deleted_elements(&c.name)?.is_some());
                     }
-                    *flag = d
-                        .get_value_as::<Present>(&c.name)
-                        .map_err(|e| anyhow::Error::from(e).context(format!("column {}", c.name)))?
-                        .is_some()
-                        || d.is_value_deleted(&c.name)
-                        || (c.non_frozen
-                            && d.collection_exists(&c.name)
-                            && d.get_deleted_elements(&c.name)?.is_some());
-                }
+                    Ok(())
+                })?;
             }
             Ok(())
         })();
