@@ -395,6 +395,8 @@ mod tests {
 
     /// Java's `Double.toString` / `Float.toString` of the same values.
     #[test]
+    // The connector tests' values, not approximations of constants.
+    #[allow(clippy::approx_constant)]
     fn floats_as_java_prints_them() {
         let doubles = [
             (3.14159, "3.14159"),

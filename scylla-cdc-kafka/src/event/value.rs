@@ -410,6 +410,8 @@ mod tests {
     /// `CdcIncludeBeforeAfterBase` expectations (e.g. `JSON_DATE_SET1 = 19884`,
     /// `JSON_TIME_SET1 = 45296789000000L`, `JSON_TIMESTAMP_SET1 = 1718022896789L`).
     #[test]
+    // The connector tests' values, not approximations of constants.
+    #[allow(clippy::approx_constant)]
     fn scalars_as_the_connector_tests_expect() {
         let s = Plan::Scalar;
         let tu = |u: &str| Uuid::parse_str(u).unwrap();
