@@ -53,10 +53,10 @@
 //!
 //! # `before` and `after`
 //!
-//! **Advanced** format ([`OutputFormat::Advanced`]): plain column values
-//! ([`value`](self) types below); both structs list every column (the key columns only
-//! with `payload-before` / `payload-after` in [`KeyPlacement`]); a column without a value
-//! is `null`. As the connector's `TaskInfo` and `emit*Record`:
+//! **Advanced** format ([`OutputFormat::Advanced`]): plain column values (see "Values"
+//! below); both structs list every column (the key columns only with `payload-before` /
+//! `payload-after` in [`KeyPlacement`]); a column without a value is `null`. As the
+//! connector's `TaskInfo` and `emit*Record`:
 //!
 //! | op | `before` | `after` |
 //! |---|---|---|
@@ -80,7 +80,7 @@
 //!
 //! # Values (`translateFieldToKafka`, `computeColumnSchema`, then `JsonConverter`)
 //!
-//! See the table in the `value` module: numbers as numbers (floats as Java prints them),
+//! Numbers as numbers (floats as Java prints them),
 //! `decimal`/`varint`/`uuid`/`timeuuid`/`inet`/`duration` as strings, `blob` base64,
 //! `date` days since the epoch, `time` nanoseconds, `timestamp` milliseconds, lists and
 //! sets arrays, maps arrays of `{"key", "value"}`, tuples `{"field_0", …}` and UDTs
@@ -118,9 +118,11 @@
 //! * A non-frozen list keeps its order (Scylla's element order); the connector re-sorts
 //!   the element timeuuids with Java's signed `UUID.compareTo`, which disagrees for
 //!   elements added more than about seven minutes apart.
-//! * An update or deletion with `before` on whose row had no pre-image (the row did not
-//!   exist) is published with `before: null`; the connector waits for the pre-image and
-//!   drops the event after its incomplete-task timeout.
+//! * An update or deletion whose image is missing (the row did not exist, or the table
+//!   does not log that image) is published with that side `null`; the connector waits for
+//!   the image and drops the event after its incomplete-task timeout (and refuses to start
+//!   when the table does not log the images its modes need: `CdcTableOptionsValidator`,
+//!   which also refuses `'preimage': 'full'`; we take both).
 //! * A row written twice in one change (statements of one batch with different TTLs) gives
 //!   one event in the advanced format (the first delta's operation, every delta's modified
 //!   columns); the legacy format gives one per delta row, as the connector.
