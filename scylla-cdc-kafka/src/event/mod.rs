@@ -116,8 +116,9 @@
 //! # Differences from the connector
 //!
 //! * A non-frozen list keeps its order (Scylla's element order); the connector re-sorts
-//!   the element timeuuids with Java's signed `UUID.compareTo`, which disagrees for
-//!   elements added more than about seven minutes apart.
+//!   the element timeuuids with Java's `UUID.compareTo`, which compares their timestamps'
+//!   low 32 bits first, as signed numbers: it misorders elements added on both sides of
+//!   one of the moments where those bits change sign (every 3.6 minutes).
 //! * An update or deletion whose image is missing (the row did not exist, or the table
 //!   does not log that image) is published with that side `null`; the connector waits for
 //!   the image and drops the event after its incomplete-task timeout (and refuses to start
