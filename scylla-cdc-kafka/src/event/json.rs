@@ -51,17 +51,28 @@ pub(crate) fn escaped(out: &mut Vec<u8>, s: &str) {
 
 /// Appends a signed integer in decimal.
 pub(crate) fn int(out: &mut Vec<u8>, v: i64) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
     let mut buf = [0u8; 20];
     let mut at = buf.len();
     // Negative numbers are written from their magnitude as u64: i64::MIN has no positive i64.
     let mut n = v.unsigned_abs();
-    loop {
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        let pair = n as usize * 2;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        buf[at] = b'0' + n as u8;
     }
     if v < 0 {
         out.push(b'-');
@@ -388,7 +399,18 @@ mod tests {
 
     #[test]
     fn integers() {
-        for v in [0, 7, -7, 1234567890123, i64::MIN, i64::MAX] {
+        for v in [
+            0,
+            7,
+            -7,
+            10,
+            99,
+            100,
+            -101,
+            1234567890123,
+            i64::MIN,
+            i64::MAX,
+        ] {
             assert_eq!(s(|o| int(o, v)), v.to_string());
         }
     }
