@@ -1,15 +1,617 @@
 //! `scylla-cdc-kafka`: publish the changes of ScyllaDB tables to Kafka, one topic per table,
-//! in the event format of the scylla-cdc-source-connector (Debezium's envelope), exactly once
-//! with Kafka transactions.
+//! in the event format of ScyllaDB's scylla-cdc-source-connector (Debezium's envelope), exactly
+//! once for `read_committed` consumers, without a Kafka Connect cluster.
 //!
-//! Work in progress: the event format ([`event`]) lands first; the program follows.
+//! The binary (`src/main.rs`) calls [`process_main`]; tests call [`run`]. A run:
+//!
+//! 1. parses and checks the arguments ([`args`]) before contacting anything;
+//! 2. connects to Scylla, then to Kafka: creates the event topics
+//!    (`<prefix>.<keyspace>.<table>`) and the compacted checkpoint topic if missing, and
+//!    (with transactions) fences any earlier instance with the same `transactional.id`, which
+//!    aborts its open transaction;
+//! 3. reads the checkpoint topic ([`checkpoint`]) and, with transactions, the events
+//!    published since the checkpoints ([`produced`]);
+//! 4. starts one [`scylla_cdc::CDCLogReader`] for the tables, with a [`KafkaChangeConsumer`]
+//!    per stream group rendering each whole change into its events ([`event`]) and handing
+//!    them to the [`publish`]er thread, which commits a transaction every commit interval
+//!    with the checkpoints that cover its events;
+//! 5. runs until the end time, a failure, or SIGTERM/Ctrl-C (a graceful stop commits what
+//!    was published).
+//!
+//! # Exactly once
+//!
+//! With transactions, a committed transaction holds events and the checkpoints that cover
+//! them; an aborted or unfinished one holds neither. A restart resumes from the committed
+//! checkpoints and skips the changes whose events it reads back from Kafka, so a
+//! `read_committed` consumer sees each change once, in order per key. Without transactions
+//! (`--no-transactions`) checkpoints are written once their events are stored: at least once.
 
+pub mod args;
+pub mod checkpoint;
 pub mod event;
+pub mod produced;
+pub mod publish;
 
-use std::process::ExitCode;
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Runs the program with the process arguments; the binary's `main`.
-pub fn process_main() -> ExitCode {
-    eprintln!("scylla-cdc-kafka: not built yet");
-    ExitCode::from(1)
+use async_trait::async_trait;
+use clap::Parser;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::BaseConsumer;
+use rdkafka::error::RDKafkaErrorCode;
+use scylla::client::session::Session;
+use scylla_cdc::cli::{CliError, RunningReader, Shutdown, connect, supervise};
+use scylla_cdc::{CDCLogReaderBuilder, Change, ChangeConsumer, ChangeConsumerFactory, StreamID};
+use tracing::{info, warn};
+use uuid::Uuid;
+
+use crate::args::{Args, Config};
+use crate::checkpoint::{CheckpointRecord, KafkaCheckpoints, SavedProgress};
+use crate::event::{Event, EventOptions, EventRenderer, TableInfo};
+use crate::produced::Produced;
+use crate::publish::{
+    ChangeEvents, Command, Outgoing, PublishError, Publisher, PublisherConfig, PublisherHandle,
+};
+
+/// Exit code: Kafka refused (authorization, a message over the size limit, a fenced
+/// producer).
+pub const EXIT_KAFKA_REFUSED: u8 = 5;
+
+/// Counters of one run, shared by its consumers.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Changes published.
+    pub changes: AtomicU64,
+    /// Messages handed to the publisher (events and tombstones).
+    pub messages: AtomicU64,
+    /// Changes skipped because an earlier run had published them.
+    pub already_published: AtomicU64,
+}
+
+/// Publishes the changes of one stream group of one table.
+pub struct KafkaChangeConsumer {
+    renderer: EventRenderer,
+    topic: usize,
+    publisher: PublisherHandle,
+    /// Changes an earlier run published (read back at start); empty without transactions.
+    published: Arc<HashSet<(StreamID, Uuid)>>,
+    counters: Arc<Counters>,
+    events: Vec<Event>,
+}
+
+#[async_trait]
+impl ChangeConsumer for KafkaChangeConsumer {
+    async fn consume_change(&mut self, change: Change) -> anyhow::Result<()> {
+        let stream = change.stream_id();
+        let time = change.time();
+        if !self.published.is_empty() && self.published.contains(&(stream, time)) {
+            self.counters
+                .already_published
+                .fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let processed = chrono::Utc::now().timestamp_millis();
+        self.events.clear();
+        self.renderer
+            .render_change(&change, processed, &mut self.events)?;
+        let messages: Vec<Outgoing> = self
+            .events
+            .drain(..)
+            .map(|e| Outgoing {
+                key: e.key,
+                value: e.value,
+            })
+            .collect();
+        self.counters
+            .messages
+            .fetch_add(messages.len() as u64, Ordering::Relaxed);
+        self.counters.changes.fetch_add(1, Ordering::Relaxed);
+        self.publisher
+            .send(Command::Publish(ChangeEvents {
+                topic: self.topic,
+                stream,
+                time,
+                time_ms: change.timestamp_micros().div_euclid(1000),
+                messages,
+            }))
+            .await
+    }
+}
+
+/// One table's rendering set-up.
+struct TableSetup {
+    info: TableInfo,
+    topic: usize,
+    published: Arc<HashSet<(StreamID, Uuid)>>,
+}
+
+/// Makes a [`KafkaChangeConsumer`] per table and stream group.
+pub struct KafkaConsumerFactory {
+    tables: HashMap<String, TableSetup>,
+    options: EventOptions,
+    publisher: PublisherHandle,
+    counters: Arc<Counters>,
+}
+
+impl KafkaConsumerFactory {
+    fn consumer(&self, table: &str) -> KafkaChangeConsumer {
+        let setup = self
+            .tables
+            .get(table)
+            .or_else(|| self.tables.values().next())
+            .expect("the reader reads only the tables it was given");
+        KafkaChangeConsumer {
+            renderer: EventRenderer::new(setup.info.clone(), self.options.clone()),
+            topic: setup.topic,
+            publisher: self.publisher.clone(),
+            published: setup.published.clone(),
+            counters: self.counters.clone(),
+            events: Vec::with_capacity(2),
+        }
+    }
+}
+
+#[async_trait]
+impl ChangeConsumerFactory for KafkaConsumerFactory {
+    async fn new_consumer(&self) -> Box<dyn ChangeConsumer> {
+        let first = self.tables.keys().next().cloned().unwrap_or_default();
+        Box::new(self.consumer(&first))
+    }
+
+    async fn new_consumer_for_table(&self, table: &str) -> Box<dyn ChangeConsumer> {
+        Box::new(self.consumer(table))
+    }
+}
+
+/// The program's process: runs it with the process arguments and signals, prints an error
+/// as one line on stderr, and returns the exit code.
+pub fn process_main() -> std::process::ExitCode {
+    use scylla_cdc::cli::exit_code;
+    let launched = scylla_cdc::cli::launch_time();
+    scylla_cdc::cli::install_tracing(
+        "warn,scylla_cdc_kafka=info,scylla=off,scylla_cdc=warn,scylla_cdc::cli::units=info",
+    );
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(exit_code::RUNTIME);
+        }
+    };
+    let code = runtime.block_on(async {
+        let shutdown = Shutdown::on_signals();
+        match run_launched(launched, std::env::args_os(), shutdown).await {
+            Ok(()) => exit_code::OK,
+            Err(e) => {
+                eprintln!("{e}");
+                e.exit_code()
+            }
+        }
+    });
+    runtime.shutdown_background();
+    std::process::ExitCode::from(code)
+}
+
+/// Runs the program with these arguments (the first is the program name) until the end
+/// time, a failure, or `shutdown`.
+pub async fn run<I, T>(args: I, shutdown: Shutdown) -> Result<(), CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    run_launched(chrono::Utc::now(), args, shutdown).await
+}
+
+/// Runs the program like [`run`], for a process launched at `launched` (the default start).
+pub async fn run_launched<I, T>(
+    launched: chrono::DateTime<chrono::Utc>,
+    args: I,
+    shutdown: Shutdown,
+) -> Result<(), CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args = match Args::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) => {
+            let text = scylla_cdc::cli::clap_failure(&e)?;
+            print!("{text}");
+            return Ok(());
+        }
+    };
+    let metrics_addr = args.metrics_addr;
+    let config = args.into_config(launched, |name| std::env::var(name).ok())?;
+    if let Some(addr) = metrics_addr {
+        scylla_cdc::cli::metrics_http::serve_metrics(addr)?;
+    }
+    publish_tables(config, shutdown).await
+}
+
+fn kafka_error(e: PublishError) -> CliError {
+    match e {
+        PublishError::Refused(m) => CliError::new(EXIT_KAFKA_REFUSED, m),
+        PublishError::Unavailable(m) => CliError::connect(m),
+        PublishError::Stopped => CliError::runtime("the Kafka publisher stopped"),
+    }
+}
+
+/// The client configuration every Kafka client of the run shares.
+fn client_config(config: &Config) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &config.bootstrap_servers);
+    c.set("client.id", "scylla-cdc-kafka");
+    // A broker that stays away longer than the Kafka timeout stops the program.
+    let timeout_ms = config.kafka_timeout.as_millis().to_string();
+    c.set("message.timeout.ms", &timeout_ms);
+    c.set("transaction.timeout.ms", &timeout_ms);
+    // The producer's queue: bounded so that memory stays small at any rate.
+    c.set("queue.buffering.max.kbytes", "16384");
+    c.set("linger.ms", "5");
+    c.set("batch.size", "1000000");
+    for (k, v) in &config.kafka_options {
+        c.set(k, v);
+    }
+    c
+}
+
+/// Creates the topics that are missing: the event topics, and the checkpoint topic
+/// compacted. An authorization failure is exit 5; Kafka not answering, exit 3.
+async fn ensure_topics(
+    config: &Config,
+    admin: &AdminClient<DefaultClientContext>,
+    event_topics: &[String],
+) -> Result<(), CliError> {
+    let partitions = config.topic_partitions.unwrap_or(-1);
+    let replication = || TopicReplication::Fixed(config.topic_replication_factor.unwrap_or(-1));
+    let mut topics: Vec<NewTopic<'_>> = event_topics
+        .iter()
+        .map(|t| NewTopic::new(t, partitions, replication()))
+        .collect();
+    topics.push(
+        NewTopic::new(&config.checkpoint_topic, 1, replication()).set("cleanup.policy", "compact"),
+    );
+    let options = AdminOptions::new().operation_timeout(Some(config.kafka_timeout));
+    let results = admin
+        .create_topics(topics.iter(), &options)
+        .await
+        .map_err(|e| kafka_error(PublishError::from_kafka("creating the topics", &e)))?;
+    for result in results {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => {
+                let message = format!("cannot create topic {topic}: {code}");
+                return Err(match code {
+                    RDKafkaErrorCode::TopicAuthorizationFailed
+                    | RDKafkaErrorCode::ClusterAuthorizationFailed
+                    | RDKafkaErrorCode::PolicyViolation
+                    | RDKafkaErrorCode::InvalidReplicationFactor
+                    | RDKafkaErrorCode::InvalidPartitions
+                    | RDKafkaErrorCode::InvalidConfig
+                    | RDKafkaErrorCode::InvalidTopic => CliError::new(EXIT_KAFKA_REFUSED, message),
+                    _ => CliError::connect(message),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs blocking Kafka client work off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, CliError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| CliError::runtime(format!("a Kafka client task failed: {e}")))
+}
+
+async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliError> {
+    info!(
+        keyspace = %config.keyspace,
+        tables = ?config.tables,
+        bootstrap = %config.bootstrap_servers,
+        transactions = config.transactional_id.is_some(),
+        "publishing"
+    );
+    let session = connect(
+        "the cluster",
+        &config.hosts,
+        config.credentials.as_ref(),
+        config.tls.as_ref(),
+        config.give_up_after,
+    )
+    .await?;
+    let session = Arc::new(session);
+    let mut infos = Vec::with_capacity(config.tables.len());
+    for table in &config.tables {
+        let info = TableInfo::from_session(&session, &config.keyspace, table)
+            .map_err(|e| CliError::schema(format!("{}.{table}: {e:#}", config.keyspace)))?;
+        infos.push(info);
+    }
+    let event_topics: Vec<String> = config
+        .tables
+        .iter()
+        .map(|t| format!("{}.{}.{t}", config.topic_prefix, config.keyspace))
+        .collect();
+
+    // Kafka: topics, the producer (fencing an earlier instance), the progress.
+    let client = client_config(&config);
+    let admin: AdminClient<DefaultClientContext> = client
+        .create()
+        .map_err(|e| kafka_error(PublishError::from_kafka("creating the admin client", &e)))?;
+    ensure_topics(&config, &admin, &event_topics).await?;
+    let instance = config
+        .transactional_id
+        .clone()
+        .unwrap_or_else(|| format!("{}.{}", config.topic_prefix, config.keyspace));
+    let publisher_config = PublisherConfig {
+        producer: client.clone(),
+        transactional_id: config.transactional_id.clone(),
+        instance,
+        checkpoint_topic: config.checkpoint_topic.clone(),
+        topics: event_topics.clone(),
+        commit_interval: config.commit_interval,
+        kafka_timeout: config.kafka_timeout,
+        channel_capacity: 4096,
+    };
+    let reader_consumer = {
+        let mut c = client.clone();
+        c.set("group.id", "scylla-cdc-kafka-readback")
+            .set("enable.auto.commit", "false")
+            .set("enable.partition.eof", "false")
+            .set("isolation.level", "read_committed");
+        c
+    };
+    // Fencing first: the earlier instance's open transaction is aborted, so that reading the
+    // checkpoint topic to its end does not wait for it.
+    let (saved, publisher_parts) = {
+        let timeout = config.kafka_timeout;
+        let checkpoint_topic = config.checkpoint_topic.clone();
+        let pc = publisher_config.clone();
+        let rc = reader_consumer.clone();
+        blocking(move || -> Result<_, CliError> {
+            // The publisher is created (and fences) before the progress is read.
+            let connected = Publisher::connect(&pc).map_err(kafka_error)?;
+            let consumer: BaseConsumer = rc.create().map_err(|e| {
+                kafka_error(PublishError::from_kafka(
+                    "creating the read-back consumer",
+                    &e,
+                ))
+            })?;
+            let saved = SavedProgress::load(&consumer, &checkpoint_topic, timeout)
+                .map_err(|e| CliError::connect(format!("{e:#}")))?;
+            Ok((saved, (connected, consumer)))
+        })
+        .await??
+    };
+    let (connected, consumer) = publisher_parts;
+    info!(
+        records = saved.records,
+        "read the progress in {}", config.checkpoint_topic
+    );
+
+    // Where each table starts: its saved start, else the configured one (saved now).
+    let mut starts = HashMap::new();
+    let mut start_records = Vec::new();
+    for table in &config.tables {
+        let name = format!("{}.{table}", config.keyspace);
+        let saved_start = saved
+            .start_of(&name)
+            .map_err(|e| CliError::runtime(format!("{e:#}")))?;
+        let start = match saved_start {
+            Some(s) => s,
+            None => {
+                let s = config.start.time();
+                start_records.push(CheckpointRecord::start(&name, s));
+                s
+            }
+        };
+        starts.insert(name, start);
+    }
+
+    // Changes published since the checkpoints (exactly once only).
+    let mut produced = if config.transactional_id.is_some() {
+        let replay = saved.replay_starts();
+        let timeout = config.kafka_timeout;
+        let produced = blocking(move || Produced::load(&consumer, &replay, timeout))
+            .await?
+            .map_err(|e| CliError::connect(format!("{e:#}")))?;
+        if produced.events > 0 {
+            info!(
+                events = produced.events,
+                changes = produced.changes(),
+                "read back the events published since the checkpoints"
+            );
+        }
+        produced
+    } else {
+        Produced::default()
+    };
+
+    let saved = Arc::new(saved);
+    let tables_state: HashMap<String, (i64, i64)> = starts
+        .iter()
+        .map(|(name, start)| {
+            let generation = saved.generations.get(name).copied().unwrap_or(i64::MIN);
+            (name.clone(), (start.timestamp_millis(), generation))
+        })
+        .collect();
+    let groups = saved
+        .groups
+        .iter()
+        .map(|(key, (table, generation, time, streams))| {
+            (key.clone(), table.clone(), *generation, *time, *streams)
+        })
+        .collect();
+    // How many streams each table's reader reads (from the reader's progress, once started).
+    let progress_cell: Arc<std::sync::OnceLock<scylla_cdc::ProgressHandle>> =
+        Arc::new(std::sync::OnceLock::new());
+    let streams_read = {
+        let cell = progress_cell.clone();
+        let keyspace = config.keyspace.clone();
+        Box::new(move |table: &str| -> Option<u64> {
+            let progress = cell.get()?.progress();
+            if progress.tables.is_empty() {
+                return Some(progress.streams);
+            }
+            progress
+                .tables
+                .iter()
+                .find(|t| format!("{keyspace}.{}", t.table) == table)
+                .map(|t| t.progress.streams)
+        }) as publish::StreamsRead
+    };
+    let publisher = Publisher::create(
+        publisher_config,
+        connected,
+        tables_state,
+        groups,
+        streams_read,
+    );
+    let (handle, thread) = publisher.spawn();
+    for record in start_records {
+        handle
+            .send(Command::Record(record))
+            .await
+            .map_err(|_| kafka_error(handle.failure()))?;
+    }
+    handle.commit().await.map_err(kafka_error)?;
+
+    let counters = Arc::new(Counters::default());
+    let mut tables = HashMap::new();
+    for (i, info) in infos.into_iter().enumerate() {
+        let table = config.tables[i].clone();
+        let published = Arc::new(produced.take_topic(&event_topics[i]));
+        tables.insert(
+            table,
+            TableSetup {
+                info,
+                topic: i,
+                published,
+            },
+        );
+    }
+    let factory = KafkaConsumerFactory {
+        tables,
+        options: EventOptions {
+            before: config.before,
+            after: config.after,
+            key_placement: config.key_placement,
+            schemas: config.schemas,
+            tombstones: config.tombstones,
+            connector_name: config.topic_prefix.clone(),
+            ..EventOptions::default()
+        },
+        publisher: handle.clone(),
+        counters: counters.clone(),
+    };
+    let earliest_start = starts
+        .values()
+        .min()
+        .copied()
+        .unwrap_or_else(chrono::Utc::now);
+    let readers = start_reader(
+        &session,
+        &config,
+        earliest_start,
+        Arc::new(factory),
+        KafkaCheckpoints::new(
+            &config.keyspace,
+            &config.tables[0],
+            saved.clone(),
+            handle.clone(),
+        ),
+    )
+    .await?;
+    let _ = progress_cell.set(readers[0].reader.progress_handle());
+    let progress = scylla_cdc::cli::ReadersProgress::of(&readers);
+    if let Some(every) = config.progress_interval {
+        let counters = counters.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                eprintln!(
+                    "progress: {} changes published ({} messages), {} skipped as already \
+                     published; {}",
+                    counters.changes.load(Ordering::Relaxed),
+                    counters.messages.load(Ordering::Relaxed),
+                    counters.already_published.load(Ordering::Relaxed),
+                    progress.describe_watermark(chrono::Utc::now()),
+                );
+            }
+        });
+    }
+    let outcome = supervise(readers, shutdown).await;
+    // The readers are done: a last commit of what they handed over, then the thread ends.
+    let committed = handle.commit().await;
+    drop(handle);
+    let joined = blocking(move || thread.join()).await?;
+    let thread_result = joined.unwrap_or(Err(PublishError::Stopped));
+    outcome?;
+    committed.map_err(kafka_error)?;
+    thread_result.map_err(kafka_error)?;
+    info!(
+        changes = counters.changes.load(Ordering::Relaxed),
+        skipped = counters.already_published.load(Ordering::Relaxed),
+        "stopped"
+    );
+    Ok(())
+}
+
+async fn start_reader(
+    session: &Arc<Session>,
+    config: &Config,
+    start: chrono::DateTime<chrono::Utc>,
+    factory: Arc<KafkaConsumerFactory>,
+    saver: KafkaCheckpoints,
+) -> Result<Vec<RunningReader>, CliError> {
+    let name = config
+        .tables
+        .iter()
+        .map(|t| format!("{}.{t}", config.keyspace))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut builder = CDCLogReaderBuilder::new()
+        .session(session.clone())
+        .keyspace(&config.keyspace)
+        .tables(config.tables.iter().cloned())
+        .window_size(config.window_size)
+        .safety_interval(config.safety_interval)
+        .sleep_interval(config.sleep_interval)
+        .early_reads(config.early_reads.clone())
+        .start_timestamp(start)
+        .change_consumer_factory(factory)
+        .checkpoint_saver(Arc::new(saver))
+        .pause_between_saves(config.checkpoint_interval);
+    if let Some(g) = config.give_up_after {
+        builder = builder.give_up_after(g);
+    }
+    if let Some(n) = config.max_rows_per_second {
+        builder = builder.max_rows_per_second(n);
+    }
+    if let Some(end) = config.end {
+        builder = builder.end_timestamp(end);
+    }
+    match builder.build().await {
+        Ok((reader, handle)) => Ok(vec![RunningReader {
+            table: name,
+            reader,
+            handle,
+        }]),
+        Err(e) => {
+            warn!("the reader did not start: {e}");
+            Err(CliError::from_reader(&name, &e))
+        }
+    }
 }

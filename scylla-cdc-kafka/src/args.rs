@@ -1,0 +1,541 @@
+//! The program's command line: [`Args`] as clap parses it, checked and resolved into a
+//! [`Config`] by [`Args::into_config`] before anything is contacted.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use clap::{Parser, ValueEnum};
+
+use scylla_cdc::cli::metrics_http::metrics_addr_arg;
+use scylla_cdc::cli::secure::{
+    CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
+};
+use scylla_cdc::cli::{
+    CliError, EarlyReadFlags, StartAt, TimeSpec, checkpoint_interval_arg, hosts_arg,
+    long_interval_arg, one_host_arg, parse_name, parse_positive_seconds, parse_time,
+    progress_interval_arg, resolve_range, rows_per_second_arg, safety_interval_arg,
+    sleep_interval_arg, tables_arg, window_size_arg,
+};
+pub use scylla_cdc::cli::{Hosts, Tables};
+
+use crate::event::{ImageMode, KeyPlacement};
+
+/// Publish the changes of ScyllaDB tables to Kafka, one topic per table, in the
+/// scylla-cdc-source-connector's event format, exactly once with Kafka transactions.
+///
+/// Times are RFC 3339 (2024-05-01T12:00:00Z), `now`, or relative to now (-10m, -1h30m; units
+/// us, ms, s, m, h, d, w). Intervals are seconds, fractions allowed. Scylla credentials: the
+/// user from --user or SCYLLA_USER, the password from SCYLLA_PASSWORD or --password-file.
+/// Kafka client options: -X key=value (librdkafka's names, e.g. security.protocol=SASL_SSL,
+/// sasl.mechanism=SCRAM-SHA-512, sasl.username=app); a value `env:NAME` is read from the
+/// environment variable NAME and `file:PATH` from the first line of a file, so that secrets
+/// stay off the command line. Exit codes: 0 done or stopped, 1 failure while running, 2 bad
+/// argument, 3 cannot connect (Scylla or Kafka), 4 keyspace or table missing or without CDC,
+/// 5 Kafka refused (authorization, a message over the size limit, another instance with the
+/// same transactional id took over).
+#[derive(Debug, Clone, Parser)]
+#[command(name = "scylla-cdc-kafka", version)]
+pub struct Args {
+    /// Contact points of the Scylla cluster, comma-separated (host:port; default port 9042).
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg, conflicts_with = "hostname",
+          required_unless_present = "hostname")]
+    pub hosts: Option<Hosts>,
+    /// One contact point (host or host:port).
+    #[arg(long, value_name = "HOST[:PORT]", value_parser = one_host_arg)]
+    pub hostname: Option<Hosts>,
+    /// Keyspace of the tables.
+    #[arg(long, short = 'k', value_parser = parse_name)]
+    pub keyspace: String,
+    /// Tables to publish, comma-separated.
+    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg)]
+    pub table: Tables,
+    /// Kafka's bootstrap servers, comma-separated (host:port).
+    #[arg(long, value_name = "HOST:PORT,...")]
+    pub bootstrap_servers: String,
+    /// Topic names: `<prefix>.<keyspace>.<table>`, as the connector names them after its
+    /// `topic.prefix` (also the events' `source.name`).
+    #[arg(long, value_name = "PREFIX", value_parser = parse_name)]
+    pub topic_prefix: String,
+    /// The compacted topic of the program's progress (created if missing; default:
+    /// `<prefix>.scylla-cdc-checkpoints`).
+    #[arg(long, value_name = "TOPIC")]
+    pub checkpoint_topic: Option<String>,
+    /// Partitions of the topics the program creates (1 to 10000; default: the broker's
+    /// num.partitions). Existing topics are used as they are.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=10000))]
+    pub topic_partitions: Option<i32>,
+    /// Replication factor of the topics the program creates (1 to 32; default: the broker's).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=32))]
+    pub topic_replication_factor: Option<i32>,
+    /// A Kafka client option, key=value (repeatable; see above for env: and file: values).
+    #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = producer_option_arg)]
+    pub kafka_option: Vec<(String, String)>,
+    /// Publish without transactions: at least once (a restart may publish again the changes
+    /// since the last checkpoint), for brokers or users that do not want transactions.
+    #[arg(long)]
+    pub no_transactions: bool,
+    /// The producer's transactional.id (default: `scylla-cdc-kafka.<prefix>.<keyspace>`); a
+    /// second instance started with the same id fences the first.
+    #[arg(long, value_name = "ID", conflicts_with = "no_transactions")]
+    pub transactional_id: Option<String>,
+    /// How often the open transaction is committed (or, without transactions, the events
+    /// flushed and the checkpoints written), in seconds: the longest a published event waits
+    /// before a read_committed consumer sees it (0.01 to 60; default 0.1).
+    #[arg(long, value_name = "SECONDS", default_value = "0.1", value_parser = commit_interval_arg)]
+    pub commit_interval: Duration,
+    /// How long a commit, a flush or any Kafka request may take before the program stops
+    /// (exit 3); Kafka being down for less is ridden out (1 to 3600; default 120).
+    #[arg(long, value_name = "SECONDS", default_value = "120", value_parser = kafka_timeout_arg)]
+    pub kafka_timeout: Duration,
+    /// The before image in update and delete events: none, full (the row as it was; needs the
+    /// table's CDC preimage), or only-updated (the columns the change touched).
+    #[arg(long, value_enum, default_value_t = ImageArg::None)]
+    pub before: ImageArg,
+    /// The after image in insert and update events: full (needs the table's CDC postimage for
+    /// updates), only-updated, or none.
+    #[arg(long, value_enum, default_value_t = ImageArg::OnlyUpdated)]
+    pub after: ImageArg,
+    /// Values without Kafka Connect schemas (JsonConverter with schemas.enable=false).
+    #[arg(long)]
+    pub no_schemas: bool,
+    /// No tombstone (a null value under the row's key) after a delete event.
+    #[arg(long)]
+    pub no_tombstones: bool,
+    /// Where to start reading (default: the moment the program is first launched; saved, so
+    /// a restart starts there too). Saved progress takes precedence.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
+    pub start: Option<TimeSpec>,
+    /// Where to stop: the program exits once every change before it is published.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
+    pub end: Option<TimeSpec>,
+    /// Longest time window one query reads, in seconds (0.001 to 604800).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60", value_parser = window_size_arg)]
+    pub window_size: Duration,
+    /// How far behind now confirmed reading stays, in seconds (0 to 86400).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "30", value_parser = safety_interval_arg)]
+    pub safety_interval: Duration,
+    /// Pause between reads once caught up, in seconds (0 to 3600).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10", value_parser = sleep_interval_arg)]
+    pub sleep_interval: Duration,
+    /// Early reads: --early-read-lag, --early-read-poll-interval, --max-unconfirmed-rows,
+    /// --no-early-reads.
+    #[command(flatten)]
+    pub early_reads: EarlyReadFlags,
+    /// How long a start-up step or a read keeps being retried while Scylla fails
+    /// transiently, in seconds; then the program exits with code 3 (default: forever).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
+    pub give_up_after: Option<Duration>,
+    /// Least time between two checkpoints of a stream group, in seconds (0 to 86400): a
+    /// restart reads again at most about this much (and, with transactions, skips what it
+    /// had published).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
+          value_parser = checkpoint_interval_arg)]
+    pub checkpoint_interval: Duration,
+    /// Most log rows read per second (1 to 1000000000; default: unlimited).
+    #[arg(long, value_name = "ROWS", allow_negative_numbers = true, value_parser = rows_per_second_arg)]
+    pub max_rows_per_second: Option<u64>,
+    /// Seconds between two progress lines on stderr (0.1 to 86400; default: none).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = progress_interval_arg)]
+    pub progress_interval: Option<Duration>,
+    /// Serve the reader's and the publisher's metrics on http://HOST:PORT/metrics.
+    #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg)]
+    pub metrics_addr: Option<SocketAddr>,
+    /// Scylla user name (PasswordAuthenticator; default: $SCYLLA_USER).
+    #[arg(long, short = 'u')]
+    pub user: Option<String>,
+    /// Scylla password, visible to every user of the machine: prefer $SCYLLA_PASSWORD or
+    /// --password-file.
+    #[arg(long, short = 'p', conflicts_with = "password_file")]
+    pub password: Option<String>,
+    /// File whose first line is the Scylla password.
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+    /// Connect to Scylla over TLS.
+    #[arg(long)]
+    pub tls: bool,
+    /// CA certificates (PEM) that sign the cluster's certificates.
+    #[arg(long, value_name = "PEM")]
+    pub tls_ca_file: Option<PathBuf>,
+    /// Client certificate chain (PEM) for Scylla (with --tls-key-file).
+    #[arg(long, value_name = "PEM")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Private key (PEM) of --tls-cert-file.
+    #[arg(long, value_name = "PEM")]
+    pub tls_key_file: Option<PathBuf>,
+    /// Name the cluster's certificates must carry (default: each node's IP address).
+    #[arg(long, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+    /// Do not verify the cluster's certificate at all (INSECURE).
+    #[arg(long)]
+    pub tls_insecure_skip_verify: bool,
+}
+
+/// `--before` / `--after`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImageArg {
+    /// No image.
+    None,
+    /// The whole row.
+    Full,
+    /// The columns the change touched.
+    OnlyUpdated,
+}
+
+impl From<ImageArg> for ImageMode {
+    fn from(a: ImageArg) -> Self {
+        match a {
+            ImageArg::None => ImageMode::None,
+            ImageArg::Full => ImageMode::Full,
+            ImageArg::OnlyUpdated => ImageMode::OnlyUpdated,
+        }
+    }
+}
+
+/// A program run, checked and resolved.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Scylla contact points.
+    pub hosts: Vec<String>,
+    /// Scylla user and password.
+    pub credentials: Option<Credentials>,
+    /// Scylla TLS, if on.
+    pub tls: Option<TlsOptions>,
+    /// The keyspace.
+    pub keyspace: String,
+    /// The tables.
+    pub tables: Vec<String>,
+    /// Kafka's bootstrap servers.
+    pub bootstrap_servers: String,
+    /// The topic prefix (and `source.name`).
+    pub topic_prefix: String,
+    /// The checkpoint topic.
+    pub checkpoint_topic: String,
+    /// Partitions of created topics (`None`: the broker's default).
+    pub topic_partitions: Option<i32>,
+    /// Replication factor of created topics (`None`: the broker's default).
+    pub topic_replication_factor: Option<i32>,
+    /// Kafka client options, with env: and file: values resolved.
+    pub kafka_options: Vec<(String, String)>,
+    /// `Some(id)`: transactions.
+    pub transactional_id: Option<String>,
+    /// Commit interval.
+    pub commit_interval: Duration,
+    /// Kafka timeout.
+    pub kafka_timeout: Duration,
+    /// Before image.
+    pub before: ImageMode,
+    /// After image.
+    pub after: ImageMode,
+    /// Where the primary key goes.
+    pub key_placement: KeyPlacement,
+    /// Embedded schemas.
+    pub schemas: bool,
+    /// Tombstones after deletes.
+    pub tombstones: bool,
+    /// Where reading starts without saved progress.
+    pub start: StartAt,
+    /// End, if any.
+    pub end: Option<DateTime<Utc>>,
+    /// Window size.
+    pub window_size: Duration,
+    /// Safety interval.
+    pub safety_interval: Duration,
+    /// Sleep interval.
+    pub sleep_interval: Duration,
+    /// Early reads (`None`: off).
+    pub early_reads: Option<scylla_cdc::EarlyReads>,
+    /// How long transient Scylla failures are retried.
+    pub give_up_after: Option<Duration>,
+    /// Checkpoint interval.
+    pub checkpoint_interval: Duration,
+    /// Most rows read per second.
+    pub max_rows_per_second: Option<u64>,
+    /// Progress lines.
+    pub progress_interval: Option<Duration>,
+}
+
+fn commit_interval_arg(text: &str) -> Result<Duration, String> {
+    bounded_seconds(text, 0.01, 60.0)
+}
+
+fn kafka_timeout_arg(text: &str) -> Result<Duration, String> {
+    bounded_seconds(text, 1.0, 3600.0)
+}
+
+fn bounded_seconds(text: &str, min: f64, max: f64) -> Result<Duration, String> {
+    let d = parse_positive_seconds(text)?;
+    let s = d.as_secs_f64();
+    if s < min || s > max {
+        return Err(format!(
+            "must be between {min} and {max} seconds, got {text}"
+        ));
+    }
+    Ok(d)
+}
+
+/// `-X key=value`: a librdkafka option. The value stays as written here; `env:` and `file:`
+/// values are resolved by [`resolve_option`].
+pub fn producer_option_arg(text: &str) -> Result<(String, String), String> {
+    let (key, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected KEY=VALUE, got {text:?}"))?;
+    let key = key.trim();
+    if key.is_empty()
+        || !key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
+    {
+        return Err(format!("{key:?} is not a Kafka client option name"));
+    }
+    Ok((key.to_owned(), value.to_owned()))
+}
+
+/// Options the program sets itself; `-X` may not change them.
+const OWN_OPTIONS: &[&str] = &[
+    "bootstrap.servers",
+    "transactional.id",
+    "enable.idempotence",
+    "isolation.level",
+];
+
+/// Resolves an option's `env:NAME` or `file:PATH` value.
+pub fn resolve_option(
+    key: &str,
+    value: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<String, CliError> {
+    if let Some(name) = value.strip_prefix("env:") {
+        return env(name).ok_or_else(|| {
+            CliError::usage(format!(
+                "-X {key}=env:{name}: the environment variable {name} is not set"
+            ))
+        });
+    }
+    if let Some(path) = value.strip_prefix("file:") {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            CliError::usage(format!("-X {key}=file:{path}: cannot read the file: {e}"))
+        })?;
+        return Ok(text.lines().next().unwrap_or_default().to_owned());
+    }
+    Ok(value.to_owned())
+}
+
+impl Args {
+    /// Checks what clap cannot and resolves times against `launched`.
+    pub fn into_config(
+        self,
+        launched: DateTime<Utc>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, CliError> {
+        let hosts = self
+            .hosts
+            .or(self.hostname)
+            .ok_or_else(|| CliError::usage("--hosts or --hostname is required"))?
+            .0;
+        let (start, end) = resolve_range(self.start, self.end, launched)?;
+        let credentials = resolve_credentials(
+            CredentialFlags {
+                user_flag: "--user",
+                password_flag: "--password",
+                password_file_flag: "--password-file",
+                user_env: "SCYLLA_USER",
+                password_env: "SCYLLA_PASSWORD",
+            },
+            self.user,
+            self.password,
+            self.password_file.as_deref(),
+            &env,
+        )?;
+        let tls = TlsFlags {
+            tls: self.tls,
+            ca_file: self.tls_ca_file,
+            cert_file: self.tls_cert_file,
+            key_file: self.tls_key_file,
+            server_name: self.tls_server_name,
+            insecure_skip_verify: self.tls_insecure_skip_verify,
+        }
+        .into_options("--tls")?;
+        let early_reads = self.early_reads.resolve(self.safety_interval)?;
+        if self.bootstrap_servers.trim().is_empty() {
+            return Err(CliError::usage("--bootstrap-servers is empty"));
+        }
+        let mut kafka_options = Vec::with_capacity(self.kafka_option.len());
+        for (key, value) in self.kafka_option {
+            if OWN_OPTIONS.contains(&key.as_str()) {
+                return Err(CliError::usage(format!(
+                    "-X {key}: set by the program (use --bootstrap-servers, --transactional-id \
+                     or --no-transactions)"
+                )));
+            }
+            let value = resolve_option(&key, &value, &env)?;
+            kafka_options.push((key, value));
+        }
+        let transactional_id = if self.no_transactions {
+            None
+        } else {
+            Some(self.transactional_id.unwrap_or_else(|| {
+                format!("scylla-cdc-kafka.{}.{}", self.topic_prefix, self.keyspace)
+            }))
+        };
+        let checkpoint_topic = self
+            .checkpoint_topic
+            .unwrap_or_else(|| format!("{}.scylla-cdc-checkpoints", self.topic_prefix));
+        Ok(Config {
+            hosts,
+            credentials,
+            tls,
+            keyspace: self.keyspace,
+            tables: self.table.0,
+            bootstrap_servers: self.bootstrap_servers,
+            topic_prefix: self.topic_prefix,
+            checkpoint_topic,
+            topic_partitions: self.topic_partitions,
+            topic_replication_factor: self.topic_replication_factor,
+            kafka_options,
+            transactional_id,
+            commit_interval: self.commit_interval,
+            kafka_timeout: self.kafka_timeout,
+            before: self.before.into(),
+            after: self.after.into(),
+            key_placement: KeyPlacement::default(),
+            schemas: !self.no_schemas,
+            tombstones: !self.no_tombstones,
+            start,
+            end,
+            window_size: self.window_size,
+            safety_interval: self.safety_interval,
+            sleep_interval: self.sleep_interval,
+            early_reads,
+            give_up_after: self.give_up_after,
+            checkpoint_interval: self.checkpoint_interval,
+            max_rows_per_second: self.max_rows_per_second,
+            progress_interval: self.progress_interval,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scylla_cdc::cli::exit_code;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp(1_714_564_800, 0).unwrap()
+    }
+
+    fn parse_env(args: &[&str], env: &[(&str, &str)]) -> Result<Config, CliError> {
+        let full = std::iter::once("scylla-cdc-kafka").chain(args.iter().copied());
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        match Args::try_parse_from(full) {
+            Ok(a) => a.into_config(now(), |name| {
+                env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+            }),
+            Err(e) => Err(scylla_cdc::cli::clap_failure(&e).unwrap_err()),
+        }
+    }
+
+    fn parse(args: &[&str]) -> Result<Config, CliError> {
+        parse_env(args, &[])
+    }
+
+    const BASE: &[&str] = &[
+        "--hosts",
+        "127.0.0.1",
+        "-k",
+        "ks",
+        "-t",
+        "a,b",
+        "--bootstrap-servers",
+        "127.0.0.2:9092",
+        "--topic-prefix",
+        "shop",
+    ];
+
+    fn with(extra: &[&'static str]) -> Vec<&'static str> {
+        BASE.iter().copied().chain(extra.iter().copied()).collect()
+    }
+
+    #[test]
+    fn defaults() {
+        let c = parse(BASE).unwrap();
+        assert_eq!(c.tables, vec!["a", "b"]);
+        assert_eq!(
+            c.transactional_id.as_deref(),
+            Some("scylla-cdc-kafka.shop.ks")
+        );
+        assert_eq!(c.checkpoint_topic, "shop.scylla-cdc-checkpoints");
+        assert_eq!(c.commit_interval, Duration::from_millis(100));
+        assert!(c.schemas && c.tombstones);
+        assert_eq!(c.before, ImageMode::None);
+        assert_eq!(c.after, ImageMode::OnlyUpdated);
+        assert_eq!(c.early_reads, Some(scylla_cdc::EarlyReads::default()));
+        assert_eq!(c.start, StartAt::Launch(now()));
+    }
+
+    #[test]
+    fn options_and_secrets() {
+        let dir = std::env::temp_dir().join(format!("kafka-args-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("secret");
+        std::fs::write(&file, "from-file\nsecond line\n").unwrap();
+        let file_arg = format!("sasl.password=file:{}", file.display());
+        let file_arg: &'static str = Box::leak(file_arg.into_boxed_str());
+        let c = parse_env(
+            &with(&[
+                "-X",
+                "security.protocol=SASL_SSL",
+                "-X",
+                "sasl.username=env:KAFKA_USER",
+                "-X",
+                file_arg,
+                "--no-transactions",
+                "--before",
+                "full",
+                "--no-schemas",
+            ]),
+            &[("KAFKA_USER", "app")],
+        )
+        .unwrap();
+        assert_eq!(
+            c.kafka_options,
+            vec![
+                ("security.protocol".to_string(), "SASL_SSL".to_string()),
+                ("sasl.username".to_string(), "app".to_string()),
+                ("sasl.password".to_string(), "from-file".to_string()),
+            ]
+        );
+        assert_eq!(c.transactional_id, None);
+        assert_eq!(c.before, ImageMode::Full);
+        assert!(!c.schemas);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_arguments_are_usage_errors() {
+        for bad in [
+            with(&["-X", "novalue"]),
+            with(&["-X", "bad key=1"]),
+            with(&["-X", "transactional.id=x"]),
+            with(&["-X", "sasl.password=env:NOT_SET_ANYWHERE"]),
+            with(&["-X", "sasl.password=file:/nonexistent/secret"]),
+            with(&["--commit-interval", "0"]),
+            with(&["--commit-interval", "61"]),
+            with(&["--kafka-timeout", "0.5"]),
+            with(&["--topic-partitions", "0"]),
+            with(&["--no-transactions", "--transactional-id", "x"]),
+            with(&["--before", "sometimes"]),
+            BASE.iter()
+                .copied()
+                .filter(|a| *a != "--topic-prefix" && *a != "shop")
+                .collect(),
+        ] {
+            let err = parse(&bad).unwrap_err();
+            assert_eq!(err.exit_code(), exit_code::USAGE, "{bad:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! What a restart must not publish again.
+//!
+//! A restart reads each stream again from its checkpoint, so it meets again the changes that
+//! an earlier run published after that checkpoint. Which ones those were cannot be told from
+//! the log alone: with early reads a change that arrived late (after the early read passed
+//! its time) may not have been published although later ones were. So the restart reads
+//! them back from Kafka: every event carries its change's stream and `cdc$time` in headers,
+//! and the replay records of the checkpoint topic (written in each transaction) say from
+//! which offset of each event partition on the events of changes at or after the earliest
+//! checkpoint lie. Reading those partitions from there to their end (committed events only)
+//! gives the set of changes already published; the consumers skip exactly those.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use anyhow::Context;
+use rdkafka::consumer::BaseConsumer;
+use rdkafka::message::{Headers, Message};
+use scylla_cdc::StreamID;
+use uuid::Uuid;
+
+use crate::checkpoint::{ReplayStart, parse_stream_hex, read_partitions};
+use crate::publish::{STREAM_HEADER, TIME_HEADER};
+
+/// The changes already published, per topic.
+#[derive(Debug, Default)]
+pub struct Produced {
+    by_topic: HashMap<String, HashSet<(StreamID, Uuid)>>,
+    /// Events read back.
+    pub events: u64,
+}
+
+impl Produced {
+    /// Reads the event partitions back from their replay starts (committed events only).
+    /// Blocking.
+    pub fn load(
+        consumer: &BaseConsumer,
+        starts: &[ReplayStart],
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let mut produced = Produced::default();
+        read_partitions(
+            consumer,
+            starts
+                .iter()
+                .map(|s| (s.topic.clone(), s.partition, s.offset)),
+            timeout,
+            |message| {
+                produced.events += 1;
+                let Some(headers) = message.headers() else {
+                    return Ok(());
+                };
+                let mut stream = None;
+                let mut time = None;
+                for h in headers.iter() {
+                    let value = h.value.and_then(|v| std::str::from_utf8(v).ok());
+                    match h.key {
+                        STREAM_HEADER => stream = value.and_then(parse_stream_hex),
+                        TIME_HEADER => time = value.and_then(|v| Uuid::parse_str(v).ok()),
+                        _ => {}
+                    }
+                }
+                // Events without both headers were not published by this program.
+                if let (Some(stream), Some(time)) = (stream, time) {
+                    produced
+                        .by_topic
+                        .entry(message.topic().to_owned())
+                        .or_default()
+                        .insert((stream, time));
+                }
+                Ok(())
+            },
+        )
+        .context("reading back the events published since the checkpoints")?;
+        Ok(produced)
+    }
+
+    /// The published changes of one topic (empty if none).
+    pub fn take_topic(&mut self, topic: &str) -> HashSet<(StreamID, Uuid)> {
+        self.by_topic.remove(topic).unwrap_or_default()
+    }
+
+    /// How many distinct changes were read back.
+    pub fn changes(&self) -> usize {
+        self.by_topic.values().map(HashSet::len).sum()
+    }
+}
