@@ -1446,3 +1446,72 @@ async fn rendering_cost() {
         );
     }
 }
+
+/// Writes the events of every change in several option sets as `kafka-check produce` input
+/// (one JSON object a line: key, value and headers as strings), one file per option set in
+/// the directory `$EVENTS_OUT`: for checking them with Kafka Connect's own `JsonConverter`
+/// and Debezium's `ExtractNewRecordState` (`conformance/kafka/kafka-check connect` and
+/// `flatten`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn dump_events() {
+    let Ok(dir) = std::env::var("EVENTS_OUT") else {
+        panic!("set EVENTS_OUT to a directory");
+    };
+    let w = written().await;
+    let sets: Vec<(&str, EventOptions)> = vec![
+        ("legacy-schemas", EventOptions::new("ns")),
+        (
+            "legacy-pre-schemas",
+            EventOptions {
+                before: ImageMode::Full,
+                ..EventOptions::new("ns")
+            },
+        ),
+        ("legacy-plain", opts()),
+        (
+            "advanced-full-schemas",
+            EventOptions {
+                schemas: true,
+                key_placement: "kafka-key,payload-after,payload-before,payload-key,kafka-headers"
+                    .parse()
+                    .unwrap(),
+                ..advanced(ImageMode::Full, ImageMode::Full)
+            },
+        ),
+        (
+            "advanced-only-updated-schemas",
+            EventOptions {
+                schemas: true,
+                ..advanced(ImageMode::OnlyUpdated, ImageMode::OnlyUpdated)
+            },
+        ),
+        (
+            "advanced-full-plain",
+            advanced(ImageMode::Full, ImageMode::Full),
+        ),
+    ];
+    for (name, options) in sets {
+        let mut lines = String::new();
+        for table in ["t", "simple", "nock", "types"] {
+            let mut r = EventRenderer::new(w.table(table), options.clone());
+            let mut changes = w.changes[table].clone();
+            changes.sort_by_key(|c| c.timestamp_micros());
+            for c in &changes {
+                for e in render(&mut r, c) {
+                    let mut headers = serde_json::Map::new();
+                    for (k, v) in &e.headers {
+                        headers.insert(k.clone(), String::from_utf8(v.clone()).unwrap().into());
+                    }
+                    let line = serde_json::json!({
+                        "key": e.key.as_ref().map(|k| String::from_utf8(k.clone()).unwrap()),
+                        "value": e.value.as_ref().map(|v| String::from_utf8(v.clone()).unwrap()),
+                        "headers": headers,
+                    });
+                    lines.push_str(&format!("{table}\t{line}\n"));
+                }
+            }
+        }
+        std::fs::write(format!("{dir}/{name}.tsv"), lines).unwrap();
+    }
+}
