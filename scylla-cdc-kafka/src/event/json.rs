@@ -13,7 +13,9 @@ use scylla::value::{CqlDecimal, CqlDuration, CqlVarint};
 
 /// Appends `s` as a JSON string, escaped as Jackson's default escaping does: `"` and `\`
 /// escaped with a backslash, control characters below U+0020 as `\b`, `\t`, `\n`, `\f`,
-/// `\r` or `\u00XX` (upper-case hex); everything else, non-ASCII included, as it is.
+/// `\r` or `\u00XX` (upper-case hex), a character beyond U+FFFF as its UTF-16 surrogates
+/// `\uD83D\uDE00` (Jackson's UTF-8 generator writes each surrogate escaped); everything
+/// else, other non-ASCII characters included, as it is.
 pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     escaped(out, s);
@@ -24,11 +26,32 @@ pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
 pub(crate) fn escaped(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if b >= 0x20 && b != b'"' && b != b'\\' {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b >= 0x20 && b != b'"' && b != b'\\' && b < 0xf0 {
+            i += 1;
             continue;
         }
         out.extend_from_slice(&bytes[start..i]);
+        if b >= 0xf0 {
+            // A four-byte sequence (valid UTF-8: `s` is a str): U+10000 and beyond.
+            let c = s
+                .get(i..)
+                .and_then(|r| r.chars().next())
+                .map_or(0xfffd, u32::from);
+            let c = c.saturating_sub(0x10000);
+            for unit in [0xd800 + (c >> 10), 0xdc00 + (c & 0x3ff)] {
+                out.extend_from_slice(b"\\u");
+                for shift in [12u32, 8, 4, 0] {
+                    out.push(HEX[((unit >> shift) & 0xf) as usize]);
+                }
+            }
+            i += 4;
+            start = i;
+            continue;
+        }
         match b {
             b'"' => out.extend_from_slice(b"\\\""),
             b'\\' => out.extend_from_slice(b"\\\\"),
@@ -38,13 +61,13 @@ pub(crate) fn escaped(out: &mut Vec<u8>, s: &str) {
             0x0c => out.extend_from_slice(b"\\f"),
             0x0d => out.extend_from_slice(b"\\r"),
             _ => {
-                const HEX: &[u8; 16] = b"0123456789ABCDEF";
                 out.extend_from_slice(b"\\u00");
                 out.push(HEX[usize::from(b >> 4)]);
                 out.push(HEX[usize::from(b & 0xf)]);
             }
         }
-        start = i + 1;
+        i += 1;
+        start = i;
     }
     out.extend_from_slice(&bytes[start..]);
 }
@@ -97,9 +120,10 @@ impl std::fmt::Write for Stack {
 }
 
 /// Appends a `double` as Jackson writes a Java `double`: `Double.toString` (the shortest
-/// digits that read back as the same value; plain notation with at least one fractional
-/// digit for magnitudes in [10^-3, 10^7), else `d.dddE±n`), and `NaN`/`Infinity` as quoted
-/// strings (Jackson's default `QUOTE_NON_NUMERIC_NUMBERS`).
+/// digits that read back as the same value, as Java 19 and later find them; Java 17
+/// sometimes prints a digit more; plain notation with at least one fractional digit for
+/// magnitudes in [10^-3, 10^7), else `d.dddE±n`), and `NaN`/`Infinity` as quoted strings
+/// (Jackson's default `QUOTE_NON_NUMERIC_NUMBERS`).
 pub(crate) fn double(out: &mut Vec<u8>, v: f64) {
     if !v.is_finite() {
         non_finite(out, v.is_nan(), v > 0.0);
@@ -395,6 +419,8 @@ mod tests {
             "\"\\b\\t\\n\\f\\r\\u0001\\u001F/é\u{7f}\""
         );
         assert_eq!(s(|o| string(o, "")), "\"\"");
+        // Jackson writes the surrogates of a character beyond U+FFFF escaped.
+        assert_eq!(s(|o| string(o, "a😀b𝄞")), r#""a\uD83D\uDE00b\uD834\uDD1E""#);
     }
 
     #[test]

@@ -1448,10 +1448,12 @@ async fn rendering_cost() {
 }
 
 /// Writes the events of every change in several option sets as `kafka-check produce` input
-/// (one JSON object a line: key, value and headers as strings), one file per option set in
-/// the directory `$EVENTS_OUT`: for checking them with Kafka Connect's own `JsonConverter`
+/// (one JSON object a line: key, value and headers as strings, after the table's name and a
+/// tab), one file per option set in the directory `$EVENTS_OUT`, and edge values of every
+/// native type as snapshot rows: for checking them with Kafka Connect's own `JsonConverter`
 /// and Debezium's `ExtractNewRecordState` (`conformance/kafka/kafka-check connect` and
-/// `flatten`).
+/// `flatten`, after `cut -f2`), and that `JsonConverter` writes them back byte for byte
+/// (`scylla-cdc-kafka/conformance/RoundTrip.java`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
 async fn dump_events() {
@@ -1513,5 +1515,197 @@ async fn dump_events() {
             }
         }
         std::fs::write(format!("{dir}/{name}.tsv"), lines).unwrap();
+    }
+    // Edge values of every native type, as snapshot rows (advanced and legacy).
+    for (name, options) in [
+        (
+            "values-advanced-schemas",
+            EventOptions {
+                schemas: true,
+                ..advanced(ImageMode::Full, ImageMode::Full)
+            },
+        ),
+        ("values-legacy-schemas", EventOptions::new("ns")),
+    ] {
+        let mut lines = String::new();
+        let mut r = EventRenderer::new(edge::table(), options);
+        for (i, row) in edge::rows().iter().enumerate() {
+            let pk = scylla::value::CqlValue::Int(i as i32);
+            let mut cols: Vec<(&str, Option<&scylla::value::CqlValue>)> = vec![("pk", Some(&pk))];
+            cols.extend(row.iter().map(|(n, v)| (*n, Some(v))));
+            let mut out = Vec::new();
+            r.render_snapshot_row(&cols, P, &mut out).unwrap();
+            for e in out {
+                let line = serde_json::json!({
+                    "key": String::from_utf8(e.key.unwrap()).unwrap(),
+                    "value": String::from_utf8(e.value.unwrap()).unwrap(),
+                });
+                lines.push_str(&format!("edge\t{line}\n"));
+            }
+        }
+        std::fs::write(format!("{dir}/{name}.tsv"), lines).unwrap();
+    }
+}
+
+/// A table of every native type and rows of edge values (finite floats: Connect reads
+/// `"NaN"` back as a string).
+mod edge {
+    use scylla::frame::response::result::{ColumnType, NativeType};
+    use scylla::value::{
+        CqlDate, CqlDecimal, CqlDuration, CqlTime, CqlTimestamp, CqlTimeuuid, CqlValue, CqlVarint,
+    };
+
+    use super::super::{ColumnInfo, TableInfo};
+
+    const TYPES: &[(&str, NativeType)] = &[
+        ("a", NativeType::Ascii),
+        ("bi", NativeType::BigInt),
+        ("bl", NativeType::Blob),
+        ("bo", NativeType::Boolean),
+        ("d", NativeType::Date),
+        ("db", NativeType::Double),
+        ("de", NativeType::Decimal),
+        ("du", NativeType::Duration),
+        ("f", NativeType::Float),
+        ("i", NativeType::Inet),
+        ("it", NativeType::Int),
+        ("si", NativeType::SmallInt),
+        ("ti", NativeType::TinyInt),
+        ("tm", NativeType::Time),
+        ("ts", NativeType::Timestamp),
+        ("tu", NativeType::Timeuuid),
+        ("tx", NativeType::Text),
+        ("u", NativeType::Uuid),
+        ("vi", NativeType::Varint),
+    ];
+
+    pub(super) fn table() -> TableInfo {
+        TableInfo {
+            keyspace: "ks".into(),
+            table: "edge".into(),
+            partition_key: vec![ColumnInfo::new("pk", ColumnType::Native(NativeType::Int))],
+            clustering_key: vec![],
+            static_columns: vec![],
+            regular_columns: TYPES
+                .iter()
+                .map(|(n, t)| ColumnInfo::new(*n, ColumnType::Native(t.clone())))
+                .collect(),
+        }
+    }
+
+    pub(super) fn rows() -> Vec<Vec<(&'static str, CqlValue)>> {
+        let dec = |b: &[u8], s: i32| {
+            CqlValue::Decimal(CqlDecimal::from_signed_be_bytes_slice_and_exponent(b, s))
+        };
+        let doubles = [
+            0.0,
+            -0.0,
+            1e7,
+            9999999.5,
+            1e-3,
+            9.99e-4,
+            1.5e300,
+            -2.2250738585072014e-308,
+            0.1 + 0.2,
+            123456789.125,
+        ];
+        let floats = [0.0f32, 1e7, 1e-4, 3.4028235e38, 1.17549435e-38, 0.3];
+        let texts = [
+            "",
+            "quote \" back \\ slash",
+            "\u{1}\u{8}\t\n\u{c}\r\u{1f}\u{7f}",
+            "é ü 日本 😀",
+            "</script>/",
+        ];
+        let mut rows = Vec::new();
+        for i in 0..10 {
+            let mut row = vec![
+                ("db", CqlValue::Double(doubles[i % doubles.len()])),
+                ("f", CqlValue::Float(floats[i % floats.len()])),
+                ("tx", CqlValue::Text(texts[i % texts.len()].to_owned())),
+                ("a", CqlValue::Ascii(texts[i % 2].to_owned())),
+                (
+                    "bi",
+                    CqlValue::BigInt([i64::MIN, i64::MAX, -1, 0, 42][i % 5]),
+                ),
+                ("it", CqlValue::Int([i32::MIN, i32::MAX, -7][i % 3])),
+                ("si", CqlValue::SmallInt([i16::MIN, i16::MAX][i % 2])),
+                ("ti", CqlValue::TinyInt([i8::MIN, i8::MAX][i % 2])),
+                ("bo", CqlValue::Boolean(i % 2 == 0)),
+                (
+                    "bl",
+                    CqlValue::Blob((0..i as u8 * 3).map(|b| b.wrapping_mul(37)).collect()),
+                ),
+                (
+                    "d",
+                    CqlValue::Date(CqlDate(
+                        [
+                            (1 << 31) - 1,
+                            (1 << 31) + 19884,
+                            1 << 31,
+                            (1 << 31) - 719162,
+                        ][i % 4],
+                    )),
+                ),
+                (
+                    "tm",
+                    CqlValue::Time(CqlTime([0, 86_399_999_999_999, 45_296_789_000_000][i % 3])),
+                ),
+                (
+                    "ts",
+                    CqlValue::Timestamp(CqlTimestamp(
+                        [-1, 0, 1_718_022_896_789, -62_135_596_800_000][i % 4],
+                    )),
+                ),
+                (
+                    "u",
+                    CqlValue::Uuid(uuid::Uuid::from_u128(
+                        0x0123_4567_89ab_cdef_fedc_ba98_7654_3210 ^ i as u128,
+                    )),
+                ),
+                (
+                    "tu",
+                    CqlValue::Timeuuid(CqlTimeuuid::from_bytes([i as u8; 16])),
+                ),
+                (
+                    "vi",
+                    CqlValue::Varint(CqlVarint::from_signed_bytes_be(vec![0x80 ^ i as u8; i + 1])),
+                ),
+                (
+                    "i",
+                    CqlValue::Inet(
+                        [
+                            "127.0.0.1",
+                            "::1",
+                            "2001:db8::8a2e:370:7334",
+                            "::ffff:10.0.0.1",
+                        ][i % 4]
+                            .parse()
+                            .unwrap(),
+                    ),
+                ),
+                (
+                    "du",
+                    CqlValue::Duration(CqlDuration {
+                        months: i as i32 * 7,
+                        days: -(i as i32),
+                        nanoseconds: i as i64 * 1_234_567_891,
+                    }),
+                ),
+            ];
+            row.push((
+                "de",
+                [
+                    dec(&[0x12, 0xd6, 0x87], 2),
+                    dec(&[12], -2),
+                    dec(&[5], 300),
+                    dec(&[0xff], 0),
+                    dec(&[1], 7),
+                ][i % 5]
+                    .clone(),
+            ));
+            rows.push(row);
+        }
+        rows
     }
 }
