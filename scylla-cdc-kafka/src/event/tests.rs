@@ -1609,7 +1609,7 @@ mod edge {
             0.1 + 0.2,
             123456789.125,
         ];
-        let floats = [0.0f32, 1e7, 1e-4, 3.4028235e38, 1.17549435e-38, 0.3];
+        let floats = [0.0f32, 1e7, 1e-4, f32::MAX, f32::MIN_POSITIVE, 0.3];
         let texts = [
             "",
             "quote \" back \\ slash",
