@@ -10,7 +10,9 @@
 //! `<keyspace>.<table>`). With [`EventOptions::schemas`] (the converter's
 //! `schemas.enable`, its default) each key and value is `{"schema": …, "payload": …}`,
 //! else the payload alone. Records are compact JSON, keys in the schema's field order,
-//! every struct field written (a null one as `null`), as `JsonConverter` writes them.
+//! every struct field written (a null one as `null`), strings and numbers as Jackson writes
+//! them: `JsonConverter` reads our records and writes them back byte for byte
+//! (`scylla-cdc-kafka/conformance/RoundTrip.java` on the output of the `dump_events` test).
 //!
 //! The **key** is a struct of the primary key columns: partition key columns then
 //! clustering columns (advanced format, `ScyllaSchema.computeKeySchema`), or all key columns
