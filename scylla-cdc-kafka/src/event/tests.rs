@@ -78,7 +78,10 @@ impl Written {
             .iter()
             .filter(|c| {
                 c.rows().next().is_some_and(|r| {
-                    let name = if r.column_exists("pk") { "pk" } else { "id" };
+                    let name = ["pk", "id", "b"]
+                        .into_iter()
+                        .find(|n| r.column_exists(n))
+                        .unwrap_or("pk");
                     r.get_value_as::<i32>(name).ok().flatten() == Some(pk)
                 })
             })
@@ -104,6 +107,9 @@ const SCHEMA: &[&str] = &[
     // No clustering key.
     "CREATE TABLE kafka_events.nock (id int PRIMARY KEY, name text) \
      WITH cdc = {'enabled': true, 'preimage': true, 'postimage': true}",
+    // A composite key whose columns are not in name order.
+    "CREATE TABLE kafka_events.comp (b int, a text, d int, c int, v int, \
+     PRIMARY KEY ((b, a), d, c)) WITH cdc = {'enabled': true}",
     // Every type.
     "CREATE TABLE kafka_events.types (pk int PRIMARY KEY, a ascii, bi bigint, bl blob, \
      bo boolean, d date, de decimal, db double, du duration, f float, i inet, it int, \
@@ -142,6 +148,9 @@ const STATEMENTS: &[&str] = &[
     "INSERT INTO kafka_events.nock (id, name) VALUES (1, 'a')",
     "UPDATE kafka_events.nock SET name = 'b' WHERE id = 1",
     "DELETE FROM kafka_events.nock WHERE id = 1",
+    // comp, b 1: an insert and a range deletion within d = 1.
+    "INSERT INTO kafka_events.comp (b, a, d, c, v) VALUES (1, 'x', 1, 3, 7)",
+    "DELETE FROM kafka_events.comp WHERE b = 1 AND a = 'x' AND d = 1 AND c >= 2",
     // types, pk 1: every type, then collection and UDT field changes.
     "INSERT INTO kafka_events.types (pk, a, bi, bl, bo, d, de, db, du, f, i, it, si, tx, tm, \
      ts, tu, ti, u, vi, fl, fs, fm, ft, l, st, m, fu, nu) VALUES (1, 'ascii', 1234567890123, \
@@ -178,7 +187,7 @@ async fn written() -> Written {
     for s in STATEMENTS {
         exec(&session, s).await;
     }
-    let tables = ["t", "simple", "nock", "types"];
+    let tables = ["t", "simple", "nock", "comp", "types"];
     let mut expected = 0;
     for t in tables {
         expected += log_groups(&session, t).await;
@@ -977,6 +986,53 @@ fn change_kinds(w: &Written, checks: &mut Checks) {
     );
 }
 
+/// A composite key: the advanced key has the partition key columns then the clustering
+/// ones, each in the log's (name) order (`ScyllaSchema.computeKeySchema`), the legacy key
+/// all of them in that order; a range's bounds list the clustering columns in key order.
+fn composite_key(w: &Written, checks: &mut Checks) {
+    let cs = w.of("comp", 1);
+    assert_eq!(cs.len(), 2, "{cs:?}");
+    let s: Vec<String> = cs.iter().map(|c| src("comp", c)).collect();
+    let mut r = EventRenderer::new(w.table("comp"), advanced(ImageMode::None, ImageMode::None));
+    checks.eq(
+        "composite key, advanced",
+        &render(&mut r, &cs[0]),
+        &[want(
+            r#"{"a":"x","b":1,"c":3,"d":1}"#,
+            envelope(&s[0], "null", "null", None, "c", TS_MS),
+        )],
+    );
+    checks.eq(
+        "composite key, range deletion",
+        &render(&mut r, &cs[1]),
+        &[want(
+            r#"{"a":"x","b":1,"c":null,"d":null}"#,
+            envelope(&s[1], "null", "null", None, "d", TS_MS),
+        )
+        .header("scylla.target", "range")
+        .header(
+            "scylla.range",
+            r#"{"start":{"d":1,"c":2},"start_inclusive":true,"end":{"d":1},"end_inclusive":true}"#,
+        )],
+    );
+    let mut r = EventRenderer::new(w.table("comp"), opts());
+    checks.eq(
+        "composite key, legacy",
+        &render(&mut r, &cs[0]),
+        &[want(
+            r#"{"a":"x","b":1,"c":3,"d":1}"#,
+            envelope(
+                &s[0],
+                "null",
+                r#"{"a":"x","b":1,"c":3,"d":1,"v":{"value":7}}"#,
+                None,
+                "c",
+                TS_FULL,
+            ),
+        )],
+    );
+}
+
 /// Every CQL type (`ScyllaTypesAllPlainConnectorIT`, `CdcIncludeBeforeAfterBase`'s
 /// `JSON_*` constants), collection element changes and a UDT field change.
 fn types(w: &Written, checks: &mut Checks) {
@@ -1234,6 +1290,7 @@ async fn events_of_real_changes() {
     row_lifecycle(&w, &mut checks);
     change_kinds(&w, &mut checks);
     types(&w, &mut checks);
+    composite_key(&w, &mut checks);
     with_schemas(&w, &mut checks);
     schema_mismatch(&w);
     checks.finish();
@@ -1495,7 +1552,7 @@ async fn dump_events() {
     ];
     for (name, options) in sets {
         let mut lines = String::new();
-        for table in ["t", "simple", "nock", "types"] {
+        for table in ["t", "simple", "nock", "comp", "types"] {
             let mut r = EventRenderer::new(w.table(table), options.clone());
             let mut changes = w.changes[table].clone();
             changes.sort_by_key(|c| c.timestamp_micros());
