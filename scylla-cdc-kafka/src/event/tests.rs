@@ -1429,6 +1429,17 @@ mod snapshot {
     }
 }
 
+/// The time this thread has run on a CPU (Linux's `/proc/thread-self/schedstat`), in ns:
+/// unlike the wall clock, not counting the time other processes had the core.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// The cost of rendering: the same changes rendered again and again, per event. Run with
 /// `cargo test -p scylla-cdc-kafka --lib rendering_cost -- --ignored --nocapture` (best with
 /// this crate and `scylla-cdc` optimized: `--config 'profile.dev.package.scylla-cdc-kafka.opt-level=3' --config 'profile.dev.package.scylla-cdc.opt-level=3'`).
@@ -1478,12 +1489,17 @@ async fn rendering_cost() {
             opts(),
         ),
     ];
+    let only = std::env::var("RENDER_BENCH").unwrap_or_default();
     for (name, table, change, options) in cases {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
         let mut r = EventRenderer::new(w.table(table), options);
         let mut out = Vec::with_capacity(8);
         let n = 100_000;
         let mut events = 0usize;
         let mut bytes = 0usize;
+        let cpu_start = thread_cpu_ns();
         let start = std::time::Instant::now();
         for _ in 0..n {
             out.clear();
@@ -1496,9 +1512,13 @@ async fn rendering_cost() {
             std::hint::black_box(&out);
         }
         let per = start.elapsed().as_nanos() as f64 / events as f64;
+        let cpu = thread_cpu_ns()
+            .zip(cpu_start)
+            .map(|(end, start)| (end - start) as f64 / events as f64);
         println!(
-            "{name}: {per:.0} ns per event ({:.0} events/s on one core, {} bytes per event)",
-            1e9 / per,
+            "{name}: {per:.0} ns per event, {} ns of CPU ({:.0} events/s on one core, {} bytes per event)",
+            cpu.map_or("?".to_owned(), |c| format!("{c:.0}")),
+            1e9 / cpu.unwrap_or(per),
             bytes / events
         );
     }
