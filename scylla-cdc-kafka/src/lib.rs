@@ -518,6 +518,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
             schemas: config.schemas,
             tombstones: config.tombstones,
             connector_name: config.topic_prefix.clone(),
+            ..EventOptions::default()
         },
         publisher: handle.clone(),
         counters: counters.clone(),
