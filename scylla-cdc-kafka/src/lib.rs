@@ -105,6 +105,7 @@ impl ChangeConsumer for KafkaChangeConsumer {
             .map(|e| Outgoing {
                 key: e.key,
                 value: e.value,
+                headers: e.headers,
             })
             .collect();
         self.counters
@@ -511,15 +512,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
     }
     let factory = KafkaConsumerFactory {
         tables,
-        options: EventOptions {
-            before: config.before,
-            after: config.after,
-            key_placement: config.key_placement,
-            schemas: config.schemas,
-            tombstones: config.tombstones,
-            connector_name: config.topic_prefix.clone(),
-            ..EventOptions::default()
-        },
+        options: config.events.clone(),
         publisher: handle.clone(),
         counters: counters.clone(),
     };

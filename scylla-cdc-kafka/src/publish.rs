@@ -34,9 +34,9 @@ use uuid::Uuid;
 use crate::checkpoint::{CheckpointRecord, ReplayStart};
 
 /// Header with the change's stream id (32 hex digits) on every event.
-pub const STREAM_HEADER: &str = "scylla-cdc.stream";
+pub const STREAM_HEADER: &str = "scylla.stream";
 /// Header with the change's `cdc$time` (a timeuuid, text) on every event.
-pub const TIME_HEADER: &str = "scylla-cdc.time";
+pub const TIME_HEADER: &str = "scylla.time";
 
 /// How many messages one block of the replay ledger covers.
 const LEDGER_BLOCK: u32 = 1024;
@@ -50,6 +50,8 @@ pub struct Outgoing {
     pub key: Option<Vec<u8>>,
     /// The message value (`None`: a tombstone).
     pub value: Option<Vec<u8>>,
+    /// Headers of the event (the program adds the change's stream and time).
+    pub headers: Vec<(String, Vec<u8>)>,
 }
 
 /// The events of one change, for one topic.
@@ -542,7 +544,14 @@ impl Publisher {
                     .ok_or_else(|| PublishError::Refused("unknown topic index".into()))?
                     .clone();
                 for m in &events.messages {
-                    let headers = OwnedHeaders::new_with_capacity(2)
+                    let mut headers = OwnedHeaders::new_with_capacity(2 + m.headers.len());
+                    for (key, value) in &m.headers {
+                        headers = headers.insert(Header {
+                            key: key.as_str(),
+                            value: Some(value.as_slice()),
+                        });
+                    }
+                    let headers = headers
                         .insert(Header {
                             key: STREAM_HEADER,
                             value: Some(stream.as_str()),

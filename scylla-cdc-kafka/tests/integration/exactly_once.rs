@@ -203,10 +203,10 @@ async fn run(spec: Run) -> anyhow::Result<()> {
     // Per key, the write times in the order the consumer saw them (one partition per key).
     let mut per_key: BTreeMap<String, Vec<(i64, i64)>> = BTreeMap::new();
     for r in &check {
-        let stream = header(r, "scylla-cdc.stream")
+        let stream = header(r, "scylla.stream")
             .context("no stream header")?
             .to_owned();
-        let time = header(r, "scylla-cdc.time")
+        let time = header(r, "scylla.time")
             .context("no time header")?
             .to_owned();
         let t = Uuid::parse_str(&time)?;
@@ -251,6 +251,25 @@ async fn run(spec: Run) -> anyhow::Result<()> {
         );
         ensure!(check.len() == expected);
     }
+    // The events carry the changes' values: every number written, each once (at least once
+    // without transactions).
+    let mut numbers: HashMap<i64, usize> = HashMap::new();
+    for r in &check {
+        let n = value_number(r).with_context(|| format!("an event without after.v: {r}"))?;
+        *numbers.entry(n).or_default() += 1;
+    }
+    for (_, v) in &written.changes {
+        let count = numbers.get(&i64::from(*v)).copied().unwrap_or(0);
+        ensure!(
+            count == 1 || (!spec.transactions && count > 1),
+            "change v={v} was published {count} times"
+        );
+    }
+    ensure!(
+        numbers.len() == expected,
+        "events of {} numbers, {expected} written",
+        numbers.len()
+    );
     // Each key's changes in write order, in one partition.
     for (key, times) in &per_key {
         let partitions: HashSet<i64> = times.iter().map(|(p, _)| *p).collect();
@@ -286,7 +305,7 @@ async fn consume_all(bootstrap: &str, topic: &str, expected: usize) -> anyhow::R
         .await??;
         let distinct: HashSet<(Option<&str>, Option<&str>)> = records
             .iter()
-            .map(|r| (header(r, "scylla-cdc.stream"), header(r, "scylla-cdc.time")))
+            .map(|r| (header(r, "scylla.stream"), header(r, "scylla.time")))
             .collect();
         if distinct.len() >= expected || Instant::now() >= deadline {
             return Ok(records);
