@@ -7,6 +7,8 @@
 //! [`exit_code`]. A [`Shutdown`] is what a program watches to stop: the first request stops
 //! the readers gracefully (their consumers are flushed and a checkpoint is saved), a second
 //! one stops them at once. [`supervise`] runs a set of readers under such a shutdown.
+//! [`scan`] reads a table by token range (the programs' snapshots and the replicator's
+//! `verify`).
 
 use std::fmt;
 use std::net::Ipv6Addr;
@@ -28,6 +30,7 @@ use tracing::info;
 
 pub mod metrics_http;
 mod output;
+pub mod scan;
 pub mod secure;
 
 pub use output::{Output, SharedBuffer};
