@@ -118,6 +118,20 @@ pub struct Args {
     /// a restart starts there too). Saved progress takes precedence.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
     pub start: Option<TimeSpec>,
+    /// First publish every existing row of the tables as a snapshot read (`op: r`), then
+    /// stream their changes from the snapshot's boundary B (the first run's launch time minus
+    /// --safety-interval) without a gap or a duplicate: an `r` event has the row's cells
+    /// written before B, the stream every change from B (a row whose cells were all written
+    /// after B has no `r` event). The snapshot's time and the token ranges published are
+    /// saved in the checkpoint topic, so a restart (kill -9 included) resumes it and publishes
+    /// each row once. Ignored for a table with saved progress (a finished snapshot, or a run
+    /// without --snapshot).
+    #[arg(long, conflicts_with = "start")]
+    pub snapshot: bool,
+    /// Token ranges the snapshot scans at once (1 to 1024).
+    #[arg(long, value_name = "N", default_value = "8",
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub snapshot_parallelism: u16,
     /// Where to stop: the program exits once every change before it is published.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
     pub end: Option<TimeSpec>,
@@ -252,6 +266,10 @@ pub struct Config {
     pub events: EventOptions,
     /// Where reading starts without saved progress.
     pub start: StartAt,
+    /// `--snapshot`: publish the existing rows first ([`crate::snapshot`]).
+    pub snapshot: bool,
+    /// Token ranges the snapshot scans at once.
+    pub snapshot_parallelism: usize,
     /// End, if any.
     pub end: Option<DateTime<Utc>>,
     /// Window size.
@@ -430,6 +448,8 @@ impl Args {
             kafka_timeout: self.kafka_timeout,
             events,
             start,
+            snapshot: self.snapshot,
+            snapshot_parallelism: usize::from(self.snapshot_parallelism),
             end,
             window_size: self.window_size,
             safety_interval: self.safety_interval,
@@ -504,6 +524,11 @@ mod tests {
         assert_eq!(c.events.connector_name, "shop");
         assert_eq!(c.early_reads, Some(scylla_cdc::EarlyReads::default()));
         assert_eq!(c.start, StartAt::Launch(now()));
+        assert!(!c.snapshot);
+        assert_eq!(c.snapshot_parallelism, 8);
+        let c = parse(&with(&["--snapshot", "--snapshot-parallelism", "3"])).unwrap();
+        assert!(c.snapshot);
+        assert_eq!(c.snapshot_parallelism, 3);
     }
 
     #[test]
@@ -566,6 +591,8 @@ mod tests {
             with(&["--topic-partitions", "0"]),
             with(&["--no-transactions", "--transactional-id", "x"]),
             with(&["--before", "sometimes"]),
+            with(&["--snapshot", "--start", "-1h"]),
+            with(&["--snapshot-parallelism", "0"]),
             // The legacy format has no after image and one key placement.
             with(&["--after", "full"]),
             with(&["--key-placement", "payload-key"]),

@@ -9,7 +9,9 @@
 //! * `s/<keyspace>.<table>`: where the table's reading started (written before anything is
 //!   published, so that a restart before the first checkpoint starts there too);
 //! * `r/<instance>`: where, in each partition of the event topics, the events that a restart
-//!   reads again begin (see [`crate::produced`]).
+//!   reads again begin (see [`crate::produced`]);
+//! * `snap/<keyspace>.<table>` and `snap/<keyspace>.<table>/<range>`: a `--snapshot`'s time
+//!   and the progress of each of its token ranges ([`crate::snapshot`]).
 //!
 //! Values are small JSON objects (times in milliseconds since the epoch, stream ids in hex).
 //! [`SavedProgress::load`] reads the topic to its end at start; [`KafkaCheckpoints`] is the
@@ -168,6 +170,8 @@ pub struct SavedProgress {
     pub replay: HashMap<String, Vec<ReplayStart>>,
     /// How many records were read.
     pub records: u64,
+    /// The `--snapshot`s' records (`snap/…`, [`crate::snapshot`]).
+    pub snapshots: crate::snapshot::SavedSnapshots,
 }
 
 impl SavedProgress {
@@ -216,6 +220,8 @@ impl SavedProgress {
                 });
             }
             self.replay.insert(instance.to_owned(), starts);
+        } else if key.starts_with("snap/") {
+            self.snapshots.apply(key, &v)?;
         }
         // Other keys: written by a later version; ignored.
         Ok(())

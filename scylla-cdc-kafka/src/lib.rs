@@ -25,12 +25,22 @@
 //! checkpoints and skips the changes whose events it reads back from Kafka, so a
 //! `read_committed` consumer sees each change once, in order per key. Without transactions
 //! (`--no-transactions`) checkpoints are written once their events are stored: at least once.
+//!
+//! # Snapshot
+//!
+//! With `--snapshot` ([`snapshot`]), a table without saved progress first has its existing
+//! rows published as snapshot reads (`op: "r"`), scanned by token range, with their progress
+//! in the checkpoint topic (a restart resumes the snapshot and publishes each row once); its
+//! log is then read from the snapshot's boundary B (the first run's launch time minus the
+//! safety interval): the `r` events hold the cells written before B, the stream every change
+//! from B on.
 
 pub mod args;
 pub mod checkpoint;
 pub mod event;
 pub mod produced;
 pub mod publish;
+pub mod snapshot;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -400,6 +410,9 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
         "read the progress in {}", config.checkpoint_topic
     );
 
+    // --snapshot (src/snapshot.rs): which tables publish their rows first, and from where
+    // their log is read then.
+    let snapshots = snapshot::Plan::new(&config, &saved);
     // Where each table starts: its saved start, else the configured one (saved now).
     let mut starts = HashMap::new();
     let mut start_records = Vec::new();
@@ -411,13 +424,16 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
         let start = match saved_start {
             Some(s) => s,
             None => {
-                let s = config.start.time();
+                let s = snapshots
+                    .start_of(&name)
+                    .unwrap_or_else(|| config.start.time());
                 start_records.push(CheckpointRecord::start(&name, s));
                 s
             }
         };
         starts.insert(name, start);
     }
+    start_records.extend(snapshots.records());
 
     // Changes published since the checkpoints (exactly once only).
     let mut produced = if config.transactional_id.is_some() {
@@ -495,6 +511,13 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
             .map_err(|_| kafka_error(handle.failure()))?;
     }
     handle.commit().await.map_err(kafka_error)?;
+    // --snapshot: the existing rows before the log; a stop during it ends the run here.
+    if let snapshot::Outcome::Stopped(stopped) = snapshots
+        .publish(&session, &config, &infos, &handle, shutdown.clone())
+        .await?
+    {
+        return snapshot::stop(handle, thread, stopped).await;
+    }
 
     let counters = Arc::new(Counters::default());
     let mut tables = HashMap::new();

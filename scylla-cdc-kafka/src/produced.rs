@@ -64,8 +64,11 @@ impl Produced {
                         _ => {}
                     }
                 }
-                // Events without both headers were not published by this program.
-                if let (Some(stream), Some(time)) = (stream, time) {
+                // Events without both headers were not published by this program; snapshot
+                // events are no change (`crate::snapshot`).
+                if let (Some(stream), Some(time)) = (stream, time)
+                    && !crate::snapshot::is_snapshot_stream(&stream)
+                {
                     let time_ms = time
                         .get_timestamp()
                         .map(|t| {

@@ -96,6 +96,17 @@ pub enum Command {
     },
     /// A record of the checkpoint topic to write at once (the start record).
     Record(CheckpointRecord),
+    /// `--snapshot` ([`crate::snapshot`]): the events of a batch of rows, then the record of
+    /// the progress they make, with no commit between them (one transaction holds both or
+    /// neither); `handed` is answered once both are with the producer.
+    PublishThen {
+        /// The batch's events.
+        events: ChangeEvents,
+        /// The progress record.
+        record: CheckpointRecord,
+        /// Answered once both are handed to the producer.
+        handed: oneshot::Sender<()>,
+    },
     /// Commit (or flush) what was sent, then answer.
     Commit(oneshot::Sender<Result<(), PublishError>>),
 }
@@ -611,6 +622,16 @@ impl Publisher {
                 self.checkpoint(record)
             }
             Command::Record(record) => self.checkpoint(record),
+            Command::PublishThen {
+                events,
+                record,
+                handed,
+            } => {
+                self.handle(Command::Publish(events))?;
+                self.checkpoint(record)?;
+                let _ = handed.send(());
+                Ok(())
+            }
             Command::Commit(reply) => {
                 let result = self.commit();
                 let _ = reply.send(result.clone());
