@@ -132,6 +132,10 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value = "8",
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub snapshot_parallelism: u16,
+    /// Rows handed to Kafka with one snapshot progress record (tests make it small).
+    #[arg(long, hide = true, value_name = "ROWS", default_value = "1000",
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub snapshot_batch_rows: u32,
     /// Where to stop: the program exits once every change before it is published.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
     pub end: Option<TimeSpec>,
@@ -158,7 +162,8 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
           value_parser = checkpoint_interval_arg)]
     pub checkpoint_interval: Duration,
-    /// Most log rows read per second (1 to 1000000000; default: unlimited).
+    /// Most log rows read per second (1 to 1000000000; default: unlimited); also caps the
+    /// rows --snapshot reads per second.
     #[arg(long, value_name = "ROWS", allow_negative_numbers = true, value_parser = rows_per_second_arg)]
     pub max_rows_per_second: Option<u64>,
     /// Seconds between two progress lines on stderr (0.1 to 86400; default: none).
@@ -270,6 +275,8 @@ pub struct Config {
     pub snapshot: bool,
     /// Token ranges the snapshot scans at once.
     pub snapshot_parallelism: usize,
+    /// Rows of a snapshot's batch (one progress record each).
+    pub snapshot_batch_rows: usize,
     /// End, if any.
     pub end: Option<DateTime<Utc>>,
     /// Window size.
@@ -450,6 +457,7 @@ impl Args {
             start,
             snapshot: self.snapshot,
             snapshot_parallelism: usize::from(self.snapshot_parallelism),
+            snapshot_batch_rows: self.snapshot_batch_rows as usize,
             end,
             window_size: self.window_size,
             safety_interval: self.safety_interval,

@@ -65,6 +65,8 @@
 //! pages per range whatever the table's size (a partition is read whole: a partition much
 //! larger than a batch is held whole).
 //!
+//! `--max-rows-per-second` caps the rows the scans read per second, as it caps the log's.
+//!
 //! Once every range is done, the `snap/` record is written again marked done, and the log is
 //! read. A run whose table has a finished snapshot, or CDC progress saved without one, goes
 //! straight to streaming (saved progress takes precedence; `--snapshot` is then ignored with
@@ -104,7 +106,8 @@ pub const SNAPSHOT_RANGES: u32 = 256;
 /// Rows per page of the snapshot's scans.
 pub const PAGE_SIZE: i32 = 1000;
 
-/// Rows of whole tokens handed to the publisher at once, with one progress record.
+/// Rows of whole tokens handed to the publisher at once, with one progress record (the
+/// default of the hidden `--snapshot-batch-rows`, which tests make small).
 pub const BATCH_ROWS: usize = 1000;
 
 /// The time of snapshot events ([`ChangeEvents::time`], header `scylla.time`): the nil UUID,
@@ -404,6 +407,40 @@ pub async fn stop(
     Err(stopped)
 }
 
+/// `--max-rows-per-second` for a snapshot's scans: a token bucket shared by the ranges of
+/// a table (a burst of a tenth of a second's worth). Rows are paid for once read, before
+/// they are published: reading runs ahead of the cap by at most a page per range.
+struct RowRate {
+    rows_per_second: f64,
+    /// When the next payment's rows may go.
+    next: std::sync::Mutex<tokio::time::Instant>,
+}
+
+impl RowRate {
+    fn new(rows_per_second: u64) -> RowRate {
+        RowRate {
+            rows_per_second: rows_per_second.max(1) as f64,
+            next: std::sync::Mutex::new(tokio::time::Instant::now()),
+        }
+    }
+
+    /// Waits until `rows` may go.
+    async fn pay(&self, rows: usize) {
+        let at = {
+            let mut next = self
+                .next
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let now = tokio::time::Instant::now();
+            let earliest = now.checked_sub(Duration::from_millis(100)).unwrap_or(now);
+            let at = (*next).max(earliest);
+            *next = at + Duration::from_secs_f64(rows as f64 / self.rows_per_second);
+            at
+        };
+        tokio::time::sleep_until(at).await;
+    }
+}
+
 /// Whether a cell can be dated: an atomic column (not a non-frozen collection or UDT, not a
 /// counter).
 fn is_timed(typ: &ColumnType<'_>) -> bool {
@@ -572,6 +609,8 @@ struct TableContext<'a> {
     options: EventOptions,
     publisher: &'a PublisherHandle,
     boundary_us: i64,
+    batch_rows: usize,
+    rate: Option<RowRate>,
     give_up_after: Option<Duration>,
     ranges_done: AtomicU64,
     rows: AtomicU64,
@@ -624,6 +663,8 @@ impl<'a> TableContext<'a> {
             options: config.events.clone(),
             publisher,
             boundary_us: table.boundary_us,
+            batch_rows: config.snapshot_batch_rows.max(1),
+            rate: config.max_rows_per_second.map(RowRate::new),
             give_up_after: config.give_up_after,
             ranges_done: AtomicU64::new(0),
             rows: AtomicU64::new(0),
@@ -679,7 +720,7 @@ impl<'a> TableContext<'a> {
         let mut pending: Option<oneshot::Receiver<()>> = None;
         loop {
             let token = scan.token()?;
-            if token.is_none() || batch_rows >= BATCH_ROWS {
+            if token.is_none() || batch_rows >= self.batch_rows {
                 // The batch so far (whole tokens) with its progress record, once the previous
                 // one is with the producer (at most two batches of a range in memory).
                 if let Some(p) = pending.take() {
@@ -717,6 +758,9 @@ impl<'a> TableContext<'a> {
                 )));
             }
             let rows = scan.take_token(token).await?;
+            if let Some(rate) = &self.rate {
+                rate.pay(rows.len()).await;
+            }
             let snapshot_ms = chrono::Utc::now().timestamp_millis();
             let left_out = render_rows(
                 &self.layout,
@@ -787,6 +831,7 @@ impl<'a> TableContext<'a> {
             .filter(|(_, _, p)| !p.done)
             .collect();
         let skipped = total - ranges.len() as u64;
+        let resumed = ranges.iter().filter(|(_, _, p)| p.after.is_some()).count();
         self.ranges_done.store(skipped, Ordering::Relaxed);
         info!(
             table = %name,
@@ -794,9 +839,10 @@ impl<'a> TableContext<'a> {
             boundary_us = table.boundary_us,
             ranges = total,
             ranges_skipped = skipped,
+            ranges_resumed = resumed,
             parallelism,
             "snapshot: publishing the rows of {name} written before {} ({} of {total} ranges \
-             left)",
+             left, {resumed} of them resumed after their last batch)",
             chrono::DateTime::from_timestamp_micros(table.boundary_us)
                 .map(scylla_cdc::cli::rfc3339_micros)
                 .unwrap_or_default(),
@@ -970,6 +1016,28 @@ mod tests {
         let rows = vec![row(4, Some(1), (None, 0), (Some(B + 1), 1), true)];
         render_rows(&layout, &mut r, &rows, B, 42, &mut out).unwrap();
         assert_eq!(out.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_row_rate_spaces_payments() {
+        let rate = RowRate::new(1000);
+        let start = tokio::time::Instant::now();
+        rate.pay(100).await; // at once
+        rate.pay(200).await; // after the first 100 rows' 100 ms
+        rate.pay(1).await; // after 300 ms
+        let elapsed = start.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(295) && elapsed < Duration::from_secs(2),
+            "{elapsed:?}"
+        );
+        // Idle time is no debt, and gives at most a tenth of a second's burst.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let later = tokio::time::Instant::now();
+        rate.pay(100).await;
+        rate.pay(50).await;
+        assert!(later.elapsed() < Duration::from_millis(40));
+        rate.pay(1).await;
+        assert!(later.elapsed() >= Duration::from_millis(45));
     }
 
     #[test]
