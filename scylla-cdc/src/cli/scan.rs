@@ -48,9 +48,9 @@ fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// `SELECT token(pk...), keys..., [WRITETIME(c), TTL(c),] c, ... FROM ks.t WHERE token(pk...)
-/// > ? AND token(pk...) <= ?`: the scan of one token range of `keyspace.table`, bound with
-/// the range `(start, end]` as two `bigint`s. `key_names` are the partition key columns (the
+/// The scan of one token range of `keyspace.table`: `SELECT token(pk...), keys...,
+/// [WRITETIME(c), TTL(c),] c, ... FROM ks.t WHERE token(pk...) > ? AND token(pk...) <= ?`,
+/// bound with the range `(start, end]` as two `bigint`s. `key_names` are the partition key columns (the
 /// first `partition_key_len`) then the clustering columns, each in key order; `columns` the
 /// other columns, in the order the rows give them.
 pub fn range_scan_statement(
