@@ -124,7 +124,8 @@ pub struct Args {
     /// written before B, the stream every change from B (a row whose cells were all written
     /// after B has no `r` event). The snapshot's time and the token ranges published are
     /// saved in the checkpoint topic, so a restart (kill -9 included) resumes it and publishes
-    /// each row once. Ignored for a table with saved progress (a finished snapshot, or a run
+    /// each row once (an unfinished snapshot is finished by any restart, with or without
+    /// --snapshot). Ignored for a table with saved progress (a finished snapshot, or a run
     /// without --snapshot).
     #[arg(long, conflicts_with = "start")]
     pub snapshot: bool,

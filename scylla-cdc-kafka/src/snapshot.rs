@@ -69,8 +69,10 @@
 //!
 //! Once every range is done, the `snap/` record is written again marked done, and the log is
 //! read. A run whose table has a finished snapshot, or CDC progress saved without one, goes
-//! straight to streaming (saved progress takes precedence; `--snapshot` is then ignored with
-//! a warning). Without transactions (`--no-transactions`) a progress record is written once
+//! straight to streaming (saved progress takes precedence; `--snapshot` is then ignored, with
+//! a warning in the second case); a run whose table has an unfinished snapshot finishes it
+//! first, with or without `--snapshot` (streaming first would publish the `r` events of the
+//! rows left after their changes). Without transactions (`--no-transactions`) a progress record is written once
 //! its events are stored: at least once.
 
 use std::collections::HashMap;
@@ -270,8 +272,8 @@ pub enum Outcome {
 
 impl Plan {
     /// Decides, from the saved progress, which tables publish a snapshot (see the module
-    /// docs): `--snapshot` starts one for a table without saved progress, and resumes an
-    /// unfinished one.
+    /// docs): `--snapshot` starts one for a table without saved progress; an unfinished one
+    /// is resumed, with or without `--snapshot`.
     pub fn new(config: &Config, saved: &SavedProgress) -> Plan {
         let mut plan = Plan {
             parallelism: config.snapshot_parallelism.max(1),
@@ -288,13 +290,14 @@ impl Plan {
                     if s.done {
                         continue;
                     }
+                    // An unfinished snapshot is saved progress too: finished first, with or
+                    // without --snapshot (streaming before it would publish its rows' `r`
+                    // events after their changes).
                     if !config.snapshot {
-                        warn!(
+                        info!(
                             table = %name,
-                            "the snapshot of {name} is not finished: restart with --snapshot \
-                             to finish it (its log is read meanwhile)"
+                            "the snapshot of {name} is not finished: finishing it first"
                         );
-                        continue;
                     }
                     plan.tables.push(TableSnapshot {
                         name,
@@ -1040,6 +1043,82 @@ mod tests {
         assert!(later.elapsed() >= Duration::from_millis(45));
     }
 
+    fn config(extra: &[&str]) -> Config {
+        use clap::Parser;
+        let base = [
+            "scylla-cdc-kafka",
+            "--hosts",
+            "127.0.0.1",
+            "-k",
+            "ks",
+            "-t",
+            "a,b",
+            "--bootstrap-servers",
+            "127.0.0.2:9092",
+            "--topic-prefix",
+            "p",
+            "--safety-interval",
+            "2.5",
+        ];
+        let launched = chrono::DateTime::from_timestamp_millis(1_000_000).unwrap();
+        crate::args::Args::try_parse_from(base.iter().chain(extra))
+            .unwrap()
+            .into_config(launched, |_| None)
+            .unwrap()
+    }
+
+    #[test]
+    fn the_plan_follows_the_saved_progress() {
+        let ms = chrono::DateTime::from_timestamp_millis;
+        // Nothing saved: both tables, from T minus the safety interval.
+        let saved = SavedProgress::default();
+        let plan = Plan::new(&config(&["--snapshot"]), &saved);
+        assert_eq!(plan.tables.len(), 2);
+        assert_eq!(plan.start_of("ks.a"), ms(997_500));
+        let records = plan.records();
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[0].key, "snap/ks.a");
+        assert!(
+            records[0].value.contains(r#""boundary":997500000"#),
+            "{}",
+            records[0].value
+        );
+        // Without --snapshot: nothing.
+        let plan = Plan::new(&config(&[]), &saved);
+        assert!(plan.tables.is_empty() && plan.start_of("ks.a").is_none());
+
+        // `a` streamed before (its start saved), `b` has an unfinished snapshot (resumed with
+        // its saved boundary and progress, even without --snapshot) ...
+        let mut saved = SavedProgress::default();
+        saved.starts.insert("ks.a".into(), 5);
+        let apply = |saved: &mut SavedProgress, r: CheckpointRecord| {
+            saved.apply(&r.key, Some(r.value.as_bytes())).unwrap()
+        };
+        apply(&mut saved, snapshot_record("ks.b", 600, 400_000, 16, false));
+        let done_range = RangeProgress {
+            after: Some(3),
+            done: true,
+            events: 1,
+        };
+        apply(&mut saved, range_record("ks.b", 2, (0, 5), &done_range));
+        for flags in [&["--snapshot"][..], &[]] {
+            let plan = Plan::new(&config(flags), &saved);
+            assert_eq!(plan.tables.len(), 1, "{flags:?}");
+            let b = &plan.tables[0];
+            assert_eq!((b.name.as_str(), b.index, b.time_ms), ("ks.b", 1, 600));
+            assert_eq!((b.boundary_us, b.ranges, b.new), (400_000, 16, false));
+            assert_eq!(b.progress[&2], done_range);
+            assert!(plan.records().is_empty());
+            assert_eq!(plan.start_of("ks.b"), ms(400));
+            assert_eq!(plan.start_of("ks.a"), None);
+        }
+        // ... and once it is done, straight to streaming.
+        apply(&mut saved, snapshot_record("ks.b", 600, 400_000, 16, true));
+        let plan = Plan::new(&config(&["--snapshot"]), &saved);
+        assert!(plan.tables.is_empty());
+        assert_eq!(plan.start_of("ks.b"), ms(400));
+    }
+
     #[test]
     fn records_read_back_to_the_saved_snapshot() {
         let mut saved = SavedSnapshots::default();
@@ -1087,7 +1166,7 @@ mod tests {
     }
 
     #[test]
-    fn the_snapshot_stream_and_time_are_no_change_s() {
+    fn snapshot_events_have_a_stream_and_a_time_no_change_has() {
         assert!(is_snapshot_stream(&snapshot_stream()));
         let real = StreamID::from([0x7f, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0x01]);
         assert_eq!(real.version(), 1);
