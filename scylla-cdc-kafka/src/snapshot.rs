@@ -7,8 +7,8 @@
 //! T is the launch time of the first run of a snapshot; the **boundary** B is T minus the
 //! safety interval (whole milliseconds). Both are saved in the checkpoint topic (record
 //! `snap/<keyspace>.<table>`) before anything is published, so a restarted snapshot keeps
-//! them. Every cell has a write time (`WRITETIME`, the write's timestamp, which is also its
-//! change's `cdc$time`): the cells written before B belong to the snapshot, the changes
+//! them. Every atomic cell has a write time (`WRITETIME`, the write's timestamp, which is also
+//! its change's `cdc$time`): the cells written before B belong to the snapshot, the changes
 //! written at or after B to the stream, and each goes to Kafka once:
 //!
 //! * the scans run after T, so by the log reader's own assumption (a write becomes visible
@@ -48,13 +48,14 @@
 //! and `scylla.time` headers are `000…0` and `00000000-0000-0000-0000-000000000000`, which no
 //! change has; the read-back of what a restart must not publish again ([`crate::produced`])
 //! ignores them, and their time for the replay ledger is 0, before every watermark, so the
-//! ledger never makes a restart read them back.
+//! ledger never keeps them for a restart to read back (only when they share a block with
+//! changes).
 //!
 //! # Progress, exactly once
 //!
-//! The ring is split into [`SNAPSHOT_RANGES`] token ranges (the number is saved with T),
-//! scanned `--snapshot-parallelism` at a time, each with pages of [`PAGE_SIZE`] rows (the
-//! library's [`RangeScan`]). A range's rows are handed to the publisher in batches of whole
+//! The tables are published one after the other. The ring is split into [`SNAPSHOT_RANGES`]
+//! token ranges (the number is saved with T), scanned `--snapshot-parallelism` at a time
+//! (`LOCAL_QUORUM`), each with pages of [`PAGE_SIZE`] rows (the library's [`RangeScan`]). A range's rows are handed to the publisher in batches of whole
 //! tokens (every partition of a token together), about [`BATCH_ROWS`] rows each, each batch
 //! with a progress record `snap/<keyspace>.<table>/<range>` ("every row of the range up to
 //! token X is published") in one [`Command::PublishThen`]: the publisher writes the events
@@ -72,8 +73,8 @@
 //! straight to streaming (saved progress takes precedence; `--snapshot` is then ignored, with
 //! a warning in the second case); a run whose table has an unfinished snapshot finishes it
 //! first, with or without `--snapshot` (streaming first would publish the `r` events of the
-//! rows left after their changes). Without transactions (`--no-transactions`) a progress record is written once
-//! its events are stored: at least once.
+//! rows left after their changes). Without transactions (`--no-transactions`) a progress
+//! record is written once its events are stored: at least once.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
