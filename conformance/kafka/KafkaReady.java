@@ -3,7 +3,9 @@
 // NODE_ID (KRaft lists only registered, unfenced brokers, so the broker can serve), 1 when
 // TIMEOUT_MS pass first (the last error on stderr).
 //
-// Usage: java -cp CLASSPATH:DIR KafkaReady BOOTSTRAP NODE_ID TIMEOUT_MS
+// Usage: java -cp CLASSPATH:DIR KafkaReady BOOTSTRAP NODE_ID TIMEOUT_MS [LABEL]
+// (LABEL is ignored: start-kafka passes the node's server.properties, so that the process
+// can be found by its command line.)
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
@@ -13,8 +15,8 @@ import org.apache.kafka.common.Node;
 
 public final class KafkaReady {
     public static void main(String[] args) throws Exception {
-        if (args.length != 3) {
-            System.err.println("usage: KafkaReady BOOTSTRAP NODE_ID TIMEOUT_MS");
+        if (args.length != 3 && args.length != 4) {
+            System.err.println("usage: KafkaReady BOOTSTRAP NODE_ID TIMEOUT_MS [LABEL]");
             System.exit(2);
         }
         String bootstrap = args[0];
