@@ -3,4 +3,5 @@
 //! clients.
 
 mod exactly_once;
+mod faults;
 mod support;
