@@ -3,4 +3,5 @@
 //! clients.
 
 mod exactly_once;
+mod matrix;
 mod support;
