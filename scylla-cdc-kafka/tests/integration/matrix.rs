@@ -89,7 +89,7 @@ fn statements(ks: &str) -> Vec<String> {
     // pk 4: the collections and the non-frozen UDT, one change on each row of a partition
     // inserted by one batch.
     let mut batch = String::from("BEGIN UNLOGGED BATCH ");
-    for ck in 1..=9 {
+    for ck in 1..=11 {
         batch.push_str(&format!(
             "INSERT INTO {m} (pk, ck, c_list, c_set, c_map, c_udt) VALUES (4, {ck}, [1, 2], \
              {{'a', 'b'}}, {{1: 'one', 2: 'two'}}, {{street: 'S', zip: 1}}); "
@@ -107,6 +107,8 @@ fn statements(ks: &str) -> Vec<String> {
         format!("UPDATE {m} SET c_udt.zip = 2 WHERE pk = 4 AND ck = 7"),
         format!("UPDATE {m} SET c_udt = {{street: 'New', zip: 3}} WHERE pk = 4 AND ck = 8"),
         format!("DELETE c_list[0] FROM {m} WHERE pk = 4 AND ck = 9"),
+        format!("DELETE c_set FROM {m} WHERE pk = 4 AND ck = 10"),
+        format!("UPDATE {m} SET c_list[0] = 100 WHERE pk = 4 AND ck = 11"),
         // pk 5: frozen values and a tuple replaced, a column deleted, a column set to null.
         format!(
             "BEGIN UNLOGGED BATCH \
@@ -149,6 +151,12 @@ fn statements(ks: &str) -> Vec<String> {
         // pk 15: an insert over a live row.
         format!("INSERT INTO {m} (pk, ck, c_int) VALUES (15, 1, 1)"),
         format!("INSERT INTO {m} (pk, ck, c_text) VALUES (15, 1, 'again')"),
+        // pk 16: one row written twice by a batch, with different TTLs.
+        format!(
+            "BEGIN UNLOGGED BATCH \
+             INSERT INTO {m} (pk, ck, c_int) VALUES (16, 1, 16) USING TTL 100; \
+             UPDATE {m} USING TTL 200 SET c_text = 't' WHERE pk = 16 AND ck = 1; APPLY BATCH"
+        ),
         // nock: a table without clustering key, its partition deletion the row's.
         format!("INSERT INTO {ks}.nock (pk, v) VALUES (1, 'a')"),
         format!("UPDATE {ks}.nock SET v = 'b' WHERE pk = 1"),
@@ -337,7 +345,13 @@ impl Expect {
     /// the post-image (`pre`, `None` when no pre-image is written), `after` the post-image
     /// (`post`). Legacy: `before` `null` (no pre-images), `after` the change's cells
     /// (`delta`; a column set to `null` is `{"value": null}`).
-    fn change(&mut self, op: &'static str, pre: Option<Cols>, post: Cols, delta: Cols) -> &mut Want {
+    fn change(
+        &mut self,
+        op: &'static str,
+        pre: Option<Cols>,
+        post: Cols,
+        delta: Cols,
+    ) -> &mut Want {
         let (t, key) = self.cur();
         let (before, after) = match self.format {
             Format::Advanced => (
@@ -510,6 +524,8 @@ fn expected(format: Format) -> Vec<KeyWant> {
         ("c_udt", json!({"street": "S", "zip": 2})),
         ("c_udt", json!({"street": "New", "zip": 3})),
         ("c_list", json!([2])),
+        ("c_set", Value::Null),
+        ("c_list", json!([100, 2])),
     ];
     for (i, (col, v)) in changes.into_iter().enumerate() {
         e.key("m", m(4, Some(i as i32 + 1)));
@@ -632,6 +648,25 @@ fn expected(format: Format) -> Vec<KeyWant> {
         c(&[("c_text", json!("again"))]),
     );
 
+    // pk 16: a row written twice by one batch with different TTLs: one event in the
+    // advanced format (the first write's operation and TTL, both writes' columns), one per
+    // write in the legacy format, each with its write's TTL.
+    e.key("m", m(16, Some(1)));
+    match format {
+        Format::Advanced => e
+            .insert(c(&[("c_int", json!(16)), ("c_text", json!("t"))]))
+            .headers
+            .push(("scylla.ttl", "100".to_owned())),
+        Format::Legacy => {
+            e.insert(c(&[("c_int", json!(16))]))
+                .headers
+                .push(("scylla.ttl", "100".to_owned()));
+            e.change("u", None, vec![], c(&[("c_text", json!("t"))]))
+                .headers
+                .push(("scylla.ttl", "200".to_owned()));
+        }
+    }
+
     // nock: insert, update, and the partition deletion as the row's deletion (no
     // `scylla.target`), with its pre-image and a tombstone.
     e.key("nock", vec![("pk", json!(1))]);
@@ -694,7 +729,9 @@ const RUNS: [Run; 3] = [
         prefix: "adv",
         format: Format::Advanced,
         schemas: true,
-        args: &["--format", "advanced", "--before", "full", "--after", "full"],
+        args: &[
+            "--format", "advanced", "--before", "full", "--after", "full",
+        ],
     },
     Run {
         prefix: "ns",
@@ -808,10 +845,7 @@ fn key_text(format: Format, key: &Cols) -> String {
     if format == Format::Legacy {
         cols.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     }
-    let fields: Vec<String> = cols
-        .iter()
-        .map(|(n, v)| format!("\"{n}\":{v}"))
-        .collect();
+    let fields: Vec<String> = cols.iter().map(|(n, v)| format!("\"{n}\":{v}")).collect();
     format!("{{{}}}", fields.join(","))
 }
 
@@ -939,9 +973,10 @@ fn check_consumed<'w>(
             f.0.push(format!("{}: no scylla.time header", what()));
             continue;
         };
-        f.check(r.header("scylla.stream").is_some_and(|s| !s.is_empty()), || {
-            format!("{}: no scylla.stream header", what())
-        });
+        f.check(
+            r.header("scylla.stream").is_some_and(|s| !s.is_empty()),
+            || format!("{}: no scylla.stream header", what()),
+        );
         let micros = Uuid::parse_str(time).ok().as_ref().and_then(uuid_micros);
         f.check(
             micros.is_some_and(|t| t >= written.0 && t <= written.1),
@@ -1011,8 +1046,8 @@ fn check_consumed<'w>(
         f.eq(|| format!("{} ts_ns", what()), &v["ts_ns"], &want_ns);
     }
     // The changes of one statement share their time: the static row's and the clustering
-    // row's (pk 11), a batch's rows (pk 12).
-    for pk in [11, 12] {
+    // row's (pk 11), a batch's rows (pk 12, 16).
+    for pk in [11, 12, 16] {
         let times: std::collections::BTreeSet<Option<&str>> = records
             .iter()
             .filter(|r| r.table == "m" && r.key["pk"] == pk)
@@ -1084,8 +1119,8 @@ fn connect_view(format: Format, row: &Value) -> Value {
         };
         if let Some(n) = slot.as_i64() {
             *slot = if date {
-                let d = NaiveDate::from_ymd_opt(1970, 1, 1).expect("the epoch")
-                    + TimeDelta::days(n);
+                let d =
+                    NaiveDate::from_ymd_opt(1970, 1, 1).expect("the epoch") + TimeDelta::days(n);
                 json!(d.format("%Y-%m-%d").to_string())
             } else {
                 let t = DateTime::from_timestamp_millis(n).expect("a time");
@@ -1218,8 +1253,16 @@ fn check_connect(
     let snapshot = field(field(schema, "source"), "snapshot");
     f.eq(
         || format!("{p}: source.snapshot's schema"),
-        &json!([&snapshot["name"], &snapshot["parameters"]["allowed"], &snapshot["default"]]),
-        &json!(["io.debezium.data.Enum", "true,last,false,incremental", "false"]),
+        &json!([
+            &snapshot["name"],
+            &snapshot["parameters"]["allowed"],
+            &snapshot["default"]
+        ]),
+        &json!([
+            "io.debezium.data.Enum",
+            "true,last,false,incremental",
+            "false"
+        ]),
     );
     for side in ["before", "after"] {
         let s = field(schema, side);
@@ -1319,7 +1362,11 @@ fn check_flatten(
             _ => (None, "", ("", "")),
         };
         let Some(row) = row else {
-            f.eq(|| format!("{} dropped", what()), &x["dropped"], &json!(true));
+            f.eq(
+                || format!("{} dropped", what()),
+                &x["dropped"],
+                &json!(true),
+            );
             continue;
         };
         let mut flat = connect_view(run.format, row);
@@ -1439,7 +1486,10 @@ async fn every_change_kind_arrives_as_documented() -> anyhow::Result<()> {
     let with_schemas = topics(&|r| r.schemas);
     let without = topics(&|r| !r.schemas);
     let n_all: usize = (0..RUNS.len()).map(count).sum();
-    let n_schemas: usize = (0..RUNS.len()).filter(|&i| RUNS[i].schemas).map(count).sum();
+    let n_schemas: usize = (0..RUNS.len())
+        .filter(|&i| RUNS[i].schemas)
+        .map(count)
+        .sum();
     let n_without = n_all - n_schemas;
     let bootstrap = broker.bootstrap.clone();
     let (consumed, connect, connect_plain, flatten) = std::thread::scope(|s| {
@@ -1482,7 +1532,8 @@ async fn every_change_kind_arrives_as_documented() -> anyhow::Result<()> {
         };
         (join(consume), join(connect), join(plain), join(flatten))
     });
-    let (consumed, connect, connect_plain, flatten) = (consumed?, connect?, connect_plain?, flatten?);
+    let (consumed, connect, connect_plain, flatten) =
+        (consumed?, connect?, connect_plain?, flatten?);
     eprintln!("{TEST}: read back: {:?}", t0.elapsed());
     if let Ok(dump) = std::env::var("MATRIX_DUMP") {
         for (name, lines) in [
