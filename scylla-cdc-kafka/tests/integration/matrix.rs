@@ -1,12 +1,12 @@
 //! The change matrix through Kafka: every change kind the replicator's matrix covers
 //! (inserts and updates of every native type, list/set/map additions, removals and
 //! replacements, frozen and non-frozen UDTs, a tuple, column deletions, TTLs, row, range and
-//! partition deletions, batches, lightweight transactions, the static row, a table without
-//! clustering key, a three-column clustering key with a descending column) written once,
-//! published by three runs of the program (`--format legacy`, the default; `--format
-//! advanced --before full --after full`; the same with `--no-schemas`), each given `--start`
-//! and `--end` so that it exits by itself once everything is published, then read back with
-//! clients nobody here wrote:
+//! partition deletions, batches (one writing a row twice with different TTLs), lightweight
+//! transactions, the static row, a table without clustering key, a three-column clustering
+//! key with a descending column) written once, published by three runs of the program
+//! (`--format legacy`, the default; `--format advanced --before full --after full`; the same
+//! with `--no-schemas`), each given `--start` and `--end` so that it exits by itself once
+//! everything is published, then read back with clients nobody here wrote:
 //!
 //! * Kafka's Java consumer (`kafka-check consume`, read_committed): the exact records, per
 //!   key in order: `op`, the key, `before` and `after` as `docs/kafka-events.md` documents
@@ -19,7 +19,8 @@
 //!   the row (`after`) with `__deleted: "false"`, deletions the row before (`before`) with
 //!   `__deleted: "true"`, and tombstones are dropped, as Debezium documents the mode. An event
 //!   whose `before` and `after` are both `null` (the advanced format's partition and range
-//!   deletions) is what the transformation takes for a truncation: it is dropped too.
+//!   deletions, and its deletions of a row without pre-image) is what the transformation
+//!   takes for a truncation: it is dropped too.
 //!
 //! Snapshot reads (`op: r`) are not part of it.
 
@@ -341,8 +342,8 @@ impl Expect {
         self.last()
     }
 
-    /// A change of a live row, `op` `c` or `u`. Advanced: `before` the pre-image merged into
-    /// the post-image (`pre`, `None` when no pre-image is written), `after` the post-image
+    /// A change of a row, `op` `c` or `u`. Advanced: `before` the pre-image merged into the
+    /// post-image (`pre`, `None` when no pre-image is written), `after` the post-image
     /// (`post`). Legacy: `before` `null` (no pre-images), `after` the change's cells
     /// (`delta`; a column set to `null` is `{"value": null}`).
     fn change(
@@ -947,14 +948,14 @@ fn check_consumed<'w>(
                 )),
             }
         }
-        // A tombstone follows its deletion (nothing of the key in between).
+        // A tombstone comes right after its deletion: the next record of the partition.
         for w in of_key.windows(2) {
             let (a, b) = (&records[w[0]], &records[w[1]]);
             if b.value.is_none() {
                 f.check(
                     a.value.as_ref().is_some_and(|v| v["op"] == "d")
                         && a.partition == b.partition
-                        && b.offset > a.offset,
+                        && b.offset == a.offset + 1,
                     || format!("{}: a tombstone not right after a deletion", what(0)),
                 );
                 f.check(
@@ -1059,6 +1060,25 @@ fn check_consumed<'w>(
                 run.prefix
             )
         });
+    }
+    // The rows of one change in the order of its log rows, the static row first: pk 11's
+    // static row before its clustering row, pk 12's batch in statement order (when the
+    // records share a partition, which orders them).
+    for (pk, first, second) in [(11, Value::Null, json!(1)), (12, json!(1), json!(2))] {
+        let at = |ck: &Value| {
+            records
+                .iter()
+                .find(|r| r.table == "m" && r.key["pk"] == pk && r.key["ck"] == *ck)
+                .map(|r| (r.partition, r.offset))
+        };
+        if let (Some(a), Some(b)) = (at(&first), at(&second)) {
+            f.check(a.0 != b.0 || a.1 < b.1, || {
+                format!(
+                    "{}: pk {pk}: the rows of one change out of their log order",
+                    run.prefix
+                )
+            });
+        }
     }
     // The struct fields in the log's (name) order: pk 1's insert.
     if let Some(r) = records
