@@ -22,7 +22,8 @@
 //!   deletions, and its deletions of a row without pre-image) is what the transformation
 //!   takes for a truncation: it is dropped too.
 //!
-//! Snapshot reads (`op: r`) are not part of it.
+//! Snapshot reads (`op: r`) are not part of it. With `MATRIX_DUMP=DIR` the lines each client
+//! printed are written to `DIR/{consume,connect,connect-plain,flatten}.json`.
 
 use std::time::{Duration, Instant};
 
