@@ -240,10 +240,7 @@ impl SavedProgress {
                     break t.partitions().iter().map(|p| p.id()).collect();
                 }
                 _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
-                _ => anyhow::bail!(
-                    "checkpoint topic {topic} is not available ({:?})",
-                    error.map(rdkafka::types::RDKafkaRespErr::from)
-                ),
+                _ => anyhow::bail!("checkpoint topic {topic} is not available ({error:?})"),
             }
         };
         read_partitions(

@@ -4,4 +4,5 @@
 
 mod exactly_once;
 mod faults;
+mod matrix;
 mod support;

@@ -6,6 +6,9 @@
 //! Without `java` or `mvn` a test prints `skipped: ...` and passes, unless
 //! `SCYLLA_CDC_REQUIRE_KAFKA=1` (set on CI) makes it fail.
 
+// Shared by the test modules: not every module uses every helper.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -71,8 +74,10 @@ pub(crate) struct Broker {
     running: bool,
 }
 
-/// Loopback addresses of the tests' brokers: 127.0.93.x (no other test uses 127.0.93.0/24).
-static NEXT_ADDRESS: AtomicU32 = AtomicU32::new(1);
+/// Loopback addresses of the tests' brokers: 127.0.93.x (no other test uses 127.0.93.0/24),
+/// from an offset of the process id, skipping those whose port 9092 is taken (another test
+/// process on the machine).
+static NEXT_ADDRESS: AtomicU32 = AtomicU32::new(0);
 
 impl Broker {
     /// Starts a broker with these extra settings (`key=value`), or returns `Ok(None)` when the
@@ -105,8 +110,13 @@ impl Broker {
         if kafka_missing(test)? {
             return Ok(None);
         }
-        let n = NEXT_ADDRESS.fetch_add(1, Ordering::Relaxed);
-        let address = format!("127.0.93.{n}");
+        let address = (0..254)
+            .map(|_| {
+                let n = NEXT_ADDRESS.fetch_add(1, Ordering::Relaxed) + std::process::id() * 7;
+                format!("127.0.93.{}", 1 + n % 254)
+            })
+            .find(|a| std::net::TcpListener::bind((a.as_str(), 9092)).is_ok())
+            .context("every address of 127.0.93.0/24 has its port 9092 taken")?;
         let configs = configs(&address);
         let home = TempDir::new();
         let dir = home.path().join("kafka");
