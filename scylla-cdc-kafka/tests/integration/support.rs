@@ -6,8 +6,6 @@
 //! Without `java` or `mvn` a test prints `skipped: ...` and passes, unless
 //! `SCYLLA_CDC_REQUIRE_KAFKA=1` (set on CI) makes it fail.
 
-// Shared by the test modules: not every module uses every helper.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
