@@ -6,7 +6,6 @@
 //! Without `java` or `mvn` a test prints `skipped: ...` and passes, unless
 //! `SCYLLA_CDC_REQUIRE_KAFKA=1` (set on CI) makes it fail.
 
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
