@@ -31,6 +31,7 @@ pub mod checkpoint;
 pub mod event;
 pub mod produced;
 pub mod publish;
+pub mod saver;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -50,12 +51,13 @@ use tracing::{info, warn};
 use uuid::Uuid;
 
 use crate::args::{Args, Config};
-use crate::checkpoint::{CheckpointRecord, KafkaCheckpoints, SavedProgress};
+use crate::checkpoint::{CheckpointRecord, SavedProgress};
 use crate::event::{Event, EventOptions, EventRenderer, TableInfo};
 use crate::produced::Produced;
 use crate::publish::{
     ChangeEvents, Command, Outgoing, PublishError, Publisher, PublisherConfig, PublisherHandle,
 };
+use crate::saver::KafkaCheckpoints;
 
 /// Exit code: Kafka refused (authorization, a message over the size limit, a fenced
 /// producer).

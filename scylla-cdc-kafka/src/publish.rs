@@ -31,12 +31,7 @@ use scylla_cdc::StreamID;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use crate::checkpoint::{CheckpointRecord, ReplayStart};
-
-/// Header with the change's stream id (32 hex digits) on every event.
-pub const STREAM_HEADER: &str = "scylla.stream";
-/// Header with the change's `cdc$time` (a timeuuid, text) on every event.
-pub const TIME_HEADER: &str = "scylla.time";
+use crate::checkpoint::{CheckpointRecord, ReplayStart, STREAM_HEADER, TIME_HEADER};
 
 /// How many messages one block of the replay ledger covers.
 const LEDGER_BLOCK: u32 = 1024;
