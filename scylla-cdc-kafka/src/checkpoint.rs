@@ -14,24 +14,24 @@
 //!   and the progress of each of its token ranges ([`crate::snapshot`]).
 //!
 //! Values are small JSON objects (times in milliseconds since the epoch, stream ids in hex).
-//! [`SavedProgress::load`] reads the topic to its end at start; [`KafkaCheckpoints`] is the
-//! library's [`CDCCheckpointSaver`]: its loads answer from what was read, its saves go to the
-//! publisher, which writes them into the transaction after the events they cover.
+//! [`SavedProgress::load`] reads the topic to its end at start; [`crate::saver`] is the
+//! library's checkpoint saver on top of it.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow};
-use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
-use scylla_cdc::{CDCCheckpointSaver, Checkpoint, GenerationTimestamp, StreamID};
+use scylla_cdc::{Checkpoint, GenerationTimestamp, StreamID};
 use serde_json::{Value, json};
 
-use crate::publish::{Command, PublisherHandle};
+/// Header with the change's stream id (32 hex digits) on every event.
+pub const STREAM_HEADER: &str = "scylla.stream";
+/// Header with the change's `cdc$time` (a timeuuid, text) on every event.
+pub const TIME_HEADER: &str = "scylla.time";
 
 /// One checkpoint record to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,11 +66,11 @@ pub struct ReplayStart {
     pub offset: i64,
 }
 
-fn millis(t: DateTime<Utc>) -> i64 {
+pub(crate) fn millis(t: DateTime<Utc>) -> i64 {
     t.timestamp_millis()
 }
 
-fn from_millis(ms: i64) -> anyhow::Result<DateTime<Utc>> {
+pub(crate) fn from_millis(ms: i64) -> anyhow::Result<DateTime<Utc>> {
     Utc.timestamp_millis_opt(ms)
         .single()
         .ok_or_else(|| anyhow!("time {ms} ms is out of range"))
@@ -246,7 +246,7 @@ impl SavedProgress {
                     break t.partitions().iter().map(|p| p.id()).collect();
                 }
                 _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
-                _ => anyhow::bail!("checkpoint topic {topic} is not available ({:?})", error),
+                _ => anyhow::bail!("checkpoint topic {topic} is not available ({error:?})"),
             }
         };
         read_partitions(
@@ -413,104 +413,6 @@ fn retire_reached(
         }
     }
     Ok(())
-}
-
-/// The library's [`CDCCheckpointSaver`] of one table: loads answer from the progress read at
-/// start, saves go to the publisher (into the transaction after the events they cover).
-pub struct KafkaCheckpoints {
-    /// `keyspace.table`.
-    table: String,
-    keyspace: String,
-    saved: Arc<SavedProgress>,
-    publisher: PublisherHandle,
-}
-
-impl KafkaCheckpoints {
-    /// The saver of `keyspace.table`.
-    pub fn new(
-        keyspace: &str,
-        table: &str,
-        saved: Arc<SavedProgress>,
-        publisher: PublisherHandle,
-    ) -> Self {
-        Self {
-            table: format!("{keyspace}.{table}"),
-            keyspace: keyspace.to_owned(),
-            saved,
-            publisher,
-        }
-    }
-
-    fn stream_time(&self, stream: &StreamID) -> anyhow::Result<Option<DateTime<Utc>>> {
-        self.saved
-            .streams
-            .get(&self.table)
-            .and_then(|m| m.get(stream))
-            .map(|ms| from_millis(*ms))
-            .transpose()
-    }
-}
-
-#[async_trait]
-impl CDCCheckpointSaver for KafkaCheckpoints {
-    fn for_table(&self, table: &str) -> anyhow::Result<Arc<dyn CDCCheckpointSaver>> {
-        Ok(Arc::new(KafkaCheckpoints::new(
-            &self.keyspace,
-            table,
-            self.saved.clone(),
-            self.publisher.clone(),
-        )))
-    }
-
-    async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()> {
-        self.publisher
-            .send(Command::Checkpoint {
-                table: self.table.clone(),
-                generation: millis(checkpoint.generation.timestamp),
-                time: millis(checkpoint.timestamp),
-                record: CheckpointRecord::group(&self.table, checkpoint),
-            })
-            .await
-    }
-
-    async fn save_new_generation(&self, generation: &GenerationTimestamp) -> anyhow::Result<()> {
-        self.publisher
-            .send(Command::Generation {
-                table: self.table.clone(),
-                generation: millis(generation.timestamp),
-                record: CheckpointRecord::generation(&self.table, generation),
-            })
-            .await
-    }
-
-    async fn load_last_generation(&self) -> anyhow::Result<Option<GenerationTimestamp>> {
-        self.saved
-            .generations
-            .get(&self.table)
-            .map(|ms| from_millis(*ms).map(GenerationTimestamp::new))
-            .transpose()
-    }
-
-    async fn load_last_checkpoint(
-        &self,
-        stream_ids: &[StreamID],
-    ) -> anyhow::Result<Option<DateTime<Utc>>> {
-        let mut earliest: Option<DateTime<Utc>> = None;
-        for s in stream_ids {
-            let Some(t) = self.stream_time(s)? else {
-                return Ok(None);
-            };
-            earliest = Some(earliest.map_or(t, |e| e.min(t)));
-        }
-        Ok(earliest)
-    }
-
-    async fn load_stream_checkpoints(
-        &self,
-        stream_ids: &[StreamID],
-    ) -> anyhow::Result<Vec<Option<DateTime<Utc>>>> {
-        stream_ids.iter().map(|s| self.stream_time(s)).collect()
-    }
 }
 
 #[cfg(test)]

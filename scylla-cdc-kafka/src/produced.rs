@@ -19,8 +19,9 @@ use rdkafka::message::{Headers, Message};
 use scylla_cdc::StreamID;
 use uuid::Uuid;
 
-use crate::checkpoint::{ReplayStart, parse_stream_hex, read_partitions};
-use crate::publish::{STREAM_HEADER, TIME_HEADER};
+use crate::checkpoint::{
+    ReplayStart, STREAM_HEADER, TIME_HEADER, parse_stream_hex, read_partitions,
+};
 
 /// The changes already published, per topic.
 #[derive(Debug, Default)]

@@ -31,12 +31,7 @@ use scylla_cdc::StreamID;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use crate::checkpoint::{CheckpointRecord, ReplayStart};
-
-/// Header with the change's stream id (32 hex digits) on every event.
-pub const STREAM_HEADER: &str = "scylla.stream";
-/// Header with the change's `cdc$time` (a timeuuid, text) on every event.
-pub const TIME_HEADER: &str = "scylla.time";
+use crate::checkpoint::{CheckpointRecord, ReplayStart, STREAM_HEADER, TIME_HEADER};
 
 /// How many messages one block of the replay ledger covers.
 const LEDGER_BLOCK: u32 = 1024;
@@ -338,6 +333,7 @@ impl Restarts {
 pub struct PublisherHandle {
     tx: mpsc::Sender<Command>,
     failure: Arc<Mutex<Option<PublishError>>>,
+    failed: tokio::sync::watch::Receiver<bool>,
 }
 
 impl PublisherHandle {
@@ -356,6 +352,20 @@ impl PublisherHandle {
             return Err(self.failure());
         }
         rx.await.unwrap_or_else(|_| Err(self.failure()))
+    }
+
+    /// Resolves once the publisher has stopped after an error (never, otherwise).
+    pub async fn failed(&self) {
+        let mut failed = self.failed.clone();
+        if failed.wait_for(|f| *f).await.is_err() {
+            // The thread ended without an error.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Whether the publisher stopped after an error.
+    pub fn has_failed(&self) -> bool {
+        *self.failed.borrow()
     }
 
     /// Why the publisher stopped ([`PublishError::Stopped`] if it has not).
@@ -490,9 +500,11 @@ impl Publisher {
     ) {
         let (tx, rx) = mpsc::channel(self.config.channel_capacity);
         let failure = Arc::new(Mutex::new(None));
+        let (failed_tx, failed) = tokio::sync::watch::channel(false);
         let handle = PublisherHandle {
             tx,
             failure: failure.clone(),
+            failed,
         };
         let thread = std::thread::Builder::new()
             .name("kafka-publisher".into())
@@ -502,6 +514,7 @@ impl Publisher {
                     *failure
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e.clone());
+                    let _ = failed_tx.send(true);
                 }
                 result
             })

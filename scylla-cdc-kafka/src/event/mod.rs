@@ -128,7 +128,8 @@
 //!   which also refuses `'preimage': 'full'`; we take both).
 //! * A row written twice in one change (statements of one batch with different TTLs) gives
 //!   one event in the advanced format (the first delta's operation, every delta's modified
-//!   columns); the legacy format gives one per delta row, as the connector.
+//!   columns, the first delta's `scylla.ttl`); the legacy format gives one per delta row,
+//!   as the connector, each with its own delta's `scylla.ttl`.
 //! * Without `kafka-key` and without schemas, the connector fails (a null key against its
 //!   required key schema); the record key is then null here, and no tombstone follows.
 //! * A `vector` column, which the connector cannot handle, is an array.

@@ -699,7 +699,7 @@ impl EventRenderer {
             let key = self.key_record(key_image);
             let value = self.value_record(op, before, after, Some(key_image), times, false);
             let mut headers = self.key_headers(key_image);
-            self.scylla_headers(change, rc, &mut headers);
+            self.scylla_headers(change, rc, None, &mut headers);
             self.push(out, op, key, value, headers);
             Ok(())
         })();
@@ -751,7 +751,7 @@ impl EventRenderer {
                 let key = self.key_record(key_image);
                 let value = self.value_record(op, before, after, None, times, full_ts);
                 let mut headers = Vec::new();
-                self.scylla_headers(change, rc, &mut headers);
+                self.scylla_headers(change, rc, Some(d), &mut headers);
                 self.push(out, op, key, value, headers);
             }
             Ok(())
@@ -796,7 +796,7 @@ impl EventRenderer {
             let value =
                 self.value_record(Op::Delete, before, Part::Null, Some(&image), times, legacy);
             let mut headers = self.key_headers(&image);
-            self.scylla_headers(change, rc, &mut headers);
+            self.scylla_headers(change, rc, None, &mut headers);
             if range && self.opts.scylla_headers {
                 headers.push(("scylla.range".to_owned(), self.range_json(rc)?));
             }
@@ -1084,11 +1084,14 @@ impl EventRenderer {
         headers
     }
 
-    /// The `scylla.*` headers of a row's or deletion's event.
+    /// The `scylla.*` headers of a row's or deletion's event. `delta`: the event is of that
+    /// one delta row (the legacy format's event per write), whose own TTL and expiration
+    /// the headers give; else of all the row's deltas.
     fn scylla_headers(
         &self,
         change: &Change,
         rc: &RowChange<'_>,
+        delta: Option<&ChangeRow<'_>>,
         headers: &mut Vec<(String, Vec<u8>)>,
     ) {
         if !self.opts.scylla_headers {
@@ -1103,12 +1106,16 @@ impl EventRenderer {
         if let Some(t) = target {
             headers.push(("scylla.target".to_owned(), t.to_vec()));
         }
-        if let Some(ttl) = rc.deltas().iter().find_map(|d| d.ttl()) {
+        let deltas = match delta {
+            Some(d) => std::slice::from_ref(d),
+            None => rc.deltas(),
+        };
+        if let Some(ttl) = deltas.iter().find_map(|d| d.ttl()) {
             let mut v = Vec::new();
             json::int(&mut v, ttl);
             headers.push(("scylla.ttl".to_owned(), v));
         }
-        if rc.deltas().iter().any(|d| d.is_expiration()) {
+        if deltas.iter().any(|d| d.is_expiration()) {
             headers.push(("scylla.expiration".to_owned(), b"true".to_vec()));
         }
         if change.is_late() {

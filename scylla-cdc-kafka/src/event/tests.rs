@@ -140,6 +140,11 @@ const STATEMENTS: &[&str] = &[
     "UPDATE kafka_events.t SET s = 5, v = 'w' WHERE pk = 4 AND ck = 1",
     // pk 5: a lightweight transaction.
     "INSERT INTO kafka_events.t (pk, ck, v) VALUES (5, 1, 'lwt') IF NOT EXISTS",
+    // pk 6: one row written twice by a batch, with different TTLs (two delta rows).
+    "BEGIN UNLOGGED BATCH \
+     INSERT INTO kafka_events.t (pk, ck, n) VALUES (6, 1, 6) USING TTL 100; \
+     UPDATE kafka_events.t USING TTL 200 SET v = 't' WHERE pk = 6 AND ck = 1; \
+     APPLY BATCH",
     // simple (no images), pk 1.
     "INSERT INTO kafka_events.simple (pk, ck, v) VALUES (1, 1, 'a')",
     "UPDATE kafka_events.simple SET v = null WHERE pk = 1 AND ck = 1",
@@ -986,6 +991,62 @@ fn change_kinds(w: &Written, checks: &mut Checks) {
     );
 }
 
+/// A row written twice in one change with different TTLs: the legacy format's event per
+/// write has that write's TTL; the advanced format's one event has the first write's.
+fn ttl_per_write(w: &Written, checks: &mut Checks) {
+    let cs = w.of("t", 6);
+    assert_eq!(cs.len(), 1, "{cs:?}");
+    let s = src("t", &cs[0]);
+    let mut legacy = EventRenderer::new(w.table("t"), opts());
+    checks.eq(
+        "a row written twice with different TTLs, legacy",
+        &render(&mut legacy, &cs[0]),
+        &[
+            want(
+                r#"{"ck":1,"pk":6}"#,
+                envelope(
+                    &s,
+                    "null",
+                    r#"{"ck":1,"n":{"value":6},"pk":6,"s":null,"v":null}"#,
+                    None,
+                    "c",
+                    TS_FULL,
+                ),
+            )
+            .header("scylla.ttl", "100"),
+            want(
+                r#"{"ck":1,"pk":6}"#,
+                envelope(
+                    &s,
+                    "null",
+                    r#"{"ck":1,"n":null,"pk":6,"s":null,"v":{"value":"t"}}"#,
+                    None,
+                    "u",
+                    TS_FULL,
+                ),
+            )
+            .header("scylla.ttl", "200"),
+        ],
+    );
+    let mut r = EventRenderer::new(w.table("t"), advanced(ImageMode::Full, ImageMode::Full));
+    checks.eq(
+        "a row written twice with different TTLs, advanced",
+        &render(&mut r, &cs[0]),
+        &[want(
+            r#"{"pk":6,"ck":1}"#,
+            envelope(
+                &s,
+                "null",
+                r#"{"ck":1,"n":6,"pk":6,"s":null,"v":"t"}"#,
+                None,
+                "c",
+                TS_MS,
+            ),
+        )
+        .header("scylla.ttl", "100")],
+    );
+}
+
 /// A composite key: the advanced key has the partition key columns then the clustering
 /// ones, each in the log's (name) order (`ScyllaSchema.computeKeySchema`), the legacy key
 /// all of them in that order; a range's bounds list the clustering columns in key order.
@@ -1289,6 +1350,7 @@ async fn events_of_real_changes() {
     let mut checks = Checks::default();
     row_lifecycle(&w, &mut checks);
     change_kinds(&w, &mut checks);
+    ttl_per_write(&w, &mut checks);
     types(&w, &mut checks);
     composite_key(&w, &mut checks);
     with_schemas(&w, &mut checks);

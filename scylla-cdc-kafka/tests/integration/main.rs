@@ -3,5 +3,7 @@
 //! clients.
 
 mod exactly_once;
+mod faults;
+mod matrix;
 mod snapshot;
 mod support;

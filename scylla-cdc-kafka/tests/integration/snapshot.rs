@@ -207,20 +207,6 @@ fn cell(after: &Value, column: &str) -> Option<Option<i64>> {
     }
 }
 
-/// [`Broker::start`], on the next address while one is taken (by another test process on
-/// the machine).
-fn start_broker(test: &str) -> anyhow::Result<Option<Broker>> {
-    let mut attempts = 0;
-    loop {
-        match Broker::start(test, &[]) {
-            Err(e) if attempts < 20 && format!("{e:#}").contains("already listens") => {
-                attempts += 1;
-            }
-            other => return other,
-        }
-    }
-}
-
 struct Spec {
     test: &'static str,
     /// Kills of the program during the snapshot.
@@ -230,7 +216,7 @@ struct Spec {
 
 async fn run(spec: Spec) -> anyhow::Result<()> {
     setup_tracing();
-    let Some(broker) = start_broker(spec.test)? else {
+    let Some(broker) = Broker::start(spec.test, &[])? else {
         return Ok(());
     };
     let started = Instant::now();
@@ -280,16 +266,19 @@ async fn run(spec: Spec) -> anyhow::Result<()> {
     let mut kills = 0;
     while kills < spec.kills {
         let before = entered(&read_log());
-        wait_for(
-            "a run to publish the snapshot",
-            Duration::from_secs(60),
-            || {
-                let text = read_log();
-                async move { Ok(entered(&text) > before || text.contains("snapshot: published")) }
-            },
-        )
-        .await
-        .with_context(|| program.log())?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let text = read_log();
+            if entered(&text) > before || text.contains("snapshot: published") {
+                break;
+            }
+            ensure!(
+                Instant::now() < deadline,
+                "no run published the snapshot within 60 s: {}",
+                program.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         tokio::time::sleep(Duration::from_millis(rng.gen_range(50..500))).await;
         if read_log().contains("snapshot: published") {
             break;

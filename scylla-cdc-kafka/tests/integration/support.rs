@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
@@ -71,23 +71,55 @@ pub(crate) struct Broker {
     running: bool,
 }
 
-/// Loopback addresses of the tests' brokers: 127.0.93.x (no other test uses 127.0.93.0/24).
-static NEXT_ADDRESS: AtomicU32 = AtomicU32::new(1);
+/// Loopback addresses of the tests' brokers: 127.0.93.x (no other test uses 127.0.93.0/24),
+/// from an offset of the process id, skipping those whose port 9092 is taken (another test
+/// process on the machine).
+static NEXT_ADDRESS: AtomicU32 = AtomicU32::new(0);
 
 impl Broker {
     /// Starts a broker with these extra settings (`key=value`), or returns `Ok(None)` when the
     /// test must be skipped (no Java or Maven, outside CI).
     pub(crate) fn start(test: &str, configs: &[&str]) -> anyhow::Result<Option<Broker>> {
+        Self::start_configured(test, |_| configs.iter().map(|c| c.to_string()).collect())
+    }
+
+    /// Starts a broker with a second client listener, `SASL` on `port` (its security protocol
+    /// and mechanisms in `configs`).
+    pub(crate) fn start_with_listener(
+        test: &str,
+        port: u16,
+        configs: &[&str],
+    ) -> anyhow::Result<Option<Broker>> {
+        Self::start_configured(test, |a| {
+            let mut all = vec![
+                format!("listeners=PLAINTEXT://{a}:9092,CONTROLLER://{a}:9093,SASL://{a}:{port}"),
+                format!("advertised.listeners=PLAINTEXT://{a}:9092,SASL://{a}:{port}"),
+            ];
+            all.extend(configs.iter().map(|c| c.to_string()));
+            all
+        })
+    }
+
+    fn start_configured(
+        test: &str,
+        configs: impl FnOnce(&str) -> Vec<String>,
+    ) -> anyhow::Result<Option<Broker>> {
         if kafka_missing(test)? {
             return Ok(None);
         }
-        let n = NEXT_ADDRESS.fetch_add(1, Ordering::Relaxed);
-        let address = format!("127.0.93.{n}");
+        let address = (0..254)
+            .map(|_| {
+                let n = NEXT_ADDRESS.fetch_add(1, Ordering::Relaxed) + std::process::id() * 7;
+                format!("127.0.93.{}", 1 + n % 254)
+            })
+            .find(|a| std::net::TcpListener::bind((a.as_str(), 9092)).is_ok())
+            .context("every address of 127.0.93.0/24 has its port 9092 taken")?;
+        let configs = configs(&address);
         let home = TempDir::new();
         let dir = home.path().join("kafka");
         let mut command = Command::new(script("start-kafka"));
         command.arg("--dir").arg(&dir);
-        for c in configs {
+        for c in &configs {
             command.args(["--config", c]);
         }
         let out = command
@@ -112,7 +144,7 @@ impl Broker {
             _home: home,
             address,
             bootstrap: get("KAFKA_BOOTSTRAP")?,
-            configs: configs.iter().map(|c| c.to_string()).collect(),
+            configs,
             running: true,
         }))
     }
@@ -237,7 +269,11 @@ impl Program {
             .open(log)?;
         let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_scylla-cdc-kafka"))
             .args(args)
-            .env("RUST_LOG", "warn,scylla_cdc_kafka=info")
+            .env(
+                "RUST_LOG",
+                std::env::var("KAFKA_TEST_PROGRAM_LOG")
+                    .unwrap_or_else(|_| "warn,scylla_cdc_kafka=info".to_owned()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)
@@ -316,28 +352,6 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Waits until `check` holds (polling every 100 ms), at most `timeout`.
-pub(crate) async fn wait_for<F, Fut>(
-    what: &str,
-    timeout: Duration,
-    mut check: F,
-) -> anyhow::Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<bool>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if check().await? {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
