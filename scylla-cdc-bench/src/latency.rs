@@ -1,6 +1,7 @@
-//! What `latency-bench` records and prints: when each write was acknowledged ([`Acks`]), when
-//! and how often each reader delivered it and whether it was flagged late ([`Deliveries`]),
-//! the delays and counts of one phase ([`Delays`], [`LateCount`]), and the markdown tables.
+//! What `scylla-cdc-bench latency` records and prints: when each write was acknowledged
+//! ([`Acks`]), when and how often each reader delivered it and whether it was flagged late
+//! ([`Deliveries`]), the delays and counts of one phase ([`Delays`], [`LateCount`]), and the
+//! markdown tables.
 //!
 //! Writes are told apart by their `pk` (an `int`, from 0 up): each phase writes its own
 //! range of keys, once each. Times are nanoseconds since one [`Instant`] (the run's start),

@@ -1,25 +1,27 @@
-//! Benchmark programs for the workspace (in `src/bin/`), and what they share: starting a
-//! `scylla-emulator` process, reading CPU time (of processes and of their children) and peak
-//! memory of processes.
+//! Benchmark programs for the workspace, the subcommands of one binary, `scylla-cdc-bench`
+//! (`src/bin/scylla-cdc-bench/`, a module each: `scylla-cdc-bench compare --nodes 3`), and
+//! what they share: starting a `scylla-emulator` process, reading CPU time (of processes and of
+//! their children) and peak memory of processes. (They were ten binaries, `compare-bench` to
+//! `soak-bench`, each a link of the whole workspace.)
 //!
-//! - `emulator-bench`: driver → embedded cluster throughput (prepared writes, prepared reads,
+//! - `emulator`: driver → embedded cluster throughput (prepared writes, prepared reads,
 //!   full scans).
-//! - `compare-bench`: this workspace's log reader and scylla-cdc-rust 0.7.0 (crates.io) reading
+//! - `compare`: this workspace's log reader and scylla-cdc-rust 0.7.0 (crates.io) reading
 //!   the same backlog of one in-process embedded cluster, each in its own child process,
 //!   alternating (rows/s, CPU per row, peak RSS, the cluster's CPU per row, correctness).
-//! - `reader-bench`: the `scylla-cdc` log reader catching up a preloaded backlog (rows/s, CPU
+//! - `reader`: the `scylla-cdc` log reader catching up a preloaded backlog (rows/s, CPU
 //!   per row, peak memory for growing backlogs).
-//! - `replicator-bench`: replication of a preloaded CDC backlog between two emulator
+//! - `replicator`: replication of a preloaded CDC backlog between two emulator
 //!   processes (changes/s, replicator CPU per change, peak RSS).
-//! - `idle-bench`: what the reader costs the cluster while idle, beside scylla-cdc-rust 0.7
+//! - `idle`: what the reader costs the cluster while idle, beside scylla-cdc-rust 0.7
 //!   (requests/s idle, requests and rows of a catch-up, write-to-delivery delay).
-//! - `latency-bench`: write-to-delivery delay (idle, under steady write rates), late rows
+//! - `latency`: write-to-delivery delay (idle, under steady write rates), late rows
 //!   delivered, idle requests/s and catch-up CPU per row of this reader with and without
 //!   early reads and of scylla-cdc-rust 0.7 (defaults, and a 100 ms safety interval), four
 //!   readers of one table at once; and the poll interval's trade-off of early reads.
-//! - `soak-bench`: the printer and replicator binaries launched under a steady write load that
+//! - `soak`: the printer and replicator binaries launched under a steady write load that
 //!   starts at their launch (rows differing, changes missed, memory over the run).
-//! - `group-bench`: 1, 2, 3 members of a consumer group (each a child process) sharing the
+//! - `group`: 1, 2, 3 members of a consumer group (each a child process) sharing the
 //!   catch-up of one preloaded backlog (rows/s, speedup, client CPU per row, per-member rows,
 //!   exact count and checksum of the union), and the lease table's requests per second while
 //!   catching up and while idle.

@@ -1,10 +1,10 @@
-//! Readers running in this process against an in-process embedded cluster, what `idle-bench`
-//! and `latency-bench` share: this workspace's reader and scylla-cdc-rust 0.7 (crates.io,
-//! imported as `upstream`) started with the same settings on one table, each with its own
-//! driver session, each telling a [`Delivery`] about every row it delivers (its `pk` and
-//! whether it was flagged late); the requests the cluster received, and the requests each
-//! session sent ([`counted_session`]: the cluster counts per node and shard, so it cannot
-//! tell readers that run at once apart); percentiles of delays.
+//! Readers running in this process against an in-process embedded cluster, what
+//! `scylla-cdc-bench idle` and `scylla-cdc-bench latency` share: this workspace's reader and
+//! scylla-cdc-rust 0.7 (crates.io, imported as `upstream`) started with the same settings on
+//! one table, each with its own driver session, each telling a [`Delivery`] about every row it
+//! delivers (its `pk` and whether it was flagged late); the requests the cluster received, and
+//! the requests each session sent ([`counted_session`]: the cluster counts per node and shard,
+//! so it cannot tell readers that run at once apart); percentiles of delays.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,7 +1,7 @@
-//! What the child processes of `compare-bench`, `group-bench` and `latency-bench` share: the
-//! consumers' tally (count the row, decode `v`, add it to a checksum), the consumer
-//! factories of both readers that tally, and the one result line a child prints for its
-//! parent.
+//! What the child processes of `scylla-cdc-bench compare`, `scylla-cdc-bench group` and
+//! `scylla-cdc-bench latency` share: the consumers' tally (count the row, decode `v`, add it to
+//! a checksum), the consumer factories of both readers that tally, and the one result line a
+//! child prints for its parent.
 
 use std::collections::HashMap;
 use std::sync::Arc;

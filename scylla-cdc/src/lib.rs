@@ -205,7 +205,7 @@
 //! * **Early read**: every [`EarlyReads::poll_interval`] (600 ms by default) each stream group
 //!   reads the log up to [`EarlyReads::lag`] (100 ms) behind now and delivers what it finds:
 //!   a change written on time reaches its consumer about `lag + poll_interval` after its
-//!   write (`scylla-cdc-bench`'s `latency-bench` measures it).
+//!   write (`scylla-cdc-bench latency` measures it).
 //! * **Confirmation**: once a window is older than the safety interval, the group reads it
 //!   again, keys only (`cdc$stream_id`, `cdc$time`, `cdc$batch_seq_no`), and compares them
 //!   with what its early reads delivered, row by row in log order; each change they did not
@@ -331,16 +331,16 @@
 //!
 //! Memory is bounded by the number of stream groups, not by the backlog: each group holds
 //! at most two pages of its window (the one being consumed and the next one, fetched
-//! meanwhile). Measured with `scylla-cdc-bench`'s `reader-bench` (16 groups, pages of 5000
+//! meanwhile). Measured with `scylla-cdc-bench reader` (16 groups, pages of 5000
 //! rows): catching up 2 M and 20 M log rows peaks at the same ~21 MiB when glibc's mmap
 //! threshold is fixed (`MALLOC_MMAP_THRESHOLD_=131072`); with glibc's default dynamic
 //! threshold, freed page buffers are kept in the heap and the peak creeps up over long runs
 //! (22.5 → 31.9 MiB). Client CPU is about 0.25–0.35 µs per row with a consumer that does
 //! nothing, since column values are decoded only when a consumer asks for them. Through the
-//! change API (`reader-bench --api change`, 2 M rows, one row per change, a consumer that
-//! counts) it was 0.17–0.20 µs per row on the same shared 2-core machine, 1.22–1.35x the row
-//! API's in alternating runs: each change costs a copy of its row, a boxed `consume_change`
-//! future and one reference count taken and dropped.
+//! change API (`scylla-cdc-bench reader --api change`, 2 M rows, one row per change, a
+//! consumer that counts) it was 0.17–0.20 µs per row on the same shared 2-core machine,
+//! 1.22–1.35x the row API's in alternating runs: each change costs a copy of its row, a boxed
+//! `consume_change` future and one reference count taken and dropped.
 //!
 //! [`CDCLogReaderBuilder::max_rows_per_second`] caps the rows read and delivered per second
 //! by the whole reader (default: unlimited): the stream groups share a token bucket, pay for

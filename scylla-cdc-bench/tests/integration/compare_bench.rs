@@ -1,16 +1,16 @@
-//! `compare-bench` end to end, at a small size: both readers read the same backlog in child
-//! processes and the correctness verdict is what each delivered.
+//! `scylla-cdc-bench compare` end to end, at a small size: both readers read the same backlog
+//! in child processes and the correctness verdict is what each delivered.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::support::successful_stdout;
+use crate::support::{bench, successful_stdout};
 
 fn compare_bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_compare-bench"))
+    bench("compare")
         .args(["--partitions", "20", "--rows", "25", "--reps", "1"])
         .args(args)
         .output()
-        .expect("compare-bench runs")
+        .expect("scylla-cdc-bench compare runs")
 }
 
 /// The table's line of `system`'s run (`rep system rows correct ...`).
@@ -60,10 +60,10 @@ fn a_system_that_leaves_a_row_out_fails_the_run() {
 
 #[test]
 fn replicator_comparison_says_upstream_has_no_published_replicator() {
-    let out = Command::new(env!("CARGO_BIN_EXE_compare-bench"))
+    let out = bench("compare")
         .arg("--replicator")
         .output()
-        .expect("compare-bench runs");
+        .expect("scylla-cdc-bench compare runs");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not published on crates.io"), "{stderr}");

@@ -1,12 +1,13 @@
-//! `group-bench` end to end, at a small size: groups of 1 and 2 member processes share the
-//! catch-up of one backlog, the union is checked exactly, and the lease traffic is counted.
+//! `scylla-cdc-bench group` end to end, at a small size: groups of 1 and 2 member processes
+//! share the catch-up of one backlog, the union is checked exactly, and the lease traffic is
+//! counted.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::support::successful_stdout;
+use crate::support::{bench, successful_stdout};
 
 fn group_bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_group-bench"))
+    bench("group")
         .args([
             "--partitions",
             "20",
@@ -25,7 +26,7 @@ fn group_bench(args: &[&str]) -> Output {
         ])
         .args(args)
         .output()
-        .expect("group-bench runs")
+        .expect("scylla-cdc-bench group runs")
 }
 
 /// The fields of the summary line of `members`, by name.

@@ -1,13 +1,10 @@
-//! `latency-bench --quick` end to end: the four readers read one table at once, and the
-//! table says what each delivered. Only what holds on any machine is checked (every reader
-//! is in the table; ours delivers every write, late ones included, exactly once), not
-//! timings.
-
-use std::process::Command;
+//! `scylla-cdc-bench latency --quick` end to end: the four readers read one table at once, and
+//! the table says what each delivered. Only what holds on any machine is checked (every reader
+//! is in the table; ours delivers every write, late ones included, exactly once), not timings.
 
 use scylla_cdc_bench::latency::{LATE_HEADER, LateCount, table_line};
 
-use crate::support::successful_stdout;
+use crate::support::{bench, successful_stdout};
 
 const READERS: [&str; 4] = [
     "ours, early reads",
@@ -18,10 +15,10 @@ const READERS: [&str; 4] = [
 
 #[test]
 fn a_quick_run_compares_four_readers_and_ours_delivers_every_late_row_once() {
-    let out = Command::new(env!("CARGO_BIN_EXE_latency-bench"))
+    let out = bench("latency")
         .arg("--quick")
         .output()
-        .expect("latency-bench runs");
+        .expect("scylla-cdc-bench latency runs");
     let stdout = successful_stdout(&out);
     // The main table comes first: its header and one line per reader, every cell filled.
     let header = table_line(&stdout, "reader").unwrap_or_else(|| panic!("no table:\n{stdout}"));

@@ -104,7 +104,7 @@ fn the_budget_counts_at_least_what_a_queued_change_holds() {
     type Case = (&'static str, Box<dyn Fn() -> Vec<Write>>);
     let cases: Vec<Case> = vec![
         (
-            "a small insert (the replicator-bench backlog)",
+            "a small insert (the `scylla-cdc-bench replicator` backlog)",
             Box::new(|| vec![insert(vec![Some(CqlValue::Blob(vec![0xAB; 16]))])]),
         ),
         (

@@ -90,8 +90,8 @@ pub(crate) struct ReaderSettings {
 /// consumer, which matters when few groups are read (one group: every round trip would
 /// stall it); with many groups, as on a vnode cluster (one group per vnode), the other
 /// groups' queries keep the cluster and the consumers busy anyway, and a prefetched page per
-/// group only adds memory: measured with `compare-bench` (2 M log rows, 16 and 48 groups),
-/// a prefetch for every group held 26–40 MiB at peak against 18–24 MiB for
+/// group only adds memory: measured with `scylla-cdc-bench compare` (2 M log rows, 16 and 48
+/// groups), a prefetch for every group held 26–40 MiB at peak against 18–24 MiB for
 /// scylla-cdc-rust (which never prefetches), for no gain in rows/s.
 pub(crate) const PREFETCH_PAGES: usize = 2;
 

@@ -1,4 +1,4 @@
-//! `replicator-bench`: how fast the replicator applies a backlog.
+//! `scylla-cdc-bench replicator`: how fast the replicator applies a backlog.
 //!
 //! Starts two `scylla-emulator` processes: the source with a preloaded CDC table
 //! (`--preload ks.t:partitions=P,rows=R`: `(pk bigint, ck bigint, v blob, PRIMARY KEY (pk,
@@ -27,7 +27,7 @@
 //!
 //! ```text
 //! cargo build --release -p scylla-emulator -p scylla-cdc-bench
-//! target/release/replicator-bench --partitions 1000 --rows 1000 [--tls] [--snapshot]
+//! target/release/scylla-cdc-bench replicator --partitions 1000 --rows 1000 [--tls] [--snapshot]
 //! ```
 
 use std::path::PathBuf;
@@ -166,8 +166,8 @@ async fn load_through_driver(source: &Emulator, partitions: u64, rows: u64) -> a
 
 /// Loads the source, replicates its backlog, prints the measurements.
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+pub(crate) async fn main() -> anyhow::Result<()> {
+    let args = Args::parse_from(crate::program_args());
     let binary = emulator_binary(args.emulator.clone())?;
     let total = args.partitions * args.rows;
     let source_addr = args.address.clone().unwrap_or_else(random_loopback);

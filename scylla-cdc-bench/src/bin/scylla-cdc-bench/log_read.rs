@@ -1,4 +1,4 @@
-//! `log-read-bench`: how fast the driver reads a preloaded CDC log back from a
+//! `scylla-cdc-bench log-read`: how fast the driver reads a preloaded CDC log back from a
 //! `scylla-emulator` process, and how long the preload takes.
 //!
 //! Starts `scylla-emulator --preload bench.t:partitions=P,rows=R` as a separate process and
@@ -17,7 +17,7 @@
 //!
 //! ```text
 //! cargo build --release -p scylla-emulator -p scylla-cdc-bench
-//! target/release/log-read-bench --partitions 10000 --rows 1000
+//! target/release/scylla-cdc-bench log-read --partitions 10000 --rows 1000
 //! ```
 
 use std::path::PathBuf;
@@ -145,8 +145,8 @@ async fn read_group(
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+pub(crate) async fn main() -> anyhow::Result<()> {
+    let args = Args::parse_from(crate::program_args());
     if args.partitions == 0 || args.rows == 0 || args.parallel == 0 || args.window_secs == 0 {
         bail!("--partitions, --rows, --parallel and --window-secs must be at least 1");
     }

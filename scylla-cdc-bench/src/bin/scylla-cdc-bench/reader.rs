@@ -1,4 +1,4 @@
-//! `reader-bench`: how fast the `scylla-cdc` log reader catches up a backlog.
+//! `scylla-cdc-bench reader`: how fast the `scylla-cdc` log reader catches up a backlog.
 //!
 //! For each backlog size, starts `scylla-emulator --preload ks.t:partitions=P,rows=R` as a
 //! separate process, then reads the whole log with a `CDCLogReader` (from before the first
@@ -9,8 +9,8 @@
 //!
 //! ```text
 //! cargo build --release -p scylla-emulator -p scylla-cdc-bench
-//! target/release/reader-bench --partitions 1000 --sizes 1000,10000
-//! target/release/reader-bench --partitions 1000 --sizes 1000 --api change
+//! target/release/scylla-cdc-bench reader --partitions 1000 --sizes 1000,10000
+//! target/release/scylla-cdc-bench reader --partitions 1000 --sizes 1000 --api change
 //! ```
 //!
 //! `--api change` reads through the change API (`change_consumer_factory`: every row is
@@ -21,7 +21,7 @@
 //! one cluster in the same minutes, so the ratio holds on a shared, noisy machine.
 //!
 //! ```text
-//! target/release/reader-bench --partitions 1000 --sizes 2000 --api both --reps 5
+//! target/release/scylla-cdc-bench reader --partitions 1000 --sizes 2000 --api both --reps 5
 //! ```
 
 use std::path::PathBuf;
@@ -355,8 +355,8 @@ fn summary(reads: &[Read]) -> Option<String> {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+pub(crate) async fn main() -> anyhow::Result<()> {
+    let args = Args::parse_from(crate::program_args());
     let binary = emulator_binary(args.emulator.clone())?;
     println!(
         "emulator {} ({} nodes x {} shards, {} vnodes each); {} partitions; {:?} API",

@@ -1,4 +1,4 @@
-//! `emulator-bench`: how fast the official driver can use a `scylla-emulator` process.
+//! `scylla-cdc-bench emulator`: how fast the official driver can use a `scylla-emulator` process.
 //!
 //! Starts `scylla-emulator` as a separate process, then with the driver at a fixed
 //! concurrency measures prepared single-row INSERTs, prepared single-partition SELECTs and a
@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo build --release -p scylla-emulator -p scylla-cdc-bench
-//! target/release/emulator-bench --rows 500000
+//! target/release/scylla-cdc-bench emulator --rows 500000
 //! ```
 
 use std::path::PathBuf;
@@ -116,8 +116,8 @@ where
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+pub(crate) async fn main() -> anyhow::Result<()> {
+    let args = Args::parse_from(crate::program_args());
     let binary = emulator_binary(args.emulator.clone())?;
     let emulator = Emulator::start(
         &binary,

@@ -1,5 +1,5 @@
-//! `soak-bench`: the printer and the replicator, launched as a new user launches them, under a
-//! steady write load from the moment they are launched.
+//! `scylla-cdc-bench soak`: the printer and the replicator, launched as a new user launches
+//! them, under a steady write load from the moment they are launched.
 //!
 //! Starts a source `scylla-emulator` (3 nodes by default) and a destination (1 node), creates
 //! a CDC table with a list column, then launches the `scylla-cdc-replicator` and
@@ -18,7 +18,7 @@
 //!
 //! ```text
 //! cargo build --release -p scylla-emulator -p scylla-cdc-printer -p scylla-cdc-replicator -p scylla-cdc-bench
-//! target/release/soak-bench --rate 1000 --seconds 900
+//! target/release/scylla-cdc-bench soak --rate 1000 --seconds 900
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -258,8 +258,8 @@ fn differing(
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+pub(crate) async fn main() -> anyhow::Result<()> {
+    let args = Args::parse_from(crate::program_args());
     let emulator = emulator_binary(args.emulator.clone())?;
     let printer_bin = sibling("scylla-cdc-printer")?;
     let replicator_bin = sibling("scylla-cdc-replicator")?;

@@ -1,4 +1,4 @@
-//! `latency-bench`: how soon a change reaches its consumer, and at what price, for this
+//! `scylla-cdc-bench latency`: how soon a change reaches its consumer, and at what price, for this
 //! workspace's reader with and without early reads and for scylla-cdc-rust 0.7 (crates.io),
 //! side by side on one in-process embedded cluster.
 //!
@@ -44,8 +44,8 @@
 //! delivered after its phase still counts, with its true delay.
 //!
 //! ```text
-//! cargo run --release -p scylla-cdc-bench --bin latency-bench
-//! cargo run --release -p scylla-cdc-bench --bin latency-bench -- --quick
+//! cargo run --release -p scylla-cdc-bench -- latency
+//! cargo run --release -p scylla-cdc-bench -- latency --quick
 //! ```
 //!
 //! `--quick` is a smoke run of under a minute: 1 node × 16 vnodes × 2 shards, a 3 s safety
@@ -422,8 +422,8 @@ struct Layout {
     capacity: usize,
 }
 
-fn main() -> ExitCode {
-    let args = Args::parse();
+pub(crate) fn main() -> ExitCode {
+    let args = Args::parse_from(crate::program_args());
     if let Some(Hidden::CatchUp(child)) = &args.command {
         return match catch_up_child(child) {
             Ok(()) => ExitCode::SUCCESS,
@@ -1029,7 +1029,7 @@ async fn catch_up_phase(
             let kind = kinds[k];
             let mut child = tokio::process::Command::new(&exe);
             child
-                .arg("catch-up")
+                .args(["latency", "catch-up"])
                 .args(["--kind", kind_name(kind)])
                 .args(["--contact", &backlog.cluster.contact_point().to_string()])
                 .args(["--start-ms", &backlog.start_ms.to_string()])

@@ -1,5 +1,5 @@
-//! `group-bench`: 1, 2, 3 members of one consumer group sharing the catch-up of a backlog,
-//! each member a process of its own, and the lease traffic the group costs.
+//! `scylla-cdc-bench group`: 1, 2, 3 members of one consumer group sharing the catch-up of a
+//! backlog, each member a process of its own, and the lease traffic the group costs.
 //!
 //! The program starts one embedded cluster in its own process and preloads a CDC table
 //! (`bench.t`, `--partitions` × `--rows` single-row inserts, see
@@ -31,8 +31,8 @@
 //! exit status is 1 when a run's union has a wrong count or checksum, or a member failed.
 //!
 //! ```text
-//! cargo run --release -p scylla-cdc-bench --bin group-bench
-//! cargo run --release -p scylla-cdc-bench --bin group-bench -- --nodes 3
+//! cargo run --release -p scylla-cdc-bench -- group
+//! cargo run --release -p scylla-cdc-bench -- group --nodes 3
 //! ```
 
 mod member;
@@ -93,7 +93,7 @@ struct Args {
     #[arg(long)]
     member_workers: Option<usize>,
     /// Tokio worker threads of this process's runtime, which serves the embedded cluster
-    /// (as in `compare-bench`: with one per core, the cluster served both shards'
+    /// (as in `scylla-cdc-bench compare`: with one per core, the cluster served both shards'
     /// connections mostly from one thread).
     #[arg(long, default_value_t = 4)]
     cluster_workers: usize,
@@ -118,8 +118,8 @@ const TABLE: &str = "t";
 /// How long a member may take to connect and make its checkpoint table.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn main() -> ExitCode {
-    let args = Args::parse();
+pub(crate) fn main() -> ExitCode {
+    let args = Args::parse_from(crate::program_args());
     if let Some(Hidden::Member(member)) = args.command {
         return match member::run(member) {
             Ok(()) => ExitCode::SUCCESS,
@@ -167,6 +167,7 @@ impl Member {
         let exe = std::env::current_exe().context("finding this program")?;
         let mut command = tokio::process::Command::new(exe);
         command.args([
+            "group",
             "member",
             "--contact",
             &args.contact.to_string(),

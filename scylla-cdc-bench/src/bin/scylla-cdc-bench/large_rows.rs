@@ -1,5 +1,5 @@
-//! `large-rows-bench`: the printer's (or the replicator's) peak memory when it reads a CDC
-//! log of large rows.
+//! `scylla-cdc-bench large-rows`: the printer's (or the replicator's) peak memory when it reads
+//! a CDC log of large rows.
 //!
 //! Starts `scylla-emulator` as a separate process, writes `--rows` rows of `--row-bytes`
 //! bytes into one partition of a CDC table (one stream: every log row in one window), then
@@ -16,8 +16,8 @@
 //!
 //! ```text
 //! cargo build -p scylla-emulator -p scylla-cdc-printer -p scylla-cdc-replicator -p scylla-cdc-bench
-//! target/debug/large-rows-bench --rows 300 --row-bytes 1048576 --address 127.0.60.1
-//! target/debug/large-rows-bench --rows 300 --replicator --replicator-arg=--max-mib-in-flight=8
+//! target/debug/scylla-cdc-bench large-rows --rows 300 --row-bytes 1048576 --address 127.0.60.1
+//! target/debug/scylla-cdc-bench large-rows --rows 300 --replicator --replicator-arg=--max-mib-in-flight=8
 //! ```
 //!
 //! Measured (debug builds, 300 rows of 1 MiB): the printer peaks at 26.6 MiB; with the
@@ -66,8 +66,8 @@ struct Args {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+pub(crate) async fn main() -> anyhow::Result<()> {
+    let args = Args::parse_from(crate::program_args());
     let emulator_bin = emulator_binary(args.emulator.clone())?;
     let next_to_this = |name: &str| -> anyhow::Result<PathBuf> {
         Ok(std::env::current_exe()?

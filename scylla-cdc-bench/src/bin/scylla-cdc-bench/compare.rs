@@ -1,5 +1,5 @@
-//! `compare-bench`: this workspace's log reader and scylla-cdc-rust 0.7.0 (from crates.io)
-//! reading the same backlog, side by side, in one run.
+//! `scylla-cdc-bench compare`: this workspace's log reader and scylla-cdc-rust 0.7.0 (from
+//! crates.io) reading the same backlog, side by side, in one run.
 //!
 //! The program starts one embedded cluster in its own process and preloads a CDC table
 //! (`bench.t`, `--partitions` × `--rows` single-row inserts, see
@@ -21,8 +21,8 @@
 //! status is 1 when a run delivered a wrong count or checksum, or failed.
 //!
 //! ```text
-//! cargo run --release -p scylla-cdc-bench --bin compare-bench
-//! cargo run --release -p scylla-cdc-bench --bin compare-bench -- --nodes 3
+//! cargo run --release -p scylla-cdc-bench -- compare
+//! cargo run --release -p scylla-cdc-bench -- compare --nodes 3
 //! ```
 //!
 //! `--replicator` would compare the replicators, but scylla-cdc-rust's replicator is not
@@ -94,10 +94,10 @@ const TABLE: &str = "t";
 const NO_UPSTREAM_REPLICATOR: &str = "compare-bench --replicator: scylla-cdc-rust's replicator \
 (scylla-cdc-replicator in scylladb/scylla-cdc-rust) is not published on crates.io, only its \
 scylla-cdc library is, so there is no upstream replicator to build here and compare with; \
-`replicator-bench` measures this workspace's replicator on its own.";
+`scylla-cdc-bench replicator` measures this workspace's replicator on its own.";
 
-fn main() -> ExitCode {
-    let args = Args::parse();
+pub(crate) fn main() -> ExitCode {
+    let args = Args::parse_from(crate::program_args());
     if let Some(Hidden::Child(child)) = args.command {
         return match child::run(child) {
             Ok(()) => ExitCode::SUCCESS,
@@ -318,6 +318,7 @@ async fn run_child(child: &ChildArgs, rep: usize) -> anyhow::Result<Run> {
     let mut command = tokio::process::Command::new(exe);
     command
         .args([
+            "compare",
             "child",
             "--system",
             child.system.name(),

@@ -1,4 +1,4 @@
-//! `idle-bench`: what a CDC reader costs the cluster while there is little or nothing to
+//! `scylla-cdc-bench idle`: what a CDC reader costs the cluster while there is little or nothing to
 //! read, this reader beside scylla-cdc-rust 0.7 (crates.io), both with library defaults.
 //!
 //! For each cluster size, one embedded cluster (in this process) with 256 vnodes and 2
@@ -14,8 +14,8 @@
 //!    after a random pause, and the delay from the write to each reader's delivery.
 //!
 //! ```text
-//! cargo build --release -p scylla-cdc-bench --bin idle-bench
-//! target/release/idle-bench --nodes 1,3,20
+//! cargo build --release -p scylla-cdc-bench
+//! target/release/scylla-cdc-bench idle --nodes 1,3,20
 //! ```
 
 use std::collections::BTreeMap;
@@ -315,8 +315,8 @@ fn stats(v: &[f64]) -> String {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+pub(crate) async fn main() -> anyhow::Result<()> {
+    let args = Args::parse_from(crate::program_args());
     println!(
         "| nodes × vnodes × shards | reader | idle requests/s | catch-up requests | catch-up rows | catch-up s | delivery delay mean / max (s) |"
     );
