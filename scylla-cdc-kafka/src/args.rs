@@ -20,7 +20,7 @@ use scylla_cdc::cli::{
 };
 pub use scylla_cdc::cli::{Hosts, Tables};
 
-use crate::event::{ImageMode, KeyPlacement};
+use crate::event::{EventOptions, ImageMode, KeyPlacement, OutputFormat};
 
 /// Publish the changes of ScyllaDB tables to Kafka, one topic per table, in the
 /// scylla-cdc-source-connector's event format, exactly once with Kafka transactions.
@@ -89,14 +89,25 @@ pub struct Args {
     /// (exit 3); Kafka being down for less is ridden out (1 to 3600; default 120).
     #[arg(long, value_name = "SECONDS", default_value = "120", value_parser = kafka_timeout_arg)]
     pub kafka_timeout: Duration,
-    /// The before image in update and delete events: none, full (the row as it was; needs the
-    /// table's CDC preimage), or only-updated (the columns the change touched).
+    /// The event format, as the connector's `cdc.output.format`: legacy (its default: every
+    /// column in a `{"value": ...}` cell, no after image of updates) or advanced (plain
+    /// values, before and after images as --before and --after say).
+    #[arg(long, value_enum, default_value_t = FormatArg::Legacy)]
+    pub format: FormatArg,
+    /// The before image of update and delete events (`cdc.include.before`): none, full (the
+    /// row as it was; needs the table's CDC preimage), or only-updated (the columns the change
+    /// touched).
     #[arg(long, value_enum, default_value_t = ImageArg::None)]
     pub before: ImageArg,
-    /// The after image in insert and update events: full (needs the table's CDC postimage for
-    /// updates), only-updated, or none.
-    #[arg(long, value_enum, default_value_t = ImageArg::OnlyUpdated)]
+    /// The after image of update events (`cdc.include.after`, advanced format only): none,
+    /// full (needs the table's CDC postimage), or only-updated.
+    #[arg(long, value_enum, default_value_t = ImageArg::None)]
     pub after: ImageArg,
+    /// Where the primary key goes (`cdc.include.primary-key.placement`, advanced format only):
+    /// a comma-separated list of kafka-key, payload-after, payload-before, payload-key,
+    /// kafka-headers (default: kafka-key,payload-after,payload-before).
+    #[arg(long, value_name = "PLACES", value_parser = key_placement_arg)]
+    pub key_placement: Option<KeyPlacement>,
     /// Values without Kafka Connect schemas (JsonConverter with schemas.enable=false).
     #[arg(long)]
     pub no_schemas: bool,
@@ -172,6 +183,19 @@ pub struct Args {
     pub tls_insecure_skip_verify: bool,
 }
 
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// The connector's default.
+    Legacy,
+    /// The connector's advanced format.
+    Advanced,
+}
+
+fn key_placement_arg(text: &str) -> Result<KeyPlacement, String> {
+    text.parse::<KeyPlacement>().map_err(|e| e.to_string())
+}
+
 /// `--before` / `--after`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ImageArg {
@@ -224,16 +248,8 @@ pub struct Config {
     pub commit_interval: Duration,
     /// Kafka timeout.
     pub kafka_timeout: Duration,
-    /// Before image.
-    pub before: ImageMode,
-    /// After image.
-    pub after: ImageMode,
-    /// Where the primary key goes.
-    pub key_placement: KeyPlacement,
-    /// Embedded schemas.
-    pub schemas: bool,
-    /// Tombstones after deletes.
-    pub tombstones: bool,
+    /// The events' format and contents.
+    pub events: EventOptions,
     /// Where reading starts without saved progress.
     pub start: StartAt,
     /// End, if any.
@@ -379,6 +395,21 @@ impl Args {
                 format!("scylla-cdc-kafka.{}.{}", self.topic_prefix, self.keyspace)
             }))
         };
+        let events = EventOptions {
+            format: match self.format {
+                FormatArg::Legacy => OutputFormat::Legacy,
+                FormatArg::Advanced => OutputFormat::Advanced,
+            },
+            before: self.before.into(),
+            after: self.after.into(),
+            key_placement: self.key_placement.unwrap_or_default(),
+            schemas: !self.no_schemas,
+            tombstones: !self.no_tombstones,
+            ..EventOptions::new(self.topic_prefix.clone())
+        };
+        events
+            .validate()
+            .map_err(|e| CliError::usage(format!("{e:#} (see --format)")))?;
         let checkpoint_topic = self
             .checkpoint_topic
             .unwrap_or_else(|| format!("{}.scylla-cdc-checkpoints", self.topic_prefix));
@@ -397,11 +428,7 @@ impl Args {
             transactional_id,
             commit_interval: self.commit_interval,
             kafka_timeout: self.kafka_timeout,
-            before: self.before.into(),
-            after: self.after.into(),
-            key_placement: KeyPlacement::default(),
-            schemas: !self.no_schemas,
-            tombstones: !self.no_tombstones,
+            events,
             start,
             end,
             window_size: self.window_size,
@@ -470,9 +497,11 @@ mod tests {
         );
         assert_eq!(c.checkpoint_topic, "shop.scylla-cdc-checkpoints");
         assert_eq!(c.commit_interval, Duration::from_millis(100));
-        assert!(c.schemas && c.tombstones);
-        assert_eq!(c.before, ImageMode::None);
-        assert_eq!(c.after, ImageMode::OnlyUpdated);
+        assert!(c.events.schemas && c.events.tombstones);
+        assert_eq!(c.events.format, OutputFormat::Legacy);
+        assert_eq!(c.events.before, ImageMode::None);
+        assert_eq!(c.events.after, ImageMode::None);
+        assert_eq!(c.events.connector_name, "shop");
         assert_eq!(c.early_reads, Some(scylla_cdc::EarlyReads::default()));
         assert_eq!(c.start, StartAt::Launch(now()));
     }
@@ -494,8 +523,14 @@ mod tests {
                 "-X",
                 file_arg,
                 "--no-transactions",
+                "--format",
+                "advanced",
                 "--before",
                 "full",
+                "--after",
+                "only-updated",
+                "--key-placement",
+                "kafka-key,payload-key",
                 "--no-schemas",
             ]),
             &[("KAFKA_USER", "app")],
@@ -510,8 +545,10 @@ mod tests {
             ]
         );
         assert_eq!(c.transactional_id, None);
-        assert_eq!(c.before, ImageMode::Full);
-        assert!(!c.schemas);
+        assert_eq!(c.events.before, ImageMode::Full);
+        assert_eq!(c.events.after, ImageMode::OnlyUpdated);
+        assert!(c.events.key_placement.payload_key && !c.events.key_placement.payload_after);
+        assert!(!c.events.schemas);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -529,6 +566,10 @@ mod tests {
             with(&["--topic-partitions", "0"]),
             with(&["--no-transactions", "--transactional-id", "x"]),
             with(&["--before", "sometimes"]),
+            // The legacy format has no after image and one key placement.
+            with(&["--after", "full"]),
+            with(&["--key-placement", "payload-key"]),
+            with(&["--format", "advanced", "--key-placement", "nowhere"]),
             BASE.iter()
                 .copied()
                 .filter(|a| *a != "--topic-prefix" && *a != "shop")

@@ -228,15 +228,21 @@ impl SavedProgress {
     /// open transaction of another producer is waited for (at most `timeout`).
     pub fn load(consumer: &BaseConsumer, topic: &str, timeout: Duration) -> anyhow::Result<Self> {
         let mut progress = SavedProgress::default();
-        let metadata = consumer
-            .fetch_metadata(Some(topic), timeout)
-            .with_context(|| format!("reading the metadata of checkpoint topic {topic}"))?;
-        let partitions: Vec<i32> = metadata
-            .topics()
-            .iter()
-            .filter(|t| t.name() == topic)
-            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
-            .collect();
+        let deadline = Instant::now() + timeout;
+        let partitions: Vec<i32> = loop {
+            let metadata = consumer
+                .fetch_metadata(Some(topic), timeout)
+                .with_context(|| format!("reading the metadata of checkpoint topic {topic}"))?;
+            let listed = metadata.topics().iter().find(|t| t.name() == topic);
+            let error = listed.and_then(|t| t.error());
+            match listed {
+                Some(t) if error.is_none() && !t.partitions().is_empty() => {
+                    break t.partitions().iter().map(|p| p.id()).collect();
+                }
+                _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+                _ => anyhow::bail!("checkpoint topic {topic} is not available ({error:?})"),
+            }
+        };
         read_partitions(
             consumer,
             partitions.iter().map(|p| (topic.to_owned(), *p, 0)),
@@ -294,10 +300,21 @@ pub fn read_partitions(
     let mut assignment = TopicPartitionList::new();
     // (topic, partition) -> the offset reading must reach.
     let mut ends: HashMap<(String, i32), i64> = HashMap::new();
+    let deadline = Instant::now() + timeout;
     for (topic, partition, from) in partitions {
-        let (low, high) = consumer
-            .fetch_watermarks(&topic, partition, timeout)
-            .with_context(|| format!("reading the offsets of {topic}/{partition}"))?;
+        // A topic created a moment ago may have no leader yet: retried until the deadline.
+        let (low, high) = loop {
+            match consumer.fetch_watermarks(&topic, partition, Duration::from_secs(5)) {
+                Ok(w) => break w,
+                Err(e) if Instant::now() < deadline && is_transient(&e) => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => {
+                    return Err(anyhow!(e))
+                        .with_context(|| format!("reading the offsets of {topic}/{partition}"));
+                }
+            }
+        };
         let from = from.max(low);
         if from >= high {
             continue;
@@ -313,7 +330,6 @@ pub fn read_partitions(
     consumer
         .assign(&assignment)
         .context("assigning the partitions to read back")?;
-    let deadline = Instant::now() + timeout;
     while !ends.is_empty() {
         let now = Instant::now();
         if now >= deadline {
@@ -347,6 +363,32 @@ pub fn read_partitions(
         .unassign()
         .context("unassigning the partitions read back")?;
     Ok(())
+}
+
+/// Errors of a cluster that is settling (a new topic without a leader yet, a broker that is
+/// starting or moving a partition, a request that timed out): worth retrying.
+pub fn is_transient(e: &rdkafka::error::KafkaError) -> bool {
+    use rdkafka::error::RDKafkaErrorCode as C;
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            C::NotLeaderForPartition
+                | C::LeaderNotAvailable
+                | C::UnknownTopicOrPartition
+                | C::UnknownPartition
+                | C::UnknownTopic
+                | C::RequestTimedOut
+                | C::OperationTimedOut
+                | C::BrokerTransportFailure
+                | C::AllBrokersDown
+                | C::BrokerNotAvailable
+                | C::NetworkException
+                | C::CoordinatorLoadInProgress
+                | C::CoordinatorNotAvailable
+                | C::NotCoordinator
+                | C::MessageTimedOut
+        )
+    )
 }
 
 /// Drops from `ends` the partitions whose position reached their end (only control records

@@ -40,7 +40,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use clap::Parser;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::BaseConsumer;
 use rdkafka::error::RDKafkaErrorCode;
@@ -105,6 +104,7 @@ impl ChangeConsumer for KafkaChangeConsumer {
             .map(|e| Outgoing {
                 key: e.key,
                 value: e.value,
+                headers: e.headers,
             })
             .collect();
         self.counters
@@ -263,11 +263,39 @@ fn client_config(config: &Config) -> ClientConfig {
     c
 }
 
+/// The admin client's context: logs like the default one and reports an authentication
+/// failure (bad SASL credentials, a TLS handshake the broker refuses), which librdkafka
+/// otherwise retries until the request times out.
+struct AdminContext {
+    refused: tokio::sync::watch::Sender<Option<String>>,
+}
+
+impl rdkafka::ClientContext for AdminContext {
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        use rdkafka::error::RDKafkaErrorCode as C;
+        if matches!(
+            error.rdkafka_error_code(),
+            Some(C::Authentication | C::SaslAuthenticationFailed | C::SSL)
+        ) {
+            self.refused.send_if_modified(|r| {
+                if r.is_none() {
+                    *r = Some(format!("{error}: {reason}"));
+                    true
+                } else {
+                    false
+                }
+            });
+        }
+        tracing::error!(target: "librdkafka", "librdkafka: {error}: {reason}");
+    }
+}
+
 /// Creates the topics that are missing: the event topics, and the checkpoint topic
 /// compacted. An authorization failure is exit 5; Kafka not answering, exit 3.
 async fn ensure_topics(
     config: &Config,
-    admin: &AdminClient<DefaultClientContext>,
+    admin: &AdminClient<AdminContext>,
+    refused: tokio::sync::watch::Receiver<Option<String>>,
     event_topics: &[String],
 ) -> Result<(), CliError> {
     let partitions = config.topic_partitions.unwrap_or(-1);
@@ -279,11 +307,22 @@ async fn ensure_topics(
     topics.push(
         NewTopic::new(&config.checkpoint_topic, 1, replication()).set("cleanup.policy", "compact"),
     );
-    let options = AdminOptions::new().operation_timeout(Some(config.kafka_timeout));
-    let results = admin
-        .create_topics(topics.iter(), &options)
-        .await
-        .map_err(|e| kafka_error(PublishError::from_kafka("creating the topics", &e)))?;
+    let options = AdminOptions::new()
+        .operation_timeout(Some(config.kafka_timeout))
+        .request_timeout(Some(config.kafka_timeout));
+    let mut refused = refused;
+    let results = tokio::select! {
+        r = admin.create_topics(topics.iter(), &options) => {
+            r.map_err(|e| kafka_error(PublishError::from_kafka("creating the topics", &e)))?
+        }
+        Ok(why) = refused.wait_for(Option::is_some) => {
+            let why = why.clone().unwrap_or_default();
+            return Err(CliError::new(
+                EXIT_KAFKA_REFUSED,
+                format!("Kafka refused the connection: {why}"),
+            ));
+        }
+    };
     for result in results {
         match result {
             Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
@@ -345,10 +384,13 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
 
     // Kafka: topics, the producer (fencing an earlier instance), the progress.
     let client = client_config(&config);
-    let admin: AdminClient<DefaultClientContext> = client
-        .create()
+    let (refused_tx, refused) = tokio::sync::watch::channel(None);
+    let admin: AdminClient<AdminContext> = client
+        .create_with_context(AdminContext {
+            refused: refused_tx,
+        })
         .map_err(|e| kafka_error(PublishError::from_kafka("creating the admin client", &e)))?;
-    ensure_topics(&config, &admin, &event_topics).await?;
+    ensure_topics(&config, &admin, refused, &event_topics).await?;
     let instance = config
         .transactional_id
         .clone()
@@ -470,9 +512,18 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
                 .map(|t| t.progress.streams)
         }) as publish::StreamsRead
     };
+    let earlier = produced
+        .partitions
+        .iter()
+        .filter_map(|((topic, partition), span)| {
+            let index = event_topics.iter().position(|t| t == topic)?;
+            Some(((index, *partition), *span))
+        })
+        .collect();
     let publisher = Publisher::create(
         publisher_config,
         connected,
+        earlier,
         tables_state,
         groups,
         streams_read,
@@ -502,14 +553,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
     }
     let factory = KafkaConsumerFactory {
         tables,
-        options: EventOptions {
-            before: config.before,
-            after: config.after,
-            key_placement: config.key_placement,
-            schemas: config.schemas,
-            tombstones: config.tombstones,
-            connector_name: config.topic_prefix.clone(),
-        },
+        options: config.events.clone(),
         publisher: handle.clone(),
         counters: counters.clone(),
     };
@@ -551,7 +595,35 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
             }
         });
     }
-    let outcome = supervise(readers, shutdown).await;
+    // The readers stop on a signal, or at once when the publisher fails (its error is the
+    // program's).
+    let (trigger, readers_shutdown) = Shutdown::new();
+    let relay = {
+        let handle = handle.clone();
+        let mut shutdown = shutdown;
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = shutdown.requested() => {
+                    trigger.trigger();
+                    tokio::select! {
+                        _ = shutdown.forced() => trigger.trigger(),
+                        _ = handle.failed() => trigger.trigger(),
+                    }
+                }
+                _ = handle.failed() => {
+                    trigger.trigger();
+                    trigger.trigger();
+                }
+            }
+            // Keep the trigger (a dropped one would never stop anything) until the end.
+            std::future::pending::<()>().await;
+        })
+    };
+    let outcome = supervise(readers, readers_shutdown).await;
+    relay.abort();
+    if handle.has_failed() {
+        return Err(kafka_error(handle.failure()));
+    }
     // The readers are done: a last commit of what they handed over, then the thread ends.
     let committed = handle.commit().await;
     drop(handle);

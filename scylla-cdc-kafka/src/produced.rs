@@ -26,6 +26,10 @@ use crate::publish::{STREAM_HEADER, TIME_HEADER};
 #[derive(Debug, Default)]
 pub struct Produced {
     by_topic: HashMap<String, HashSet<(StreamID, Uuid)>>,
+    /// Per partition read back: where reading started and the latest change time (ms) of
+    /// its events. A new run keeps these in its replay ledger until its checkpoints pass
+    /// them, so that its own replay records still cover what the earlier run published.
+    pub partitions: HashMap<(String, i32), (i64, i64)>,
     /// Events read back.
     pub events: u64,
 }
@@ -62,6 +66,19 @@ impl Produced {
                 }
                 // Events without both headers were not published by this program.
                 if let (Some(stream), Some(time)) = (stream, time) {
+                    let time_ms = time
+                        .get_timestamp()
+                        .map(|t| {
+                            let (secs, nanos) = t.to_unix();
+                            secs as i64 * 1000 + i64::from(nanos / 1_000_000)
+                        })
+                        .unwrap_or(i64::MAX);
+                    let entry = produced
+                        .partitions
+                        .entry((message.topic().to_owned(), message.partition()))
+                        .or_insert((message.offset(), time_ms));
+                    entry.0 = entry.0.min(message.offset());
+                    entry.1 = entry.1.max(time_ms);
                     produced
                         .by_topic
                         .entry(message.topic().to_owned())

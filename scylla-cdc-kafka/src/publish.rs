@@ -34,9 +34,9 @@ use uuid::Uuid;
 use crate::checkpoint::{CheckpointRecord, ReplayStart};
 
 /// Header with the change's stream id (32 hex digits) on every event.
-pub const STREAM_HEADER: &str = "scylla-cdc.stream";
+pub const STREAM_HEADER: &str = "scylla.stream";
 /// Header with the change's `cdc$time` (a timeuuid, text) on every event.
-pub const TIME_HEADER: &str = "scylla-cdc.time";
+pub const TIME_HEADER: &str = "scylla.time";
 
 /// How many messages one block of the replay ledger covers.
 const LEDGER_BLOCK: u32 = 1024;
@@ -50,6 +50,8 @@ pub struct Outgoing {
     pub key: Option<Vec<u8>>,
     /// The message value (`None`: a tombstone).
     pub value: Option<Vec<u8>>,
+    /// Headers of the event (the program adds the change's stream and time).
+    pub headers: Vec<(String, Vec<u8>)>,
 }
 
 /// The events of one change, for one topic.
@@ -325,6 +327,7 @@ impl Restarts {
 pub struct PublisherHandle {
     tx: mpsc::Sender<Command>,
     failure: Arc<Mutex<Option<PublishError>>>,
+    failed: tokio::sync::watch::Receiver<bool>,
 }
 
 impl PublisherHandle {
@@ -343,6 +346,20 @@ impl PublisherHandle {
             return Err(self.failure());
         }
         rx.await.unwrap_or_else(|_| Err(self.failure()))
+    }
+
+    /// Resolves once the publisher has stopped after an error (never, otherwise).
+    pub async fn failed(&self) {
+        let mut failed = self.failed.clone();
+        if failed.wait_for(|f| *f).await.is_err() {
+            // The thread ended without an error.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Whether the publisher stopped after an error.
+    pub fn has_failed(&self) -> bool {
+        *self.failed.borrow()
     }
 
     /// Why the publisher stopped ([`PublishError::Stopped`] if it has not).
@@ -411,12 +428,15 @@ impl Publisher {
 
     /// The publisher of a connected producer.
     ///
-    /// `tables` gives each table's start (ms) and generation (ms) as loaded, `groups` the
+    /// `earlier` gives, per event partition (topic index, partition), the first offset and
+    /// the latest change time (ms) of what earlier runs published after the checkpoints (read
+    /// back at start): kept in the replay ledger until the checkpoints pass it. `tables` gives each table's start (ms) and generation (ms) as loaded, `groups` the
     /// loaded group checkpoints (record key, table, generation, time, streams), and
     /// `streams_read(table)` how many streams the table's reader reads now.
     pub fn create(
         config: PublisherConfig,
         connected: Connected,
+        earlier: Vec<((usize, i32), (i64, i64))>,
         tables: HashMap<String, (i64, i64)>,
         groups: Vec<(String, String, i64, i64, usize)>,
         streams_read: StreamsRead,
@@ -435,6 +455,22 @@ impl Publisher {
                     streams,
                 },
             );
+        }
+        {
+            let mut d = connected
+                .deliveries
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (key, (first_offset, max_time)) in earlier {
+                let ledger = d.ledger.entry(key).or_default();
+                // One closed block: new deliveries start blocks of their own.
+                ledger.blocks.push_front(Block {
+                    first_offset,
+                    max_time,
+                    count: LEDGER_BLOCK,
+                });
+                ledger.next_offset = ledger.next_offset.max(first_offset);
+            }
         }
         Self {
             config,
@@ -458,9 +494,11 @@ impl Publisher {
     ) {
         let (tx, rx) = mpsc::channel(self.config.channel_capacity);
         let failure = Arc::new(Mutex::new(None));
+        let (failed_tx, failed) = tokio::sync::watch::channel(false);
         let handle = PublisherHandle {
             tx,
             failure: failure.clone(),
+            failed,
         };
         let thread = std::thread::Builder::new()
             .name("kafka-publisher".into())
@@ -470,6 +508,7 @@ impl Publisher {
                     *failure
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e.clone());
+                    let _ = failed_tx.send(true);
                 }
                 result
             })
@@ -523,7 +562,14 @@ impl Publisher {
                     .ok_or_else(|| PublishError::Refused("unknown topic index".into()))?
                     .clone();
                 for m in &events.messages {
-                    let headers = OwnedHeaders::new_with_capacity(2)
+                    let mut headers = OwnedHeaders::new_with_capacity(2 + m.headers.len());
+                    for (key, value) in &m.headers {
+                        headers = headers.insert(Header {
+                            key: key.as_str(),
+                            value: Some(value.as_slice()),
+                        });
+                    }
+                    let headers = headers
                         .insert(Header {
                             key: STREAM_HEADER,
                             value: Some(stream.as_str()),
@@ -775,6 +821,20 @@ mod tests {
         assert_eq!(ledger.replay_from(31_000), 100 + 3 * block);
         // Past everything: read again from the next offset (nothing).
         assert_eq!(ledger.replay_from(i64::MAX), offset);
+    }
+
+    #[test]
+    fn what_an_earlier_run_published_stays_in_the_ledger_until_the_watermark_passes_it() {
+        let mut ledger = PartitionLedger::default();
+        ledger.blocks.push_front(Block {
+            first_offset: 40,
+            max_time: 9_000,
+            count: LEDGER_BLOCK,
+        });
+        ledger.next_offset = 40;
+        ledger.record(120, 10_000);
+        assert_eq!(ledger.replay_from(8_000), 40);
+        assert_eq!(ledger.replay_from(9_500), 120);
     }
 
     #[test]

@@ -486,6 +486,23 @@ impl<'c> ChangeRow<'c> {
         self.row.non_cdc_column_names()
     }
 
+    /// Calls `f` with this row, its cells located beforehand in one pass, so that each
+    /// accessor finds its column in constant time. Worth it to read many columns of a row
+    /// of a wide table: a row kept as the page held it is otherwise walked from its first
+    /// cell at each access.
+    pub fn with_cells_located<R>(&self, f: impl FnOnce(&ChangeRow<'_>) -> R) -> R {
+        let cells = self.row.all_cells();
+        let located = ChangeRow {
+            header: self.header,
+            row: RowRef {
+                index: self.row.index,
+                specs: self.row.specs,
+                cells: CellSource::Slices(&cells),
+            },
+        };
+        f(&located)
+    }
+
     /// The CQL type of a column of the log (for collections, the log's frozen type).
     pub fn column_type(&self, name: &str) -> Option<&'c ColumnType<'c>> {
         self.row.column_type(name)

@@ -67,6 +67,18 @@ async fn assemble(rows: &[TestRow]) -> Vec<Change> {
     assert!(!copied.iter().any(flagged));
     for feed in [Feed::Spanned, Feed::Pushed] {
         let spanned = assemble_in(rows, feed).await;
+        // `with_cells_located` finds the same cells.
+        for c in &spanned {
+            for r in c.rows() {
+                let owned = |row: &ChangeRow<'_>| -> Vec<Option<Option<Vec<u8>>>> {
+                    (0..row.row.len())
+                        .map(|p| row.row.cell(p).map(|c| c.map(<[u8]>::to_vec)))
+                        .collect()
+                };
+                let located = r.with_cells_located(|l| owned(l));
+                assert_eq!(located, owned(&r), "{feed:?}");
+            }
+        }
         assert_eq!(cells_of(&spanned).concat(), expected, "{feed:?}");
         assert_eq!(format!("{spanned:?}"), format!("{copied:?}"), "{feed:?}");
         assert!(

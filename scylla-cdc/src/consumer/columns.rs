@@ -358,6 +358,40 @@ impl<'a> RowRef<'a> {
         }
     }
 
+    /// Every cell of the row, located in one pass (`cell` walks a [`CellSource::Span`]
+    /// from its first cell at each call).
+    pub(crate) fn all_cells(&self) -> Vec<Option<&'a [u8]>> {
+        match self.cells {
+            CellSource::Span { cells, count } => {
+                let mut out = Vec::with_capacity(count);
+                let mut at = 0usize;
+                for _ in 0..count {
+                    let Some(n) = read_i32_be(cells, at) else {
+                        break;
+                    };
+                    match usize::try_from(n) {
+                        Err(_) => {
+                            out.push(None);
+                            at += 4;
+                        }
+                        Ok(n) => {
+                            let start = at + 4;
+                            let Some(cell) =
+                                start.checked_add(n).and_then(|end| cells.get(start..end))
+                            else {
+                                break;
+                            };
+                            out.push(Some(cell));
+                            at = start + n;
+                        }
+                    }
+                }
+                out
+            }
+            _ => (0..self.len()).map_while(|p| self.cell(p)).collect(),
+        }
+    }
+
     /// The number of cells of the row.
     pub(crate) fn len(&self) -> usize {
         match self.cells {

@@ -1,0 +1,8 @@
+//! Integration tests of `scylla-cdc-kafka` (one test binary): the program against an embedded
+//! Scylla-compatible cluster and a real Apache Kafka broker, checked with Kafka's own Java
+//! clients.
+
+mod exactly_once;
+mod faults;
+mod matrix;
+mod support;
