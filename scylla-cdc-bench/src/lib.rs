@@ -195,11 +195,61 @@ pub fn own_rusage() -> Usage {
         }
         usage.assume_init()
     };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    usage_of(&usage)
+}
+
+fn timeval(t: libc::timeval) -> Duration {
+    Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000)
+}
+
+fn usage_of(usage: &libc::rusage) -> Usage {
     Usage {
-        user: tv(usage.ru_utime),
-        system: tv(usage.ru_stime),
+        user: timeval(usage.ru_utime),
+        system: timeval(usage.ru_stime),
         peak_rss: usage.ru_maxrss as u64 * 1024,
+    }
+}
+
+/// Reaps the child process `pid` if it has ended (`wait4` with `WNOHANG`): its exit status
+/// and its own resource usage (CPU time of all its threads, peak RSS: exact, unlike
+/// `getrusage(RUSAGE_CHILDREN)`, which sums every child and keeps the largest RSS of any).
+/// `Ok(None)` while it runs. A `std::process::Child` reaped this way must not be waited for
+/// or killed afterwards.
+#[allow(unsafe_code)]
+pub fn try_wait_with_usage(pid: u32) -> std::io::Result<Option<(std::process::ExitStatus, Usage)>> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status: libc::c_int = 0;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: wait4 writes the status and a full `rusage` into the pointers when it returns
+    // the pid; with WNOHANG it returns 0 (nothing written) while the child runs.
+    let reaped = unsafe {
+        libc::wait4(
+            pid as libc::pid_t,
+            &mut status,
+            libc::WNOHANG,
+            usage.as_mut_ptr(),
+        )
+    };
+    if reaped < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if reaped == 0 {
+        return Ok(None);
+    }
+    // SAFETY: wait4 returned the pid, so it filled `usage`.
+    let usage = unsafe { usage.assume_init() };
+    Ok(Some((
+        std::process::ExitStatus::from_raw(status),
+        usage_of(&usage),
+    )))
+}
+
+/// Sends SIGTERM to a process.
+#[allow(unsafe_code)]
+pub fn terminate(pid: u32) {
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGTERM);
     }
 }
 
@@ -216,8 +266,7 @@ pub fn children_cpu_time() -> Duration {
         }
         usage.assume_init()
     };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    timeval(usage.ru_utime) + timeval(usage.ru_stime)
 }
 
 #[allow(unsafe_code)]
@@ -264,6 +313,11 @@ pub async fn end_of_backlog(
         .build()
         .await
         .context("connecting to the embedded cluster")?;
+    end_of_backlog_in(&session, keyspace).await
+}
+
+/// [`end_of_backlog`] of the cluster of `session` (an emulator in another process, say).
+pub async fn end_of_backlog_in(session: &Session, keyspace: &str) -> anyhow::Result<u64> {
     session
         .query_unpaged(
             format!(
