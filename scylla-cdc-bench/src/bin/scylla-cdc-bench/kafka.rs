@@ -257,7 +257,8 @@ struct Broker {
 
 impl Broker {
     fn start(scripts: &Path, address: &str) -> anyhow::Result<Broker> {
-        let dir = std::env::temp_dir().join(format!("scylla-cdc-bench-kafka-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("scylla-cdc-bench-kafka-{}", std::process::id()));
         let started = Instant::now();
         let output = Command::new(scripts.join("start-kafka"))
             .arg("--dir")
@@ -586,7 +587,26 @@ struct ThroughputRun {
     cpu: f64,
     broker_cpu: f64,
     emulator_cpu: f64,
+    /// The machine's 1-minute load average at the run's end.
+    load: f64,
     count: TopicCount,
+}
+
+impl ThroughputRun {
+    /// The rate the run's CPU time allows on 2 cores: 2 × changes over the CPU seconds of the
+    /// program, the broker and the emulator together (what the run would reach if those
+    /// three had the machine's 2 cores to themselves and kept them busy).
+    fn two_core_bound(&self, total: u64) -> f64 {
+        2.0 * total as f64 / (self.cpu + self.broker_cpu + self.emulator_cpu).max(1e-9)
+    }
+}
+
+/// The 1-minute load average (0 if unknown).
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
 }
 
 async fn throughput_run(
@@ -597,17 +617,10 @@ async fn throughput_run(
     start: &str,
     end: &str,
 ) -> anyhow::Result<ThroughputRun> {
-    let mut extra: Vec<String> = [
-        "--start",
-        start,
-        "--end",
-        end,
-        "--progress-interval",
-        "0.1",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut extra: Vec<String> = ["--start", start, "--end", end, "--progress-interval", "0.1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     extra.extend(variant.flags.iter().cloned());
     let args = bench.program_args("t", prefix, &extra);
     let broker_cpu0 = process_cpu_time(bench.broker.pid)?;
@@ -642,6 +655,7 @@ async fn throughput_run(
         cpu: (ended.usage.user + ended.usage.system).as_secs_f64(),
         broker_cpu: broker_cpu.as_secs_f64(),
         emulator_cpu: emulator_cpu.as_secs_f64(),
+        load: load_average(),
         count,
     })
 }
@@ -774,7 +788,10 @@ async fn delay_run(
         t.await?;
     }
     let write_rate = writes as f64 / writing.elapsed().as_secs_f64();
-    let (acked, failed) = (acked.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    let (acked, failed) = (
+        acked.load(Ordering::Relaxed),
+        failed.load(Ordering::Relaxed),
+    );
 
     // Until every acknowledged write is seen, or the wait is over.
     let waiting_until = Instant::now() + delay_wait;
@@ -803,9 +820,8 @@ async fn delay_run(
         .join()
         .map_err(|_| anyhow::anyhow!("the consumer thread panicked"))?;
     terminate(program.pid);
-    let ended = tokio::task::block_in_place(|| {
-        program.wait(Instant::now() + Duration::from_secs(60))
-    })?;
+    let ended =
+        tokio::task::block_in_place(|| program.wait(Instant::now() + Duration::from_secs(60)))?;
     if !ended.success {
         bail!(
             "the program exited with {} after SIGTERM; its last lines:\n{}",
@@ -833,7 +849,10 @@ fn sibling(explicit: Option<PathBuf>, name: &str) -> anyhow::Result<PathBuf> {
         return Ok(p);
     }
     let exe = std::env::current_exe()?;
-    let path = exe.parent().context("this binary has no directory")?.join(name);
+    let path = exe
+        .parent()
+        .context("this binary has no directory")?
+        .join(name);
     ensure!(
         path.exists(),
         "{} not found: build it with `cargo build --release -p {name}` or pass --program",
@@ -863,8 +882,10 @@ fn throughput_table(results: &[(Variant, Vec<ThroughputRun>)]) -> String {
         "peak RSS MiB (max)",
         "CPU s (median)",
         "CPU µs/change",
-        "broker CPU s",
-        "emulator CPU s",
+        "broker CPU s (median)",
+        "emulator CPU s (median)",
+        "2-core bound changes/s (median)",
+        "load average",
         "records / distinct changes",
     ]
     .iter()
@@ -877,7 +898,7 @@ fn throughput_table(results: &[(Variant, Vec<ThroughputRun>)]) -> String {
         }
         let rates: Vec<f64> = runs.iter().map(|r| r.rate).collect();
         let [min, med, max] = spread(&rates).unwrap_or_default();
-        let total = runs[0].count.records.max(1) as f64;
+        let total = runs[0].count.records.max(1);
         let med_of = |f: &dyn Fn(&ThroughputRun) -> f64| {
             median(runs.iter().map(f).collect()).unwrap_or(f64::NAN)
         };
@@ -890,7 +911,11 @@ fn throughput_table(results: &[(Variant, Vec<ThroughputRun>)]) -> String {
         rows.push(vec![
             variant.label.clone(),
             runs.len().to_string(),
-            rates.iter().map(|r| grouped(*r)).collect::<Vec<_>>().join(", "),
+            rates
+                .iter()
+                .map(|r| grouped(*r))
+                .collect::<Vec<_>>()
+                .join(", "),
             format!("{} / {} / {}", grouped(min), grouped(med), grouped(max)),
             median(steady).map_or("-".into(), grouped),
             f2(med_of(&|r| r.wall)),
@@ -899,9 +924,14 @@ fn throughput_table(results: &[(Variant, Vec<ThroughputRun>)]) -> String {
                 runs.iter().map(|r| mib(r.peak_rss)).fold(0.0, f64::max)
             ),
             f2(cpu),
-            f2(cpu * 1e6 / total),
+            f2(cpu * 1e6 / total as f64),
             f2(med_of(&|r| r.broker_cpu)),
             f2(med_of(&|r| r.emulator_cpu)),
+            grouped(med_of(&|r| r.two_core_bound(total))),
+            runs.iter()
+                .map(|r| format!("{:.1}", r.load))
+                .collect::<Vec<_>>()
+                .join(", "),
             counts.join(", "),
         ]);
     }
@@ -949,7 +979,8 @@ fn delay_table(results: &[(Variant, DelayRun)]) -> String {
 pub(crate) async fn main() -> anyhow::Result<()> {
     let mut args = Args::parse_from(crate::program_args());
     if args.quick {
-        let given = |flag: &str| std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
+        let given =
+            |flag: &str| std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
         if !given("--changes") {
             args.changes = 100_000;
         }
@@ -968,10 +999,10 @@ pub(crate) async fn main() -> anyhow::Result<()> {
     let total = rows * args.partitions;
     let program = sibling(args.program.clone(), "scylla-cdc-kafka")?;
     let emulator_path = emulator_binary(args.emulator.clone())?;
-    let scripts = args.kafka_scripts.clone().unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../conformance/kafka")
-    });
+    let scripts = args
+        .kafka_scripts
+        .clone()
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance/kafka"));
     let variants = default_variants(
         &args.variants,
         &["transactions=", "no-transactions=--no-transactions"],
@@ -1067,7 +1098,10 @@ pub(crate) async fn main() -> anyhow::Result<()> {
             );
             tokio::time::sleep(Duration::from_millis(ready_at - now)).await;
         }
-        println!("throughput: --start {start} --end {end}, {} run(s) of each variant", args.runs);
+        println!(
+            "throughput: --start {start} --end {end}, {} run(s) of each variant",
+            args.runs
+        );
         for run in 1..=args.runs {
             for (i, (variant, results)) in throughput.iter_mut().enumerate() {
                 let prefix = format!("tput{run}v{i}");
@@ -1076,8 +1110,8 @@ pub(crate) async fn main() -> anyhow::Result<()> {
                     .with_context(|| format!("run {run} of {}", variant.label))?;
                 println!(
                     "run {run} {:<18} {:>6.2} s  {:>9} changes/s (steady {:>9})  peak RSS {:.1} MiB  \
-                     CPU {:.2} s  broker CPU {:.2} s  emulator CPU {:.2} s  read back {} records, {} \
-                     changes in {:.1} s",
+                     CPU {:.2} s  broker CPU {:.2} s  emulator CPU {:.2} s  (2-core bound {}/s)  \
+                     load {:.1}  read back {} records, {} changes in {:.1} s",
                     variant.label,
                     r.wall,
                     grouped(r.rate),
@@ -1086,6 +1120,8 @@ pub(crate) async fn main() -> anyhow::Result<()> {
                     r.cpu,
                     r.broker_cpu,
                     r.emulator_cpu,
+                    grouped(r.two_core_bound(total)),
+                    r.load,
                     r.count.records,
                     r.count.changes,
                     r.count.secs,
@@ -1148,8 +1184,9 @@ pub(crate) async fn main() -> anyhow::Result<()> {
                 r.write_rate,
                 r.seen,
                 r.twice,
-                p50_p99_max(r.delays.clone())
-                    .map_or("-".into(), |[a, b, c]| format!("{a:.2} / {b:.2} / {c:.2} s")),
+                p50_p99_max(r.delays.clone()).map_or("-".into(), |[a, b, c]| format!(
+                    "{a:.2} / {b:.2} / {c:.2} s"
+                )),
                 mib(r.peak_rss),
                 r.cpu
             );
@@ -1208,7 +1245,10 @@ mod tests {
                 ],
             }
         );
-        assert_eq!(parse_variant("defaults=").unwrap().flags, Vec::<String>::new());
+        assert_eq!(
+            parse_variant("defaults=").unwrap().flags,
+            Vec::<String>::new()
+        );
         assert!(parse_variant("--no-transactions").is_err());
         assert!(parse_variant("=--no-transactions").is_err());
         let defaults = default_variants(&[], &["a=", "b=--x"]);
