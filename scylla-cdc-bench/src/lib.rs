@@ -25,6 +25,10 @@
 //!   catch-up of one preloaded backlog (rows/s, speedup, client CPU per row, per-member rows,
 //!   exact count and checksum of the union), and the lease table's requests per second while
 //!   catching up and while idle.
+//! - `kafka`: `scylla-cdc-kafka` (a child process) publishing to a real Kafka 4.4 broker
+//!   (`conformance/kafka/start-kafka`): changes/s catching up a preloaded backlog with and
+//!   without transactions (peak RSS, CPU, the records read back), and the delay from a write
+//!   to its visibility to a `read_committed` consumer with and without early reads.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -211,12 +215,17 @@ fn usage_of(usage: &libc::rusage) -> Usage {
 }
 
 /// Reaps the child process `pid` if it has ended (`wait4` with `WNOHANG`): its exit status
-/// and its own resource usage (CPU time of all its threads, peak RSS: exact, unlike
-/// `getrusage(RUSAGE_CHILDREN)`, which sums every child and keeps the largest RSS of any).
-/// `Ok(None)` while it runs. A `std::process::Child` reaped this way must not be waited for
-/// or killed afterwards.
+/// and the CPU time (user + system) of all its threads; `Ok(None)` while it runs. A
+/// `std::process::Child` reaped this way must not be waited for or killed afterwards.
+///
+/// Not its peak RSS: Linux carries a process's peak RSS across `execve`, and a child that
+/// `std::process::Command` spawns (`posix_spawn`, a `vfork`) shares this process's memory
+/// until its `execve`, so `wait4`'s `ru_maxrss` is at least this process's own peak at the
+/// spawn. Sample the child's `VmHWM` ([`process_peak_rss`]) while it runs instead.
 #[allow(unsafe_code)]
-pub fn try_wait_with_usage(pid: u32) -> std::io::Result<Option<(std::process::ExitStatus, Usage)>> {
+pub fn try_wait_with_cpu(
+    pid: u32,
+) -> std::io::Result<Option<(std::process::ExitStatus, Duration)>> {
     use std::os::unix::process::ExitStatusExt;
     let mut status: libc::c_int = 0;
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
@@ -237,10 +246,10 @@ pub fn try_wait_with_usage(pid: u32) -> std::io::Result<Option<(std::process::Ex
         return Ok(None);
     }
     // SAFETY: wait4 returned the pid, so it filled `usage`.
-    let usage = unsafe { usage.assume_init() };
+    let usage = usage_of(&unsafe { usage.assume_init() });
     Ok(Some((
         std::process::ExitStatus::from_raw(status),
-        usage_of(&usage),
+        usage.user + usage.system,
     )))
 }
 

@@ -6,7 +6,9 @@
 //! `stop-kafka` at the end, its directory removed), and one `scylla-emulator` process (1 node,
 //! 2 shards). The program under test, the release build of `scylla-cdc-kafka` next to this
 //! binary (`--program`), runs as a child process; its CPU time (user + system, all threads)
-//! and peak RSS come from `wait4` when it exits.
+//! comes from `wait4` when it exits, its peak RSS from its `VmHWM`, sampled every 20 ms while
+//! it runs (`wait4`'s `ru_maxrss` would include this bench's own memory: Linux carries the
+//! peak across the `execve` of a child that shared its parent's memory until then).
 //!
 //! **Throughput.** The emulator preloads `bench.t (pk bigint, ck bigint, v blob)` with
 //! `--changes` single-row inserts (`--partitions` partitions), so the backlog is that many
@@ -72,8 +74,8 @@ use scylla::client::session::Session;
 use scylla_cdc_bench::latency::markdown;
 use scylla_cdc_bench::live::p50_p99_max;
 use scylla_cdc_bench::{
-    Emulator, Usage, emulator_binary, end_of_backlog_in, median, now_ms, process_cpu_time,
-    random_loopback, terminate, try_wait_with_usage,
+    Emulator, emulator_binary, end_of_backlog_in, median, now_ms, process_cpu_time,
+    process_peak_rss, random_loopback, terminate, try_wait_with_cpu,
 };
 
 /// scylla-cdc-kafka against a real Kafka broker: catch-up throughput (with and without
@@ -312,20 +314,26 @@ impl Drop for Broker {
 }
 
 /// `scylla-cdc-kafka` running as a child process, its stderr read by a thread: progress lines
-/// kept with their time, the other lines kept for an error message. Killed if dropped before
-/// it was reaped.
+/// kept with their time, the other lines kept for an error message; its peak RSS (`VmHWM`)
+/// sampled every 20 ms by another. Killed if dropped before it was reaped.
 struct Program {
     child: Option<Child>,
     pid: u32,
     launched: Instant,
     progress: Arc<Mutex<Vec<(Duration, u64)>>>,
     other_lines: Arc<Mutex<Vec<String>>>,
+    peak_rss: Arc<AtomicU64>,
+    /// Set once the process is reaped (its pid may then be another process's).
+    reaped: Arc<AtomicBool>,
 }
 
 /// How a program's run ended.
 struct Ended {
     wall: Duration,
-    usage: Usage,
+    /// CPU time, user + system, all threads.
+    cpu: Duration,
+    /// The last `VmHWM` sampled before the exit.
+    peak_rss: u64,
     success: bool,
     status: String,
 }
@@ -360,13 +368,41 @@ impl Program {
                 }
             });
         }
+        let pid = child.id();
+        let peak_rss = Arc::new(AtomicU64::new(0));
+        let reaped = Arc::new(AtomicBool::new(false));
+        {
+            let (peak_rss, reaped) = (peak_rss.clone(), reaped.clone());
+            std::thread::spawn(move || {
+                while !reaped.load(Ordering::Relaxed) {
+                    // A zombie has no VmHWM any more: its last sample stays.
+                    if let Ok(rss) = process_peak_rss(pid) {
+                        peak_rss.fetch_max(rss, Ordering::Relaxed);
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            });
+        }
         Ok(Program {
-            pid: child.id(),
+            pid,
             child: Some(child),
             launched,
             progress,
             other_lines,
+            peak_rss,
+            reaped,
         })
+    }
+
+    /// Reaps the process if it has ended: its status and CPU time.
+    fn try_reap(&mut self) -> anyhow::Result<Option<(std::process::ExitStatus, Duration)>> {
+        let ended = try_wait_with_cpu(self.pid)?;
+        if ended.is_some() {
+            self.reaped.store(true, Ordering::Relaxed);
+            // Reaped: the `Child` must not be killed or waited for any more.
+            drop(self.child.take());
+        }
+        Ok(ended)
     }
 
     fn progress(&self) -> Vec<(Duration, u64)> {
@@ -381,18 +417,17 @@ impl Program {
     /// killed and this fails).
     fn wait(&mut self, deadline: Instant) -> anyhow::Result<Ended> {
         loop {
-            if let Some((status, usage)) = try_wait_with_usage(self.pid)? {
-                let wall = self.launched.elapsed();
-                // Reaped: the `Child` must not be killed or waited for any more.
-                drop(self.child.take());
+            if let Some((status, cpu)) = self.try_reap()? {
                 return Ok(Ended {
-                    wall,
-                    usage,
+                    wall: self.launched.elapsed(),
+                    cpu,
+                    peak_rss: self.peak_rss.load(Ordering::Relaxed),
                     success: status.success(),
                     status: status.to_string(),
                 });
             }
             if Instant::now() >= deadline {
+                self.reaped.store(true, Ordering::Relaxed);
                 if let Some(mut child) = self.child.take() {
                     let _ = child.kill();
                     let _ = child.wait();
@@ -409,6 +444,7 @@ impl Program {
 
 impl Drop for Program {
     fn drop(&mut self) {
+        self.reaped.store(true, Ordering::Relaxed);
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -651,8 +687,8 @@ async fn throughput_run(
         wall,
         steady: steady_rate(&progress, total),
         rate: total as f64 / wall,
-        peak_rss: ended.usage.peak_rss,
-        cpu: (ended.usage.user + ended.usage.system).as_secs_f64(),
+        peak_rss: ended.peak_rss,
+        cpu: ended.cpu.as_secs_f64(),
         broker_cpu: broker_cpu.as_secs_f64(),
         emulator_cpu: emulator_cpu.as_secs_f64(),
         load: load_average(),
@@ -736,8 +772,7 @@ async fn delay_run(
     // Running once it prints its first progress line (printed once the reader started).
     let ready_deadline = Instant::now() + Duration::from_secs(120);
     while program.progress().is_empty() {
-        if let Ok(Some((status, _))) = try_wait_with_usage(program.pid) {
-            program.child.take();
+        if let Ok(Some((status, _))) = program.try_reap() {
             bail!(
                 "the program exited ({status}) before it ran; its last lines:\n{}",
                 program.stderr_tail()
@@ -806,8 +841,7 @@ async fn delay_run(
         if seen >= acked || Instant::now() >= waiting_until {
             break;
         }
-        if let Ok(Some((status, _))) = try_wait_with_usage(program.pid) {
-            program.child.take();
+        if let Ok(Some((status, _))) = program.try_reap() {
             bail!(
                 "the program exited ({status}) while running; its last lines:\n{}",
                 program.stderr_tail()
@@ -838,8 +872,8 @@ async fn delay_run(
         twice: r.twice,
         delays: r.delays,
         write_rate,
-        peak_rss: ended.usage.peak_rss,
-        cpu: (ended.usage.user + ended.usage.system).as_secs_f64(),
+        peak_rss: ended.peak_rss,
+        cpu: ended.cpu.as_secs_f64(),
     })
 }
 
