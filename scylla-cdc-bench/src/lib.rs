@@ -25,6 +25,10 @@
 //!   catch-up of one preloaded backlog (rows/s, speedup, client CPU per row, per-member rows,
 //!   exact count and checksum of the union), and the lease table's requests per second while
 //!   catching up and while idle.
+//! - `kafka`: `scylla-cdc-kafka` (a child process) publishing to a real Kafka 4.4 broker
+//!   (`conformance/kafka/start-kafka`): changes/s catching up a preloaded backlog with and
+//!   without transactions (peak RSS, CPU, the records read back), and the delay from a write
+//!   to its visibility to a `read_committed` consumer with and without early reads.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -195,11 +199,66 @@ pub fn own_rusage() -> Usage {
         }
         usage.assume_init()
     };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    usage_of(&usage)
+}
+
+fn timeval(t: libc::timeval) -> Duration {
+    Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000)
+}
+
+fn usage_of(usage: &libc::rusage) -> Usage {
     Usage {
-        user: tv(usage.ru_utime),
-        system: tv(usage.ru_stime),
+        user: timeval(usage.ru_utime),
+        system: timeval(usage.ru_stime),
         peak_rss: usage.ru_maxrss as u64 * 1024,
+    }
+}
+
+/// Reaps the child process `pid` if it has ended (`wait4` with `WNOHANG`): its exit status
+/// and the CPU time (user + system) of all its threads; `Ok(None)` while it runs. A
+/// `std::process::Child` reaped this way must not be waited for or killed afterwards.
+///
+/// Not its peak RSS: Linux carries a process's peak RSS across `execve`, and a child that
+/// `std::process::Command` spawns (`posix_spawn`, a `vfork`) shares this process's memory
+/// until its `execve`, so `wait4`'s `ru_maxrss` is at least this process's own peak at the
+/// spawn. Sample the child's `VmHWM` ([`process_peak_rss`]) while it runs instead.
+#[allow(unsafe_code)]
+pub fn try_wait_with_cpu(
+    pid: u32,
+) -> std::io::Result<Option<(std::process::ExitStatus, Duration)>> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status: libc::c_int = 0;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: wait4 writes the status and a full `rusage` into the pointers when it returns
+    // the pid; with WNOHANG it returns 0 (nothing written) while the child runs.
+    let reaped = unsafe {
+        libc::wait4(
+            pid as libc::pid_t,
+            &mut status,
+            libc::WNOHANG,
+            usage.as_mut_ptr(),
+        )
+    };
+    if reaped < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if reaped == 0 {
+        return Ok(None);
+    }
+    // SAFETY: wait4 returned the pid, so it filled `usage`.
+    let usage = usage_of(&unsafe { usage.assume_init() });
+    Ok(Some((
+        std::process::ExitStatus::from_raw(status),
+        usage.user + usage.system,
+    )))
+}
+
+/// Sends SIGTERM to a process.
+#[allow(unsafe_code)]
+pub fn terminate(pid: u32) {
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGTERM);
     }
 }
 
@@ -216,8 +275,7 @@ pub fn children_cpu_time() -> Duration {
         }
         usage.assume_init()
     };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    timeval(usage.ru_utime) + timeval(usage.ru_stime)
 }
 
 #[allow(unsafe_code)]
@@ -264,6 +322,11 @@ pub async fn end_of_backlog(
         .build()
         .await
         .context("connecting to the embedded cluster")?;
+    end_of_backlog_in(&session, keyspace).await
+}
+
+/// [`end_of_backlog`] of the cluster of `session` (an emulator in another process, say).
+pub async fn end_of_backlog_in(session: &Session, keyspace: &str) -> anyhow::Result<u64> {
     session
         .query_unpaged(
             format!(

@@ -19,6 +19,7 @@ mod compare;
 mod emulator;
 mod group;
 mod idle;
+mod kafka;
 mod large_rows;
 mod latency;
 mod log_read;
@@ -34,7 +35,7 @@ use std::process::{ExitCode, Termination};
 type Main = fn() -> ExitCode;
 
 /// The programs: subcommand, its `main`, what it measures.
-const PROGRAMS: [(&str, Main, &str); 10] = [
+const PROGRAMS: [(&str, Main, &str); 11] = [
     (
         "compare",
         || compare::main().report(),
@@ -54,6 +55,11 @@ const PROGRAMS: [(&str, Main, &str); 10] = [
         "idle",
         || idle::main().report(),
         "requests while idle, catch-up and delivery delay, beside scylla-cdc-rust 0.7",
+    ),
+    (
+        "kafka",
+        || kafka::main().report(),
+        "scylla-cdc-kafka and a real Kafka broker: catch-up changes/s, write-to-consumer delay",
     ),
     (
         "large-rows",
