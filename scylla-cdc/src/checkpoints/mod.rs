@@ -75,6 +75,27 @@ pub trait CDCCheckpointSaver: Send + Sync {
         None
     }
 
+    /// A member of a consumer group ([`crate::CDCLogReaderBuilder::group`]) is about to
+    /// read `stream_ids`, which `previous_owner` read until its lease on them ran out (it
+    /// died, or it was cut off or paused for longer than its lease). Called before their
+    /// checkpoints are loaded; an error is retried while the leases last, then the units are
+    /// left for a later round.
+    ///
+    /// The previous owner has stopped reading them (each reader checks its lease before every
+    /// delivery), but what it handed to a consumer may still take effect later where the
+    /// consumer's writes are asynchronous: a saver that stores its checkpoints together with
+    /// the consumer's output (one transaction of another system) fences the previous owner
+    /// here, so that nothing of it becomes visible after the checkpoints are read. The
+    /// default does nothing.
+    async fn taking_over(
+        &self,
+        previous_owner: &str,
+        stream_ids: &[StreamID],
+    ) -> anyhow::Result<()> {
+        let _ = (previous_owner, stream_ids);
+        Ok(())
+    }
+
     /// Records the progress of a stream group.
     async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()>;
 

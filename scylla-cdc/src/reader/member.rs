@@ -98,6 +98,9 @@ struct ToStart {
     valid_until: Instant,
     /// Its streams' checkpoints, once loaded.
     saved: Option<Vec<Option<DateTime<Utc>>>>,
+    /// The member whose lease on it ran out before this member took it over (the saver is
+    /// told before the checkpoints are loaded: [`crate::CDCCheckpointSaver::taking_over`]).
+    taken_from: Option<String>,
 }
 
 /// Why [`Member::step`] returns.
@@ -193,6 +196,9 @@ struct Member<'w> {
     /// The units this member holds and renews (not done), as its last renewal left them,
     /// with the ones it took or handed over since.
     held: Vec<String>,
+    /// Units taken over from a member whose lease ran out, whose take's answer was lost: if
+    /// a later round finds the take applied, the saver is told of that member all the same.
+    lost_takes: HashMap<String, String>,
 }
 
 impl Worker {
@@ -220,6 +226,7 @@ impl Worker {
             renewed_until: None,
             last_renewal: None,
             held: Vec::new(),
+            lost_takes: HashMap::new(),
         };
         let result = member.run().await;
         member.leave().await;
@@ -714,6 +721,7 @@ impl Member<'_> {
                         streams: units_known[&row.unit].clone(),
                         valid_until,
                         saved: None,
+                        taken_from: self.lost_takes.remove(&row.unit),
                     });
                 }
             }
@@ -779,6 +787,7 @@ impl Member<'_> {
                 .await
             {
                 Ok(Cas::Applied) => {
+                    self.lost_takes.remove(unit);
                     if let Some(owner) = owner {
                         info!(unit = %unit, from = %owner, "took over a unit whose lease ran out");
                     }
@@ -794,6 +803,7 @@ impl Member<'_> {
                         streams: units_known[unit].clone(),
                         valid_until: sent + self.validity(),
                         saved: None,
+                        taken_from: owner.clone().filter(|o| o != self.me()),
                     });
                     self.held.push(unit.clone());
                 }
@@ -804,7 +814,12 @@ impl Member<'_> {
                     }
                 }
                 // The answer was lost: the next read shows whether it was taken.
-                Err(e) => warn!(unit = %unit, error = %e, "could not take a unit"),
+                Err(e) => {
+                    if let Some(owner) = owner.clone().filter(|o| o != self.me()) {
+                        self.lost_takes.insert(unit.clone(), owner);
+                    }
+                    warn!(unit = %unit, error = %e, "could not take a unit")
+                }
             }
         }
         if !to_start.is_empty() {
@@ -959,6 +974,53 @@ impl Member<'_> {
         // that loading many units (every unit of a member, after its leases ran out) does
         // not itself outlast the leases of the units loaded first or of the readers running.
         if let Some(loader) = self.w.loader.clone() {
+            // The saver hears of every member whose units are taken over before their
+            // checkpoints are read (it may have to fence what that member still writes).
+            let mut previous: BTreeMap<String, Vec<StreamID>> = BTreeMap::new();
+            for u in &units {
+                if let Some(owner) = &u.taken_from {
+                    previous
+                        .entry(owner.clone())
+                        .or_default()
+                        .extend(u.streams.iter().copied());
+                }
+            }
+            for (owner, streams) in previous {
+                self.keep_alive(&mut units).await;
+                let valid_until = units
+                    .iter()
+                    .map(|u| u.valid_until)
+                    .min()
+                    .unwrap_or_else(Instant::now);
+                let mut backoff = Backoff::new(self.w.settings.give_up_after);
+                let told = retry_transient("telling the saver of a takeover", &mut backoff, || {
+                    let (loader, owner, streams) = (loader.clone(), owner.clone(), &streams);
+                    async move {
+                        loader.taking_over(&owner, streams).await.map_err(|source| {
+                            CDCError::Checkpoint {
+                                action: "prepare a takeover",
+                                source,
+                            }
+                        })
+                    }
+                });
+                match tokio::time::timeout_at(valid_until, told).await {
+                    Ok(told) => told?,
+                    Err(_) => {
+                        warn!(
+                            from = %owner,
+                            "the saver could not prepare the takeover before the leases run out: not starting the units"
+                        );
+                        // Whichever round starts them must tell the saver again.
+                        for u in &units {
+                            if let Some(o) = &u.taken_from {
+                                self.lost_takes.insert(u.row.unit.clone(), o.clone());
+                            }
+                        }
+                        return Ok(());
+                    }
+                }
+            }
             loop {
                 self.keep_alive(&mut units).await;
                 let chunk: Vec<usize> = (0..units.len())

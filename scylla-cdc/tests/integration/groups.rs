@@ -14,8 +14,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use scylla::client::session::Session;
 use scylla_cdc::{
-    CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, CDCRow, Consumer, ConsumerFactory,
-    EarlyReads, ReaderEvent, StreamID, TableBackedCheckpointSaver, UnitStopReason,
+    CDCCheckpointSaver, CDCLogReader, CDCLogReaderBuilder, CDCReaderHandle, CDCRow, Checkpoint,
+    Consumer, ConsumerFactory, EarlyReads, GenerationTimestamp, ReaderEvent, StreamID,
+    TableBackedCheckpointSaver, UnitStopReason,
 };
 use scylla_cdc_test_utils::{embedded_only, setup_tracing};
 use scylla_emulator::{EmbeddedCluster, FaultError, FaultOpcode, FaultReaction, FaultRule};
@@ -237,6 +238,61 @@ struct Setup {
     start: DateTime<Utc>,
     deliveries: Deliveries,
     units: UnitLog,
+    takeovers: Takeovers,
+}
+
+/// What the members' savers were told of takeovers
+/// ([`CDCCheckpointSaver::taking_over`]): (taker, previous owner, streams), in order.
+type Takeovers = Arc<Mutex<Vec<(String, String, Vec<StreamID>)>>>;
+
+/// The members' checkpoint saver: the table's, recording the takeovers it is told of.
+struct RecordingSaver {
+    inner: Arc<dyn CDCCheckpointSaver>,
+    member: String,
+    takeovers: Takeovers,
+}
+
+#[async_trait]
+impl CDCCheckpointSaver for RecordingSaver {
+    fn for_table(&self, table: &str) -> anyhow::Result<Arc<dyn CDCCheckpointSaver>> {
+        Ok(Arc::new(RecordingSaver {
+            inner: self.inner.for_table(table)?,
+            member: self.member.clone(),
+            takeovers: self.takeovers.clone(),
+        }))
+    }
+    fn checkpoint_table(&self) -> Option<(String, String)> {
+        self.inner.checkpoint_table()
+    }
+    async fn taking_over(&self, previous_owner: &str, streams: &[StreamID]) -> anyhow::Result<()> {
+        self.takeovers.lock().unwrap().push((
+            self.member.clone(),
+            previous_owner.to_owned(),
+            streams.to_vec(),
+        ));
+        Ok(())
+    }
+    async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()> {
+        self.inner.save_checkpoint(checkpoint).await
+    }
+    async fn save_new_generation(&self, generation: &GenerationTimestamp) -> anyhow::Result<()> {
+        self.inner.save_new_generation(generation).await
+    }
+    async fn load_last_generation(&self) -> anyhow::Result<Option<GenerationTimestamp>> {
+        self.inner.load_last_generation().await
+    }
+    async fn load_last_checkpoint(
+        &self,
+        streams: &[StreamID],
+    ) -> anyhow::Result<Option<DateTime<Utc>>> {
+        self.inner.load_last_checkpoint(streams).await
+    }
+    async fn load_stream_checkpoints(
+        &self,
+        streams: &[StreamID],
+    ) -> anyhow::Result<Vec<Option<DateTime<Utc>>>> {
+        self.inner.load_stream_checkpoints(streams).await
+    }
 }
 
 impl Setup {
@@ -248,6 +304,7 @@ impl Setup {
             start: Utc::now() - TimeDelta::seconds(1),
             deliveries: Deliveries::default(),
             units: UnitLog::default(),
+            takeovers: Takeovers::default(),
         })
     }
 
@@ -323,6 +380,11 @@ impl Setup {
             "t",
         )
         .await?;
+        let saver = RecordingSaver {
+            inner: Arc::new(saver),
+            member: id.to_owned(),
+            takeovers: self.takeovers.clone(),
+        };
         let units = self.units.clone();
         let builder = CDCLogReaderBuilder::new()
             .session(session)
@@ -414,6 +476,7 @@ impl Killable {
             start: setup.start,
             deliveries: setup.deliveries.clone(),
             units: setup.units.clone(),
+            takeovers: setup.takeovers.clone(),
         };
         let id = id.to_owned();
         runtime.spawn(async move {
@@ -619,6 +682,15 @@ async fn a_killed_member_s_units_are_taken_over_and_nothing_is_lost() -> anyhow:
     workload.wait_for_rounds(20, "rounds of writes").await;
     let victims = c.reader.progress().group.unwrap().owned;
     assert_eq!(victims.len(), 4);
+    let victim_streams: BTreeSet<StreamID> = {
+        let started = setup.units.2.lock().unwrap();
+        victims
+            .iter()
+            .flat_map(|u| started[u].iter().copied())
+            .collect()
+    };
+    let no_takeover_yet = setup.takeovers.lock().unwrap().is_empty();
+    assert!(no_takeover_yet, "takeovers before any lease ran out");
     c.kill();
     setup.units.killed("c");
     let delivered_before_kill = setup.deliveries.snapshot().len();
@@ -630,6 +702,26 @@ async fn a_killed_member_s_units_are_taken_over_and_nothing_is_lost() -> anyhow:
     )
     .await;
     let took = killed_at.elapsed();
+    // The savers of the members that took the units over were told, before loading the
+    // checkpoints, that c read them, and of every one of their streams.
+    let told: BTreeSet<StreamID> = setup
+        .takeovers
+        .lock()
+        .unwrap()
+        .iter()
+        .inspect(|(taker, previous, _)| {
+            assert!(taker == "a" || taker == "b", "{taker} took over");
+            assert_eq!(
+                previous, "c",
+                "{taker} was told of a takeover from {previous}"
+            );
+        })
+        .flat_map(|(_, _, streams)| streams.iter().copied())
+        .collect();
+    assert_eq!(
+        told, victim_streams,
+        "the savers were told of other streams"
+    );
     // A member sees the dead member's last renewal within a renewal interval, and takes its
     // units once they stayed unchanged for a lease duration (checked every renewal
     // interval).
