@@ -13,7 +13,7 @@ use scylla_cdc::cli::secure::{
     CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
 };
 use scylla_cdc::cli::{
-    CliError, EarlyReadFlags, StartAt, TimeSpec, checkpoint_interval_arg, hosts_arg,
+    CliError, EarlyReadFlags, GroupFlags, GroupSettings, StartAt, TimeSpec, checkpoint_interval_arg, hosts_arg,
     long_interval_arg, one_host_arg, parse_name, parse_positive_seconds, parse_time,
     progress_interval_arg, resolve_range, rows_per_second_arg, safety_interval_arg,
     sleep_interval_arg, tables_arg, window_size_arg,
@@ -153,6 +153,12 @@ pub struct Args {
     /// --no-early-reads.
     #[command(flatten)]
     pub early_reads: EarlyReadFlags,
+    /// Consumer group: --group, --member-id, --lease-duration, --renew-interval,
+    /// --lease-table (required with --group: the program keeps its checkpoints in Kafka,
+    /// the group's leases in Scylla). Each member publishes with its own transactional id,
+    /// `<--transactional-id>.<member id>`; exactly once holds across hand-overs.
+    #[command(flatten)]
+    pub consumer_group: GroupFlags,
     /// How long a start-up step or a read keeps being retried while Scylla fails
     /// transiently, in seconds; then the program exits with code 3 (default: forever).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
@@ -262,8 +268,12 @@ pub struct Config {
     pub topic_replication_factor: Option<i32>,
     /// Kafka client options, with env: and file: values resolved.
     pub kafka_options: Vec<(String, String)>,
-    /// `Some(id)`: transactions.
+    /// `Some(id)`: transactions (in a group, the member's own id).
     pub transactional_id: Option<String>,
+    /// `--transactional-id` (or its default), which a group member's id is made of.
+    pub transactional_base: Option<String>,
+    /// The consumer group, with the member id chosen.
+    pub group: Option<GroupSettings>,
     /// Commit interval.
     pub commit_interval: Duration,
     /// Kafka timeout.
@@ -414,13 +424,38 @@ impl Args {
             let value = resolve_option(&key, &value, &env)?;
             kafka_options.push((key, value));
         }
-        let transactional_id = if self.no_transactions {
+        let has_lease_table = self.consumer_group.lease_table.is_some();
+        let group = self
+            .consumer_group
+            .resolve(
+                has_lease_table,
+                "pass --lease-table KEYSPACE.TABLE (the program keeps its checkpoints in Kafka; \
+                 the group's leases are kept in Scylla)",
+            )?
+            .map(|mut g| {
+                g.member_id
+                    .get_or_insert_with(scylla_cdc::cli::default_member_id);
+                g
+            });
+        if group.is_some() && self.snapshot {
+            return Err(CliError::usage(
+                "--snapshot cannot be used with --group (take the snapshot with one instance \
+                 first, then start the group)",
+            ));
+        }
+        let transactional_base = if self.no_transactions {
             None
         } else {
             Some(self.transactional_id.unwrap_or_else(|| {
                 format!("scylla-cdc-kafka.{}.{}", self.topic_prefix, self.keyspace)
             }))
         };
+        let transactional_id = transactional_base.as_ref().map(|base| {
+            match group.as_ref().and_then(|g| g.member_id.as_deref()) {
+                Some(member) => crate::saver::member_transactional_id(base, member),
+                None => base.clone(),
+            }
+        });
         let events = EventOptions {
             format: match self.format {
                 FormatArg::Legacy => OutputFormat::Legacy,
@@ -452,6 +487,8 @@ impl Args {
             topic_replication_factor: self.topic_replication_factor,
             kafka_options,
             transactional_id,
+            transactional_base,
+            group,
             commit_interval: self.commit_interval,
             kafka_timeout: self.kafka_timeout,
             events,

@@ -18,6 +18,7 @@
 //! library's checkpoint saver on top of it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow};
@@ -140,17 +141,46 @@ impl CheckpointRecord {
         }
     }
 
+    /// This (group checkpoint) record with `replay`: where, in each event partition, the
+    /// events of changes at or after its time begin (written by members of a consumer group,
+    /// for the member that takes the streams over).
+    pub fn with_replay(mut self, starts: &[ReplayStart]) -> Self {
+        if let Ok(mut v) = serde_json::from_str::<Value>(&self.value) {
+            v["replay"] = Value::Array(starts_json(starts));
+            self.value = v.to_string();
+        }
+        self
+    }
+
     /// The record of where a restart of `instance` reads the event partitions again.
     pub fn replay(instance: &str, watermark_ms: i64, starts: &[ReplayStart]) -> Self {
-        let partitions: Vec<Value> = starts
-            .iter()
-            .map(|s| json!([s.topic, s.partition, s.offset]))
-            .collect();
+        let partitions = starts_json(starts);
         Self {
             key: format!("r/{instance}"),
             value: json!({"watermark": watermark_ms, "partitions": partitions}).to_string(),
         }
     }
+}
+
+/// Replay starts as JSON: `[[topic, partition, offset], ...]`.
+fn starts_json(starts: &[ReplayStart]) -> Vec<Value> {
+    starts
+        .iter()
+        .map(|s| json!([s.topic, s.partition, s.offset]))
+        .collect()
+}
+
+/// Replay starts from their JSON (`None` if malformed).
+fn parse_starts(v: &Value) -> Option<Vec<ReplayStart>> {
+    let mut starts = Vec::new();
+    for p in v.as_array()? {
+        starts.push(ReplayStart {
+            topic: p[0].as_str()?.to_owned(),
+            partition: i32::try_from(p[1].as_i64()?).ok()?,
+            offset: p[2].as_i64()?,
+        });
+    }
+    Some(starts)
 }
 
 /// Everything read back from the checkpoint topic at start.
@@ -172,6 +202,11 @@ pub struct SavedProgress {
     pub records: u64,
     /// The `--snapshot`s' records (`snap/…`, [`crate::snapshot`]).
     pub snapshots: crate::snapshot::SavedSnapshots,
+    /// Per `keyspace.table`, per stream: the replay starts of the record that holds its
+    /// checkpoint (`None`: that record has none, it was not written by a group member).
+    pub stream_replay: HashMap<String, HashMap<StreamID, Option<Arc<Vec<ReplayStart>>>>>,
+    /// Per partition of the checkpoint topic: where the next read continues.
+    pub next_offsets: HashMap<i32, i64>,
 }
 
 impl SavedProgress {
@@ -193,13 +228,21 @@ impl SavedProgress {
             let time = v["time"].as_i64().ok_or_else(bad)?;
             let generation = v["generation"].as_i64().ok_or_else(bad)?;
             let ids = v["streams"].as_array().ok_or_else(bad)?;
+            let replay = match v.get("replay") {
+                None => None,
+                Some(r) => Some(Arc::new(parse_starts(r).ok_or_else(bad)?)),
+            };
             self.groups
                 .insert(key.to_owned(), (table.clone(), generation, time, ids.len()));
+            let replays = self.stream_replay.entry(table.clone()).or_default();
             let streams = self.streams.entry(table).or_default();
             for s in ids {
                 let id = s.as_str().and_then(parse_stream_hex).ok_or_else(bad)?;
                 let at = streams.entry(id).or_insert(time);
-                *at = (*at).max(time);
+                if time >= *at {
+                    *at = time;
+                    replays.insert(id, replay.clone());
+                }
             }
         } else if key.starts_with("n/") {
             let table = v["table"].as_str().ok_or_else(bad)?.to_owned();
@@ -211,14 +254,7 @@ impl SavedProgress {
             let start = v["start"].as_i64().ok_or_else(bad)?;
             self.starts.insert(table, start);
         } else if let Some(instance) = key.strip_prefix("r/") {
-            let mut starts = Vec::new();
-            for p in v["partitions"].as_array().ok_or_else(bad)? {
-                starts.push(ReplayStart {
-                    topic: p[0].as_str().ok_or_else(bad)?.to_owned(),
-                    partition: i32::try_from(p[1].as_i64().ok_or_else(bad)?).map_err(|_| bad())?,
-                    offset: p[2].as_i64().ok_or_else(bad)?,
-                });
-            }
+            let starts = parse_starts(&v["partitions"]).ok_or_else(bad)?;
             self.replay.insert(instance.to_owned(), starts);
         } else if key.starts_with("snap/") {
             self.snapshots.apply(key, &v)?;
@@ -234,6 +270,18 @@ impl SavedProgress {
     /// open transaction of another producer is waited for (at most `timeout`).
     pub fn load(consumer: &BaseConsumer, topic: &str, timeout: Duration) -> anyhow::Result<Self> {
         let mut progress = SavedProgress::default();
+        progress.refresh(consumer, topic, timeout)?;
+        Ok(progress)
+    }
+
+    /// Reads the records written since the last read (or load) to the topic's end, committed
+    /// records only (as [`SavedProgress::load`]).
+    pub fn refresh(
+        &mut self,
+        consumer: &BaseConsumer,
+        topic: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;
         let partitions: Vec<i32> = loop {
             let metadata = consumer
@@ -249,20 +297,25 @@ impl SavedProgress {
                 _ => anyhow::bail!("checkpoint topic {topic} is not available ({error:?})"),
             }
         };
-        read_partitions(
-            consumer,
-            partitions.iter().map(|p| (topic.to_owned(), *p, 0)),
-            timeout,
-            |message| {
-                let key = message
-                    .key()
-                    .map(String::from_utf8_lossy)
-                    .unwrap_or_default()
-                    .into_owned();
-                progress.apply(&key, message.payload())
-            },
-        )?;
-        Ok(progress)
+        let from: Vec<(String, i32, i64)> = partitions
+            .iter()
+            .map(|p| {
+                let at = self.next_offsets.get(p).copied().unwrap_or(0);
+                (topic.to_owned(), *p, at)
+            })
+            .collect();
+        read_partitions(consumer, from, timeout, |message| {
+            let key = message
+                .key()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default()
+                .into_owned();
+            self.apply(&key, message.payload())?;
+            let next = self.next_offsets.entry(message.partition()).or_insert(0);
+            *next = (*next).max(message.offset() + 1);
+            Ok(())
+        })?;
+        Ok(())
     }
 
     /// Where `table` (`keyspace.table`) started reading, if saved.

@@ -43,7 +43,7 @@ pub mod publish;
 pub mod saver;
 pub mod snapshot;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,18 +56,17 @@ use rdkafka::consumer::BaseConsumer;
 use rdkafka::error::RDKafkaErrorCode;
 use scylla::client::session::Session;
 use scylla_cdc::cli::{CliError, RunningReader, Shutdown, connect, supervise};
-use scylla_cdc::{CDCLogReaderBuilder, Change, ChangeConsumer, ChangeConsumerFactory, StreamID};
+use scylla_cdc::{CDCLogReaderBuilder, Change, ChangeConsumer, ChangeConsumerFactory};
 use tracing::{info, warn};
-use uuid::Uuid;
 
 use crate::args::{Args, Config};
 use crate::checkpoint::{CheckpointRecord, SavedProgress};
 use crate::event::{Event, EventOptions, EventRenderer, TableInfo};
-use crate::produced::Produced;
+use crate::produced::{Produced, PublishedSet};
 use crate::publish::{
     ChangeEvents, Command, Outgoing, PublishError, Publisher, PublisherConfig, PublisherHandle,
 };
-use crate::saver::KafkaCheckpoints;
+use crate::saver::{GroupLoads, KafkaCheckpoints};
 
 /// Exit code: Kafka refused (authorization, a message over the size limit, a fenced
 /// producer).
@@ -89,8 +88,9 @@ pub struct KafkaChangeConsumer {
     renderer: EventRenderer,
     topic: usize,
     publisher: PublisherHandle,
-    /// Changes an earlier run published (read back at start); empty without transactions.
-    published: Arc<HashSet<(StreamID, Uuid)>>,
+    /// Changes an earlier run (or, in a group, another member) published: read back at
+    /// start or when units are taken; empty without transactions.
+    published: Arc<PublishedSet>,
     counters: Arc<Counters>,
     events: Vec<Event>,
 }
@@ -100,7 +100,7 @@ impl ChangeConsumer for KafkaChangeConsumer {
     async fn consume_change(&mut self, change: Change) -> anyhow::Result<()> {
         let stream = change.stream_id();
         let time = change.time();
-        if !self.published.is_empty() && self.published.contains(&(stream, time)) {
+        if self.published.contains(stream, time) {
             self.counters
                 .already_published
                 .fetch_add(1, Ordering::Relaxed);
@@ -139,7 +139,7 @@ impl ChangeConsumer for KafkaChangeConsumer {
 struct TableSetup {
     info: TableInfo,
     topic: usize,
-    published: Arc<HashSet<(StreamID, Uuid)>>,
+    published: Arc<PublishedSet>,
 }
 
 /// Makes a [`KafkaChangeConsumer`] per table and stream group.
@@ -256,11 +256,21 @@ fn kafka_error(e: PublishError) -> CliError {
     }
 }
 
-/// The client configuration every Kafka client of the run shares.
+/// The client configuration every Kafka client of the run shares (the `-X` options last).
 fn client_config(config: &Config) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", &config.bootstrap_servers);
     c.set("client.id", "scylla-cdc-kafka");
+    for (k, v) in &config.kafka_options {
+        c.set(k, v);
+    }
+    c
+}
+
+/// The producers' configuration: the shared one with the producer's own settings (which the
+/// `-X` options still override).
+fn producer_config(config: &Config) -> ClientConfig {
+    let mut c = ClientConfig::new();
     // A broker that stays away longer than the Kafka timeout stops the program.
     let timeout_ms = config.kafka_timeout.as_millis().to_string();
     c.set("message.timeout.ms", &timeout_ms);
@@ -269,7 +279,7 @@ fn client_config(config: &Config) -> ClientConfig {
     c.set("queue.buffering.max.kbytes", "16384");
     c.set("linger.ms", "5");
     c.set("batch.size", "1000000");
-    for (k, v) in &config.kafka_options {
+    for (k, v) in client_config(config).config_map() {
         c.set(k, v);
     }
     c
@@ -408,7 +418,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
         .clone()
         .unwrap_or_else(|| format!("{}.{}", config.topic_prefix, config.keyspace));
     let publisher_config = PublisherConfig {
-        producer: client.clone(),
+        producer: producer_config(&config),
         transactional_id: config.transactional_id.clone(),
         instance,
         checkpoint_topic: config.checkpoint_topic.clone(),
@@ -416,6 +426,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
         commit_interval: config.commit_interval,
         kafka_timeout: config.kafka_timeout,
         channel_capacity: 4096,
+        group: config.group.is_some(),
     };
     let reader_consumer = {
         let mut c = client.clone();
@@ -478,8 +489,9 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
     }
     start_records.extend(snapshots.records());
 
-    // Changes published since the checkpoints (exactly once only).
-    let mut produced = if config.transactional_id.is_some() {
+    // Changes published since the checkpoints (exactly once only). A group member reads
+    // them back for the units it takes, when it takes them (`saver::GroupLoads`).
+    let mut produced = if config.transactional_id.is_some() && config.group.is_none() {
         let replay = saved.replay_starts();
         let timeout = config.kafka_timeout;
         let produced = blocking(move || Produced::load(&consumer, &replay, timeout))
@@ -497,6 +509,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
         Produced::default()
     };
 
+    let group_progress = config.group.is_some().then(|| saved.clone());
     let saved = Arc::new(saved);
     let tables_state: HashMap<String, (i64, i64)> = starts
         .iter()
@@ -566,7 +579,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
     let mut tables = HashMap::new();
     for (i, info) in infos.into_iter().enumerate() {
         let table = config.tables[i].clone();
-        let published = Arc::new(produced.take_topic(&event_topics[i]));
+        let published = Arc::new(PublishedSet::new(produced.take_topic(&event_topics[i])));
         tables.insert(
             table,
             TableSetup {
@@ -575,6 +588,38 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
                 published,
             },
         );
+    }
+    let mut saver = KafkaCheckpoints::new(
+        &config.keyspace,
+        &config.tables[0],
+        saved.clone(),
+        handle.clone(),
+    );
+    if let Some(progress) = group_progress {
+        let consumer: BaseConsumer = reader_consumer.create().map_err(|e| {
+            kafka_error(PublishError::from_kafka(
+                "creating the read-back consumer",
+                &e,
+            ))
+        })?;
+        let published = tables
+            .iter()
+            .map(|(table, setup)| {
+                (
+                    format!("{}.{table}", config.keyspace),
+                    (event_topics[setup.topic].clone(), setup.published.clone()),
+                )
+            })
+            .collect();
+        saver = saver.in_group(Arc::new(GroupLoads {
+            checkpoint_topic: config.checkpoint_topic.clone(),
+            topics: event_topics.clone(),
+            client: producer_config(&config),
+            transactional_base: config.transactional_base.clone(),
+            timeout: config.kafka_timeout,
+            published,
+            state: std::sync::Mutex::new((consumer, progress)),
+        }));
     }
     let factory = KafkaConsumerFactory {
         tables,
@@ -592,12 +637,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
         &config,
         earliest_start,
         Arc::new(factory),
-        KafkaCheckpoints::new(
-            &config.keyspace,
-            &config.tables[0],
-            saved.clone(),
-            handle.clone(),
-        ),
+        saver,
     )
     .await?;
     let _ = progress_cell.set(readers[0].reader.progress_handle());
@@ -698,6 +738,9 @@ async fn start_reader(
     }
     if let Some(end) = config.end {
         builder = builder.end_timestamp(end);
+    }
+    if let Some(group) = &config.group {
+        builder = group.configure(builder);
     }
     match builder.build().await {
         Ok((reader, handle)) => Ok(vec![RunningReader {

@@ -11,6 +11,8 @@
 //! gives the set of changes already published; the consumers skip exactly those.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -101,8 +103,58 @@ impl Produced {
         self.by_topic.remove(topic).unwrap_or_default()
     }
 
+    /// Keeps only the changes of `streams` (a group member reads back what concerns the
+    /// units it takes).
+    pub fn retain_streams(&mut self, streams: &HashSet<StreamID>) {
+        for changes in self.by_topic.values_mut() {
+            changes.retain(|(s, _)| streams.contains(s));
+        }
+    }
+
     /// How many distinct changes were read back.
     pub fn changes(&self) -> usize {
         self.by_topic.values().map(HashSet::len).sum()
+    }
+}
+
+/// The changes of one table that were published already and must be skipped: read back at
+/// start, and (in a consumer group) when units are taken, while consumers check it.
+#[derive(Debug, Default)]
+pub struct PublishedSet {
+    changes: RwLock<HashSet<(StreamID, Uuid)>>,
+    /// Whether `changes` has any: the common case (none) needs no lock.
+    any: AtomicBool,
+}
+
+impl PublishedSet {
+    /// A set holding `changes`.
+    pub fn new(changes: HashSet<(StreamID, Uuid)>) -> Self {
+        let any = AtomicBool::new(!changes.is_empty());
+        Self {
+            changes: RwLock::new(changes),
+            any,
+        }
+    }
+
+    /// Whether the change of `stream` at `time` was published.
+    pub fn contains(&self, stream: StreamID, time: Uuid) -> bool {
+        self.any.load(Ordering::Acquire)
+            && self
+                .changes
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(&(stream, time))
+    }
+
+    /// Adds changes read back.
+    pub fn extend(&self, changes: HashSet<(StreamID, Uuid)>) {
+        if changes.is_empty() {
+            return;
+        }
+        self.changes
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(changes);
+        self.any.store(true, Ordering::Release);
     }
 }

@@ -79,6 +79,9 @@ pub enum Command {
         time: i64,
         /// The record.
         record: CheckpointRecord,
+        /// A consumer group member's save (see [`PublisherConfig::group`]): answered once the
+        /// transaction (or flush) holding the record succeeded; dropped if it failed.
+        committed: Option<oneshot::Sender<()>>,
     },
     /// The generation a table's reader entered.
     Generation {
@@ -104,6 +107,12 @@ pub enum Command {
     },
     /// Commit (or flush) what was sent, then answer.
     Commit(oneshot::Sender<Result<(), PublishError>>),
+    /// Events other producers published after checkpoints this program now continues from
+    /// (read back by a group member taking units over, [`crate::saver`]): per event
+    /// partition (topic index, partition), the first offset and latest change time (ms).
+    /// Kept in the replay ledger, so that this program's own checkpoints still point back to
+    /// them until they pass them.
+    Earlier(Vec<((usize, i32), (i64, i64))>),
 }
 
 /// Why publishing stopped.
@@ -176,6 +185,11 @@ pub struct PublisherConfig {
     pub kafka_timeout: Duration,
     /// Commands the channel holds before consumers wait.
     pub channel_capacity: usize,
+    /// A member of a consumer group: each stream group's checkpoint record is written at
+    /// commit time with where, in each event partition, the events at or after its time
+    /// begin (the member that takes the streams over reads back from there), and a save is
+    /// answered once its transaction committed.
+    pub group: bool,
 }
 
 /// What the publisher thread and the delivery callbacks share.
@@ -221,15 +235,24 @@ impl PartitionLedger {
         }
     }
 
+    /// The first offset of the events at or after `time_ms` (one past the last acknowledged
+    /// one if there is none), without forgetting anything.
+    fn first_at_or_after(&self, time_ms: i64) -> i64 {
+        self.blocks
+            .iter()
+            .filter(|b| b.max_time >= time_ms)
+            .map(|b| b.first_offset)
+            .min()
+            .unwrap_or(self.next_offset)
+    }
+
     /// Forgets the blocks whose events all lie before `watermark`; the offset from which a
     /// restart must read again.
     fn replay_from(&mut self, watermark: i64) -> i64 {
-        while self.blocks.front().is_some_and(|b| b.max_time < watermark) {
-            self.blocks.pop_front();
-        }
-        self.blocks
-            .front()
-            .map_or(self.next_offset, |b| b.first_offset)
+        // Blocks read back (`add_earlier`) go in front of later deliveries' blocks: the
+        // deque is not in offset order then, so every block is looked at.
+        self.blocks.retain(|b| b.max_time >= watermark);
+        self.first_at_or_after(i64::MIN)
     }
 }
 
@@ -272,6 +295,32 @@ impl ProducerContext for Context {
                 }
             }
         }
+    }
+}
+
+/// Makes `e` the failure the handles see (the first one stays).
+fn record_failure(cell: &FailureCell, e: &PublishError) {
+    let mut failure = cell.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if failure.is_none() {
+        *failure = Some(e.clone());
+    }
+    let _ = cell.1.send(true);
+}
+
+/// Adds what other runs or members published (read back) to the ledger, each span as one
+/// closed block: new deliveries start blocks of their own.
+fn add_earlier(deliveries: &Mutex<Deliveries>, spans: Vec<((usize, i32), (i64, i64))>) {
+    let mut d = deliveries
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for (key, (first_offset, max_time)) in spans {
+        let ledger = d.ledger.entry(key).or_default();
+        ledger.blocks.push_front(Block {
+            first_offset,
+            max_time,
+            count: LEDGER_BLOCK,
+        });
+        ledger.next_offset = ledger.next_offset.max(first_offset);
     }
 }
 
@@ -400,7 +449,20 @@ pub struct Publisher {
     sent: u64,
     /// The last replay record written.
     last_replay: Option<Vec<ReplayStart>>,
+    /// A group member's checkpoint records, written at the next commit with their replay
+    /// starts ([`PublisherConfig::group`]), with their times (ms).
+    deferred: Vec<(CheckpointRecord, i64)>,
+    /// Saves answered once the next commit (or flush) succeeded.
+    acks: Vec<oneshot::Sender<()>>,
+    /// Where the handles see a failure (set by `spawn`).
+    failure: Option<FailureCell>,
 }
+
+/// The failure the handles see, and the signal that there is one.
+type FailureCell = (
+    Arc<Mutex<Option<PublishError>>>,
+    tokio::sync::watch::Sender<bool>,
+);
 
 impl Publisher {
     /// Creates the producer and, with transactions, fences every earlier producer of the same
@@ -462,22 +524,7 @@ impl Publisher {
                 },
             );
         }
-        {
-            let mut d = connected
-                .deliveries
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            for (key, (first_offset, max_time)) in earlier {
-                let ledger = d.ledger.entry(key).or_default();
-                // One closed block: new deliveries start blocks of their own.
-                ledger.blocks.push_front(Block {
-                    first_offset,
-                    max_time,
-                    count: LEDGER_BLOCK,
-                });
-                ledger.next_offset = ledger.next_offset.max(first_offset);
-            }
-        }
+        add_earlier(&connected.deliveries, earlier);
         Self {
             config,
             producer: connected.producer,
@@ -487,13 +534,16 @@ impl Publisher {
             waiting: Vec::new(),
             sent: 0,
             last_replay: None,
+            deferred: Vec::new(),
+            acks: Vec::new(),
+            failure: None,
         }
     }
 
     /// Runs the publisher on a thread of its own until every handle is dropped (after a
     /// final commit) or an error stops it.
     pub fn spawn(
-        self,
+        mut self,
     ) -> (
         PublisherHandle,
         std::thread::JoinHandle<Result<(), PublishError>>,
@@ -506,15 +556,14 @@ impl Publisher {
             failure: failure.clone(),
             failed,
         };
+        self.failure = Some((failure, failed_tx));
         let thread = std::thread::Builder::new()
             .name("kafka-publisher".into())
             .spawn(move || {
+                let failure = self.failure.clone();
                 let result = self.run(rx);
-                if let Err(e) = &result {
-                    *failure
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e.clone());
-                    let _ = failed_tx.send(true);
+                if let (Err(e), Some(cell)) = (&result, &failure) {
+                    record_failure(cell, e);
                 }
                 result
             })
@@ -554,8 +603,11 @@ impl Publisher {
                 Err(_) => {}
             }
             if Instant::now() >= next_commit {
-                if (self.sent > 0 || !self.waiting.is_empty())
-                    && let Err(e) = self.commit()
+                let pending = self.sent > 0
+                    || !self.waiting.is_empty()
+                    || !self.deferred.is_empty()
+                    || !self.acks.is_empty();
+                if pending && let Err(e) = self.commit()
                 {
                     rx.close();
                     return Err(e);
@@ -611,6 +663,7 @@ impl Publisher {
                 generation,
                 time,
                 record,
+                committed,
             } => {
                 let streams = serde_json::from_str::<serde_json::Value>(&record.value)
                     .ok()
@@ -625,7 +678,17 @@ impl Publisher {
                         streams,
                     },
                 );
-                self.checkpoint(record)
+                self.acks.extend(committed);
+                if self.config.group && self.config.transactional_id.is_some() {
+                    self.deferred.push((record, time));
+                    Ok(())
+                } else {
+                    self.checkpoint(record)
+                }
+            }
+            Command::Earlier(spans) => {
+                add_earlier(&self.deliveries, spans);
+                Ok(())
             }
             Command::Generation {
                 table,
@@ -656,6 +719,11 @@ impl Publisher {
             }
             Command::Commit(reply) => {
                 let result = self.commit();
+                // The handles see the failure before the one who asked hears of it (so that
+                // the program reports Kafka's error, not the error of what asked).
+                if let (Err(e), Some(cell)) = (&result, &self.failure) {
+                    record_failure(cell, e);
+                }
                 let _ = reply.send(result.clone());
                 result
             }
@@ -730,6 +798,10 @@ impl Publisher {
             .map_err(|e| PublishError::from_kafka("waiting for Kafka to store the events", &e))?;
         self.check_failure()?;
         if self.config.transactional_id.is_some() {
+            for (record, time) in std::mem::take(&mut self.deferred) {
+                let record = self.with_replay(record, time);
+                self.send_record(&record)?;
+            }
             let starts = self.replay_starts();
             if self.last_replay.as_ref() != Some(&starts) {
                 let record =
@@ -751,7 +823,33 @@ impl Publisher {
             self.check_failure()?;
         }
         self.sent = 0;
+        for ack in self.acks.drain(..) {
+            let _ = ack.send(());
+        }
         Ok(())
+    }
+
+    /// A group member's checkpoint record with, per event partition, the offset from which
+    /// on every event of a change at or after `time_ms` lies (as far as this program's
+    /// deliveries and the events it read back tell; every message sent is acknowledged).
+    fn with_replay(&self, record: CheckpointRecord, time_ms: i64) -> CheckpointRecord {
+        let d = self
+            .deliveries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut starts: Vec<ReplayStart> = d
+            .ledger
+            .iter()
+            .filter_map(|((topic, partition), ledger)| {
+                Some(ReplayStart {
+                    topic: self.config.topics.get(*topic)?.clone(),
+                    partition: *partition,
+                    offset: ledger.first_at_or_after(time_ms),
+                })
+            })
+            .collect();
+        starts.sort();
+        record.with_replay(&starts)
     }
 
     fn commit_transaction(&mut self) -> Result<(), PublishError> {

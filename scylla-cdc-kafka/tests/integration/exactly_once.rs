@@ -13,14 +13,14 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, ensure};
 use rand::{Rng, SeedableRng};
 use scylla::client::session::Session;
-use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCluster, setup_tracing};
 use scylla_emulator::EmbeddedCluster;
 use serde_json::Value;
 use uuid::Uuid;
 
 use crate::support::*;
 
-fn env_usize(name: &str, default: usize) -> usize {
+pub(crate) fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -32,15 +32,15 @@ const LATE_EVERY: usize = 97;
 /// Keys of the on-time changes.
 const KEYS: usize = 200;
 
-struct Written {
+pub(crate) struct Written {
     /// (pk, v) of every change written.
-    changes: Vec<(i32, i32)>,
+    pub(crate) changes: Vec<(i32, i32)>,
 }
 
 /// Writes `n` changes over about `span`: rounds of [`KEYS`] concurrent inserts (one per key,
 /// so each key's writes are sequential), `v` numbering the changes; every [`LATE_EVERY`]-th
 /// goes to its own key `100000 + v` with a timestamp 1.5 s in the past.
-async fn write_changes(
+pub(crate) async fn write_changes(
     session: Arc<Session>,
     ks: String,
     n: usize,
@@ -129,25 +129,7 @@ async fn run(spec: Run) -> anyhow::Result<()> {
     };
     let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
     let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    session
-        .query_unpaged(
-            format!(
-                "CREATE KEYSPACE {ks} WITH replication = \
-                 {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
-            ),
-            (),
-        )
-        .await?;
-    session
-        .query_unpaged(
-            format!(
-                "CREATE TABLE {ks}.t (pk int, ck int, v int, PRIMARY KEY (pk, ck)) \
-                 WITH cdc = {{'enabled': true}}"
-            ),
-            (),
-        )
-        .await?;
+    let ks = keyspace_with_table(&session, "pk int, ck int, v int, PRIMARY KEY (pk, ck)").await?;
     let hosts = cluster.contact_points().join(",");
     let dir = TempDir::new();
     let log = dir.path().join("program.log");
@@ -197,12 +179,33 @@ async fn run(spec: Run) -> anyhow::Result<()> {
         "the program exited with {code:?}: {}",
         program.log()
     );
+    check_published(
+        spec.test,
+        &written,
+        kills,
+        &check,
+        spec.transactions,
+        &program.log(),
+    )
+}
 
+/// Checks what the consumer read (`check`) against what was written: each change once (at
+/// least once without transactions), with its value, each key's changes in one partition
+/// and (with transactions) in write order. `log` is shown when something is missing.
+pub(crate) fn check_published(
+    test: &str,
+    written: &Written,
+    kills: usize,
+    check: &[Value],
+    transactions: bool,
+    log: &str,
+) -> anyhow::Result<()> {
+    let expected = written.changes.len();
     // Exactly once (or at least once): each change by its stream and cdc$time.
     let mut seen: HashMap<(String, String), usize> = HashMap::new();
     // Per key, the write times in the order the consumer saw them (one partition per key).
     let mut per_key: BTreeMap<String, Vec<(i64, i64)>> = BTreeMap::new();
-    for r in &check {
+    for r in check {
         let stream = header(r, "scylla.stream")
             .context("no stream header")?
             .to_owned();
@@ -222,7 +225,7 @@ async fn run(spec: Run) -> anyhow::Result<()> {
     let repeated: usize = seen.values().filter(|n| **n > 1).count();
     eprintln!(
         "{}: {} changes written, {} kills, {} records read, {} distinct changes, {} repeated",
-        spec.test,
+        test,
         expected,
         kills,
         check.len(),
@@ -240,11 +243,10 @@ async fn run(spec: Run) -> anyhow::Result<()> {
             .collect();
         anyhow::bail!(
             "{distinct} distinct changes published, {expected} written; missing (pk, v), \
-             pk >= 100000 written late: {missing:?}\nthe program's log:\n{}",
-            program.log()
+             pk >= 100000 written late: {missing:?}\nthe program's log:\n{log}"
         );
     }
-    if spec.transactions {
+    if transactions {
         ensure!(
             repeated == 0,
             "{repeated} changes were published more than once"
@@ -254,14 +256,14 @@ async fn run(spec: Run) -> anyhow::Result<()> {
     // The events carry the changes' values: every number written, each once (at least once
     // without transactions).
     let mut numbers: HashMap<i64, usize> = HashMap::new();
-    for r in &check {
+    for r in check {
         let n = value_number(r).with_context(|| format!("an event without after.v: {r}"))?;
         *numbers.entry(n).or_default() += 1;
     }
     for (_, v) in &written.changes {
         let count = numbers.get(&i64::from(*v)).copied().unwrap_or(0);
         ensure!(
-            count == 1 || (!spec.transactions && count > 1),
+            count == 1 || (!transactions && count > 1),
             "change v={v} was published {count} times"
         );
     }
@@ -277,7 +279,7 @@ async fn run(spec: Run) -> anyhow::Result<()> {
             partitions.len() == 1,
             "key {key} is in partitions {partitions:?}"
         );
-        if spec.transactions {
+        if transactions {
             ensure!(
                 times.windows(2).all(|w| w[0].1 < w[1].1),
                 "key {key}: changes out of write order: {times:?}"
@@ -289,7 +291,7 @@ async fn run(spec: Run) -> anyhow::Result<()> {
 
 /// Reads the topic with Kafka's Java consumer (read_committed) until every change is there
 /// (distinct stream and time) and no more arrive for 5 s, or 180 s have passed.
-async fn consume_all(bootstrap: &str, topic: &str, expected: usize) -> anyhow::Result<Vec<Value>> {
+pub(crate) async fn consume_all(bootstrap: &str, topic: &str, expected: usize) -> anyhow::Result<Vec<Value>> {
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let (bootstrap, topic) = (bootstrap.to_owned(), topic.to_owned());

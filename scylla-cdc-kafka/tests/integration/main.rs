@@ -4,6 +4,7 @@
 
 mod exactly_once;
 mod faults;
+mod groups;
 mod matrix;
 mod snapshot;
 mod support;

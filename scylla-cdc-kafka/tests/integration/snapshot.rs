@@ -15,7 +15,7 @@ use anyhow::{Context, bail, ensure};
 use futures::FutureExt;
 use rand::{Rng, SeedableRng};
 use scylla::client::session::Session;
-use scylla_cdc_test_utils::{TestCluster, setup_tracing, unique_keyspace_name};
+use scylla_cdc_test_utils::{TestCluster, setup_tracing};
 use scylla_emulator::EmbeddedCluster;
 use serde_json::Value;
 
@@ -222,25 +222,11 @@ async fn run(spec: Spec) -> anyhow::Result<()> {
     let started = Instant::now();
     let cluster = TestCluster::start(EmbeddedCluster::builder().nodes(1)).await?;
     let session = cluster.session().await?;
-    let ks = unique_keyspace_name();
-    session
-        .query_unpaged(
-            format!(
-                "CREATE KEYSPACE {ks} WITH replication = \
-                 {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
-            ),
-            (),
-        )
-        .await?;
-    session
-        .query_unpaged(
-            format!(
-                "CREATE TABLE {ks}.t (pk int, ck int, s int static, v int, w int, \
-                 PRIMARY KEY (pk, ck)) WITH cdc = {{'enabled': true}}"
-            ),
-            (),
-        )
-        .await?;
+    let ks = keyspace_with_table(
+        &session,
+        "pk int, ck int, s int static, v int, w int, PRIMARY KEY (pk, ck)",
+    )
+    .await?;
     write_existing(&session, &ks).await?;
     // The boundary is the launch minus the safety interval (2 s): after every existing row.
     tokio::time::sleep(Duration::from_millis(2300)).await;

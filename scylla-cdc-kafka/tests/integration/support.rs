@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::{Context, bail, ensure};
 use serde_json::Value;
 
 /// The repository's root.
@@ -311,6 +311,16 @@ impl Program {
         Ok(status.code())
     }
 
+    /// Sends it `signal` (`STOP`, `CONT`, `TERM`, ...).
+    pub(crate) fn signal(&self, signal: &str) -> anyhow::Result<()> {
+        let pid = self.child.id().context("the program has ended")?;
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
+            .status()?;
+        ensure!(status.success(), "kill -{signal} {pid} failed");
+        Ok(())
+    }
+
     /// Fails if the program has ended.
     pub(crate) fn check_running(&mut self) -> anyhow::Result<()> {
         if let Some(status) = self.child.try_wait()? {
@@ -392,6 +402,32 @@ pub(crate) fn program_args(
     .collect();
     args.extend(extra.iter().map(|s| s.to_string()));
     args
+}
+
+/// Creates a keyspace of unique name (replication factor 1) with the CDC-enabled table
+/// `t` of these columns and primary key (e.g. `pk int, ck int, v int, PRIMARY KEY (pk, ck)`);
+/// its name.
+pub(crate) async fn keyspace_with_table(
+    session: &scylla::client::session::Session,
+    definition: &str,
+) -> anyhow::Result<String> {
+    let ks = scylla_cdc_test_utils::unique_keyspace_name();
+    session
+        .query_unpaged(
+            format!(
+                "CREATE KEYSPACE {ks} WITH replication = \
+                 {{'class': 'NetworkTopologyStrategy', 'replication_factor': 1}}"
+            ),
+            (),
+        )
+        .await?;
+    session
+        .query_unpaged(
+            format!("CREATE TABLE {ks}.t ({definition}) WITH cdc = {{'enabled': true}}"),
+            (),
+        )
+        .await?;
+    Ok(ks)
 }
 
 /// A header of a record `kafka-check consume` printed.

@@ -748,6 +748,13 @@ pub fn unconfirmed_rows_arg(text: &str) -> Result<usize, String> {
     }
 }
 
+/// The member id a group member gets without `--member-id`: the host's name, the process id
+/// and 32 random bits (`<host>-<pid>-<8 hex digits>`), as the library chooses it. For a
+/// program that must know its id before the reader starts (to derive names from it).
+pub fn default_member_id() -> String {
+    crate::group::lease::default_member_id()
+}
+
 /// A consumer group, checked ([`GroupFlags::resolve`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupSettings {
