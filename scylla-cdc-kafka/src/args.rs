@@ -13,10 +13,10 @@ use scylla_cdc::cli::secure::{
     CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
 };
 use scylla_cdc::cli::{
-    CliError, EarlyReadFlags, GroupFlags, GroupSettings, StartAt, TimeSpec, checkpoint_interval_arg, hosts_arg,
-    long_interval_arg, one_host_arg, parse_name, parse_positive_seconds, parse_time,
-    progress_interval_arg, resolve_range, rows_per_second_arg, safety_interval_arg,
-    sleep_interval_arg, tables_arg, window_size_arg,
+    CliError, EarlyReadFlags, GroupFlags, GroupSettings, StartAt, TimeSpec,
+    checkpoint_interval_arg, hosts_arg, long_interval_arg, one_host_arg, parse_name,
+    parse_positive_seconds, parse_time, progress_interval_arg, resolve_range, rows_per_second_arg,
+    safety_interval_arg, sleep_interval_arg, tables_arg, window_size_arg,
 };
 pub use scylla_cdc::cli::{Hosts, Tables};
 

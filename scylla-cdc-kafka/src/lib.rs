@@ -632,14 +632,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
         .min()
         .copied()
         .unwrap_or_else(chrono::Utc::now);
-    let readers = start_reader(
-        &session,
-        &config,
-        earliest_start,
-        Arc::new(factory),
-        saver,
-    )
-    .await?;
+    let readers = start_reader(&session, &config, earliest_start, Arc::new(factory), saver).await?;
     let _ = progress_cell.set(readers[0].reader.progress_handle());
     let progress = scylla_cdc::cli::ReadersProgress::of(&readers);
     if let Some(every) = config.progress_interval {
@@ -684,7 +677,17 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
             std::future::pending::<()>().await;
         })
     };
-    let outcome = supervise(readers, readers_shutdown).await;
+    // A failed publisher ends the run at once: readers blocked on it (a consumer retrying
+    // its hand-over, a group member's save waiting for its commit) are not waited for, and a
+    // group member leaves no unit behind with a checkpoint that was not committed: its
+    // leases run out, and the member taking its units over fences it.
+    let outcome = tokio::select! {
+        outcome = supervise(readers, readers_shutdown) => outcome,
+        _ = handle.failed() => {
+            relay.abort();
+            return Err(kafka_error(handle.failure()));
+        }
+    };
     relay.abort();
     if handle.has_failed() {
         return Err(kafka_error(handle.failure()));

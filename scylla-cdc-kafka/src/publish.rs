@@ -300,7 +300,10 @@ impl ProducerContext for Context {
 
 /// Makes `e` the failure the handles see (the first one stays).
 fn record_failure(cell: &FailureCell, e: &PublishError) {
-    let mut failure = cell.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut failure = cell
+        .0
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if failure.is_none() {
         *failure = Some(e.clone());
     }
@@ -593,12 +596,12 @@ impl Publisher {
                 Ok(Some(command)) => {
                     if let Err(e) = self.handle(command) {
                         rx.close();
-                        return Err(e);
+                        return Err(self.refine(e));
                     }
                 }
                 Ok(None) => {
                     // Every handle is gone: the program is stopping.
-                    return self.commit();
+                    return self.commit().map_err(|e| self.refine(e));
                 }
                 Err(_) => {}
             }
@@ -607,10 +610,9 @@ impl Publisher {
                     || !self.waiting.is_empty()
                     || !self.deferred.is_empty()
                     || !self.acks.is_empty();
-                if pending && let Err(e) = self.commit()
-                {
+                if pending && let Err(e) = self.commit() {
                     rx.close();
-                    return Err(e);
+                    return Err(self.refine(e));
                 }
                 next_commit = Instant::now() + self.config.commit_interval;
             }
@@ -718,7 +720,7 @@ impl Publisher {
                 Ok(())
             }
             Command::Commit(reply) => {
-                let result = self.commit();
+                let result = self.commit().map_err(|e| self.refine(e));
                 // The handles see the failure before the one who asked hears of it (so that
                 // the program reports Kafka's error, not the error of what asked).
                 if let (Err(e), Some(cell)) = (&result, &self.failure) {
@@ -776,6 +778,18 @@ impl Publisher {
                     ));
                 }
             }
+        }
+    }
+
+    /// The producer's fatal error, if it has one, rather than `e` (which may be one of its
+    /// consequences: messages purged from the queue, a failed flush): a fenced producer
+    /// reports the fencing. A fatal error is for good.
+    fn refine(&self, e: PublishError) -> PublishError {
+        match self.producer.client().fatal_error() {
+            Some((code, reason)) => PublishError::Refused(format!(
+                "the Kafka producer failed for good ({code}): {reason}"
+            )),
+            None => e,
         }
     }
 

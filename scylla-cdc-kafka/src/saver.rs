@@ -190,7 +190,9 @@ impl KafkaCheckpoints {
         let spans: Vec<((usize, i32), (i64, i64))> = produced
             .partitions
             .iter()
-            .filter_map(|((topic, partition), span)| Some(((topic_index(topic)?, *partition), *span)))
+            .filter_map(|((topic, partition), span)| {
+                Some(((topic_index(topic)?, *partition), *span))
+            })
             .collect();
         if !spans.is_empty() {
             self.publisher.send(Command::Earlier(spans)).await?;

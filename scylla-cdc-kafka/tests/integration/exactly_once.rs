@@ -291,7 +291,11 @@ pub(crate) fn check_published(
 
 /// Reads the topic with Kafka's Java consumer (read_committed) until every change is there
 /// (distinct stream and time) and no more arrive for 5 s, or 180 s have passed.
-pub(crate) async fn consume_all(bootstrap: &str, topic: &str, expected: usize) -> anyhow::Result<Vec<Value>> {
+pub(crate) async fn consume_all(
+    bootstrap: &str,
+    topic: &str,
+    expected: usize,
+) -> anyhow::Result<Vec<Value>> {
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let (bootstrap, topic) = (bootstrap.to_owned(), topic.to_owned());
