@@ -261,9 +261,7 @@ fn client_config(config: &Config) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", &config.bootstrap_servers);
     c.set("client.id", "scylla-cdc-kafka");
-    for (k, v) in &config.kafka_options {
-        c.set(k, v);
-    }
+    set_options(&mut c, config);
     c
 }
 
@@ -271,6 +269,8 @@ fn client_config(config: &Config) -> ClientConfig {
 /// `-X` options still override).
 fn producer_config(config: &Config) -> ClientConfig {
     let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &config.bootstrap_servers);
+    c.set("client.id", "scylla-cdc-kafka");
     // A broker that stays away longer than the Kafka timeout stops the program.
     let timeout_ms = config.kafka_timeout.as_millis().to_string();
     c.set("message.timeout.ms", &timeout_ms);
@@ -279,10 +279,15 @@ fn producer_config(config: &Config) -> ClientConfig {
     c.set("queue.buffering.max.kbytes", "16384");
     c.set("linger.ms", "5");
     c.set("batch.size", "1000000");
-    for (k, v) in client_config(config).config_map() {
+    set_options(&mut c, config);
+    c
+}
+
+/// The `-X` options (secrets included: `ClientConfig::config_map` would hide them).
+fn set_options(c: &mut ClientConfig, config: &Config) {
+    for (k, v) in &config.kafka_options {
         c.set(k, v);
     }
-    c
 }
 
 /// The admin client's context: logs like the default one and reports an authentication
