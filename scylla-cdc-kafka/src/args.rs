@@ -200,7 +200,8 @@ pub struct Args {
 /// The program's command line as it parses it: [`Args`], every flag also settable from a
 /// variable of [`ENV_PREFIX`], `--hosts` or `--hostname` required.
 pub fn command() -> clap::Command {
-    require_contact_points(env_prefixed(Args::command(), ENV_PREFIX))
+    // Usage lines name the program, whatever its file is called.
+    require_contact_points(env_prefixed(Args::command(), ENV_PREFIX)).bin_name("scylla-cdc-kafka")
 }
 
 /// Parses the program's arguments (the first is the program name) with [`command`]: the

@@ -147,9 +147,12 @@ pub struct Args {
 /// The printer's command line as it parses it: [`Args`], every flag also settable from a
 /// variable of [`ENV_PREFIX`], `--hosts` or `--hostname` required unless `--demo`.
 pub fn command() -> clap::Command {
-    env_prefixed(Args::command(), ENV_PREFIX).mut_arg("hosts", |a| {
-        a.required_unless_present_any(["hostname", "demo"])
-    })
+    env_prefixed(Args::command(), ENV_PREFIX)
+        // Usage lines name the program, whatever its file is called.
+        .bin_name("scylla-cdc-printer")
+        .mut_arg("hosts", |a| {
+            a.required_unless_present_any(["hostname", "demo"])
+        })
 }
 
 /// Parses the printer's arguments (the first is the program name) with [`command`]: the

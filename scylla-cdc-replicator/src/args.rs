@@ -253,6 +253,8 @@ impl Invocation {
 pub fn command() -> clap::Command {
     let verify = VerifyArgs::command().name("verify");
     let cmd = Args::command()
+        // Usage lines name the program, whatever its file is called.
+        .bin_name("scylla-cdc-replicator")
         .subcommand(verify)
         .subcommand_negates_reqs(true)
         .args_conflicts_with_subcommands(true);
