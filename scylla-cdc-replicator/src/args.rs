@@ -603,7 +603,7 @@ impl Args {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scylla_cdc::cli::clap_failure;
+    use scylla_cdc::cli::{clap_failure, exit_code};
 
     fn now() -> DateTime<Utc> {
         DateTime::from_timestamp(1_714_564_800, 0).unwrap()
