@@ -269,14 +269,29 @@ async fn help(binary: &str, args: &[&str], dir: &TempDir) -> anyhow::Result<(Str
     Ok((texts.pop().unwrap_or_default(), short))
 }
 
+/// What the help of a program (or command) must show.
+struct HelpCase {
+    binary: &'static str,
+    /// Before `--help`: the command, if any.
+    args: &'static [&'static str],
+    /// Its headings, in order.
+    headings: &'static [&'static str],
+    /// The prefix of its variables.
+    prefix: &'static str,
+    /// The flags without a variable of the prefix.
+    no_env: &'static [&'static str],
+    /// Texts it contains.
+    contains: &'static [&'static str],
+}
+
 #[tokio::test]
 async fn help_is_grouped_under_headings_in_plain_text() -> anyhow::Result<()> {
     let dir = TempDir::new();
-    let cases: [(&str, &[&str], &[&str], &str, &[&str], &[&str]); 3] = [
-        (
-            printer(),
-            &[],
-            &[
+    let cases = [
+        HelpCase {
+            binary: printer(),
+            args: &[],
+            headings: &[
                 "Connection",
                 "TLS and credentials",
                 "What to read",
@@ -285,18 +300,18 @@ async fn help_is_grouped_under_headings_in_plain_text() -> anyhow::Result<()> {
                 "Operation",
                 "Examples",
             ],
-            "SCYLLA_CDC_PRINTER_",
-            &["password"],
-            &[
+            prefix: "SCYLLA_CDC_PRINTER_",
+            no_env: &["password"],
+            contains: &[
                 "Usage: scylla-cdc-printer <--hosts <HOST:PORT,...>|--hostname <HOST[:PORT]>> \
                  --keyspace <KEYSPACE> --table <TABLE,...>",
                 "scylla-cdc-printer --demo",
             ],
-        ),
-        (
-            replicator(),
-            &[],
-            &[
+        },
+        HelpCase {
+            binary: replicator(),
+            args: &[],
+            headings: &[
                 "Commands",
                 "Connection",
                 "TLS and credentials",
@@ -306,35 +321,43 @@ async fn help_is_grouped_under_headings_in_plain_text() -> anyhow::Result<()> {
                 "Operation",
                 "Examples",
             ],
-            "SCYLLA_CDC_REPLICATOR_",
-            &["source-password", "destination-password"],
-            &[
+            prefix: "SCYLLA_CDC_REPLICATOR_",
+            no_env: &["source-password", "destination-password"],
+            contains: &[
                 "--source <HOST:PORT,...> --destination <HOST:PORT,...> --keyspace <KEYSPACE> \
                  --table <TABLE,...>",
                 "5 the tables differ",
             ],
-        ),
-        (
-            replicator(),
-            &["verify"],
-            &[
+        },
+        HelpCase {
+            binary: replicator(),
+            args: &["verify"],
+            headings: &[
                 "Connection",
                 "TLS and credentials",
                 "What to read",
                 "Operation",
                 "Examples",
             ],
-            "SCYLLA_CDC_REPLICATOR_",
-            &["source-password", "destination-password"],
-            &[
+            prefix: "SCYLLA_CDC_REPLICATOR_",
+            no_env: &["source-password", "destination-password"],
+            contains: &[
                 "Usage: scylla-cdc-replicator verify [OPTIONS] --source <HOST:PORT,...> \
                  --destination <HOST:PORT,...> --keyspace <KEYSPACE> --table <TABLE,...>",
                 "0 the tables are equal, 5 they differ, 1 failure while scanning",
             ],
-        ),
+        },
     ];
     let mut problems = Vec::new();
-    for (binary, args, headings, prefix, no_env, contains) in cases {
+    for HelpCase {
+        binary,
+        args,
+        headings,
+        prefix,
+        no_env,
+        contains,
+    } in cases
+    {
         let (long, short) = help(binary, args, &dir).await?;
         for (form, text) in [("--help", &long), ("-h", &short)] {
             for p in help_problems(text, headings, prefix, no_env) {
@@ -471,7 +494,7 @@ async fn verify_exits_0_when_equal_5_when_different_and_otherwise_when_it_fails(
         cluster.add_fault(
             FaultRule::new()
                 .on_opcode(FaultOpcode::Execute)
-                .on_statement_containing(&format!("FROM \"{ks}\".\"t\" WHERE"))
+                .on_statement_containing(format!("FROM \"{ks}\".\"t\" WHERE"))
                 .respond(FaultReaction::Error(FaultError::Invalid)),
         );
         let mut failed = Process::spawn(replicator(), "failed", &verify("t", &[]), &dir)?;
