@@ -1,212 +1,225 @@
 //! The program's command line: [`Args`] as clap parses it, checked and resolved into a
 //! [`Config`] by [`Args::into_config`] before anything is contacted.
 
+use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use clap::{Parser, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
+use scylla_cdc::cli::args::{env_help, get_matches, require_contact_points};
 use scylla_cdc::cli::metrics_http::metrics_addr_arg;
-use scylla_cdc::cli::secure::{
-    CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
-};
+use scylla_cdc::cli::secure::{Credentials, TlsOptions};
 use scylla_cdc::cli::{
-    CliError, EarlyReadFlags, GroupFlags, GroupSettings, StartAt, TimeSpec,
-    checkpoint_interval_arg, hosts_arg, long_interval_arg, one_host_arg, parse_name,
-    parse_positive_seconds, parse_time, progress_interval_arg, resolve_range, rows_per_second_arg,
-    safety_interval_arg, sleep_interval_arg, tables_arg, window_size_arg,
+    CliError, ConnectionArgs, GroupFlags, GroupSettings, LogArgs, ReadingArgs, StartAt,
+    TimeRangeArgs,
+    checkpoint_interval_arg, env_prefixed, heading, long_interval_arg, parse_name,
+    parse_positive_seconds, progress_interval_arg, resolve_range, tables_arg,
 };
 pub use scylla_cdc::cli::{Hosts, Tables};
 
 use crate::event::{EventOptions, ImageMode, KeyPlacement, OutputFormat};
 
+/// The prefix of the environment variables that set the program's flags
+/// (`SCYLLA_CDC_KAFKA_HOSTS` sets `--hosts`).
+pub const ENV_PREFIX: &str = "SCYLLA_CDC_KAFKA_";
+
+/// What `--help` shows after the flags: examples, exit codes, environment variables.
+fn after_help() -> String {
+    format!(
+        "Examples:
+  scylla-cdc-kafka --hosts 10.0.0.1 -k shop -t orders --bootstrap-servers 10.0.2.1:9092 \
+--topic-prefix shop
+  scylla-cdc-kafka --hosts 10.0.0.1 -k shop -t orders,items --bootstrap-servers \
+10.0.2.1:9092 --topic-prefix shop --snapshot --format advanced --after full
+  scylla-cdc-kafka --hosts 10.0.0.1 -k shop -t orders --bootstrap-servers 10.0.2.1:9093 \
+--topic-prefix shop -X security.protocol=SASL_SSL -X sasl.mechanism=SCRAM-SHA-512 \
+-X sasl.username=app -X sasl.password=env:KAFKA_PASSWORD
+
+Exit codes: 0 done or stopped, 1 failure while running, 2 bad argument, 3 cannot connect \
+(Scylla or Kafka), 4 keyspace or table missing or without CDC, 5 Kafka refused \
+(authorization, a message over the size limit, another instance with the same \
+transactional id took over).
+
+{}",
+        env_help(ENV_PREFIX, ("bootstrap-servers", "10.0.2.1:9092"))
+    )
+}
+
 /// Publish the changes of ScyllaDB tables to Kafka, one topic per table, in the
 /// scylla-cdc-source-connector's event format, exactly once with Kafka transactions.
 ///
-/// Times are RFC 3339 (2024-05-01T12:00:00Z), `now`, or relative to now (-10m, -1h30m; units
-/// us, ms, s, m, h, d, w). Intervals are seconds, fractions allowed. Scylla credentials: the
-/// user from --user or SCYLLA_USER, the password from SCYLLA_PASSWORD or --password-file.
-/// Kafka client options: -X key=value (librdkafka's names, e.g. security.protocol=SASL_SSL,
-/// sasl.mechanism=SCRAM-SHA-512, sasl.username=app); a value `env:NAME` is read from the
-/// environment variable NAME and `file:PATH` from the first line of a file, so that secrets
-/// stay off the command line. Exit codes: 0 done or stopped, 1 failure while running, 2 bad
-/// argument, 3 cannot connect (Scylla or Kafka), 4 keyspace or table missing or without CDC,
-/// 5 Kafka refused (authorization, a message over the size limit, another instance with the
-/// same transactional id took over).
+/// Times are RFC 3339 (2024-05-01T12:00:00Z), now, or relative to now (-10m, -1h30m; units
+/// us, ms, s, m, h, d, w); the start (given, or the first launch) is saved with the progress,
+/// so a restart starts there too. Intervals are seconds, fractions allowed. Scylla
+/// credentials: the user from --user or SCYLLA_USER, the password from SCYLLA_PASSWORD or
+/// --password-file. Kafka client options: -X key=value (librdkafka's names, e.g.
+/// security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512, sasl.username=app); a value
+/// env:NAME is read from the environment variable NAME and file:PATH from the first line of a
+/// file, so that secrets stay off the command line.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "scylla-cdc-kafka", version)]
+#[command(name = "scylla-cdc-kafka", version, after_help = after_help())]
 pub struct Args {
-    /// Contact points of the Scylla cluster, comma-separated (host:port; default port 9042).
-    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg, conflicts_with = "hostname",
-          required_unless_present = "hostname")]
-    pub hosts: Option<Hosts>,
-    /// One contact point (host or host:port).
-    #[arg(long, value_name = "HOST[:PORT]", value_parser = one_host_arg)]
-    pub hostname: Option<Hosts>,
+    /// Scylla's contact points, credentials, TLS.
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    /// How long a start-up step or a read keeps being retried while Scylla fails
+    /// transiently, in seconds; then the program exits with code 3 (0.001 to 31536000;
+    /// default: forever).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg,
+          help_heading = heading::CONNECTION)]
+    pub give_up_after: Option<Duration>,
     /// Keyspace of the tables.
-    #[arg(long, short = 'k', value_parser = parse_name)]
+    #[arg(long, short = 'k', value_name = "KEYSPACE", value_parser = parse_name,
+          help_heading = heading::WHAT_TO_READ)]
     pub keyspace: String,
     /// Tables to publish, comma-separated.
-    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg)]
+    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg,
+          help_heading = heading::WHAT_TO_READ)]
     pub table: Tables,
-    /// Kafka's bootstrap servers, comma-separated (host:port).
-    #[arg(long, value_name = "HOST:PORT,...")]
-    pub bootstrap_servers: String,
-    /// Topic names: `<prefix>.<keyspace>.<table>`, as the connector names them after its
-    /// `topic.prefix` (also the events' `source.name`).
-    #[arg(long, value_name = "PREFIX", value_parser = parse_name)]
-    pub topic_prefix: String,
-    /// The compacted topic of the program's progress (created if missing; default:
-    /// `<prefix>.scylla-cdc-checkpoints`).
-    #[arg(long, value_name = "TOPIC")]
-    pub checkpoint_topic: Option<String>,
-    /// Partitions of the topics the program creates (1 to 10000; default: the broker's
-    /// num.partitions). Existing topics are used as they are.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=10000))]
-    pub topic_partitions: Option<i32>,
-    /// Replication factor of the topics the program creates (1 to 32; default: the broker's).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=32))]
-    pub topic_replication_factor: Option<i32>,
-    /// A Kafka client option, key=value (repeatable; see above for env: and file: values).
-    #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = producer_option_arg)]
-    pub kafka_option: Vec<(String, String)>,
-    /// Publish without transactions: at least once (a restart may publish again the changes
-    /// since the last checkpoint), for brokers or users that do not want transactions.
-    #[arg(long)]
-    pub no_transactions: bool,
-    /// The producer's transactional.id (default: `scylla-cdc-kafka.<prefix>.<keyspace>`); a
-    /// second instance started with the same id fences the first.
-    #[arg(long, value_name = "ID", conflicts_with = "no_transactions")]
-    pub transactional_id: Option<String>,
-    /// How often the open transaction is committed (or, without transactions, the events
-    /// flushed and the checkpoints written), in seconds: the longest a published event waits
-    /// before a read_committed consumer sees it (0.01 to 60; default 0.1).
-    #[arg(long, value_name = "SECONDS", default_value = "0.1", value_parser = commit_interval_arg)]
-    pub commit_interval: Duration,
-    /// How long a commit, a flush or any Kafka request may take before the program stops
-    /// (exit 3); Kafka being down for less is ridden out (1 to 3600; default 120).
-    #[arg(long, value_name = "SECONDS", default_value = "120", value_parser = kafka_timeout_arg)]
-    pub kafka_timeout: Duration,
-    /// The event format, as the connector's `cdc.output.format`: legacy (its default: every
-    /// column in a `{"value": ...}` cell, no after image of updates) or advanced (plain
-    /// values, before and after images as --before and --after say).
-    #[arg(long, value_enum, default_value_t = FormatArg::Legacy)]
-    pub format: FormatArg,
-    /// The before image of update and delete events (`cdc.include.before`): none, full (the
-    /// row as it was; needs the table's CDC preimage), or only-updated (the columns the change
-    /// touched).
-    #[arg(long, value_enum, default_value_t = ImageArg::None)]
-    pub before: ImageArg,
-    /// The after image of update events (`cdc.include.after`, advanced format only): none,
-    /// full (needs the table's CDC postimage), or only-updated.
-    #[arg(long, value_enum, default_value_t = ImageArg::None)]
-    pub after: ImageArg,
-    /// Where the primary key goes (`cdc.include.primary-key.placement`, advanced format only):
-    /// a comma-separated list of kafka-key, payload-after, payload-before, payload-key,
-    /// kafka-headers (default: kafka-key,payload-after,payload-before).
-    #[arg(long, value_name = "PLACES", value_parser = key_placement_arg)]
-    pub key_placement: Option<KeyPlacement>,
-    /// Values without Kafka Connect schemas (JsonConverter with schemas.enable=false).
-    #[arg(long)]
-    pub no_schemas: bool,
-    /// No tombstone (a null value under the row's key) after a delete event.
-    #[arg(long)]
-    pub no_tombstones: bool,
-    /// Where to start reading (default: the moment the program is first launched; saved, so
-    /// a restart starts there too). Saved progress takes precedence.
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
-    pub start: Option<TimeSpec>,
-    /// First publish every existing row of the tables as a snapshot read (`op: r`), then
+    /// --start and --end.
+    #[command(flatten)]
+    pub range: TimeRangeArgs,
+    /// First publish every existing row of the tables as a snapshot read (op r), then
     /// stream their changes from the snapshot's boundary B (the first run's launch time minus
-    /// --safety-interval) without a gap or a duplicate: an `r` event has the row's cells
+    /// --safety-interval) without a gap or a duplicate: an r event has the row's cells
     /// written before B, the stream every change from B (a row whose cells were all written
-    /// after B has no `r` event). The snapshot's time and the token ranges published are
+    /// after B has no r event). The snapshot's time and the token ranges published are
     /// saved in the checkpoint topic, so a restart (kill -9 included) resumes it and publishes
     /// each row once (an unfinished snapshot is finished by any restart, with or without
     /// --snapshot). Ignored for a table with saved progress (a finished snapshot, or a run
-    /// without --snapshot).
-    #[arg(long, conflicts_with = "start")]
+    /// without --snapshot). Its reads count against --max-rows-per-second.
+    #[arg(long, conflicts_with = "start", help_heading = heading::WHERE_TO_START)]
     pub snapshot: bool,
     /// Token ranges the snapshot scans at once (1 to 1024).
     #[arg(long, value_name = "N", default_value = "8",
-          value_parser = clap::value_parser!(u16).range(1..=1024))]
+          value_parser = clap::value_parser!(u16).range(1..=1024),
+          help_heading = heading::WHERE_TO_START)]
     pub snapshot_parallelism: u16,
     /// Rows handed to Kafka with one snapshot progress record (tests make it small).
     #[arg(long, hide = true, value_name = "ROWS", default_value = "1000",
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub snapshot_batch_rows: u32,
-    /// Where to stop: the program exits once every change before it is published.
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
-    pub end: Option<TimeSpec>,
-    /// Longest time window one query reads, in seconds (0.001 to 604800).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60", value_parser = window_size_arg)]
-    pub window_size: Duration,
-    /// How far behind now confirmed reading stays, in seconds (0 to 86400).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "30", value_parser = safety_interval_arg)]
-    pub safety_interval: Duration,
-    /// Pause between reads once caught up, in seconds (0 to 3600).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10", value_parser = sleep_interval_arg)]
-    pub sleep_interval: Duration,
-    /// Early reads: --early-read-lag, --early-read-poll-interval, --max-unconfirmed-rows,
-    /// --no-early-reads.
-    #[command(flatten)]
-    pub early_reads: EarlyReadFlags,
-    /// Consumer group: --group, --member-id, --lease-duration, --renew-interval,
-    /// --lease-table (required with --group: the program keeps its checkpoints in Kafka,
-    /// the group's leases in Scylla). Each member publishes with its own transactional id,
-    /// `<--transactional-id>.<member id>`; exactly once holds across hand-overs.
-    #[command(flatten)]
-    pub consumer_group: GroupFlags,
-    /// How long a start-up step or a read keeps being retried while Scylla fails
-    /// transiently, in seconds; then the program exits with code 3 (default: forever).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
-    pub give_up_after: Option<Duration>,
     /// Least time between two checkpoints of a stream group, in seconds (0 to 86400): a
     /// restart reads again at most about this much (and, with transactions, skips what it
     /// had published).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
-          value_parser = checkpoint_interval_arg)]
+          value_parser = checkpoint_interval_arg, help_heading = heading::WHERE_TO_START)]
     pub checkpoint_interval: Duration,
-    /// Most log rows read per second (1 to 1000000000; default: unlimited); also caps the
-    /// rows --snapshot reads per second.
-    #[arg(long, value_name = "ROWS", allow_negative_numbers = true, value_parser = rows_per_second_arg)]
-    pub max_rows_per_second: Option<u64>,
+    /// Kafka's bootstrap servers, comma-separated (host:port).
+    #[arg(long, value_name = "HOST:PORT,...", help_heading = heading::DESTINATION)]
+    pub bootstrap_servers: String,
+    /// Topic names: PREFIX.keyspace.table, as the connector names them after its
+    /// topic.prefix (also the events' source.name).
+    #[arg(long, value_name = "PREFIX", value_parser = parse_name,
+          help_heading = heading::DESTINATION)]
+    pub topic_prefix: String,
+    /// The compacted topic of the program's progress (created if missing; default:
+    /// PREFIX.scylla-cdc-checkpoints).
+    #[arg(long, value_name = "TOPIC", help_heading = heading::DESTINATION)]
+    pub checkpoint_topic: Option<String>,
+    /// Partitions of the topics the program creates (1 to 10000; default: the broker's
+    /// num.partitions). Existing topics are used as they are.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=10000),
+          help_heading = heading::DESTINATION)]
+    pub topic_partitions: Option<i32>,
+    /// Replication factor of the topics the program creates (1 to 32; default: the broker's).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=32),
+          help_heading = heading::DESTINATION)]
+    pub topic_replication_factor: Option<i32>,
+    /// A Kafka client option, key=value (repeatable; a value env:NAME or file:PATH is read
+    /// from that variable or file).
+    #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = producer_option_arg,
+          help_heading = heading::DESTINATION)]
+    pub kafka_option: Vec<(String, String)>,
+    /// Publish without transactions: at least once (a restart may publish again the changes
+    /// since the last checkpoint), for brokers or users that do not want transactions.
+    #[arg(long, help_heading = heading::DESTINATION)]
+    pub no_transactions: bool,
+    /// The producer's transactional.id (default: scylla-cdc-kafka.PREFIX.KEYSPACE); a second
+    /// instance started with the same id fences the first.
+    #[arg(long, value_name = "ID", conflicts_with = "no_transactions",
+          help_heading = heading::DESTINATION)]
+    pub transactional_id: Option<String>,
+    /// How often the open transaction is committed (or, without transactions, the events
+    /// flushed and the checkpoints written), in seconds: the longest a published event waits
+    /// before a read_committed consumer sees it (0.01 to 60).
+    #[arg(long, value_name = "SECONDS", default_value = "0.1", value_parser = commit_interval_arg,
+          help_heading = heading::DESTINATION)]
+    pub commit_interval: Duration,
+    /// How long a commit, a flush or any Kafka request may take before the program stops
+    /// (exit 3); Kafka being down for less is ridden out (1 to 3600).
+    #[arg(long, value_name = "SECONDS", default_value = "120", value_parser = kafka_timeout_arg,
+          help_heading = heading::DESTINATION)]
+    pub kafka_timeout: Duration,
+    /// The event format, as the connector's cdc.output.format: legacy (its default: every
+    /// column in a {"value": ...} cell, no after image of updates) or advanced (plain
+    /// values, before and after images as --before and --after say).
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = FormatArg::Legacy,
+          help_heading = heading::DESTINATION)]
+    pub format: FormatArg,
+    /// The before image of update and delete events (cdc.include.before): none, full (the
+    /// row as it was; needs the table's CDC preimage), or only-updated (the columns the change
+    /// touched).
+    #[arg(long, value_name = "IMAGE", value_enum, default_value_t = ImageArg::None,
+          help_heading = heading::DESTINATION)]
+    pub before: ImageArg,
+    /// The after image of update events (cdc.include.after, advanced format only): none,
+    /// full (needs the table's CDC postimage), or only-updated.
+    #[arg(long, value_name = "IMAGE", value_enum, default_value_t = ImageArg::None,
+          help_heading = heading::DESTINATION)]
+    pub after: ImageArg,
+    /// Where the primary key goes (cdc.include.primary-key.placement, advanced format only):
+    /// a comma-separated list of kafka-key, payload-after, payload-before, payload-key,
+    /// kafka-headers (default: kafka-key,payload-after,payload-before).
+    #[arg(long, value_name = "PLACES", value_parser = key_placement_arg,
+          help_heading = heading::DESTINATION)]
+    pub key_placement: Option<KeyPlacement>,
+    /// Values without Kafka Connect schemas (JsonConverter with schemas.enable=false).
+    #[arg(long, help_heading = heading::DESTINATION)]
+    pub no_schemas: bool,
+    /// No tombstone (a null value under the row's key) after a delete event.
+    #[arg(long, help_heading = heading::DESTINATION)]
+    pub no_tombstones: bool,
+    /// Window, safety and sleep intervals, early reads, rate limit.
+    #[command(flatten)]
+    pub reading: ReadingArgs,
     /// Seconds between two progress lines on stderr (0.1 to 86400; default: none).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = progress_interval_arg)]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = progress_interval_arg,
+          help_heading = heading::OPERATION)]
     pub progress_interval: Option<Duration>,
     /// Serve the reader's and the publisher's metrics on http://HOST:PORT/metrics.
-    #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg)]
+    #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg,
+          help_heading = heading::OPERATION)]
     pub metrics_addr: Option<SocketAddr>,
-    /// Scylla user name (PasswordAuthenticator; default: $SCYLLA_USER).
-    #[arg(long, short = 'u')]
-    pub user: Option<String>,
-    /// Scylla password, visible to every user of the machine: prefer $SCYLLA_PASSWORD or
-    /// --password-file.
-    #[arg(long, short = 'p', conflicts_with = "password_file")]
-    pub password: Option<String>,
-    /// File whose first line is the Scylla password.
-    #[arg(long, value_name = "FILE")]
-    pub password_file: Option<PathBuf>,
-    /// Connect to Scylla over TLS.
-    #[arg(long)]
-    pub tls: bool,
-    /// CA certificates (PEM) that sign the cluster's certificates.
-    #[arg(long, value_name = "PEM")]
-    pub tls_ca_file: Option<PathBuf>,
-    /// Client certificate chain (PEM) for Scylla (with --tls-key-file).
-    #[arg(long, value_name = "PEM")]
-    pub tls_cert_file: Option<PathBuf>,
-    /// Private key (PEM) of --tls-cert-file.
-    #[arg(long, value_name = "PEM")]
-    pub tls_key_file: Option<PathBuf>,
-    /// Name the cluster's certificates must carry (default: each node's IP address).
-    #[arg(long, value_name = "NAME")]
-    pub tls_server_name: Option<String>,
-    /// Do not verify the cluster's certificate at all (INSECURE).
-    #[arg(long)]
-    pub tls_insecure_skip_verify: bool,
+    /// Consumer group: --group, --member-id, --lease-duration, --renew-interval,
+    /// --lease-table (required with --group: the program keeps its checkpoints in Kafka,
+    /// the group's leases in Scylla). Each member publishes with its own transactional id,
+    /// TRANSACTIONAL_ID.MEMBER_ID; exactly once holds across hand-overs.
+    #[command(flatten)]
+    pub consumer_group: GroupFlags,
+    /// --log-format.
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// The program's command line as it parses it: [`Args`], every flag also settable from a
+/// variable of [`ENV_PREFIX`], `--hosts` or `--hostname` required.
+pub fn command() -> clap::Command {
+    // Usage lines name the program, whatever its file is called.
+    require_contact_points(env_prefixed(Args::command(), ENV_PREFIX)).bin_name("scylla-cdc-kafka")
+}
+
+/// Parses the program's arguments (the first is the program name) with [`command`]: the
+/// command line, then the environment.
+pub fn parse<I, T>(args: I) -> Result<Args, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let matches = get_matches(command(), args)?;
+    Args::from_arg_matches(&matches)
 }
 
 /// `--format`.
@@ -381,35 +394,9 @@ impl Args {
         launched: DateTime<Utc>,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Config, CliError> {
-        let hosts = self
-            .hosts
-            .or(self.hostname)
-            .ok_or_else(|| CliError::usage("--hosts or --hostname is required"))?
-            .0;
-        let (start, end) = resolve_range(self.start, self.end, launched)?;
-        let credentials = resolve_credentials(
-            CredentialFlags {
-                user_flag: "--user",
-                password_flag: "--password",
-                password_file_flag: "--password-file",
-                user_env: "SCYLLA_USER",
-                password_env: "SCYLLA_PASSWORD",
-            },
-            self.user,
-            self.password,
-            self.password_file.as_deref(),
-            &env,
-        )?;
-        let tls = TlsFlags {
-            tls: self.tls,
-            ca_file: self.tls_ca_file,
-            cert_file: self.tls_cert_file,
-            key_file: self.tls_key_file,
-            server_name: self.tls_server_name,
-            insecure_skip_verify: self.tls_insecure_skip_verify,
-        }
-        .into_options("--tls")?;
-        let early_reads = self.early_reads.resolve(self.safety_interval)?;
+        let connection = self.connection.resolve(&env)?;
+        let (start, end) = resolve_range(self.range.start, self.range.end, launched)?;
+        let early_reads = self.reading.early_reads()?;
         if self.bootstrap_servers.trim().is_empty() {
             return Err(CliError::usage("--bootstrap-servers is empty"));
         }
@@ -475,9 +462,9 @@ impl Args {
             .checkpoint_topic
             .unwrap_or_else(|| format!("{}.scylla-cdc-checkpoints", self.topic_prefix));
         Ok(Config {
-            hosts,
-            credentials,
-            tls,
+            hosts: connection.hosts,
+            credentials: connection.credentials,
+            tls: connection.tls,
             keyspace: self.keyspace,
             tables: self.table.0,
             bootstrap_servers: self.bootstrap_servers,
@@ -497,13 +484,13 @@ impl Args {
             snapshot_parallelism: usize::from(self.snapshot_parallelism),
             snapshot_batch_rows: self.snapshot_batch_rows as usize,
             end,
-            window_size: self.window_size,
-            safety_interval: self.safety_interval,
-            sleep_interval: self.sleep_interval,
+            window_size: self.reading.window_size,
+            safety_interval: self.reading.safety_interval,
+            sleep_interval: self.reading.sleep_interval,
             early_reads,
             give_up_after: self.give_up_after,
             checkpoint_interval: self.checkpoint_interval,
-            max_rows_per_second: self.max_rows_per_second,
+            max_rows_per_second: self.reading.max_rows_per_second,
             progress_interval: self.progress_interval,
         })
     }
@@ -524,7 +511,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        match Args::try_parse_from(full) {
+        match super::parse(full) {
             Ok(a) => a.into_config(now(), |name| {
                 env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
             }),

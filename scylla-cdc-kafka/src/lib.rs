@@ -49,7 +49,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use clap::Parser;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::BaseConsumer;
@@ -185,8 +184,15 @@ impl ChangeConsumerFactory for KafkaConsumerFactory {
 pub fn process_main() -> std::process::ExitCode {
     use scylla_cdc::cli::exit_code;
     let launched = scylla_cdc::cli::launch_time();
+    // Parsed before the log is set up, which --log-format configures.
+    let parsed = args::parse(std::env::args_os());
+    let log_format = parsed
+        .as_ref()
+        .map(|a| a.log.log_format)
+        .unwrap_or_default();
     scylla_cdc::cli::install_tracing(
         "warn,scylla_cdc_kafka=info,scylla=off,scylla_cdc=warn,scylla_cdc::cli::units=info",
+        log_format,
     );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -200,10 +206,14 @@ pub fn process_main() -> std::process::ExitCode {
     };
     let code = runtime.block_on(async {
         let shutdown = Shutdown::on_signals();
-        match run_launched(launched, std::env::args_os(), shutdown).await {
+        let result = match parsed {
+            Ok(args) => run_parsed(launched, args, shutdown).await,
+            Err(e) => help_or_usage_error(&e),
+        };
+        match result {
             Ok(()) => exit_code::OK,
             Err(e) => {
-                eprintln!("{e}");
+                scylla_cdc::cli::args::report_failure(&e, log_format, "scylla_cdc_kafka");
                 e.exit_code()
             }
         }
@@ -223,6 +233,8 @@ where
 }
 
 /// Runs the program like [`run`], for a process launched at `launched` (the default start).
+/// The arguments are parsed with [`args::parse`] (flags not on the command line come from the
+/// environment variables of [`args::ENV_PREFIX`]).
 pub async fn run_launched<I, T>(
     launched: chrono::DateTime<chrono::Utc>,
     args: I,
@@ -232,14 +244,25 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let args = match Args::try_parse_from(args) {
-        Ok(a) => a,
-        Err(e) => {
-            let text = scylla_cdc::cli::clap_failure(&e)?;
-            print!("{text}");
-            return Ok(());
-        }
-    };
+    match args::parse(args) {
+        Ok(args) => run_parsed(launched, args, shutdown).await,
+        Err(e) => help_or_usage_error(&e),
+    }
+}
+
+/// `--help` or `--version` printed on stdout, or the usage error of a failed parse.
+fn help_or_usage_error(err: &clap::Error) -> Result<(), CliError> {
+    let text = scylla_cdc::cli::clap_failure(err)?;
+    print!("{text}");
+    Ok(())
+}
+
+/// Runs the program with parsed arguments, like [`run_launched`].
+pub async fn run_parsed(
+    launched: chrono::DateTime<chrono::Utc>,
+    args: Args,
+    shutdown: Shutdown,
+) -> Result<(), CliError> {
     let metrics_addr = args.metrics_addr;
     let config = args.into_config(launched, |name| std::env::var(name).ok())?;
     if let Some(addr) = metrics_addr {
@@ -647,7 +670,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
             tick.tick().await;
             loop {
                 tick.tick().await;
-                eprintln!(
+                info!(
                     "progress: {} changes published ({} messages), {} skipped as already \
                      published; {}",
                     counters.changes.load(Ordering::Relaxed),

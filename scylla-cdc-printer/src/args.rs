@@ -1,24 +1,26 @@
 //! The printer's command line: [`Args`] as clap parses it, checked and resolved into a
 //! [`PrintConfig`] by [`Args::into_config`] before anything is contacted.
 
+use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use clap::{Parser, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
+use scylla_cdc::cli::args::{env_help, get_matches};
 use scylla_cdc::cli::metrics_http::metrics_addr_arg;
-use scylla_cdc::cli::secure::{
-    CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
-};
+use scylla_cdc::cli::secure::{Credentials, TlsOptions};
 use scylla_cdc::cli::{
-    CliError, EarlyReadFlags, GroupFlags, GroupSettings, OnError, StartAt, TimeSpec,
-    checkpoint_interval_arg, hosts_arg, long_interval_arg, on_error_arg, one_host_arg, parse_name,
-    parse_time, progress_interval_arg, qualified_arg, resolve_range, rows_per_second_arg,
-    safety_interval_arg, sleep_interval_arg, tables_arg, window_size_arg,
+    CliError, ConnectionArgs, GroupFlags, GroupSettings, LogArgs, OnError, ReadingArgs, StartAt,
+    TimeRangeArgs, checkpoint_interval_arg, env_prefixed, heading, long_interval_arg, on_error_arg,
+    parse_name, progress_interval_arg, qualified_arg, resolve_range, tables_arg,
 };
 pub use scylla_cdc::cli::{Hosts, QualifiedTable, Tables};
+
+/// The prefix of the environment variables that set the printer's flags
+/// (`SCYLLA_CDC_PRINTER_HOSTS` sets `--hosts`).
+pub const ENV_PREFIX: &str = "SCYLLA_CDC_PRINTER_";
 
 /// How rows are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -28,137 +30,140 @@ pub enum Format {
     /// One JSON object per row (newline-delimited).
     Json,
     /// One Debezium-like JSON object per whole change: every row of one stream with one
-    /// `cdc$time` (newline-delimited; see [`crate::format`]).
+    /// cdc$time (newline-delimited).
     Change,
+}
+
+/// The usage lines: a print run needs contact points, a keyspace and tables; the demo needs
+/// none of them (clap cannot show "required unless --demo" itself).
+const USAGE: &str = "scylla-cdc-printer <--hosts <HOST:PORT,...>|--hostname <HOST[:PORT]>> \
+--keyspace <KEYSPACE> --table <TABLE,...> [OPTIONS]
+       scylla-cdc-printer --demo [--demo-seconds <SECONDS>] [--format <FORMAT>]";
+
+/// What `--help` shows after the flags: examples, exit codes, environment variables.
+fn after_help() -> String {
+    format!(
+        "Examples:
+  scylla-cdc-printer --hosts 127.0.0.1:9042 -k shop -t orders
+  scylla-cdc-printer --hosts 10.0.0.1,10.0.0.2 -k shop -t orders,items --start -1h --end now \
+--format json
+  scylla-cdc-printer --hosts 10.0.0.1 -k shop -t orders --checkpoint-table shop.printer_progress
+  scylla-cdc-printer --demo --demo-seconds 30
+
+Exit codes: 0 done or stopped, 1 failure while running, 2 bad argument, 3 cannot connect, 4 \
+keyspace or table missing or without CDC (or a lease table of another shape).
+
+{}",
+        env_help(ENV_PREFIX, ("hosts", "10.0.0.1:9042"))
+    )
 }
 
 /// Print the CDC log of ScyllaDB tables as changes arrive.
 ///
-/// Times are RFC 3339 (2024-05-01T12:00:00Z), `now`, or relative to now (-10m, -1h30m, +5m;
-/// units us, ms, s, m, h, d, w). Intervals are seconds, fractions allowed. Credentials: the
-/// user from --user or SCYLLA_USER, the password from SCYLLA_PASSWORD or --password-file
-/// (--password works but shows it to every user of the machine). Exit codes: 0 done or
-/// stopped, 1 failure while running, 2 bad argument, 3 cannot connect, 4 keyspace or table
-/// missing or without CDC (or a lease table of another shape).
+/// Times are RFC 3339 (2024-05-01T12:00:00Z), now, or relative to now (-10m, -1h30m);
+/// intervals are seconds, fractions allowed. Credentials: the user from --user or
+/// SCYLLA_USER, the password from SCYLLA_PASSWORD or --password-file (--password works but
+/// shows it to every user of the machine).
 #[derive(Debug, Clone, Parser)]
-#[command(name = "scylla-cdc-printer", version)]
+#[command(name = "scylla-cdc-printer", version, override_usage = USAGE, after_help = after_help())]
 pub struct Args {
-    /// Contact points of the cluster, comma-separated (host:port; default port 9042).
-    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg, conflicts_with = "hostname",
-          required_unless_present_any = ["hostname", "demo"])]
-    pub hosts: Option<Hosts>,
-    /// One contact point (host or host:port).
-    #[arg(long, value_name = "HOST[:PORT]", value_parser = one_host_arg)]
-    pub hostname: Option<Hosts>,
-    /// Keyspace of the tables.
-    #[arg(long, short = 'k', value_parser = parse_name, required_unless_present = "demo")]
-    pub keyspace: Option<String>,
-    /// Tables to print, comma-separated.
-    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg,
-          required_unless_present = "demo")]
-    pub table: Option<Tables>,
-    /// Where to start reading (default: the moment the printer is launched, so every change
-    /// written after the launch is printed). A saved checkpoint takes precedence.
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
-    pub start: Option<TimeSpec>,
-    /// Where to stop: the printer exits once every change before it is printed (default:
-    /// run until stopped).
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
-    pub end: Option<TimeSpec>,
-    /// Longest time window one query reads, in seconds (0.001 to 604800).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60", value_parser = window_size_arg)]
-    pub window_size: Duration,
-    /// How far behind now reading stays, in seconds, so that writes in flight are not missed
-    /// (0 to 86400).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "30", value_parser = safety_interval_arg)]
-    pub safety_interval: Duration,
-    /// Pause between reads once caught up, in seconds (0 to 3600; 0: read the next window as
-    /// soon as one is done).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10", value_parser = sleep_interval_arg)]
-    pub sleep_interval: Duration,
-    /// Early reads: --early-read-lag, --early-read-poll-interval, --max-unconfirmed-rows,
-    /// --no-early-reads.
+    /// Contact points, credentials, TLS.
     #[command(flatten)]
-    pub early_reads: EarlyReadFlags,
-    /// Adaptive polling: the longest a change written while the log is idle may wait before
-    /// it is read, in seconds; idle stream groups poll less often, up to this bound (0.001 to
-    /// 31536000, though no pause exceeds a day; default: safety interval + sleep interval,
-    /// i.e. no back-off).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
-    pub max_idle_latency: Option<Duration>,
+    pub connection: ConnectionArgs,
     /// How long a start-up step (connecting, reading the schema, loading the checkpoint) or a
     /// read keeps being retried while it fails transiently (timeouts, Overloaded, a cluster
     /// that cannot be reached), in seconds; then the program exits with code 3. Each retry
     /// logs a WARN line with its cause (0.001 to 31536000, a year; default: retry forever).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg,
+          help_heading = heading::CONNECTION)]
     pub give_up_after: Option<Duration>,
-    /// User name (PasswordAuthenticator; default: $SCYLLA_USER).
-    #[arg(long, short = 'u')]
-    pub user: Option<String>,
-    /// Password, visible to every user of the machine: prefer $SCYLLA_PASSWORD or
-    /// --password-file.
-    #[arg(long, short = 'p', conflicts_with = "password_file")]
-    pub password: Option<String>,
-    /// File whose first line is the password.
-    #[arg(long, value_name = "FILE")]
-    pub password_file: Option<PathBuf>,
-    /// Connect over TLS (implied by the other --tls-* flags; the server's certificate is
-    /// verified against the system's trusted CAs unless --tls-ca-file names others).
-    #[arg(long)]
-    pub tls: bool,
-    /// CA certificates (PEM) that sign the cluster's certificates.
-    #[arg(long, value_name = "PEM")]
-    pub tls_ca_file: Option<PathBuf>,
-    /// Client certificate chain (PEM), for clusters that require one (with --tls-key-file).
-    #[arg(long, value_name = "PEM")]
-    pub tls_cert_file: Option<PathBuf>,
-    /// Private key (PEM) of --tls-cert-file.
-    #[arg(long, value_name = "PEM")]
-    pub tls_key_file: Option<PathBuf>,
-    /// Name the cluster's certificates must carry (default: each node's IP address).
-    #[arg(long, value_name = "NAME")]
-    pub tls_server_name: Option<String>,
-    /// Do not verify the cluster's certificate at all (INSECURE: anyone on the network path
-    /// can read and change the traffic; logs a warning).
-    #[arg(long)]
-    pub tls_insecure_skip_verify: bool,
+    /// Keyspace of the tables.
+    #[arg(long, short = 'k', value_name = "KEYSPACE", value_parser = parse_name,
+          required_unless_present = "demo", help_heading = heading::WHAT_TO_READ)]
+    pub keyspace: Option<String>,
+    /// Tables to print, comma-separated.
+    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg,
+          required_unless_present = "demo", help_heading = heading::WHAT_TO_READ)]
+    pub table: Option<Tables>,
+    /// --start and --end.
+    #[command(flatten)]
+    pub range: TimeRangeArgs,
     /// Save progress in this table (created if missing) and resume from it.
-    #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified_arg)]
+    #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified_arg,
+          help_heading = heading::WHERE_TO_START)]
     pub checkpoint_table: Option<QualifiedTable>,
     /// Least time between two checkpoints of a stream group, in seconds (0 to 86400; 0: after
     /// every window). A group also saves when it finishes a generation and on stop.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
-          requires = "checkpoint_table", value_parser = checkpoint_interval_arg)]
+          requires = "checkpoint_table", value_parser = checkpoint_interval_arg,
+          help_heading = heading::WHERE_TO_START)]
     pub checkpoint_interval: Duration,
+    /// Output format.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = Format::Pretty,
+          help_heading = heading::OUTPUT)]
+    pub format: Format,
+    /// What to do with a change that cannot be printed, after 3 retries: stop (exit 1; a
+    /// restart prints it again), skip (log it), or dead-letter (write it to the table named
+    /// after the checkpoint table with _dead_letters appended; needs --checkpoint-table).
+    #[arg(long, value_name = "stop|skip|dead-letter", default_value = "stop",
+          value_parser = on_error_arg, help_heading = heading::OUTPUT)]
+    pub on_error: OnError,
+    /// Start an embedded 3-node cluster with a demo table and a writer, and print its changes.
+    #[arg(long, conflicts_with_all = ["hosts", "hostname", "keyspace", "table", "checkpoint_table", "start", "end"],
+          help_heading = "Demo")]
+    pub demo: bool,
+    /// Stop the demo after this many seconds (0.001 to 31536000; default: run until Ctrl-C).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg,
+          help_heading = "Demo")]
+    pub demo_seconds: Option<Duration>,
+    /// Window, safety and sleep intervals, early reads, rate limit.
+    #[command(flatten)]
+    pub reading: ReadingArgs,
+    /// Adaptive polling: the longest a change written while the log is idle may wait before
+    /// it is read, in seconds; idle stream groups poll less often, up to this bound (0.001 to
+    /// 31536000, though no pause exceeds a day; default: safety interval + sleep interval,
+    /// i.e. no back-off).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg,
+          help_heading = heading::OPERATION)]
+    pub max_idle_latency: Option<Duration>,
+    /// Seconds between two progress lines on stderr (rows printed, low watermark and lag):
+    /// 0.1 to 86400 (default: none).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = progress_interval_arg,
+          help_heading = heading::OPERATION)]
+    pub progress_interval: Option<Duration>,
+    /// Serve the reader's metrics as Prometheus text on http://HOST:PORT/metrics.
+    #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg,
+          help_heading = heading::OPERATION)]
+    pub metrics_addr: Option<SocketAddr>,
     /// Consumer group: --group, --member-id, --lease-duration, --renew-interval,
     /// --lease-table.
     #[command(flatten)]
     pub consumer_group: GroupFlags,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Pretty)]
-    pub format: Format,
-    /// What to do with a change that cannot be printed, after 3 retries: stop (exit 1; a
-    /// restart prints it again), skip (log it), or dead-letter (write it to
-    /// `<checkpoint table>_dead_letters`; needs --checkpoint-table).
-    #[arg(long, value_name = "stop|skip|dead-letter", default_value = "stop", value_parser = on_error_arg)]
-    pub on_error: OnError,
-    /// Most log rows read per second, all tables together (1 to 1000000000; default:
-    /// unlimited), so that catching up a backlog cannot overload the cluster.
-    #[arg(long, value_name = "ROWS", allow_negative_numbers = true, value_parser = rows_per_second_arg)]
-    pub max_rows_per_second: Option<u64>,
-    /// Seconds between two progress lines on stderr (rows printed, low watermark and lag):
-    /// 0.1 to 86400 (default: none).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = progress_interval_arg)]
-    pub progress_interval: Option<Duration>,
-    /// Serve the reader's metrics as Prometheus text on http://HOST:PORT/metrics.
-    #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg)]
-    pub metrics_addr: Option<SocketAddr>,
-    /// Start an embedded 3-node cluster with a demo table and a writer, and print its changes.
-    #[arg(long, conflicts_with_all = ["hosts", "hostname", "keyspace", "table", "checkpoint_table", "start", "end"])]
-    pub demo: bool,
-    /// Stop the demo after this many seconds (0.001 to 31536000; default: run until Ctrl-C).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
-    pub demo_seconds: Option<Duration>,
+    /// --log-format.
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// The printer's command line as it parses it: [`Args`], every flag also settable from a
+/// variable of [`ENV_PREFIX`], `--hosts` or `--hostname` required unless `--demo`.
+pub fn command() -> clap::Command {
+    env_prefixed(Args::command(), ENV_PREFIX)
+        // Usage lines name the program, whatever its file is called.
+        .bin_name("scylla-cdc-printer")
+        .mut_arg("hosts", |a| {
+            a.required_unless_present_any(["hostname", "demo"])
+        })
+}
+
+/// Parses the printer's arguments (the first is the program name) with [`command`]: the
+/// command line, then the environment.
+pub fn parse<I, T>(args: I) -> Result<Args, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let matches = get_matches(command(), args)?;
+    Args::from_arg_matches(&matches)
 }
 
 /// What to do, checked and resolved.
@@ -237,11 +242,6 @@ impl Args {
                 format: self.format,
             });
         }
-        let hosts = self
-            .hosts
-            .or(self.hostname)
-            .ok_or_else(|| CliError::usage("--hosts or --hostname is required"))?
-            .0;
         let keyspace = self
             .keyspace
             .ok_or_else(|| CliError::usage("--keyspace is required"))?;
@@ -249,50 +249,29 @@ impl Args {
             .table
             .ok_or_else(|| CliError::usage("--table is required"))?
             .0;
-        let (start, end) = resolve_range(self.start, self.end, launched)?;
-        let credentials = resolve_credentials(
-            CredentialFlags {
-                user_flag: "--user",
-                password_flag: "--password",
-                password_file_flag: "--password-file",
-                user_env: "SCYLLA_USER",
-                password_env: "SCYLLA_PASSWORD",
-            },
-            self.user,
-            self.password,
-            self.password_file.as_deref(),
-            |name| std::env::var(name).ok(),
-        )?;
-        let tls = TlsFlags {
-            tls: self.tls,
-            ca_file: self.tls_ca_file,
-            cert_file: self.tls_cert_file,
-            key_file: self.tls_key_file,
-            server_name: self.tls_server_name,
-            insecure_skip_verify: self.tls_insecure_skip_verify,
-        }
-        .into_options("--tls")?;
+        let connection = self.connection.resolve(|name| std::env::var(name).ok())?;
+        let (start, end) = resolve_range(self.range.start, self.range.end, launched)?;
         if self.on_error == OnError::DeadLetter && self.checkpoint_table.is_none() {
             return Err(CliError::usage(
                 "--on-error dead-letter needs --checkpoint-table (dead letters are kept next to it)",
             ));
         }
-        let early_reads = self.early_reads.resolve(self.safety_interval)?;
+        let early_reads = self.reading.early_reads()?;
         let group = self.consumer_group.resolve(
             self.checkpoint_table.is_some(),
             "pass --checkpoint-table KEYSPACE.TABLE",
         )?;
         Ok(Mode::Print(Box::new(PrintConfig {
-            hosts,
-            credentials,
-            tls,
+            hosts: connection.hosts,
+            credentials: connection.credentials,
+            tls: connection.tls,
             keyspace,
             tables,
             start,
             end,
-            window_size: self.window_size,
-            safety_interval: self.safety_interval,
-            sleep_interval: self.sleep_interval,
+            window_size: self.reading.window_size,
+            safety_interval: self.reading.safety_interval,
+            sleep_interval: self.reading.sleep_interval,
             early_reads,
             max_idle_latency: self.max_idle_latency,
             give_up_after: self.give_up_after,
@@ -301,7 +280,7 @@ impl Args {
             group,
             format: self.format,
             on_error: self.on_error,
-            max_rows_per_second: self.max_rows_per_second,
+            max_rows_per_second: self.reading.max_rows_per_second,
             progress_interval: self.progress_interval,
         })))
     }
@@ -319,7 +298,7 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Mode, CliError> {
         let full = std::iter::once("scylla-cdc-printer").chain(args.iter().copied());
-        match Args::try_parse_from(full) {
+        match super::parse(full) {
             Ok(a) => a.into_config(now()),
             Err(e) => Err(scylla_cdc::cli::clap_failure(&e).unwrap_err()),
         }
@@ -668,7 +647,7 @@ mod tests {
 
     #[test]
     fn help_is_not_an_error() {
-        let err = Args::try_parse_from(["scylla-cdc-printer", "--help"]).unwrap_err();
+        let err = super::parse(["scylla-cdc-printer", "--help"]).unwrap_err();
         let text = scylla_cdc::cli::clap_failure(&err).unwrap();
         assert!(text.contains("--checkpoint-table"), "{text}");
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use scylla::client::session::Session;
 use scylla_emulator::EmbeddedCluster;
 use tokio::sync::watch;
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::args::Format;
 use crate::{Output, ReaderSettings, start_readers};
@@ -129,7 +129,7 @@ pub async fn run(
             .await
             .map_err(|e| fail(&format!("`{statement}` failed"), &e))?;
     }
-    eprintln!(
+    info!(
         "demo: embedded 3-node cluster at {}; printing the CDC log of {KEYSPACE}.{TABLE} while a \
          writer changes it{} (Ctrl-C to stop)",
         cluster.contact_point(),

@@ -24,7 +24,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clap::Parser;
 use scylla::client::session::Session;
 use scylla_cdc::{
     CDCLogReaderBuilder, CDCRow, Change, ChangeConsumer, ChangeConsumerFactory, Consumer,
@@ -324,9 +323,16 @@ pub fn process_main() -> std::process::ExitCode {
     // The default start, as the system recorded the process's start: every change written
     // after the launch is printed.
     let launched = scylla_cdc::cli::launch_time();
+    // Parsed before the log is set up, which --log-format configures.
+    let parsed = args::parse(std::env::args_os());
+    let log_format = parsed
+        .as_ref()
+        .map(|a| a.log.log_format)
+        .unwrap_or_default();
     // A consumer group's unit events (`scylla_cdc::cli::units`) are logged at INFO.
     scylla_cdc::cli::install_tracing(
         "warn,scylla_cdc_printer=info,scylla=off,scylla_cdc=warn,scylla_cdc::cli::units=info",
+        log_format,
     );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -340,10 +346,15 @@ pub fn process_main() -> std::process::ExitCode {
     };
     let code = runtime.block_on(async {
         let shutdown = Shutdown::on_signals();
-        match run_launched(launched, std::env::args_os(), Output::stdout(), shutdown).await {
+        let out = Output::stdout();
+        let result = match parsed {
+            Ok(args) => run_parsed(launched, args, out, shutdown).await,
+            Err(e) => help_or_usage_error(&e, &out),
+        };
+        match result {
             Ok(()) => exit_code::OK,
             Err(e) => {
-                eprintln!("{e}");
+                scylla_cdc::cli::args::report_failure(&e, log_format, "scylla_cdc_printer");
                 e.exit_code()
             }
         }
@@ -367,9 +378,10 @@ where
 /// Runs the printer like [`run`], for a program launched at `launched`: without `--start`,
 /// every change written from `launched` on is printed, however long connecting takes.
 ///
-/// `--help` and `--version` are written to `out`. Errors are returned, not printed: the
-/// binary prints them as one line on stderr and exits with [`CliError::exit_code`]. A closed
-/// output pipe ends the run quietly with `Ok`.
+/// The arguments are parsed with [`args::parse`] (flags not on the command line come from the
+/// environment variables of [`args::ENV_PREFIX`]). `--help` and `--version` are written to
+/// `out`. Errors are returned, not printed: the binary prints them as one line on stderr and
+/// exits with [`CliError::exit_code`]. A closed output pipe ends the run quietly with `Ok`.
 pub async fn run_launched<I, T>(
     launched: chrono::DateTime<chrono::Utc>,
     args: I,
@@ -380,15 +392,26 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let args = match Args::try_parse_from(args) {
-        Ok(a) => a,
-        Err(e) => {
-            let text = scylla_cdc::cli::clap_failure(&e)?;
-            return out
-                .write(&text)
-                .map_err(|e| CliError::runtime(format!("cannot write the output: {e}")));
-        }
-    };
+    match args::parse(args) {
+        Ok(args) => run_parsed(launched, args, out, shutdown).await,
+        Err(e) => help_or_usage_error(&e, &out),
+    }
+}
+
+/// `--help` or `--version` written to `out`, or the usage error of a failed parse.
+fn help_or_usage_error(err: &clap::Error, out: &Output) -> Result<(), CliError> {
+    let text = scylla_cdc::cli::clap_failure(err)?;
+    out.write(&text)
+        .map_err(|e| CliError::runtime(format!("cannot write the output: {e}")))
+}
+
+/// Runs the printer with parsed arguments, like [`run_launched`].
+pub async fn run_parsed(
+    launched: chrono::DateTime<chrono::Utc>,
+    args: Args,
+    out: Output,
+    shutdown: Shutdown,
+) -> Result<(), CliError> {
     let metrics_addr = args.metrics_addr;
     let mode = args.into_config(launched)?;
     if let Some(addr) = metrics_addr {

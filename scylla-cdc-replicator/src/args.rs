@@ -1,27 +1,30 @@
 //! The replicator's command line: [`Args`] as clap parses it, checked and resolved into a
 //! [`Config`] by [`Args::into_config`] before anything is contacted.
 
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use scylla::client::session::Session;
 use scylla::statement::Consistency;
 
+use scylla_cdc::cli::args::{env_help, get_matches};
 use scylla_cdc::cli::metrics_http::metrics_addr_arg;
 use scylla_cdc::cli::resolve_range;
 use scylla_cdc::cli::secure::{
     CredentialFlags, Credentials, TlsFlags, TlsOptions, resolve_credentials,
 };
 use scylla_cdc::cli::{
-    CliError, EarlyReadFlags, GroupFlags, GroupSettings, OnError, TimeSpec,
-    checkpoint_interval_arg, connect, hosts_arg, long_interval_arg, on_error_arg, parse_name,
-    parse_time, progress_interval_arg, qualified_arg, rows_per_second_arg, safety_interval_arg,
-    sleep_interval_arg, tables_arg, window_size_arg,
+    CliError, GroupFlags, GroupSettings, LogArgs, LogFormat, OnError, ReadingArgs, TimeRangeArgs,
+    checkpoint_interval_arg, connect, env_prefixed, heading, hosts_arg, long_interval_arg,
+    on_error_arg, parse_name, progress_interval_arg, qualified_arg, tables_arg,
 };
+
+use crate::verify::VerifyArgs;
 pub use scylla_cdc::cli::{Hosts, QualifiedTable, StartAt, Tables};
 
 /// Parses a consistency level name (`LOCAL_QUORUM`, `quorum`, `one`, ...).
@@ -68,145 +71,216 @@ fn max_in_flight(text: &str) -> Result<usize, String> {
     count_arg(text).map(|n| n as usize)
 }
 
+/// The prefix of the environment variables that set the replicator's flags, `verify`'s
+/// included (`SCYLLA_CDC_REPLICATOR_SOURCE` sets `--source`).
+pub const ENV_PREFIX: &str = "SCYLLA_CDC_REPLICATOR_";
+
+/// The exit code of `verify` (and of `--verify-after`) when the tables differ: distinct from
+/// a failure to compare them ([`scylla_cdc::cli::exit_code`]'s `RUNTIME`, `CONNECT`,
+/// `SCHEMA`).
+pub const EXIT_DIFFERENT: u8 = 5;
+
+/// The exit codes, as `--help` states them.
+const EXIT_CODES: &str = "Exit codes: 0 stopped (or, with --verify-after, the tables are \
+equal), 1 failure while running, 2 bad argument, 3 cannot connect, 4 keyspace or table \
+missing, without CDC, or not matching (or a lease table of another shape), 5 the tables differ \
+(--verify-after).";
+
+/// What `--help` shows after the flags: examples, exit codes, environment variables.
+fn after_help() -> String {
+    format!(
+        "Examples:
+  scylla-cdc-replicator --source 10.0.0.1 --destination 10.1.0.1 -k shop -t orders,items
+  scylla-cdc-replicator --source 10.0.0.1 --destination 10.1.0.1 -k shop -t orders \
+--create-destination-table --snapshot
+  scylla-cdc-replicator --source 10.0.0.1 --destination 10.1.0.1 -k shop -t orders \
+--start -1h --end now --verify-after
+  scylla-cdc-replicator verify --source 10.0.0.1 --destination 10.1.0.1 -k shop -t orders
+
+{EXIT_CODES}
+
+{}",
+        env_help(ENV_PREFIX, ("source", "10.0.0.1:9042"))
+    )
+}
+
 /// Replicate ScyllaDB tables into another cluster through their CDC log.
 ///
 /// Every change is written with its original write timestamp (and remaining TTL), so the
 /// destination converges to the source and replaying changes is harmless. Progress is
-/// checkpointed in the source cluster. Times are RFC 3339, `now`, or relative (-10m, -1h30m);
-/// intervals are seconds, fractions allowed. Exit codes: 0 stopped, 1 failure while running,
-/// 2 bad argument, 3 cannot connect, 4 keyspace or table missing, without CDC, or not
-/// matching (or a lease table of another shape).
-///
-/// `scylla-cdc-replicator verify --source ... --destination ... -k KS -t T` compares a table
-/// with its replica row by row instead (see `scylla-cdc-replicator verify --help`).
+/// checkpointed in the source cluster. Times are RFC 3339, now, or relative (-10m, -1h30m);
+/// intervals are seconds, fractions allowed. The command verify compares a table with its
+/// replica row by row instead (see scylla-cdc-replicator verify --help).
 #[derive(Debug, Clone, Parser)]
-#[command(name = "scylla-cdc-replicator", version)]
+#[command(name = "scylla-cdc-replicator", version, after_help = after_help())]
 pub struct Args {
     /// The two clusters: contact points, credentials, TLS.
     #[command(flatten)]
     pub clusters: ClusterArgs,
-    /// Keyspace of the source tables.
-    #[arg(long, short = 'k', value_parser = parse_name)]
-    pub keyspace: String,
-    /// Tables to replicate, comma-separated.
-    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg)]
-    pub table: Tables,
-    /// Keyspace of the destination tables (default: the source keyspace).
-    #[arg(long, value_parser = parse_name)]
-    pub destination_keyspace: Option<String>,
-    /// Where to start reading the log when there is no checkpoint (default: the moment the
-    /// replicator is launched, so every change written after the launch is replicated).
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
-    pub start: Option<TimeSpec>,
-    /// Stop once every change written before TIME has been replicated (same forms as
-    /// --start; default: run until stopped).
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
-    pub end: Option<TimeSpec>,
-    /// With --end: once the end is reached and every change applied, compare the source and
-    /// destination tables like `scylla-cdc-replicator verify` and exit with its code (0 equal,
-    /// 1 different).
-    #[arg(long, requires = "end")]
-    pub verify_after: bool,
-    /// Longest time window one query reads, in seconds (0.001 to 604800).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60",
-          value_parser = window_size_arg)]
-    pub window_size: Duration,
-    /// How far behind now reading stays, in seconds, so that writes in flight are not missed
-    /// (0 to 86400).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "30",
-          value_parser = safety_interval_arg)]
-    pub safety_interval: Duration,
-    /// Pause between reads once caught up, in seconds (0 to 3600; 0: read the next window as
-    /// soon as one is done).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
-          value_parser = sleep_interval_arg)]
-    pub sleep_interval: Duration,
-    /// Early reads: --early-read-lag, --early-read-poll-interval, --max-unconfirmed-rows,
-    /// --no-early-reads.
-    #[command(flatten)]
-    pub early_reads: EarlyReadFlags,
-    /// Adaptive polling: the longest a change written while the log is idle may wait before
-    /// it is read, in seconds; idle stream groups poll less often, up to this bound (0.001 to
-    /// 31536000, though no pause exceeds a day; default: safety interval + sleep interval,
-    /// i.e. no back-off).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true,
-          value_parser = long_interval_arg)]
-    pub max_idle_latency: Option<Duration>,
     /// How long a start-up step (connecting, reading the schema, loading the checkpoint) or a
     /// read keeps being retried while it fails transiently (timeouts, Overloaded, a cluster
     /// that cannot be reached), in seconds; then the program exits with code 3. Each retry
     /// logs a WARN line with its cause (0.001 to 31536000, a year; default: retry forever).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg)]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg,
+          help_heading = heading::CONNECTION)]
     pub give_up_after: Option<Duration>,
-    /// Where progress is saved in the source cluster (default:
-    /// cdc_replicator_checkpoints in the --keyspace keyspace; created if missing).
-    #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified_arg, conflicts_with = "no_checkpoints")]
+    /// Keyspace of the source tables.
+    #[arg(long, short = 'k', value_name = "KEYSPACE", value_parser = parse_name,
+          help_heading = heading::WHAT_TO_READ)]
+    pub keyspace: String,
+    /// Tables to replicate, comma-separated.
+    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg,
+          help_heading = heading::WHAT_TO_READ)]
+    pub table: Tables,
+    /// --start and --end.
+    #[command(flatten)]
+    pub range: TimeRangeArgs,
+    /// Where progress is saved in the source cluster (default: cdc_replicator_checkpoints in
+    /// the --keyspace keyspace; created if missing).
+    #[arg(long, value_name = "KEYSPACE.TABLE", value_parser = qualified_arg, conflicts_with = "no_checkpoints",
+          help_heading = heading::WHERE_TO_START)]
     pub checkpoint_table: Option<QualifiedTable>,
     /// Neither save nor load progress.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::WHERE_TO_START)]
     pub no_checkpoints: bool,
     /// Least time between two checkpoints of a stream group, in seconds (0 to 86400; 0: after
     /// every window).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "10",
-          value_parser = checkpoint_interval_arg)]
+          value_parser = checkpoint_interval_arg, help_heading = heading::WHERE_TO_START)]
     pub checkpoint_interval: Duration,
-    /// Consumer group: run several replicators with the same --group as replicas of one
-    /// daemon (--group, --member-id, --lease-duration, --renew-interval, --lease-table).
-    #[command(flatten)]
-    pub consumer_group: GroupFlags,
+    /// First copy every row of the tables as of the launch time T (each cell with its write
+    /// time and TTL), then replicate the log from T: for tables that already hold data. The
+    /// token ranges copied are saved next to the checkpoints (the checkpoint table's name
+    /// with _snapshot appended), so a restart with the same arguments resumes the copy.
+    /// Refuses tables with non-frozen collections or UDTs, or counters.
+    #[arg(long, conflicts_with_all = ["start", "no_checkpoints"], help_heading = heading::WHERE_TO_START)]
+    pub snapshot: bool,
+    /// Consistency level of the snapshot's reads of the source.
+    #[arg(long, value_name = "LEVEL", default_value = "LOCAL_QUORUM", value_parser = parse_consistency,
+          help_heading = heading::WHERE_TO_START)]
+    pub snapshot_consistency: Consistency,
+    /// Token ranges the snapshot copies at once (1 to 65536).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "8",
+          value_parser = max_in_flight, help_heading = heading::WHERE_TO_START)]
+    pub snapshot_parallelism: usize,
+    /// Keyspace of the destination tables (default: the source keyspace).
+    #[arg(long, value_name = "KEYSPACE", value_parser = parse_name,
+          help_heading = heading::DESTINATION)]
+    pub destination_keyspace: Option<String>,
     /// Consistency level of the writes to the destination.
-    #[arg(long, value_name = "LEVEL", default_value = "LOCAL_QUORUM", value_parser = parse_consistency)]
+    #[arg(long, value_name = "LEVEL", default_value = "LOCAL_QUORUM", value_parser = parse_consistency,
+          help_heading = heading::DESTINATION)]
     pub write_consistency: Consistency,
     /// Create missing destination tables (and their types) with the source's schema.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::DESTINATION)]
     pub create_destination_table: bool,
     /// Accept destination tables with regular columns the source lacks (left null).
-    #[arg(long)]
+    #[arg(long, help_heading = heading::DESTINATION)]
     pub allow_extra_columns: bool,
     /// Most writes in flight per stream group (1 to 65536).
     #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "64",
-          value_parser = max_in_flight)]
+          value_parser = max_in_flight, help_heading = heading::DESTINATION)]
     pub max_in_flight: usize,
     /// Most MiB of writes queued or in flight, all stream groups and tables together (the
     /// memory they hold until written, not only their values' bytes): a slow destination
     /// then slows reading instead of growing memory (1 to 4095).
     #[arg(long, value_name = "MIB", allow_negative_numbers = true, default_value = "8",
-          value_parser = mib_arg)]
+          value_parser = mib_arg, help_heading = heading::DESTINATION)]
     pub max_mib_in_flight: u64,
     /// What to do with a change that cannot be written to the destination, after the
     /// writes' own retries and 3 more attempts: stop (exit 1; a restart replicates it again),
-    /// skip (log it; the destination misses it), or dead-letter (write it to
-    /// `<checkpoint table>_dead_letters` in the source cluster and go on; the destination
-    /// misses it until you replay it). Needs checkpoints for dead-letter. With skip and
-    /// dead-letter each change is written before the next is taken (so a failure is pinned
-    /// to its change): slower than stop, which pipelines writes.
-    #[arg(long, value_name = "stop|skip|dead-letter", default_value = "stop", value_parser = on_error_arg)]
+    /// skip (log it; the destination misses it), or dead-letter (write it to the table named
+    /// after the checkpoint table with _dead_letters appended, in the source cluster, and go
+    /// on; the destination misses it until you replay it). Needs checkpoints for dead-letter.
+    /// With skip and dead-letter each change is written before the next is taken (so a
+    /// failure is pinned to its change): slower than stop, which pipelines writes.
+    #[arg(long, value_name = "stop|skip|dead-letter", default_value = "stop", value_parser = on_error_arg,
+          help_heading = heading::DESTINATION)]
     pub on_error: OnError,
-    /// Most log rows read per second, all tables together (1 to 1000000000; default:
-    /// unlimited), so that catching up a backlog cannot overload the source cluster.
-    #[arg(long, value_name = "ROWS", allow_negative_numbers = true, value_parser = rows_per_second_arg)]
-    pub max_rows_per_second: Option<u64>,
+    /// With --end: once the end is reached and every change applied, compare the source and
+    /// destination tables as the command verify does, and exit with its code (0 equal, 5
+    /// different).
+    #[arg(long, requires = "end", help_heading = heading::DESTINATION)]
+    pub verify_after: bool,
+    /// Window, safety and sleep intervals, early reads, rate limit.
+    #[command(flatten)]
+    pub reading: ReadingArgs,
+    /// Adaptive polling: the longest a change written while the log is idle may wait before
+    /// it is read, in seconds; idle stream groups poll less often, up to this bound (0.001 to
+    /// 31536000, though no pause exceeds a day; default: safety interval + sleep interval,
+    /// i.e. no back-off).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true,
+          value_parser = long_interval_arg, help_heading = heading::OPERATION)]
+    pub max_idle_latency: Option<Duration>,
     /// Seconds between two progress lines in the log (0.1 to 86400).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5",
-          value_parser = progress_interval_arg)]
+          value_parser = progress_interval_arg, help_heading = heading::OPERATION)]
     pub progress_interval: Duration,
     /// Serve the reader's metrics as Prometheus text on http://HOST:PORT/metrics.
-    #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg)]
+    #[arg(long, value_name = "HOST:PORT", value_parser = metrics_addr_arg,
+          help_heading = heading::OPERATION)]
     pub metrics_addr: Option<SocketAddr>,
-    /// First copy every row of the tables as of the launch time T (each cell with its write
-    /// time and TTL), then replicate the log from T: for tables that already hold data. The
-    /// token ranges copied are saved next to the checkpoints (`<checkpoint table>_snapshot`),
-    /// so a restart with the same arguments resumes the copy. Refuses tables with non-frozen
-    /// collections or UDTs, or counters.
-    #[arg(long, conflicts_with_all = ["start", "no_checkpoints"])]
-    pub snapshot: bool,
-    /// Consistency level of the snapshot's reads of the source.
-    #[arg(long, value_name = "LEVEL", default_value = "LOCAL_QUORUM", value_parser = parse_consistency)]
-    pub snapshot_consistency: Consistency,
-    /// Token ranges the snapshot copies at once (1 to 65536).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "8",
-          value_parser = max_in_flight)]
-    pub snapshot_parallelism: usize,
+    /// Consumer group: run several replicators with the same --group as replicas of one
+    /// daemon (--group, --member-id, --lease-duration, --renew-interval, --lease-table).
+    #[command(flatten)]
+    pub consumer_group: GroupFlags,
+    /// --log-format.
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// What the command line asks for: replication, or `verify`.
+#[derive(Debug, Clone)]
+pub enum Invocation {
+    /// Replicate (no command).
+    Replicate(Box<Args>),
+    /// `scylla-cdc-replicator verify ...`.
+    Verify(Box<VerifyArgs>),
+}
+
+impl Invocation {
+    /// `--log-format`.
+    pub fn log_format(&self) -> LogFormat {
+        match self {
+            Invocation::Replicate(a) => a.log.log_format,
+            Invocation::Verify(v) => v.log.log_format,
+        }
+    }
+}
+
+/// The replicator's command line as it parses it: [`Args`] and the command `verify`
+/// ([`VerifyArgs`]), every flag of either also settable from a variable of [`ENV_PREFIX`].
+pub fn command() -> clap::Command {
+    let verify = VerifyArgs::command().name("verify");
+    let cmd = Args::command()
+        // Usage lines name the program, whatever its file is called.
+        .bin_name("scylla-cdc-replicator")
+        .subcommand(verify)
+        .subcommand_negates_reqs(true)
+        .args_conflicts_with_subcommands(true);
+    env_prefixed(cmd, ENV_PREFIX)
+}
+
+/// Parses the replicator's arguments (the first is the program name) with [`command`]: the
+/// command line, then the environment.
+pub fn parse<I, T>(args: I) -> Result<Invocation, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let mut matches = get_matches(command(), args)?;
+    match matches.remove_subcommand() {
+        None => Ok(Invocation::Replicate(Box::new(Args::from_arg_matches(
+            &matches,
+        )?))),
+        Some((name, sub)) if name == "verify" => Ok(Invocation::Verify(Box::new(
+            VerifyArgs::from_arg_matches(&sub)?,
+        ))),
+        Some((name, _)) => Err(clap::Error::raw(
+            clap::error::ErrorKind::InvalidSubcommand,
+            format!("unknown command {name}"),
+        )),
+    }
 }
 
 /// The flags that say how to reach the source and destination clusters (contact points,
@@ -214,70 +288,76 @@ pub struct Args {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ClusterArgs {
     /// Contact points of the source cluster, comma-separated (host:port; default port 9042).
-    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg)]
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg, help_heading = heading::CONNECTION)]
     pub source: Hosts,
     /// Contact points of the destination cluster.
-    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg)]
+    #[arg(long, value_name = "HOST:PORT,...", value_parser = hosts_arg, help_heading = heading::CONNECTION)]
     pub destination: Hosts,
-    /// User name on the source cluster (default: $SCYLLA_SOURCE_USER).
-    #[arg(long)]
+    /// User name on the source cluster (default: the environment variable
+    /// SCYLLA_SOURCE_USER).
+    #[arg(long, value_name = "USER", help_heading = heading::TLS_AND_CREDENTIALS)]
     pub source_user: Option<String>,
-    /// Password on the source cluster, visible to every user of the machine: prefer
-    /// $SCYLLA_SOURCE_PASSWORD or --source-password-file.
-    #[arg(long, conflicts_with = "source_password_file")]
+    /// Password on the source cluster, visible to every user of the machine: prefer the
+    /// environment variable SCYLLA_SOURCE_PASSWORD or --source-password-file.
+    #[arg(long, value_name = "PASSWORD", conflicts_with = "source_password_file",
+          help_heading = heading::TLS_AND_CREDENTIALS)]
     pub source_password: Option<String>,
     /// File whose first line is the password on the source cluster.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::TLS_AND_CREDENTIALS)]
     pub source_password_file: Option<PathBuf>,
     /// Connect to the source cluster over TLS (implied by the other --source-tls-* flags;
     /// certificates are verified against the system's trusted CAs unless
     /// --source-tls-ca-file names others).
-    #[arg(long)]
+    #[arg(long, help_heading = heading::TLS_AND_CREDENTIALS)]
     pub source_tls: bool,
     /// CA certificates (PEM) that sign the source cluster's certificates.
-    #[arg(long, value_name = "PEM")]
+    #[arg(long, value_name = "PEM", help_heading = heading::TLS_AND_CREDENTIALS)]
     pub source_tls_ca_file: Option<PathBuf>,
     /// Client certificate chain (PEM) for the source cluster (with --source-tls-key-file).
-    #[arg(long, value_name = "PEM")]
+    #[arg(long, value_name = "PEM", help_heading = heading::TLS_AND_CREDENTIALS)]
     pub source_tls_cert_file: Option<PathBuf>,
     /// Private key (PEM) of --source-tls-cert-file.
-    #[arg(long, value_name = "PEM")]
+    #[arg(long, value_name = "PEM", help_heading = heading::TLS_AND_CREDENTIALS)]
     pub source_tls_key_file: Option<PathBuf>,
     /// Name the source cluster's certificates must carry (default: each node's IP address).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", help_heading = heading::TLS_AND_CREDENTIALS)]
     pub source_tls_server_name: Option<String>,
     /// Do not verify the source cluster's certificate at all (INSECURE; logs a warning).
-    #[arg(long)]
+    #[arg(long, help_heading = heading::TLS_AND_CREDENTIALS)]
     pub source_tls_insecure_skip_verify: bool,
-    /// User name on the destination cluster (default: $SCYLLA_DESTINATION_USER).
-    #[arg(long)]
+    /// User name on the destination cluster (default: the environment variable
+    /// SCYLLA_DESTINATION_USER).
+    #[arg(long, value_name = "USER", help_heading = heading::TLS_AND_CREDENTIALS)]
     pub destination_user: Option<String>,
-    /// Password on the destination cluster, visible to every user of the machine: prefer
-    /// $SCYLLA_DESTINATION_PASSWORD or --destination-password-file.
-    #[arg(long, conflicts_with = "destination_password_file")]
+    /// Password on the destination cluster, visible to every user of the machine: prefer the
+    /// environment variable SCYLLA_DESTINATION_PASSWORD or --destination-password-file.
+    #[arg(long, value_name = "PASSWORD", conflicts_with = "destination_password_file",
+          help_heading = heading::TLS_AND_CREDENTIALS)]
     pub destination_password: Option<String>,
     /// File whose first line is the password on the destination cluster.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = heading::TLS_AND_CREDENTIALS)]
     pub destination_password_file: Option<PathBuf>,
-    /// Connect to the destination cluster over TLS (implied by the other --destination-tls-* flags;
-    /// certificates are verified against the system's trusted CAs unless
-    /// --destination-tls-ca-file names others).
-    #[arg(long)]
+    /// Connect to the destination cluster over TLS (implied by the other
+    /// --destination-tls-* flags; certificates are verified against the system's trusted CAs
+    /// unless --destination-tls-ca-file names others).
+    #[arg(long, help_heading = heading::TLS_AND_CREDENTIALS)]
     pub destination_tls: bool,
     /// CA certificates (PEM) that sign the destination cluster's certificates.
-    #[arg(long, value_name = "PEM")]
+    #[arg(long, value_name = "PEM", help_heading = heading::TLS_AND_CREDENTIALS)]
     pub destination_tls_ca_file: Option<PathBuf>,
-    /// Client certificate chain (PEM) for the destination cluster (with --destination-tls-key-file).
-    #[arg(long, value_name = "PEM")]
+    /// Client certificate chain (PEM) for the destination cluster (with
+    /// --destination-tls-key-file).
+    #[arg(long, value_name = "PEM", help_heading = heading::TLS_AND_CREDENTIALS)]
     pub destination_tls_cert_file: Option<PathBuf>,
     /// Private key (PEM) of --destination-tls-cert-file.
-    #[arg(long, value_name = "PEM")]
+    #[arg(long, value_name = "PEM", help_heading = heading::TLS_AND_CREDENTIALS)]
     pub destination_tls_key_file: Option<PathBuf>,
-    /// Name the destination cluster's certificates must carry (default: each node's IP address).
-    #[arg(long, value_name = "NAME")]
+    /// Name the destination cluster's certificates must carry (default: each node's IP
+    /// address).
+    #[arg(long, value_name = "NAME", help_heading = heading::TLS_AND_CREDENTIALS)]
     pub destination_tls_server_name: Option<String>,
     /// Do not verify the destination cluster's certificate at all (INSECURE; logs a warning).
-    #[arg(long)]
+    #[arg(long, help_heading = heading::TLS_AND_CREDENTIALS)]
     pub destination_tls_insecure_skip_verify: bool,
 }
 
@@ -447,7 +527,7 @@ impl Args {
     /// Checks what clap cannot and resolves `--start` against `launched`, the instant the
     /// program was launched (the default start).
     pub fn into_config(self, launched: DateTime<Utc>) -> Result<Config, CliError> {
-        let (start, end) = resolve_range(self.start, self.end, launched)?;
+        let (start, end) = resolve_range(self.range.start, self.range.end, launched)?;
         let destination_keyspace = self
             .destination_keyspace
             .unwrap_or_else(|| self.keyspace.clone());
@@ -473,7 +553,7 @@ impl Args {
                  checkpoint table): drop --no-checkpoints",
             ));
         }
-        let early_reads = self.early_reads.resolve(self.safety_interval)?;
+        let early_reads = self.reading.early_reads()?;
         let group = self.consumer_group.resolve(
             checkpoint_table.is_some(),
             "drop --no-checkpoints (the default checkpoint table is \
@@ -496,9 +576,9 @@ impl Args {
             start,
             end,
             verify_after: self.verify_after,
-            window_size: self.window_size,
-            safety_interval: self.safety_interval,
-            sleep_interval: self.sleep_interval,
+            window_size: self.reading.window_size,
+            safety_interval: self.reading.safety_interval,
+            sleep_interval: self.reading.sleep_interval,
             early_reads,
             max_idle_latency: self.max_idle_latency,
             give_up_after: self.give_up_after,
@@ -510,7 +590,7 @@ impl Args {
             allow_extra_columns: self.allow_extra_columns,
             max_in_flight: self.max_in_flight,
             max_bytes_in_flight: self.max_mib_in_flight * 1024 * 1024,
-            max_rows_per_second: self.max_rows_per_second,
+            max_rows_per_second: self.reading.max_rows_per_second,
             on_error: self.on_error,
             progress_interval: self.progress_interval,
             snapshot: self.snapshot,
@@ -531,8 +611,9 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Config, CliError> {
         let full = std::iter::once("scylla-cdc-replicator").chain(args.iter().copied());
-        match Args::try_parse_from(full) {
-            Ok(a) => a.into_config(now()),
+        match super::parse(full) {
+            Ok(Invocation::Replicate(a)) => a.into_config(now()),
+            Ok(Invocation::Verify(_)) => panic!("not a replication"),
             Err(e) => Err(clap_failure(&e).unwrap_err()),
         }
     }

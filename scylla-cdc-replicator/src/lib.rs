@@ -62,9 +62,10 @@
 //!
 //! # Verification
 //!
-//! `scylla-cdc-replicator verify` ([`verify`]) compares a table with its replica by token
-//! range and reports the rows missing, extra or different on the destination; a replication
-//! run with `--end` and `--verify-after` runs it once the end is reached.
+//! `scylla-cdc-replicator verify` ([`verify`], a command of its own) compares a table with
+//! its replica by token range and reports the rows missing, extra or different on the
+//! destination, exiting with [`args::EXIT_DIFFERENT`] when they differ; a replication run with
+//! `--end` and `--verify-after` runs it once the end is reached.
 
 pub mod apply;
 pub mod args;
@@ -80,7 +81,6 @@ use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use scylla::client::session::Session;
 pub use scylla_cdc::cli::Output;
 pub use scylla_cdc::cli::{CliError, Shutdown, ShutdownTrigger, exit_code};
@@ -92,7 +92,7 @@ use scylla_cdc::{CDCLogReaderBuilder, TableBackedCheckpointSaver};
 use tracing::info;
 
 use crate::apply::ReplicatorFactory;
-use crate::args::{Args, Config};
+use crate::args::{Config, Invocation};
 use crate::destination::{Destination, Stats, WriteBudget};
 use crate::evolve::{SchemaFollower, TableContext, TableState, list_writes_for};
 use crate::schema::{
@@ -101,7 +101,7 @@ use crate::schema::{
 };
 use crate::snapshot::{CopyReport, CopySettings, ProgressTable, SavedProgress};
 use crate::translate::ListWrites;
-use crate::verify::{VerifyArgs, VerifyConfig};
+use crate::verify::VerifyConfig;
 
 /// Reads the source table's schema and checks that CDC is enabled on it.
 async fn source_table(
@@ -572,12 +572,19 @@ pub fn process_main() -> std::process::ExitCode {
     // The default start, as the system recorded the process's start: every change written
     // after the launch is replicated.
     let launched = scylla_cdc::cli::launch_time();
+    // Parsed before the log is set up, which --log-format configures.
+    let parsed = args::parse(std::env::args_os());
+    let log_format = parsed
+        .as_ref()
+        .map(Invocation::log_format)
+        .unwrap_or_default();
     // A target directive matches every target that starts with it: `scylla=off` (the driver)
     // would also silence `scylla_cdc*`, so the library and this program are named after it.
     // A consumer group's unit events (`scylla_cdc::cli::units`) are logged at INFO.
     scylla_cdc::cli::install_tracing(
         "info,scylla=off,scylla_cdc=warn,scylla_cdc_replicator=info,scylla_cdc_printer=info,\
          scylla_cdc::cli::units=info",
+        log_format,
     );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -591,10 +598,15 @@ pub fn process_main() -> std::process::ExitCode {
     };
     let code = runtime.block_on(async {
         let shutdown = Shutdown::on_signals();
-        match run_launched(launched, std::env::args_os(), shutdown).await {
+        let out = Output::new(std::io::stdout());
+        let result = match parsed {
+            Ok(invocation) => run_invocation(launched, invocation, out, shutdown).await,
+            Err(e) => help_or_usage_error(&e, &out),
+        };
+        match result {
             Ok(()) => exit_code::OK,
             Err(e) => {
-                eprintln!("{e}");
+                scylla_cdc::cli::args::report_failure(&e, log_format, "scylla_cdc_replicator");
                 e.exit_code()
             }
         }
@@ -633,8 +645,9 @@ where
 }
 
 /// Runs the replicator like [`run_launched`], writing on `out` what goes to stdout: `--help`,
-/// `--version`, and the reports of `verify` (a leading `verify` argument selects
-/// [`verify::run_verify`]) and `--verify-after`.
+/// `--version`, and the reports of the command `verify` ([`verify::run_verify`]) and of
+/// `--verify-after`. The arguments are parsed with [`args::parse`] (flags not on the command
+/// line come from the environment variables of [`args::ENV_PREFIX`]).
 pub async fn run_to<I, T>(
     launched: chrono::DateTime<chrono::Utc>,
     args: I,
@@ -645,23 +658,32 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let written = |text: String| {
-        out.write(&text)
-            .map_err(|e| CliError::runtime(format!("cannot write on stdout: {e}")))
-    };
-    if args.get(1).is_some_and(|a| a == "verify") {
-        let program = OsString::from("scylla-cdc-replicator verify");
-        let rest = std::iter::once(program).chain(args.iter().skip(2).cloned());
-        let config = match VerifyArgs::try_parse_from(rest) {
-            Ok(a) => a.into_config()?,
-            Err(e) => return written(clap_failure(&e)?),
-        };
-        return verify::run_verify(&config, &out, shutdown).await;
+    match args::parse(args) {
+        Ok(invocation) => run_invocation(launched, invocation, out, shutdown).await,
+        Err(e) => help_or_usage_error(&e, &out),
     }
-    let args = match Args::try_parse_from(args) {
-        Ok(a) => a,
-        Err(e) => return written(clap_failure(&e)?),
+}
+
+/// `--help` or `--version` written to `out`, or the usage error of a failed parse.
+fn help_or_usage_error(err: &clap::Error, out: &Output) -> Result<(), CliError> {
+    let text = clap_failure(err)?;
+    out.write(&text)
+        .map_err(|e| CliError::runtime(format!("cannot write on stdout: {e}")))
+}
+
+/// Runs a parsed command line, like [`run_to`].
+pub async fn run_invocation(
+    launched: chrono::DateTime<chrono::Utc>,
+    invocation: Invocation,
+    out: Output,
+    shutdown: Shutdown,
+) -> Result<(), CliError> {
+    let args = match invocation {
+        Invocation::Verify(verify) => {
+            let config = verify.into_config()?;
+            return verify::run_verify(&config, &out, shutdown).await;
+        }
+        Invocation::Replicate(args) => args,
     };
     let metrics_addr = args.metrics_addr;
     let config = args.into_config(launched)?;

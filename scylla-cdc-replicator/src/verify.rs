@@ -21,10 +21,18 @@
 //! compared on every row of their partition (a partition whose static row differs counts
 //! each of its rows as different).
 //!
-//! There is no `--at TIME` ("compare the tables as they were at TIME"): a scan sees only the
-//! newest cells, an overwritten cell's earlier value and a deleted row are gone, so the state
-//! of either table at an earlier time cannot be rebuilt from a scan, and skipping rows written
-//! after TIME would still report rows deleted after TIME as missing.
+//! `--at TIME` compares the tables as they were at TIME as far as a scan can tell: a cell
+//! written after TIME (on either side) is not compared, nor is a row whose every cell was
+//! written after TIME (counted apart, [`Report::newer`]), so that writes still in flight while
+//! the source keeps being written do not show as differences. A scan sees only the newest
+//! cells: an overwritten cell's earlier value and a deleted row are gone, so a row deleted
+//! after TIME on one side and not yet on the other still shows as a difference.
+//!
+//! # Exit codes
+//!
+//! 0 the tables are equal, [`EXIT_DIFFERENT`] (5) they differ, 1 a failure while scanning
+//! (a request that kept failing past `--give-up-after`, an interruption), 2 a bad argument, 3
+//! a cluster that cannot be reached, 4 a keyspace or table missing or not matching.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -41,11 +49,12 @@ use scylla::value::{CqlValue, Row};
 use scylla_cdc::Backoff;
 use scylla_cdc::cli::Output;
 use scylla_cdc::cli::{
-    CliError, Shutdown, TimeSpec, error_chain, long_interval_arg, parse_name, parse_time,
-    progress_interval_arg, retry_startup, tables_arg,
+    CliError, LogArgs, Shutdown, TimeSpec, error_chain, heading, long_interval_arg, parse_name,
+    parse_time, progress_interval_arg, retry_startup, tables_arg,
 };
 use tracing::info;
 
+pub use crate::args::EXIT_DIFFERENT;
 use crate::args::{ClusterArgs, Clusters, Config, Tables, count_arg};
 use crate::scan::{ScanError, Side, value_text};
 pub use crate::scan::{ScanPlan, token_ranges};
@@ -60,54 +69,78 @@ pub const TTL_TOLERANCE_SECS: i32 = 5;
 /// Most differing rows named in a report.
 pub const MAX_SAMPLES: usize = 10;
 
-/// Compare tables with their replicas, row by row: `scylla-cdc-replicator verify`.
+/// What `verify --help` shows after the flags: examples, exit codes.
+fn after_help() -> String {
+    format!(
+        "Examples:
+  scylla-cdc-replicator verify --source 10.0.0.1 --destination 10.1.0.1 -k shop -t orders
+  scylla-cdc-replicator verify --source 10.0.0.1 --destination 10.0.0.1 -k shop \
+--destination-keyspace shop_copy -t orders,items --at -1m
+
+Exit codes: 0 the tables are equal, {EXIT_DIFFERENT} they differ, 1 failure while scanning, 2 bad \
+argument, 3 cannot connect, 4 keyspace or table missing or not matching.
+
+Environment: the flags can also be set by the replicator's variables \
+({}SOURCE=10.0.0.1:9042, ...; see scylla-cdc-replicator --help).",
+        crate::args::ENV_PREFIX
+    )
+}
+
+/// Compare tables with their replicas, row by row.
 ///
 /// Scans both tables by token range and compares every row: the value of every column, and
-/// the write time and TTL (within 5 s) of every column that has one. Prints `rows compared
-/// N, missing M, extra E, different D` per table, then up to 10 differing rows. Exit codes: 0
-/// the tables are equal, 1 they differ (or a failure while scanning), 2 bad argument, 3
-/// cannot connect, 4 keyspace or table missing or not matching.
+/// the write time and TTL (within 5 s) of every column that has one. Prints "rows compared
+/// N, missing M, extra E, different D" per table, then up to 10 differing rows.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "scylla-cdc-replicator verify", version)]
+#[command(name = "scylla-cdc-replicator verify", version, after_help = after_help())]
 pub struct VerifyArgs {
     /// The two clusters: contact points, credentials, TLS.
     #[command(flatten)]
     pub clusters: ClusterArgs,
-    /// Keyspace of the source tables.
-    #[arg(long, short = 'k', value_parser = parse_name)]
-    pub keyspace: String,
-    /// Tables to compare, comma-separated.
-    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg)]
-    pub table: Tables,
-    /// Keyspace of the destination tables (default: the source keyspace).
-    #[arg(long, value_parser = parse_name)]
-    pub destination_keyspace: Option<String>,
-    /// Number of token ranges the ring is split into (1 to 65536).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "256",
-          value_parser = count_arg)]
-    pub ranges: u32,
-    /// Token ranges scanned at once (1 to 65536).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "8",
-          value_parser = count_arg)]
-    pub parallelism: u32,
-    /// Rows per page of the scans (1 to 65536).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "1000",
-          value_parser = count_arg)]
-    pub page_size: u32,
     /// How long a failing request is retried while it fails transiently, in seconds (0.001 to
     /// 31536000).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60", value_parser = long_interval_arg)]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60",
+          value_parser = long_interval_arg, help_heading = heading::CONNECTION)]
     pub give_up_after: Duration,
-    /// Seconds between two progress lines in the log (0.1 to 86400).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5", value_parser = progress_interval_arg)]
-    pub progress_interval: Duration,
+    /// Keyspace of the source tables.
+    #[arg(long, short = 'k', value_name = "KEYSPACE", value_parser = parse_name,
+          help_heading = heading::WHAT_TO_READ)]
+    pub keyspace: String,
+    /// Tables to compare, comma-separated.
+    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg,
+          help_heading = heading::WHAT_TO_READ)]
+    pub table: Tables,
+    /// Keyspace of the destination tables (default: the source keyspace).
+    #[arg(long, value_name = "KEYSPACE", value_parser = parse_name,
+          help_heading = heading::WHAT_TO_READ)]
+    pub destination_keyspace: Option<String>,
     /// Compare the tables as of TIME: a cell written after TIME (on either side) is not
     /// compared, nor is a row whose every cell was written after TIME, so writes still in
     /// flight while the source keeps being written do not show as differences. A scan cannot
     /// see deletions: a row deleted after TIME and not yet deleted on the other side still
-    /// shows. Same forms as the replicator's --end (RFC 3339, `now`, `-10m`).
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time)]
+    /// shows. Same forms as the replicator's --end (RFC 3339, now, -10m).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time,
+          help_heading = heading::WHAT_TO_READ)]
     pub at: Option<TimeSpec>,
+    /// Number of token ranges the ring is split into (1 to 65536).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "256",
+          value_parser = count_arg, help_heading = heading::OPERATION)]
+    pub ranges: u32,
+    /// Token ranges scanned at once (1 to 65536).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "8",
+          value_parser = count_arg, help_heading = heading::OPERATION)]
+    pub parallelism: u32,
+    /// Rows per page of the scans (1 to 65536).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "1000",
+          value_parser = count_arg, help_heading = heading::OPERATION)]
+    pub page_size: u32,
+    /// Seconds between two progress lines in the log (0.1 to 86400).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5",
+          value_parser = progress_interval_arg, help_heading = heading::OPERATION)]
+    pub progress_interval: Duration,
+    /// --log-format.
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// The settings of a verification, checked and resolved.
@@ -650,7 +683,8 @@ pub async fn verify_table(
 }
 
 /// Runs a verification: connects, compares every table, writes a report per table on `out`.
-/// Returns an error (exit code 1) naming the tables that differ, if any.
+/// Returns an error with exit code [`EXIT_DIFFERENT`] naming the tables that differ, if any;
+/// a failure to compare them has another code (see the module docs).
 pub async fn run_verify(
     config: &VerifyConfig,
     out: &Output,
@@ -671,10 +705,13 @@ pub async fn run_verify(
         if differing.is_empty() {
             Ok(())
         } else {
-            Err(CliError::runtime(format!(
-                "the destination differs from the source: {}",
-                differing.join(", ")
-            )))
+            Err(CliError::new(
+                EXIT_DIFFERENT,
+                format!(
+                    "the destination differs from the source: {}",
+                    differing.join(", ")
+                ),
+            ))
         }
     };
     tokio::select! {
@@ -689,10 +726,15 @@ mod tests {
     use crate::scan::ScannedColumn;
     use scylla_cdc::cli::{clap_failure, exit_code};
 
+    /// `scylla-cdc-replicator verify ARGS`, as the program parses it.
     fn parse(args: &[&str]) -> Result<VerifyConfig, CliError> {
-        let full = ["scylla-cdc-replicator verify"].iter().chain(args).copied();
-        match VerifyArgs::try_parse_from(full) {
-            Ok(a) => a.into_config(),
+        let full = ["scylla-cdc-replicator", "verify"]
+            .iter()
+            .chain(args)
+            .copied();
+        match crate::args::parse(full) {
+            Ok(crate::args::Invocation::Verify(a)) => a.into_config(),
+            Ok(crate::args::Invocation::Replicate(_)) => panic!("not verify"),
             Err(e) => Err(clap_failure(&e).unwrap_err()),
         }
     }

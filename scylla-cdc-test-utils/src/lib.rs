@@ -11,6 +11,7 @@
 //! - [`statement_on_node`]: a statement the driver sends to one node only.
 //! - [`strip_ansi`]: a program's log line without its colours.
 //! - [`metrics_scrape`]: free ports, scraping a program's `/metrics`, reading log lines.
+//! - [`help_text`]: checks of a program's `--help` (headings, plain text, variables).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +27,7 @@ use scylla::statement::Statement;
 
 use scylla_emulator::{ClusterBuilder, ClusterError, EmbeddedCluster};
 
+pub mod help_text;
 pub mod metrics_scrape;
 
 /// The environment variable naming a real cluster to test against: `host:port[,host:port...]`.

@@ -2,6 +2,7 @@
 //! runs it) against two embedded clusters per test.
 
 use futures::StreamExt as _;
+use scylla_cdc_replicator::verify::EXIT_DIFFERENT;
 use scylla_cdc_replicator::{CliError, exit_code};
 
 use crate::support::{Pair, replicator, run_program};
@@ -80,7 +81,7 @@ async fn equal_tables_exit_0_with_the_counts() {
     )
     .await;
     let (result, out) = p.verify(&[]).await;
-    assert_eq!(result.unwrap_err().exit_code(), exit_code::RUNTIME);
+    assert_eq!(result.unwrap_err().exit_code(), EXIT_DIFFERENT);
     assert!(
         out.starts_with(&format!(
             "{}.t: rows compared 61, missing 0, extra 0, different 6\n",
@@ -127,7 +128,7 @@ async fn at_leaves_out_what_was_written_after_it() {
     )
     .await;
     let (result, out) = p.verify(&[]).await;
-    assert_eq!(result.unwrap_err().exit_code(), exit_code::RUNTIME, "{out}");
+    assert_eq!(result.unwrap_err().exit_code(), EXIT_DIFFERENT, "{out}");
     assert!(
         out.starts_with(&format!(
             "{}.t: rows compared 12, missing 1, extra 1, different 1\n",
@@ -155,7 +156,7 @@ async fn at_leaves_out_what_was_written_after_it() {
     )
     .await;
     let (result, out) = p.verify(&at).await;
-    assert_eq!(result.unwrap_err().exit_code(), exit_code::RUNTIME, "{out}");
+    assert_eq!(result.unwrap_err().exit_code(), EXIT_DIFFERENT, "{out}");
     assert!(
         out.contains("different: pk=4, ck=0 (w: source 1, destination 7)"),
         "{out}"
@@ -190,7 +191,7 @@ async fn every_kind_of_difference_is_counted_and_named() {
     // The tables are equal but for row 4's TTL: exactly one difference.
     let (result, out) = p.verify(&[]).await;
     let err = result.expect_err("the TTLs differ");
-    assert_eq!(err.exit_code(), exit_code::RUNTIME, "{err}");
+    assert_eq!(err.exit_code(), EXIT_DIFFERENT, "{err}");
     assert!(
         out.starts_with(&format!(
             "{}.t: rows compared 10, missing 0, extra 0, different 1\n",
@@ -227,7 +228,7 @@ async fn every_kind_of_difference_is_counted_and_named() {
     .await;
     let (result, out) = p.verify(&["--ranges", "16"]).await;
     let err = result.expect_err("the tables differ");
-    assert_eq!(err.exit_code(), exit_code::RUNTIME, "{err}");
+    assert_eq!(err.exit_code(), EXIT_DIFFERENT, "{err}");
     assert!(err.message().contains(&format!("{}.t", p.ks)), "{err}");
     assert!(
         out.starts_with(&format!(
@@ -318,7 +319,7 @@ async fn thousands_of_rows_over_many_ranges_and_pages_are_counted_exactly() {
     }
     p.on(&p.d, "DELETE FROM {ks}.t WHERE pk = 123").await;
     let (result, out) = p.verify(&args).await;
-    assert_eq!(result.unwrap_err().exit_code(), exit_code::RUNTIME);
+    assert_eq!(result.unwrap_err().exit_code(), EXIT_DIFFERENT);
     assert!(
         out.starts_with(&format!(
             "{}.t: rows compared {total}, missing {}, extra 0, different 0\n",
@@ -394,7 +395,7 @@ async fn verify_after_a_replication_with_an_end_exits_0() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_binary_exits_1_with_the_report_on_stdout_and_its_log_on_stderr() {
+async fn the_binary_exits_5_with_the_report_on_stdout_and_its_log_on_stderr() {
     let p = Pair::start(1).await;
     p.both("CREATE TABLE {ks}.t (pk text PRIMARY KEY, v int)")
         .await;
@@ -414,7 +415,11 @@ async fn the_binary_exits_1_with_the_report_on_stdout_and_its_log_on_stderr() {
         .expect("run the binary");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert_eq!(
+        output.status.code(),
+        Some(i32::from(EXIT_DIFFERENT)),
+        "{stdout}\n{stderr}"
+    );
     assert_eq!(
         stdout,
         format!(

@@ -28,11 +28,16 @@ use scylla::errors::{
 use tokio::sync::watch;
 use tracing::info;
 
+pub mod args;
 pub mod metrics_http;
 mod output;
 pub mod scan;
 pub mod secure;
 
+pub use args::{
+    Connection, ConnectionArgs, LogArgs, LogFormat, ReadingArgs, TimeRangeArgs, env_prefixed,
+    heading,
+};
 pub use output::{Output, SharedBuffer};
 
 use self::secure::{Credentials, SettingError, TlsOptions};
@@ -636,28 +641,31 @@ pub struct GroupFlags {
     /// Read as a member of this consumer group: the processes started with the same group on
     /// the same tables share their streams (each change is read by one of them), take over
     /// the streams of a member that dies after --lease-duration, and rebalance when one joins
-    /// or stops. Needs a checkpoint table; the group's leases are kept next to it
-    /// (`<checkpoint table>_leases`, created if missing).
-    #[arg(long, value_name = "NAME", value_parser = group_name_arg)]
+    /// or stops. Needs a checkpoint table; the group's leases are kept next to it (the
+    /// checkpoint table's name with _leases appended, created if missing).
+    #[arg(long, value_name = "NAME", value_parser = group_name_arg,
+          help_heading = heading::OPERATION)]
     pub group: Option<String>,
     /// This process's id in the group (default: the host name, the process id and 8 random
     /// hex digits); ids must differ between the members running at one time.
-    #[arg(long, value_name = "ID", requires = "group", value_parser = group_name_arg)]
+    #[arg(long, value_name = "ID", requires = "group", value_parser = group_name_arg,
+          help_heading = heading::OPERATION)]
     pub member_id: Option<String>,
     /// How long a member's lease on its streams lasts without renewal, in seconds: the
     /// streams of a member that died wait this long before another member takes them over
     /// (0.1 to 86400; default 10; longer than --renew-interval).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, requires = "group",
-          value_parser = lease_duration_arg)]
+          value_parser = lease_duration_arg, help_heading = heading::OPERATION)]
     pub lease_duration: Option<Duration>,
     /// How often a member renews its leases and looks at the group, in seconds (0.01 to 43200;
     /// shorter than --lease-duration; default: a third of the lease duration).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, requires = "group",
-          value_parser = renew_interval_arg)]
+          value_parser = renew_interval_arg, help_heading = heading::OPERATION)]
     pub renew_interval: Option<Duration>,
     /// The group's lease table (created if missing; default: the checkpoint table's name
-    /// with `_leases` appended, in its keyspace).
-    #[arg(long, value_name = "KEYSPACE.TABLE", requires = "group", value_parser = qualified_arg)]
+    /// with _leases appended, in its keyspace).
+    #[arg(long, value_name = "KEYSPACE.TABLE", requires = "group", value_parser = qualified_arg,
+          help_heading = heading::OPERATION)]
     pub lease_table: Option<QualifiedTable>,
 }
 
@@ -672,22 +680,23 @@ pub struct EarlyReadFlags {
     /// (past client timestamps, clock skew) are delivered by a confirmation a safety interval
     /// behind now, flagged late (0 to 3600, shorter than --safety-interval; default 0.1).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true,
-          value_parser = early_read_lag_arg)]
+          value_parser = early_read_lag_arg, help_heading = heading::OPERATION)]
     pub early_read_lag: Option<Duration>,
     /// Early reads: how often a caught-up stream group asks for new rows, in seconds; each
     /// poll is one query per group of at most 100 streams (0.001 to 3600; default 0.6).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true,
-          value_parser = early_read_poll_interval_arg)]
+          value_parser = early_read_poll_interval_arg, help_heading = heading::OPERATION)]
     pub early_read_poll_interval: Option<Duration>,
     /// Early reads: the most rows delivered early and not yet confirmed that are remembered
     /// (24 bytes each); past it, early reads pause until confirmation catches up (1 to
     /// 1000000000; default 1000000).
     #[arg(long, value_name = "ROWS", allow_negative_numbers = true,
-          value_parser = unconfirmed_rows_arg)]
+          value_parser = unconfirmed_rows_arg, help_heading = heading::OPERATION)]
     pub max_unconfirmed_rows: Option<usize>,
     /// Read only a safety interval behind now, as before early reads: every change arrives
     /// in the order of its partition's writes, --safety-interval after its write.
-    #[arg(long, conflicts_with_all = ["early_read_lag", "early_read_poll_interval", "max_unconfirmed_rows"])]
+    #[arg(long, conflicts_with_all = ["early_read_lag", "early_read_poll_interval", "max_unconfirmed_rows"],
+          help_heading = heading::OPERATION)]
     pub no_early_reads: bool,
 }
 
@@ -1044,30 +1053,43 @@ where
 }
 
 /// Installs the `tracing` subscriber of a program: filtered by `RUST_LOG` (default
-/// `default_filter`), written to stderr. Does nothing if one is already installed.
+/// `default_filter`), written to stderr as text or JSON (`--log-format`). Does nothing if one
+/// is already installed.
 ///
 /// The programs' defaults leave out the driver's own log (`scylla=off`): its connection
 /// errors would precede the program's one-line error, and the programs log what matters
 /// (retries with the driver's error); `RUST_LOG=scylla=warn` brings it back.
 ///
-/// Lines are coloured only when stderr is a terminal and `NO_COLOR` is unset or empty
+/// Text lines are coloured only when stderr is a terminal and `NO_COLOR` is unset or empty
 /// (<https://no-color.org>): a log file or a pipe gets plain text. Each line starts with the
 /// wall-clock time it was logged at, UTC, RFC 3339 with microseconds
 /// (`2026-01-02T03:04:05.123456Z`), so that lines of several processes (the members of a
 /// consumer group) can be put in one order.
-pub fn install_tracing(default_filter: &str) {
+///
+/// [`LogFormat::Json`] writes one JSON object per line, never coloured: `timestamp` (as
+/// above), `level`, `target`, `message` and the event's fields at the top level, and the
+/// spans it happened in, if any.
+pub fn install_tracing(default_filter: &str, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
-    let colour = use_colour(
-        std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        std::env::var_os("NO_COLOR").as_deref(),
-    );
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_timer(tracing_subscriber::fmt::time::SystemTime)
-        .with_ansi(colour)
-        .try_init();
+        .with_timer(tracing_subscriber::fmt::time::SystemTime);
+    let _ = match format {
+        LogFormat::Text => {
+            let colour = use_colour(
+                std::io::IsTerminal::is_terminal(&std::io::stderr()),
+                std::env::var_os("NO_COLOR").as_deref(),
+            );
+            builder.with_ansi(colour).try_init()
+        }
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_ansi(false)
+            .try_init(),
+    };
 }
 
 /// Whether log lines carry colour codes: on a terminal, unless `NO_COLOR` is set non-empty.

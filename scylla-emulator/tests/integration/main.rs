@@ -18,6 +18,7 @@ mod driver_schema;
 mod driver_system_tables;
 mod driver_tablets;
 mod driver_views;
+mod emulator_command_line;
 mod emulator_console;
 mod protocol;
 mod schema_events;

@@ -5,6 +5,7 @@
 //! tests here is a module: add its `mod` line below.
 
 mod chaos;
+mod command_line;
 mod docs;
 mod early_reads;
 mod groups;

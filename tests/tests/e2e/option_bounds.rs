@@ -26,7 +26,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
 use chrono::{SecondsFormat, Utc};
-use clap::CommandFactory;
 use scylla::client::session::Session;
 use scylla_cdc_test_utils::{setup_tracing, unique_keyspace_name};
 use scylla_emulator::EmbeddedCluster;
@@ -51,12 +50,15 @@ impl Program {
         }
     }
 
-    /// The program's clap definition.
+    /// The program's clap definition, as it parses its command line.
     fn command(self) -> clap::Command {
         match self {
-            Program::Printer => scylla_cdc_printer::args::Args::command(),
-            Program::Replicator => scylla_cdc_replicator::args::Args::command(),
-            Program::Verify => scylla_cdc_replicator::verify::VerifyArgs::command(),
+            Program::Printer => scylla_cdc_printer::args::command(),
+            Program::Replicator => scylla_cdc_replicator::args::command(),
+            Program::Verify => scylla_cdc_replicator::args::command()
+                .find_subcommand("verify")
+                .expect("the replicator has the command verify")
+                .clone(),
         }
     }
 }
@@ -90,6 +92,7 @@ const NOT_NUMERIC: &[(Program, &[&str])] = &[
             "--format",
             "--on-error",
             "--metrics-addr",
+            "--log-format",
         ],
     ),
     (
@@ -124,6 +127,7 @@ const NOT_NUMERIC: &[(Program, &[&str])] = &[
             "--on-error",
             "--metrics-addr",
             "--snapshot-consistency",
+            "--log-format",
         ],
     ),
     (
@@ -149,6 +153,7 @@ const NOT_NUMERIC: &[(Program, &[&str])] = &[
             "--table",
             "--destination-keyspace",
             "--at",
+            "--log-format",
         ],
     ),
 ];

@@ -596,6 +596,14 @@ pub(crate) async fn converge_then_stop(
     Ok(())
 }
 
+/// The prefixes of the variables the programs read their flags from.
+pub(crate) const PROGRAM_ENV_PREFIXES: [&str; 4] = [
+    "SCYLLA_CDC_PRINTER_",
+    "SCYLLA_CDC_REPLICATOR_",
+    "SCYLLA_CDC_KAFKA_",
+    "SCYLLA_EMULATOR_",
+];
+
 /// A program running as a child process (a `CARGO_BIN_EXE_*` binary), its stdout and stderr
 /// in files of a test's directory; killed if the test drops it.
 pub(crate) struct Process {
@@ -625,6 +633,29 @@ impl Process {
         dir: &TempDir,
         log: Option<&str>,
     ) -> anyhow::Result<Self> {
+        Self::start(binary, name, args, dir, log, &[])
+    }
+
+    /// As [`Process::spawn`], with the environment variables `env` set (flags of the
+    /// program: `SCYLLA_CDC_PRINTER_HOSTS`, ...).
+    pub(crate) fn spawn_with_env(
+        binary: &str,
+        name: &str,
+        args: &[String],
+        dir: &TempDir,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
+        Self::start(binary, name, args, dir, None, env)
+    }
+
+    fn start(
+        binary: &str,
+        name: &str,
+        args: &[String],
+        dir: &TempDir,
+        log: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let stdout = PathBuf::from(dir.write(&format!("{name}.out"), ""));
         let stderr = PathBuf::from(dir.write(&format!("{name}.err"), ""));
         let mut command = tokio::process::Command::new(binary);
@@ -632,6 +663,16 @@ impl Process {
             Some(filter) => command.env("RUST_LOG", filter),
             None => command.env_remove("RUST_LOG"),
         };
+        // The programs take any flag from their variables: none of the test's environment.
+        for (key, _) in std::env::vars_os() {
+            if key
+                .to_str()
+                .is_some_and(|k| PROGRAM_ENV_PREFIXES.iter().any(|p| k.starts_with(p)))
+            {
+                command.env_remove(key);
+            }
+        }
+        command.envs(env.iter().copied());
         let child = command
             .args(args)
             .stdin(Stdio::null())

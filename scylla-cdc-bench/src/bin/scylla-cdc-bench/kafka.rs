@@ -183,9 +183,10 @@ fn default_variants(given: &[Variant], defaults: &[&str]) -> Vec<Variant> {
 }
 
 /// The changes published so far on one of the program's progress lines (`progress: N changes
-/// published (...`).
+/// published (...`, after the log line's time, level and target).
 fn progress_changes(line: &str) -> Option<u64> {
-    line.strip_prefix("progress: ")?
+    line.split_once("progress: ")?
+        .1
         .split_once(" changes published")?
         .0
         .parse()
@@ -1295,6 +1296,8 @@ mod tests {
         let line = "progress: 12345 changes published (12345 messages), 0 skipped as already \
                     published; confirmed up to 2025-01-01T00:00:00Z";
         assert_eq!(progress_changes(line), Some(12345));
+        let logged = format!("2026-01-02T03:04:05.123456Z  INFO scylla_cdc_kafka: {line}");
+        assert_eq!(progress_changes(&logged), Some(12345));
         assert_eq!(progress_changes("read the progress"), None);
         assert_eq!(progress_changes("progress: many changes published"), None);
         let s = |ms: u64, n: u64| (Duration::from_millis(ms), n);
