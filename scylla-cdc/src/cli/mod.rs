@@ -28,6 +28,7 @@ use scylla::errors::{
 use tokio::sync::watch;
 use tracing::info;
 
+pub mod health;
 pub mod metrics_http;
 mod output;
 pub mod scan;
@@ -921,10 +922,12 @@ pub async fn connect(
     tls: Option<&TlsOptions>,
     give_up_after: Option<Duration>,
 ) -> Result<Arc<Session>, CliError> {
-    retry_startup(&format!("connecting to {what}"), give_up_after, || {
+    let session = retry_startup(&format!("connecting to {what}"), give_up_after, || {
         connect_once(what, hosts, credentials, tls)
     })
-    .await
+    .await?;
+    health::connected();
+    Ok(session)
 }
 
 /// One attempt of [`connect`].
@@ -1254,17 +1257,27 @@ pub async fn supervise(
     loop {
         tokio::select! {
             next = pending.next() => match next {
-                None => return Ok(()),
+                None => {
+                    health::stopped(if stopping {
+                        "stopped on request".into()
+                    } else {
+                        "the reader reached its end time".into()
+                    });
+                    return Ok(());
+                }
                 Some((_, Ok(()))) => {}
                 Some((table, Err(e))) => {
                     for c in &mut controls {
                         c.stop();
                     }
-                    return Err(CliError::from_reader(&table, &e));
+                    let e = CliError::from_reader(&table, &e);
+                    health::stopped(format!("the reader failed: {}", e.message()));
+                    return Err(e);
                 }
             },
             _ = shutdown.requested(), if !stopping => {
                 stopping = true;
+                health::stopping();
                 info!("stopping: finishing the current windows and saving progress");
                 for c in &mut controls {
                     // Every stream reader is past this point: each stops after its current
