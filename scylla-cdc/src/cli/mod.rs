@@ -548,6 +548,11 @@ pub fn long_interval_arg(text: &str) -> Result<Duration, String> {
     seconds_within(text, MILLISECOND, 365 * DAY)
 }
 
+/// clap parser of the printer's `--connect-timeout`: 0 (retry forever) to 365 days.
+pub fn connect_timeout_arg(text: &str) -> Result<Duration, String> {
+    seconds_within(text, Duration::ZERO, 365 * DAY)
+}
+
 /// Whether `name` is a valid unquoted-or-quoted CQL name as stored (non-empty, at most 48
 /// characters, no control characters).
 fn valid_name(name: &str) -> bool {
