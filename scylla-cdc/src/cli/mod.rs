@@ -952,11 +952,19 @@ async fn connect_once(
         builder = builder.tls_context(Some(tls.client_config(what)?));
     }
     builder.build().await.map(Arc::new).map_err(|e| {
-        let message = format!(
+        let mut message = format!(
             "cannot connect to {what} at {}: {}",
             hosts.join(","),
             error_chain(&e)
         );
+        if tls.is_none() && closed_at_first_request(&e) {
+            // What a plaintext client sees of a port that speaks TLS only (Scylla's
+            // client_encryption_options without native_transport_port_ssl).
+            message.push_str(
+                " (the node closed the connection at the first request: if it accepts only \
+                 TLS connections, connect with TLS)",
+            );
+        }
         if session_error_is_transient(&e) {
             CliError::transient(message)
         } else {
@@ -981,6 +989,19 @@ fn session_error_is_transient(err: &NewSessionError) -> bool {
         NewSessionError::MetadataError(MetadataError::FetchError(_)) => true,
         _ => false,
     }
+}
+
+/// Whether the connections failed because the node closed them at the first request (as a
+/// TLS-only port does with a plaintext client).
+fn closed_at_first_request(err: &NewSessionError) -> bool {
+    matches!(
+        err,
+        NewSessionError::MetadataError(MetadataError::ConnectionPoolError(
+            ConnectionPoolError::Broken {
+                last_connection_error: ConnectionError::ConnectionSetupRequestError(e),
+            }
+        )) if matches!(e.error, ConnectionSetupRequestErrorKind::BrokenConnection(_))
+    )
 }
 
 /// Whether a failed connection attempt is worth retrying (see [`session_error_is_transient`]).
