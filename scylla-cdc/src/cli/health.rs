@@ -182,34 +182,62 @@ fn judge(phase: &Phase, now: DateTime<Utc>) -> Report {
         }
         None => (0, 0),
     };
-    let connected = up > 0;
     let progress: Vec<crate::Progress> = reading.progress.0.iter().map(|p| p.progress()).collect();
-    let low_watermark = reading.progress.low_watermark();
-    let last = progress.iter().filter_map(|p| p.last_progress).max();
-    let since_progress = (now - last.unwrap_or(reading.since))
+    verdict(
+        Observed {
+            nodes,
+            up,
+            progress: &progress,
+            low_watermark: reading.progress.low_watermark(),
+            since: reading.since,
+            bound: reading.bound,
+        },
+        now,
+    )
+}
+
+/// What a running reader is judged on.
+struct Observed<'a> {
+    /// Nodes the driver knows, and those it holds a connection to.
+    nodes: usize,
+    up: usize,
+    /// Each reader's progress.
+    progress: &'a [crate::Progress],
+    low_watermark: Option<DateTime<Utc>>,
+    /// When the readers were handed over.
+    since: DateTime<Utc>,
+    bound: Duration,
+}
+
+/// The health of running readers.
+fn verdict(o: Observed<'_>, now: DateTime<Utc>) -> Report {
+    let connected = o.up > 0;
+    let last = o.progress.iter().filter_map(|p| p.last_progress).max();
+    let since_progress = (now - last.unwrap_or(o.since))
         .to_std()
         .unwrap_or(Duration::ZERO);
     // A member of a consumer group that holds no unit has nothing to read.
-    let idle_member = !progress.is_empty()
-        && progress
+    let idle_member = !o.progress.is_empty()
+        && o.progress
             .iter()
             .all(|p| p.group.as_ref().is_some_and(|g| g.owned.is_empty()));
     let (status, reason) = if !connected {
         (
             "disconnected",
             Some(format!(
-                "no open connection to any of the {nodes} nodes of the cluster (the driver is \
-                 reconnecting)"
+                "no open connection to any of the {} nodes of the cluster (the driver is \
+                 reconnecting)",
+                o.nodes
             )),
         )
-    } else if since_progress > reading.bound && !idle_member {
+    } else if since_progress > o.bound && !idle_member {
         (
             "stalled",
             Some(format!(
                 "no progress for {:.0} s (bound {:.0} s): reads keep failing or the consumer \
                  does not take the rows",
                 since_progress.as_secs_f64(),
-                reading.bound.as_secs_f64()
+                o.bound.as_secs_f64()
             )),
         )
     } else {
@@ -218,13 +246,13 @@ fn judge(phase: &Phase, now: DateTime<Utc>) -> Report {
     let mut body = serde_json::json!({
         "status": status,
         "connected": connected,
-        "nodes": nodes,
-        "nodes_connected": up,
-        "low_watermark": low_watermark.map(rfc3339_micros),
-        "lag_seconds": low_watermark
+        "nodes": o.nodes,
+        "nodes_connected": o.up,
+        "low_watermark": o.low_watermark.map(rfc3339_micros),
+        "lag_seconds": o.low_watermark
             .map(|w| (now - w).num_milliseconds().max(0) as f64 / 1000.0),
         "seconds_since_progress": (since_progress.as_millis() as f64) / 1000.0,
-        "progress_bound_seconds": reading.bound.as_secs_f64(),
+        "progress_bound_seconds": o.bound.as_secs_f64(),
     });
     if idle_member {
         body["group_units_owned"] = 0.into();
@@ -284,6 +312,73 @@ mod tests {
             serde_json::from_str::<serde_json::Value>(&text).unwrap(),
             r.body
         );
+    }
+
+    /// A reader's progress, last moving at `last`, in a group holding `owned` units.
+    fn progress(last: Option<DateTime<Utc>>, owned: Option<usize>) -> crate::Progress {
+        let stats = crate::report::progress::Stats::new(
+            "ks",
+            "t",
+            Arc::new(crate::base::time::SystemClock),
+            Duration::from_secs(30),
+        );
+        let mut p = stats.snapshot();
+        p.last_progress = last;
+        p.group = owned.map(|n| crate::GroupProgress {
+            owned: (0..n).map(|i| format!("unit-{i}")).collect(),
+            ..Default::default()
+        });
+        p
+    }
+
+    fn observed<'a>(up: usize, progress: &'a [crate::Progress], since: DateTime<Utc>) -> Observed<'a> {
+        Observed {
+            nodes: 3,
+            up,
+            progress,
+            low_watermark: Some(since),
+            since,
+            bound: Duration::from_secs(70),
+        }
+    }
+
+    #[test]
+    fn a_reader_is_ok_while_it_moves_and_stalled_once_it_stops() {
+        let started = Utc::now();
+        let s = chrono::TimeDelta::seconds;
+        // Just handed over, nothing read yet: the bound runs from the hand-over.
+        let none = [progress(None, None)];
+        let r = verdict(observed(3, &none, started), started + s(69));
+        assert_eq!((r.status, &r.body["status"]), (200, &"ok".into()));
+        assert_eq!(r.body["nodes_connected"], 3);
+        let r = verdict(observed(3, &none, started), started + s(71));
+        assert_eq!((r.status, &r.body["status"]), (503, &"stalled".into()));
+        assert!(
+            r.body["reason"].as_str().unwrap().contains("no progress for 71 s"),
+            "{}",
+            r.body
+        );
+        // The latest of the readers' progress counts.
+        let moving = [
+            progress(Some(started + s(10)), None),
+            progress(Some(started + s(100)), None),
+        ];
+        let r = verdict(observed(1, &moving, started), started + s(120));
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.body["seconds_since_progress"], 20.0);
+        assert_eq!(r.body["lag_seconds"], 120.0);
+        // No connection: disconnected, whatever the progress.
+        let r = verdict(observed(0, &moving, started), started + s(101));
+        assert_eq!((r.status, &r.body["status"]), (503, &"disconnected".into()));
+        assert!(r.body["reason"].as_str().unwrap().contains("3 nodes"));
+        // A group member without units has nothing to read: not stalled.
+        let idle = [progress(None, Some(0))];
+        let r = verdict(observed(3, &idle, started), started + s(600));
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.body["group_units_owned"], 0);
+        let owning = [progress(None, Some(2))];
+        let r = verdict(observed(3, &owning, started), started + s(600));
+        assert_eq!(r.status, 503, "{}", r.body);
     }
 
     #[test]
