@@ -489,8 +489,8 @@ async fn first_contact(
     config: &PrintConfig,
     connect_timeout: Duration,
 ) -> Result<Arc<scylla::client::session::Session>, CliError> {
-    let by_option = !connect_timeout.is_zero()
-        && config.give_up_after.is_none_or(|g| g >= connect_timeout);
+    let by_option =
+        !connect_timeout.is_zero() && config.give_up_after.is_none_or(|g| g >= connect_timeout);
     let bound = if by_option {
         Some(connect_timeout)
     } else {

@@ -88,7 +88,10 @@ async fn health_says_whether_the_printer_reads() -> anyhow::Result<()> {
     assert_eq!(health["status"], "starting", "{body}");
     assert_eq!(health["connected"], false, "{body}");
     assert!(
-        health["reason"].as_str().unwrap_or("").contains("not connected"),
+        health["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not connected"),
         "{body}"
     );
 
@@ -126,7 +129,10 @@ async fn health_says_whether_the_printer_reads() -> anyhow::Result<()> {
     assert_eq!(health["status"], "disconnected", "{body}");
     assert_eq!(health["connected"], false, "{body}");
     assert!(
-        health["reason"].as_str().unwrap_or("").contains("connection"),
+        health["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("connection"),
         "{body}"
     );
     // What it read is still reported.
@@ -159,7 +165,12 @@ async fn counters_are_exported_at_zero_from_the_start() -> anyhow::Result<()> {
         )
         .await?;
     let metrics = free_local_port()?;
-    let (_printer, _log) = printer(&cluster.contact_point().to_string(), "zero_ks", metrics, &[]);
+    let (_printer, _log) = printer(
+        &cluster.contact_point().to_string(),
+        "zero_ks",
+        metrics,
+        &[],
+    );
     let labels = r#"keyspace="zero_ks",table="t""#;
     // As soon as the reader is built: nothing has happened, and every counter says 0.
     let text = scrape_until(metrics, Duration::from_secs(60), |text| {
@@ -203,7 +214,11 @@ async fn counters_are_exported_at_zero_from_the_start() -> anyhow::Result<()> {
         "scylla_cdc_generation_switches_total",
         "scylla_cdc_late_rows_total",
     ] {
-        assert_eq!(value_of(&text, counter, labels), Some(0.0), "{counter}:\n{text}");
+        assert_eq!(
+            value_of(&text, counter, labels),
+            Some(0.0),
+            "{counter}:\n{text}"
+        );
     }
     assert_eq!(
         value_of(&text, "scylla_cdc_expired_gap_seconds", labels),
@@ -211,11 +226,11 @@ async fn counters_are_exported_at_zero_from_the_start() -> anyhow::Result<()> {
         "{text}"
     );
     // Described, so that Prometheus shows what each one is.
+    assert!(text.contains("# HELP scylla_cdc_retries_total "), "{text}");
     assert!(
-        text.contains("# HELP scylla_cdc_retries_total "),
+        text.contains("# TYPE scylla_cdc_retries_total counter"),
         "{text}"
     );
-    assert!(text.contains("# TYPE scylla_cdc_retries_total counter"), "{text}");
     cluster.shutdown().await;
     Ok(())
 }

@@ -178,7 +178,10 @@ fn judge(phase: &Phase, now: DateTime<Utc>) -> Report {
         Some(session) => {
             let state = session.get_cluster_state();
             let nodes = state.get_nodes_info();
-            (nodes.len(), nodes.iter().filter(|n| n.is_connected()).count())
+            (
+                nodes.len(),
+                nodes.iter().filter(|n| n.is_connected()).count(),
+            )
         }
         None => (0, 0),
     };
@@ -331,7 +334,11 @@ mod tests {
         p
     }
 
-    fn observed<'a>(up: usize, progress: &'a [crate::Progress], since: DateTime<Utc>) -> Observed<'a> {
+    fn observed<'a>(
+        up: usize,
+        progress: &'a [crate::Progress],
+        since: DateTime<Utc>,
+    ) -> Observed<'a> {
         Observed {
             nodes: 3,
             up,
@@ -354,7 +361,10 @@ mod tests {
         let r = verdict(observed(3, &none, started), started + s(71));
         assert_eq!((r.status, &r.body["status"]), (503, &"stalled".into()));
         assert!(
-            r.body["reason"].as_str().unwrap().contains("no progress for 71 s"),
+            r.body["reason"]
+                .as_str()
+                .unwrap()
+                .contains("no progress for 71 s"),
             "{}",
             r.body
         );

@@ -432,7 +432,10 @@ async fn tls_only_serves_tls_on_the_ready_endpoint() {
     let dir_text = dir.display().to_string();
     let mut emulator = Emulator::start("127.77.13.1", &["--tls-only", "--tls-test-ca", &dir_text]);
     let (rows, reply) = emulator.send("cql SELECT key FROM system.local");
-    assert_eq!((rows, reply.as_str()), (vec!["key = 'local'".to_string()], "ok 1 row"));
+    assert_eq!(
+        (rows, reply.as_str()),
+        (vec!["key = 'local'".to_string()], "ok 1 row")
+    );
     let endpoint: std::net::SocketAddr = emulator.endpoint.parse().expect("endpoint");
     let plaintext = scylla::client::session_builder::SessionBuilder::new()
         .known_node_addr(endpoint)
@@ -471,7 +474,13 @@ async fn tls_only_serves_tls_on_the_ready_endpoint() {
 fn tls_only_without_a_certificate_is_refused() {
     for args in [
         vec!["--tls-only"],
-        vec!["--tls-only", "--tls-test-ca", "/nonexistent", "--tls-port", "9142"],
+        vec![
+            "--tls-only",
+            "--tls-test-ca",
+            "/nonexistent",
+            "--tls-port",
+            "9142",
+        ],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_scylla-emulator"))
             .args(["--port", "0", "--address", "127.77.13.17"])
