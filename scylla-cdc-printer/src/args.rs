@@ -95,7 +95,7 @@ pub struct Args {
     /// How long the first contact with the cluster is retried while nothing answers (a typo
     /// in --hosts, a cluster not started), in seconds; then the printer exits with code 3
     /// (0 to 31536000; 0: retry forever; --give-up-after, if shorter, applies instead).
-    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = scylla_cdc::cli::connect_timeout_arg)]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "30", value_parser = scylla_cdc::cli::connect_timeout_arg)]
     pub connect_timeout: Duration,
     /// User name (PasswordAuthenticator; default: $SCYLLA_USER).
     #[arg(long, short = 'u')]
