@@ -662,6 +662,11 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
         .unwrap_or_else(chrono::Utc::now);
     let readers = start_reader(&session, &config, earliest_start, Arc::new(factory), saver).await?;
     let _ = progress_cell.set(readers[0].reader.progress_handle());
+    scylla_cdc::cli::health::reading(
+        &session,
+        &readers,
+        scylla_cdc::cli::health::stall_bound(config.sleep_interval, config.safety_interval, None),
+    );
     let progress = scylla_cdc::cli::ReadersProgress::of(&readers);
     if let Some(every) = config.progress_interval {
         let counters = counters.clone();

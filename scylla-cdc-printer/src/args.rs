@@ -77,6 +77,12 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = long_interval_arg,
           help_heading = heading::CONNECTION)]
     pub give_up_after: Option<Duration>,
+    /// How long the first contact with the cluster is retried while nothing answers (a typo
+    /// in --hosts, a cluster not started), in seconds; then the printer exits with code 3
+    /// (0 to 31536000; 0: retry forever; --give-up-after, if shorter, applies instead).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "30", value_parser = scylla_cdc::cli::connect_timeout_arg,
+          help_heading = heading::CONNECTION)]
+    pub connect_timeout: Duration,
     /// Keyspace of the tables.
     #[arg(long, short = 'k', value_name = "KEYSPACE", value_parser = parse_name,
           required_unless_present = "demo", help_heading = heading::WHAT_TO_READ)]

@@ -162,6 +162,15 @@ pub async fn run(
         &out,
     )
     .await?;
+    scylla_cdc::cli::health::reading(
+        &session,
+        &readers,
+        scylla_cdc::cli::health::stall_bound(
+            settings.sleep_interval,
+            settings.safety_interval,
+            None,
+        ),
+    );
     let (stop_writer, stop_rx) = watch::channel(false);
     let writer = tokio::spawn(writer(session.clone(), Duration::from_millis(250), stop_rx));
 

@@ -413,12 +413,13 @@ pub async fn run_parsed(
     shutdown: Shutdown,
 ) -> Result<(), CliError> {
     let metrics_addr = args.metrics_addr;
+    let connect_timeout = args.connect_timeout;
     let mode = args.into_config(launched)?;
     if let Some(addr) = metrics_addr {
         scylla_cdc::cli::metrics_http::serve_metrics(addr)?;
     }
     match mode {
-        Mode::Print(config) => print(*config, out, shutdown).await,
+        Mode::Print(config) => print(*config, connect_timeout, out, shutdown).await,
         #[cfg(feature = "demo")]
         Mode::Demo { seconds, format } => demo::run(seconds, format, out, shutdown).await,
         #[cfg(not(feature = "demo"))]
@@ -428,22 +429,21 @@ pub async fn run_parsed(
     }
 }
 
-/// A print run against a running cluster.
-async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(), CliError> {
+/// A print run against a running cluster; the first contact is given up on after
+/// `connect_timeout` (zero: never), or `--give-up-after` if shorter.
+async fn print(
+    config: PrintConfig,
+    connect_timeout: Duration,
+    out: Output,
+    shutdown: Shutdown,
+) -> Result<(), CliError> {
     info!(
         keyspace = %config.keyspace,
         tables = ?config.tables,
         "reading from {} (a saved checkpoint takes precedence)",
         config.start
     );
-    let session = connect(
-        "the cluster",
-        &config.hosts,
-        config.credentials.as_ref(),
-        config.tls.as_ref(),
-        config.give_up_after,
-    )
-    .await?;
+    let session = first_contact(&config, connect_timeout).await?;
     let on_error = config
         .on_error
         .policy(
@@ -477,6 +477,15 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
         &out,
     )
     .await?;
+    scylla_cdc::cli::health::reading(
+        &session,
+        &readers,
+        scylla_cdc::cli::health::stall_bound(
+            config.sleep_interval,
+            config.safety_interval,
+            config.max_idle_latency,
+        ),
+    );
     let logger = config
         .progress_interval
         .map(|interval| tokio::spawn(log_progress(ReadersProgress::of(&readers), interval)));
@@ -487,6 +496,54 @@ async fn print(config: PrintConfig, out: Output, shutdown: Shutdown) -> Result<(
     match result {
         Err(_) if out.is_closed() => Ok(()),
         other => other,
+    }
+}
+
+/// How long one connection attempt may take (the driver's connection timeout of
+/// [`connect`]); the first contact's bound is exceeded by at most this.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Connects to the cluster. An interactive tool should not wait forever for a cluster that
+/// is not there (a typo in `--hosts`, nothing listening): unless `connect_timeout` is zero, a
+/// first contact still failing `connect_timeout` after the first failure ends the run with
+/// exit code 3 (an attempt in flight then may take up to [`ATTEMPT_TIMEOUT`] more). With a
+/// shorter `--give-up-after`, that applies instead.
+async fn first_contact(
+    config: &PrintConfig,
+    connect_timeout: Duration,
+) -> Result<Arc<scylla::client::session::Session>, CliError> {
+    let by_option =
+        !connect_timeout.is_zero() && config.give_up_after.is_none_or(|g| g >= connect_timeout);
+    let bound = if by_option {
+        Some(connect_timeout)
+    } else {
+        config.give_up_after
+    };
+    let connecting = connect(
+        "the cluster",
+        &config.hosts,
+        config.credentials.as_ref(),
+        config.tls.as_ref(),
+        bound,
+    );
+    if !by_option {
+        return connecting.await;
+    }
+    let hint = format!(
+        "gave up after {} s (--connect-timeout; 0 retries forever)",
+        connect_timeout.as_secs_f64()
+    );
+    match tokio::time::timeout(connect_timeout + ATTEMPT_TIMEOUT, connecting).await {
+        Ok(Ok(session)) => Ok(session),
+        Ok(Err(e)) if e.is_transient() => {
+            Err(CliError::transient(format!("{}; {hint}", e.message())))
+        }
+        Ok(Err(e)) => Err(e),
+        // An attempt that hangs (packets dropped) past the bound.
+        Err(_) => Err(CliError::transient(format!(
+            "cannot connect to the cluster at {}: no node answered; {hint}",
+            config.hosts.join(",")
+        ))),
     }
 }
 

@@ -326,6 +326,15 @@ impl Replicator {
             Err(StartError::Reader(e)) => return Err(CliError::from_reader(&name, &e)),
             Err(StartError::Cli(e)) => return Err(e),
         };
+        scylla_cdc::cli::health::reading(
+            &source,
+            &readers,
+            scylla_cdc::cli::health::stall_bound(
+                config.sleep_interval,
+                config.safety_interval,
+                config.max_idle_latency,
+            ),
+        );
         info!(
             tables = ?config.tables,
             destination_keyspace = %config.destination_keyspace,

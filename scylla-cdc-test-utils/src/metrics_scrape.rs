@@ -1,6 +1,7 @@
 //! Reading a program's Prometheus endpoint in a test, as `curl` and a Prometheus server do:
 //! [`scrape`] fetches the text once, [`scrape_until`] waits for a condition on it, and
-//! [`value_of`] reads one sample of the text exposition format. [`LogLines`] collects what a
+//! [`value_of`] reads one sample of the text exposition format; [`health_until`] waits for
+//! an answer of its `/health` ([`get`] fetches any path). [`LogLines`] collects what a
 //! program under test logs, to wait for its progress lines.
 
 use std::io::{BufRead, BufReader, Read};
@@ -17,12 +18,12 @@ pub fn free_local_port() -> std::io::Result<SocketAddr> {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()
 }
 
-/// `GET /metrics` from `addr` (HTTP/1.0, so the body ends when the server closes); the body
-/// of a `200` answer, or an error with the status line or the I/O failure.
-pub async fn scrape(addr: SocketAddr) -> std::io::Result<String> {
+/// `GET path` from `addr` (HTTP/1.0, so the body ends when the server closes): the status
+/// code and the body, or the I/O failure.
+pub async fn get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
     let mut stream = TcpStream::connect(addr).await?;
     stream
-        .write_all(b"GET /metrics HTTP/1.0\r\nAccept: text/plain\r\n\r\n")
+        .write_all(format!("GET {path} HTTP/1.0\r\nAccept: */*\r\n\r\n").as_bytes())
         .await?;
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).await?;
@@ -31,10 +32,46 @@ pub async fn scrape(addr: SocketAddr) -> std::io::Result<String> {
         .split_once("\r\n\r\n")
         .ok_or_else(|| std::io::Error::other(format!("not an HTTP answer: {answer:?}")))?;
     let status = head.lines().next().unwrap_or_default();
-    if status.split_whitespace().nth(1) != Some("200") {
-        return Err(std::io::Error::other(format!("{addr}/metrics: {status}")));
+    let code = status
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("{addr}{path}: {status:?}")))?;
+    Ok((code, body.to_string()))
+}
+
+/// `GET /metrics` from `addr`; the body of a `200` answer, or an error with the status or
+/// the I/O failure.
+pub async fn scrape(addr: SocketAddr) -> std::io::Result<String> {
+    match get(addr, "/metrics").await? {
+        (200, body) => Ok(body),
+        (code, _) => Err(std::io::Error::other(format!("{addr}/metrics: {code}"))),
     }
-    Ok(body.to_string())
+}
+
+/// `GET /health` from `addr` until `done` holds for its status code and body (a refused
+/// connection counts as not yet: the program may still be starting), for at most `timeout`;
+/// returns the answer that satisfied it, or an error with the last answer seen.
+pub async fn health_until(
+    addr: SocketAddr,
+    timeout: Duration,
+    done: impl Fn(u16, &str) -> bool,
+) -> anyhow::Result<(u16, String)> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let last = match get(addr, "/health").await {
+            Ok((code, body)) if done(code, &body) => return Ok((code, body)),
+            Ok((code, body)) => format!("{code} {body}"),
+            Err(e) => format!("(no answer: {e})"),
+        };
+        if Instant::now() >= deadline {
+            anyhow::bail!(
+                "{addr}/health did not reach the expected state in {timeout:?}; last seen: {last}"
+            );
+        }
+        // Health is read, not announced: poll as a load balancer would, only faster.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Scrapes `addr` until `done` holds for the text (a refused connection counts as not yet:

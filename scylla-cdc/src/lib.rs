@@ -359,8 +359,11 @@
 //! `dead_letter` or `stop`, see [`ConsumerErrorPolicy`]) and `scylla_cdc_generation_switches_total`; the gauges
 //! `scylla_cdc_streams` (of the generation being read), `scylla_cdc_low_watermark_seconds`
 //! (unix time), `scylla_cdc_lag_seconds` (now minus the low watermark) and
-//! `scylla_cdc_expired_gap_seconds`. [`CDCLogReader::progress`] returns the same figures as
-//! a [`Progress`]. The row path stays flat: a stream reader counts rows and changes in
+//! `scylla_cdc_expired_gap_seconds`. The counters (and the expired gap) are registered when
+//! the reader is built, with every value of their labels, so that an exporter shows them at
+//! 0 before their first increment (`rate()` needs it). [`CDCLogReader::progress`] returns the
+//! same figures as a [`Progress`], and when the reader last moved forward
+//! ([`Progress::last_progress`]). The row path stays flat: a stream reader counts rows and changes in
 //! local variables, adds them to shared relaxed atomics once per page, and records to the
 //! facade once per window, which is also when its watermark position moves (a few map
 //! operations under a lock held for no `.await`).
@@ -369,7 +372,8 @@
 //!
 //! * `cli` (off by default): `scylla_cdc::cli`, the command-line toolkit of the printer and the
 //!   replicator (argument parsers, exit codes and one-line errors, shutdown on signals, reader
-//!   supervision, credentials and TLS, a Prometheus endpoint), for programs built the same way.
+//!   supervision, credentials and TLS, a Prometheus endpoint with a `/health` beside it), for
+//!   programs built the same way.
 //!
 //! The library logs through `tracing` (a span per stream reader with `stream` and
 //! `window_start`) and never installs a subscriber.

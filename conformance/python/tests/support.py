@@ -60,7 +60,10 @@ class Emulator:
             self.process = subprocess.Popen(
                 [binary, "--nodes", str(nodes), "--shards", str(shards), "--port", "0",
                  "--address", address, *extra_args],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+                # Unbuffered: `_read_line` selects on the pipe, and a buffered reader could
+                # hold a second line (a `cql` row, then its `ok`) that select never reports.
+                bufsize=0)
             self.log_path = log_path
             line = self._read_line(self.READY_TIMEOUT)
             if line is not None and line.startswith(f"ready {address}:"):

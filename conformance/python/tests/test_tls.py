@@ -1,9 +1,12 @@
 """ScyllaDB's Python driver over TLS (`ssl_context`) to the emulator's TLS port, as to a
 Scylla node with `client_encryption_options` and `native_transport_port_ssl`: the server's
 certificate verified against the CA (its name checked too), password authentication on top,
-mutual TLS with a client certificate, and a client that does not trust the CA refused."""
+mutual TLS with a client certificate, and a client that does not trust the CA refused. Then
+the other configuration, `--tls-only`: no `native_transport_port_ssl`, so the CQL port
+itself speaks TLS and nothing speaks plaintext."""
 
 import ssl
+import time
 
 import pytest
 from cassandra.auth import PlainTextAuthProvider
@@ -107,3 +110,39 @@ def test_refusals_leave_the_server_serving(tmp_path, emulators):
         assert session.execute("SELECT key FROM system.local").one().key == "local"
     finally:
         cluster.shutdown()
+
+
+def test_tls_only_cql_port(tmp_path, emulators):
+    """`--tls-only`: the driver connects over TLS to the `ready` port itself (the CQL port),
+    reaches both nodes and reads and writes; a plaintext client is refused at once, not left
+    hanging, and the server goes on serving TLS clients and its console."""
+    emu = Emulator(nodes=2, extra_args=["--username", USER, "--password", PASSWORD,
+                                        "--tls-test-ca", str(tmp_path), "--tls-only"])
+    emulators.append(emu)
+    started = time.monotonic()
+    plain = Cluster([emu.host], port=emu.port, connect_timeout=3,
+                    auth_provider=PlainTextAuthProvider(USER, PASSWORD))
+    try:
+        with pytest.raises(NoHostAvailable):
+            plain.connect()
+    finally:
+        plain.shutdown()
+    assert time.monotonic() - started < 15, "the plaintext client was left waiting"
+    cluster = Cluster([emu.host], port=emu.port, ssl_context=context(tmp_path),
+                      auth_provider=PlainTextAuthProvider(USER, PASSWORD))
+    try:
+        session = cluster.connect()
+        assert sorted(h.address for h in cluster.metadata.all_hosts()) == sorted(emu.addresses)
+        assert all(h.is_up for h in cluster.metadata.all_hosts())
+        session.execute("CREATE KEYSPACE tls_only_ks WITH replication = "
+                        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 2}")
+        session.execute("CREATE TABLE tls_only_ks.t (pk int PRIMARY KEY, v text)")
+        insert = session.prepare("INSERT INTO tls_only_ks.t (pk, v) VALUES (?, ?)")
+        for pk in range(10):
+            session.execute(insert, (pk, f"v{pk}"))
+        assert session.execute("SELECT count(*) FROM tls_only_ks.t").one()[0] == 10
+    finally:
+        cluster.shutdown()
+    # The console's own session speaks TLS too.
+    rows = emu.command("cql SELECT count(*) FROM tls_only_ks.t")
+    assert rows == ["count = 10", "ok 1 row"], rows

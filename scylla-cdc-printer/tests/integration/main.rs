@@ -4,5 +4,6 @@
 mod change_restart;
 mod credentials;
 mod expired_gap;
+mod health;
 mod metrics_addr;
 mod support;

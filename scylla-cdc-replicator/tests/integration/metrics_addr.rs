@@ -1,11 +1,13 @@
 //! `--metrics-addr` and the progress lines: the replicator binary, run as a user runs it,
-//! serves the reader's metrics as Prometheus text (read here over HTTP as `curl` would) and
-//! logs its lag and low watermark.
+//! serves the reader's metrics as Prometheus text and its health (read here over HTTP as
+//! `curl` would) and logs its lag and low watermark.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use scylla_cdc_test_utils::metrics_scrape::{LogLines, free_local_port, scrape_until, value_of};
+use scylla_cdc_test_utils::metrics_scrape::{
+    LogLines, free_local_port, health_until, scrape_until, value_of,
+};
 
 use crate::support::Pair;
 
@@ -62,10 +64,17 @@ async fn replicator_serves_its_metrics_and_logs_its_watermark() -> anyhow::Resul
         }
         Err(_) => Ok(String::new()),
     };
+    // Replicating: healthy, connected to the source.
+    let health = health_until(metrics, Duration::from_secs(30), |code, body| {
+        code == 200 && body.contains(r#""status":"ok""#)
+    })
+    .await;
     let _ = child.kill();
     let _ = child.wait();
     let text = scraped?;
     let progress = progress?;
+    let (_, health) = health?;
+    assert!(health.contains(r#""connected":true"#), "{health}");
     assert!(progress.contains("lag"), "{progress}");
     assert!(progress.contains("watermark"), "{progress}");
     assert_eq!(

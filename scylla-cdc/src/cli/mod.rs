@@ -29,6 +29,7 @@ use tokio::sync::watch;
 use tracing::info;
 
 pub mod args;
+pub mod health;
 pub mod metrics_http;
 mod output;
 pub mod scan;
@@ -552,6 +553,11 @@ pub fn long_interval_arg(text: &str) -> Result<Duration, String> {
     seconds_within(text, MILLISECOND, 365 * DAY)
 }
 
+/// clap parser of the printer's `--connect-timeout`: 0 (retry forever) to 365 days.
+pub fn connect_timeout_arg(text: &str) -> Result<Duration, String> {
+    seconds_within(text, Duration::ZERO, 365 * DAY)
+}
+
 /// Whether `name` is a valid unquoted-or-quoted CQL name as stored (non-empty, at most 48
 /// characters, no control characters).
 fn valid_name(name: &str) -> bool {
@@ -937,10 +943,12 @@ pub async fn connect(
     tls: Option<&TlsOptions>,
     give_up_after: Option<Duration>,
 ) -> Result<Arc<Session>, CliError> {
-    retry_startup(&format!("connecting to {what}"), give_up_after, || {
+    let session = retry_startup(&format!("connecting to {what}"), give_up_after, || {
         connect_once(what, hosts, credentials, tls)
     })
-    .await
+    .await?;
+    health::connected();
+    Ok(session)
 }
 
 /// One attempt of [`connect`].
@@ -960,11 +968,19 @@ async fn connect_once(
         builder = builder.tls_context(Some(tls.client_config(what)?));
     }
     builder.build().await.map(Arc::new).map_err(|e| {
-        let message = format!(
+        let mut message = format!(
             "cannot connect to {what} at {}: {}",
             hosts.join(","),
             error_chain(&e)
         );
+        if tls.is_none() && closed_at_first_request(&e) {
+            // What a plaintext client sees of a port that speaks TLS only (Scylla's
+            // client_encryption_options without native_transport_port_ssl).
+            message.push_str(
+                " (the node closed the connection at the first request: if it accepts only \
+                 TLS connections, connect with TLS)",
+            );
+        }
         if session_error_is_transient(&e) {
             CliError::transient(message)
         } else {
@@ -989,6 +1005,19 @@ fn session_error_is_transient(err: &NewSessionError) -> bool {
         NewSessionError::MetadataError(MetadataError::FetchError(_)) => true,
         _ => false,
     }
+}
+
+/// Whether the connections failed because the node closed them at the first request (as a
+/// TLS-only port does with a plaintext client).
+fn closed_at_first_request(err: &NewSessionError) -> bool {
+    matches!(
+        err,
+        NewSessionError::MetadataError(MetadataError::ConnectionPoolError(
+            ConnectionPoolError::Broken {
+                last_connection_error: ConnectionError::ConnectionSetupRequestError(e),
+            }
+        )) if matches!(e.error, ConnectionSetupRequestErrorKind::BrokenConnection(_))
+    )
 }
 
 /// Whether a failed connection attempt is worth retrying (see [`session_error_is_transient`]).
@@ -1283,17 +1312,27 @@ pub async fn supervise(
     loop {
         tokio::select! {
             next = pending.next() => match next {
-                None => return Ok(()),
+                None => {
+                    health::stopped(if stopping {
+                        "stopped on request".into()
+                    } else {
+                        "the reader reached its end time".into()
+                    });
+                    return Ok(());
+                }
                 Some((_, Ok(()))) => {}
                 Some((table, Err(e))) => {
                     for c in &mut controls {
                         c.stop();
                     }
-                    return Err(CliError::from_reader(&table, &e));
+                    let e = CliError::from_reader(&table, &e);
+                    health::stopped(format!("the reader failed: {}", e.message()));
+                    return Err(e);
                 }
             },
             _ = shutdown.requested(), if !stopping => {
                 stopping = true;
+                health::stopping();
                 info!("stopping: finishing the current windows and saving progress");
                 for c in &mut controls {
                     // Every stream reader is past this point: each stops after its current

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -82,6 +82,14 @@ pub struct Progress {
     /// Now minus the low watermark (zero if the watermark is ahead of this clock)
     /// (`scylla_cdc_lag_seconds`).
     pub lag: Option<Duration>,
+    /// When the reader last moved forward: the time (of its clock) a stream group last
+    /// finished a window (an early read or a confirmation included) or delivered a page of
+    /// rows; `None` before the first. A reader that is caught up still finishes a window
+    /// every sleep interval (or, with adaptive polling, at most every
+    /// [`crate::CDCLogReaderBuilder::max_idle_latency`]); one that stops moving is blocked:
+    /// its reads keep failing or its consumer does not return. Over several tables, the
+    /// latest of theirs. (The programs' `/health` endpoint is built on it.)
+    pub last_progress: Option<DateTime<Utc>>,
     /// Per table of the reader, in the order it was given to the builder: the same figures
     /// for that table alone (each with an empty `tables`). The figures above are their sums,
     /// and the low watermark is the least of theirs (`None` while any table has none).
@@ -188,6 +196,8 @@ struct Handles {
     changes: Counter,
     windows: Counter,
     consumer_errors: [Counter; 4],
+    /// By [`RETRY_KINDS`].
+    retries: [Counter; RETRY_KINDS.len()],
     streams: Gauge,
     generation_switches: Counter,
     low_watermark: Gauge,
@@ -209,6 +219,8 @@ pub(crate) struct Stats {
     late_rows: AtomicU64,
     /// The last early read's lag, in microseconds (`u64::MAX`: none yet).
     early_lag: AtomicU64,
+    /// [`Progress::last_progress`] in microseconds since the epoch (`i64::MIN`: none yet).
+    last_progress: AtomicI64,
     /// A std mutex: held for a few map operations once per window, never across `.await`.
     positions: Mutex<Positions>,
     /// Set by a consumer group's member. A std mutex, never held across `.await`.
@@ -228,10 +240,14 @@ impl Stats {
         clock: Arc<dyn Clock>,
         safety_interval: Duration,
     ) -> Self {
+        describe_metrics();
         let labels = [
             ("keyspace", keyspace.to_owned()),
             ("table", table.to_owned()),
         ];
+        // Every counter is registered here with each of its label values, so that an exporter
+        // shows it at 0 from the start rather than only after its first increment (Prometheus'
+        // `rate()` and `increase()` need the zero).
         let metrics = Handles {
             keyspace: keyspace.to_owned(),
             table: table.to_owned(),
@@ -246,6 +262,14 @@ impl Stats {
                     "outcome" => outcome.label()
                 )
             }),
+            retries: RETRY_KINDS.map(|kind| {
+                metrics::counter!(
+                    "scylla_cdc_retries_total",
+                    "keyspace" => keyspace.to_owned(),
+                    "table" => table.to_owned(),
+                    "kind" => kind
+                )
+            }),
             streams: metrics::gauge!("scylla_cdc_streams", &labels),
             generation_switches: metrics::counter!("scylla_cdc_generation_switches_total", &labels),
             low_watermark: metrics::gauge!("scylla_cdc_low_watermark_seconds", &labels),
@@ -253,6 +277,9 @@ impl Stats {
             late_rows: metrics::counter!("scylla_cdc_late_rows_total", &labels),
             early_lag: metrics::gauge!("scylla_cdc_early_lag_seconds", &labels),
         };
+        // A gauge that only grows (the width of the changes lost to the log's TTL): at 0 from
+        // the start too, like the counters.
+        metrics::gauge!("scylla_cdc_expired_gap_seconds", &labels).increment(0.0);
         Self {
             rows: AtomicU64::new(0),
             changes: AtomicU64::new(0),
@@ -263,6 +290,7 @@ impl Stats {
             generation_switches: AtomicU64::new(0),
             late_rows: AtomicU64::new(0),
             early_lag: AtomicU64::new(u64::MAX),
+            last_progress: AtomicI64::new(i64::MIN),
             positions: Mutex::new(Positions::default()),
             group: Mutex::new(None),
             watermark: watch::channel(None).0,
@@ -283,6 +311,7 @@ impl Stats {
     pub(crate) fn add_page(&self, rows: u64, changes: u64) {
         if rows > 0 {
             self.rows.fetch_add(rows, Ordering::Relaxed);
+            self.moved();
         }
         if changes > 0 {
             self.changes.fetch_add(changes, Ordering::Relaxed);
@@ -293,6 +322,7 @@ impl Stats {
     /// (already counted by [`Self::add_page`]), and moves the group's position to `until`.
     pub(crate) fn window_done(&self, slot: &Slot, until: DateTime<Utc>, rows: u64, changes: u64) {
         self.windows.fetch_add(1, Ordering::Relaxed);
+        self.moved();
         self.metrics.windows.increment(1);
         self.metrics.rows.increment(rows);
         self.metrics.changes.increment(changes);
@@ -307,22 +337,30 @@ impl Stats {
 
     /// Records how far behind now an early read read: now minus its window's end.
     pub(crate) fn early_read(&self, end: DateTime<Utc>) {
-        let lag = lag(self.clock.now(), end);
+        let now = self.clock.now();
+        self.last_progress
+            .fetch_max(now.timestamp_micros(), Ordering::Relaxed);
+        let lag = lag(now, end);
         let micros = u64::try_from(lag.as_micros()).unwrap_or(u64::MAX - 1);
         self.early_lag.store(micros, Ordering::Relaxed);
         self.metrics.early_lag.set(lag.as_secs_f64());
     }
 
-    /// Counts a retry of a transient error of `kind` (see [`retry_kind`]).
+    /// Records that the reader moved forward now ([`Progress::last_progress`]).
+    fn moved(&self) {
+        self.last_progress
+            .fetch_max(self.clock.now().timestamp_micros(), Ordering::Relaxed);
+    }
+
+    /// Counts a retry of a transient error of `kind` (one of [`RETRY_KINDS`], see
+    /// [`retry_kind`]; another counts as `other`).
     pub(crate) fn retry(&self, kind: &'static str) {
         self.retries.fetch_add(1, Ordering::Relaxed);
-        metrics::counter!(
-            "scylla_cdc_retries_total",
-            "keyspace" => self.metrics.keyspace.clone(),
-            "table" => self.metrics.table.clone(),
-            "kind" => kind
-        )
-        .increment(1);
+        let i = RETRY_KINDS
+            .iter()
+            .position(|k| *k == kind)
+            .unwrap_or(RETRY_KINDS.len() - 1);
+        self.metrics.retries[i].increment(1);
     }
 
     /// Counts an error of a consumer by what came of it.
@@ -494,6 +532,10 @@ impl Stats {
             },
             low_watermark,
             lag: low_watermark.map(|w| lag(self.clock.now(), w)),
+            last_progress: match self.last_progress.load(Ordering::Relaxed) {
+                i64::MIN => None,
+                micros => DateTime::from_timestamp_micros(micros),
+            },
             tables: Vec::new(),
             group: self.group.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         }
@@ -615,6 +657,7 @@ impl ReaderStats {
             early_lag: tables.iter().filter_map(|t| t.progress.early_lag).max(),
             low_watermark,
             lag: low_watermark.map(|w| lag(self.clock.now(), w)),
+            last_progress: tables.iter().filter_map(|t| t.progress.last_progress).max(),
             tables,
             group,
         }
@@ -624,6 +667,81 @@ impl ReaderStats {
 /// `now - w`, zero when `w` is ahead.
 fn lag(now: DateTime<Utc>, w: DateTime<Utc>) -> Duration {
     (now - w).to_std().unwrap_or(Duration::ZERO)
+}
+
+/// Every value of the `kind` label of `scylla_cdc_retries_total`, the values of
+/// [`retry_kind`] and [`retry_kind_of`]; `other` last (a kind not listed counts as it).
+pub(crate) const RETRY_KINDS: [&str; 8] = [
+    "timeout",
+    "overloaded",
+    "unavailable",
+    "connection",
+    "replica_failure",
+    "prepare",
+    "checkpoint",
+    "other",
+];
+
+/// Describes the reader's metrics to the installed recorder (an exporter's `# HELP` lines).
+/// Called for every reader built: a recorder installed after the first one still gets them.
+fn describe_metrics() {
+    use metrics::{Unit, describe_counter, describe_gauge};
+    describe_counter!(
+        "scylla_cdc_rows_total",
+        "Log rows delivered to the consumers"
+    );
+    describe_counter!(
+        "scylla_cdc_changes_total",
+        "Changes delivered (the rows of one stream with one cdc$time)"
+    );
+    describe_counter!(
+        "scylla_cdc_windows_total",
+        "Time windows read, over all stream groups"
+    );
+    describe_counter!(
+        "scylla_cdc_retries_total",
+        "Requests retried after a transient error, by kind"
+    );
+    describe_counter!(
+        "scylla_cdc_consumer_errors_total",
+        "Errors of a consumer, by what came of them"
+    );
+    describe_counter!(
+        "scylla_cdc_generation_switches_total",
+        "Moves from one CDC generation to the next"
+    );
+    describe_counter!(
+        "scylla_cdc_late_rows_total",
+        "Rows found by the confirmation of an early read (written late)"
+    );
+    describe_gauge!(
+        "scylla_cdc_streams",
+        "Streams of the CDC generation being read"
+    );
+    describe_gauge!(
+        "scylla_cdc_low_watermark_seconds",
+        Unit::Seconds,
+        "Every change up to this unix time has been delivered"
+    );
+    describe_gauge!(
+        "scylla_cdc_lag_seconds",
+        Unit::Seconds,
+        "Now minus the low watermark"
+    );
+    describe_gauge!(
+        "scylla_cdc_early_lag_seconds",
+        Unit::Seconds,
+        "How far behind now the last early read read"
+    );
+    describe_gauge!(
+        "scylla_cdc_expired_gap_seconds",
+        Unit::Seconds,
+        "Width of the changes lost to the CDC log's TTL before they were read"
+    );
+    describe_gauge!(
+        "scylla_cdc_group_units_owned",
+        "Units of a consumer group this member reads"
+    );
 }
 
 /// The `kind` label of a retried driver error: `timeout`, `overloaded`, `unavailable`,
@@ -756,6 +874,28 @@ mod tests {
         let p = s.snapshot();
         assert_eq!(p.low_watermark, Some(ms(BASE + 20_000) - us));
         assert_eq!((p.streams, p.generation_switches), (1, 1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn last_progress_is_the_last_window_or_page() {
+        let s = stats();
+        assert_eq!(s.snapshot().last_progress, None);
+        let slots = s.begin_generation(1, &[ms(BASE - 90_000)], false);
+        // Setting up a generation is not progress; an empty page is not either.
+        s.add_page(0, 0);
+        assert_eq!(s.snapshot().last_progress, None);
+        tokio::time::advance(Duration::from_secs(5)).await;
+        s.window_done(&slots[0], ms(BASE - 80_000), 0, 0);
+        assert_eq!(s.snapshot().last_progress, Some(ms(BASE + 5_000)));
+        tokio::time::advance(Duration::from_secs(7)).await;
+        s.add_page(3, 1);
+        assert_eq!(s.snapshot().last_progress, Some(ms(BASE + 12_000)));
+        // Retries are counted, but are no progress.
+        tokio::time::advance(Duration::from_secs(1)).await;
+        s.retry("timeout");
+        s.retry("not a kind");
+        let p = s.snapshot();
+        assert_eq!((p.retries, p.last_progress), (2, Some(ms(BASE + 12_000))));
     }
 
     #[tokio::test(start_paused = true)]

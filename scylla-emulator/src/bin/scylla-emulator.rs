@@ -31,7 +31,10 @@
 //! as Scylla's); `--tls-require-client-cert --tls-ca-file` asks clients for certificates.
 //! `--tls-test-ca DIR` makes the certificates itself and writes the CA (`ca.pem`) and a client
 //! certificate (`client.pem`, `client.key`) to DIR, for conformance suites.
-//! Both ports are announced on stderr before the `ready` line.
+//! Both ports are announced on stderr before the `ready` line. With `--tls-only` the CQL port
+//! and the shard-aware port themselves speak TLS and nothing speaks plaintext, as Scylla with
+//! `client_encryption_options` enabled and no `native_transport_port_ssl`: the `ready` line
+//! then names a TLS endpoint, and the console's `cql` connects over TLS.
 //!
 //! Runs until SIGINT or SIGTERM (whatever stdin is: a terminal, a pipe held open, closed),
 //! or until a `shutdown` command; both stop the cluster and exit with status 0.
@@ -174,6 +177,11 @@ struct Args {
     /// it signs for every node address (instead of --tls-cert-file; for conformance tests).
     #[arg(long, value_name = "DIR", conflicts_with = "tls_cert_file", help_heading = TLS_AND_CREDENTIALS)]
     tls_test_ca: Option<std::path::PathBuf>,
+    /// The CQL port and the shard-aware port themselves speak TLS, and no port speaks
+    /// plaintext: Scylla's `client_encryption_options` without `native_transport_port_ssl`
+    /// (with --tls-cert-file or --tls-test-ca; no --tls-port).
+    #[arg(long, conflicts_with_all = ["tls_port", "shard_aware_tls_port"])]
+    tls_only: bool,
     /// TLS port of every node (default: port + 100, Scylla's 9142 beside 9042; any free port
     /// with --port 0).
     #[arg(long, value_name = "PORT", help_heading = CONNECTION)]
@@ -345,10 +353,22 @@ async fn main() -> ExitCode {
         (cluster.tls_contact_point(), cluster.shard_aware_tls_port())
     {
         // Scylla's controller logs each listener it opens, the encrypted ones too.
-        note(
-            "INFO",
-            &format!("listening for TLS CQL clients on {tls} (shard-aware TLS port {shard_aware})"),
-        );
+        if cluster.is_tls_only() {
+            note(
+                "INFO",
+                &format!(
+                    "listening for TLS CQL clients only on {tls} (shard-aware TLS port \
+                     {shard_aware}); no port speaks plaintext"
+                ),
+            );
+        } else {
+            note(
+                "INFO",
+                &format!(
+                    "listening for TLS CQL clients on {tls} (shard-aware TLS port {shard_aware})"
+                ),
+            );
+        }
     }
     println!("ready {}", cluster.contact_point());
     serve_console(&cluster, &mut signals).await;
@@ -387,6 +407,9 @@ fn cluster_builder(args: Args) -> Result<ClusterBuilder, String> {
                 .into(),
         );
     }
+    if args.tls_only && args.tls_cert_file.is_none() && args.tls_test_ca.is_none() {
+        return Err("--tls-only needs --tls-cert-file and --tls-key-file, or --tls-test-ca".into());
+    }
     if !(args.generation_delay.is_finite() && args.generation_delay >= 0.0) {
         return Err("--generation-delay must be a non-negative number of seconds".into());
     }
@@ -415,11 +438,20 @@ fn cluster_builder(args: Args) -> Result<ClusterBuilder, String> {
         args.shard_aware_tls_port
             .unwrap_or(plus_100(shard_aware_port)),
     );
+    if args.tls_only {
+        builder = builder.tls_only();
+    }
+    // TLS ports besides the plaintext ones, unless the plaintext ones become TLS.
+    let with_tls_ports = |builder: ClusterBuilder| {
+        if args.tls_only {
+            builder
+        } else {
+            builder.tls_ports(tls_ports.0, tls_ports.1)
+        }
+    };
     if let Some(dir) = &args.tls_test_ca {
         let ca = make_test_ca(dir).map_err(|e| format!("--tls-test-ca: {e}"))?;
-        builder = builder
-            .tls_signed_by(&ca, &["localhost"])
-            .tls_ports(tls_ports.0, tls_ports.1);
+        builder = with_tls_ports(builder.tls_signed_by(&ca, &["localhost"]));
         if args.tls_require_client_cert {
             builder = builder.tls_require_client_cert(ca.cert_pem());
         }
@@ -430,7 +462,7 @@ fn cluster_builder(args: Args) -> Result<ClusterBuilder, String> {
         };
         let ca = args.tls_ca_file.as_deref().map(read).transpose()?;
         let (cert, key) = (read(cert)?, read(key)?);
-        builder = builder.tls(cert, key).tls_ports(tls_ports.0, tls_ports.1);
+        builder = with_tls_ports(builder.tls(cert, key));
         if let Some(ca) = ca {
             builder = builder.tls_require_client_cert(ca);
         }

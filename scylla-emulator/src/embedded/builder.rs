@@ -23,7 +23,7 @@ use crate::server::{ClusterCore, NodeServer};
 use super::cluster::EmbeddedCluster;
 use super::error::ClusterError;
 use super::test_certs::TestCa;
-use super::tls::{TlsFiles, TlsSource};
+use super::tls::{Served, TlsFiles, TlsSource};
 
 /// Configures and starts an [`EmbeddedCluster`].
 #[derive(Debug, Clone)]
@@ -144,6 +144,26 @@ impl ClusterBuilder {
         self
     }
 
+    /// The other TLS configuration of ScyllaDB: `client_encryption_options` enabled and
+    /// neither `native_transport_port_ssl` nor `native_shard_aware_transport_port_ssl` set,
+    /// so that the CQL port and the shard-aware port themselves speak TLS and nothing speaks
+    /// plaintext (Scylla's `transport/controller.cc`, `start_listening_on_tcp_sockets`). Most
+    /// production clusters with client encryption run this way. Needs a certificate
+    /// ([`ClusterBuilder::tls`] or [`ClusterBuilder::tls_signed_by`]); works with
+    /// [`ClusterBuilder::tls_require_client_cert`] and [`ClusterBuilder::credentials`]; not
+    /// with [`ClusterBuilder::tls_ports`].
+    ///
+    /// As on Scylla, SUPPORTED then announces `SCYLLA_SHARD_AWARE_PORT` (which speaks TLS)
+    /// and no `SCYLLA_SHARD_AWARE_PORT_SSL`; a plaintext client is refused per connection
+    /// (its connection is closed at its first bytes, which are no TLS handshake).
+    /// [`EmbeddedCluster::contact_point`] and [`EmbeddedCluster::tls_contact_point`] are
+    /// then the same endpoint, and [`EmbeddedCluster::session`] connects over TLS, trusting
+    /// the cluster's own certificate.
+    pub fn tls_only(mut self) -> Self {
+        self.tls.get_or_insert_with(TlsFiles::new).only = true;
+        self
+    }
+
     /// The TLS port and the shard-aware TLS port of every node (default 0: free ports).
     /// Needs [`ClusterBuilder::tls`].
     pub fn tls_ports(mut self, port: u16, shard_aware_port: u16) -> Self {
@@ -207,9 +227,19 @@ impl ClusterBuilder {
         };
         let (plan, listeners) = self.bind().await?;
         let tls = match self.ca_acceptor(&plan) {
-            Ok(Some(acceptor)) => Some(acceptor),
+            Ok(Some(served)) => Some(served),
             Ok(None) => pem_tls,
             Err(e) => return Err(e),
+        };
+        let tls_only = self.tls.as_ref().is_some_and(|t| t.only);
+        // The cluster's own sessions, when nothing speaks plaintext.
+        let session_tls = match (&self.tls, &tls) {
+            (Some(files), Some(served)) if files.only => Some(
+                files
+                    .session_config(served)
+                    .map_err(|e| self.config_error(&plan, e))?,
+            ),
+            _ => None,
         };
         let mut rng = match self.seed {
             Some(seed) => StdRng::seed_from_u64(seed),
@@ -228,9 +258,9 @@ impl ClusterBuilder {
             query_page_size_in_bytes: self.query_page_size_in_bytes,
             query_tombstone_page_limit: self.query_tombstone_page_limit,
         };
-        let core = new_core(config, plan, nodes, tls)?;
+        let core = new_core(config, plan, nodes, tls.map(|t| t.acceptor), tls_only)?;
         fill_preloads(&core, preloads).await?;
-        Ok(spawn_servers(core, listeners, rng))
+        Ok(spawn_servers(core, listeners, rng, session_tls))
     }
 
     /// Checks the settings before anything is bound.
@@ -252,6 +282,15 @@ impl ClusterBuilder {
                 "a node needs 1 to 4096 vnodes, not {}",
                 self.vnodes_per_node
             )));
+        }
+        if let Some(tls) = &self.tls
+            && tls.only
+            && (tls.port != 0 || tls.shard_aware_port != 0)
+        {
+            return Err(ClusterError::Config(
+                "tls_only encrypts the CQL ports themselves: it has no TLS ports (tls_ports)"
+                    .into(),
+            ));
         }
         if self.query_page_size_in_bytes == 0 || self.query_tombstone_page_limit == 0 {
             return Err(ClusterError::Config(
@@ -278,7 +317,11 @@ impl ClusterBuilder {
     /// Binds the listeners of every node: the cluster's address plan and each node's
     /// listeners, in node order.
     async fn bind(&self) -> Result<(AddressPlan, Vec<listen::NodeListeners>), ClusterError> {
-        let tls_ports = self.tls.as_ref().map(|t| (t.port, t.shard_aware_port));
+        let tls_ports = self
+            .tls
+            .as_ref()
+            .filter(|t| !t.only)
+            .map(|t| (t.port, t.shard_aware_port));
         listen::bind_cluster(
             self.nodes,
             self.address,
@@ -296,16 +339,22 @@ impl ClusterBuilder {
     /// The acceptor of a certificate that a test CA signs for the addresses of `plan`
     /// (`None` for other settings); on failure the range of addresses chosen for the cluster
     /// is given back.
-    fn ca_acceptor(&self, plan: &AddressPlan) -> Result<Option<TlsAcceptor>, ClusterError> {
+    fn ca_acceptor(&self, plan: &AddressPlan) -> Result<Option<Served>, ClusterError> {
         let Some(files) = &self.tls else {
             return Ok(None);
         };
-        files.ca_acceptor(plan).map_err(|e| {
-            if self.address.is_none() {
-                listen::release_prefix(plan.prefix);
-            }
-            ClusterError::Config(e)
-        })
+        files
+            .ca_acceptor(plan)
+            .map_err(|e| self.config_error(plan, e))
+    }
+
+    /// A configuration error found after `plan`'s addresses were chosen: the range chosen
+    /// for the cluster is given back.
+    fn config_error(&self, plan: &AddressPlan, e: String) -> ClusterError {
+        if self.address.is_none() {
+            listen::release_prefix(plan.prefix);
+        }
+        ClusterError::Config(e)
     }
 
     /// The first nodes: each at its address of `plan`, with random tokens and host id.
@@ -342,6 +391,7 @@ fn new_core(
     plan: AddressPlan,
     nodes: Vec<NodeInfo>,
     tls: Option<TlsAcceptor>,
+    tls_only: bool,
 ) -> Result<Arc<ClusterCore>, ClusterError> {
     let (events, _) = broadcast::channel(1024);
     let core = Arc::new(ClusterCore {
@@ -353,6 +403,7 @@ fn new_core(
         faults: Default::default(),
         stats: Default::default(),
         tls,
+        tls_only,
     });
     let topology = core.topology();
     core.db
@@ -386,13 +437,14 @@ fn spawn_servers(
     core: Arc<ClusterCore>,
     listeners: Vec<listen::NodeListeners>,
     rng: StdRng,
+    session_tls: Option<Arc<rustls::ClientConfig>>,
 ) -> EmbeddedCluster {
     let servers = listeners
         .into_iter()
         .enumerate()
         .map(|(i, l)| Some(NodeServer::spawn(core.clone(), i + 1, l)))
         .collect();
-    EmbeddedCluster::new(core, servers, rng)
+    EmbeddedCluster::new(core, servers, rng, session_tls)
 }
 
 impl EmbeddedCluster {

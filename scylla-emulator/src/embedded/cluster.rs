@@ -27,6 +27,8 @@ pub struct EmbeddedCluster {
     servers: Mutex<Vec<Option<NodeServer>>>,
     /// Tokens and host ids of nodes added later.
     rng: parking_lot::Mutex<StdRng>,
+    /// The TLS of [`EmbeddedCluster::session`] when the native ports speak TLS only.
+    session_tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl std::fmt::Debug for EmbeddedCluster {
@@ -40,21 +42,28 @@ impl std::fmt::Debug for EmbeddedCluster {
 
 impl EmbeddedCluster {
     /// The cluster whose nodes' servers are `servers` (in node order); `rng` chooses the
-    /// tokens and host ids of nodes added later.
+    /// tokens and host ids of nodes added later; `session_tls` is the TLS of its own
+    /// sessions when nothing speaks plaintext.
     pub(super) fn new(
         core: Arc<ClusterCore>,
         servers: Vec<Option<NodeServer>>,
         rng: StdRng,
+        session_tls: Option<Arc<rustls::ClientConfig>>,
     ) -> EmbeddedCluster {
         EmbeddedCluster {
             core,
             servers: Mutex::new(servers),
             rng: parking_lot::Mutex::new(rng),
+            session_tls,
         }
     }
 
     /// A driver session connected to this cluster (with its credentials, if any), ready to use:
-    /// `Session::connect` has fetched the cluster's metadata.
+    /// `Session::connect` has fetched the cluster's metadata. With
+    /// [`ClusterBuilder::tls_only`](crate::ClusterBuilder::tls_only) it connects over TLS,
+    /// trusting exactly the cluster's own certificate (and presenting a client certificate of
+    /// the test CA when one is required; a cluster with a PEM certificate and client
+    /// certificates required refuses it).
     pub async fn session(
         &self,
     ) -> Result<Arc<scylla::client::session::Session>, scylla::errors::NewSessionError> {
@@ -63,7 +72,16 @@ impl EmbeddedCluster {
         if let Some((user, password)) = self.credentials() {
             builder = builder.user(user, password);
         }
+        if let Some(tls) = &self.session_tls {
+            builder = builder.tls_context(Some(tls.clone()));
+        }
         builder.build().await.map(Arc::new)
+    }
+
+    /// Whether the native ports speak TLS only
+    /// ([`ClusterBuilder::tls_only`](crate::ClusterBuilder::tls_only)).
+    pub fn is_tls_only(&self) -> bool {
+        self.core.tls_only
     }
 
     /// The CQL endpoint of node 1.
@@ -94,14 +112,24 @@ impl EmbeddedCluster {
     }
 
     /// The TLS endpoint of node 1 (its address and the TLS port), when the cluster was built
-    /// with [`ClusterBuilder::tls`](crate::ClusterBuilder::tls).
+    /// with [`ClusterBuilder::tls`](crate::ClusterBuilder::tls); with
+    /// [`ClusterBuilder::tls_only`](crate::ClusterBuilder::tls_only), the
+    /// [`contact_point`](Self::contact_point) itself.
     pub fn tls_contact_point(&self) -> Option<SocketAddr> {
+        if self.core.tls_only {
+            return Some(self.contact_point());
+        }
         let (port, _) = self.core.plan.tls_ports?;
         Some(SocketAddr::new(self.contact_point().ip(), port))
     }
 
-    /// The shard-aware TLS port of every node, when the cluster has TLS ports.
+    /// The shard-aware TLS port of every node, when the cluster has TLS ports; with
+    /// [`ClusterBuilder::tls_only`](crate::ClusterBuilder::tls_only), the
+    /// [`shard_aware_port`](Self::shard_aware_port) itself.
     pub fn shard_aware_tls_port(&self) -> Option<u16> {
+        if self.core.tls_only {
+            return Some(self.core.plan.shard_aware_port);
+        }
         self.core.plan.tls_ports.map(|(_, port)| port)
     }
 

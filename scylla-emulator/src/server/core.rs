@@ -30,8 +30,13 @@ pub(crate) struct ClusterCore {
     pub(crate) faults: faults::FaultRules,
     /// Request counters.
     pub(crate) stats: RequestStats,
-    /// The TLS ports' acceptor, when the cluster has TLS ports.
+    /// The TLS ports' acceptor, when the cluster has TLS ports (or, with `tls_only`, the
+    /// native ports' acceptor).
     pub(crate) tls: Option<TlsAcceptor>,
+    /// The native ports (CQL and shard-aware) speak TLS only, with `tls` as their acceptor,
+    /// and there are no TLS ports besides them (Scylla with `client_encryption_options`
+    /// enabled and no `native_transport_port_ssl`).
+    pub(crate) tls_only: bool,
 }
 
 impl ClusterCore {

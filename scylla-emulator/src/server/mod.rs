@@ -3,8 +3,9 @@
 //! Each node runs a [`NodeServer`]: two accept loops (the regular CQL port, where
 //! connections are spread over shards round-robin, and the shard-aware port, where the shard
 //! is the client's source port modulo the shard count), two more with TLS (the TLS port and
-//! the shard-aware TLS port, [`tls`]) and one task per connection ([`connection`]). Stopping a node closes its listeners and every connection, and waits
-//! until they are gone.
+//! the shard-aware TLS port, [`tls`]) and one task per connection ([`connection`]); with
+//! TLS only, the two native ports speak TLS and there is no other. Stopping a node closes
+//! its listeners and every connection, and waits until they are gone.
 //!
 //! - [`core`]: [`ClusterCore`], the state every node's server shares (configuration,
 //!   topology, database, events, faults, counters).
@@ -52,10 +53,12 @@ impl NodeServer {
             move |_| round_robin.fetch_add(1, Ordering::Relaxed) % shards
         };
         let shard_aware = move |peer_port| u32::from(peer_port) % shards;
+        // TLS only: the native ports themselves speak TLS.
+        let native_tls = cluster.tls.clone().filter(|_| cluster.tls_only);
         let mut accept_tasks = vec![
             accept_loop(
                 listeners.cql,
-                None,
+                native_tls.clone(),
                 cluster.clone(),
                 node,
                 shutdown_rx.clone(),
@@ -64,7 +67,7 @@ impl NodeServer {
             ),
             accept_loop(
                 listeners.shard_aware,
-                None,
+                native_tls,
                 cluster.clone(),
                 node,
                 shutdown_rx.clone(),

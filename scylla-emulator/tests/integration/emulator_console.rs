@@ -423,3 +423,74 @@ fn connections_shows_which_client_connections_negotiated_compression() {
     drop(runtime);
     emulator.shutdown();
 }
+
+/// `--tls-only`: the `ready` endpoint speaks TLS (the CA of `--tls-test-ca` verifies it,
+/// plaintext is refused), and the console's `cql` works over it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_only_serves_tls_on_the_ready_endpoint() {
+    let dir = std::env::temp_dir().join(format!("scylla-emulator-tls-only-{}", std::process::id()));
+    let dir_text = dir.display().to_string();
+    let mut emulator = Emulator::start("127.77.13.1", &["--tls-only", "--tls-test-ca", &dir_text]);
+    let (rows, reply) = emulator.send("cql SELECT key FROM system.local");
+    assert_eq!(
+        (rows, reply.as_str()),
+        (vec!["key = 'local'".to_string()], "ok 1 row")
+    );
+    let endpoint: std::net::SocketAddr = emulator.endpoint.parse().expect("endpoint");
+    let plaintext = scylla::client::session_builder::SessionBuilder::new()
+        .known_node_addr(endpoint)
+        .build()
+        .await;
+    assert!(plaintext.is_err(), "plaintext to a TLS-only endpoint");
+    use rustls::pki_types::pem::PemObject;
+    let ca = std::fs::read(dir.join("ca.pem")).expect("ca.pem written");
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&ca) {
+        roots.add(cert.expect("PEM")).expect("CA");
+    }
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let session = scylla::client::session_builder::SessionBuilder::new()
+        .known_node_addr(endpoint)
+        .tls_context(Some(std::sync::Arc::new(config)))
+        .build()
+        .await
+        .expect("TLS session to the ready endpoint");
+    session
+        .query_unpaged("SELECT key FROM system.local", ())
+        .await
+        .expect("query over TLS");
+    emulator.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--tls-only` without a certificate, or with TLS ports, is a usage error (exit status 2).
+#[test]
+fn tls_only_without_a_certificate_is_refused() {
+    for args in [
+        vec!["--tls-only"],
+        vec![
+            "--tls-only",
+            "--tls-test-ca",
+            "/nonexistent",
+            "--tls-port",
+            "9142",
+        ],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_scylla-emulator"))
+            .args(["--port", "0", "--address", "127.77.13.17"])
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--tls-only"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

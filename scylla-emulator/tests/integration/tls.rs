@@ -263,3 +263,132 @@ async fn a_bad_key_is_a_configuration_error() {
         .expect_err("a bad key was accepted");
     assert!(error.to_string().contains("TLS private key"), "{error}");
 }
+
+/// TLS only (`ClusterBuilder::tls_only`): the CQL port itself speaks TLS. A driver with the
+/// CA reads and writes on both nodes through the contact point; SUPPORTED announces the
+/// shard-aware port and no TLS port besides it; the cluster's own `session()` connects over
+/// TLS (with a client certificate when one is required).
+#[tokio::test]
+async fn tls_only_encrypts_the_cql_port_itself() {
+    for mutual in [false, true] {
+        let ca = TestCa::new("TLS-only CA").expect("CA");
+        let mut builder = EmbeddedCluster::builder()
+            .nodes(2)
+            .credentials(USER, PASSWORD)
+            .tls_signed_by(&ca, &["localhost"])
+            .tls_only();
+        if mutual {
+            builder = builder.tls_require_client_cert(ca.cert_pem());
+        }
+        let cluster = builder.start().await.expect("TLS-only cluster");
+        assert!(cluster.is_tls_only());
+        assert_eq!(cluster.tls_contact_point(), Some(cluster.contact_point()));
+        assert_eq!(
+            cluster.shard_aware_tls_port(),
+            Some(cluster.shard_aware_port())
+        );
+        let client = ca.client_cert("cdc-client").expect("client cert");
+        let config = client_config(ca.cert_pem(), mutual.then_some(&client));
+        let session = connect(&cluster, Some(config.clone()), PASSWORD)
+            .await
+            .unwrap_or_else(|e| panic!("mutual={mutual}: TLS session: {e}"));
+        works(&session).await;
+        assert_eq!(
+            session.get_cluster_state().get_nodes_info().len(),
+            2,
+            "both nodes known"
+        );
+        session
+            .query_unpaged(
+                "CREATE KEYSPACE only_ks WITH replication = {'class': 'SimpleStrategy', \
+                 'replication_factor': 2}",
+                (),
+            )
+            .await
+            .expect("DDL over TLS");
+        // The cluster's own session, as the tests and the console use it.
+        let own = cluster.session().await.expect("the cluster's own session");
+        works(&own).await;
+        // As Scylla without native_shard_aware_transport_port_ssl: the shard-aware port is
+        // announced, and no TLS port besides it.
+        let supported = raw_options(&cluster, config).await;
+        assert!(
+            find(&supported, b"SCYLLA_SHARD_AWARE_PORT_SSL").is_none(),
+            "no separate TLS port to announce"
+        );
+        let needle = b"SCYLLA_SHARD_AWARE_PORT";
+        let at = find(&supported, needle).expect("SCYLLA_SHARD_AWARE_PORT announced");
+        let after = &supported[at + needle.len()..];
+        let len = usize::from(u16::from_be_bytes([after[2], after[3]]));
+        assert_eq!(
+            &after[4..4 + len],
+            cluster.shard_aware_port().to_string().as_bytes()
+        );
+        cluster.shutdown().await;
+    }
+}
+
+/// A plaintext client on a TLS-only port is refused at once (its connection closed, no
+/// hang), on the CQL port and on the shard-aware port, by the driver and by raw bytes; the
+/// server keeps serving TLS clients.
+#[tokio::test]
+async fn tls_only_refuses_plaintext_at_once() {
+    let ca = TestCa::new("TLS-only CA").expect("CA");
+    let cluster = EmbeddedCluster::builder()
+        .credentials(USER, PASSWORD)
+        .tls_signed_by(&ca, &[])
+        .tls_only()
+        .start()
+        .await
+        .expect("TLS-only cluster");
+    let started = std::time::Instant::now();
+    let plaintext = connect(&cluster, None, PASSWORD)
+        .await
+        .expect_err("a plaintext client connected to a TLS-only port");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "refused after {:?}: {plaintext}",
+        started.elapsed()
+    );
+    for port in [cluster.contact_point().port(), cluster.shard_aware_port()] {
+        let addr = std::net::SocketAddr::new(cluster.contact_point().ip(), port);
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        // A CQL v4 OPTIONS request in plaintext: the server answers nothing and closes.
+        tcp.write_all(&[0x04, 0, 0, 1, 0x05, 0, 0, 0, 0])
+            .await
+            .expect("write");
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut answer))
+            .await
+            .expect("the server closes the connection, without a hang");
+        // Closed, perhaps after a TLS alert record (content type 21), never a CQL frame.
+        if read.is_ok() && !answer.is_empty() {
+            assert_eq!(answer[0], 21, "port {port}: {answer:?}");
+        }
+    }
+    let session = connect(&cluster, Some(client_config(ca.cert_pem(), None)), PASSWORD)
+        .await
+        .expect("a TLS client after the refusals");
+    works(&session).await;
+    cluster.shutdown().await;
+}
+
+/// TLS only needs a certificate and has no TLS ports.
+#[tokio::test]
+async fn tls_only_settings_that_cannot_work_are_configuration_errors() {
+    let error = EmbeddedCluster::builder()
+        .tls_only()
+        .start()
+        .await
+        .expect_err("TLS only without a certificate");
+    assert!(error.to_string().contains("certificate"), "{error}");
+    let ca = TestCa::new("CA").expect("CA");
+    let error = EmbeddedCluster::builder()
+        .tls_signed_by(&ca, &[])
+        .tls_only()
+        .tls_ports(19142, 29142)
+        .start()
+        .await
+        .expect_err("TLS only with TLS ports");
+    assert!(error.to_string().contains("tls_ports"), "{error}");
+}

@@ -8,6 +8,7 @@ mod chaos;
 mod command_line;
 mod docs;
 mod early_reads;
+mod first_contact;
 mod groups;
 mod option_bounds;
 mod printer;

@@ -372,6 +372,13 @@ fn numeric_options() -> Vec<Numeric> {
         ]);
     }
     options.extend([
+        // 0 retries the first contact forever; the cluster answers at once either way.
+        numeric(
+            Printer,
+            "--connect-timeout",
+            ("0", "31536000"),
+            ("-0.001", "31536000.001"),
+        ),
         numeric(Printer, "--demo-seconds", secs_ms_year, past_ms_year)
             .needs(&["--demo"])
             .ends_at(&["0.001"]),

@@ -359,3 +359,76 @@ async fn replicator_replicates_over_tls_on_both_sides() -> anyhow::Result<()> {
     destination.shutdown().await;
     Ok(())
 }
+
+/// The other TLS configuration: a cluster whose CQL port itself speaks TLS, with no plaintext
+/// port (Scylla's `client_encryption_options` without `native_transport_port_ssl`). The
+/// printer's binary reads it with the CA and the password; without TLS it is refused with
+/// one line that says what to try, exit code 3, within `--connect-timeout`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn printer_reads_a_tls_only_cluster() -> anyhow::Result<()> {
+    setup_tracing();
+    let ca = TestCa::new("TLS-only CA")?;
+    let files = client_files(&ca);
+    let cluster = EmbeddedCluster::builder()
+        .nodes(2)
+        .credentials(USER, PASSWORD)
+        .tls_signed_by(&ca, &["scylla.test"])
+        .tls_only()
+        .start()
+        .await?;
+    // The cluster's own session speaks TLS too.
+    let ks = written_table(&*cluster.session().await?).await?;
+    let host = cluster.contact_point().to_string();
+    let dir = TempDir::new();
+    let start = Utc::now() - chrono::TimeDelta::seconds(60);
+    let end = Utc::now() + chrono::TimeDelta::milliseconds(100);
+    let mut args = printer_args(&host, &ks, "t");
+    args.extend(strings(&[
+        "--start",
+        &rfc3339(start),
+        "--end",
+        &rfc3339(end),
+        "--format",
+        "json",
+        "--tls-ca-file",
+        &files.ca,
+        "--user",
+        USER,
+        "--password-file",
+        &files.password_file,
+    ]));
+    let mut printer = Process::spawn(env!("CARGO_BIN_EXE_e2e-printer"), "printer", &args, &dir)?;
+    let code = printer.exit_code(Duration::from_secs(60)).await?;
+    assert_eq!(code, Some(0), "{}", printer.err());
+    let out = printer.out();
+    for i in 0..3 {
+        assert!(out.contains(&format!("tls-row-{i}")), "row {i}: {out}");
+    }
+
+    // Plaintext to the TLS-only port.
+    let mut plain = printer_args(&host, &ks, "t");
+    plain.extend(strings(&[
+        "--user",
+        USER,
+        "--password-file",
+        &files.password_file,
+        "--connect-timeout",
+        "1",
+    ]));
+    let started = std::time::Instant::now();
+    let mut printer = Process::spawn(env!("CARGO_BIN_EXE_e2e-printer"), "plain", &plain, &dir)?;
+    let code = printer.exit_code(Duration::from_secs(30)).await?;
+    let err = printer.err();
+    assert_eq!(code, Some(i32::from(exit_code::CONNECT)), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: cannot connect to the cluster")
+            && last.contains("closed the connection")
+            && last.contains("connect with TLS"),
+        "{err}"
+    );
+    assert!(!err.contains(PASSWORD), "{err}");
+    cluster.shutdown().await;
+    Ok(())
+}
