@@ -30,6 +30,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use clap::Parser;
 use scylla::client::session_builder::SessionBuilder;
+use scylla_cdc::decode::ListValues;
 use scylla_cdc::{
     CDCLogReaderBuilder, Change, ChangeConsumer, ChangeConsumerFactory, OperationType,
 };
@@ -63,7 +64,11 @@ struct Args {
 }
 
 /// A row of `shop.orders`. Fields are matched to columns by name; a column that may be null
-/// is an `Option`, or has `#[serde(default)]` (a null `list` decodes as empty).
+/// is an `Option` (an empty collection is null in CQL).
+///
+/// The log keeps a non-frozen `list<text>` as `map<timeuuid, text>` (the list's cell keys and
+/// values, in list order): [`ListValues`] decodes it into the values alone. A `set`, a `map`
+/// or a frozen list decodes into a `Vec`, a set or a map directly.
 #[derive(Debug, Deserialize)]
 #[allow(dead_code)] // the fields are only printed, with `{:?}`
 struct Order {
@@ -71,8 +76,7 @@ struct Order {
     customer: String,
     status: Option<String>,
     total_cents: Option<i64>,
-    #[serde(default)]
-    items: Vec<String>,
+    items: Option<ListValues<String>>,
 }
 
 /// The key of a deleted order: a deletion has no row after it, only the key.

@@ -7,6 +7,7 @@
 mod chaos;
 mod docs;
 mod early_reads;
+mod examples;
 mod groups;
 mod option_bounds;
 mod printer;
