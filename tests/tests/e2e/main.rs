@@ -10,6 +10,7 @@ mod early_reads;
 mod examples;
 mod groups;
 mod option_bounds;
+mod packaging;
 mod printer;
 mod program_errors;
 mod replicator_cassandra;
