@@ -13,8 +13,7 @@ use scylla_cdc::cli::metrics_http::metrics_addr_arg;
 use scylla_cdc::cli::secure::{Credentials, TlsOptions};
 use scylla_cdc::cli::{
     CliError, ConnectionArgs, GroupFlags, GroupSettings, LogArgs, ReadingArgs, StartAt,
-    TimeRangeArgs,
-    checkpoint_interval_arg, env_prefixed, heading, long_interval_arg, parse_name,
+    TimeRangeArgs, checkpoint_interval_arg, env_prefixed, heading, long_interval_arg, parse_name,
     parse_positive_seconds, progress_interval_arg, resolve_range, tables_arg,
 };
 pub use scylla_cdc::cli::{Hosts, Tables};

@@ -62,6 +62,17 @@
 //! checkpoints and a test against the embedded cluster of `scylla-emulator`; its
 //! program is the `tutorial` example.
 //!
+//! # Examples
+//!
+//! The crate's `examples/` are small programs to copy (`cargo run -p scylla-cdc --example
+//! <name> -- --help`): `first_consumer` (the rows of one table), `typed_changes` (whole
+//! changes decoded into a struct), `several_tables` ([`CDCLogReaderBuilder::tables`]),
+//! `consumer_group` ([`CDCLogReaderBuilder::group`]), `dead_letters`
+//! ([`CDCLogReaderBuilder::on_consumer_error`] into a [`DeadLetterTable`]), `prometheus` (the
+//! metrics below served on `/metrics`), `tls` and `printer`. The end-to-end tests run
+//! `typed_changes`, `several_tables`, `consumer_group`, `dead_letters` and `prometheus` as
+//! processes against the embedded cluster; `tls` and `tutorial` have tests of their own.
+//!
 //! # How reading works
 //!
 //! The streams of a generation are grouped by the replica (node and shard) that owns them,

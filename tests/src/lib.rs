@@ -7,4 +7,5 @@
 //! The crate's binaries `e2e-printer` and `e2e-replicator` are the programs as processes
 //! (their `process_main`, all of the programs' `main`): Cargo builds a package's binaries for
 //! its tests (`CARGO_BIN_EXE_*`) but not another package's, and `groups` kills members with
-//! SIGKILL.
+//! SIGKILL. For the same reason the library's examples are built here too, as `example-*`
+//! programs (their files in `scylla-cdc/examples/`), which the `examples` tests run.

@@ -43,8 +43,10 @@
 //!
 //! A column that is null in the row (the change did not touch it), or that the row does not
 //! have at all, decodes into `None` for an `Option` field. A field that is not an `Option`
-//! gets an error naming the column ([`DecodeError::Null`], [`DecodeError::MissingColumn`]),
-//! unless it has `#[serde(default)]`. A log row's key columns are never null.
+//! gets an error naming the column ([`DecodeError::Null`], [`DecodeError::MissingColumn`]);
+//! `#[serde(default)]` gives it its default when the column is absent, not when it is null
+//! (an empty collection is null in CQL: decode it into an `Option`). A log row's key
+//! columns are never null.
 //!
 //! Whether the change *deleted* a column, or removed elements from a collection, is not part
 //! of the value: read it beside the decoded struct, from the same row, one column at a time
