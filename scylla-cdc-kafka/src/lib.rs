@@ -26,6 +26,15 @@
 //! `read_committed` consumer sees each change once, in order per key. Without transactions
 //! (`--no-transactions`) checkpoints are written once their events are stored: at least once.
 //!
+//! # Consumer groups
+//!
+//! With `--group`, several instances share the tables' streams through the library's leases
+//! ([`scylla_cdc::CDCLogReaderBuilder::group`]); each has its own `transactional.id`, a
+//! member taking over streams whose lease ran out fences their previous owner first, a save
+//! returns once its transaction committed (so a stream is handed over only with its
+//! checkpoint committed), and a member reads the checkpoints and the events published after
+//! them again whenever it starts reading streams ([`saver`]).
+//!
 //! # Snapshot
 //!
 //! With `--snapshot` ([`snapshot`]), a table without saved progress first has its existing
