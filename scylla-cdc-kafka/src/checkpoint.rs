@@ -162,6 +162,9 @@ impl CheckpointRecord {
     }
 }
 
+/// The replay starts of one checkpoint record, shared by its streams.
+pub type SharedStarts = Arc<Vec<ReplayStart>>;
+
 /// Replay starts as JSON: `[[topic, partition, offset], ...]`.
 fn starts_json(starts: &[ReplayStart]) -> Vec<Value> {
     starts
@@ -204,7 +207,7 @@ pub struct SavedProgress {
     pub snapshots: crate::snapshot::SavedSnapshots,
     /// Per `keyspace.table`, per stream: the replay starts of the record that holds its
     /// checkpoint (`None`: that record has none, it was not written by a group member).
-    pub stream_replay: HashMap<String, HashMap<StreamID, Option<Arc<Vec<ReplayStart>>>>>,
+    pub stream_replay: HashMap<String, HashMap<StreamID, Option<SharedStarts>>>,
     /// Per partition of the checkpoint topic: where the next read continues.
     pub next_offsets: HashMap<i32, i64>,
 }

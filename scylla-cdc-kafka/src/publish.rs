@@ -459,6 +459,9 @@ pub struct Publisher {
     acks: Vec<oneshot::Sender<()>>,
     /// Where the handles see a failure (set by `spawn`).
     failure: Option<FailureCell>,
+    /// The event topics' names (shared, so that a change's events borrow its topic's name
+    /// while the producer is used).
+    topic_names: Arc<Vec<String>>,
 }
 
 /// The failure the handles see, and the signal that there is one.
@@ -528,6 +531,7 @@ impl Publisher {
             );
         }
         add_earlier(&connected.deliveries, earlier);
+        let topic_names = Arc::new(config.topics.clone());
         Self {
             config,
             producer: connected.producer,
@@ -540,6 +544,7 @@ impl Publisher {
             deferred: Vec::new(),
             acks: Vec::new(),
             failure: None,
+            topic_names,
         }
     }
 
@@ -622,14 +627,15 @@ impl Publisher {
     fn handle(&mut self, command: Command) -> Result<(), PublishError> {
         match command {
             Command::Publish(events) => {
-                let stream = hex(events.stream.as_bytes());
-                let time = events.time.to_string();
-                let topic = self
-                    .config
-                    .topics
+                // The headers' text without allocating, per change.
+                let mut stream_buf = [0u8; 32];
+                let stream = hex_into(events.stream.as_bytes(), &mut stream_buf);
+                let mut time_buf = Uuid::encode_buffer();
+                let time: &str = events.time.hyphenated().encode_lower(&mut time_buf);
+                let topics = self.topic_names.clone();
+                let topic = topics
                     .get(events.topic)
-                    .ok_or_else(|| PublishError::Refused("unknown topic index".into()))?
-                    .clone();
+                    .ok_or_else(|| PublishError::Refused("unknown topic index".into()))?;
                 for m in &events.messages {
                     let mut headers = OwnedHeaders::new_with_capacity(2 + m.headers.len());
                     for (key, value) in &m.headers {
@@ -641,14 +647,14 @@ impl Publisher {
                     let headers = headers
                         .insert(Header {
                             key: STREAM_HEADER,
-                            value: Some(stream.as_str()),
+                            value: Some(stream),
                         })
                         .insert(Header {
                             key: TIME_HEADER,
-                            value: Some(time.as_str()),
+                            value: Some(time),
                         });
                     let mut record =
-                        BaseRecord::with_opaque_to(&topic, opaque(events.topic, events.time_ms))
+                        BaseRecord::with_opaque_to(topic, opaque(events.topic, events.time_ms))
                             .headers(headers);
                     if let Some(k) = &m.key {
                         record = record.key(k.as_slice());
@@ -919,6 +925,19 @@ impl Publisher {
     }
 }
 
+/// `bytes` (at most 16) in lower-case hex, in `buf`.
+fn hex_into<'b>(bytes: &[u8], buf: &'b mut [u8; 32]) -> &'b str {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let n = bytes.len().min(16);
+    for (i, b) in bytes[..n].iter().enumerate() {
+        buf[2 * i] = DIGITS[usize::from(b >> 4)];
+        buf[2 * i + 1] = DIGITS[usize::from(b & 15)];
+    }
+    // Only ASCII hex digits were written.
+    std::str::from_utf8(&buf[..2 * n]).unwrap_or_default()
+}
+
+#[cfg(test)]
 fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
@@ -1017,5 +1036,8 @@ mod tests {
         assert_eq!(o & 0xFFFF, 3);
         assert_eq!((o >> 16) as i64, 1_764_000_000_000);
         assert_eq!(hex(&[0, 0xab, 0xff]), "00abff");
+        let mut buf = [0u8; 32];
+        assert_eq!(hex_into(&[0, 0xab, 0xff], &mut buf), "00abff");
+        assert_eq!(hex_into(&[0x12; 16], &mut buf), "12".repeat(16));
     }
 }

@@ -26,7 +26,7 @@
 //! The state is process-wide, like the `metrics` recorder: [`super::connect`] records the first
 //! contact, a program hands its running readers over with [`reading`], and
 //! [`super::supervise`] records the stop. Nothing is recorded unless `--metrics-addr` serves it
-//! ([`enable`]).
+//! (`metrics_http::serve_metrics` enables it).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
