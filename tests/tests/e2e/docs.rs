@@ -1,7 +1,7 @@
 //! The documentation's code is the code CI builds and tests: every Rust block of
-//! `docs/tutorial.md` and of `README.md` is a verbatim part of an example program (compiled
-//! by `cargo build --examples`; the tutorial's is also tested by `cargo test`), in order, and
-//! together the blocks shown for a file are the whole file.
+//! `docs/tutorial.md` and of the READMEs (the root's and every crate's) is a verbatim part of
+//! an example program (compiled by `cargo build --examples`; the tutorial's is also tested by
+//! `cargo test`), in order, and together the blocks shown for a file are the whole file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -83,17 +83,49 @@ fn the_tutorials_code_blocks_are_the_example_program() {
     assert_eq!(shown, ["src/history.rs", "src/main.rs"]);
 }
 
+/// The READMEs that show Rust code, and the files their blocks show (sorted); every other
+/// README of the workspace shows none.
+const READMES_WITH_CODE: [(&str, &[&str]); 2] = [
+    (
+        "scylla-cdc/README.md",
+        &["scylla-cdc/examples/first_consumer.rs"],
+    ),
+    (
+        "scylla-emulator/README.md",
+        &["scylla-emulator/examples/embedded.rs"],
+    ),
+];
+
+/// The READMEs of the workspace: the root's and those of its top-level directories.
+fn readmes() -> Vec<String> {
+    let mut found = vec!["README.md".to_string()];
+    let mut dirs: Vec<_> = std::fs::read_dir(root())
+        .expect("the workspace root")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("README.md").is_file())
+        .map(|e| format!("{}/README.md", e.file_name().to_string_lossy()))
+        .collect();
+    dirs.sort();
+    found.extend(dirs);
+    found
+}
+
 #[test]
 fn the_readmes_code_blocks_are_example_programs() {
-    let shown = check_blocks("README.md", |file| root().join(file));
-    // The names of the files shown, sorted (the README shows the emulator's first).
-    assert_eq!(
-        shown,
-        [
-            "scylla-cdc/examples/first_consumer.rs",
-            "scylla-emulator/examples/embedded.rs"
-        ]
-    );
+    let readmes = readmes();
+    for (readme, _) in READMES_WITH_CODE {
+        assert!(readmes.iter().any(|r| r == readme), "{readme} is missing");
+    }
+    for readme in &readmes {
+        // The `<!-- file -->` names are relative to the workspace root.
+        let shown = check_blocks(readme, |file| root().join(file));
+        let expected = READMES_WITH_CODE
+            .iter()
+            .find(|(r, _)| r == readme)
+            .map(|(_, files)| files.to_vec())
+            .unwrap_or_default();
+        assert_eq!(shown, expected, "the example files {readme} shows");
+    }
 }
 
 #[test]
