@@ -128,6 +128,106 @@ fn the_readmes_code_blocks_are_example_programs() {
     }
 }
 
+/// GitHub's anchor of a Markdown heading: lower case, spaces as `-`, punctuation other than
+/// `-` and `_` dropped.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of the headings of `markdown` (outside code blocks).
+fn anchors(markdown: &str) -> Vec<String> {
+    let mut in_code = false;
+    let mut found = Vec::new();
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+        } else if !in_code && line.starts_with('#') {
+            found.push(slug(line.trim_start_matches('#')));
+        }
+    }
+    found
+}
+
+/// The targets of the inline links `[text](target)` of `markdown`.
+fn link_targets(markdown: &str) -> Vec<String> {
+    markdown
+        .match_indices("](")
+        .filter_map(|(at, m)| {
+            let rest = &markdown[at + m.len()..];
+            rest.find(')').map(|end| rest[..end].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn the_documents_links_lead_to_files_and_headings_that_exist() {
+    let mut documents = readmes();
+    documents.push("ARCHITECTURE.md".to_string());
+    let mut docs: Vec<String> = std::fs::read_dir(root().join("docs"))
+        .expect("docs/")
+        .filter_map(Result::ok)
+        .map(|e| format!("docs/{}", e.file_name().to_string_lossy()))
+        .filter(|name| name.ends_with(".md"))
+        .collect();
+    docs.sort();
+    documents.extend(docs);
+    let mut problems = Vec::new();
+    for document in &documents {
+        let path = root().join(document);
+        let text = std::fs::read_to_string(&path).expect("a document");
+        let dir = path.parent().expect("a directory");
+        for target in link_targets(&text) {
+            if target.contains("://") || target.starts_with("mailto:") || target.contains(' ') {
+                continue;
+            }
+            let (file, anchor) = match target.split_once('#') {
+                Some((file, anchor)) => (file, Some(anchor)),
+                None => (target.as_str(), None),
+            };
+            let linked = if file.is_empty() {
+                path.clone()
+            } else {
+                dir.join(file)
+            };
+            if !linked.exists() {
+                problems.push(format!("{document}: ({target}): no file {}", linked.display()));
+                continue;
+            }
+            if let Some(anchor) = anchor
+                && linked.extension().is_some_and(|e| e == "md")
+            {
+                let headings = anchors(&std::fs::read_to_string(&linked).expect("a document"));
+                if !headings.iter().any(|h| h == anchor) {
+                    problems.push(format!(
+                        "{document}: ({target}): no heading #{anchor} in {}",
+                        linked.display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+#[test]
+fn anchors_are_githubs() {
+    assert_eq!(slug(" This reader vs scylla-cdc-rust 0.7"), "this-reader-vs-scylla-cdc-rust-07");
+    assert_eq!(slug("Snapshot reads (`--snapshot`)"), "snapshot-reads---snapshot");
+    assert_eq!(
+        link_targets("see [a](b.md#c) and [d](https://e/f)."),
+        ["b.md#c", "https://e/f"]
+    );
+}
+
 #[test]
 fn rust_blocks_are_found_with_their_files() {
     let md = "text\n<!-- src/a.rs -->\n```rust\nfn a() {}\n```\n\n```toml\n[x]\n```\n\

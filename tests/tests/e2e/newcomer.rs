@@ -109,12 +109,14 @@ fn workspace() -> BTreeMap<String, Package> {
             .filter_map(|s| s.as_str().map(str::to_string))
             .collect()
     };
+    let root = root().canonicalize().expect("the workspace root");
     let mut packages = BTreeMap::new();
     for p in metadata["packages"].as_array().expect("packages") {
         let manifest = PathBuf::from(p["manifest_path"].as_str().expect("manifest_path"));
+        let manifest = manifest.canonicalize().unwrap_or(manifest);
         let dir = manifest
             .parent()
-            .and_then(|d| d.strip_prefix(root()).ok())
+            .and_then(|d| d.strip_prefix(&root).ok())
             .expect("a package inside the workspace")
             .to_path_buf();
         let kinds = |t: &Value| strings(&t["kind"]);
