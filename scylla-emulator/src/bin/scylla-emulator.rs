@@ -99,7 +99,6 @@ fn note(level: &str, message: &str) {
     }
 }
 
-
 /// Prints preload progress on stderr.
 fn print_progress(p: &PreloadProgress) {
     let secs = p.elapsed.as_secs_f64();

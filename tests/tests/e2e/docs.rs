@@ -199,7 +199,10 @@ fn the_documents_links_lead_to_files_and_headings_that_exist() {
                 dir.join(file)
             };
             if !linked.exists() {
-                problems.push(format!("{document}: ({target}): no file {}", linked.display()));
+                problems.push(format!(
+                    "{document}: ({target}): no file {}",
+                    linked.display()
+                ));
                 continue;
             }
             if let Some(anchor) = anchor
@@ -220,8 +223,14 @@ fn the_documents_links_lead_to_files_and_headings_that_exist() {
 
 #[test]
 fn anchors_are_githubs() {
-    assert_eq!(slug(" This reader vs scylla-cdc-rust 0.7"), "this-reader-vs-scylla-cdc-rust-07");
-    assert_eq!(slug("Snapshot reads (`--snapshot`)"), "snapshot-reads---snapshot");
+    assert_eq!(
+        slug(" This reader vs scylla-cdc-rust 0.7"),
+        "this-reader-vs-scylla-cdc-rust-07"
+    );
+    assert_eq!(
+        slug("Snapshot reads (`--snapshot`)"),
+        "snapshot-reads---snapshot"
+    );
     assert_eq!(
         link_targets("see [a](b.md#c) and [d](https://e/f)."),
         ["b.md#c", "https://e/f"]

@@ -63,7 +63,10 @@ fn block(markdown: &str, name: &str) -> Vec<String> {
                 .filter(|l| !l.is_empty() && !l.starts_with('#')),
         );
     }
-    assert!(markers > 0, "README.md: no `{marker}` line before a code block");
+    assert!(
+        markers > 0,
+        "README.md: no `{marker}` line before a code block"
+    );
     found
 }
 
@@ -92,7 +95,13 @@ struct Package {
 fn workspace() -> BTreeMap<String, Package> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
     let out = std::process::Command::new(cargo)
-        .args(["metadata", "--no-deps", "--offline", "--format-version", "1"])
+        .args([
+            "metadata",
+            "--no-deps",
+            "--offline",
+            "--format-version",
+            "1",
+        ])
         .current_dir(root())
         .output()
         .expect("cargo metadata runs");
@@ -126,7 +135,9 @@ fn workspace() -> BTreeMap<String, Package> {
             .filter(|t| kinds(t).contains(&"bin".to_string()))
             .map(|t| t["name"].as_str().expect("name").to_string())
             .collect();
-        let lib = targets.iter().any(|t| kinds(t).contains(&"lib".to_string()));
+        let lib = targets
+            .iter()
+            .any(|t| kinds(t).contains(&"lib".to_string()));
         let features = p["features"]
             .as_object()
             .expect("features")
@@ -142,7 +153,10 @@ fn workspace() -> BTreeMap<String, Package> {
             .filter(|d| d["kind"].is_null())
             .map(|d| {
                 let name = d["rename"].as_str().or(d["name"].as_str()).expect("name");
-                (name.to_string(), d["req"].as_str().unwrap_or("*").to_string())
+                (
+                    name.to_string(),
+                    d["req"].as_str().unwrap_or("*").to_string(),
+                )
             })
             .collect();
         let text = |key: &str| p[key].as_str().map(str::to_string);
@@ -392,8 +406,7 @@ fn the_install_commands_name_what_the_workspace_has() {
                 problems.push(format!("`{line}`: {name} has no feature {feature}"));
             }
         }
-        if install.no_default_features
-            && package.features.get("default").is_none_or(Vec::is_empty)
+        if install.no_default_features && package.features.get("default").is_none_or(Vec::is_empty)
         {
             problems.push(format!(
                 "`{line}`: {name} has no default feature for --no-default-features to leave out"
@@ -545,18 +558,29 @@ fn blocks_and_commands_are_read_as_written() {
     assert_eq!(block(&two, "first-commands").len(), 3);
     let (package, args) =
         parse_cargo_run(&["--release", "-p", "x", "--", "--demo", "--format", "json"]).unwrap();
-    assert_eq!((package.as_str(), args), ("x", vec!["--demo".to_string(), "--format".into(), "json".into()]));
+    assert_eq!(
+        (package.as_str(), args),
+        (
+            "x",
+            vec!["--demo".to_string(), "--format".into(), "json".into()]
+        )
+    );
     let (name, keys) =
-        parse_dependency(r#"scylla-cdc = { git = "https://h/r", features = ["a", "b"] }"#)
-            .unwrap();
+        parse_dependency(r#"scylla-cdc = { git = "https://h/r", features = ["a", "b"] }"#).unwrap();
     assert_eq!(name, "scylla-cdc");
     assert_eq!(keys["git"], "https://h/r");
     assert_eq!(keys["features"], "[a, b]");
-    assert_eq!(parse_dependency(r#"scylla = "1.9""#).unwrap().1["version"], "1.9");
+    assert_eq!(
+        parse_dependency(r#"scylla = "1.9""#).unwrap().1["version"],
+        "1.9"
+    );
     assert_eq!(major("^1.9"), Some("1".into()));
     let i = parse_install(&["--locked", "--git", "u", "p", "--no-default-features"]).unwrap();
     assert!(i.locked && i.no_default_features);
-    assert_eq!((i.git.as_deref(), i.package.as_deref()), (Some("u"), Some("p")));
+    assert_eq!(
+        (i.git.as_deref(), i.package.as_deref()),
+        (Some("u"), Some("p"))
+    );
     assert_eq!(
         demo_changes("2024-05-01T12:00:00.000001Z demo.orders RowInsert ttl=none\n  stream x\n"),
         1

@@ -366,7 +366,10 @@ fn every_programs_readme_tables_match_its_flags_and_exit_codes() {
 fn the_checks_name_what_is_missing_extra_or_different() {
     #[derive(clap::Parser)]
     #[allow(dead_code)] // only its command is used
-    #[command(name = "p", after_help = "Exit codes: 0 done, 1 failure (a, b), 2 bad argument.")]
+    #[command(
+        name = "p",
+        after_help = "Exit codes: 0 done, 1 failure (a, b), 2 bad argument."
+    )]
     struct P {
         /// Keyspace.
         #[arg(long, short = 'k', value_name = "KEYSPACE")]
@@ -416,7 +419,10 @@ fn the_checks_name_what_is_missing_extra_or_different() {
         .replace("| `--tls` | TLS |\n", "| `--secret` | hidden |\n")
         .replace("(default `60`; default: see below)", "(default `30`)")
         .replace("`-k`, `--keyspace <KEYSPACE>`", "`--keyspace <KS>`")
-        .replace("| `-X <KEY=VALUE>` | a client option |", "| `-X <KEY=VALUE>` | default `x` |")
+        .replace(
+            "| `-X <KEY=VALUE>` | a client option |",
+            "| `-X <KEY=VALUE>` | default `x` |",
+        )
         .replace("| 2 | bad argument |", "| 3 | cannot connect |");
     let problems = [
         option_problems(&program, &bad),
@@ -440,7 +446,9 @@ fn the_checks_name_what_is_missing_extra_or_different() {
     assert_eq!(problems, expected);
     assert_eq!(
         option_problems(&program, "no marker"),
-        ["p/README.md (options: p): 0 lines `<!-- options: p -->` (there must be one, before \
-          the table)"]
+        [
+            "p/README.md (options: p): 0 lines `<!-- options: p -->` (there must be one, before \
+          the table)"
+        ]
     );
 }
