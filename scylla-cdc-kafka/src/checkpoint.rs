@@ -183,6 +183,10 @@ fn parse_starts(v: &Value) -> Option<Vec<ReplayStart>> {
     Some(starts)
 }
 
+/// Per stream of a table: the replay starts of the checkpoint record that holds its
+/// checkpoint (`None`: that record has none, it was not written by a group member).
+pub type StreamReplays = HashMap<StreamID, Option<Arc<Vec<ReplayStart>>>>;
+
 /// Everything read back from the checkpoint topic at start.
 #[derive(Debug, Default, Clone)]
 pub struct SavedProgress {
@@ -204,7 +208,7 @@ pub struct SavedProgress {
     pub snapshots: crate::snapshot::SavedSnapshots,
     /// Per `keyspace.table`, per stream: the replay starts of the record that holds its
     /// checkpoint (`None`: that record has none, it was not written by a group member).
-    pub stream_replay: HashMap<String, HashMap<StreamID, Option<Arc<Vec<ReplayStart>>>>>,
+    pub stream_replay: HashMap<String, StreamReplays>,
     /// Per partition of the checkpoint topic: where the next read continues.
     pub next_offsets: HashMap<i32, i64>,
 }
