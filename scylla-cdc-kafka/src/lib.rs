@@ -331,11 +331,21 @@ fn set_options(c: &mut ClientConfig, config: &Config) {
     }
 }
 
-/// The admin client's context: logs like the default one and reports an authentication
-/// failure (bad SASL credentials, a TLS handshake the broker refuses), which librdkafka
-/// otherwise retries until the request times out.
+/// The context of the clients that set up the run (the admin client, and a probe that
+/// watches the connection meanwhile): logs like the default one and reports an
+/// authentication failure (bad SASL credentials, a TLS handshake the broker refuses), which
+/// librdkafka otherwise retries until the request times out.
+#[derive(Clone)]
 struct AdminContext {
     refused: tokio::sync::watch::Sender<Option<String>>,
+}
+
+/// The probe is a producer that sends nothing: librdkafka's admin client hands connection
+/// errors only to a queue nobody polls, a threaded producer's thread polls them (and calls
+/// [`AdminContext`]'s `error`).
+impl rdkafka::producer::ProducerContext for AdminContext {
+    type DeliveryOpaque = ();
+    fn delivery(&self, _: &rdkafka::producer::DeliveryResult<'_>, _: ()) {}
 }
 
 impl rdkafka::ClientContext for AdminContext {
@@ -453,12 +463,17 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
     // Kafka: topics, the producer (fencing an earlier instance), the progress.
     let client = client_config(&config);
     let (refused_tx, refused) = tokio::sync::watch::channel(None);
+    let context = AdminContext {
+        refused: refused_tx,
+    };
     let admin: AdminClient<AdminContext> = client
-        .create_with_context(AdminContext {
-            refused: refused_tx,
-        })
+        .create_with_context(context.clone())
         .map_err(|e| kafka_error(PublishError::from_kafka("creating the admin client", &e)))?;
+    let probe: rdkafka::producer::ThreadedProducer<AdminContext> = client
+        .create_with_context(context)
+        .map_err(|e| kafka_error(PublishError::from_kafka("creating a Kafka client", &e)))?;
     ensure_topics(&config, &admin, refused, &event_topics).await?;
+    drop(probe);
     let instance = config
         .transactional_id
         .clone()

@@ -47,7 +47,8 @@
 //! `split-tablets <ks>.<table>`, `fault <rule>`, `clear-faults`, `stats`, `shutdown`),
 //! answering each with a line `ok ...` or `error: <reason>`. `cql` statements run at
 //! consistency ONE unless `consistency` sets another level, as in cqlsh. SIGTERM and SIGINT
-//! stop it cleanly (exit status 0), whatever its stdin is. `--help` lists its flags.
+//! stop it cleanly (exit status 0), whatever its stdin is. `--help` lists its flags; [`cli`]
+//! is its command line (the flags, the help text and the [`cli::exit_code`]s).
 //!
 //! # Inside
 //!
@@ -64,8 +65,10 @@
 //! 6. `server` (`ClusterCore`, the state every node's server shares, which owns the
 //!    database; listeners and connections);
 //! 7. `embedded` ([`EmbeddedCluster`] and its [`ClusterBuilder`], [`TestCa`]), re-exported by
-//!    this facade, which only declares the modules; then the `scylla-emulator` binary.
+//!    this facade, which only declares the modules; `cli` (the binary's command line), then
+//!    the `scylla-emulator` binary.
 
+pub mod cli;
 pub mod types;
 
 pub(crate) mod cdc;

@@ -213,6 +213,27 @@ async fn sasl_users_publish_or_are_refused_with_exit_5() -> anyhow::Result<()> {
         }
         args
     };
+    // A wrong password: exit 5 at once, saying so (not retried until --kafka-timeout, 60 s).
+    let wrong = dir.path().join("wrong-password");
+    std::fs::write(&wrong, "not-alice-secret\n")?;
+    let wrong_arg = format!("sasl.password=file:{}", wrong.display());
+    let started = std::time::Instant::now();
+    let mut mallory = Program::spawn(
+        &run("alice", &wrong_arg, "mallory"),
+        &dir.path().join("mallory.log"),
+    )?;
+    let code = mallory.exit_code(Duration::from_secs(60)).await?;
+    let text = mallory.log();
+    ensure!(code == Some(5), "wrong password: exit {code:?}: {text}");
+    ensure!(
+        started.elapsed() < Duration::from_secs(30),
+        "a wrong password took {:?} to be reported: {text}",
+        started.elapsed()
+    );
+    ensure!(
+        text.to_lowercase().contains("authentication"),
+        "wrong password: unclear error: {text}"
+    );
     // alice may not create topics: exit 5, saying so.
     let mut alice = Program::spawn(
         &run("alice", &secret_arg, "alice"),

@@ -261,9 +261,9 @@ fn rows_of(
 }
 
 /// Rows per page of the log query. A stream reader holds the page its consumer is handed
-/// and the next one, fetched meanwhile: 2 500 rows each keep that at the 5 000 rows of one
-/// page of the driver's default size (what a reader that does not prefetch holds), times the
-/// number of stream groups (256 per node on ScyllaDB's default vnodes).
+/// and, when it has one of the reader's prefetch permits (`PREFETCH_PAGES`), the next one,
+/// fetched meanwhile: 2 500 rows each keep a prefetching group at the 5 000 rows of one page
+/// of the driver's default size (what a reader that does not prefetch holds).
 const LOG_PAGE_ROWS: i32 = 2500;
 
 /// Reads the log through the driver with prepared statements: the window query, the key
@@ -387,8 +387,8 @@ impl LogSource for DriverLogSource {
 mod tests {
     use super::*;
 
-    /// The log query asks for pages of `LOG_PAGE_ROWS` rows (a reader holds two pages per
-    /// stream group: the driver's default of 5 000 rows doubled its memory).
+    /// The log query asks for pages of `LOG_PAGE_ROWS` rows, not the driver's default of
+    /// 5 000 (a prefetching stream group holds two pages).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn log_pages_are_of_log_page_rows() -> anyhow::Result<()> {
         let cluster = scylla_emulator::EmbeddedCluster::builder().start().await?;

@@ -1,7 +1,8 @@
 //! End-to-end tests across the workspace's crates: the printer and the replicator, in-process
 //! and as processes (`e2e-printer`, `e2e-replicator`), and the library's examples as
 //! processes (`example-*`), against embedded clusters (or the real ones of `SCYLLA_URI` /
-//! `SCYLLA_URI2`) and Apache Cassandra. One test binary (one link of the workspace) with a
+//! `SCYLLA_URI2`) and Apache Cassandra, and the documentation against the code (`docs`,
+//! `readme_options`, `newcomer`). One test binary (one link of the workspace) with a
 //! module per subject; what they share is in [`support`]. A new file of tests here is a
 //! module: add its `mod` line below.
 
@@ -12,10 +13,12 @@ mod early_reads;
 mod examples;
 mod first_contact;
 mod groups;
+mod newcomer;
 mod option_bounds;
 mod packaging;
 mod printer;
 mod program_errors;
+mod readme_options;
 mod replicator_cassandra;
 mod replicator_faults;
 mod replicator_matrix;
