@@ -186,7 +186,6 @@ fn parse_starts(v: &Value) -> Option<Vec<ReplayStart>> {
     Some(starts)
 }
 
-
 /// Everything read back from the checkpoint topic at start.
 #[derive(Debug, Default, Clone)]
 pub struct SavedProgress {
