@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow};
 use chrono::{DateTime, TimeZone, Utc};
 use rdkafka::Message;
+use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
 use scylla_cdc::{Checkpoint, GenerationTimestamp, StreamID};
@@ -268,12 +269,13 @@ impl SavedProgress {
 
     /// Reads the checkpoint topic from its beginning to its end, committed records only.
     ///
-    /// Blocking; call it from a blocking thread. `consumer` is configured with
-    /// `isolation.level=read_committed`; the end is the topic's last stable offset, so an
-    /// open transaction of another producer is waited for (at most `timeout`).
-    pub fn load(consumer: &BaseConsumer, topic: &str, timeout: Duration) -> anyhow::Result<Self> {
+    /// Blocking; call it from a blocking thread. The end is the topic's high watermark when
+    /// the read begins ([`ReadBack`]), so an open transaction of another producer is waited
+    /// for (at most `timeout`): what it holds, and what others committed after it, is read
+    /// once it is committed or aborted.
+    pub fn load(readback: &ReadBack, topic: &str, timeout: Duration) -> anyhow::Result<Self> {
         let mut progress = SavedProgress::default();
-        progress.refresh(consumer, topic, timeout)?;
+        progress.refresh(readback, topic, timeout)?;
         Ok(progress)
     }
 
@@ -281,13 +283,14 @@ impl SavedProgress {
     /// records only (as [`SavedProgress::load`]).
     pub fn refresh(
         &mut self,
-        consumer: &BaseConsumer,
+        readback: &ReadBack,
         topic: &str,
         timeout: Duration,
     ) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;
         let partitions: Vec<i32> = loop {
-            let metadata = consumer
+            let metadata = readback
+                .committed
                 .fetch_metadata(Some(topic), timeout)
                 .with_context(|| format!("reading the metadata of checkpoint topic {topic}"))?;
             let listed = metadata.topics().iter().find(|t| t.name() == topic);
@@ -307,7 +310,7 @@ impl SavedProgress {
                 (topic.to_owned(), *p, at)
             })
             .collect();
-        read_partitions(consumer, from, timeout, |message| {
+        read_partitions(readback, from, timeout, |message| {
             let key = message
                 .key()
                 .map(String::from_utf8_lossy)
@@ -351,14 +354,49 @@ impl SavedProgress {
     }
 }
 
-/// Reads each `(topic, partition, from offset)` to its end as the consumer sees it (the last
-/// stable offset under `read_committed`), handing every message to `each`.
+/// The two consumers a read back needs: one that reads (`read_committed`: records of open or
+/// aborted transactions are never handed over) and one that says where a partition ends.
+///
+/// The end is the high watermark, records of open transactions included: under
+/// `read_committed` librdkafka's watermark query answers the last stable offset instead,
+/// which an open transaction holds back, so that everything committed after it would
+/// silently be left out (a member killed with an open transaction, and never fenced, hid
+/// every later checkpoint from the members that started after it). Reading to the high
+/// watermark waits for every transaction begun before the read to be committed or aborted.
+pub struct ReadBack {
+    committed: BaseConsumer,
+    ends: BaseConsumer,
+}
+
+impl ReadBack {
+    /// The read-back consumers of a client configuration (`group.id` and the like set; the
+    /// isolation levels are set here).
+    pub fn create(config: &ClientConfig) -> rdkafka::error::KafkaResult<Self> {
+        let mut committed = config.clone();
+        committed.set("isolation.level", "read_committed");
+        let mut ends = config.clone();
+        ends.set("isolation.level", "read_uncommitted");
+        Ok(Self {
+            committed: committed.create()?,
+            ends: ends.create()?,
+        })
+    }
+
+    /// The reading consumer (`read_committed`).
+    pub fn consumer(&self) -> &BaseConsumer {
+        &self.committed
+    }
+}
+
+/// Reads each `(topic, partition, from offset)` to its high watermark as it is when the read
+/// begins, committed records only ([`ReadBack`]), handing every message to `each`.
 pub fn read_partitions(
-    consumer: &BaseConsumer,
+    readback: &ReadBack,
     partitions: impl IntoIterator<Item = (String, i32, i64)>,
     timeout: Duration,
     mut each: impl FnMut(&rdkafka::message::BorrowedMessage<'_>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
+    let consumer = &readback.committed;
     let mut assignment = TopicPartitionList::new();
     // (topic, partition) -> the offset reading must reach.
     let mut ends: HashMap<(String, i32), i64> = HashMap::new();
@@ -366,7 +404,10 @@ pub fn read_partitions(
     for (topic, partition, from) in partitions {
         // A topic created a moment ago may have no leader yet: retried until the deadline.
         let (low, high) = loop {
-            match consumer.fetch_watermarks(&topic, partition, Duration::from_secs(5)) {
+            match readback
+                .ends
+                .fetch_watermarks(&topic, partition, Duration::from_secs(5))
+            {
                 Ok(w) => break w,
                 Err(e) if Instant::now() < deadline && is_transient(&e) => {
                     std::thread::sleep(Duration::from_millis(100));
@@ -405,8 +446,9 @@ pub fn read_partitions(
         }
         match consumer.poll(Duration::from_millis(200).min(deadline - now)) {
             None => {
-                // Under read_committed the end may be beyond the last stable offset, which
-                // control records (transaction markers) also occupy: ask where reading is.
+                // The end may lie past the last record handed over: control records
+                // (transaction markers) and aborted records occupy offsets too. Ask where
+                // reading is.
                 retire_reached(consumer, &mut ends)?;
             }
             Some(Err(e)) => return Err(anyhow!(e).context("reading back a partition")),

@@ -60,7 +60,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::BaseConsumer;
 use rdkafka::error::RDKafkaErrorCode;
 use scylla::client::session::Session;
 use scylla_cdc::cli::{CliError, RunningReader, Shutdown, connect, supervise};
@@ -68,7 +67,7 @@ use scylla_cdc::{CDCLogReaderBuilder, Change, ChangeConsumer, ChangeConsumerFact
 use tracing::{info, warn};
 
 use crate::args::{Args, Config};
-use crate::checkpoint::{CheckpointRecord, SavedProgress};
+use crate::checkpoint::{CheckpointRecord, ReadBack, SavedProgress};
 use crate::event::{Event, EventOptions, EventRenderer, TableInfo};
 use crate::produced::{Produced, PublishedSet};
 use crate::publish::{
@@ -304,7 +303,7 @@ fn producer_config(config: &Config) -> ClientConfig {
     c.set("bootstrap.servers", &config.bootstrap_servers);
     c.set("client.id", "scylla-cdc-kafka");
     // A broker that stays away longer than the Kafka timeout stops the program.
-    let timeout_ms = config.kafka_timeout.as_millis().to_string();
+    let timeout_ms = transaction_timeout(config).as_millis().to_string();
     c.set("message.timeout.ms", &timeout_ms);
     c.set("transaction.timeout.ms", &timeout_ms);
     // The producer's queue: bounded so that memory stays small at any rate.
@@ -322,6 +321,26 @@ fn producer_config(config: &Config) -> ClientConfig {
     c.set("batch.size", "1000000");
     set_options(&mut c, config);
     c
+}
+
+/// How long a transaction may stay open before the broker aborts it: the Kafka timeout, and
+/// in a consumer group at most twice the lease duration (at least 10 s).
+///
+/// Each member has a transactional id of its own, so a member that dies with a transaction
+/// open is fenced only by one that takes its units over; one that dies before it holds any
+/// (just started) is fenced by nobody, and its transaction would hold back every partition
+/// it wrote to (the checkpoint topic among them) until the broker times it out: reads that
+/// wait for open transactions ([`checkpoint::ReadBack`]), members starting or taking units
+/// over among them, would wait that long. A member whose transaction stays open for two
+/// leases has lost its units anyway (and is fenced by whoever took them).
+fn transaction_timeout(config: &Config) -> std::time::Duration {
+    use std::time::Duration;
+    match &config.group {
+        Some(group) => (group.lease_duration * 2)
+            .max(Duration::from_secs(10))
+            .min(config.kafka_timeout),
+        None => config.kafka_timeout,
+    }
 }
 
 /// The `-X` options (secrets included: `ClientConfig::config_map` would hide them).
@@ -493,8 +512,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
         let mut c = client.clone();
         c.set("group.id", "scylla-cdc-kafka-readback")
             .set("enable.auto.commit", "false")
-            .set("enable.partition.eof", "false")
-            .set("isolation.level", "read_committed");
+            .set("enable.partition.eof", "false");
         c
     };
     // Fencing first: the earlier instance's open transaction is aborted, so that reading the
@@ -507,7 +525,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
         blocking(move || -> Result<_, CliError> {
             // The publisher is created (and fences) before the progress is read.
             let connected = Publisher::connect(&pc).map_err(kafka_error)?;
-            let consumer: BaseConsumer = rc.create().map_err(|e| {
+            let consumer = ReadBack::create(&rc).map_err(|e| {
                 kafka_error(PublishError::from_kafka(
                     "creating the read-back consumer",
                     &e,
@@ -657,7 +675,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
         handle.clone(),
     );
     if let Some(progress) = group_progress {
-        let consumer: BaseConsumer = reader_consumer.create().map_err(|e| {
+        let consumer = ReadBack::create(&reader_consumer).map_err(|e| {
             kafka_error(PublishError::from_kafka(
                 "creating the read-back consumer",
                 &e,

@@ -16,13 +16,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use rdkafka::consumer::BaseConsumer;
 use rdkafka::message::{Headers, Message};
 use scylla_cdc::StreamID;
 use uuid::Uuid;
 
 use crate::checkpoint::{
-    ReplayStart, STREAM_HEADER, TIME_HEADER, parse_stream_hex, read_partitions,
+    ReadBack, ReplayStart, STREAM_HEADER, TIME_HEADER, parse_stream_hex, read_partitions,
 };
 
 /// The changes already published, per topic.
@@ -41,13 +40,13 @@ impl Produced {
     /// Reads the event partitions back from their replay starts (committed events only).
     /// Blocking.
     pub fn load(
-        consumer: &BaseConsumer,
+        readback: &ReadBack,
         starts: &[ReplayStart],
         timeout: Duration,
     ) -> anyhow::Result<Self> {
         let mut produced = Produced::default();
         read_partitions(
-            consumer,
+            readback,
             starts
                 .iter()
                 .map(|s| (s.topic.clone(), s.partition, s.offset)),

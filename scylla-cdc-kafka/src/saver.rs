@@ -28,12 +28,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::BaseConsumer;
 use rdkafka::producer::{BaseProducer, Producer};
 use scylla_cdc::{CDCCheckpointSaver, Checkpoint, GenerationTimestamp, StreamID};
 use tokio::sync::oneshot;
 
-use crate::checkpoint::{CheckpointRecord, ReplayStart, SavedProgress, from_millis, millis};
+use crate::checkpoint::{
+    CheckpointRecord, ReadBack, ReplayStart, SavedProgress, from_millis, millis,
+};
 use crate::produced::{Produced, PublishedSet};
 use crate::publish::{Command, PublisherHandle};
 
@@ -52,8 +53,8 @@ pub struct GroupLoads {
     pub timeout: Duration,
     /// Per `keyspace.table`: its event topic and the changes its consumers skip.
     pub published: std::collections::HashMap<String, (String, Arc<PublishedSet>)>,
-    /// The read-back consumer (read_committed) and the progress read so far.
-    pub state: Mutex<(BaseConsumer, SavedProgress)>,
+    /// The read-back consumers and the progress read so far.
+    pub state: Mutex<(ReadBack, SavedProgress)>,
 }
 
 /// The `transactional.id` of `member` in a group whose ids are made of `base`.

@@ -7,5 +7,6 @@ mod exactly_once;
 mod faults;
 mod groups;
 mod matrix;
+mod readback;
 mod snapshot;
 mod support;
