@@ -938,17 +938,6 @@ fn hex_into<'b>(bytes: &[u8], buf: &'b mut [u8; 32]) -> &'b str {
 }
 
 #[cfg(test)]
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    out
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -1035,7 +1024,6 @@ mod tests {
         let o = opaque(3, 1_764_000_000_000);
         assert_eq!(o & 0xFFFF, 3);
         assert_eq!((o >> 16) as i64, 1_764_000_000_000);
-        assert_eq!(hex(&[0, 0xab, 0xff]), "00abff");
         let mut buf = [0u8; 32];
         assert_eq!(hex_into(&[0, 0xab, 0xff], &mut buf), "00abff");
         assert_eq!(hex_into(&[0x12; 16], &mut buf), "12".repeat(16));
