@@ -381,11 +381,6 @@ impl ReadBack {
             ends: ends.create()?,
         })
     }
-
-    /// The reading consumer (`read_committed`).
-    pub fn consumer(&self) -> &BaseConsumer {
-        &self.committed
-    }
 }
 
 /// Reads each `(topic, partition, from offset)` to its high watermark as it is when the read
