@@ -102,7 +102,11 @@ async fn health_says_whether_the_printer_reads() -> anyhow::Result<()> {
         .preload(Preload::new("health_ks", "t", 2, 5))
         .start()
         .await?;
-    let (_, body) = health_until(metrics, Duration::from_secs(60), |code, _| code == 200).await?;
+    // A first 200 may come before the first window ended (no low watermark yet): wait for it.
+    let (_, body) = health_until(metrics, Duration::from_secs(60), |code, body| {
+        code == 200 && json(body)["low_watermark"].is_string()
+    })
+    .await?;
     let health = json(&body);
     assert_eq!(health["status"], "ok", "{body}");
     assert_eq!(health["connected"], true, "{body}");
