@@ -694,7 +694,10 @@ public final class Checker {
             d.get(b);
             g.writeString(Base64.getEncoder().encodeToString(b));
         } else if (v instanceof BigDecimal d) {
-            g.writeString(d.toPlainString());
+            // Plain digits unless the exponent is far out: Connect's header parser reads a
+            // text such as "12e345678901" as a number, whose plain form would be gigabytes
+            // (the checker once died of it with an OutOfMemoryError instead of reporting it).
+            g.writeString(Math.abs((long) d.scale()) > 4096 ? d.toString() : d.toPlainString());
         } else if (v instanceof java.util.Date d) {
             Instant i = d.toInstant();
             String name = schema == null ? null : schema.name();
