@@ -1493,6 +1493,13 @@ async fn an_idle_member_hands_units_over_without_waiting_out_its_pause() -> anyh
         return Ok(());
     };
     let idle = |b: CDCLogReaderBuilder| b.sleep_interval(Duration::from_secs(30));
+    // The writes end before a starts, and a starts once they are older than its safety
+    // interval (1 s): its first pass over the log delivers all of them, then each of its
+    // readers pauses (else the last second of writes would wait out a pause first).
+    workload.wait_for_rounds(10, "rounds of writes").await;
+    let (expected, checksum) = workload.finish().await?;
+    let written: usize = expected.values().map(|n| *n as usize).sum();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     let a = setup
         .member_with(session.clone(), "a", Duration::ZERO, idle)
         .await?;
@@ -1500,9 +1507,6 @@ async fn an_idle_member_hands_units_over_without_waiting_out_its_pause() -> anyh
         balanced(&[&a.0], 12)
     })
     .await;
-    workload.wait_for_rounds(10, "rounds of writes").await;
-    let (expected, checksum) = workload.finish().await?;
-    let written: usize = expected.values().map(|n| *n as usize).sum();
     wait_for(
         Duration::from_secs(30),
         "every change delivered",
