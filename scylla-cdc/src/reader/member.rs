@@ -970,9 +970,10 @@ impl Member<'_> {
         // Loading the checkpoints is bounded by the leases: a load that hangs (or retries a
         // cluster that keeps failing) past them must not start readers of units this member
         // may no longer hold. The units stay held; a later round starts them once renewed.
-        // The units are loaded a few at a time, the leases renewed in between when due, so
-        // that loading many units (every unit of a member, after its leases ran out) does
-        // not itself outlast the leases of the units loaded first or of the readers running.
+        // The leases are renewed while the saver works (`renewing_while`), so that a slow
+        // load (many units, or a saver waiting on another system) outlasts neither the
+        // leases of the units it loads nor those of the readers running; the units are
+        // loaded a few at a time all the same (a smaller unit of work to lose to a fault).
         if let Some(loader) = self.w.loader.clone() {
             // The saver hears of every member whose units are taken over before their
             // checkpoints are read (it may have to fence what that member still writes).
@@ -987,11 +988,6 @@ impl Member<'_> {
             }
             for (owner, streams) in previous {
                 self.keep_alive(&mut units).await;
-                let valid_until = units
-                    .iter()
-                    .map(|u| u.valid_until)
-                    .min()
-                    .unwrap_or_else(Instant::now);
                 let mut backoff = Backoff::new(self.w.settings.give_up_after);
                 let told = retry_transient("telling the saver of a takeover", &mut backoff, || {
                     let (loader, owner, streams) = (loader.clone(), owner.clone(), &streams);
@@ -1004,9 +1000,9 @@ impl Member<'_> {
                         })
                     }
                 });
-                match tokio::time::timeout_at(valid_until, told).await {
-                    Ok(told) => told?,
-                    Err(_) => {
+                match self.renewing_while(&mut units, told).await {
+                    Some(told) => told?,
+                    None => {
                         warn!(
                             from = %owner,
                             "the saver could not prepare the takeover before the leases run out: not starting the units"
@@ -1023,22 +1019,22 @@ impl Member<'_> {
             }
             loop {
                 self.keep_alive(&mut units).await;
-                let chunk: Vec<usize> = (0..units.len())
-                    .filter(|i| units[*i].saved.is_none())
+                // By unit, not by position: a renewal during the load drops the units it
+                // finds held by another member.
+                let chunk: Vec<(String, usize)> = units
+                    .iter()
+                    .filter(|u| u.saved.is_none())
                     .take(LOAD_UNITS)
+                    .map(|u| (u.row.unit.clone(), u.streams.len()))
                     .collect();
                 if chunk.is_empty() {
                     break;
                 }
-                let streams: Vec<StreamID> = chunk
+                let streams: Vec<StreamID> = units
                     .iter()
-                    .flat_map(|i| units[*i].streams.iter().copied())
+                    .filter(|u| chunk.iter().any(|(unit, _)| *unit == u.row.unit))
+                    .flat_map(|u| u.streams.iter().copied())
                     .collect();
-                let valid_until = units
-                    .iter()
-                    .map(|u| u.valid_until)
-                    .min()
-                    .unwrap_or_else(Instant::now);
                 let mut backoff = Backoff::new(self.w.settings.give_up_after);
                 let load = retry_transient("loading stream checkpoints", &mut backoff, || async {
                     loader
@@ -1049,9 +1045,9 @@ impl Member<'_> {
                             source,
                         })
                 });
-                let mut saved = match tokio::time::timeout_at(valid_until, load).await {
-                    Ok(saved) => saved?.into_iter(),
-                    Err(_) => {
+                let mut saved = match self.renewing_while(&mut units, load).await {
+                    Some(saved) => saved?.into_iter(),
+                    None => {
                         warn!(
                             units = units.len(),
                             "the units' checkpoints could not be loaded before their leases run out: not starting them"
@@ -1059,9 +1055,11 @@ impl Member<'_> {
                         return Ok(());
                     }
                 };
-                for i in chunk {
-                    let n = units[i].streams.len();
-                    units[i].saved = Some(saved.by_ref().take(n).collect());
+                for (unit, n) in chunk {
+                    let times: Vec<Option<DateTime<Utc>>> = saved.by_ref().take(n).collect();
+                    if let Some(u) = units.iter_mut().find(|u| u.row.unit == unit) {
+                        u.saved = Some(times);
+                    }
                 }
             }
         }
@@ -1285,6 +1283,32 @@ impl Member<'_> {
                 warn!(error = %e, units = held.len(), "could not renew leases (readers stop when the leases run out)");
                 self.renewed_until = None;
                 None
+            }
+        }
+    }
+
+    /// Awaits `work` (the saver preparing or loading units this member is starting), renewing
+    /// every lease of the member meanwhile (the units' and its running readers'), so that a
+    /// slow saver (one that waits for another system, such as Kafka transactions still open)
+    /// costs the member neither the units nor the readers it runs. `None` once the units'
+    /// leases run out first (a renewal failed, or found them taken: they are not started) or
+    /// none of them is left.
+    async fn renewing_while<T>(
+        &mut self,
+        units: &mut Vec<ToStart>,
+        work: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        tokio::pin!(work);
+        loop {
+            let valid_until = units.iter().map(|u| u.valid_until).min()?;
+            let next_renewal = self
+                .last_renewal
+                .map_or_else(Instant::now, |t| t + self.g.renew_interval);
+            tokio::select! {
+                biased;
+                out = &mut work => return Some(out),
+                _ = tokio::time::sleep_until(valid_until) => return None,
+                _ = tokio::time::sleep_until(next_renewal) => self.keep_alive(units).await,
             }
         }
     }

@@ -7,6 +7,7 @@
 //! faults): with `SCYLLA_URI` set, the tests report themselves skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -239,17 +240,31 @@ struct Setup {
     deliveries: Deliveries,
     units: UnitLog,
     takeovers: Takeovers,
+    /// How long (ms) each member's saver takes to prepare a takeover or load checkpoints
+    /// (0: as long as the table takes).
+    slow_saver: Arc<AtomicU64>,
 }
 
 /// What the members' savers were told of takeovers
 /// ([`CDCCheckpointSaver::taking_over`]): (taker, previous owner, streams), in order.
 type Takeovers = Arc<Mutex<Vec<(String, String, Vec<StreamID>)>>>;
 
-/// The members' checkpoint saver: the table's, recording the takeovers it is told of.
+/// The members' checkpoint saver: the table's, recording the takeovers it is told of, and
+/// as slow as the test says ([`Setup::slow_saver`]).
 struct RecordingSaver {
     inner: Arc<dyn CDCCheckpointSaver>,
     member: String,
     takeovers: Takeovers,
+    slow: Arc<AtomicU64>,
+}
+
+impl RecordingSaver {
+    async fn slow_down(&self) {
+        let ms = self.slow.load(Ordering::Relaxed);
+        if ms > 0 {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+    }
 }
 
 #[async_trait]
@@ -259,12 +274,14 @@ impl CDCCheckpointSaver for RecordingSaver {
             inner: self.inner.for_table(table)?,
             member: self.member.clone(),
             takeovers: self.takeovers.clone(),
+            slow: self.slow.clone(),
         }))
     }
     fn checkpoint_table(&self) -> Option<(String, String)> {
         self.inner.checkpoint_table()
     }
     async fn taking_over(&self, previous_owner: &str, streams: &[StreamID]) -> anyhow::Result<()> {
+        self.slow_down().await;
         self.takeovers.lock().unwrap().push((
             self.member.clone(),
             previous_owner.to_owned(),
@@ -291,6 +308,7 @@ impl CDCCheckpointSaver for RecordingSaver {
         &self,
         streams: &[StreamID],
     ) -> anyhow::Result<Vec<Option<DateTime<Utc>>>> {
+        self.slow_down().await;
         self.inner.load_stream_checkpoints(streams).await
     }
 }
@@ -305,6 +323,7 @@ impl Setup {
             deliveries: Deliveries::default(),
             units: UnitLog::default(),
             takeovers: Takeovers::default(),
+            slow_saver: Arc::default(),
         })
     }
 
@@ -384,6 +403,7 @@ impl Setup {
             inner: Arc::new(saver),
             member: id.to_owned(),
             takeovers: self.takeovers.clone(),
+            slow: self.slow_saver.clone(),
         };
         let units = self.units.clone();
         let builder = CDCLogReaderBuilder::new()
@@ -477,6 +497,7 @@ impl Killable {
             deliveries: setup.deliveries.clone(),
             units: setup.units.clone(),
             takeovers: setup.takeovers.clone(),
+            slow_saver: setup.slow_saver.clone(),
         };
         let id = id.to_owned();
         runtime.spawn(async move {
@@ -1344,6 +1365,64 @@ async fn a_long_takeover_round_keeps_the_member_s_own_leases() -> anyhow::Result
         setup.units.stops(UnitStopReason::LeaseLost),
         0,
         "a stopped units whose leases ran out during its own takeover round"
+    );
+    setup
+        .units
+        .check_no_delivery_after_a_takeover(&setup.deliveries);
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// A saver slower than a lease (here every takeover and checkpoint load takes 3 s, the lease
+/// 2 s: a Kafka saver waits so for transactions still open) costs the member neither the
+/// units it takes nor the readers it runs: it renews its leases while the saver works.
+/// Before, the round gave up on the units when their leases ran out during the load, and
+/// the member's own readers stopped too (nothing renewed their leases meanwhile), round after
+/// round: it never read the units it took over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saver_slower_than_a_lease_costs_no_unit() -> anyhow::Result<()> {
+    if !embedded_only("a_saver_slower_than_a_lease_costs_no_unit", "kills members") {
+        return Ok(());
+    }
+    setup_tracing();
+    // 1 node × 8 vnodes: 8 units, 4 per member.
+    let cluster = EmbeddedCluster::builder()
+        .nodes(1)
+        .shards_per_node(2)
+        .vnodes_per_node(8)
+        .start()
+        .await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(
+        &session,
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'enabled': false}",
+    )
+    .await?;
+    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    let a = setup.member(session.clone(), "a").await?;
+    let mut b = Killable::start(&cluster, &setup, "b").await?;
+    wait_for(Duration::from_secs(30), "4 units per member", || async {
+        balanced(&[&a.0, &b.reader], 8)
+    })
+    .await;
+    workload.wait_for_rounds(10, "10 rounds").await;
+    setup.slow_saver.store(3000, Ordering::Relaxed);
+    b.kill();
+    setup.units.killed("b");
+    wait_for(Duration::from_secs(60), "a to read every unit", || async {
+        balanced(&[&a.0], 8)
+    })
+    .await;
+    setup.slow_saver.store(0, Ordering::Relaxed);
+    workload
+        .wait_for_rounds(workload.rounds() + 10, "10 more rounds")
+        .await;
+    let (expected, _) = finish(workload, &setup, vec![a]).await?;
+    check_at_least_once_in_order(&setup.deliveries.changes(), &expected);
+    assert_eq!(
+        setup.units.stops(UnitStopReason::LeaseLost),
+        0,
+        "a stopped units whose leases ran out while its saver worked"
     );
     setup
         .units
