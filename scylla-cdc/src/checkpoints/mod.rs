@@ -79,7 +79,9 @@ pub trait CDCCheckpointSaver: Send + Sync {
     /// read `stream_ids`, which `previous_owner` read until its lease on them ran out (it
     /// died, or it was cut off or paused for longer than its lease). Called before their
     /// checkpoints are loaded; an error is retried while the leases last, then the units are
-    /// left for a later round.
+    /// left for a later round. The member renews its leases while this call (or a load of the
+    /// units' checkpoints) runs: it may take longer than a lease, e.g. to wait for another
+    /// system.
     ///
     /// The previous owner has stopped reading them (each reader checks its lease before every
     /// delivery), but what it handed to a consumer may still take effect later where the
