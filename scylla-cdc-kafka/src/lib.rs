@@ -64,7 +64,7 @@ use rdkafka::error::RDKafkaErrorCode;
 use scylla::client::session::Session;
 use scylla_cdc::cli::{CliError, RunningReader, Shutdown, connect, supervise};
 use scylla_cdc::{CDCLogReaderBuilder, Change, ChangeConsumer, ChangeConsumerFactory};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::args::{Args, Config};
 use crate::checkpoint::{CheckpointRecord, ReadBack, SavedProgress};
@@ -491,8 +491,12 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
     let probe: rdkafka::producer::ThreadedProducer<AdminContext> = client
         .create_with_context(context)
         .map_err(|e| kafka_error(PublishError::from_kafka("creating a Kafka client", &e)))?;
+    // Start-up phases at debug level, with the time since publishing began (where a slow
+    // start goes: the cluster, the topics, the transaction coordinator, the progress).
+    let began = std::time::Instant::now();
     ensure_topics(&config, &admin, refused, &event_topics).await?;
     drop(probe);
+    debug!(elapsed = ?began.elapsed(), "the topics exist");
     let instance = config
         .transactional_id
         .clone()
@@ -525,6 +529,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
         blocking(move || -> Result<_, CliError> {
             // The publisher is created (and fences) before the progress is read.
             let connected = Publisher::connect(&pc).map_err(kafka_error)?;
+            debug!(elapsed = ?began.elapsed(), "the producer is ready (an earlier instance fenced)");
             let consumer = ReadBack::create(&rc).map_err(|e| {
                 kafka_error(PublishError::from_kafka(
                     "creating the read-back consumer",
@@ -646,6 +651,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
             .map_err(|_| kafka_error(handle.failure()))?;
     }
     handle.commit().await.map_err(kafka_error)?;
+    debug!(elapsed = ?began.elapsed(), "the start records are committed");
     // --snapshot: the existing rows before the log; a stop during it ends the run here.
     if let snapshot::Outcome::Stopped(stopped) = snapshots
         .publish(&session, &config, &infos, &handle, shutdown.clone())
@@ -712,6 +718,7 @@ async fn publish_tables(config: Config, shutdown: Shutdown) -> Result<(), CliErr
         .copied()
         .unwrap_or_else(chrono::Utc::now);
     let readers = start_reader(&session, &config, earliest_start, Arc::new(factory), saver).await?;
+    debug!(elapsed = ?began.elapsed(), "the reader started");
     let _ = progress_cell.set(readers[0].reader.progress_handle());
     scylla_cdc::cli::health::reading(
         &session,

@@ -11,11 +11,12 @@ fn main() -> ExitCode {
 
 /// glibc's malloc gives the top of its heap back to the system whenever more than 128 KiB
 /// are free there, and the next allocations fault the pages in again: publishing frees and
-/// allocates megabytes a second (events, the producer's batches), and that churn was about a
-/// third of the program's CPU time (`scylla-cdc-bench kafka`, transactions: 5.9 µs of CPU
-/// per change with glibc's defaults, 3.9 µs with these; peak RSS +1 MiB). The heap is
-/// trimmed only past 64 MiB free, grows 16 MiB at a time, and serves allocations up to 8 MiB
-/// (larger ones are mapped on their own, and unmapped when freed).
+/// allocates megabytes a second (events, the producer's batches), and that churn was a
+/// fifth to a third of the program's CPU time (`scylla-cdc-bench kafka`, transactions, side
+/// by side: 5.7-5.9 µs of CPU per change with glibc's defaults, 3.9-4.6 µs with trimming
+/// held back; peak RSS +1 to +2 MiB; see scylla-cdc-bench's README). The heap is trimmed
+/// only past 64 MiB free, grows 16 MiB at a time, and serves allocations up to 8 MiB (larger
+/// ones are mapped on their own, and unmapped when freed).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
 fn tune_malloc() {

@@ -14,7 +14,9 @@
 //! `--changes` single-row inserts (`--partitions` partitions), so the backlog is that many
 //! changes of one row, one event each. The bench waits until the backlog's end is
 //! `--backlog-age` seconds old (past the program's default 30 s safety interval: nothing is
-//! read early, and the program never waits for the clock), then, `--runs` times, runs each
+//! read early, and the program never waits for the clock), runs each variant `--warm-ups`
+//! times unmeasured (default once: a fresh broker creates its transaction state on the first
+//! transactional client, and warms up its JIT), then, `--runs` times, runs each
 //! `--variant` in turn (interleaved, so that a change in the machine's load hits every variant
 //! alike): `scylla-cdc-kafka --start <before the preload> --end <after it>` with the variant's
 //! flags and otherwise the program's defaults, on a topic prefix of its own, until it exits by
@@ -88,6 +90,11 @@ struct Args {
     /// Partitions of the preloaded table.
     #[arg(long, default_value_t = 1000)]
     partitions: u64,
+    /// Unmeasured rounds of every variant before the throughput runs: a fresh broker's first
+    /// transactional client waits about a second for the broker to create its transaction
+    /// state topic, and the broker's JIT compiler warms up, once per broker, not per run.
+    #[arg(long, default_value_t = 1)]
+    warm_ups: usize,
     /// Throughput runs of each variant.
     #[arg(long, default_value_t = 3)]
     runs: usize,
@@ -1132,6 +1139,18 @@ pub(crate) async fn main() -> anyhow::Result<()> {
                 args.backlog_age
             );
             tokio::time::sleep(Duration::from_millis(ready_at - now)).await;
+        }
+        for round in 1..=args.warm_ups {
+            for (i, (variant, _)) in throughput.iter().enumerate() {
+                let prefix = format!("warm{round}v{i}");
+                let r = throughput_run(&bench, &prefix, variant, total, &start, &end)
+                    .await
+                    .with_context(|| format!("warm-up {round} of {}", variant.label))?;
+                println!(
+                    "warm-up {round} {:<18} {:>6.2} s (not counted)",
+                    variant.label, r.wall
+                );
+            }
         }
         println!(
             "throughput: --start {start} --end {end}, {} run(s) of each variant",
