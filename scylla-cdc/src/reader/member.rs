@@ -1002,6 +1002,7 @@ impl Member<'_> {
                 });
                 match self.renewing_while(&mut units, told).await {
                     Some(told) => told?,
+                    None if self.stop_requested() => return Ok(()),
                     None => {
                         warn!(
                             from = %owner,
@@ -1047,6 +1048,7 @@ impl Member<'_> {
                 });
                 let mut saved = match self.renewing_while(&mut units, load).await {
                     Some(saved) => saved?.into_iter(),
+                    None if self.stop_requested() => return Ok(()),
                     None => {
                         warn!(
                             units = units.len(),
@@ -1291,14 +1293,16 @@ impl Member<'_> {
     /// every lease of the member meanwhile (the units' and its running readers'), so that a
     /// slow saver (one that waits for another system, such as Kafka transactions still open)
     /// costs the member neither the units nor the readers it runs. `None` once the units'
-    /// leases run out first (a renewal failed, or found them taken: they are not started) or
-    /// none of them is left.
+    /// leases run out first (a renewal failed, or found them taken: they are not started),
+    /// none of them is left, or the member is asked to stop (it leaves without waiting for
+    /// the saver).
     async fn renewing_while<T>(
         &mut self,
         units: &mut Vec<ToStart>,
         work: impl std::future::Future<Output = T>,
     ) -> Option<T> {
         tokio::pin!(work);
+        let mut stop = self.g.stop.clone();
         loop {
             let valid_until = units.iter().map(|u| u.valid_until).min()?;
             let next_renewal = self
@@ -1307,10 +1311,16 @@ impl Member<'_> {
             tokio::select! {
                 biased;
                 out = &mut work => return Some(out),
+                _ = async { drop(stop.wait_for(|s| *s).await) } => return None,
                 _ = tokio::time::sleep_until(valid_until) => return None,
                 _ = tokio::time::sleep_until(next_renewal) => self.keep_alive(units).await,
             }
         }
+    }
+
+    /// Whether the member was asked to stop (`stop()`, or the reader's handle is gone).
+    fn stop_requested(&self) -> bool {
+        self.g.stop.has_changed().is_err() || *self.g.stop.borrow()
     }
 
     /// Renews the leases again once a renew interval has passed since the last renewal was

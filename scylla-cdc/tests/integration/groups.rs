@@ -281,12 +281,12 @@ impl CDCCheckpointSaver for RecordingSaver {
         self.inner.checkpoint_table()
     }
     async fn taking_over(&self, previous_owner: &str, streams: &[StreamID]) -> anyhow::Result<()> {
-        self.slow_down().await;
         self.takeovers.lock().unwrap().push((
             self.member.clone(),
             previous_owner.to_owned(),
             streams.to_vec(),
         ));
+        self.slow_down().await;
         Ok(())
     }
     async fn save_checkpoint(&self, checkpoint: &Checkpoint) -> anyhow::Result<()> {
@@ -1427,6 +1427,64 @@ async fn a_saver_slower_than_a_lease_costs_no_unit() -> anyhow::Result<()> {
     setup
         .units
         .check_no_delivery_after_a_takeover(&setup.deliveries);
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// A member asked to stop while its saver still prepares a takeover (here it would take a
+/// minute) leaves at once: the renewals that keep a slow saver's units do not keep the member
+/// from leaving, and the units it was taking over are left to the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_stops_without_waiting_for_a_slow_saver() -> anyhow::Result<()> {
+    if !embedded_only(
+        "a_member_stops_without_waiting_for_a_slow_saver",
+        "kills members",
+    ) {
+        return Ok(());
+    }
+    setup_tracing();
+    let cluster = EmbeddedCluster::builder()
+        .nodes(1)
+        .shards_per_node(2)
+        .vnodes_per_node(8)
+        .start()
+        .await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(
+        &session,
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'enabled': false}",
+    )
+    .await?;
+    let a = setup.member(session.clone(), "a").await?;
+    let mut b = Killable::start(&cluster, &setup, "b").await?;
+    wait_for(Duration::from_secs(30), "4 units per member", || async {
+        balanced(&[&a.0, &b.reader], 8)
+    })
+    .await;
+    setup.slow_saver.store(60_000, Ordering::Relaxed);
+    b.kill();
+    wait_for(
+        Duration::from_secs(30),
+        "a to take b's units over",
+        || async {
+            setup
+                .takeovers
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|(taker, from, _)| taker == "a" && from == "b")
+        },
+    )
+    .await;
+    let (mut reader, handle) = a;
+    let stopping = Instant::now();
+    reader.stop();
+    tokio::time::timeout(Duration::from_secs(30), handle).await??;
+    assert!(
+        stopping.elapsed() < Duration::from_secs(10),
+        "the member waited for its saver to leave: {:?}",
+        stopping.elapsed()
+    );
     cluster.shutdown().await;
     Ok(())
 }
