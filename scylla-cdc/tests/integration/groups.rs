@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use anyhow::Context;
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use scylla::client::session::Session;
@@ -1319,27 +1320,9 @@ async fn a_long_takeover_round_keeps_the_member_s_own_leases() -> anyhow::Result
     ) {
         return Ok(());
     }
-    setup_tracing();
     // 1 node × 40 vnodes: 40 units, 20 per member.
-    let cluster = EmbeddedCluster::builder()
-        .nodes(1)
-        .shards_per_node(2)
-        .vnodes_per_node(40)
-        .start()
-        .await?;
-    let session = cluster.session().await?;
-    let setup = Setup::new(
-        &session,
-        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'enabled': false}",
-    )
-    .await?;
-    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
-    let a = setup.member(session.clone(), "a").await?;
-    let mut b = Killable::start(&cluster, &setup, "b").await?;
-    wait_for(Duration::from_secs(30), "20 units per member", || async {
-        balanced(&[&a.0, &b.reader], 40)
-    })
-    .await;
+    let (cluster, mut setup, a, mut b) = two_members(40).await?;
+    let workload = setup.workload.take().context("a workload")?;
     workload.wait_for_rounds(10, "10 rounds").await;
     // Every request to the lease table takes 120 ms from now on: taking b's 20 units one
     // by one takes 2.4 s, more than a lease (2 s).
@@ -1356,15 +1339,93 @@ async fn a_long_takeover_round_keeps_the_member_s_own_leases() -> anyhow::Result
     .await;
     assert!(slow.get() > 20, "{} slowed requests", slow.get());
     cluster.clear_faults();
+    finish_after_takeover(
+        cluster,
+        workload,
+        &setup,
+        a,
+        "a stopped units whose leases ran out during its own takeover round",
+    )
+    .await
+}
+
+/// 1 node with `vnodes` vnodes (as many units), a table written by a workload, and two
+/// members, `a` (in this runtime) and `b` (killable), once they hold half the units each.
+/// The workload is in `setup.workload`.
+async fn two_members(
+    vnodes: usize,
+) -> anyhow::Result<(
+    EmbeddedCluster,
+    TwoMembers,
+    (CDCLogReader, CDCReaderHandle),
+    Killable,
+)> {
+    setup_tracing();
+    let cluster = EmbeddedCluster::builder()
+        .nodes(1)
+        .shards_per_node(2)
+        .vnodes_per_node(vnodes)
+        .start()
+        .await?;
+    let session = cluster.session().await?;
+    let setup = Setup::new(
+        &session,
+        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'enabled': false}",
+    )
+    .await?;
+    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
+    let a = setup.member(session.clone(), "a").await?;
+    let b = Killable::start(&cluster, &setup, "b").await?;
+    wait_for(
+        Duration::from_secs(30),
+        "half of the units per member",
+        || async { balanced(&[&a.0, &b.reader], vnodes) },
+    )
+    .await;
+    Ok((
+        cluster,
+        TwoMembers {
+            setup,
+            workload: Some(workload),
+        },
+        a,
+        b,
+    ))
+}
+
+/// [`two_members`]' set-up and its workload.
+struct TwoMembers {
+    setup: Setup,
+    workload: Option<Workload>,
+}
+
+impl std::ops::Deref for TwoMembers {
+    type Target = Setup;
+    fn deref(&self) -> &Setup {
+        &self.setup
+    }
+}
+
+/// Ends a test in which `a` took a killed member's units over: 10 more rounds of writes, then
+/// every change delivered at least once and in order, no unit stopped for a lost lease
+/// (`lost_lease` says why that would be wrong), nothing delivered by a member after the
+/// takeover of its unit.
+async fn finish_after_takeover(
+    cluster: EmbeddedCluster,
+    workload: Workload,
+    setup: &Setup,
+    a: (CDCLogReader, CDCReaderHandle),
+    lost_lease: &str,
+) -> anyhow::Result<()> {
     workload
         .wait_for_rounds(workload.rounds() + 10, "10 more rounds")
         .await;
-    let (expected, _) = finish(workload, &setup, vec![a]).await?;
+    let (expected, _) = finish(workload, setup, vec![a]).await?;
     check_at_least_once_in_order(&setup.deliveries.changes(), &expected);
     assert_eq!(
         setup.units.stops(UnitStopReason::LeaseLost),
         0,
-        "a stopped units whose leases ran out during its own takeover round"
+        "{lost_lease}"
     );
     setup
         .units
@@ -1384,27 +1445,9 @@ async fn a_saver_slower_than_a_lease_costs_no_unit() -> anyhow::Result<()> {
     if !embedded_only("a_saver_slower_than_a_lease_costs_no_unit", "kills members") {
         return Ok(());
     }
-    setup_tracing();
     // 1 node × 8 vnodes: 8 units, 4 per member.
-    let cluster = EmbeddedCluster::builder()
-        .nodes(1)
-        .shards_per_node(2)
-        .vnodes_per_node(8)
-        .start()
-        .await?;
-    let session = cluster.session().await?;
-    let setup = Setup::new(
-        &session,
-        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'enabled': false}",
-    )
-    .await?;
-    let workload = Workload::start(session.clone(), &setup.ks, "t", 4, 8).await?;
-    let a = setup.member(session.clone(), "a").await?;
-    let mut b = Killable::start(&cluster, &setup, "b").await?;
-    wait_for(Duration::from_secs(30), "4 units per member", || async {
-        balanced(&[&a.0, &b.reader], 8)
-    })
-    .await;
+    let (cluster, mut setup, a, mut b) = two_members(8).await?;
+    let workload = setup.workload.take().context("a workload")?;
     workload.wait_for_rounds(10, "10 rounds").await;
     setup.slow_saver.store(3000, Ordering::Relaxed);
     b.kill();
@@ -1414,21 +1457,14 @@ async fn a_saver_slower_than_a_lease_costs_no_unit() -> anyhow::Result<()> {
     })
     .await;
     setup.slow_saver.store(0, Ordering::Relaxed);
-    workload
-        .wait_for_rounds(workload.rounds() + 10, "10 more rounds")
-        .await;
-    let (expected, _) = finish(workload, &setup, vec![a]).await?;
-    check_at_least_once_in_order(&setup.deliveries.changes(), &expected);
-    assert_eq!(
-        setup.units.stops(UnitStopReason::LeaseLost),
-        0,
-        "a stopped units whose leases ran out while its saver worked"
-    );
-    setup
-        .units
-        .check_no_delivery_after_a_takeover(&setup.deliveries);
-    cluster.shutdown().await;
-    Ok(())
+    finish_after_takeover(
+        cluster,
+        workload,
+        &setup,
+        a,
+        "a stopped units whose leases ran out while its saver worked",
+    )
+    .await
 }
 
 /// A member asked to stop while its saver still prepares a takeover (here it would take a
@@ -1442,25 +1478,7 @@ async fn a_member_stops_without_waiting_for_a_slow_saver() -> anyhow::Result<()>
     ) {
         return Ok(());
     }
-    setup_tracing();
-    let cluster = EmbeddedCluster::builder()
-        .nodes(1)
-        .shards_per_node(2)
-        .vnodes_per_node(8)
-        .start()
-        .await?;
-    let session = cluster.session().await?;
-    let setup = Setup::new(
-        &session,
-        "{'class': 'NetworkTopologyStrategy', 'replication_factor': 1} AND tablets = {'enabled': false}",
-    )
-    .await?;
-    let a = setup.member(session.clone(), "a").await?;
-    let mut b = Killable::start(&cluster, &setup, "b").await?;
-    wait_for(Duration::from_secs(30), "4 units per member", || async {
-        balanced(&[&a.0, &b.reader], 8)
-    })
-    .await;
+    let (cluster, setup, a, mut b) = two_members(8).await?;
     setup.slow_saver.store(60_000, Ordering::Relaxed);
     b.kill();
     wait_for(
