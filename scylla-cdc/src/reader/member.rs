@@ -972,8 +972,9 @@ impl Member<'_> {
         // may no longer hold. The units stay held; a later round starts them once renewed.
         // The leases are renewed while the saver works (`renewing_while`), so that a slow
         // load (many units, or a saver waiting on another system) outlasts neither the
-        // leases of the units it loads nor those of the readers running; the units are
-        // loaded a few at a time all the same (a smaller unit of work to lose to a fault).
+        // leases of the units it loads nor those of the readers running; a load holds the
+        // round for two lease durations at most (the units wait for a later round). The
+        // units are loaded a few at a time all the same (a smaller unit of work to lose).
         if let Some(loader) = self.w.loader.clone() {
             // The saver hears of every member whose units are taken over before their
             // checkpoints are read (it may have to fence what that member still writes).
@@ -1006,7 +1007,7 @@ impl Member<'_> {
                     None => {
                         warn!(
                             from = %owner,
-                            "the saver could not prepare the takeover before the leases run out: not starting the units"
+                            "the saver could not prepare the takeover within two lease durations or before the leases ran out: not starting the units this round"
                         );
                         // Whichever round starts them must tell the saver again.
                         for u in &units {
@@ -1052,7 +1053,7 @@ impl Member<'_> {
                     None => {
                         warn!(
                             units = units.len(),
-                            "the units' checkpoints could not be loaded before their leases run out: not starting them"
+                            "the units' checkpoints could not be loaded within two lease durations or before their leases ran out: not starting them this round"
                         );
                         return Ok(());
                     }
@@ -1294,8 +1295,12 @@ impl Member<'_> {
     /// slow saver (one that waits for another system, such as Kafka transactions still open)
     /// costs the member neither the units nor the readers it runs. `None` once the units'
     /// leases run out first (a renewal failed, or found them taken: they are not started),
-    /// none of them is left, or the member is asked to stop (it leaves without waiting for
-    /// the saver).
+    /// none of them is left, the member is asked to stop (it leaves without waiting for the
+    /// saver), or the work has held the round for twice the lease duration: the units stay
+    /// held for a later round, and this round goes on, since only a round takes over the
+    /// units of a member whose lease ran out, and fences it, which may be what the saver waits
+    /// for (a Kafka saver's load waits for the transactions still open, a paused member's
+    /// among them).
     async fn renewing_while<T>(
         &mut self,
         units: &mut Vec<ToStart>,
@@ -1303,6 +1308,7 @@ impl Member<'_> {
     ) -> Option<T> {
         tokio::pin!(work);
         let mut stop = self.g.stop.clone();
+        let round_goes_on = Instant::now() + self.g.lease_duration.saturating_mul(2);
         loop {
             let valid_until = units.iter().map(|u| u.valid_until).min()?;
             let next_renewal = self
@@ -1312,7 +1318,7 @@ impl Member<'_> {
                 biased;
                 out = &mut work => return Some(out),
                 _ = async { drop(stop.wait_for(|s| *s).await) } => return None,
-                _ = tokio::time::sleep_until(valid_until) => return None,
+                _ = tokio::time::sleep_until(valid_until.min(round_goes_on)) => return None,
                 _ = tokio::time::sleep_until(next_renewal) => self.keep_alive(units).await,
             }
         }
