@@ -181,7 +181,7 @@ async fn main() -> ExitCode {
 }
 
 /// Logs to stderr, filtered by `RUST_LOG`, as text or JSON (`--log-format`). Colour codes
-/// only in text on a terminal, and never with NO_COLOR set (https://no-color.org): a log
+/// only in text on a terminal, and never with NO_COLOR set (<https://no-color.org>): a log
 /// file or a pipe gets plain text. JSON is one object per line, its fields at the top level,
 /// as the other programs write it.
 fn init_logging(format: LogFormat) {
