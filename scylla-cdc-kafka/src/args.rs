@@ -438,7 +438,7 @@ impl Args {
         };
         let transactional_id = transactional_base.as_ref().map(|base| {
             match group.as_ref().and_then(|g| g.member_id.as_deref()) {
-                Some(member) => crate::saver::member_transactional_id(base, member),
+                Some(member) => member_transactional_id(base, member),
                 None => base.clone(),
             }
         });
@@ -493,6 +493,11 @@ impl Args {
             progress_interval: self.progress_interval,
         })
     }
+}
+
+/// The `transactional.id` of `member` in a group whose ids are made of `base`.
+pub fn member_transactional_id(base: &str, member: &str) -> String {
+    format!("{base}.{member}")
 }
 
 #[cfg(test)]

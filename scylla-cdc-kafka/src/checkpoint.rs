@@ -205,7 +205,7 @@ pub struct SavedProgress {
     /// How many records were read.
     pub records: u64,
     /// The `--snapshot`s' records (`snap/…`, [`crate::snapshot`]).
-    pub snapshots: crate::snapshot::SavedSnapshots,
+    pub snapshots: SavedSnapshots,
     /// Per `keyspace.table`, per stream: the replay starts of the record that holds its
     /// checkpoint (`None`: that record has none, it was not written by a group member).
     pub stream_replay: HashMap<String, HashMap<StreamID, Option<SharedStarts>>>,
@@ -506,6 +506,84 @@ fn retire_reached(
         }
     }
     Ok(())
+}
+
+/// The stream of snapshot events (a snapshot's `ChangeEvents::stream`, header `scylla.stream`):
+/// all zeros, never a real stream (whose version, the low four bits, is 1).
+pub fn snapshot_stream() -> StreamID {
+    StreamID::from([0u8; 16])
+}
+
+/// Whether `stream` is the [`snapshot_stream`] (an event of a snapshot, not of a change).
+pub fn is_snapshot_stream(stream: &StreamID) -> bool {
+    stream.as_bytes().iter().all(|b| *b == 0)
+}
+
+/// One range's saved progress.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RangeProgress {
+    /// Every row of the range with a token up to this one is published (`None`: none yet).
+    pub after: Option<i64>,
+    /// Every row of the range is published.
+    pub done: bool,
+    /// Snapshot events published for the range so far.
+    pub events: u64,
+}
+
+/// One table's saved snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SavedSnapshot {
+    /// T (ms since the epoch), if the `snap/` record was read.
+    pub time_ms: Option<i64>,
+    /// The boundary B (µs since the epoch).
+    pub boundary_us: i64,
+    /// How many token ranges the ring is split into.
+    pub ranges: u32,
+    /// Every range is published.
+    pub done: bool,
+    /// By range index.
+    pub progress: HashMap<u32, RangeProgress>,
+}
+
+/// What the checkpoint topic says about snapshots (records `snap/…`), per `keyspace.table`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SavedSnapshots {
+    /// By `keyspace.table`.
+    pub tables: HashMap<String, SavedSnapshot>,
+}
+
+impl SavedSnapshots {
+    /// Applies one `snap/…` record (a later record of a key replaces an earlier one).
+    pub fn apply(&mut self, key: &str, v: &Value) -> anyhow::Result<()> {
+        let bad = || anyhow!("checkpoint record {key:?} has an unexpected shape: {v}");
+        let table = v["table"].as_str().ok_or_else(bad)?.to_owned();
+        let saved = self.tables.entry(table).or_default();
+        let rest = key.strip_prefix("snap/").ok_or_else(bad)?;
+        if rest.contains('/') {
+            let index = u32::try_from(v["range"].as_u64().ok_or_else(bad)?).map_err(|_| bad())?;
+            let after = match &v["after"] {
+                Value::Null => None,
+                a => Some(a.as_i64().ok_or_else(bad)?),
+            };
+            saved.progress.insert(
+                index,
+                RangeProgress {
+                    after,
+                    done: v["done"].as_bool().ok_or_else(bad)?,
+                    events: v["events"].as_u64().unwrap_or(0),
+                },
+            );
+        } else {
+            saved.time_ms = Some(v["time"].as_i64().ok_or_else(bad)?);
+            saved.boundary_us = v["boundary"].as_i64().ok_or_else(bad)?;
+            saved.ranges = u32::try_from(v["ranges"].as_u64().ok_or_else(bad)?)
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(bad)?;
+            saved.done = v["done"].as_bool().ok_or_else(bad)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

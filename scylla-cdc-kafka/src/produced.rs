@@ -69,7 +69,7 @@ impl Produced {
                 // Events without both headers were not published by this program; snapshot
                 // events are no change (`crate::snapshot`).
                 if let (Some(stream), Some(time)) = (stream, time)
-                    && !crate::snapshot::is_snapshot_stream(&stream)
+                    && !crate::checkpoint::is_snapshot_stream(&stream)
                 {
                     let time_ms = time
                         .get_timestamp()

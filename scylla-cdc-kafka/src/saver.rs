@@ -32,6 +32,7 @@ use rdkafka::producer::{BaseProducer, Producer};
 use scylla_cdc::{CDCCheckpointSaver, Checkpoint, GenerationTimestamp, StreamID};
 use tokio::sync::oneshot;
 
+use crate::args::member_transactional_id;
 use crate::checkpoint::{
     CheckpointRecord, ReadBack, ReplayStart, SavedProgress, from_millis, millis,
 };
@@ -55,11 +56,6 @@ pub struct GroupLoads {
     pub published: std::collections::HashMap<String, (String, Arc<PublishedSet>)>,
     /// The read-back consumers and the progress read so far.
     pub state: Mutex<(ReadBack, SavedProgress)>,
-}
-
-/// The `transactional.id` of `member` in a group whose ids are made of `base`.
-pub fn member_transactional_id(base: &str, member: &str) -> String {
-    format!("{base}.{member}")
 }
 
 impl GroupLoads {

@@ -87,19 +87,22 @@ use scylla::frame::response::result::{ColumnType, NativeType};
 use scylla::statement::Consistency;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::value::{CqlValue, Row};
+use scylla_cdc::Backoff;
 use scylla_cdc::cli::scan::{
     RangeScan, ScanError, ScannedCell, ScannedColumn, range_scan_statement, scanned_cells,
     token_ranges,
 };
 use scylla_cdc::cli::{CliError, Shutdown, retry_startup};
-use scylla_cdc::{Backoff, StreamID};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::oneshot;
 use tracing::{info, warn};
 use uuid::Uuid;
 
 use crate::args::Config;
 use crate::checkpoint::{CheckpointRecord, SavedProgress};
+pub use crate::checkpoint::{
+    RangeProgress, SavedSnapshot, SavedSnapshots, is_snapshot_stream, snapshot_stream,
+};
 use crate::event::{Event, EventOptions, EventRenderer, TableInfo};
 use crate::publish::{ChangeEvents, Command, Outgoing, PublishError, PublisherHandle};
 
@@ -116,84 +119,6 @@ pub const BATCH_ROWS: usize = 1000;
 /// The time of snapshot events ([`ChangeEvents::time`], header `scylla.time`): the nil UUID,
 /// never a change's `cdc$time` (a version-1 UUID).
 pub const SNAPSHOT_TIME: Uuid = Uuid::nil();
-
-/// The stream of snapshot events ([`ChangeEvents::stream`], header `scylla.stream`): all
-/// zeros, never a real stream (whose version, the low four bits, is 1).
-pub fn snapshot_stream() -> StreamID {
-    StreamID::from([0u8; 16])
-}
-
-/// Whether `stream` is the [`snapshot_stream`] (an event of a snapshot, not of a change).
-pub fn is_snapshot_stream(stream: &StreamID) -> bool {
-    stream.as_bytes().iter().all(|b| *b == 0)
-}
-
-/// One range's saved progress.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RangeProgress {
-    /// Every row of the range with a token up to this one is published (`None`: none yet).
-    pub after: Option<i64>,
-    /// Every row of the range is published.
-    pub done: bool,
-    /// Snapshot events published for the range so far.
-    pub events: u64,
-}
-
-/// One table's saved snapshot.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SavedSnapshot {
-    /// T (ms since the epoch), if the `snap/` record was read.
-    pub time_ms: Option<i64>,
-    /// The boundary B (µs since the epoch).
-    pub boundary_us: i64,
-    /// How many token ranges the ring is split into.
-    pub ranges: u32,
-    /// Every range is published.
-    pub done: bool,
-    /// By range index.
-    pub progress: HashMap<u32, RangeProgress>,
-}
-
-/// What the checkpoint topic says about snapshots (records `snap/…`), per `keyspace.table`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SavedSnapshots {
-    /// By `keyspace.table`.
-    pub tables: HashMap<String, SavedSnapshot>,
-}
-
-impl SavedSnapshots {
-    /// Applies one `snap/…` record (a later record of a key replaces an earlier one).
-    pub fn apply(&mut self, key: &str, v: &Value) -> anyhow::Result<()> {
-        let bad = || anyhow!("checkpoint record {key:?} has an unexpected shape: {v}");
-        let table = v["table"].as_str().ok_or_else(bad)?.to_owned();
-        let saved = self.tables.entry(table).or_default();
-        let rest = key.strip_prefix("snap/").ok_or_else(bad)?;
-        if rest.contains('/') {
-            let index = u32::try_from(v["range"].as_u64().ok_or_else(bad)?).map_err(|_| bad())?;
-            let after = match &v["after"] {
-                Value::Null => None,
-                a => Some(a.as_i64().ok_or_else(bad)?),
-            };
-            saved.progress.insert(
-                index,
-                RangeProgress {
-                    after,
-                    done: v["done"].as_bool().ok_or_else(bad)?,
-                    events: v["events"].as_u64().unwrap_or(0),
-                },
-            );
-        } else {
-            saved.time_ms = Some(v["time"].as_i64().ok_or_else(bad)?);
-            saved.boundary_us = v["boundary"].as_i64().ok_or_else(bad)?;
-            saved.ranges = u32::try_from(v["ranges"].as_u64().ok_or_else(bad)?)
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(bad)?;
-            saved.done = v["done"].as_bool().ok_or_else(bad)?;
-        }
-        Ok(())
-    }
-}
 
 /// The record of a table's snapshot: T (ms), B (µs), the number of ranges, whether done.
 pub fn snapshot_record(
@@ -906,6 +831,8 @@ mod tests {
     use super::*;
     use crate::event::{ColumnInfo, OutputFormat};
     use scylla::frame::response::result::CollectionType;
+    use scylla_cdc::StreamID;
+    use serde_json::Value;
 
     fn table() -> TableInfo {
         let int = || ColumnType::Native(NativeType::Int);

@@ -20,11 +20,11 @@ use scylla_cdc::cli::secure::{
 };
 use scylla_cdc::cli::{
     CliError, GroupFlags, GroupSettings, LogArgs, LogFormat, OnError, ReadingArgs, TimeRangeArgs,
-    checkpoint_interval_arg, connect, env_prefixed, heading, hosts_arg, long_interval_arg,
-    on_error_arg, parse_name, progress_interval_arg, qualified_arg, tables_arg,
+    TimeSpec, checkpoint_interval_arg, connect, env_prefixed, heading, hosts_arg,
+    long_interval_arg, on_error_arg, parse_name, parse_time, progress_interval_arg, qualified_arg,
+    tables_arg,
 };
 
-use crate::verify::VerifyArgs;
 pub use scylla_cdc::cli::{Hosts, QualifiedTable, StartAt, Tables};
 
 /// Parses a consistency level name (`LOCAL_QUORUM`, `quorum`, `one`, ...).
@@ -596,6 +596,139 @@ impl Args {
             snapshot: self.snapshot,
             snapshot_consistency: self.snapshot_consistency,
             snapshot_parallelism: self.snapshot_parallelism,
+        })
+    }
+}
+
+/// What `verify --help` shows after the flags: examples, exit codes.
+fn verify_after_help() -> String {
+    format!(
+        "Examples:
+  scylla-cdc-replicator verify --source 10.0.0.1 --destination 10.1.0.1 -k shop -t orders
+  scylla-cdc-replicator verify --source 10.0.0.1 --destination 10.0.0.1 -k shop \
+--destination-keyspace shop_copy -t orders,items --at -1m
+
+Exit codes: 0 the tables are equal, {EXIT_DIFFERENT} they differ, 1 failure while scanning, 2 bad \
+argument, 3 cannot connect, 4 keyspace or table missing or not matching.
+
+Environment: the flags can also be set by the replicator's variables \
+({}SOURCE=10.0.0.1:9042, ...; see scylla-cdc-replicator --help).",
+        ENV_PREFIX
+    )
+}
+
+/// Compare tables with their replicas, row by row.
+///
+/// Scans both tables by token range and compares every row: the value of every column, and
+/// the write time and TTL (within 5 s) of every column that has one. Prints "rows compared
+/// N, missing M, extra E, different D" per table, then up to 10 differing rows.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "scylla-cdc-replicator verify", version, after_help = verify_after_help())]
+pub struct VerifyArgs {
+    /// The two clusters: contact points, credentials, TLS.
+    #[command(flatten)]
+    pub clusters: ClusterArgs,
+    /// How long a failing request is retried while it fails transiently, in seconds (0.001 to
+    /// 31536000).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "60",
+          value_parser = long_interval_arg, help_heading = heading::CONNECTION)]
+    pub give_up_after: Duration,
+    /// Keyspace of the source tables.
+    #[arg(long, short = 'k', value_name = "KEYSPACE", value_parser = parse_name,
+          help_heading = heading::WHAT_TO_READ)]
+    pub keyspace: String,
+    /// Tables to compare, comma-separated.
+    #[arg(long, short = 't', value_name = "TABLE,...", value_parser = tables_arg,
+          help_heading = heading::WHAT_TO_READ)]
+    pub table: Tables,
+    /// Keyspace of the destination tables (default: the source keyspace).
+    #[arg(long, value_name = "KEYSPACE", value_parser = parse_name,
+          help_heading = heading::WHAT_TO_READ)]
+    pub destination_keyspace: Option<String>,
+    /// Compare the tables as of TIME: a cell written after TIME (on either side) is not
+    /// compared, nor is a row whose every cell was written after TIME, so writes still in
+    /// flight while the source keeps being written do not show as differences. A scan cannot
+    /// see deletions: a row deleted after TIME and not yet deleted on the other side still
+    /// shows. Same forms as the replicator's --end (RFC 3339, now, -10m).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = parse_time,
+          help_heading = heading::WHAT_TO_READ)]
+    pub at: Option<TimeSpec>,
+    /// Number of token ranges the ring is split into (1 to 65536).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "256",
+          value_parser = count_arg, help_heading = heading::OPERATION)]
+    pub ranges: u32,
+    /// Token ranges scanned at once (1 to 65536).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "8",
+          value_parser = count_arg, help_heading = heading::OPERATION)]
+    pub parallelism: u32,
+    /// Rows per page of the scans (1 to 65536).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value = "1000",
+          value_parser = count_arg, help_heading = heading::OPERATION)]
+    pub page_size: u32,
+    /// Seconds between two progress lines in the log (0.1 to 86400).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value = "5",
+          value_parser = progress_interval_arg, help_heading = heading::OPERATION)]
+    pub progress_interval: Duration,
+    /// --log-format.
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// The settings of a verification, checked and resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerifyConfig {
+    /// How to reach both clusters.
+    pub clusters: Clusters,
+    /// Source keyspace.
+    pub keyspace: String,
+    /// Tables.
+    pub tables: Vec<String>,
+    /// Destination keyspace.
+    pub destination_keyspace: String,
+    /// Token ranges.
+    pub ranges: u32,
+    /// Ranges scanned at once.
+    pub parallelism: u32,
+    /// Rows per page.
+    pub page_size: u32,
+    /// How long transient failures are retried (`None`: forever).
+    pub give_up_after: Option<Duration>,
+    /// Time between progress lines.
+    pub progress_interval: Duration,
+    /// `--at`: cells and rows written after this time are not compared.
+    pub at: Option<DateTime<Utc>>,
+}
+
+impl VerifyArgs {
+    /// Checks what clap cannot and resolves credentials and TLS.
+    pub fn into_config(self) -> Result<VerifyConfig, CliError> {
+        let destination_keyspace = self
+            .destination_keyspace
+            .unwrap_or_else(|| self.keyspace.clone());
+        if self.clusters.source == self.clusters.destination
+            && destination_keyspace == self.keyspace
+        {
+            return Err(CliError::usage(
+                "the source and destination are the same tables (give another --destination or \
+                 --destination-keyspace)",
+            ));
+        }
+        Ok(VerifyConfig {
+            clusters: self.clusters.resolve()?,
+            keyspace: self.keyspace,
+            tables: self.table.0,
+            destination_keyspace,
+            ranges: self.ranges,
+            parallelism: self.parallelism,
+            page_size: self.page_size,
+            give_up_after: Some(self.give_up_after),
+            progress_interval: self.progress_interval,
+            at: match self.at {
+                None => None,
+                Some(spec) => Some(spec.resolve(Utc::now()).ok_or_else(|| {
+                    CliError::usage("--at is out of the range of representable times")
+                })?),
+            },
         })
     }
 }
