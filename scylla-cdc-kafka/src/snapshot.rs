@@ -100,9 +100,7 @@ use uuid::Uuid;
 
 use crate::args::Config;
 use crate::checkpoint::{CheckpointRecord, SavedProgress};
-pub use crate::checkpoint::{
-    RangeProgress, SavedSnapshot, SavedSnapshots, is_snapshot_stream, snapshot_stream,
-};
+use crate::checkpoint::{RangeProgress, snapshot_stream};
 use crate::event::{Event, EventOptions, EventRenderer, TableInfo};
 use crate::publish::{ChangeEvents, Command, Outgoing, PublishError, PublisherHandle};
 
@@ -829,6 +827,7 @@ impl<'a> TableContext<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checkpoint::{SavedSnapshots, is_snapshot_stream};
     use crate::event::{ColumnInfo, OutputFormat};
     use scylla::frame::response::result::CollectionType;
     use scylla_cdc::StreamID;

@@ -733,6 +733,25 @@ impl VerifyArgs {
     }
 }
 
+impl VerifyConfig {
+    /// The verification `--verify-after` runs at the end of replication `config`: the same
+    /// clusters and tables, default scan settings.
+    pub fn after_replication(config: &Config) -> VerifyConfig {
+        VerifyConfig {
+            clusters: config.clusters.clone(),
+            keyspace: config.keyspace.clone(),
+            tables: config.tables.clone(),
+            destination_keyspace: config.destination_keyspace.clone(),
+            ranges: 256,
+            parallelism: 8,
+            page_size: 1000,
+            give_up_after: config.give_up_after,
+            progress_interval: config.progress_interval,
+            at: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

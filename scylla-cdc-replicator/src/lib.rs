@@ -92,6 +92,7 @@ use scylla_cdc::{CDCLogReaderBuilder, TableBackedCheckpointSaver};
 use tracing::info;
 
 use crate::apply::ReplicatorFactory;
+use crate::args::VerifyConfig;
 use crate::args::{Config, Invocation};
 use crate::destination::{Destination, Stats, WriteBudget};
 use crate::evolve::{SchemaFollower, TableContext, TableState, list_writes_for};
@@ -101,7 +102,6 @@ use crate::schema::{
 };
 use crate::snapshot::{CopyReport, CopySettings, ProgressTable, SavedProgress};
 use crate::translate::ListWrites;
-use crate::verify::VerifyConfig;
 
 /// Reads the source table's schema and checks that CDC is enabled on it.
 async fn source_table(

@@ -49,7 +49,8 @@ use scylla_cdc::cli::Output;
 use scylla_cdc::cli::{CliError, Shutdown, error_chain, retry_startup};
 use tracing::info;
 
-use crate::args::Config;
+// The verify command's arguments live with the other arguments; this module's public paths
+// (`verify::VerifyArgs`, `verify::VerifyConfig`) stay.
 pub use crate::args::{EXIT_DIFFERENT, VerifyArgs, VerifyConfig};
 use crate::scan::{ScanError, Side, value_text};
 pub use crate::scan::{ScanPlan, token_ranges};
@@ -63,25 +64,6 @@ pub const TTL_TOLERANCE_SECS: i32 = 5;
 
 /// Most differing rows named in a report.
 pub const MAX_SAMPLES: usize = 10;
-
-impl VerifyConfig {
-    /// The verification `--verify-after` runs at the end of replication `config`: the same
-    /// clusters and tables, default scan settings.
-    pub fn after_replication(config: &Config) -> VerifyConfig {
-        VerifyConfig {
-            clusters: config.clusters.clone(),
-            keyspace: config.keyspace.clone(),
-            tables: config.tables.clone(),
-            destination_keyspace: config.destination_keyspace.clone(),
-            ranges: 256,
-            parallelism: 8,
-            page_size: 1000,
-            give_up_after: config.give_up_after,
-            progress_interval: config.progress_interval,
-            at: None,
-        }
-    }
-}
 
 /// How a row differs between the two tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
